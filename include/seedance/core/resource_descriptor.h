@@ -1,0 +1,155 @@
+// Unified Resource Descriptor (URD): one typed description of a cluster's hardware.
+//
+// A ClusterDescriptor lists the cluster's GPU models (memory, price, power) and its nodes. A node
+// lists its NUMA nodes (the node's CPU and memory capacity, and the distances between them) and
+// its devices (CPU, GPU, NPU, FPGA), each with named integer capacities (cores, memory_mib,
+// gpu_milli, lut_count, bandwidth_gbps, ...), a binding (NUMA node, PCI address), an access
+// latency and, for GPUs, an optional NVLink group. Descriptors are read from and written to JSON
+// and YAML; docs/formats.md holds the schema. Parsing validates, and every error message names
+// the source, the line (YAML only) and the field path, e.g.
+//   cluster.yaml:42: nodes[3].devices[1].capacity.gpu_milli: must be >= 0 (got -5)
+// For every descriptor d that passes Validate, ParseClusterJson(ToJson(d)) == d and
+// ParseClusterYaml(ToYaml(d)) == d. A node converts to the scheduler's NodeSpec with
+// NodeDescriptor::ToNodeSpec.
+//
+// Thread-safety: all functions are pure (no global or hidden state) and may be called
+// concurrently; the structs are plain values.
+#ifndef SEEDANCE_CORE_RESOURCE_DESCRIPTOR_H_
+#define SEEDANCE_CORE_RESOURCE_DESCRIPTOR_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "seedance/core/cluster_state.h"
+
+namespace seedance::core {
+
+enum class DeviceType { kCpu, kGpu, kNpu, kFpga };
+
+// "cpu", "gpu", "npu", "fpga".
+std::string_view DeviceTypeName(DeviceType type);
+// Inverse of DeviceTypeName (exact, lower case); nullopt for any other name.
+std::optional<DeviceType> DeviceTypeFromName(std::string_view name);
+
+// Well-known capacity names. Capacities are open-ended: any non-empty name is allowed.
+inline constexpr std::string_view kCapacityCores = "cores";
+inline constexpr std::string_view kCapacityMemoryMib = "memory_mib";
+inline constexpr std::string_view kCapacityGpuMilli = "gpu_milli";
+inline constexpr std::string_view kCapacityLutCount = "lut_count";
+inline constexpr std::string_view kCapacityBandwidthGbps = "bandwidth_gbps";
+
+// Where a device is attached.
+struct Binding {
+  int numa_node = -1;       // id of a NumaNode of the same node; -1 = unknown
+  std::string pci_address;  // "0000:3b:00.0" (domain:bus:device.function, hex); empty = unknown
+
+  bool operator==(const Binding&) const = default;
+};
+
+struct Device {
+  std::string id;  // unique within its node
+  DeviceType type = DeviceType::kCpu;
+  // For GPUs, a key of ClusterDescriptor::gpu_models (required); free text for other types.
+  std::string model;
+  // Named non-negative capacities. A GPU has memory_mib (required) and gpu_milli (1..1000; the
+  // parsers fill in 1000 when it is absent).
+  std::map<std::string, int64_t> capacity;
+  Binding binding;
+  int64_t latency_us = 0;    // access latency from its NUMA node
+  std::string nvlink_group;  // GPUs only; empty = none. One group lives on one node.
+
+  // capacity[key], or `fallback` when the device has no such capacity.
+  int64_t CapacityOr(const std::string& key, int64_t fallback) const;
+
+  bool operator==(const Device&) const = default;
+};
+
+struct NumaNode {
+  int id = 0;  // unique within its node, >= 0
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  // Empty, or one entry per NUMA node of the same node, in the order of
+  // NodeDescriptor::numa_nodes (the SLIT convention: 10 = local).
+  std::vector<int> distances;
+
+  bool operator==(const NumaNode&) const = default;
+};
+
+struct ClusterDescriptor;
+
+struct NodeDescriptor {
+  std::string name;  // unique within the cluster
+  // At least one. The node's CPU and memory capacity is the sum over its NUMA nodes; CPU
+  // devices describe processors (model, cores) for binding and latency only.
+  std::vector<NumaNode> numa_nodes;
+  std::vector<Device> devices;
+  std::map<std::string, std::string> labels;
+
+  // Sum of the NUMA nodes' cpu_milli.
+  int64_t CpuMilli() const;
+  // Sum of the NUMA nodes' memory_mib.
+  int64_t MemoryMib() const;
+  // Number of devices of type kGpu.
+  int32_t NumGpus() const;
+  // The model shared by all the node's GPUs; "" for a node without GPUs. InvalidArgument if the
+  // node mixes GPU models.
+  absl::StatusOr<std::string> GpuModel() const;
+
+  // The scheduler's view of this node: name, CpuMilli, MemoryMib, NumGpus, GpuModel, and
+  // cost_usd_per_hour / power_w = the GPU model's price / power times the number of GPUs.
+  // Fails if the node mixes GPU models, has more than kMaxGpusPerNode GPUs, or names a GPU model
+  // missing from cluster.gpu_models.
+  // REQUIRES: the descriptor passed Validate (sums must not overflow).
+  absl::StatusOr<NodeSpec> ToNodeSpec(const ClusterDescriptor& cluster) const;
+
+  bool operator==(const NodeDescriptor&) const = default;
+};
+
+struct GpuModelInfo {
+  std::string name;  // equals its key in ClusterDescriptor::gpu_models
+  int64_t memory_mib = 0;
+  double price_usd_per_hour = 0.0;
+  double power_w = 0.0;
+
+  bool operator==(const GpuModelInfo&) const = default;
+};
+
+struct ClusterDescriptor {
+  std::string name;
+  std::map<std::string, GpuModelInfo> gpu_models;  // by model name
+  std::vector<NodeDescriptor> nodes;
+
+  bool operator==(const ClusterDescriptor&) const = default;
+};
+
+// Parses and validates a cluster descriptor. `source` (usually the file name) prefixes every
+// error message. Errors are InvalidArgument; all problems found are reported, one per line.
+[[nodiscard]] absl::StatusOr<ClusterDescriptor> ParseClusterJson(std::string_view text,
+                                                                 std::string_view source);
+[[nodiscard]] absl::StatusOr<ClusterDescriptor> ParseClusterYaml(std::string_view text,
+                                                                 std::string_view source);
+// Reads `path` and parses it by extension: .json, or .yaml / .yml. NotFound if the file cannot
+// be read, InvalidArgument for any other extension or bad content.
+[[nodiscard]] absl::StatusOr<ClusterDescriptor> LoadClusterDescriptor(const std::string& path);
+
+// Pretty JSON (2-space indent, trailing newline). Fields equal to their defaults are omitted.
+std::string ToJson(const ClusterDescriptor& cluster);
+// Block-style YAML in the layout of docs/formats.md. Fields equal to their defaults are omitted.
+std::string ToYaml(const ClusterDescriptor& cluster);
+
+// Checks every rule of docs/formats.md (unique names and ids, NUMA bindings, GPU models,
+// non-negative capacities, NVLink groups, ...). Messages name the field path, one per line.
+[[nodiscard]] absl::Status Validate(const ClusterDescriptor& cluster);
+
+// ToNodeSpec of every node, in order; the first failure is returned.
+[[nodiscard]] absl::StatusOr<std::vector<NodeSpec>> ToNodeSpecs(const ClusterDescriptor& cluster);
+
+}  // namespace seedance::core
+
+#endif  // SEEDANCE_CORE_RESOURCE_DESCRIPTOR_H_

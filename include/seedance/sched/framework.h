@@ -1,0 +1,179 @@
+// The placement framework, in the shape of the Kubernetes scheduler framework.
+//
+// A scheduling cycle for one pod runs the extension points in order:
+//   Filter (every plugin must accept the node) -> PreScore -> Score (weighted sum of plugins,
+//   each optionally normalised over the feasible nodes) -> select the best node -> Reserve
+//   (choose the GPU devices on it) -> Bind (commit to the ClusterState).
+// Outcomes are typed values, not errors: a pod that fits nowhere is kUnschedulable.
+//
+// Ties between equal total scores go to the node that comes first in the framework's node
+// order, a fixed permutation of the nodes (the FGD reference simulator sorts nodes by a name
+// carrying a seeded random prefix). Scores are integers, as in Kubernetes.
+//
+// Plugins whose Score depends only on the node's state and the pod's request may declare
+// themselves Cacheable(); the framework then reuses a score until the node changes or the
+// plugin's Epoch() moves (a plugin that learns bumps its epoch when its model changes).
+//
+// Thread-safety: a Framework is used by one scheduling loop at a time.
+#ifndef SEEDANCE_SCHED_FRAMEWORK_H_
+#define SEEDANCE_SCHED_FRAMEWORK_H_
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "seedance/core/cluster_state.h"
+
+namespace seedance::sched {
+
+inline constexpr int64_t kMaxNodeScore = 100;
+inline constexpr int64_t kMinNodeScore = 0;
+
+// Typed outcome of a scheduling cycle (Kubernetes framework codes).
+enum class Code {
+  kSuccess,
+  kUnschedulable,                 // no node fits now; may fit after something leaves
+  kUnschedulableAndUnresolvable,  // cannot fit even on an empty cluster
+  kError,                         // a plugin failed; a bug
+};
+std::string_view CodeName(Code code);
+
+struct Outcome {
+  Code code = Code::kUnschedulable;
+  core::Placement placement;
+  std::string reason;
+  bool ok() const { return code == Code::kSuccess; }
+};
+
+// Per-decision data shared by the plugins of one cycle.
+struct CycleState {
+  const core::PodShape* pod = nullptr;
+  std::mt19937_64* rng = nullptr;
+  // Set by the framework before PreScore: the feasible nodes, in node order.
+  std::span<const int> feasible;
+  // Scratch a plugin may fill at PreScore and read at Score (e.g. the random node).
+  int chosen_node = -1;
+};
+
+class Plugin {
+ public:
+  virtual ~Plugin() = default;
+  virtual std::string_view Name() const = 0;
+};
+
+class FilterPlugin : public virtual Plugin {
+ public:
+  // True if the pod may run on node n.
+  virtual bool Filter(const CycleState& cycle, const core::ClusterState& state, int n) const = 0;
+};
+
+class ScorePlugin : public virtual Plugin {
+ public:
+  virtual void PreScore(CycleState& /*cycle*/, const core::ClusterState& /*state*/) {}
+  // Score of a feasible node; higher is better.
+  virtual int64_t Score(const CycleState& cycle, const core::ClusterState& state, int n) = 0;
+  // If true, NormalizeScore maps the feasible nodes' scores into [0, 100].
+  virtual bool HasNormalize() const { return false; }
+  virtual void NormalizeScore(std::span<int64_t> /*scores*/) const {}
+  // True if Score depends only on node n's state, the pod's cpu/GPU request and Epoch().
+  virtual bool Cacheable() const { return false; }
+  virtual uint64_t Epoch() const { return 0; }
+};
+
+class ReservePlugin : public virtual Plugin {
+ public:
+  // Chooses the GPU devices on placement->node (placement->num_gpus == pod.num_gpu on
+  // success). Returns false if it cannot.
+  virtual bool Reserve(CycleState& cycle, const core::ClusterState& state,
+                       core::Placement* placement) = 0;
+  virtual void Unreserve(CycleState& /*cycle*/, const core::Placement& /*placement*/) {}
+};
+
+// Sees the pod stream: arrivals (whether or not they fit), bindings and departures. A policy
+// that learns the workload online implements this.
+class ObserverPlugin : public virtual Plugin {
+ public:
+  virtual void OnArrival(const core::PodShape& /*pod*/) {}
+  virtual void OnBound(const core::PodShape& /*pod*/, const core::Placement& /*p*/,
+                       const core::ClusterState& /*state*/) {}
+  virtual void OnReleased(const core::PodShape& /*pod*/, const core::Placement& /*p*/,
+                          const core::ClusterState& /*state*/) {}
+};
+
+// The plugins of one policy. One object may serve several extension points.
+struct Profile {
+  std::string name;
+  std::vector<std::shared_ptr<FilterPlugin>> filters;
+  struct WeightedScore {
+    std::shared_ptr<ScorePlugin> plugin;
+    int64_t weight = 1;
+  };
+  std::vector<WeightedScore> scores;
+  std::shared_ptr<ReservePlugin> reserve;
+  std::vector<std::shared_ptr<ObserverPlugin>> observers;
+};
+
+struct FrameworkOptions {
+  uint64_t seed = 42;
+  // Tie-break order: node_order[i] is the i-th node to consider. Empty = index order.
+  std::vector<int> node_order;
+};
+
+class Framework {
+ public:
+  Framework(Profile profile, FrameworkOptions options);
+
+  const std::string& name() const { return profile_.name; }
+
+  // Tells observers a pod arrived (call once per pod, before its first Schedule).
+  void NotifyArrival(const core::PodShape& pod);
+  // Runs one scheduling cycle and, on success, binds the pod into `state`.
+  Outcome Schedule(const core::PodShape& pod, core::ClusterState& state);
+  // Releases a bound pod from `state` and tells observers. REQUIRES: it was bound.
+  void Release(const core::PodShape& pod, const core::Placement& placement,
+               core::ClusterState& state);
+
+  // Seeded random node order for tie-breaks (the reference's random name prefixes).
+  static std::vector<int> RandomNodeOrder(int num_nodes, uint64_t seed);
+
+ private:
+  struct CacheEntry {
+    uint64_t stamp = 0;
+    int64_t score = 0;
+  };
+  struct ShapeKey {
+    int64_t cpu_milli;
+    int32_t num_gpu;
+    int32_t gpu_milli;
+    uint64_t mask;
+    bool operator==(const ShapeKey&) const = default;
+  };
+  struct ShapeKeyHash {
+    size_t operator()(const ShapeKey& k) const;
+  };
+  int ShapeId(const core::PodShape& pod);
+  int64_t CachedScore(size_t scorer, int shape_id, const CycleState& cycle,
+                      const core::ClusterState& state, int n);
+
+  Profile profile_;
+  FrameworkOptions options_;
+  std::mt19937_64 rng_;
+  std::unordered_map<ShapeKey, int, ShapeKeyHash> shape_ids_;
+  // Per cacheable scorer: entries indexed by shape_id * num_nodes + node.
+  std::vector<std::vector<CacheEntry>> cache_;
+  std::vector<uint64_t> cache_epoch_;
+  std::vector<uint32_t> cache_gen_;
+  int cache_nodes_ = 0;
+  std::vector<int> feasible_;
+  std::vector<int64_t> scores_;
+  std::vector<int64_t> totals_;
+};
+
+}  // namespace seedance::sched
+
+#endif  // SEEDANCE_SCHED_FRAMEWORK_H_

@@ -1,0 +1,104 @@
+// Trace-driven discrete-event simulator of GPU cluster placement.
+//
+// Three modes (docs/simulator.md):
+//  - kFill (the FGD paper's protocol): the trace's pods in seeded shuffled order, then pods
+//    resampled with replacement until total GPU request reaches `tune` x capacity; each pod is
+//    tried once, nothing departs. Records allocation and fragmentation against arrived demand.
+//  - kChurn: Poisson arrivals at offered GPU load `load`; shapes and lifetimes drawn from the
+//    trace; pods that do not fit wait in a queue (priority, then FIFO) and are retried when
+//    resources free; measured over `duration_h` hours after `warmup_h` hours.
+//  - kReplay: the trace's own creation and deletion times, compressed by `time_scale`, with the
+//    same queue and report as kChurn.
+//
+// The simulator drives a sched::Framework through the same interface the live scheduler uses;
+// nothing in `sched` depends on it. Runs are deterministic for a given seed.
+// Thread-safety: Run is reentrant; distinct runs may execute concurrently.
+#ifndef SEEDANCE_SIM_SIMULATOR_H_
+#define SEEDANCE_SIM_SIMULATOR_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "seedance/core/cluster_state.h"
+
+namespace seedance::sim {
+
+enum class Mode { kFill, kChurn, kReplay };
+std::string_view ModeName(Mode mode);
+
+struct Workload {
+  std::vector<core::NodeSpec> nodes;
+  std::vector<core::PodSpec> pods;
+  std::string name;  // e.g. the pod file's stem, for reports
+};
+
+struct SimOptions {
+  Mode mode = Mode::kFill;
+  uint64_t seed = 42;
+  // kFill: total GPU request of the replayed pods as a multiple of cluster GPU capacity.
+  double tune = 1.3;
+  // kChurn: offered GPU load = arrival rate x mean lifetime x mean GPU request / capacity.
+  double load = 1.2;
+  // kChurn/kReplay: measured window length and warm-up before it, in simulated hours.
+  // warmup_h < 0 picks a default (kChurn: 3 mean lifetimes, capped at 7 days; kReplay: 0).
+  double duration_h = 72.0;
+  double warmup_h = -1.0;
+  // kReplay: trace times are divided by this.
+  double time_scale = 1.0;
+  // Coverage of the typical-shape workload handed to fgd (and used to measure fragmentation).
+  double typical_coverage_pct = 95.0;
+  // Tuning knobs passed to the policy factory.
+  std::map<std::string, std::string> policy_params;
+};
+
+// One point of a fill curve: means over the events whose arrived demand rounds to `arrived_pct`.
+struct CurvePoint {
+  int arrived_pct = 0;
+  double alloc_pct = 0;
+  double frag_ratio_pct = 0;
+};
+
+struct RunResult {
+  std::string policy;
+  uint64_t seed = 0;
+  Mode mode = Mode::kFill;
+  int64_t pods_arrived = 0;
+  int64_t pods_scheduled = 0;
+  int64_t pods_failed = 0;  // kFill: never placed
+  double wall_s = 0;
+  // kFill.
+  std::vector<CurvePoint> curve;  // arrived 0..max, integer percent
+  double unalloc_gpu_pct_at_100 = 0;
+  double unalloc_gpu_pct_at_130 = 0;
+  double frag_ratio_pct_at_90 = 0;
+  // kChurn / kReplay.
+  double unalloc_gpu_pct_steady = 0;
+  double queue_delay_p50_s = 0;
+  double queue_delay_p99_s = 0;
+  int64_t pods_waiting_at_end = 0;
+  double idle_gpu_hours = 0;
+  double idle_cost_usd = 0;
+  double measured_hours = 0;
+  // Time series of (hours since start of window, unallocated GPU %) for reports.
+  std::vector<std::pair<double, double>> unalloc_series;
+};
+
+// Runs one policy on one seed.
+absl::StatusOr<RunResult> Run(const Workload& workload, const std::string& policy,
+                              const SimOptions& options);
+
+// Built-in deterministic cluster and workload used when no files are given (docs/simulator.md):
+// 96 nodes (48 x 8-GPU, 32 x 2-GPU, 16 x 4-GPU over three GPU models) and pods drawn from a
+// fixed shape mix resembling production GPU-sharing clusters, with lifetimes.
+Workload BuiltinWorkload();
+
+// Default on-demand price per GPU-hour (USD) and board power (W) of the trace's GPU models,
+// used when a node carries no price of its own (documented assumptions, not quotes).
+double DefaultGpuPriceUsdPerHour(const std::string& model);
+
+}  // namespace seedance::sim
+
+#endif  // SEEDANCE_SIM_SIMULATOR_H_

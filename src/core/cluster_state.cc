@@ -1,0 +1,177 @@
+#include "seedance/core/cluster_state.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace seedance::core {
+
+absl::StatusOr<ClusterState> ClusterState::Create(std::vector<NodeSpec> nodes) {
+  ClusterState s;
+  const size_t n = nodes.size();
+  s.cpu_left_.reserve(n);
+  s.memory_left_.reserve(n);
+  s.gpu_offset_.reserve(n);
+  s.model_.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const NodeSpec& node = nodes[i];
+    if (node.cpu_milli < 0 || node.memory_mib < 0 || node.num_gpus < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node '", node.name, "': negative capacity"));
+    }
+    if (node.num_gpus > kMaxGpusPerNode) {
+      return absl::InvalidArgumentError(absl::StrCat("node '", node.name, "': ", node.num_gpus,
+                                                     " GPUs, at most ", kMaxGpusPerNode));
+    }
+    GpuModelId model = kNoGpuModel;
+    if (node.num_gpus > 0 && !node.gpu_model.empty()) {
+      model = s.ModelId(node.gpu_model);
+      if (model == kNoGpuModel) {
+        if (static_cast<int>(s.model_names_.size()) >= kMaxGpuModels - 1) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("more than ", kMaxGpuModels - 1, " distinct GPU models"));
+        }
+        model = static_cast<GpuModelId>(s.model_names_.size());
+        s.model_names_.push_back(node.gpu_model);
+      }
+    }
+    s.cpu_left_.push_back(node.cpu_milli);
+    s.memory_left_.push_back(node.memory_mib);
+    s.gpu_offset_.push_back(static_cast<int32_t>(s.gpu_left_.size()));
+    for (int g = 0; g < node.num_gpus; ++g) s.gpu_left_.push_back(kMilliGpu);
+    s.model_.push_back(model);
+    s.gpu_capacity_milli_ += static_cast<int64_t>(node.num_gpus) * kMilliGpu;
+    s.cpu_capacity_milli_ += node.cpu_milli;
+  }
+  s.version_.assign(n, 0);
+  s.class_counts_.assign(n * (kMaxGpusPerNode + 1), 0);
+  s.pods_on_node_.assign(n, 0);
+  s.nodes_ = std::move(nodes);
+  return s;
+}
+
+GpuModelId ClusterState::ModelId(std::string_view name) const {
+  for (size_t i = 0; i < model_names_.size(); ++i) {
+    if (model_names_[i] == name) return static_cast<GpuModelId>(i);
+  }
+  return kNoGpuModel;
+}
+
+uint64_t ClusterState::ModelMask(std::string_view gpu_spec) const {
+  uint64_t mask = 0;
+  bool named_any = false;
+  size_t start = 0;
+  while (start <= gpu_spec.size()) {
+    size_t bar = gpu_spec.find('|', start);
+    if (bar == std::string_view::npos) bar = gpu_spec.size();
+    std::string_view part = gpu_spec.substr(start, bar - start);
+    start = bar + 1;
+    if (part.empty()) continue;
+    named_any = true;
+    GpuModelId id = ModelId(part);
+    if (id != kNoGpuModel) mask |= uint64_t{1} << id;
+  }
+  if (named_any && mask == 0) return kNoModelMatches;
+  return mask;
+}
+
+bool ClusterState::Fits(int n, const PodShape& pod) const {
+  if (!Accessible(n, pod)) return false;
+  if (cpu_left_[n] < pod.cpu_milli || memory_left_[n] < pod.memory_mib) return false;
+  if (pod.num_gpu == 0) return true;
+  int need = pod.num_gpu;
+  for (int32_t left : gpu_left(n)) {
+    if (left >= pod.gpu_milli && --need == 0) return true;
+  }
+  return false;
+}
+
+absl::Status ClusterState::CheckPlacement(const PodShape& pod, const Placement& p) const {
+  if (p.node < 0 || p.node >= num_nodes()) {
+    return absl::InvalidArgumentError(absl::StrCat("node index ", p.node, " out of range"));
+  }
+  if (pod.cpu_milli < 0 || pod.memory_mib < 0 || pod.num_gpu < 0 || pod.gpu_milli < 0 ||
+      pod.gpu_milli > kMilliGpu) {
+    return absl::InvalidArgumentError("pod has a negative or over-size request");
+  }
+  if (p.num_gpus != pod.num_gpu) {
+    return absl::InvalidArgumentError(absl::StrCat("placement lists ", p.num_gpus,
+                                                   " GPUs, pod asks for ", pod.num_gpu));
+  }
+  const int ngpu = nodes_[p.node].num_gpus;
+  for (int i = 0; i < p.num_gpus; ++i) {
+    if (p.gpus[i] < 0 || p.gpus[i] >= ngpu) {
+      return absl::InvalidArgumentError(absl::StrCat("GPU index ", p.gpus[i], " out of range on ",
+                                                     nodes_[p.node].name));
+    }
+    for (int j = 0; j < i; ++j) {
+      if (p.gpus[j] == p.gpus[i]) return absl::InvalidArgumentError("GPU listed twice");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ClusterState::Allocate(const PodShape& pod, const Placement& p) {
+  if (absl::Status st = CheckPlacement(pod, p); !st.ok()) return st;
+  const int n = p.node;
+  if (cpu_left_[n] < pod.cpu_milli) {
+    return absl::FailedPreconditionError(absl::StrCat(nodes_[n].name, ": not enough CPU"));
+  }
+  if (memory_left_[n] < pod.memory_mib) {
+    return absl::FailedPreconditionError(absl::StrCat(nodes_[n].name, ": not enough memory"));
+  }
+  int32_t* gl = gpu_left_.data() + gpu_offset_[n];
+  for (int i = 0; i < p.num_gpus; ++i) {
+    if (gl[p.gpus[i]] < pod.gpu_milli) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(nodes_[n].name, ": GPU ", p.gpus[i], " has too little room"));
+    }
+  }
+  cpu_left_[n] -= pod.cpu_milli;
+  memory_left_[n] -= pod.memory_mib;
+  for (int i = 0; i < p.num_gpus; ++i) gl[p.gpus[i]] -= pod.gpu_milli;
+  gpu_allocated_milli_ += pod.TotalGpuMilli();
+  cpu_allocated_milli_ += pod.cpu_milli;
+  if (pod.num_gpu > 0) {
+    int cls = pod.IsGpuSharing() ? 0 : pod.num_gpu;
+    if (cls <= kMaxGpusPerNode) ++class_counts_[static_cast<size_t>(n) * (kMaxGpusPerNode + 1) + cls];
+  }
+  ++pods_on_node_[n];
+  ++version_[n];
+  return absl::OkStatus();
+}
+
+absl::Status ClusterState::Release(const PodShape& pod, const Placement& p) {
+  if (absl::Status st = CheckPlacement(pod, p); !st.ok()) return st;
+  const int n = p.node;
+  if (cpu_left_[n] + pod.cpu_milli > nodes_[n].cpu_milli ||
+      memory_left_[n] + pod.memory_mib > nodes_[n].memory_mib || pods_on_node_[n] == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(nodes_[n].name, ": release exceeds capacity"));
+  }
+  int32_t* gl = gpu_left_.data() + gpu_offset_[n];
+  for (int i = 0; i < p.num_gpus; ++i) {
+    if (gl[p.gpus[i]] + pod.gpu_milli > kMilliGpu) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(nodes_[n].name, ": release exceeds GPU ", p.gpus[i], " capacity"));
+    }
+  }
+  cpu_left_[n] += pod.cpu_milli;
+  memory_left_[n] += pod.memory_mib;
+  for (int i = 0; i < p.num_gpus; ++i) gl[p.gpus[i]] += pod.gpu_milli;
+  gpu_allocated_milli_ -= pod.TotalGpuMilli();
+  cpu_allocated_milli_ -= pod.cpu_milli;
+  if (pod.num_gpu > 0) {
+    int cls = pod.IsGpuSharing() ? 0 : pod.num_gpu;
+    if (cls <= kMaxGpusPerNode) {
+      int16_t& c = class_counts_[static_cast<size_t>(n) * (kMaxGpusPerNode + 1) + cls];
+      if (c > 0) --c;
+    }
+  }
+  --pods_on_node_[n];
+  ++version_[n];
+  return absl::OkStatus();
+}
+
+}  // namespace seedance::core

@@ -1,0 +1,45 @@
+// Internal: FGD scoring shared by the `fgd` and `cas` policies.
+#ifndef SEEDANCE_SCHED_FGD_H_
+#define SEEDANCE_SCHED_FGD_H_
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "seedance/core/cluster_state.h"
+#include "seedance/sched/frag.h"
+
+namespace seedance::sched::internal {
+
+// Computes fragment-amount changes against a target workload, caching each node's current
+// fragment amount by node version. Call Reset() when the workload changes.
+class FragEvaluator {
+ public:
+  void SetWorkload(TargetWorkload w) {
+    workload_ = std::move(w);
+    Reset();
+  }
+  const TargetWorkload& workload() const { return workload_; }
+  void Reset() { cache_.clear(); }
+
+  // Current fragment amount of node n.
+  double Current(const core::ClusterState& s, int n);
+  // Fragment decrease (F before - F after) if `pod` goes to node n on the GPUs FGD's reference
+  // would use (Sub: the fullest GPUs that fit, ascending). For a GPU-sharing pod `gpu` selects
+  // the device; -1 means the reference's default.
+  double Delta(const core::ClusterState& s, int n, const core::PodShape& pod, int gpu = -1);
+
+ private:
+  TargetWorkload workload_;
+  std::vector<std::pair<uint64_t, double>> cache_;  // (version + 1, amount)
+};
+
+// sigmoid(delta / 1000) * 100 truncated, the reference's FGD score.
+int64_t FgdScoreFromDelta(double delta);
+
+// Node resources after the reference's NodeResource.Sub (CPU, then GPUs fullest-first).
+NodeResources SubtractLikeReference(NodeResources r, const core::PodShape& pod);
+
+}  // namespace seedance::sched::internal
+
+#endif  // SEEDANCE_SCHED_FGD_H_

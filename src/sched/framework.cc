@@ -1,0 +1,164 @@
+#include "seedance/sched/framework.h"
+
+#include <algorithm>
+#include <numeric>
+#include <utility>
+
+namespace seedance::sched {
+
+std::string_view CodeName(Code code) {
+  switch (code) {
+    case Code::kSuccess:
+      return "Success";
+    case Code::kUnschedulable:
+      return "Unschedulable";
+    case Code::kUnschedulableAndUnresolvable:
+      return "UnschedulableAndUnresolvable";
+    case Code::kError:
+      return "Error";
+  }
+  return "Unknown";
+}
+
+size_t Framework::ShapeKeyHash::operator()(const ShapeKey& k) const {
+  uint64_t h = static_cast<uint64_t>(k.cpu_milli) * 0x9E3779B97F4A7C15ull;
+  h ^= (static_cast<uint64_t>(k.num_gpu) << 32 | static_cast<uint32_t>(k.gpu_milli)) +
+       0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
+  h ^= k.mask + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  return static_cast<size_t>(h);
+}
+
+Framework::Framework(Profile profile, FrameworkOptions options)
+    : profile_(std::move(profile)), options_(std::move(options)), rng_(options_.seed) {
+  cache_.resize(profile_.scores.size());
+  cache_epoch_.assign(profile_.scores.size(), 0);
+  cache_gen_.assign(profile_.scores.size(), 1);
+}
+
+std::vector<int> Framework::RandomNodeOrder(int num_nodes, uint64_t seed) {
+  std::vector<int> order(num_nodes);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(seed ^ 0x5EEDA11CEull);
+  std::shuffle(order.begin(), order.end(), rng);
+  return order;
+}
+
+void Framework::NotifyArrival(const core::PodShape& pod) {
+  for (auto& o : profile_.observers) o->OnArrival(pod);
+}
+
+int Framework::ShapeId(const core::PodShape& pod) {
+  ShapeKey key{pod.cpu_milli, pod.num_gpu, pod.gpu_milli, pod.gpu_model_mask};
+  auto [it, inserted] = shape_ids_.emplace(key, static_cast<int>(shape_ids_.size()));
+  return it->second;
+}
+
+int64_t Framework::CachedScore(size_t scorer, int shape_id, const CycleState& cycle,
+                               const core::ClusterState& state, int n) {
+  ScorePlugin& plugin = *profile_.scores[scorer].plugin;
+  std::vector<CacheEntry>& cache = cache_[scorer];
+  const size_t idx = static_cast<size_t>(shape_id) * cache_nodes_ + n;
+  if (idx >= cache.size()) cache.resize((static_cast<size_t>(shape_id) + 8) * cache_nodes_);
+  const uint64_t stamp = (static_cast<uint64_t>(cache_gen_[scorer]) << 32) | state.version(n);
+  CacheEntry& e = cache[idx];
+  if (e.stamp != stamp) {
+    e.score = plugin.Score(cycle, state, n);
+    e.stamp = stamp;
+  }
+  return e.score;
+}
+
+Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state) {
+  Outcome out;
+  const int num_nodes = state.num_nodes();
+  if (options_.node_order.empty() || static_cast<int>(options_.node_order.size()) != num_nodes) {
+    options_.node_order.resize(num_nodes);
+    std::iota(options_.node_order.begin(), options_.node_order.end(), 0);
+  }
+  if (cache_nodes_ != num_nodes) {
+    cache_nodes_ = num_nodes;
+    for (auto& c : cache_) c.clear();
+  }
+  CycleState cycle;
+  cycle.pod = &pod;
+  cycle.rng = &rng_;
+
+  // Filter.
+  feasible_.clear();
+  for (int n : options_.node_order) {
+    bool ok = state.Fits(n, pod);
+    for (size_t f = 0; ok && f < profile_.filters.size(); ++f) {
+      ok = profile_.filters[f]->Filter(cycle, state, n);
+    }
+    if (ok) feasible_.push_back(n);
+  }
+  if (feasible_.empty()) {
+    out.code = Code::kUnschedulable;
+    out.reason = "no node has room";
+    return out;
+  }
+  cycle.feasible = feasible_;
+
+  // Score.
+  const int shape_id = ShapeId(pod);
+  totals_.assign(feasible_.size(), 0);
+  for (size_t s = 0; s < profile_.scores.size(); ++s) {
+    ScorePlugin& plugin = *profile_.scores[s].plugin;
+    plugin.PreScore(cycle, state);
+    const bool cacheable = plugin.Cacheable();
+    if (cacheable && plugin.Epoch() != cache_epoch_[s]) {
+      cache_epoch_[s] = plugin.Epoch();
+      ++cache_gen_[s];
+    }
+    scores_.resize(feasible_.size());
+    for (size_t i = 0; i < feasible_.size(); ++i) {
+      scores_[i] = cacheable ? CachedScore(s, shape_id, cycle, state, feasible_[i])
+                             : plugin.Score(cycle, state, feasible_[i]);
+    }
+    if (plugin.HasNormalize()) plugin.NormalizeScore(scores_);
+    const int64_t w = profile_.scores[s].weight;
+    for (size_t i = 0; i < feasible_.size(); ++i) totals_[i] += w * scores_[i];
+  }
+
+  // Select: highest total, first in node order on ties.
+  size_t best = 0;
+  for (size_t i = 1; i < feasible_.size(); ++i) {
+    if (totals_[i] > totals_[best]) best = i;
+  }
+  out.placement.node = feasible_[best];
+
+  // Reserve: choose GPUs.
+  if (pod.num_gpu > 0) {
+    if (!profile_.reserve || !profile_.reserve->Reserve(cycle, state, &out.placement)) {
+      out.code = Code::kError;
+      out.reason = "reserve could not choose GPUs on the selected node";
+      return out;
+    }
+  } else {
+    out.placement.num_gpus = 0;
+  }
+
+  // Bind.
+  if (absl::Status st = state.Allocate(pod, out.placement); !st.ok()) {
+    if (profile_.reserve) profile_.reserve->Unreserve(cycle, out.placement);
+    out.code = Code::kError;
+    out.reason = std::string(st.message());
+    return out;
+  }
+  for (auto& o : profile_.observers) o->OnBound(pod, out.placement, state);
+  out.code = Code::kSuccess;
+  return out;
+}
+
+void Framework::Release(const core::PodShape& pod, const core::Placement& placement,
+                        core::ClusterState& state) {
+  absl::Status st = state.Release(pod, placement);
+  if (!st.ok()) {
+    // A release that does not match an allocation is a bug in the caller.
+    std::fprintf(stderr, "seedance: invariant broken: %s\n", std::string(st.message()).c_str());
+    std::abort();
+  }
+  for (auto& o : profile_.observers) o->OnReleased(pod, placement, state);
+}
+
+}  // namespace seedance::sched

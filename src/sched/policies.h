@@ -1,0 +1,31 @@
+// Internal: plugin classes of the built-in policies and their GPU choosers.
+#ifndef SEEDANCE_SCHED_POLICIES_H_
+#define SEEDANCE_SCHED_POLICIES_H_
+
+#include "absl/status/statusor.h"
+#include "seedance/core/cluster_state.h"
+#include "seedance/sched/framework.h"
+#include "seedance/sched/registry.h"
+
+namespace seedance::sched::internal {
+
+// Best-fit GPU choice of the reference's Open-Gpu-Share plugin: a sharing pod goes to the GPU
+// with the least room that still fits (lowest index on ties); whole-GPU pods take the
+// lowest-indexed fully free GPUs.
+bool ChooseBestFitGpus(const core::ClusterState& s, const core::PodShape& pod,
+                       core::Placement* p);
+// Lowest-indexed fully free GPUs (the reference's AllocateExclusiveGpuId).
+bool ChooseExclusiveGpus(const core::ClusterState& s, const core::PodShape& pod,
+                         core::Placement* p);
+
+absl::StatusOr<Profile> MakeRandom(const PolicyContext& ctx);
+absl::StatusOr<Profile> MakeDotProd(const PolicyContext& ctx);
+absl::StatusOr<Profile> MakeClustering(const PolicyContext& ctx);
+absl::StatusOr<Profile> MakePacking(const PolicyContext& ctx);
+absl::StatusOr<Profile> MakeBestFit(const PolicyContext& ctx);
+absl::StatusOr<Profile> MakeFgd(const PolicyContext& ctx);
+absl::StatusOr<Profile> MakeCas(const PolicyContext& ctx);
+
+}  // namespace seedance::sched::internal
+
+#endif  // SEEDANCE_SCHED_POLICIES_H_

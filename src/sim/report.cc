@@ -1,0 +1,308 @@
+#include "seedance/sim/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+namespace seedance::sim {
+namespace {
+
+std::string Fmt(const char* fmt, double a, double b = 0) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, a, b);
+  return buf;
+}
+
+std::string HtmlEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+struct Column {
+  std::string header;
+  std::string json_key;  // empty: not a summary key
+  double RunResult::*field;
+  const char* fmt;
+};
+
+std::vector<Column> Columns(Mode mode) {
+  if (mode == Mode::kFill) {
+    return {{"unalloc GPU % @100", "unalloc_gpu_pct_at_100", &RunResult::unalloc_gpu_pct_at_100,
+             "%.2f"},
+            {"unalloc GPU % @130", "unalloc_gpu_pct_at_130", &RunResult::unalloc_gpu_pct_at_130,
+             "%.2f"},
+            {"frag ratio % @90", "frag_ratio_pct_at_90", &RunResult::frag_ratio_pct_at_90,
+             "%.1f"}};
+  }
+  return {{"unalloc GPU % steady", "unalloc_gpu_pct_steady", &RunResult::unalloc_gpu_pct_steady,
+           "%.2f"},
+          {"queue p50 s", "queue_delay_p50_s", &RunResult::queue_delay_p50_s, "%.0f"},
+          {"queue p99 s", "queue_delay_p99_s", &RunResult::queue_delay_p99_s, "%.0f"},
+          {"idle GPU-h", "", &RunResult::idle_gpu_hours, "%.0f"},
+          {"idle USD", "", &RunResult::idle_cost_usd, "%.0f"}};
+}
+
+std::vector<double> Values(const PolicyRuns& p, double RunResult::*field) {
+  std::vector<double> v;
+  for (const RunResult& r : p.runs) v.push_back(r.*field);
+  return v;
+}
+
+const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                         "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+
+}  // namespace
+
+MeanSd Summarize(const std::vector<double>& v) {
+  MeanSd m;
+  if (v.empty()) return m;
+  double s = 0;
+  for (double x : v) s += x;
+  m.mean = s / static_cast<double>(v.size());
+  if (v.size() > 1) {
+    double ss = 0;
+    for (double x : v) ss += (x - m.mean) * (x - m.mean);
+    m.sd = std::sqrt(ss / static_cast<double>(v.size() - 1));
+  }
+  return m;
+}
+
+nlohmann::json ToJson(const std::vector<PolicyRuns>& results, const ReportMeta& meta) {
+  nlohmann::json doc;
+  doc["meta"] = {{"mode", std::string(ModeName(meta.mode))},
+                 {"nodes", meta.nodes_source},
+                 {"pods", meta.pods_source},
+                 {"seeds", meta.seeds},
+                 {"tune", meta.options.tune},
+                 {"load", meta.options.load},
+                 {"duration_h", meta.options.duration_h},
+                 {"warmup_h", meta.options.warmup_h},
+                 {"time_scale", meta.options.time_scale},
+                 {"total_wall_s", meta.total_wall_s}};
+  nlohmann::json policies = nlohmann::json::array();
+  for (const PolicyRuns& p : results) {
+    nlohmann::json summary = nlohmann::json::object();
+    for (const Column& c : Columns(meta.mode)) {
+      if (c.json_key.empty()) continue;
+      MeanSd m = Summarize(Values(p, c.field));
+      summary[c.json_key] = {{"mean", m.mean}, {"sd", m.sd}};
+    }
+    nlohmann::json runs = nlohmann::json::array();
+    for (const RunResult& r : p.runs) {
+      nlohmann::json j = {{"seed", r.seed},
+                          {"pods_arrived", r.pods_arrived},
+                          {"pods_scheduled", r.pods_scheduled},
+                          {"wall_s", r.wall_s}};
+      if (meta.mode == Mode::kFill) {
+        j["pods_failed"] = r.pods_failed;
+        j["unalloc_gpu_pct_at_100"] = r.unalloc_gpu_pct_at_100;
+        j["unalloc_gpu_pct_at_130"] = r.unalloc_gpu_pct_at_130;
+        j["frag_ratio_pct_at_90"] = r.frag_ratio_pct_at_90;
+        nlohmann::json arrived = nlohmann::json::array(), alloc = nlohmann::json::array(),
+                       frag = nlohmann::json::array();
+        for (const CurvePoint& c : r.curve) {
+          arrived.push_back(c.arrived_pct);
+          alloc.push_back(std::round(c.alloc_pct * 1000) / 1000);
+          frag.push_back(std::round(c.frag_ratio_pct * 1000) / 1000);
+        }
+        j["curve"] = {{"arrived_pct", arrived}, {"alloc_pct", alloc}, {"frag_ratio_pct", frag}};
+      } else {
+        j["unalloc_gpu_pct_steady"] = r.unalloc_gpu_pct_steady;
+        j["queue_delay_p50_s"] = r.queue_delay_p50_s;
+        j["queue_delay_p99_s"] = r.queue_delay_p99_s;
+        j["pods_waiting_at_end"] = r.pods_waiting_at_end;
+        j["idle_gpu_hours"] = r.idle_gpu_hours;
+        j["idle_cost_usd"] = r.idle_cost_usd;
+        j["measured_hours"] = r.measured_hours;
+        nlohmann::json hours = nlohmann::json::array(), unalloc = nlohmann::json::array();
+        for (const auto& [h, u] : r.unalloc_series) {
+          hours.push_back(std::round(h * 1000) / 1000);
+          unalloc.push_back(std::round(u * 1000) / 1000);
+        }
+        j["series"] = {{"hours", hours}, {"unalloc_gpu_pct", unalloc}};
+      }
+      runs.push_back(std::move(j));
+    }
+    policies.push_back({{"name", p.name}, {"summary", summary}, {"runs", runs}});
+  }
+  doc["policies"] = policies;
+  return doc;
+}
+
+std::string RenderTable(const std::vector<PolicyRuns>& results, const ReportMeta& meta) {
+  std::vector<Column> cols = Columns(meta.mode);
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header = {"policy"};
+  for (const Column& c : cols) header.push_back(c.header);
+  if (meta.mode != Mode::kFill) header.push_back("waiting at end");
+  header.push_back("wall s");
+  rows.push_back(header);
+  for (const PolicyRuns& p : results) {
+    std::vector<std::string> row = {p.name};
+    for (const Column& c : cols) {
+      MeanSd m = Summarize(Values(p, c.field));
+      std::string f = std::string(c.fmt) + " ± " + c.fmt;
+      row.push_back(Fmt(f.c_str(), m.mean, m.sd));
+    }
+    if (meta.mode != Mode::kFill) {
+      std::vector<double> w;
+      for (const RunResult& r : p.runs) w.push_back(static_cast<double>(r.pods_waiting_at_end));
+      row.push_back(Fmt("%.0f", Summarize(w).mean));
+    }
+    double wall = 0;
+    for (const RunResult& r : p.runs) wall += r.wall_s;
+    row.push_back(Fmt("%.2f", wall));
+    rows.push_back(row);
+  }
+  // Column widths by display length (the ± sign is one column wide but two bytes).
+  auto width = [](const std::string& s) {
+    size_t w = 0;
+    for (unsigned char ch : s) w += (ch & 0xC0) != 0x80;
+    return w;
+  };
+  std::vector<size_t> wid(header.size(), 0);
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size(); ++i) wid[i] = std::max(wid[i], width(r[i]));
+  }
+  std::ostringstream out;
+  for (size_t ri = 0; ri < rows.size(); ++ri) {
+    for (size_t i = 0; i < rows[ri].size(); ++i) {
+      const std::string& cell = rows[ri][i];
+      const std::string pad(wid[i] - width(cell), ' ');
+      out << (i == 0 ? cell + pad : pad + cell) << (i + 1 < rows[ri].size() ? "  " : "\n");
+    }
+    if (ri == 0) {
+      size_t total = 0;
+      for (size_t w : wid) total += w + 2;
+      out << std::string(total - 2, '-') << "\n";
+    }
+  }
+  return out.str();
+}
+
+std::string RenderHtml(const std::vector<PolicyRuns>& results, const ReportMeta& meta) {
+  const bool fill = meta.mode == Mode::kFill;
+  // Mean curve per policy over seeds.
+  struct Series {
+    std::string name;
+    std::vector<std::pair<double, double>> pts;
+  };
+  std::vector<Series> series;
+  double xmax = 1, ymin = 100, ymax = 0;
+  for (const PolicyRuns& p : results) {
+    std::map<double, std::pair<double, int>> acc;
+    for (const RunResult& r : p.runs) {
+      if (fill) {
+        for (const CurvePoint& c : r.curve) {
+          auto& a = acc[c.arrived_pct];
+          a.first += c.alloc_pct;
+          a.second += 1;
+        }
+      } else {
+        for (const auto& [h, u] : r.unalloc_series) {
+          auto& a = acc[std::round(h * 1000) / 1000];
+          a.first += u;
+          a.second += 1;
+        }
+      }
+    }
+    Series s{p.name, {}};
+    for (const auto& [x, a] : acc) {
+      const double y = a.first / a.second;
+      s.pts.push_back({x, y});
+      xmax = std::max(xmax, x);
+      ymin = std::min(ymin, y);
+      ymax = std::max(ymax, y);
+    }
+    series.push_back(std::move(s));
+  }
+  if (fill) {
+    ymin = 0;
+    ymax = std::max(ymax, 100.0);
+  } else {
+    ymin = std::max(0.0, std::floor(ymin - 1));
+    ymax = std::min(100.0, std::ceil(ymax + 1));
+    if (ymax <= ymin) ymax = ymin + 1;
+  }
+  const double W = 720, H = 440, L = 60, R = 20, T = 20, B = 50;
+  auto sx = [&](double x) { return L + (W - L - R) * x / xmax; };
+  auto sy = [&](double y) { return T + (H - T - B) * (1 - (y - ymin) / (ymax - ymin)); };
+  std::ostringstream svg;
+  svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H
+      << "' font-family='sans-serif' font-size='12'>";
+  svg << "<rect x='" << L << "' y='" << T << "' width='" << W - L - R << "' height='"
+      << H - T - B << "' fill='none' stroke='#999'/>";
+  for (int i = 0; i <= 5; ++i) {
+    const double y = ymin + (ymax - ymin) * i / 5;
+    svg << "<line x1='" << L << "' x2='" << W - R << "' y1='" << sy(y) << "' y2='" << sy(y)
+        << "' stroke='#eee'/><text x='" << L - 6 << "' y='" << sy(y) + 4
+        << "' text-anchor='end'>" << Fmt("%.0f", y) << "</text>";
+    const double x = xmax * i / 5;
+    svg << "<text x='" << sx(x) << "' y='" << H - B + 16 << "' text-anchor='middle'>"
+        << Fmt("%.0f", x) << "</text>";
+  }
+  if (fill) {  // the ideal: allocation equals arrivals
+    svg << "<line x1='" << sx(0) << "' y1='" << sy(0) << "' x2='" << sx(std::min(xmax, ymax))
+        << "' y2='" << sy(std::min(xmax, ymax)) << "' stroke='#bbb' stroke-dasharray='4 4'/>";
+  }
+  svg << "<text x='" << (L + W - R) / 2 << "' y='" << H - 10 << "' text-anchor='middle'>"
+      << (fill ? "arrived GPU demand (% of capacity)" : "hours into the measured window")
+      << "</text>";
+  svg << "<text transform='rotate(-90)' x='" << -(T + H - B) / 2 << "' y='16' text-anchor='middle'>"
+      << (fill ? "allocated GPU (% of capacity)" : "unallocated GPU (% of capacity)") << "</text>";
+  for (size_t i = 0; i < series.size(); ++i) {
+    svg << "<polyline fill='none' stroke-width='1.6' stroke='" << kColors[i % 10] << "' points='";
+    for (const auto& [x, y] : series[i].pts) svg << sx(x) << "," << sy(y) << " ";
+    svg << "'><title>" << HtmlEscape(series[i].name) << "</title></polyline>";
+    svg << "<rect x='" << L + 12 << "' y='" << T + 10 + 16 * i << "' width='12' height='3' fill='"
+        << kColors[i % 10] << "'/><text x='" << L + 30 << "' y='" << T + 15 + 16 * i << "'>"
+        << HtmlEscape(series[i].name) << "</text>";
+  }
+  svg << "</svg>";
+
+  std::ostringstream html;
+  html << "<!DOCTYPE html><html><head><meta charset='utf-8'><title>Seedance simulation report"
+          "</title><style>body{font-family:sans-serif;margin:24px;color:#222}"
+          "table{border-collapse:collapse;margin-right:24px}td,th{border:1px solid #ccc;"
+          "padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}"
+          ".row{display:flex;flex-wrap:wrap;align-items:flex-start}pre{color:#555}</style>"
+          "</head><body><h1>Seedance simulation report</h1>";
+  html << "<p>Mode <b>" << ModeName(meta.mode) << "</b>; nodes <code>"
+       << HtmlEscape(meta.nodes_source) << "</code>; pods <code>" << HtmlEscape(meta.pods_source)
+       << "</code>; " << meta.seeds.size() << " seed(s)";
+  if (fill) html << "; tune " << meta.options.tune;
+  if (meta.mode == Mode::kChurn) html << "; load " << meta.options.load;
+  html << ".</p><div class='row'><table><tr><th>policy</th>";
+  std::vector<Column> cols = Columns(meta.mode);
+  for (const Column& c : cols) html << "<th>" << HtmlEscape(c.header) << " (mean ± sd)</th>";
+  html << "</tr>";
+  for (const PolicyRuns& p : results) {
+    html << "<tr><td>" << HtmlEscape(p.name) << "</td>";
+    for (const Column& c : cols) {
+      MeanSd m = Summarize(Values(p, c.field));
+      std::string f = std::string(c.fmt) + " ± " + c.fmt;
+      html << "<td>" << Fmt(f.c_str(), m.mean, m.sd) << "</td>";
+    }
+    html << "</tr>";
+  }
+  html << "</table>" << svg.str() << "</div>";
+  html << "<p>" << (fill ? "Curves: GPU allocation ratio against arrived GPU demand, mean over "
+                           "seeds. The dashed line is a cluster that places everything."
+                         : "Curves: unallocated GPU share over the measured window, mean over "
+                           "seeds.")
+       << "</p></body></html>\n";
+  return html.str();
+}
+
+}  // namespace seedance::sim

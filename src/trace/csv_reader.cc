@@ -1,0 +1,441 @@
+// Implementation of the Alibaba GPU trace CSV readers.
+//
+// The whole input is held in one string and scanned with string_views: a row's fields are views
+// into the text, and only the strings that end up in NodeSpec/PodSpec are allocated. The CSV
+// dialect is the trace's: comma-separated, no quoting (a field that starts with '"' merely has
+// its surrounding quotes stripped; a quoted comma still splits), spaces/tabs around fields are
+// trimmed, "\r\n" and "\n" both end a line, blank lines are skipped anywhere.
+
+#include "seedance/trace/csv_reader.h"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+
+namespace seedance::trace {
+namespace {
+
+// Longest value quoted back in an error message; longer values are cut with "...".
+constexpr size_t kMaxQuotedValue = 64;
+// A table never has more columns than this (the pod schema has 11).
+constexpr size_t kMaxColumns = 16;
+
+struct Column {
+  std::string_view name;
+  bool required;
+};
+
+// Column order here fixes the indexes used by the row parsers below; the file may order its
+// columns differently.
+enum NodeColumn { kNodeSn, kNodeCpuMilli, kNodeMemoryMib, kNodeGpu, kNodeModel };
+constexpr std::array<Column, 5> kNodeColumns = {{
+    {"sn", true},
+    {"cpu_milli", true},
+    {"memory_mib", true},
+    {"gpu", true},
+    {"model", true},
+}};
+
+enum PodColumn {
+  kPodName,
+  kPodCpuMilli,
+  kPodMemoryMib,
+  kPodNumGpu,
+  kPodGpuMilli,
+  kPodGpuSpec,
+  kPodQos,
+  kPodPhase,
+  kPodCreationTime,
+  kPodDeletionTime,
+  kPodScheduledTime,
+};
+constexpr std::array<Column, 11> kPodColumns = {{
+    {"name", true},
+    {"cpu_milli", true},
+    {"memory_mib", true},
+    {"num_gpu", true},
+    {"gpu_milli", true},
+    {"gpu_spec", false},
+    {"qos", false},
+    {"pod_phase", false},
+    {"creation_time", false},
+    {"deletion_time", false},
+    {"scheduled_time", false},
+}};
+
+// Debian's Abseil is built with its own absl::string_view, which does not convert implicitly from
+// std::string_view.
+absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && IsBlank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsBlank(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// Trims blanks, then strips a surrounding pair of double quotes (or a lone leading one).
+std::string_view CleanField(std::string_view s) {
+  s = Trim(s);
+  if (!s.empty() && s.front() == '"') {
+    s.remove_prefix(1);
+    if (!s.empty() && s.back() == '"') s.remove_suffix(1);
+  }
+  return s;
+}
+
+// A value as it may appear inside '...' in a message: clipped and C-escaped, so that binary
+// garbage in a file cannot garble the message.
+std::string Quote(std::string_view value) {
+  if (value.size() <= kMaxQuotedValue) return absl::CHexEscape(Sv(value));
+  return absl::StrCat(absl::CHexEscape(Sv(value.substr(0, kMaxQuotedValue))), "...");
+}
+
+absl::Status FieldError(std::string_view source, int64_t line, std::string_view field,
+                        std::string_view what, std::string_view got) {
+  return absl::InvalidArgumentError(absl::StrCat(Sv(source), ":", line, ": field '", Quote(field),
+                                                 "': ", Sv(what), " (got '", Quote(got), "')"));
+}
+
+// Yields the non-blank lines of `text` with their 1-based line numbers, "\r" stripped.
+class LineScanner {
+ public:
+  explicit LineScanner(std::string_view text) : text_(text) {}
+
+  bool Next(std::string_view* line, int64_t* line_no) {
+    while (pos_ < text_.size()) {
+      size_t end = text_.find('\n', pos_);
+      if (end == std::string_view::npos) end = text_.size();
+      std::string_view l = text_.substr(pos_, end - pos_);
+      pos_ = end + 1;
+      ++line_no_;
+      if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+      if (Trim(l).empty()) continue;
+      *line = l;
+      *line_no = line_no_;
+      return true;
+    }
+    return false;
+  }
+
+ private:
+  std::string_view text_;
+  size_t pos_ = 0;
+  int64_t line_no_ = 0;
+};
+
+// One data row: the cleaned value of each schema column (empty when the file lacks it).
+struct Row {
+  std::string_view source;
+  int64_t line = 0;
+  std::span<const Column> columns;
+  std::array<std::string_view, kMaxColumns> values{};
+  std::array<bool, kMaxColumns> present{};
+
+  std::string_view value(int col) const { return values[col]; }
+  bool has(int col) const { return present[col]; }
+  absl::Status Error(int col, std::string_view what) const {
+    return FieldError(source, line, columns[col].name, what, values[col]);
+  }
+};
+
+// Parses an int64 that must consume the whole field; reports what was wrong as a field error.
+absl::Status ParseInt(const Row& row, int col, int64_t* out) {
+  std::string_view s = row.value(col);
+  int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec == std::errc::result_out_of_range) return row.Error(col, "integer out of range");
+  if (ec != std::errc() || ptr != s.data() + s.size()) {
+    return row.Error(col, "expected an integer");
+  }
+  *out = v;
+  return absl::OkStatus();
+}
+
+// Parses an integer in [lo, hi].
+absl::Status ParseInRange(const Row& row, int col, int64_t lo, int64_t hi, int64_t* out) {
+  if (absl::Status s = ParseInt(row, col, out); !s.ok()) return s;
+  if (*out < lo) {
+    return row.Error(col, lo == 0 ? "must be non-negative" : absl::StrCat("must be >= ", lo));
+  }
+  if (*out > hi) return row.Error(col, absl::StrCat("must be in ", lo, "..", hi));
+  return absl::OkStatus();
+}
+
+absl::Status ParseQuantity(const Row& row, int col, int64_t* out) {
+  return ParseInRange(row, col, 0, std::numeric_limits<int64_t>::max(), out);
+}
+
+// A time in seconds: empty (or an absent column) gives `if_empty`; otherwise a non-negative
+// integer, or a finite non-negative decimal that is rounded down.
+absl::Status ParseTime(const Row& row, int col, int64_t if_empty, int64_t* out) {
+  std::string_view s = row.value(col);
+  if (!row.has(col) || s.empty()) {
+    *out = if_empty;
+    return absl::OkStatus();
+  }
+  const char* end = s.data() + s.size();
+  int64_t i = 0;
+  auto [iptr, iec] = std::from_chars(s.data(), end, i);
+  if (iec == std::errc() && iptr == end) {
+    if (i < 0) return row.Error(col, "must be non-negative seconds");
+    *out = i;
+    return absl::OkStatus();
+  }
+  double d = 0;
+  auto [dptr, dec] = std::from_chars(s.data(), end, d);
+  if (dec != std::errc() || dptr != end || !std::isfinite(d)) {
+    return row.Error(col, "expected non-negative seconds");
+  }
+  if (d < 0) return row.Error(col, "must be non-negative seconds");
+  // 2^63 is exactly representable; anything at or beyond it does not fit an int64.
+  if (d >= 9223372036854775808.0) return row.Error(col, "time out of range");
+  *out = static_cast<int64_t>(d);
+  return absl::OkStatus();
+}
+
+size_t CountFields(std::string_view line) {
+  return static_cast<size_t>(std::count(line.begin(), line.end(), ',')) + 1;
+}
+
+// Scans a table with the given schema, calling `parse_row(row)` for each data row. The header
+// is the first non-blank line; every header name must be a schema column, at most once, and
+// every required column must be present.
+template <typename ParseRow>
+absl::Status ScanTable(std::string_view text, std::string_view source,
+                       std::span<const Column> columns, ParseRow parse_row) {
+  // A UTF-8 byte order mark is not part of the first header name.
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
+  LineScanner lines(text);
+  std::string_view line;
+  int64_t line_no = 0;
+  if (!lines.Next(&line, &line_no)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Sv(source), ":1: empty file: expected a header row"));
+  }
+
+  // field_col[i] = schema column of the file's i-th field.
+  std::array<int, kMaxColumns> field_col{};
+  std::array<bool, kMaxColumns> seen{};
+  size_t num_fields = 0;
+  for (size_t pos = 0; pos <= line.size();) {
+    size_t comma = std::min(line.find(',', pos), line.size());
+    std::string_view name = CleanField(line.substr(pos, comma - pos));
+    pos = comma + 1;
+    auto it = std::find_if(columns.begin(), columns.end(),
+                           [name](const Column& c) { return c.name == name; });
+    if (it == columns.end()) {
+      std::string what = "unknown header; expected columns among ";
+      for (const Column& c : columns) {
+        if (&c != columns.data()) what += ',';
+        what += c.name;
+      }
+      return FieldError(source, line_no, name, what, name);
+    }
+    int col = static_cast<int>(it - columns.begin());
+    if (seen[col]) return FieldError(source, line_no, name, "duplicate header", name);
+    seen[col] = true;
+    // No overflow: each field is a distinct schema column, and columns.size() <= kMaxColumns.
+    field_col[num_fields++] = col;
+  }
+  for (size_t c = 0; c < columns.size(); ++c) {
+    if (columns[c].required && !seen[c]) {
+      return FieldError(source, line_no, columns[c].name, "missing required header", line);
+    }
+  }
+
+  Row row;
+  row.source = source;
+  row.columns = columns;
+  row.present = seen;
+  while (lines.Next(&line, &line_no)) {
+    row.line = line_no;
+    size_t n = 0;
+    size_t pos = 0;
+    for (; pos <= line.size() && n < num_fields; ++n) {
+      size_t comma = std::min(line.find(',', pos), line.size());
+      row.values[field_col[n]] = CleanField(line.substr(pos, comma - pos));
+      pos = comma + 1;
+    }
+    if (n < num_fields) {
+      const int col = field_col[n];
+      return FieldError(source, line_no, columns[col].name,
+                        absl::StrCat("row has ", n, " fields, header has ", num_fields), line);
+    }
+    if (pos <= line.size()) {
+      const size_t total = CountFields(line);
+      size_t comma = std::min(line.find(',', pos), line.size());
+      return FieldError(source, line_no, absl::StrCat("(column ", num_fields + 1, ")"),
+                        absl::StrCat("row has ", total, " fields, header has ", num_fields),
+                        CleanField(line.substr(pos, comma - pos)));
+    }
+    if (absl::Status s = parse_row(row); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+size_t CountLines(std::string_view text) {
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+}
+
+absl::Status ParseNodeRow(const Row& row, core::NodeSpec* node) {
+  if (row.value(kNodeSn).empty()) return row.Error(kNodeSn, "node name must not be empty");
+  int64_t gpu = 0;
+  if (absl::Status s = ParseQuantity(row, kNodeCpuMilli, &node->cpu_milli); !s.ok()) return s;
+  if (absl::Status s = ParseQuantity(row, kNodeMemoryMib, &node->memory_mib); !s.ok()) return s;
+  if (absl::Status s = ParseInRange(row, kNodeGpu, 0, core::kMaxGpusPerNode, &gpu); !s.ok()) {
+    return s;
+  }
+  node->name = std::string(row.value(kNodeSn));
+  node->num_gpus = static_cast<int32_t>(gpu);
+  node->gpu_model = std::string(row.value(kNodeModel));
+  return absl::OkStatus();
+}
+
+int32_t QosPriority(std::string_view qos) {
+  if (qos == "LS") return 3;
+  if (qos == "Guaranteed") return 2;
+  if (qos == "Burstable") return 1;
+  if (qos == "BE") return 0;
+  return 1;
+}
+
+absl::Status ParsePodRow(const Row& row, core::PodSpec* pod) {
+  if (row.value(kPodName).empty()) return row.Error(kPodName, "pod name must not be empty");
+  core::PodShape& shape = pod->shape;
+  int64_t num_gpu = 0;
+  int64_t gpu_milli = 0;
+  if (absl::Status s = ParseQuantity(row, kPodCpuMilli, &shape.cpu_milli); !s.ok()) return s;
+  if (absl::Status s = ParseQuantity(row, kPodMemoryMib, &shape.memory_mib); !s.ok()) return s;
+  if (absl::Status s =
+          ParseInRange(row, kPodNumGpu, 0, std::numeric_limits<int32_t>::max(), &num_gpu);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ParseInRange(row, kPodGpuMilli, 0, core::kMilliGpu, &gpu_milli); !s.ok()) {
+    return s;
+  }
+  if (num_gpu == 0 && gpu_milli != 0) return row.Error(kPodGpuMilli, "must be 0 when num_gpu is 0");
+  if (num_gpu > 0 && gpu_milli == 0) {
+    return row.Error(kPodGpuMilli, absl::StrCat("must be > 0 when num_gpu is ", num_gpu));
+  }
+  if (num_gpu > 1 && gpu_milli != core::kMilliGpu) {
+    return row.Error(kPodGpuMilli,
+                     absl::StrCat("must be ", core::kMilliGpu, " when num_gpu is ", num_gpu));
+  }
+  if (absl::Status s = ParseTime(row, kPodCreationTime, 0, &pod->creation_s); !s.ok()) return s;
+  if (absl::Status s = ParseTime(row, kPodDeletionTime, -1, &pod->deletion_s); !s.ok()) return s;
+  if (absl::Status s = ParseTime(row, kPodScheduledTime, -1, &pod->scheduled_s); !s.ok()) {
+    return s;
+  }
+  shape.num_gpu = static_cast<int32_t>(num_gpu);
+  shape.gpu_milli = static_cast<int32_t>(gpu_milli);
+  shape.gpu_model_mask = 0;
+  pod->name = std::string(row.value(kPodName));
+  pod->gpu_spec = std::string(row.value(kPodGpuSpec));
+  pod->qos = std::string(row.value(kPodQos));
+  pod->priority = QosPriority(pod->qos);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    const int err = errno;
+    return absl::NotFoundError(
+        absl::StrCat(path, ": cannot open: ", std::generic_category().message(err)));
+  }
+  std::string contents;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) contents.append(buf, n);
+  const bool failed = std::ferror(f) != 0;
+  const int err = errno;
+  std::fclose(f);
+  if (failed) {
+    return absl::NotFoundError(
+        absl::StrCat(path, ": cannot read: ", std::generic_category().message(err)));
+  }
+  return contents;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<core::NodeSpec>> ParseNodeCsv(std::string_view text,
+                                                         std::string_view source) {
+  std::vector<core::NodeSpec> nodes;
+  nodes.reserve(CountLines(text));
+  absl::Status s = ScanTable(text, source, kNodeColumns, [&nodes](const Row& row) {
+    core::NodeSpec node;
+    if (absl::Status s = ParseNodeRow(row, &node); !s.ok()) return s;
+    nodes.push_back(std::move(node));
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return nodes;
+}
+
+absl::StatusOr<std::vector<core::PodSpec>> ParsePodCsv(std::string_view text,
+                                                       std::string_view source) {
+  std::vector<core::PodSpec> pods;
+  pods.reserve(CountLines(text));
+  absl::Status s = ScanTable(text, source, kPodColumns, [&pods](const Row& row) {
+    core::PodSpec pod;
+    if (absl::Status s = ParsePodRow(row, &pod); !s.ok()) return s;
+    pods.push_back(std::move(pod));
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return pods;
+}
+
+absl::StatusOr<std::vector<core::NodeSpec>> ReadNodeCsv(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  return ParseNodeCsv(*text, path);
+}
+
+absl::StatusOr<std::vector<core::PodSpec>> ReadPodCsv(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  return ParsePodCsv(*text, path);
+}
+
+std::string DataDir() {
+  if (const char* env = std::getenv("SEEDANCE_DATA_DIR"); env != nullptr && env[0] != '\0') {
+    return env;
+  }
+#ifdef SEEDANCE_SOURCE_DIR
+  std::error_code ec;
+  const std::filesystem::path beside_checkout =
+      (std::filesystem::path(SEEDANCE_SOURCE_DIR) / ".." / "shared" / "data").lexically_normal();
+  if (std::filesystem::is_directory(beside_checkout, ec)) return beside_checkout.string();
+#endif
+  return "../shared/data";
+}
+
+bool DataRequired() {
+  const char* env = std::getenv("SEEDANCE_REQUIRE_DATA");
+  return env != nullptr && std::string_view(env) == "1";
+}
+
+}  // namespace seedance::trace

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs the Debian bookworm packages Seedance needs to build, test, benchmark and fuzz.
+# Only missing packages are installed; when everything is present this exits at once without
+# touching the network. Runs as root or, failing that, through sudo. Safe to run repeatedly.
+set -euo pipefail
+
+PACKAGES=(
+  cmake
+  ninja-build
+  g++
+  clang
+  libclang-rt-14-dev
+  libgtest-dev
+  libgmock-dev
+  libbenchmark-dev
+  nlohmann-json3-dev
+  libyaml-cpp-dev
+  libcli11-dev
+  libabsl-dev
+  libfmt-dev
+  pkg-config
+)
+
+# A package counts as present only when dpkg reports it fully installed ("ii"); states such as
+# "rc" (removed, config files left) or half-installed count as missing.
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  status="$(dpkg-query -W -f='${db:Status-Abbrev}' "${pkg}" 2>/dev/null || true)"
+  if [[ "${status}" != ii* ]]; then
+    missing+=("${pkg}")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install_deps: all ${#PACKAGES[@]} packages already installed"
+  exit 0
+fi
+
+if [[ "$(id -u)" -eq 0 ]]; then
+  SUDO=()
+elif command -v sudo >/dev/null 2>&1; then
+  SUDO=(sudo)
+else
+  echo "install_deps: missing packages: ${missing[*]}" >&2
+  echo "install_deps: not root and sudo is not available; install them as root" >&2
+  exit 1
+fi
+
+echo "install_deps: installing ${missing[*]}"
+"${SUDO[@]}" apt-get update
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+echo "install_deps: done"
