@@ -216,6 +216,7 @@ int main(int argc, char** argv) {
   seedance::sim::SimOptions options;
   int jobs = 0;
   bool quiet = false;
+  std::string load_basis = "means";
   CLI::App* sim = app.add_subcommand(
       "simulate",
       "Replay a workload against placement policies and compare them.\n\n"
@@ -244,7 +245,12 @@ int main(int argc, char** argv) {
   sim->add_option("--load", options.load, "churn: offered GPU load (1.0 = capacity)")
       ->capture_default_str()
       ->check(CLI::Range(0.001, 100.0));
-  sim->add_option("--duration", options.duration_h,
+  sim->add_option("--load-basis", load_basis,
+                  "churn: 'means' (rate x mean lifetime x mean GPU / capacity, default) or "
+                  "'exact' (rate x E[lifetime x GPU] / capacity)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"means", "exact"}));
+  CLI::Option* duration_opt = sim->add_option("--duration", options.duration_h,
                   "churn/replay: measured window in simulated hours (replay: <=0 = whole trace)")
       ->capture_default_str();
   sim->add_option("--warmup", options.warmup_h,
@@ -267,6 +273,9 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : kExitUsage;
   }
   if (sim->parsed()) {
+    if (mode == "replay" && duration_opt->count() == 0) options.duration_h = -1;  // whole trace
+    options.load_basis = load_basis == "exact" ? seedance::sim::LoadBasis::kExact
+                                               : seedance::sim::LoadBasis::kMeans;
     return Simulate(nodes, pods, policy, mode, seeds, options, policy_opts, json, report, jobs,
                     quiet);
   }

@@ -44,10 +44,13 @@ absl::StatusOr<ClusterState> ClusterState::Create(std::vector<NodeSpec> nodes) {
     s.gpu_capacity_milli_ += static_cast<int64_t>(node.num_gpus) * kMilliGpu;
     s.cpu_capacity_milli_ += node.cpu_milli;
   }
+  s.nodes_ = std::move(nodes);
   s.version_.assign(n, 0);
   s.class_counts_.assign(n * (kMaxGpusPerNode + 1), 0);
   s.pods_on_node_.assign(n, 0);
-  s.nodes_ = std::move(nodes);
+  s.free_gpus_.assign(n, 0);
+  s.max_gpu_left_.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) s.RefreshGpuSummary(static_cast<int>(i));
   return s;
 }
 
@@ -76,10 +79,18 @@ uint64_t ClusterState::ModelMask(std::string_view gpu_spec) const {
   return mask;
 }
 
-bool ClusterState::Fits(int n, const PodShape& pod) const {
-  if (!Accessible(n, pod)) return false;
-  if (cpu_left_[n] < pod.cpu_milli || memory_left_[n] < pod.memory_mib) return false;
-  if (pod.num_gpu == 0) return true;
+void ClusterState::RefreshGpuSummary(int n) {
+  int free = 0;
+  int32_t most = 0;
+  for (int32_t left : gpu_left(n)) {
+    free += left >= kMilliGpu;
+    most = std::max(most, left);
+  }
+  free_gpus_[n] = free;
+  max_gpu_left_[n] = most;
+}
+
+bool ClusterState::FitsSlow(int n, const PodShape& pod) const {
   int need = pod.num_gpu;
   for (int32_t left : gpu_left(n)) {
     if (left >= pod.gpu_milli && --need == 0) return true;
@@ -100,6 +111,10 @@ absl::Status ClusterState::CheckPlacement(const PodShape& pod, const Placement& 
                                                    " GPUs, pod asks for ", pod.num_gpu));
   }
   const int ngpu = nodes_[p.node].num_gpus;
+  if (p.num_gpus < 0 || p.num_gpus > ngpu) {
+    return absl::InvalidArgumentError(absl::StrCat("placement lists ", p.num_gpus, " GPUs, ",
+                                                   nodes_[p.node].name, " has ", ngpu));
+  }
   for (int i = 0; i < p.num_gpus; ++i) {
     if (p.gpus[i] < 0 || p.gpus[i] >= ngpu) {
       return absl::InvalidArgumentError(absl::StrCat("GPU index ", p.gpus[i], " out of range on ",
@@ -139,6 +154,7 @@ absl::Status ClusterState::Allocate(const PodShape& pod, const Placement& p) {
   }
   ++pods_on_node_[n];
   ++version_[n];
+  RefreshGpuSummary(n);
   return absl::OkStatus();
 }
 
@@ -171,6 +187,7 @@ absl::Status ClusterState::Release(const PodShape& pod, const Placement& p) {
   }
   --pods_on_node_[n];
   ++version_[n];
+  RefreshGpuSummary(n);
   return absl::OkStatus();
 }
 

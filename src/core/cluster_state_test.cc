@@ -1,2 +1,526 @@
+#include "seedance/core/cluster_state.h"
+
 #include <gtest/gtest.h>
-TEST(Placeholder, Builds) { SUCCEED(); }
+
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace seedance::core {
+namespace {
+
+NodeSpec Node(std::string name, int64_t cpu_milli, int64_t memory_mib, int32_t num_gpus,
+              std::string model) {
+  NodeSpec n;
+  n.name = std::move(name);
+  n.cpu_milli = cpu_milli;
+  n.memory_mib = memory_mib;
+  n.num_gpus = num_gpus;
+  n.gpu_model = std::move(model);
+  return n;
+}
+
+PodShape Pod(int64_t cpu_milli, int64_t memory_mib, int32_t num_gpu = 0, int32_t gpu_milli = 0,
+             uint64_t mask = 0) {
+  PodShape p;
+  p.cpu_milli = cpu_milli;
+  p.memory_mib = memory_mib;
+  p.num_gpu = num_gpu;
+  p.gpu_milli = gpu_milli;
+  p.gpu_model_mask = mask;
+  return p;
+}
+
+Placement On(int node, std::initializer_list<int> gpus = {}) {
+  Placement p;
+  p.node = node;
+  for (int g : gpus) p.gpus[p.num_gpus++] = static_cast<int8_t>(g);
+  return p;
+}
+
+// Everything observable about a ClusterState, to check that a rejected call changed nothing.
+struct Snapshot {
+  std::vector<int64_t> cpu_left, memory_left;
+  std::vector<std::vector<int32_t>> gpu_left;
+  std::vector<std::vector<int16_t>> class_counts;
+  std::vector<uint32_t> version;
+  std::vector<int> num_pods;
+  int64_t gpu_allocated = 0, cpu_allocated = 0;
+  bool operator==(const Snapshot&) const = default;
+};
+
+Snapshot Snap(const ClusterState& s) {
+  Snapshot out;
+  for (int n = 0; n < s.num_nodes(); ++n) {
+    out.cpu_left.push_back(s.cpu_left(n));
+    out.memory_left.push_back(s.memory_left(n));
+    out.gpu_left.emplace_back(s.gpu_left(n).begin(), s.gpu_left(n).end());
+    out.class_counts.emplace_back(s.gpu_class_counts(n).begin(), s.gpu_class_counts(n).end());
+    out.version.push_back(s.version(n));
+    out.num_pods.push_back(s.num_pods(n));
+  }
+  out.gpu_allocated = s.gpu_allocated_milli();
+  out.cpu_allocated = s.cpu_allocated_milli();
+  return out;
+}
+
+class ClusterStateTest : public ::testing::Test {
+ protected:
+  // n0: 4xA, n1: 2xB, n2: CPU only, n3: 8xA.
+  ClusterStateTest()
+      : state_(*ClusterState::Create(
+            {Node("n0", 32000, 65536, 4, "A"), Node("n1", 16000, 32768, 2, "B"),
+             Node("n2", 8000, 16384, 0, ""), Node("n3", 64000, 131072, 8, "A")})) {}
+
+  std::vector<int32_t> Gpus(int n) const {
+    return {state_.gpu_left(n).begin(), state_.gpu_left(n).end()};
+  }
+
+  ClusterState state_;
+};
+
+// ---- Create ------------------------------------------------------------------------------
+
+TEST(ClusterStateCreateTest, RejectsInvalidNodes) {
+  struct Case {
+    std::string name;
+    NodeSpec node;
+  };
+  const std::vector<Case> cases = {
+      {"17 GPUs", Node("big", 1000, 1000, kMaxGpusPerNode + 1, "A")},
+      {"negative cpu", Node("neg", -1, 1000, 0, "")},
+      {"negative memory", Node("neg", 1000, -1, 0, "")},
+      {"negative GPUs", Node("neg", 1000, 1000, -1, "A")},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto s = ClusterState::Create({Node("ok", 1000, 1000, 1, "A"), c.node});
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(std::string(s.status().message()).find(c.node.name), std::string::npos) << s.status();
+  }
+}
+
+TEST(ClusterStateCreateTest, AcceptsSixteenGpusAndEmptyCluster) {
+  auto s = ClusterState::Create({Node("max", 1000, 1000, kMaxGpusPerNode, "A")});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->total_gpus(), kMaxGpusPerNode);
+  EXPECT_EQ(s->gpu_capacity_milli(), kMaxGpusPerNode * kMilliGpu);
+  auto empty = ClusterState::Create({});
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->num_nodes(), 0);
+  EXPECT_EQ(empty->gpu_capacity_milli(), 0);
+}
+
+TEST(ClusterStateCreateTest, RejectsMoreThan63Models) {
+  std::vector<NodeSpec> nodes;
+  for (int i = 0; i < kMaxGpuModels - 1; ++i) {
+    nodes.push_back(Node("n" + std::to_string(i), 1000, 1000, 1, "M" + std::to_string(i)));
+  }
+  auto ok = ClusterState::Create(nodes);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->gpu_models().size(), static_cast<size_t>(kMaxGpuModels - 1));
+  nodes.push_back(Node("last", 1000, 1000, 1, "one-too-many"));
+  auto bad = ClusterState::Create(nodes);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(ClusterStateTest, InitialStateIsEmpty) {
+  EXPECT_EQ(state_.num_nodes(), 4);
+  EXPECT_EQ(state_.total_gpus(), 14);
+  EXPECT_EQ(state_.gpu_capacity_milli(), 14000);
+  EXPECT_EQ(state_.cpu_capacity_milli(), 120000);
+  EXPECT_EQ(state_.gpu_allocated_milli(), 0);
+  EXPECT_EQ(state_.cpu_allocated_milli(), 0);
+  EXPECT_EQ(state_.cpu_left(1), 16000);
+  EXPECT_EQ(state_.memory_left(1), 32768);
+  EXPECT_EQ(Gpus(1), (std::vector<int32_t>{1000, 1000}));
+  EXPECT_TRUE(state_.gpu_left(2).empty());
+  for (int n = 0; n < state_.num_nodes(); ++n) {
+    EXPECT_EQ(state_.version(n), 0u);
+    EXPECT_EQ(state_.num_pods(n), 0);
+    for (int16_t c : state_.gpu_class_counts(n)) EXPECT_EQ(c, 0);
+  }
+}
+
+TEST_F(ClusterStateTest, ModelTableIsFirstSeenOrder) {
+  EXPECT_EQ(state_.gpu_models(), (std::vector<std::string>{"A", "B"}));
+  EXPECT_EQ(state_.ModelId("A"), 0);
+  EXPECT_EQ(state_.ModelId("B"), 1);
+  EXPECT_EQ(state_.ModelId("C"), kNoGpuModel);
+  EXPECT_EQ(state_.model(0), 0);
+  EXPECT_EQ(state_.model(1), 1);
+  EXPECT_EQ(state_.model(2), kNoGpuModel);
+  EXPECT_EQ(state_.model(3), 0);
+}
+
+TEST(ClusterStateCreateTest, NodeWithoutGpusHasNoModelEvenIfNamed) {
+  auto s = ClusterState::Create({Node("cpu", 1000, 1000, 0, "A"), Node("g", 1000, 1000, 1, "")});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->model(0), kNoGpuModel);
+  EXPECT_EQ(s->model(1), kNoGpuModel);
+  EXPECT_TRUE(s->gpu_models().empty());
+}
+
+// ---- Models, Accessible, Fits ------------------------------------------------------------
+
+TEST_F(ClusterStateTest, ModelMaskTable) {
+  struct Case {
+    std::string spec;
+    uint64_t want;
+  };
+  const std::vector<Case> cases = {
+      {"", 0},
+      {"A", 0b01},
+      {"B", 0b10},
+      {"A|B", 0b11},
+      {"B|A", 0b11},
+      {"A|Unknown", 0b01},
+      {"|A||", 0b01},
+      {"Unknown", ClusterState::kNoModelMatches},
+      {"X|Y", ClusterState::kNoModelMatches},
+      {"|", 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE("spec '" + c.spec + "'");
+    EXPECT_EQ(state_.ModelMask(c.spec), c.want);
+  }
+}
+
+TEST_F(ClusterStateTest, UnknownOnlySpecMatchesNoNode) {
+  const PodShape pod = Pod(1000, 100, 1, 500, state_.ModelMask("H100"));
+  for (int n = 0; n < state_.num_nodes(); ++n) {
+    EXPECT_FALSE(state_.Accessible(n, pod)) << "node " << n;
+    EXPECT_FALSE(state_.Fits(n, pod)) << "node " << n;
+  }
+}
+
+TEST_F(ClusterStateTest, AccessibleTable) {
+  struct Case {
+    std::string spec;
+    std::vector<bool> want;  // per node n0..n3
+  };
+  const std::vector<Case> cases = {
+      {"", {true, true, true, true}},      {"A", {true, false, false, true}},
+      {"B", {false, true, false, false}},  {"A|B", {true, true, false, true}},
+      {"Z", {false, false, false, false}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE("spec '" + c.spec + "'");
+    const PodShape pod = Pod(0, 0, 1, 500, state_.ModelMask(c.spec));
+    for (int n = 0; n < state_.num_nodes(); ++n) {
+      EXPECT_EQ(state_.Accessible(n, pod), c.want[n]) << "node " << n;
+    }
+  }
+}
+
+TEST_F(ClusterStateTest, FitsTable) {
+  // n0 GPU 0 half used, GPU 1 full.
+  ASSERT_TRUE(state_.Allocate(Pod(0, 0, 1, 500), On(0, {0})).ok());
+  ASSERT_TRUE(state_.Allocate(Pod(0, 0, 1, 1000), On(0, {1})).ok());
+  struct Case {
+    std::string name;
+    int node;
+    PodShape pod;
+    bool want;
+  };
+  const std::vector<Case> cases = {
+      {"cpu-only pod on cpu node", 2, Pod(8000, 16384), true},
+      {"cpu over", 2, Pod(8001, 0), false},
+      {"memory over", 2, Pod(0, 16385), false},
+      {"gpu pod on cpu node", 2, Pod(0, 0, 1, 100), false},
+      {"sharing pod fits half GPU", 0, Pod(0, 0, 1, 500), true},
+      {"two whole GPUs left", 0, Pod(0, 0, 2, 1000), true},
+      {"three whole GPUs not left", 0, Pod(0, 0, 3, 1000), false},
+      {"three half GPUs left", 0, Pod(0, 0, 3, 500), true},
+      {"four half GPUs not left", 0, Pod(0, 0, 4, 500), false},
+      {"wrong model", 1, Pod(0, 0, 1, 500, state_.ModelMask("A")), false},
+      {"right model", 1, Pod(0, 0, 1, 500, state_.ModelMask("B")), true},
+      {"more GPUs than node", 1, Pod(0, 0, 3, 1000), false},
+      {"all eight", 3, Pod(64000, 131072, 8, 1000), true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(state_.Fits(c.node, c.pod), c.want);
+  }
+}
+
+// ---- Allocate / Release ------------------------------------------------------------------
+
+TEST_F(ClusterStateTest, AllocateAndReleaseAccountExactly) {
+  const PodShape share = Pod(3000, 1024, 1, 300);
+  const PodShape two = Pod(8000, 4096, 2, 1000);
+  ASSERT_TRUE(state_.Allocate(share, On(3, {5})).ok());
+  EXPECT_EQ(state_.cpu_left(3), 61000);
+  EXPECT_EQ(state_.memory_left(3), 130048);
+  EXPECT_EQ(Gpus(3), (std::vector<int32_t>{1000, 1000, 1000, 1000, 1000, 700, 1000, 1000}));
+  EXPECT_EQ(state_.gpu_allocated_milli(), 300);
+  EXPECT_EQ(state_.cpu_allocated_milli(), 3000);
+  EXPECT_EQ(state_.gpu_class_counts(3)[0], 1);
+  EXPECT_EQ(state_.num_pods(3), 1);
+  EXPECT_EQ(state_.version(3), 1u);
+
+  ASSERT_TRUE(state_.Allocate(two, On(3, {7, 0})).ok());
+  EXPECT_EQ(state_.cpu_left(3), 53000);
+  EXPECT_EQ(state_.memory_left(3), 125952);
+  EXPECT_EQ(Gpus(3), (std::vector<int32_t>{0, 1000, 1000, 1000, 1000, 700, 1000, 0}));
+  EXPECT_EQ(state_.gpu_allocated_milli(), 2300);
+  EXPECT_EQ(state_.cpu_allocated_milli(), 11000);
+  EXPECT_EQ(state_.gpu_class_counts(3)[0], 1);
+  EXPECT_EQ(state_.gpu_class_counts(3)[2], 1);
+  EXPECT_EQ(state_.num_pods(3), 2);
+  EXPECT_EQ(state_.version(3), 2u);
+  // Other nodes untouched.
+  EXPECT_EQ(state_.version(0), 0u);
+  EXPECT_EQ(state_.cpu_left(0), 32000);
+
+  ASSERT_TRUE(state_.Release(share, On(3, {5})).ok());
+  EXPECT_EQ(Gpus(3), (std::vector<int32_t>{0, 1000, 1000, 1000, 1000, 1000, 1000, 0}));
+  EXPECT_EQ(state_.gpu_class_counts(3)[0], 0);
+  EXPECT_EQ(state_.gpu_class_counts(3)[2], 1);
+  EXPECT_EQ(state_.num_pods(3), 1);
+  EXPECT_EQ(state_.version(3), 3u);
+
+  ASSERT_TRUE(state_.Release(two, On(3, {7, 0})).ok());
+  EXPECT_EQ(state_.cpu_left(3), 64000);
+  EXPECT_EQ(state_.memory_left(3), 131072);
+  EXPECT_EQ(Gpus(3), std::vector<int32_t>(8, 1000));
+  EXPECT_EQ(state_.gpu_allocated_milli(), 0);
+  EXPECT_EQ(state_.cpu_allocated_milli(), 0);
+  EXPECT_EQ(state_.gpu_class_counts(3)[2], 0);
+  EXPECT_EQ(state_.num_pods(3), 0);
+  EXPECT_EQ(state_.version(3), 4u);
+}
+
+TEST_F(ClusterStateTest, CpuOnlyPodCountsNoGpuClass) {
+  ASSERT_TRUE(state_.Allocate(Pod(1000, 10), On(2)).ok());
+  EXPECT_EQ(state_.num_pods(2), 1);
+  for (int16_t c : state_.gpu_class_counts(2)) EXPECT_EQ(c, 0);
+  EXPECT_EQ(state_.gpu_allocated_milli(), 0);
+  EXPECT_EQ(state_.cpu_allocated_milli(), 1000);
+}
+
+TEST_F(ClusterStateTest, SharingPodsStackOnOneGpu) {
+  ASSERT_TRUE(state_.Allocate(Pod(0, 0, 1, 600), On(1, {1})).ok());
+  ASSERT_TRUE(state_.Allocate(Pod(0, 0, 1, 400), On(1, {1})).ok());
+  EXPECT_EQ(Gpus(1), (std::vector<int32_t>{1000, 0}));
+  EXPECT_EQ(state_.gpu_class_counts(1)[0], 2);
+  EXPECT_FALSE(state_.Allocate(Pod(0, 0, 1, 1), On(1, {1})).ok());
+}
+
+TEST_F(ClusterStateTest, RejectedAllocationLeavesStateUnchanged) {
+  // Some load first so that "unchanged" is not just "empty".
+  ASSERT_TRUE(state_.Allocate(Pod(30000, 60000, 1, 700), On(0, {2})).ok());
+  struct Case {
+    std::string name;
+    PodShape pod;
+    Placement placement;
+    absl::StatusCode want;
+  };
+  const std::vector<Case> cases = {
+      {"over cpu", Pod(2001, 0), On(0), absl::StatusCode::kFailedPrecondition},
+      {"over memory", Pod(0, 5537), On(0), absl::StatusCode::kFailedPrecondition},
+      {"gpu too little room", Pod(0, 0, 1, 301), On(0, {2}), absl::StatusCode::kFailedPrecondition},
+      {"whole gpu on shared gpu", Pod(0, 0, 2, 1000), On(0, {0, 2}),
+       absl::StatusCode::kFailedPrecondition},
+      {"duplicate gpu index", Pod(0, 0, 2, 1000), On(0, {1, 1}),
+       absl::StatusCode::kInvalidArgument},
+      {"placement lists fewer gpus", Pod(0, 0, 2, 1000), On(0, {1}),
+       absl::StatusCode::kInvalidArgument},
+      {"placement lists more gpus", Pod(0, 0, 1, 1000), On(0, {0, 1}),
+       absl::StatusCode::kInvalidArgument},
+      {"gpu pod without gpus", Pod(0, 0, 1, 500), On(0), absl::StatusCode::kInvalidArgument},
+      {"gpu index out of range", Pod(0, 0, 1, 500), On(0, {4}), absl::StatusCode::kInvalidArgument},
+      {"negative gpu index", Pod(0, 0, 1, 500), On(0, {-1}), absl::StatusCode::kInvalidArgument},
+      {"gpu on cpu node", Pod(0, 0, 1, 500), On(2, {0}), absl::StatusCode::kInvalidArgument},
+      {"node out of range", Pod(0, 0), On(4), absl::StatusCode::kInvalidArgument},
+      {"negative node", Pod(0, 0), On(-1), absl::StatusCode::kInvalidArgument},
+      {"negative cpu request", Pod(-1, 0), On(0), absl::StatusCode::kInvalidArgument},
+      {"negative memory request", Pod(0, -1), On(0), absl::StatusCode::kInvalidArgument},
+      {"over-size gpu milli", Pod(0, 0, 1, 1001), On(0, {0}), absl::StatusCode::kInvalidArgument},
+      {"negative gpu milli", Pod(0, 0, 1, -5), On(0, {0}), absl::StatusCode::kInvalidArgument},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Snapshot before = Snap(state_);
+    const absl::Status st = state_.Allocate(c.pod, c.placement);
+    EXPECT_EQ(st.code(), c.want) << st;
+    EXPECT_TRUE(Snap(state_) == before);
+  }
+}
+
+TEST_F(ClusterStateTest, RejectedReleaseLeavesStateUnchanged) {
+  ASSERT_TRUE(state_.Allocate(Pod(1000, 100, 1, 400), On(0, {1})).ok());
+  struct Case {
+    std::string name;
+    PodShape pod;
+    Placement placement;
+  };
+  const std::vector<Case> cases = {
+      {"more cpu than allocated", Pod(1001, 100, 1, 400), On(0, {1})},
+      {"more memory than allocated", Pod(1000, 101, 1, 400), On(0, {1})},
+      {"more gpu than allocated", Pod(1000, 100, 1, 401), On(0, {1})},
+      {"gpu that was never used", Pod(1000, 100, 1, 400), On(0, {0})},
+      {"node with no pods", Pod(0, 0), On(2)},
+      {"bad gpu index", Pod(1000, 100, 1, 400), On(0, {9})},
+      {"gpu count mismatch", Pod(1000, 100, 1, 400), On(0, {1, 2})},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Snapshot before = Snap(state_);
+    EXPECT_FALSE(state_.Release(c.pod, c.placement).ok());
+    EXPECT_TRUE(Snap(state_) == before);
+  }
+}
+
+TEST_F(ClusterStateTest, ReleaseOnEmptyClusterIsRejected) {
+  const Snapshot before = Snap(state_);
+  EXPECT_EQ(state_.Release(Pod(0, 0), On(0)).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(state_.Release(Pod(0, 0, 1, 100), On(0, {0})).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Snap(state_) == before);
+}
+
+TEST_F(ClusterStateTest, WholeNodeCanBeFilledExactly) {
+  ASSERT_TRUE(state_.Allocate(Pod(64000, 131072, 8, 1000), On(3, {0, 1, 2, 3, 4, 5, 6, 7})).ok());
+  EXPECT_EQ(state_.cpu_left(3), 0);
+  EXPECT_EQ(state_.memory_left(3), 0);
+  EXPECT_EQ(Gpus(3), std::vector<int32_t>(8, 0));
+  EXPECT_EQ(state_.gpu_class_counts(3)[8], 1);
+  EXPECT_FALSE(state_.Fits(3, Pod(1, 0)));
+  EXPECT_TRUE(state_.Fits(3, Pod(0, 0)));
+}
+
+// ---- Property: random allocate/release never over-allocates and never loses a pod ---------
+
+struct LivePod {
+  PodShape pod;
+  Placement placement;
+};
+
+void CheckInvariants(const ClusterState& s, const std::vector<LivePod>& live) {
+  const int nn = s.num_nodes();
+  std::vector<int64_t> cpu(nn, 0), mem(nn, 0);
+  std::vector<int> pods(nn, 0);
+  std::vector<std::vector<int64_t>> gpu(nn);
+  std::vector<std::vector<int>> cls(nn, std::vector<int>(kMaxGpusPerNode + 1, 0));
+  for (int n = 0; n < nn; ++n) gpu[n].assign(s.node(n).num_gpus, 0);
+  int64_t total_gpu = 0, total_cpu = 0;
+  for (const LivePod& p : live) {
+    const int n = p.placement.node;
+    cpu[n] += p.pod.cpu_milli;
+    mem[n] += p.pod.memory_mib;
+    ++pods[n];
+    for (int8_t g : p.placement.gpu_ids()) gpu[n][g] += p.pod.gpu_milli;
+    if (p.pod.num_gpu > 0) ++cls[n][p.pod.IsGpuSharing() ? 0 : p.pod.num_gpu];
+    total_gpu += p.pod.TotalGpuMilli();
+    total_cpu += p.pod.cpu_milli;
+  }
+  for (int n = 0; n < nn; ++n) {
+    ASSERT_GE(s.cpu_left(n), 0);
+    ASSERT_LE(s.cpu_left(n), s.node(n).cpu_milli);
+    ASSERT_GE(s.memory_left(n), 0);
+    ASSERT_LE(s.memory_left(n), s.node(n).memory_mib);
+    ASSERT_EQ(s.cpu_left(n), s.node(n).cpu_milli - cpu[n]) << "node " << n;
+    ASSERT_EQ(s.memory_left(n), s.node(n).memory_mib - mem[n]) << "node " << n;
+    ASSERT_EQ(s.num_pods(n), pods[n]) << "node " << n;
+    auto gl = s.gpu_left(n);
+    for (size_t g = 0; g < gl.size(); ++g) {
+      ASSERT_GE(gl[g], 0);
+      ASSERT_LE(gl[g], kMilliGpu);
+      ASSERT_EQ(gl[g], kMilliGpu - gpu[n][g]) << "node " << n << " gpu " << g;
+    }
+    auto cc = s.gpu_class_counts(n);
+    for (int k = 0; k <= kMaxGpusPerNode; ++k) ASSERT_EQ(cc[k], cls[n][k]) << "class " << k;
+  }
+  ASSERT_EQ(s.gpu_allocated_milli(), total_gpu);
+  ASSERT_EQ(s.cpu_allocated_milli(), total_cpu);
+  ASSERT_LE(s.gpu_allocated_milli(), s.gpu_capacity_milli());
+  ASSERT_LE(s.cpu_allocated_milli(), s.cpu_capacity_milli());
+}
+
+TEST(ClusterStatePropertyTest, RandomAllocateReleaseKeepsExactAccounting) {
+  std::mt19937_64 rng(20240611);
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::vector<NodeSpec> nodes;
+  const int num_nodes = uniform(3, 6);
+  const int gpu_choices[] = {0, 1, 2, 4, 8};
+  for (int n = 0; n < num_nodes; ++n) {
+    nodes.push_back(Node("n" + std::to_string(n), 1000 * uniform(4, 64), 1024 * uniform(4, 64),
+                         gpu_choices[uniform(0, 4)], uniform(0, 1) ? "A" : "B"));
+  }
+  auto created = ClusterState::Create(nodes);
+  ASSERT_TRUE(created.ok()) << created.status();
+  ClusterState s = *std::move(created);
+  std::vector<LivePod> live;
+  int accepted = 0, released = 0;
+  for (int step = 0; step < 10000; ++step) {
+    if (!live.empty() && uniform(0, 9) < 4) {
+      const size_t i = static_cast<size_t>(uniform(0, static_cast<int>(live.size()) - 1));
+      ASSERT_TRUE(s.Release(live[i].pod, live[i].placement).ok()) << "step " << step;
+      live[i] = live.back();
+      live.pop_back();
+      ++released;
+    } else {
+      PodShape pod = Pod(250 * uniform(0, 32), 256 * uniform(0, 32));
+      const int kind = uniform(0, 3);  // 0 cpu-only, 1 sharing, 2-3 whole GPUs
+      if (kind == 1) {
+        pod.num_gpu = 1;
+        pod.gpu_milli = 50 * uniform(1, 19);
+      } else if (kind >= 2) {
+        pod.num_gpu = 1 << uniform(0, 3);
+        pod.gpu_milli = kMilliGpu;
+      }
+      Placement p = On(uniform(0, num_nodes - 1));
+      // Random GPU indices, sometimes out of range or repeated, so rejections are exercised.
+      const int ngpu = s.node(p.node).num_gpus;
+      const int count = uniform(0, 9) == 0 ? pod.num_gpu + uniform(-1, 1) : pod.num_gpu;
+      for (int k = 0; k < std::clamp(count, 0, kMaxGpusPerNode); ++k) {
+        p.gpus[p.num_gpus++] = static_cast<int8_t>(uniform(0, ngpu));  // ngpu is out of range
+      }
+      // CheckInvariants below shows a rejected call left the quantities alone; the version
+      // shows it did not touch the node either.
+      const uint32_t version_before = s.version(p.node);
+      if (s.Allocate(pod, p).ok()) {
+        live.push_back({pod, p});
+        ++accepted;
+      } else {
+        ASSERT_EQ(s.version(p.node), version_before) << "step " << step;
+      }
+    }
+    CheckInvariants(s, live);
+    if (HasFatalFailure()) FAIL() << "invariant broken at step " << step;
+  }
+  // The walk must have exercised both paths.
+  EXPECT_GT(accepted, 1000);
+  EXPECT_GT(released, 1000);
+  RecordProperty("accepted", accepted);
+  RecordProperty("released", released);
+  // Drain: releasing every live pod returns the cluster to empty.
+  for (const LivePod& p : live) ASSERT_TRUE(s.Release(p.pod, p.placement).ok());
+  CheckInvariants(s, {});
+  EXPECT_EQ(s.gpu_allocated_milli(), 0);
+  EXPECT_EQ(s.cpu_allocated_milli(), 0);
+}
+
+// A placement listing more GPUs than the node has (here more than Placement::gpus can hold) is
+// rejected before any GPU index is read.
+TEST(ClusterStateCreateTest, RejectsPlacementListingMoreThanSixteenGpus) {
+  ClusterState s = *ClusterState::Create({Node("n", 1000, 1000, kMaxGpusPerNode, "A")});
+  Placement p = On(0, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15});
+  p.num_gpus = kMaxGpusPerNode + 1;
+  const Snapshot before = Snap(s);
+  EXPECT_EQ(s.Allocate(Pod(0, 0, kMaxGpusPerNode + 1, 1000), p).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.Release(Pod(0, 0, kMaxGpusPerNode + 1, 1000), p).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Snap(s) == before);
+}
+
+}  // namespace
+}  // namespace seedance::core

@@ -77,9 +77,7 @@ class Diagnostics {
   Diagnostics(std::string_view source, const LineMap* lines) : source_(source), lines_(lines) {}
 
   // Reports at the line of `path` or, if it was not visited, of its nearest visited ancestor.
-  void Add(std::string_view path, std::string_view message) {
-    AddAt(LineOf(path), path, message);
-  }
+  void Add(std::string_view path, std::string_view message) { AddAt(LineOf(path), path, message); }
   void AddAt(int line, std::string_view path, std::string_view message) {
     if (++count_ > kMaxReportedErrors) return;
     std::string error;
@@ -189,10 +187,11 @@ class YamlView {
   // f(key, key_line, value) for each entry in document order, duplicates included.
   template <typename F>
   void ForEachEntry(F&& f) const {
-    for (auto it = n_.begin(); it != n_.end(); ++it) {
-      const YAML::Node& key = it->first;
-      int key_line = key.Mark().line >= 0 ? key.Mark().line + 1 : 0;
-      f(key.IsScalar() ? key.Scalar() : std::string(), key_line, YamlView(it->second));
+    // Copies, not references: yaml-cpp's iterators hand out temporaries.
+    for (const auto& entry : n_) {
+      const YAML::Node key = entry.first;
+      const int key_line = key.Mark().line >= 0 ? key.Mark().line + 1 : 0;
+      f(key.IsScalar() ? key.Scalar() : std::string(), key_line, YamlView(entry.second));
     }
   }
 
@@ -237,18 +236,19 @@ class Reader {
   Reader(Diagnostics* diag, LineMap* lines) : diag_(diag), lines_(lines) {}
 
   void ReadCluster(const V& root, ClusterDescriptor* c) {
-    ReadObject(root, "",
-               {
-                   {"name", false, [&](const V& v, const std::string& p) { String(v, p, &c->name); }},
-                   {"gpu_models", false,
-                    [&](const V& v, const std::string& p) { ReadGpuModels(v, p, &c->gpu_models); }},
-                   {"nodes", false,
-                    [&](const V& v, const std::string& p) {
-                      ReadSeq(v, p, [&](const V& e, const std::string& ep) {
-                        ReadNode(e, ep, &c->nodes.emplace_back());
-                      });
-                    }},
+    ReadObject(
+        root, "",
+        {
+            {"name", false, [&](const V& v, const std::string& p) { String(v, p, &c->name); }},
+            {"gpu_models", false,
+             [&](const V& v, const std::string& p) { ReadGpuModels(v, p, &c->gpu_models); }},
+            {"nodes", false,
+             [&](const V& v, const std::string& p) {
+               ReadSeq(v, p, [&](const V& e, const std::string& ep) {
+                 ReadNode(e, ep, &c->nodes.emplace_back());
                });
+             }},
+        });
   }
 
  private:
@@ -321,8 +321,8 @@ class Reader {
         std::vector<std::string> allowed;
         for (const Field& f : fields) allowed.emplace_back(f.key);
         diag_->AddAt(key_line, path,
-                     absl::StrCat("unknown key ", Quote(key), " (allowed: ",
-                                  absl::StrJoin(allowed, ", "), ")"));
+                     absl::StrCat("unknown key ", Quote(key),
+                                  " (allowed: ", absl::StrJoin(allowed, ", "), ")"));
         return;
       }
       if (seen[i]) {
@@ -370,17 +370,16 @@ class Reader {
     ReadMap(v, path, [&](const std::string& key, const V& value, const std::string& p) {
       GpuModelInfo m;
       m.name = key;
-      ReadObject(value, p,
-                 {
-                     {"memory_mib", true,
-                      [&](const V& x, const std::string& xp) { Int64(x, xp, &m.memory_mib); }},
-                     {"price_usd_per_hour", true,
-                      [&](const V& x, const std::string& xp) {
-                        Double(x, xp, &m.price_usd_per_hour);
-                      }},
-                     {"power_w", true,
-                      [&](const V& x, const std::string& xp) { Double(x, xp, &m.power_w); }},
-                 });
+      ReadObject(
+          value, p,
+          {
+              {"memory_mib", true,
+               [&](const V& x, const std::string& xp) { Int64(x, xp, &m.memory_mib); }},
+              {"price_usd_per_hour", true,
+               [&](const V& x, const std::string& xp) { Double(x, xp, &m.price_usd_per_hour); }},
+              {"power_w", true,
+               [&](const V& x, const std::string& xp) { Double(x, xp, &m.power_w); }},
+          });
       return models->emplace(key, std::move(m)).second;
     });
   }
@@ -514,9 +513,9 @@ void ValidateDevice(const ClusterDescriptor& c, const NodeDescriptor& node, cons
   bool known_type = false;
   for (const auto& [type, name] : kDeviceTypeNames) known_type |= type == d.type;
   if (!known_type) {
-    diag.Add(Child(path, "type"), absl::StrCat("invalid device type value ",
-                                               static_cast<int>(d.type), " (allowed: ",
-                                               AllowedDeviceTypes(), ")"));
+    diag.Add(Child(path, "type"),
+             absl::StrCat("invalid device type value ", static_cast<int>(d.type),
+                          " (allowed: ", AllowedDeviceTypes(), ")"));
   }
   const bool is_gpu = d.type == DeviceType::kGpu;
 
@@ -548,8 +547,7 @@ void ValidateDevice(const ClusterDescriptor& c, const NodeDescriptor& node, cons
       diag.Add(p, MustBe(absl::StrCat("between 1 and ", kMilliGpu), amount));
     } else if (is_gpu && key == kCapacityMemoryMib && model != nullptr &&
                amount > model->memory_mib) {
-      diag.Add(p, MustBe(absl::StrCat("<= ", model->memory_mib, ", the memory of model ",
-                                      d.model),
+      diag.Add(p, MustBe(absl::StrCat("<= ", model->memory_mib, ", the memory of model ", d.model),
                          amount));
     }
   }
@@ -644,8 +642,8 @@ void ValidateNode(const ClusterDescriptor& c, const NodeDescriptor& node, const 
     if (!d.binding.pci_address.empty()) {
       if (auto [it, inserted] = pci_first.emplace(d.binding.pci_address, i); !inserted) {
         diag.Add(Child(Child(p, "binding"), "pci_address"),
-                 absl::StrCat("duplicate PCI address ", Quote(d.binding.pci_address),
-                              " (first at ", Index(dev_path, it->second), ")"));
+                 absl::StrCat("duplicate PCI address ", Quote(d.binding.pci_address), " (first at ",
+                              Index(dev_path, it->second), ")"));
       }
     }
     if (!d.nvlink_group.empty()) {
@@ -667,8 +665,8 @@ void ValidateInto(const ClusterDescriptor& c, Diagnostics& diag) {
       continue;
     }
     const std::string p = Child("gpu_models", key);
-    if (m.name != key) diag.Add(Child(p, "name"), MustBe(absl::StrCat("the key ", Quote(key)),
-                                                         Quote(m.name)));
+    if (m.name != key)
+      diag.Add(Child(p, "name"), MustBe(absl::StrCat("the key ", Quote(key)), Quote(m.name)));
     CheckNonNegative(diag, Child(p, "memory_mib"), m.memory_mib);
     CheckNonNegativeFinite(diag, Child(p, "price_usd_per_hour"), m.price_usd_per_hour);
     CheckNonNegativeFinite(diag, Child(p, "power_w"), m.power_w);
@@ -913,10 +911,9 @@ absl::StatusOr<std::string> NodeDescriptor::GpuModel() const {
     if (first == nullptr) {
       first = &d;
     } else if (d.model != first->model) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("node ", Quote(name), " mixes GPU models ", Quote(first->model), " (",
-                       first->id, ") and ", Quote(d.model), " (", d.id,
-                       "); a NodeSpec has one GPU model"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node ", Quote(name), " mixes GPU models ", Quote(first->model), " (", first->id,
+          ") and ", Quote(d.model), " (", d.id, "); a NodeSpec has one GPU model"));
     }
   }
   return first == nullptr ? std::string() : first->model;
@@ -960,8 +957,7 @@ absl::StatusOr<std::vector<NodeSpec>> ToNodeSpecs(const ClusterDescriptor& clust
   return specs;
 }
 
-absl::StatusOr<ClusterDescriptor> ParseClusterJson(std::string_view text,
-                                                   std::string_view source) {
+absl::StatusOr<ClusterDescriptor> ParseClusterJson(std::string_view text, std::string_view source) {
   Diagnostics diag(source, nullptr);
 
   // nlohmann keeps the last of duplicate keys silently; a parser callback catches them.
@@ -1008,7 +1004,7 @@ absl::StatusOr<ClusterDescriptor> ParseClusterJson(std::string_view text,
   Json root;
   try {
     root = Json::parse(text.begin(), text.end(), on_event);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {
     std::string_view what = e.what();
     if (size_t pos = what.find("] "); pos != std::string_view::npos) what.remove_prefix(pos + 2);
     diag.Add("", absl::StrCat("invalid JSON: ", Sv(what)));
@@ -1021,8 +1017,7 @@ absl::StatusOr<ClusterDescriptor> ParseClusterJson(std::string_view text,
   return Finish(std::move(c), diag);
 }
 
-absl::StatusOr<ClusterDescriptor> ParseClusterYaml(std::string_view text,
-                                                   std::string_view source) {
+absl::StatusOr<ClusterDescriptor> ParseClusterYaml(std::string_view text, std::string_view source) {
   LineMap lines;
   Diagnostics diag(source, &lines);
   std::vector<YAML::Node> docs;
@@ -1056,9 +1051,8 @@ absl::StatusOr<ClusterDescriptor> LoadClusterDescriptor(const std::string& path)
     ext = absl::AsciiStrToLower(path.substr(dot));
   }
   if (ext != ".json" && ext != ".yaml" && ext != ".yml") {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": unsupported file extension ", Quote(ext),
-                     " (expected .json, .yaml or .yml)"));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": unsupported file extension ",
+                                                   Quote(ext), " (expected .json, .yaml or .yml)"));
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));

@@ -1,13 +1,21 @@
-// cas: Seedance's cost-aware placement policy. See docs/cas.md for the design and experiments.
+// cas: Seedance's cost-aware placement policy. docs/cas.md gives the reasoning and experiments.
 //
-// It descends FGD's fragmentation gradient against a workload it learns online from the pods it
-// has seen arrive (FGD is handed the replayed trace's distribution in advance), and refines the
-// choice where FGD's integer sigmoid score leaves many nodes tied.
+// Three ideas on top of FGD's fragmentation gradient (Weng et al., ATC'23):
+//  1. No oracle: the target workload is learned online from the pods seen arriving (FGD is
+//     handed the replayed trace's shape distribution in advance).
+//  2. A coarser score, sigmoid(dF / 2000) instead of sigmoid(dF / 1000), truncated to an
+//     integer as in FGD: more near-equal nodes tie and fall back to the fixed node order,
+//     which packs like first-fit. Inside the chosen node a GPU-sharing pod takes the GPU with
+//     the best exact gradient, then the least room.
+//  3. CPU-aware placement of CPU-only pods: when the workload leaves CPU headroom they go where
+//     CPU is in surplus over what the node's idle GPUs will need, so GPUs are not stranded
+//     without CPU; when CPU is the scarce resource they are packed in node order instead.
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -22,35 +30,81 @@ using core::kMilliGpu;
 using core::Placement;
 using core::PodShape;
 
+// Every knob has a name here (docs/cas.md); defaults are the tuned configuration.
 struct CasOptions {
-  // Shapes covering this share of seen pods form the learned target workload.
+  // Shapes covering this share of the pods seen form the learned target workload.
   double coverage_pct = 95.0;
-  // Rebuild the learned workload after this many new arrivals, or this fraction of all
-  // arrivals seen so far, whichever is larger.
+  // Rebuild the learned workload after max(min_rebuild_arrivals, rebuild_fraction x seen)
+  // new arrivals.
   double min_rebuild_arrivals = 16;
   double rebuild_fraction = 0.05;
-  // Primary score: 0 = FGD's integer sigmoid(dF/1000)*100, 1 = dF itself in milli-GPU.
-  int raw_delta = 1;
-  // Resolution of the raw gradient in milli-GPU: gradients within this are equal.
+  // Primary score: 0 = integer sigmoid(dF / sigmoid_scale) x 100 (FGD's form), 1 = dF itself
+  // in units of delta_quantum milli-GPU (for experiments: it does worse).
+  int raw_delta = 0;
+  double sigmoid_scale = 2000.0;
   double delta_quantum = 1.0;
-  // Secondary key among equal primaries: 0 = none (node order), 1 = best fit (least GPU then
-  // CPU left after placement), 2 = prefer nodes already in use.
-  int tie_break = 1;
+  // GPU of a sharing pod among equal scores: 0 = lowest index (FGD), 1 = least room,
+  // 2 = best exact gradient, then least room.
+  int gpu_choice = 2;
+  // CPU-only pods among equal scores: 0 = node order (FGD), 1 = most CPU surplus over the
+  // idle GPUs' needs, 2 = 1 while the workload's CPU per GPU is below cpu_headroom_ratio x
+  // the cluster's, else 0.
+  int cpu_pods = 2;
+  double cpu_headroom_ratio = 0.85;
 };
 
 absl::Status ParseOptions(const std::map<std::string, std::string>& params, CasOptions* o) {
   for (const auto& [k, v] : params) {
     double d = 0;
-    if (!absl::SimpleAtod(v, &d)) {
+    if (!absl::SimpleAtod(v, &d) || !std::isfinite(d)) {
       return absl::InvalidArgumentError(absl::StrCat("cas option ", k, ": not a number: '", v, "'"));
     }
-    if (k == "coverage_pct") o->coverage_pct = d;
-    else if (k == "min_rebuild_arrivals") o->min_rebuild_arrivals = d;
-    else if (k == "rebuild_fraction") o->rebuild_fraction = d;
-    else if (k == "raw_delta") o->raw_delta = static_cast<int>(d);
-    else if (k == "delta_quantum") o->delta_quantum = d;
-    else if (k == "tie_break") o->tie_break = static_cast<int>(d);
-    else return absl::InvalidArgumentError(absl::StrCat("unknown cas option '", k, "'"));
+    auto positive = [&]() -> absl::Status {
+      if (d > 0) return absl::OkStatus();
+      return absl::InvalidArgumentError(absl::StrCat("cas option ", k, ": must be > 0, got ", v));
+    };
+    auto choice = [&](int hi) -> absl::Status {
+      if (d == std::floor(d) && d >= 0 && d <= hi) return absl::OkStatus();
+      return absl::InvalidArgumentError(
+          absl::StrCat("cas option ", k, ": must be an integer 0..", hi, ", got ", v));
+    };
+    absl::Status st;
+    if (k == "coverage_pct") {
+      st = d > 0 && d <= 100 ? absl::OkStatus()
+                             : absl::InvalidArgumentError("cas option coverage_pct: must be in (0, 100]");
+      o->coverage_pct = d;
+    } else if (k == "min_rebuild_arrivals") {
+      st = positive();
+      o->min_rebuild_arrivals = d;
+    } else if (k == "rebuild_fraction") {
+      st = d >= 0 ? absl::OkStatus()
+                  : absl::InvalidArgumentError("cas option rebuild_fraction: must be >= 0");
+      o->rebuild_fraction = d;
+    } else if (k == "raw_delta") {
+      st = choice(1);
+      o->raw_delta = static_cast<int>(d);
+    } else if (k == "sigmoid_scale") {
+      st = positive();
+      o->sigmoid_scale = d;
+    } else if (k == "delta_quantum") {
+      st = positive();
+      o->delta_quantum = d;
+    } else if (k == "gpu_choice") {
+      st = choice(2);
+      o->gpu_choice = static_cast<int>(d);
+    } else if (k == "cpu_pods") {
+      st = choice(2);
+      o->cpu_pods = static_cast<int>(d);
+    } else if (k == "cpu_headroom_ratio") {
+      st = positive();
+      o->cpu_headroom_ratio = d;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown cas option '", k,
+          "' (known: coverage_pct, min_rebuild_arrivals, rebuild_fraction, raw_delta, "
+          "sigmoid_scale, delta_quantum, gpu_choice, cpu_pods, cpu_headroom_ratio)"));
+    }
+    if (!st.ok()) return st;
   }
   return absl::OkStatus();
 }
@@ -63,12 +117,30 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
   uint64_t Epoch() const override { return epoch_; }
 
   void OnArrival(const PodShape& pod) override {
-    auto key = std::make_tuple(pod.cpu_milli, pod.gpu_milli, pod.num_gpu, pod.gpu_model_mask);
-    counts_[key] += 1;
+    const bool spread_before = spread_cpu_pods_;
+    counts_[std::make_tuple(pod.cpu_milli, pod.gpu_milli, pod.num_gpu, pod.gpu_model_mask)] += 1;
+    all_cpu_milli_ += static_cast<double>(pod.cpu_milli);
+    all_gpu_milli_ += static_cast<double>(pod.TotalGpuMilli());
+    if (pod.num_gpu > 0) {
+      gpu_pods_cpu_milli_ += static_cast<double>(pod.cpu_milli);
+      gpu_pods_gpu_milli_ += static_cast<double>(pod.TotalGpuMilli());
+    }
     ++seen_;
     ++since_rebuild_;
+    UpdateCpuRegime();
+    if (spread_cpu_pods_ != spread_before) ++epoch_;  // cached scores depend on the regime
     if (since_rebuild_ >= std::max(opt_.min_rebuild_arrivals, opt_.rebuild_fraction * seen_)) {
       Rebuild();
+    }
+  }
+
+  void PreScore(CycleState&, const ClusterState& s) override {
+    if (cluster_cpu_per_gpu_ < 0 && s.gpu_capacity_milli() > 0) {
+      cluster_cpu_per_gpu_ = static_cast<double>(s.cpu_capacity_milli()) /
+                             static_cast<double>(s.gpu_capacity_milli());
+      const bool before = spread_cpu_pods_;
+      UpdateCpuRegime();
+      if (spread_cpu_pods_ != before) ++epoch_;
     }
   }
 
@@ -80,10 +152,10 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
     auto gl = s.gpu_left(n);
     for (int i = 0; i < static_cast<int>(gl.size()); ++i) {
       if (gl[i] < pod.gpu_milli) continue;
-      bool seen = false;
+      bool seen = false;  // equal room gives an equal score; skip repeats
       for (int j = 0; j < i && !seen; ++j) seen = gl[j] == gl[i];
       if (seen) continue;
-      const int64_t v = Combine(s, n, pod, eval_.Delta(s, n, pod, i), gl[i]);
+      const int64_t v = Combine(s, n, pod, eval_.Delta(s, n, pod, i));
       if (!any || v > best) best = v;
       any = true;
     }
@@ -98,8 +170,10 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
     auto gl = s.gpu_left(p->node);
     for (int i = 0; i < static_cast<int>(gl.size()); ++i) {
       if (gl[i] < pod.gpu_milli) continue;
-      const int64_t v = Combine(s, p->node, pod, eval_.Delta(s, p->node, pod, i), gl[i]);
-      if (chosen < 0 || v > best) {
+      const double delta = eval_.Delta(s, p->node, pod, i);
+      const int64_t v = opt_.gpu_choice == 2 ? static_cast<int64_t>(std::floor(delta * 64.0))
+                                             : Combine(s, p->node, pod, delta);
+      if (chosen < 0 || v > best || (v == best && opt_.gpu_choice >= 1 && gl[i] < gl[chosen])) {
         best = v;
         chosen = i;
       }
@@ -111,7 +185,7 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
   }
 
  private:
-  static constexpr int64_t kSecondaryRange = 1 << 20;
+  static constexpr int64_t kSecondaryRange = int64_t{1} << 21;
 
   void Rebuild() {
     std::vector<ShapeCount> counts;
@@ -120,7 +194,7 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
       ShapeCount sc;
       std::tie(sc.shape.cpu_milli, sc.shape.gpu_milli, sc.shape.num_gpu, sc.shape.gpu_model_mask) =
           key;
-      sc.shape.gpu_spec = std::to_string(sc.shape.gpu_model_mask);
+      sc.shape.gpu_spec = std::to_string(sc.shape.gpu_model_mask);  // identity for tie order
       sc.count = count;
       counts.push_back(std::move(sc));
     }
@@ -129,27 +203,42 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
     ++epoch_;
   }
 
-  // Primary: fragmentation gradient; secondary: tie-break key in [0, kSecondaryRange).
-  int64_t Combine(const ClusterState& s, int n, const PodShape& pod, double delta,
-                  int32_t gpu_room = -1) const {
-    int64_t primary;
-    if (opt_.raw_delta) {
-      primary = static_cast<int64_t>(std::floor(delta / opt_.delta_quantum));
-    } else {
-      primary = FgdScoreFromDelta(delta);
+  void UpdateCpuRegime() {
+    if (opt_.cpu_pods != 2) {
+      spread_cpu_pods_ = opt_.cpu_pods == 1;
+      return;
     }
+    if (cluster_cpu_per_gpu_ <= 0 || all_gpu_milli_ <= 0) {
+      spread_cpu_pods_ = true;
+      return;
+    }
+    spread_cpu_pods_ =
+        all_cpu_milli_ / all_gpu_milli_ < opt_.cpu_headroom_ratio * cluster_cpu_per_gpu_;
+  }
+
+  // Primary: the fragmentation gradient; secondary (for CPU-only pods when spreading): CPU
+  // surplus. Returned as primary x kSecondaryRange + secondary.
+  int64_t Combine(const ClusterState& s, int n, const PodShape& pod, double delta) const {
+    const int64_t primary =
+        opt_.raw_delta
+            ? static_cast<int64_t>(std::floor(std::clamp(delta / opt_.delta_quantum, -1e9, 1e9)))
+            : static_cast<int64_t>(1.0 / (1.0 + std::exp(-delta / opt_.sigmoid_scale)) * 100.0);
     int64_t secondary = 0;
-    if (opt_.tie_break == 1) {
+    if (pod.num_gpu == 0 && spread_cpu_pods_) {
       int64_t gpu_left = 0;
       for (int32_t v : s.gpu_left(n)) gpu_left += v;
-      gpu_left -= pod.TotalGpuMilli();
-      const int64_t cpu_left = s.cpu_left(n) - pod.cpu_milli;
-      // Less room left is better; on a shared GPU, less room on that GPU first.
-      int64_t key = gpu_left * 4096 / 16000 * 64 + std::min<int64_t>(cpu_left / 4000, 63);
-      if (gpu_room >= 0) key = key * 2 + (gpu_room == kMilliGpu);
-      secondary = kSecondaryRange - 1 - std::clamp<int64_t>(key, 0, kSecondaryRange - 1);
-    } else if (opt_.tie_break == 2) {
-      secondary = s.num_pods(n) > 0 ? 1 : 0;
+      const double cpu_per_gpu =
+          gpu_pods_gpu_milli_ > 0 ? gpu_pods_cpu_milli_ / gpu_pods_gpu_milli_ : 0.0;
+      const double need = static_cast<double>(gpu_left) * cpu_per_gpu;
+      const double surplus = static_cast<double>(s.cpu_left(n) - pod.cpu_milli) - need;
+      if (surplus >= 0) {
+        // Most surplus first: keeps every node's CPU in proportion to its idle GPUs.
+        secondary = kSecondaryRange / 2 +
+                    std::min<int64_t>(static_cast<int64_t>(surplus / 100.0), kSecondaryRange / 2 - 1);
+      } else {
+        // No node can spare CPU: hurt the node with the fewest idle GPUs.
+        secondary = std::max<int64_t>(0, kSecondaryRange / 2 - 1 - gpu_left / 10);
+      }
     }
     return primary * kSecondaryRange + secondary;
   }
@@ -160,6 +249,11 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
   double seen_ = 0;
   double since_rebuild_ = 0;
   uint64_t epoch_ = 0;
+  // Learned CPU demand: all pods, and GPU pods only (milli-CPU per milli-GPU).
+  double all_cpu_milli_ = 0, all_gpu_milli_ = 0;
+  double gpu_pods_cpu_milli_ = 0, gpu_pods_gpu_milli_ = 0;
+  double cluster_cpu_per_gpu_ = -1;  // set at the first PreScore
+  bool spread_cpu_pods_ = true;
 };
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "seedance/sched/framework.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <numeric>
 #include <utility>
 
@@ -71,9 +73,13 @@ int64_t Framework::CachedScore(size_t scorer, int shape_id, const CycleState& cy
 Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state) {
   Outcome out;
   const int num_nodes = state.num_nodes();
-  if (options_.node_order.empty() || static_cast<int>(options_.node_order.size()) != num_nodes) {
-    options_.node_order.resize(num_nodes);
-    std::iota(options_.node_order.begin(), options_.node_order.end(), 0);
+  if (static_cast<int>(rank_.size()) != num_nodes) {
+    if (static_cast<int>(options_.node_order.size()) != num_nodes) {
+      options_.node_order.resize(num_nodes);
+      std::iota(options_.node_order.begin(), options_.node_order.end(), 0);
+    }
+    rank_.assign(num_nodes, 0);
+    for (int i = 0; i < num_nodes; ++i) rank_[options_.node_order[i]] = i;
   }
   if (cache_nodes_ != num_nodes) {
     cache_nodes_ = num_nodes;
@@ -82,50 +88,88 @@ Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state
   CycleState cycle;
   cycle.pod = &pod;
   cycle.rng = &rng_;
+  const int shape_id = ShapeId(pod);
 
-  // Filter.
-  feasible_.clear();
-  for (int n : options_.node_order) {
-    bool ok = state.Fits(n, pod);
-    for (size_t f = 0; ok && f < profile_.filters.size(); ++f) {
-      ok = profile_.filters[f]->Filter(cycle, state, n);
+  // Nodes are visited in index order (sequential memory); ties are settled by rank_, the
+  // position in the configured node order, so the result equals a scan in that order.
+  int best_node = -1;
+  if (profile_.filters.empty() && profile_.scores.size() == 1 &&
+      profile_.scores[0].plugin->Cacheable() && !profile_.scores[0].plugin->HasNormalize()) {
+    // Fast path: one cacheable score, nothing to normalise: filter, score and select in one pass.
+    ScorePlugin& plugin = *profile_.scores[0].plugin;
+    plugin.PreScore(cycle, state);
+    if (plugin.Epoch() != cache_epoch_[0]) {
+      cache_epoch_[0] = plugin.Epoch();
+      ++cache_gen_[0];
     }
-    if (ok) feasible_.push_back(n);
+    int64_t best = 0;
+    for (int n = 0; n < num_nodes; ++n) {
+      if (!state.Fits(n, pod)) continue;
+      const int64_t v = CachedScore(0, shape_id, cycle, state, n);
+      if (best_node < 0 || v > best || (v == best && rank_[n] < rank_[best_node])) {
+        best = v;
+        best_node = n;
+      }
+    }
+  } else {
+    // Filter.
+    feasible_.clear();
+    for (int n = 0; n < num_nodes; ++n) {
+      bool ok = state.Fits(n, pod);
+      for (size_t f = 0; ok && f < profile_.filters.size(); ++f) {
+        ok = profile_.filters[f]->Filter(cycle, state, n);
+      }
+      if (ok) feasible_.push_back(n);
+    }
+    if (!feasible_.empty()) {
+      cycle.feasible = feasible_;
+      // Score.
+      totals_.assign(feasible_.size(), 0);
+      for (size_t s = 0; s < profile_.scores.size(); ++s) {
+        ScorePlugin& plugin = *profile_.scores[s].plugin;
+        plugin.PreScore(cycle, state);
+        const bool cacheable = plugin.Cacheable();
+        if (cacheable && plugin.Epoch() != cache_epoch_[s]) {
+          cache_epoch_[s] = plugin.Epoch();
+          ++cache_gen_[s];
+        }
+        scores_.resize(feasible_.size());
+        for (size_t i = 0; i < feasible_.size(); ++i) {
+          scores_[i] = cacheable ? CachedScore(s, shape_id, cycle, state, feasible_[i])
+                                 : plugin.Score(cycle, state, feasible_[i]);
+        }
+        if (plugin.HasNormalize()) plugin.NormalizeScore(scores_);
+        const int64_t w = profile_.scores[s].weight;
+        for (size_t i = 0; i < feasible_.size(); ++i) totals_[i] += w * scores_[i];
+      }
+      // Select: highest total, first in node order on ties.
+      size_t best = 0;
+      for (size_t i = 1; i < feasible_.size(); ++i) {
+        if (totals_[i] > totals_[best] ||
+            (totals_[i] == totals_[best] && rank_[feasible_[i]] < rank_[feasible_[best]])) {
+          best = i;
+        }
+      }
+      best_node = feasible_[best];
+    }
   }
-  if (feasible_.empty()) {
+  if (best_node < 0) {
     out.code = Code::kUnschedulable;
     out.reason = "no node has room";
+    // Unresolvable if it would not fit even on an empty node.
+    bool could_ever = false;
+    for (int n = 0; n < num_nodes && !could_ever; ++n) {
+      const core::NodeSpec& spec = state.node(n);
+      could_ever = state.Accessible(n, pod) && spec.cpu_milli >= pod.cpu_milli &&
+                   spec.memory_mib >= pod.memory_mib && spec.num_gpus >= pod.num_gpu;
+    }
+    if (!could_ever) {
+      out.code = Code::kUnschedulableAndUnresolvable;
+      out.reason = "no node could hold this pod even when empty";
+    }
     return out;
   }
-  cycle.feasible = feasible_;
-
-  // Score.
-  const int shape_id = ShapeId(pod);
-  totals_.assign(feasible_.size(), 0);
-  for (size_t s = 0; s < profile_.scores.size(); ++s) {
-    ScorePlugin& plugin = *profile_.scores[s].plugin;
-    plugin.PreScore(cycle, state);
-    const bool cacheable = plugin.Cacheable();
-    if (cacheable && plugin.Epoch() != cache_epoch_[s]) {
-      cache_epoch_[s] = plugin.Epoch();
-      ++cache_gen_[s];
-    }
-    scores_.resize(feasible_.size());
-    for (size_t i = 0; i < feasible_.size(); ++i) {
-      scores_[i] = cacheable ? CachedScore(s, shape_id, cycle, state, feasible_[i])
-                             : plugin.Score(cycle, state, feasible_[i]);
-    }
-    if (plugin.HasNormalize()) plugin.NormalizeScore(scores_);
-    const int64_t w = profile_.scores[s].weight;
-    for (size_t i = 0; i < feasible_.size(); ++i) totals_[i] += w * scores_[i];
-  }
-
-  // Select: highest total, first in node order on ties.
-  size_t best = 0;
-  for (size_t i = 1; i < feasible_.size(); ++i) {
-    if (totals_[i] > totals_[best]) best = i;
-  }
-  out.placement.node = feasible_[best];
+  out.placement.node = best_node;
 
   // Reserve: choose GPUs.
   if (pod.num_gpu > 0) {

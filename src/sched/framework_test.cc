@@ -1,2 +1,568 @@
+#include "seedance/sched/framework.h"
+
 #include <gtest/gtest.h>
-TEST(Placeholder, Builds) { SUCCEED(); }
+
+#include <algorithm>
+#include <initializer_list>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "seedance/core/cluster_state.h"
+#include "seedance/sched/registry.h"
+
+namespace seedance::sched {
+namespace {
+
+using core::ClusterState;
+using core::Placement;
+using core::PodShape;
+
+// ---- Fake plugins --------------------------------------------------------------------------
+
+// Scores each node from a fixed table and counts the calls per node.
+class TableScore : public ScorePlugin {
+ public:
+  explicit TableScore(std::vector<int64_t> table, bool cacheable = false)
+      : table_(std::move(table)), calls_(table_.size(), 0), cacheable_(cacheable) {}
+  std::string_view Name() const override { return "TableScore"; }
+  void PreScore(CycleState& cycle, const ClusterState&) override {
+    seen_feasible_.assign(cycle.feasible.begin(), cycle.feasible.end());
+    seen_pod_ = cycle.pod;
+  }
+  int64_t Score(const CycleState&, const ClusterState&, int n) override {
+    ++calls_[n];
+    return table_[n];
+  }
+  bool Cacheable() const override { return cacheable_; }
+  uint64_t Epoch() const override { return epoch_; }
+
+  void set_table(std::vector<int64_t> t) { table_ = std::move(t); }
+  void bump_epoch() { ++epoch_; }
+  int calls(int n) const { return calls_[n]; }
+  int total_calls() const {
+    int t = 0;
+    for (int c : calls_) t += c;
+    return t;
+  }
+  const std::vector<int>& seen_feasible() const { return seen_feasible_; }
+  const PodShape* seen_pod() const { return seen_pod_; }
+
+ private:
+  std::vector<int64_t> table_;
+  std::vector<int> calls_;
+  bool cacheable_;
+  uint64_t epoch_ = 0;
+  std::vector<int> seen_feasible_;
+  const PodShape* seen_pod_ = nullptr;
+};
+
+// A TableScore with a normalisation that reverses the order (v -> 100 - v) and records what it
+// was handed.
+class ReversingScore : public TableScore {
+ public:
+  using TableScore::TableScore;
+  bool HasNormalize() const override { return true; }
+  void NormalizeScore(std::span<int64_t> scores) const override {
+    received_.assign(scores.begin(), scores.end());
+    for (int64_t& v : scores) v = kMaxNodeScore - v;
+  }
+  const std::vector<int64_t>& received() const { return received_; }
+
+ private:
+  mutable std::vector<int64_t> received_;
+};
+
+class RejectNodes : public FilterPlugin {
+ public:
+  explicit RejectNodes(std::set<int> rejected) : rejected_(std::move(rejected)) {}
+  std::string_view Name() const override { return "RejectNodes"; }
+  bool Filter(const CycleState&, const ClusterState&, int n) const override {
+    return rejected_.count(n) == 0;
+  }
+
+ private:
+  std::set<int> rejected_;
+};
+
+// Takes the lowest-indexed GPUs with room, or fails when told to; can also be told to pick a
+// fixed (possibly bad) GPU list.
+class FirstFitReserve : public ReservePlugin {
+ public:
+  std::string_view Name() const override { return "FirstFitReserve"; }
+  bool Reserve(CycleState& cycle, const ClusterState& s, Placement* p) override {
+    ++reserves;
+    if (fail) return false;
+    if (!forced.empty()) {
+      p->num_gpus = 0;
+      for (int g : forced) p->gpus[p->num_gpus++] = static_cast<int8_t>(g);
+      return true;
+    }
+    auto gl = s.gpu_left(p->node);
+    p->num_gpus = 0;
+    for (int i = 0; i < static_cast<int>(gl.size()) && p->num_gpus < cycle.pod->num_gpu; ++i) {
+      if (gl[i] >= cycle.pod->gpu_milli) p->gpus[p->num_gpus++] = static_cast<int8_t>(i);
+    }
+    return p->num_gpus == cycle.pod->num_gpu;
+  }
+  void Unreserve(CycleState&, const Placement&) override { ++unreserves; }
+
+  bool fail = false;
+  std::vector<int> forced;
+  int reserves = 0;
+  int unreserves = 0;
+};
+
+class CountingObserver : public ObserverPlugin {
+ public:
+  std::string_view Name() const override { return "CountingObserver"; }
+  void OnArrival(const PodShape&) override { ++arrivals; }
+  void OnBound(const PodShape&, const Placement& p, const ClusterState&) override {
+    ++bound;
+    last_bound = p;
+  }
+  void OnReleased(const PodShape&, const Placement&, const ClusterState& s) override {
+    ++released;
+    pods_after_release = s.num_pods(0) + s.num_pods(1) + s.num_pods(2);
+  }
+  int arrivals = 0, bound = 0, released = 0, pods_after_release = -1;
+  Placement last_bound;
+};
+
+// ---- Fixture -------------------------------------------------------------------------------
+
+class FrameworkTest : public ::testing::Test {
+ protected:
+  // Three identical nodes with 2 GPUs each.
+  FrameworkTest()
+      : state_(*ClusterState::Create({{"n0", 16000, 65536, 2, "A", 0, 0},
+                                      {"n1", 16000, 65536, 2, "A", 0, 0},
+                                      {"n2", 16000, 65536, 2, "A", 0, 0}})),
+        reserve_(std::make_shared<FirstFitReserve>()) {}
+
+  static PodShape Cpu(int64_t cpu_milli) {
+    PodShape p;
+    p.cpu_milli = cpu_milli;
+    return p;
+  }
+  static PodShape Gpu(int32_t num_gpu, int32_t gpu_milli, int64_t cpu_milli = 1000) {
+    PodShape p;
+    p.cpu_milli = cpu_milli;
+    p.num_gpu = num_gpu;
+    p.gpu_milli = gpu_milli;
+    return p;
+  }
+
+  Profile WithScores(std::vector<Profile::WeightedScore> scores) {
+    Profile p;
+    p.name = "test";
+    p.scores = std::move(scores);
+    p.reserve = reserve_;
+    return p;
+  }
+  Framework Make(Profile p, std::vector<int> order = {}) {
+    FrameworkOptions o;
+    o.node_order = std::move(order);
+    return Framework(std::move(p), std::move(o));
+  }
+  std::vector<uint32_t> Versions() const {
+    return {state_.version(0), state_.version(1), state_.version(2)};
+  }
+
+  ClusterState state_;
+  std::shared_ptr<FirstFitReserve> reserve_;
+};
+
+// ---- Selection -----------------------------------------------------------------------------
+
+TEST_F(FrameworkTest, HighestTotalScoreWins) {
+  auto score = std::make_shared<TableScore>(std::vector<int64_t>{10, 30, 20});
+  Framework fw = Make(WithScores({{score, 1}}));
+  const PodShape pod = Cpu(1000);
+  Outcome out = fw.Schedule(pod, state_);
+  ASSERT_TRUE(out.ok()) << out.reason;
+  EXPECT_EQ(out.placement.node, 1);
+  EXPECT_EQ(out.placement.num_gpus, 0);
+  EXPECT_EQ(state_.cpu_left(1), 15000);
+  EXPECT_EQ(state_.num_pods(1), 1);
+  EXPECT_EQ(score->seen_pod(), &pod);
+}
+
+TEST_F(FrameworkTest, TiesGoToFirstNodeInNodeOrder) {
+  struct Case {
+    std::string name;
+    std::vector<int> order;
+    std::vector<int64_t> table;
+    std::set<int> rejected;
+    int want;
+  };
+  const std::vector<Case> cases = {
+      {"index order", {}, {5, 5, 5}, {}, 0},
+      {"custom order", {2, 0, 1}, {5, 5, 5}, {}, 2},
+      {"custom order, first filtered", {2, 0, 1}, {5, 5, 5}, {2}, 0},
+      {"tie among the best only", {2, 0, 1}, {7, 7, 5}, {}, 0},
+      {"custom order, unique best", {2, 0, 1}, {1, 9, 5}, {}, 1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Profile p = WithScores({{std::make_shared<TableScore>(c.table), 1}});
+    p.filters.push_back(std::make_shared<RejectNodes>(c.rejected));
+    Framework fw = Make(std::move(p), c.order);
+    ClusterState s = state_;
+    Outcome out = fw.Schedule(Cpu(100), s);
+    ASSERT_TRUE(out.ok()) << out.reason;
+    EXPECT_EQ(out.placement.node, c.want);
+  }
+}
+
+TEST_F(FrameworkTest, FeasibleNodesReachPreScoreInIndexOrder) {
+  auto score = std::make_shared<TableScore>(std::vector<int64_t>{0, 0, 0});
+  Profile p = WithScores({{score, 1}});
+  p.filters.push_back(std::make_shared<RejectNodes>(std::set<int>{0}));
+  Framework fw = Make(std::move(p), {2, 1, 0});
+  ASSERT_TRUE(fw.Schedule(Cpu(100), state_).ok());
+  EXPECT_EQ(score->seen_feasible(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(score->calls(0), 0);  // filtered nodes are not scored
+}
+
+TEST_F(FrameworkTest, WeightsMultiplyScores) {
+  struct Case {
+    std::string name;
+    int64_t weight_b;
+    int want;
+  };
+  // A: {10, 0, 0}, B: {0, 6, 0}. Totals {10, 6w, 0}.
+  const std::vector<Case> cases = {
+      {"B weight 1", 1, 0}, {"B weight 2", 2, 1}, {"B weight 0", 0, 0}, {"B weight -1", -1, 0}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Framework fw = Make(
+        WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{10, 0, 0}), 1},
+                    {std::make_shared<TableScore>(std::vector<int64_t>{0, 6, 0}), c.weight_b}}));
+    ClusterState s = state_;
+    Outcome out = fw.Schedule(Cpu(100), s);
+    ASSERT_TRUE(out.ok()) << out.reason;
+    EXPECT_EQ(out.placement.node, c.want);
+  }
+}
+
+TEST_F(FrameworkTest, NormalizeScoreRunsOnRawScoresBeforeWeighting) {
+  // Raw {90, 20, 50} would pick n0; reversed {10, 80, 50} picks n1.
+  auto reversing = std::make_shared<ReversingScore>(std::vector<int64_t>{90, 20, 50});
+  // A second plugin adds {0, 0, 60}: the weighted reversed scores x3 = {30, 240, 150} still
+  // pick n1; unweighted ones {10, 80, 50} would lose to n2 (110).
+  auto other = std::make_shared<TableScore>(std::vector<int64_t>{0, 0, 60});
+  Framework fw = Make(WithScores({{reversing, 3}, {other, 1}}));
+  Outcome out = fw.Schedule(Cpu(100), state_);
+  ASSERT_TRUE(out.ok()) << out.reason;
+  EXPECT_EQ(out.placement.node, 1);
+  EXPECT_EQ(reversing->received(), (std::vector<int64_t>{90, 20, 50}));
+}
+
+// ---- Failures ------------------------------------------------------------------------------
+
+TEST_F(FrameworkTest, AllNodesFilteredIsUnschedulableAndChangesNothing) {
+  auto score = std::make_shared<TableScore>(std::vector<int64_t>{1, 2, 3});
+  Profile p = WithScores({{score, 1}});
+  p.filters.push_back(std::make_shared<RejectNodes>(std::set<int>{0, 1, 2}));
+  auto observer = std::make_shared<CountingObserver>();
+  p.observers.push_back(observer);
+  Framework fw = Make(std::move(p));
+  const auto versions = Versions();
+  Outcome out = fw.Schedule(Gpu(1, 500), state_);
+  EXPECT_EQ(out.code, Code::kUnschedulable);
+  EXPECT_FALSE(out.ok());
+  EXPECT_FALSE(out.reason.empty());
+  EXPECT_EQ(Versions(), versions);
+  EXPECT_EQ(state_.cpu_allocated_milli(), 0);
+  EXPECT_EQ(state_.gpu_allocated_milli(), 0);
+  EXPECT_EQ(score->total_calls(), 0);
+  EXPECT_EQ(reserve_->reserves, 0);
+  EXPECT_EQ(observer->bound, 0);
+}
+
+TEST_F(FrameworkTest, PodThatFitsNowhereIsUnschedulable) {
+  Framework fw =
+      Make(WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{1, 2, 3}), 1}}));
+  const auto versions = Versions();
+  EXPECT_EQ(fw.Schedule(Gpu(3, 1000), state_).code, Code::kUnschedulableAndUnresolvable);
+  EXPECT_EQ(fw.Schedule(Cpu(16001), state_).code, Code::kUnschedulableAndUnresolvable);
+  EXPECT_EQ(Versions(), versions);
+}
+
+TEST_F(FrameworkTest, PodThatWouldFitAnEmptyNodeIsOnlyUnschedulable) {
+  Framework fw =
+      Make(WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{1, 2, 3}), 1}}));
+  // Fill every node's CPU, then ask for a little more CPU than is left anywhere.
+  for (int n = 0; n < state_.num_nodes(); ++n) {
+    Placement p;
+    p.node = n;
+    ASSERT_TRUE(state_.Allocate(Cpu(state_.cpu_left(n)), p).ok());
+  }
+  EXPECT_EQ(fw.Schedule(Cpu(1), state_).code, Code::kUnschedulable);
+}
+
+TEST_F(FrameworkTest, ReserveFailureIsErrorAndChangesNothing) {
+  Framework fw =
+      Make(WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{1, 2, 3}), 1}}));
+  reserve_->fail = true;
+  const auto versions = Versions();
+  Outcome out = fw.Schedule(Gpu(1, 500), state_);
+  EXPECT_EQ(out.code, Code::kError);
+  EXPECT_FALSE(out.reason.empty());
+  EXPECT_EQ(reserve_->reserves, 1);
+  EXPECT_EQ(Versions(), versions);
+  EXPECT_EQ(state_.gpu_allocated_milli(), 0);
+}
+
+TEST_F(FrameworkTest, GpuPodWithoutReservePluginIsError) {
+  Profile p = WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{1, 2, 3}), 1}});
+  p.reserve = nullptr;
+  Framework fw = Make(std::move(p));
+  EXPECT_EQ(fw.Schedule(Gpu(1, 500), state_).code, Code::kError);
+  // A CPU-only pod needs no reserve.
+  EXPECT_TRUE(fw.Schedule(Cpu(100), state_).ok());
+}
+
+TEST_F(FrameworkTest, InvalidReservationIsErrorAndIsUnreserved) {
+  Placement full;
+  full.node = 0;
+  full.num_gpus = 1;
+  full.gpus[0] = 0;
+  ASSERT_TRUE(state_.Allocate(Gpu(1, 1000), full).ok());
+  Framework fw =
+      Make(WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{9, 0, 0}), 1}}));
+  reserve_->forced = {0};  // GPU 0 of n0 is full
+  const auto versions = Versions();
+  Outcome out = fw.Schedule(Gpu(1, 500), state_);
+  EXPECT_EQ(out.code, Code::kError);
+  EXPECT_EQ(reserve_->unreserves, 1);
+  EXPECT_EQ(Versions(), versions);
+}
+
+// ---- Score cache ---------------------------------------------------------------------------
+
+TEST_F(FrameworkTest, CacheableScoreIsReusedUntilNodeChanges) {
+  auto score = std::make_shared<TableScore>(std::vector<int64_t>{30, 20, 10}, true);
+  Framework fw = Make(WithScores({{score, 1}}));
+  ASSERT_EQ(fw.Schedule(Cpu(100), state_).placement.node, 0);
+  EXPECT_EQ(score->total_calls(), 3);
+  // Only n0 changed: it alone is scored again.
+  ASSERT_EQ(fw.Schedule(Cpu(100), state_).placement.node, 0);
+  EXPECT_EQ(score->calls(0), 2);
+  EXPECT_EQ(score->calls(1), 1);
+  EXPECT_EQ(score->calls(2), 1);
+}
+
+TEST_F(FrameworkTest, CacheableScoreIsNotRecomputedWhenNothingChanged) {
+  auto score = std::make_shared<TableScore>(std::vector<int64_t>{30, 20, 10}, true);
+  Framework fw = Make(WithScores({{score, 1}}));
+  reserve_->fail = true;  // every cycle ends before binding, so no node changes
+  EXPECT_EQ(fw.Schedule(Gpu(1, 500), state_).code, Code::kError);
+  EXPECT_EQ(score->total_calls(), 3);
+  EXPECT_EQ(fw.Schedule(Gpu(1, 500), state_).code, Code::kError);
+  EXPECT_EQ(fw.Schedule(Gpu(1, 500), state_).code, Code::kError);
+  EXPECT_EQ(score->total_calls(), 3);
+  // A different request is a different cache entry.
+  EXPECT_EQ(fw.Schedule(Gpu(1, 600), state_).code, Code::kError);
+  EXPECT_EQ(score->total_calls(), 6);
+  EXPECT_EQ(fw.Schedule(Gpu(1, 500, 2000), state_).code, Code::kError);
+  EXPECT_EQ(score->total_calls(), 9);
+}
+
+TEST_F(FrameworkTest, CacheableScoreIsRecomputedAfterEpochChanges) {
+  auto score = std::make_shared<TableScore>(std::vector<int64_t>{30, 20, 10}, true);
+  Framework fw = Make(WithScores({{score, 1}}));
+  reserve_->fail = true;
+  EXPECT_EQ(fw.Schedule(Gpu(1, 500), state_).code, Code::kError);
+  EXPECT_EQ(score->total_calls(), 3);
+  score->bump_epoch();
+  score->set_table({10, 20, 30});
+  reserve_->fail = false;
+  Outcome out = fw.Schedule(Gpu(1, 500), state_);
+  EXPECT_EQ(score->total_calls(), 6);
+  ASSERT_TRUE(out.ok()) << out.reason;
+  EXPECT_EQ(out.placement.node, 2);
+}
+
+TEST_F(FrameworkTest, CacheableScoreIsRecomputedAfterRelease) {
+  auto score = std::make_shared<TableScore>(std::vector<int64_t>{30, 20, 10}, true);
+  Framework fw = Make(WithScores({{score, 1}}));
+  const PodShape pod = Gpu(1, 500);
+  Outcome out = fw.Schedule(pod, state_);
+  ASSERT_TRUE(out.ok());
+  fw.Release(pod, out.placement, state_);
+  reserve_->fail = true;
+  EXPECT_EQ(fw.Schedule(pod, state_).code, Code::kError);
+  EXPECT_EQ(score->calls(0), 2);
+  EXPECT_EQ(score->calls(1), 1);
+}
+
+TEST_F(FrameworkTest, NonCacheableScoreIsCalledEveryCycle) {
+  auto score = std::make_shared<TableScore>(std::vector<int64_t>{30, 20, 10}, false);
+  Framework fw = Make(WithScores({{score, 1}}));
+  reserve_->fail = true;
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(fw.Schedule(Gpu(1, 500), state_).code, Code::kError);
+  EXPECT_EQ(score->total_calls(), 9);
+}
+
+// ---- Observers and Release -----------------------------------------------------------------
+
+TEST_F(FrameworkTest, ObserversSeeArrivalBindAndRelease) {
+  auto observer = std::make_shared<CountingObserver>();
+  Profile p = WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{0, 5, 0}), 1}});
+  p.observers.push_back(observer);
+  Framework fw = Make(std::move(p));
+  const PodShape pod = Gpu(2, 1000, 4000);
+  fw.NotifyArrival(pod);
+  EXPECT_EQ(observer->arrivals, 1);
+  EXPECT_EQ(observer->bound, 0);
+
+  Outcome out = fw.Schedule(pod, state_);
+  ASSERT_TRUE(out.ok()) << out.reason;
+  EXPECT_EQ(observer->bound, 1);
+  EXPECT_EQ(observer->last_bound.node, 1);
+  EXPECT_EQ(out.placement.node, 1);
+  ASSERT_EQ(out.placement.num_gpus, 2);
+  EXPECT_EQ(out.placement.gpus[0], 0);
+  EXPECT_EQ(out.placement.gpus[1], 1);
+  EXPECT_EQ(state_.cpu_left(1), 12000);
+  EXPECT_EQ(state_.gpu_allocated_milli(), 2000);
+
+  const uint32_t version = state_.version(1);
+  fw.Release(pod, out.placement, state_);
+  EXPECT_EQ(observer->released, 1);
+  EXPECT_EQ(observer->pods_after_release, 0);  // told after the state is updated
+  EXPECT_EQ(state_.cpu_left(1), 16000);
+  EXPECT_EQ(state_.gpu_left(1)[0], 1000);
+  EXPECT_EQ(state_.gpu_left(1)[1], 1000);
+  EXPECT_EQ(state_.gpu_allocated_milli(), 0);
+  EXPECT_EQ(state_.cpu_allocated_milli(), 0);
+  EXPECT_EQ(state_.num_pods(1), 0);
+  EXPECT_EQ(state_.gpu_class_counts(1)[2], 0);
+  EXPECT_GT(state_.version(1), version);
+  EXPECT_EQ(observer->arrivals, 1);
+}
+
+TEST_F(FrameworkTest, ReleaseOfUnboundPodAborts) {
+  Framework fw = Make(WithScores({}));
+  Placement p;
+  p.node = 0;
+  EXPECT_DEATH(fw.Release(Cpu(100), p, state_), "invariant broken");
+}
+
+// ---- Node order and codes ------------------------------------------------------------------
+
+TEST(RandomNodeOrderTest, IsADeterministicPermutation) {
+  for (int n : {0, 1, 2, 7, 50}) {
+    SCOPED_TRACE(n);
+    const std::vector<int> a = Framework::RandomNodeOrder(n, 7);
+    std::vector<int> sorted = a;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<int> want(n);
+    for (int i = 0; i < n; ++i) want[i] = i;
+    EXPECT_EQ(sorted, want);
+    EXPECT_EQ(Framework::RandomNodeOrder(n, 7), a);
+  }
+}
+
+TEST(RandomNodeOrderTest, DifferentSeedsGiveDifferentOrders) {
+  EXPECT_NE(Framework::RandomNodeOrder(50, 1), Framework::RandomNodeOrder(50, 2));
+  std::vector<int> identity(50);
+  for (int i = 0; i < 50; ++i) identity[i] = i;
+  EXPECT_NE(Framework::RandomNodeOrder(50, 1), identity);
+}
+
+TEST(CodeNameTest, NamesEveryCode) {
+  EXPECT_EQ(CodeName(Code::kSuccess), "Success");
+  EXPECT_EQ(CodeName(Code::kUnschedulable), "Unschedulable");
+  EXPECT_EQ(CodeName(Code::kUnschedulableAndUnresolvable), "UnschedulableAndUnresolvable");
+  EXPECT_EQ(CodeName(Code::kError), "Error");
+}
+
+// ---- Registry ------------------------------------------------------------------------------
+
+absl::StatusOr<Profile> EmptyProfile(const PolicyContext&) {
+  Profile p;
+  p.name = "empty";
+  return p;
+}
+
+TEST(RegistryTest, RegisterRefusesDuplicatesEmptyNamesAndNullFactories) {
+  Registry r;
+  ASSERT_TRUE(r.Register("mine", EmptyProfile).ok());
+  EXPECT_TRUE(r.Contains("mine"));
+  EXPECT_EQ(r.Register("mine", EmptyProfile).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(r.Register("", EmptyProfile).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.Register("null", PolicyFactory()).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(r.Contains(""));
+  EXPECT_FALSE(r.Contains("null"));
+  EXPECT_EQ(r.Names(), (std::vector<std::string>{"mine"}));
+}
+
+TEST(RegistryTest, CreateRunsTheFactory) {
+  Registry r;
+  ASSERT_TRUE(r.Register("mine", EmptyProfile).ok());
+  auto p = r.Create("mine", PolicyContext{});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->name, "empty");
+}
+
+TEST(RegistryTest, CreateUnknownNameIsNotFoundAndListsKnownNames) {
+  Registry r;
+  ASSERT_TRUE(r.Register("alpha", EmptyProfile).ok());
+  ASSERT_TRUE(r.Register("beta", EmptyProfile).ok());
+  auto p = r.Create("gamma", PolicyContext{});
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kNotFound);
+  const std::string msg(p.status().message());
+  EXPECT_NE(msg.find("gamma"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("alpha"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("beta"), std::string::npos) << msg;
+
+  auto b = Registry::Builtins().Create("nope", PolicyContext{});
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(std::string(b.status().message()).find("fgd"), std::string::npos) << b.status();
+}
+
+TEST(RegistryTest, BuiltinsHoldEveryPolicy) {
+  const Registry& r = Registry::Builtins();
+  EXPECT_EQ(r.Names(), (std::vector<std::string>{"bestfit", "cas", "clustering", "dotprod", "fgd",
+                                                 "packing", "random"}));
+  for (const char* name : {"random", "dotprod", "clustering", "packing", "bestfit", "fgd", "cas"}) {
+    EXPECT_TRUE(r.Contains(name)) << name;
+  }
+  EXPECT_EQ(&Registry::Builtins(), &r);
+}
+
+TEST(RegistryTest, BuiltinProfilesAreNamedAfterTheirPolicy) {
+  PolicyContext ctx;
+  TargetShape shape;
+  shape.num_gpu = 1;
+  shape.gpu_milli = 1000;
+  shape.freq = 1;
+  ctx.oracle_workload = {shape};
+  for (const std::string& name : Registry::Builtins().Names()) {
+    SCOPED_TRACE(name);
+    auto p = Registry::Builtins().Create(name, ctx);
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_EQ(p->name, name);
+    EXPECT_FALSE(p->scores.empty());
+    EXPECT_NE(p->reserve, nullptr);
+  }
+}
+
+TEST(RegistryTest, ReferencePolicyNamesInPaperOrder) {
+  EXPECT_EQ(ReferencePolicyNames(), (std::vector<std::string>{"random", "dotprod", "clustering",
+                                                              "packing", "bestfit", "fgd"}));
+  for (const std::string& name : ReferencePolicyNames()) {
+    EXPECT_TRUE(Registry::Builtins().Contains(name)) << name;
+  }
+}
+
+}  // namespace
+}  // namespace seedance::sched

@@ -1,2 +1,582 @@
+// The built-in policies against hand-computed values of the reference formulas
+// (hkust-adsl/kubernetes-scheduler-simulator, pkg/simulator/plugin/*.go). Each row's comment
+// shows the scores the reference would give, so a failure points at the formula that drifted.
+#include "policies.h"
+
 #include <gtest/gtest.h>
-TEST(Placeholder, Builds) { SUCCEED(); }
+
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fgd.h"
+#include "seedance/core/cluster_state.h"
+#include "seedance/sched/framework.h"
+#include "seedance/sched/registry.h"
+
+namespace seedance::sched {
+namespace {
+
+using core::ClusterState;
+using core::NodeSpec;
+using core::Placement;
+using core::PodShape;
+
+PodShape Cpu(int64_t cpu_milli) {
+  PodShape p;
+  p.cpu_milli = cpu_milli;
+  return p;
+}
+PodShape Share(int32_t gpu_milli, int64_t cpu_milli = 1000, uint64_t mask = 0) {
+  PodShape p;
+  p.cpu_milli = cpu_milli;
+  p.num_gpu = 1;
+  p.gpu_milli = gpu_milli;
+  p.gpu_model_mask = mask;
+  return p;
+}
+PodShape Whole(int32_t num_gpu, int64_t cpu_milli = 1000) {
+  PodShape p;
+  p.cpu_milli = cpu_milli;
+  p.num_gpu = num_gpu;
+  p.gpu_milli = core::kMilliGpu;
+  return p;
+}
+
+// A pod already running before the decision under test.
+struct Alloc {
+  int node;
+  PodShape pod;
+  std::vector<int> gpus;
+};
+
+TargetShape Target(int64_t cpu_milli, int32_t num_gpu, int32_t gpu_milli, double freq) {
+  TargetShape s;
+  s.cpu_milli = cpu_milli;
+  s.num_gpu = num_gpu;
+  s.gpu_milli = gpu_milli;
+  s.freq = freq;
+  return s;
+}
+
+class PolicyTest : public ::testing::Test {
+ protected:
+  // n0: 4xA, 32 CPUs; n1: 8xA, 64 CPUs; n2: 2xB, 16 CPUs; n3: CPU only, 32 CPUs.
+  static std::vector<NodeSpec> MixedNodes() {
+    return {{"n0", 32000, 262144, 4, "A", 0, 0},
+            {"n1", 64000, 524288, 8, "A", 0, 0},
+            {"n2", 16000, 131072, 2, "B", 0, 0},
+            {"n3", 32000, 131072, 0, "", 0, 0}};
+  }
+  // One 4xA node.
+  static std::vector<NodeSpec> OneNode() { return {{"n0", 64000, 262144, 4, "A", 0, 0}}; }
+
+  static ClusterState Cluster(std::vector<NodeSpec> nodes, const std::vector<Alloc>& allocs) {
+    auto s = ClusterState::Create(std::move(nodes));
+    EXPECT_TRUE(s.ok()) << s.status();
+    for (const Alloc& a : allocs) {
+      Placement p;
+      p.node = a.node;
+      for (int g : a.gpus) p.gpus[p.num_gpus++] = static_cast<int8_t>(g);
+      EXPECT_TRUE(s->Allocate(a.pod, p).ok()) << "pre-allocation on node " << a.node;
+    }
+    return *std::move(s);
+  }
+
+  static PolicyContext Context(TargetWorkload w = {Target(1000, 1, 1000, 1.0)}) {
+    PolicyContext ctx;
+    ctx.oracle_workload = std::move(w);
+    return ctx;
+  }
+
+  static std::unique_ptr<Framework> Policy(const std::string& name,
+                                           const PolicyContext& ctx = Context(),
+                                           uint64_t seed = 42) {
+    auto profile = Registry::Builtins().Create(name, ctx);
+    EXPECT_TRUE(profile.ok()) << profile.status();
+    if (!profile.ok()) return nullptr;
+    FrameworkOptions o;
+    o.seed = seed;
+    return std::make_unique<Framework>(*std::move(profile), std::move(o));
+  }
+
+  static std::vector<int> Gpus(const Placement& p) {
+    return {p.gpu_ids().begin(), p.gpu_ids().end()};
+  }
+};
+
+struct PlacementCase {
+  std::string name;
+  std::vector<Alloc> before;
+  PodShape pod;
+  int want_node;
+  std::vector<int> want_gpus;
+};
+
+void RunPlacementCases(const std::string& policy, const std::vector<NodeSpec>& nodes,
+                       const std::vector<PlacementCase>& cases,
+                       const PolicyContext& ctx = PolicyContext{
+                           .oracle_workload = {Target(1000, 1, 1000, 1.0)}, .params = {}}) {
+  for (const PlacementCase& c : cases) {
+    SCOPED_TRACE(policy + ": " + c.name);
+    auto profile = Registry::Builtins().Create(policy, ctx);
+    ASSERT_TRUE(profile.ok()) << profile.status();
+    Framework fw(*std::move(profile), FrameworkOptions{});
+    auto s = ClusterState::Create(nodes);
+    ASSERT_TRUE(s.ok()) << s.status();
+    for (const Alloc& a : c.before) {
+      Placement p;
+      p.node = a.node;
+      for (int g : a.gpus) p.gpus[p.num_gpus++] = static_cast<int8_t>(g);
+      ASSERT_TRUE(s->Allocate(a.pod, p).ok()) << "pre-allocation on node " << a.node;
+    }
+    const int64_t gpu_before = s->gpu_allocated_milli();
+    Outcome out = fw.Schedule(c.pod, *s);
+    ASSERT_TRUE(out.ok()) << CodeName(out.code) << ": " << out.reason;
+    EXPECT_EQ(out.placement.node, c.want_node);
+    EXPECT_EQ(std::vector<int>(out.placement.gpu_ids().begin(), out.placement.gpu_ids().end()),
+              c.want_gpus);
+    EXPECT_EQ(s->gpu_allocated_milli(), gpu_before + c.pod.TotalGpuMilli());
+  }
+}
+
+// ---- bestfit: (1 - 0.5*(cpu_free - cpu_req)/128000 - 0.5*(gpu_free - gpu_req)/8000) * 100 -------
+
+TEST_F(PolicyTest, BestFitPicksNodeWithLeastCpuAndGpuLeft) {
+  RunPlacementCases(
+      "bestfit", MixedNodes(),
+      {
+          // n0 62, n1 25, n2 81, n3 87.
+          {"cpu pod to the cpu-only node", {}, Cpu(1000), 3, {}},
+          // n0 69, n1 31, n2 87; n3 has no GPU.
+          {"whole-GPU pod to the smallest GPU node", {}, Whole(1), 2, {0}},
+          // n1 left 8 CPUs + 2 GPUs: 91 beats n2's 87.
+          {"loaded big node beats empty small node",
+           {{1, Whole(6, 56000), {0, 1, 2, 3, 4, 5}}},
+           Whole(1),
+           1,
+           {6}},
+          // n2 [1000, 400]: n2 wins, best-fit GPU is the 400 one.
+          {"sharing pod to the used GPU that fits", {{2, Share(600), {1}}}, Share(300), 2, {1}},
+          {"sharing pod skips a GPU too small", {{2, Share(600), {1}}}, Share(500), 2, {0}},
+      });
+}
+
+// ---- packing: shared GPU (>= 50) > free GPU on used node (33..50) > empty node (<= 33) ---------
+
+TEST_F(PolicyTest, PackingPrefersSharedGpuThenUsedNodeThenEmptyNode) {
+  RunPlacementCases(
+      "packing", MixedNodes(),
+      {
+          // Empty nodes: 33 - #GPUs: n0 29, n1 25, n2 31.
+          {"empty cluster: smallest empty node", {}, Share(500), 2, {0}},
+          // n1 used: 50 - 1 = 49 beats empty n2's 31.
+          {"free GPU on a used node", {{1, Whole(1), {0}}}, Share(500), 1, {1}},
+          // n0 GPU 3 shared with 600 left: 100 - 60/10 = 94.
+          {"shared GPU first", {{1, Whole(1), {0}}, {0, Share(400), {3}}}, Share(500), 0, {3}},
+          // Shared GPU too small for 700: n0 must use a free GPU (49), as must n1 (49): node order.
+          {"shared GPU too small", {{1, Whole(1), {0}}, {0, Share(400), {3}}}, Share(700), 0, {0}},
+          // Two whole GPUs on used n1: 50 - 2 = 48.
+          {"whole GPUs on a used node", {{1, Whole(1), {0}}}, Whole(2), 1, {1, 2}},
+      });
+}
+
+// ---- clustering: 25*(8000 - gpu_left)/8000 + {75 same only, 50 same among others, 25 idle, 0} --
+
+TEST_F(PolicyTest, ClusteringPrefersNodeRunningTheSameGpuClass) {
+  const std::vector<Alloc> classes = {{0, Whole(2), {0, 1}}, {1, Share(300), {0}}};
+  RunPlacementCases("clustering", MixedNodes(),
+                    {
+                        // n0 (2-GPU class) 18, n1 (sharing class) 0 + 75, idle n2 18 + 25.
+                        {"sharing pod joins sharing pods", classes, Share(200), 1, {0}},
+                        // n0 18 + 75 = 93, n1 0, n2 43.
+                        {"2-GPU pod joins 2-GPU pods", classes, Whole(2), 0, {2, 3}},
+                        // No node runs 1-GPU pods: idle n2 43 beats n0 18 and n1 0.
+                        {"new class goes to an idle node", classes, Whole(1), 2, {0}},
+                        // n1 mixed (sharing + 1-GPU): 4 + 50; n2 sharing only: 19 + 75.
+                        {"single-class node beats mixed node",
+                         {{1, Share(300), {0}}, {1, Whole(1), {1}}, {2, Share(300), {0}}},
+                         Share(200),
+                         2,
+                         {0}},
+                    });
+}
+
+// ---- dotprod: 100 * (1 - (cpu_free*cpu_req/128000^2 + gpu_free*gpu_req/8000^2) / 2) ------------
+
+TEST_F(PolicyTest, DotProdPicksNodeWithSmallestDotProduct) {
+  RunPlacementCases("dotprod", MixedNodes(),
+                    {
+                        // n0 96, n1 92, n2 98.
+                        {"whole-GPU pod", {}, Whole(1, 8000), 2, {0}},
+                        // n0 98, n1 96, n2 99, n3 98.
+                        {"cpu pod", {}, Cpu(16000), 2, {}},
+                        // n1 left 8 CPUs + 1 GPU: 99 beats n2's 98.
+                        {"nearly full node",
+                         {{1, Whole(7, 56000), {0, 1, 2, 3, 4, 5, 6}}},
+                         Whole(1, 8000),
+                         1,
+                         {7}},
+                    });
+}
+
+// ---- GPU choice of the baselines (Open-Gpu-Share best fit) -------------------------------------
+
+TEST_F(PolicyTest, BaselinesChooseBestFitGpuAndLowestFreeGpus) {
+  // GPUs left: [1000, 400, 600, 400].
+  const std::vector<Alloc> used = {
+      {0, Share(600), {1}}, {0, Share(400), {2}}, {0, Share(600), {3}}};
+  const std::vector<PlacementCase> cases = {
+      {"least room that fits, lowest index on ties", used, Share(300), 0, {1}},
+      {"least room that fits", used, Share(500), 0, {2}},
+      {"only the free GPU fits", used, Share(700), 0, {0}},
+      {"whole GPU takes the free one", used, Whole(1), 0, {0}},
+      {"whole GPUs take the lowest free", {{0, Share(100), {1}}}, Whole(2), 0, {0, 2}},
+  };
+  for (const char* policy : {"bestfit", "packing", "clustering", "dotprod"}) {
+    RunPlacementCases(policy, OneNode(), cases);
+  }
+}
+
+TEST(BestFitGpuChooserTest, Table) {
+  auto s = ClusterState::Create({{"n0", 64000, 1024, 4, "A", 0, 0}});
+  ASSERT_TRUE(s.ok());
+  Placement setup;
+  setup.node = 0;
+  setup.num_gpus = 1;
+  for (auto [gpu, milli] : {std::pair{1, 600}, std::pair{2, 400}, std::pair{3, 600}}) {
+    setup.gpus[0] = static_cast<int8_t>(gpu);
+    ASSERT_TRUE(s->Allocate(Share(milli, 0), setup).ok());
+  }
+  // GPUs left: [1000, 400, 600, 400].
+  struct Case {
+    std::string name;
+    PodShape pod;
+    bool want_ok;
+    std::vector<int> want_gpus;
+  };
+  const std::vector<Case> cases = {
+      {"tie on 400: lowest index", Share(300), true, {1}},
+      {"exact fit", Share(400), true, {1}},
+      {"600 is the tightest", Share(401), true, {2}},
+      {"only the free GPU", Share(999), true, {0}},
+      {"one whole GPU", Whole(1), true, {0}},
+      {"two whole GPUs do not exist", Whole(2), false, {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Placement p;
+    p.node = 0;
+    ASSERT_EQ(internal::ChooseBestFitGpus(*s, c.pod, &p), c.want_ok);
+    if (c.want_ok) {
+      EXPECT_EQ(std::vector<int>(p.gpu_ids().begin(), p.gpu_ids().end()), c.want_gpus);
+    }
+  }
+}
+
+TEST(ExclusiveGpuChooserTest, TakesLowestFullyFreeGpus) {
+  auto s = ClusterState::Create({{"n0", 64000, 1024, 8, "A", 0, 0}});
+  ASSERT_TRUE(s.ok());
+  for (int gpu : {0, 3}) {
+    Placement used;
+    used.node = 0;
+    used.num_gpus = 1;
+    used.gpus[0] = static_cast<int8_t>(gpu);
+    ASSERT_TRUE(s->Allocate(Share(10, 0), used).ok());
+  }
+  // A GPU with any load is not free for a whole-GPU pod.
+  Placement p;
+  p.node = 0;
+  ASSERT_TRUE(internal::ChooseExclusiveGpus(*s, Whole(3), &p));
+  EXPECT_EQ(std::vector<int>(p.gpu_ids().begin(), p.gpu_ids().end()), (std::vector<int>{1, 2, 4}));
+  Placement q;
+  q.node = 0;
+  EXPECT_FALSE(internal::ChooseExclusiveGpus(*s, Whole(7), &q));
+}
+
+// ---- fgd ---------------------------------------------------------------------------------------
+
+TEST(FgdScoreTest, SigmoidOfFragmentDecrease) {
+  struct Case {
+    double delta;
+    int64_t want;
+  };
+  for (const Case& c :
+       std::vector<Case>{{0, 50}, {300, 57}, {-700, 33}, {-400, 40}, {1e9, 100}, {-1e9, 0}}) {
+    SCOPED_TRACE(c.delta);
+    EXPECT_EQ(internal::FgdScoreFromDelta(c.delta), c.want);
+  }
+}
+
+TEST(FgdSubtractTest, TakesFullestGpusThatFit) {
+  NodeResources r;
+  r.cpu_left = 8000;
+  r.num_gpus = 4;
+  r.gpu_left = {700, 1000, 300, 1000};
+  struct Case {
+    std::string name;
+    PodShape pod;
+    std::vector<int32_t> want;
+  };
+  const std::vector<Case> cases = {
+      {"sharing pod on the fullest GPU that fits", Share(250), {700, 1000, 50, 1000}},
+      {"sharing pod skips a GPU too small", Share(500), {200, 1000, 300, 1000}},
+      {"whole GPUs in index order among equals", Whole(2), {700, 0, 300, 0}},
+      {"cpu only", Cpu(3000), {700, 1000, 300, 1000}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const NodeResources after = internal::SubtractLikeReference(r, c.pod);
+    EXPECT_EQ(after.cpu_left, 8000 - c.pod.cpu_milli);
+    EXPECT_EQ(std::vector<int32_t>(after.gpu_left.begin(), after.gpu_left.begin() + 4), c.want);
+  }
+}
+
+TEST_F(PolicyTest, FgdSharingPodKeepsWholeGpusFree) {
+  // Target: whole-GPU tasks only. A GPU with 700 left is already fragment; putting a 300 pod on it
+  // cuts the fragment to 400 (dF = +300, score 57); on a free GPU it adds 700 (score 33).
+  RunPlacementCases("fgd", OneNode(),
+                    {{"used GPU first", {{0, Share(300), {0}}}, Share(300), 0, {0}}},
+                    Context({Target(1000, 1, 1000, 1.0)}));
+  RunPlacementCases(
+      "fgd", MixedNodes(),
+      {{"node whose used GPU the pod fills", {{1, Share(300), {0}}}, Share(300), 1, {0}}},
+      Context({Target(1000, 1, 1000, 1.0)}));
+}
+
+TEST_F(PolicyTest, FgdAvoidsStrandingGpuBelowTypicalSize) {
+  // Target: 600-milli tasks. The 700 GPU still serves one; putting a 300 pod on it leaves 400,
+  // too small (dF = -400, score 40); a free GPU keeps 700 usable (dF = 0, score 50). Best fit
+  // would take the 700 GPU.
+  RunPlacementCases("fgd", OneNode(),
+                    {{"free GPU instead", {{0, Share(300), {0}}}, Share(300), 0, {1}}},
+                    Context({Target(1000, 1, 600, 1.0)}));
+  RunPlacementCases("bestfit", OneNode(),
+                    {{"best fit differs", {{0, Share(300), {0}}}, Share(300), 0, {0}}});
+}
+
+TEST_F(PolicyTest, FgdWholeGpuPodTakesLowestFreeGpus) {
+  RunPlacementCases("fgd", OneNode(),
+                    {{"two whole GPUs", {{0, Share(300), {0}}}, Whole(2), 0, {1, 2}}});
+}
+
+TEST_F(PolicyTest, FgdWithoutOracleWorkloadIsAnError) {
+  auto p = Registry::Builtins().Create("fgd", PolicyContext{});
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// ---- random ------------------------------------------------------------------------------------
+
+std::vector<std::pair<int, std::vector<int>>> RandomRun(uint64_t seed, int pods) {
+  // n0 4xA; n1 2xB full; n2 CPU only; n3 8xA. A-only sharing pods fit on n0 and n3.
+  auto s = ClusterState::Create({{"n0", 64000, 1 << 20, 4, "A", 0, 0},
+                                 {"n1", 64000, 1 << 20, 2, "B", 0, 0},
+                                 {"n2", 64000, 1 << 20, 0, "", 0, 0},
+                                 {"n3", 64000, 1 << 20, 8, "A", 0, 0}});
+  EXPECT_TRUE(s.ok());
+  Placement full;
+  full.node = 1;
+  full.num_gpus = 2;
+  full.gpus[0] = 0;
+  full.gpus[1] = 1;
+  EXPECT_TRUE(s->Allocate(Whole(2), full).ok());
+  auto profile = Registry::Builtins().Create("random", PolicyContext{});
+  EXPECT_TRUE(profile.ok());
+  FrameworkOptions o;
+  o.seed = seed;
+  Framework fw(*std::move(profile), std::move(o));
+  std::vector<std::pair<int, std::vector<int>>> out;
+  const PodShape pod = Share(100, 1000, s->ModelMask("A"));
+  for (int i = 0; i < pods; ++i) {
+    Outcome r = fw.Schedule(pod, *s);
+    EXPECT_TRUE(r.ok()) << r.reason;
+    out.emplace_back(r.placement.node,
+                     std::vector<int>(r.placement.gpu_ids().begin(), r.placement.gpu_ids().end()));
+  }
+  return out;
+}
+
+TEST_F(PolicyTest, RandomPicksOnlyFeasibleNodes) {
+  const auto run = RandomRun(7, 40);
+  std::map<int, int> per_node;
+  for (const auto& [node, gpus] : run) {
+    EXPECT_TRUE(node == 0 || node == 3) << node;
+    ASSERT_EQ(gpus.size(), 1u);
+    EXPECT_LT(gpus[0], node == 0 ? 4 : 8);
+    ++per_node[node];
+  }
+  // With a pinned seed the draw is fixed; it does spread over both feasible nodes.
+  EXPECT_EQ(per_node.size(), 2u);
+}
+
+TEST_F(PolicyTest, RandomIsDeterministicPerSeed) {
+  EXPECT_EQ(RandomRun(7, 20), RandomRun(7, 20));
+  EXPECT_EQ(RandomRun(8, 20), RandomRun(8, 20));
+  EXPECT_NE(RandomRun(7, 20), RandomRun(8, 20));
+}
+
+TEST_F(PolicyTest, RandomWholeGpuPodTakesLowestFreeGpus) {
+  auto fw = Policy("random");
+  ASSERT_NE(fw, nullptr);
+  ClusterState s = Cluster(OneNode(), {{0, Share(300), {0}}});
+  Outcome out = fw->Schedule(Whole(2), s);
+  ASSERT_TRUE(out.ok()) << out.reason;
+  EXPECT_EQ(Gpus(out.placement), (std::vector<int>{1, 2}));
+}
+
+// ---- cas ---------------------------------------------------------------------------------------
+
+TEST_F(PolicyTest, CasRejectsUnknownOrMalformedOptions) {
+  struct Case {
+    std::string name;
+    std::map<std::string, std::string> params;
+    absl::StatusCode want;
+  };
+  const std::vector<Case> cases = {
+      {"unknown option", {{"nope", "1"}}, absl::StatusCode::kInvalidArgument},
+      {"not a number", {{"coverage_pct", "lots"}}, absl::StatusCode::kInvalidArgument},
+      {"known options", {{"coverage_pct", "90"}, {"gpu_choice", "2"}}, absl::StatusCode::kOk},
+      {"choice out of range", {{"cpu_pods", "3"}}, absl::StatusCode::kInvalidArgument},
+      {"coverage out of range", {{"coverage_pct", "150"}}, absl::StatusCode::kInvalidArgument},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    PolicyContext ctx;
+    ctx.params = c.params;
+    EXPECT_EQ(Registry::Builtins().Create("cas", ctx).status().code(), c.want);
+  }
+}
+
+TEST_F(PolicyTest, CasWithoutHistoryFallsBackToNodeOrderAndCpuSurplus) {
+  // No oracle (cas must not need one) and no arrivals: every gradient is 0, so GPU pods go to
+  // the first feasible node in node order (index order here), a sharing pod to the GPU with the
+  // least room, and a CPU-only pod to the node with the most CPU to spare.
+  PolicyContext no_oracle;
+  RunPlacementCases("cas", MixedNodes(),
+                    {
+                        {"whole-GPU pod to the first node", {}, Whole(1), 0, {0}},
+                        {"sharing pod to the first node", {{2, Share(600), {1}}}, Share(300), 0, {0}},
+                        {"sharing pod to the GPU with least room",
+                         {{0, Share(600), {2}}}, Share(300), 0, {2}},
+                        {"cpu pod to the node with most CPU", {}, Cpu(1000), 1, {}},
+                    },
+                    no_oracle);
+}
+
+TEST_F(PolicyTest, CasEpochMovesAfterArrivals) {
+  PolicyContext ctx;
+  ctx.params = {{"min_rebuild_arrivals", "16"}, {"rebuild_fraction", "0.05"}};
+  auto profile = Registry::Builtins().Create("cas", ctx);
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  std::shared_ptr<ScorePlugin> plugin = profile->scores.at(0).plugin;
+  ASSERT_TRUE(plugin->Cacheable());
+  Framework fw(*std::move(profile), FrameworkOptions{});
+  const uint64_t start = plugin->Epoch();
+  for (int i = 0; i < 15; ++i) fw.NotifyArrival(Share(300));
+  EXPECT_EQ(plugin->Epoch(), start);  // rebuilds after 16 arrivals
+  fw.NotifyArrival(Share(300));
+  EXPECT_GT(plugin->Epoch(), start);
+}
+
+// Scales must be positive finite numbers: a zero or NaN scale would make the score undefined.
+TEST_F(PolicyTest, CasRejectsNonPositiveOrNanScales) {
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, std::string>>{{"delta_quantum", "0"},
+                                                        {"delta_quantum", "-1"},
+                                                        {"delta_quantum", "nan"},
+                                                        {"sigmoid_scale", "0"}}) {
+    SCOPED_TRACE(key + "=" + value);
+    PolicyContext ctx;
+    ctx.params = {{key, value}};
+    EXPECT_EQ(Registry::Builtins().Create("cas", ctx).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+}
+
+TEST_F(PolicyTest, CasEpochMovesOnEveryArrivalWhenAskedTo) {
+  PolicyContext ctx;
+  ctx.params = {{"min_rebuild_arrivals", "1"}};
+  auto profile = Registry::Builtins().Create("cas", ctx);
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  std::shared_ptr<ScorePlugin> plugin = profile->scores.at(0).plugin;
+  Framework fw(*std::move(profile), FrameworkOptions{});
+  uint64_t last = plugin->Epoch();
+  for (int i = 0; i < 5; ++i) {
+    fw.NotifyArrival(Whole(1));
+    EXPECT_GT(plugin->Epoch(), last);
+    last = plugin->Epoch();
+  }
+}
+
+TEST_F(PolicyTest, CasLearnsTargetWorkloadFromArrivals) {
+  // The same decision as the two fgd tests above, with the workload learnt instead of given.
+  struct Case {
+    std::string name;
+    PodShape seen;
+    std::vector<int> want_gpus;
+  };
+  const std::vector<Case> cases = {
+      {"whole-GPU history fills the used GPU", Whole(1), {0}},
+      {"600-milli history keeps the used GPU usable", Share(600), {1}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto profile = Registry::Builtins().Create("cas", PolicyContext{});
+    ASSERT_TRUE(profile.ok()) << profile.status();
+    Framework fw(*std::move(profile), FrameworkOptions{});
+    for (int i = 0; i < 16; ++i) fw.NotifyArrival(c.seen);
+    ClusterState s = Cluster(OneNode(), {{0, Share(300), {0}}});
+    Outcome out = fw.Schedule(Share(300), s);
+    ASSERT_TRUE(out.ok()) << out.reason;
+    EXPECT_EQ(Gpus(out.placement), c.want_gpus);
+  }
+}
+
+// ---- every policy ------------------------------------------------------------------------------
+
+TEST_F(PolicyTest, EveryPolicyRespectsModelsAndCapacity) {
+  // A B-only sharing pod can only go to n2; a pod too big for any node is unschedulable.
+  for (const std::string& name : Registry::Builtins().Names()) {
+    SCOPED_TRACE(name);
+    auto fw = Policy(name);
+    ASSERT_NE(fw, nullptr);
+    ClusterState s = Cluster(MixedNodes(), {});
+    Outcome out = fw->Schedule(Share(500, 1000, s.ModelMask("B")), s);
+    ASSERT_TRUE(out.ok()) << out.reason;
+    EXPECT_EQ(out.placement.node, 2);
+    EXPECT_EQ(fw->Schedule(Whole(9), s).code, Code::kUnschedulableAndUnresolvable);
+    EXPECT_EQ(fw->Schedule(Share(100, 1000, s.ModelMask("H100")), s).code,
+              Code::kUnschedulableAndUnresolvable);
+  }
+}
+
+TEST_F(PolicyTest, EveryPolicyFillsAndDrainsWithoutOverAllocation) {
+  // Place until full, then release everything; the state must return to empty.
+  for (const std::string& name : Registry::Builtins().Names()) {
+    SCOPED_TRACE(name);
+    auto fw = Policy(name);
+    ASSERT_NE(fw, nullptr);
+    ClusterState s = Cluster(MixedNodes(), {});
+    const PodShape shapes[] = {Share(300), Whole(1), Share(700), Whole(2), Cpu(2000)};
+    std::vector<std::pair<PodShape, Placement>> live;
+    for (int i = 0; i < 200; ++i) {
+      const PodShape& pod = shapes[i % 5];
+      fw->NotifyArrival(pod);
+      Outcome out = fw->Schedule(pod, s);
+      ASSERT_NE(out.code, Code::kError) << out.reason;
+      if (out.ok()) live.emplace_back(pod, out.placement);
+    }
+    EXPECT_GT(live.size(), 10u);
+    EXPECT_LE(s.gpu_allocated_milli(), s.gpu_capacity_milli());
+    for (const auto& [pod, p] : live) fw->Release(pod, p, s);
+    EXPECT_EQ(s.gpu_allocated_milli(), 0);
+    EXPECT_EQ(s.cpu_allocated_milli(), 0);
+  }
+}
+
+}  // namespace
+}  // namespace seedance::sched

@@ -86,6 +86,7 @@ nlohmann::json ToJson(const std::vector<PolicyRuns>& results, const ReportMeta& 
                  {"seeds", meta.seeds},
                  {"tune", meta.options.tune},
                  {"load", meta.options.load},
+                 {"load_basis", meta.options.load_basis == LoadBasis::kExact ? "exact" : "means"},
                  {"duration_h", meta.options.duration_h},
                  {"warmup_h", meta.options.warmup_h},
                  {"time_scale", meta.options.time_scale},
@@ -125,6 +126,7 @@ nlohmann::json ToJson(const std::vector<PolicyRuns>& results, const ReportMeta& 
         j["idle_gpu_hours"] = r.idle_gpu_hours;
         j["idle_cost_usd"] = r.idle_cost_usd;
         j["measured_hours"] = r.measured_hours;
+        j["offered_load_exact"] = r.offered_load_exact;
         nlohmann::json hours = nlohmann::json::array(), unalloc = nlohmann::json::array();
         for (const auto& [h, u] : r.unalloc_series) {
           hours.push_back(std::round(h * 1000) / 1000);

@@ -1,2 +1,348 @@
+// Unit tests of the simulator on the built-in workload (milliseconds each): determinism, the
+// invariants of fill, churn and replay runs, and the errors for bad inputs.
+#include "seedance/sim/simulator.h"
+
 #include <gtest/gtest.h>
-TEST(Placeholder, Builds) { SUCCEED(); }
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace seedance::sim {
+namespace {
+
+class SimulatorTest : public testing::Test {
+ protected:
+  static const Workload& Builtin() {
+    static const Workload* w = new Workload(BuiltinWorkload());
+    return *w;
+  }
+  static double CapacityGpus(const Workload& w) {
+    double gpus = 0;
+    for (const core::NodeSpec& n : w.nodes) gpus += n.num_gpus;
+    return gpus;
+  }
+  static SimOptions Fill(uint64_t seed) {
+    SimOptions o;
+    o.mode = Mode::kFill;
+    o.seed = seed;
+    o.tune = 1.3;
+    return o;
+  }
+  static SimOptions Churn(uint64_t seed) {
+    SimOptions o;
+    o.mode = Mode::kChurn;
+    o.seed = seed;
+    o.duration_h = 6;
+    o.warmup_h = 1;
+    return o;
+  }
+  static SimOptions Replay(double time_scale) {
+    SimOptions o;
+    o.mode = Mode::kReplay;
+    o.time_scale = time_scale;
+    return o;
+  }
+  static RunResult MustRun(const Workload& w, const std::string& policy, const SimOptions& o) {
+    absl::StatusOr<RunResult> r = sim::Run(w, policy, o);
+    EXPECT_TRUE(r.ok()) << policy << " " << ModeName(o.mode) << ": " << r.status();
+    return r.ok() ? *r : RunResult{};
+  }
+  static bool SameCurve(const std::vector<CurvePoint>& a, const std::vector<CurvePoint>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i].arrived_pct != b[i].arrived_pct || a[i].alloc_pct != b[i].alloc_pct ||
+          a[i].frag_ratio_pct != b[i].frag_ratio_pct) {
+        return false;
+      }
+    }
+    return true;
+  }
+};
+
+// ---------------------------------------------------------------- fill
+
+TEST_F(SimulatorTest, FillIsDeterministicForASeed) {
+  for (const std::string policy : {"random", "bestfit", "fgd"}) {
+    const RunResult a = MustRun(Builtin(), policy, Fill(7));
+    const RunResult b = MustRun(Builtin(), policy, Fill(7));
+    ASSERT_FALSE(a.curve.empty()) << policy;
+    EXPECT_TRUE(SameCurve(a.curve, b.curve)) << policy;
+    EXPECT_EQ(a.pods_arrived, b.pods_arrived) << policy;
+    EXPECT_EQ(a.pods_scheduled, b.pods_scheduled) << policy;
+    EXPECT_EQ(a.unalloc_gpu_pct_at_100, b.unalloc_gpu_pct_at_100) << policy;
+    EXPECT_EQ(a.unalloc_gpu_pct_at_130, b.unalloc_gpu_pct_at_130) << policy;
+    EXPECT_EQ(a.frag_ratio_pct_at_90, b.frag_ratio_pct_at_90) << policy;
+  }
+}
+
+TEST_F(SimulatorTest, FillDiffersBetweenSeeds) {
+  for (const std::string policy : {"random", "fgd"}) {
+    const RunResult a = MustRun(Builtin(), policy, Fill(42));
+    const RunResult b = MustRun(Builtin(), policy, Fill(43));
+    EXPECT_FALSE(SameCurve(a.curve, b.curve)) << policy;
+  }
+}
+
+TEST_F(SimulatorTest, FillRecordsTheRunsIdentity) {
+  const RunResult r = MustRun(Builtin(), "bestfit", Fill(11));
+  EXPECT_EQ(r.policy, "bestfit");
+  EXPECT_EQ(r.seed, 11u);
+  EXPECT_EQ(r.mode, Mode::kFill);
+  EXPECT_GE(r.wall_s, 0);
+}
+
+TEST_F(SimulatorTest, FillCurveIsIncreasingAndNeverAllocatesMoreThanArrived) {
+  for (const char* policy :
+       {"random", "dotprod", "clustering", "packing", "bestfit", "fgd", "cas"}) {
+    const RunResult r = MustRun(Builtin(), policy, Fill(42));
+    ASSERT_FALSE(r.curve.empty()) << policy;
+    for (size_t i = 0; i < r.curve.size(); ++i) {
+      const CurvePoint& c = r.curve[i];
+      if (i > 0) {
+        EXPECT_GT(c.arrived_pct, r.curve[i - 1].arrived_pct) << policy << " at " << i;
+      }
+      EXPECT_GE(c.alloc_pct, 0) << policy;
+      EXPECT_LE(c.alloc_pct, 100.0 + 1e-9) << policy << " over-allocated at " << c.arrived_pct;
+      // A point averages events whose arrived demand rounds to arrived_pct, i.e. lies below
+      // arrived_pct + 0.5; at each event allocation <= arrived demand.
+      EXPECT_LE(c.alloc_pct, c.arrived_pct + 0.5 + 1e-9) << policy << " at " << c.arrived_pct;
+      EXPECT_GE(c.frag_ratio_pct, 0) << policy;
+      EXPECT_LE(c.frag_ratio_pct, 100.0 + 1e-9) << policy;
+    }
+    // The workload is tuned to 130% of capacity.
+    EXPECT_GE(r.curve.back().arrived_pct, 129) << policy;
+    EXPECT_LE(r.curve.back().arrived_pct, 132) << policy;
+    EXPECT_GE(r.unalloc_gpu_pct_at_100, 0) << policy;
+    EXPECT_LE(r.unalloc_gpu_pct_at_100, 100) << policy;
+    EXPECT_GE(r.unalloc_gpu_pct_at_130, 0) << policy;
+    EXPECT_LE(r.unalloc_gpu_pct_at_130, 100) << policy;
+  }
+}
+
+TEST_F(SimulatorTest, FillAccountsForEveryPod) {
+  const Workload& w = Builtin();
+  for (const std::string policy : {"random", "fgd"}) {
+    const RunResult r = MustRun(w, policy, Fill(42));
+    EXPECT_EQ(r.pods_scheduled + r.pods_failed, r.pods_arrived) << policy;
+    // Every trace pod is replayed once, plus resampled ones up to 1.3 x capacity.
+    EXPECT_GE(r.pods_arrived, static_cast<int64_t>(w.pods.size())) << policy;
+    EXPECT_GT(r.pods_failed, 0) << policy << ": 130% demand cannot all fit";
+    EXPECT_GT(r.pods_scheduled, 0) << policy;
+  }
+}
+
+TEST_F(SimulatorTest, FillSummaryPointsComeFromTheCurve) {
+  const RunResult r = MustRun(Builtin(), "fgd", Fill(42));
+  auto point_at_or_below = [&](int k) {
+    const CurvePoint* best = nullptr;
+    for (const CurvePoint& c : r.curve) {
+      if (c.arrived_pct <= k) best = &c;
+    }
+    return best;
+  };
+  const CurvePoint* p100 = point_at_or_below(100);
+  const CurvePoint* p130 = point_at_or_below(130);
+  const CurvePoint* p90 = point_at_or_below(90);
+  ASSERT_NE(p100, nullptr);
+  ASSERT_NE(p130, nullptr);
+  ASSERT_NE(p90, nullptr);
+  EXPECT_DOUBLE_EQ(r.unalloc_gpu_pct_at_100, 100.0 - p100->alloc_pct);
+  EXPECT_DOUBLE_EQ(r.unalloc_gpu_pct_at_130, 100.0 - p130->alloc_pct);
+  EXPECT_DOUBLE_EQ(r.frag_ratio_pct_at_90, p90->frag_ratio_pct);
+}
+
+TEST_F(SimulatorTest, FillResamplesUpToTheTunedDemand) {
+  // The first 100 built-in pods ask for well under the cluster's capacity, so fill mode
+  // resamples pods until the demand reaches tune x capacity.
+  Workload w = Builtin();
+  w.pods.resize(100);
+  double demand_gpus = 0;
+  for (const core::PodSpec& p : w.pods) demand_gpus += p.shape.TotalGpuMilli() / 1000.0;
+  ASSERT_LT(demand_gpus, 0.5 * CapacityGpus(w));
+  SimOptions low = Fill(42), high = Fill(42);
+  low.tune = 0.8;
+  high.tune = 1.3;
+  const RunResult a = MustRun(w, "bestfit", low);
+  const RunResult b = MustRun(w, "bestfit", high);
+  EXPECT_GT(a.pods_arrived, 100);
+  EXPECT_LT(a.pods_arrived, b.pods_arrived);
+  ASSERT_FALSE(a.curve.empty());
+  ASSERT_FALSE(b.curve.empty());
+  EXPECT_GE(a.curve.back().arrived_pct, 79);
+  EXPECT_LE(a.curve.back().arrived_pct, 82);
+  EXPECT_GE(b.curve.back().arrived_pct, 129);
+  // Below capacity and with small pods nearly everything fits.
+  EXPECT_GT(a.curve.back().alloc_pct, 70);
+}
+
+// ---------------------------------------------------------------- churn
+
+TEST_F(SimulatorTest, ChurnReportsConsistentSteadyStateFigures) {
+  const Workload& w = Builtin();
+  const double capacity_gpus = CapacityGpus(w);
+  for (const std::string policy : {"bestfit", "fgd"}) {
+    const RunResult r = MustRun(w, policy, Churn(42));
+    EXPECT_EQ(r.mode, Mode::kChurn);
+    EXPECT_GE(r.unalloc_gpu_pct_steady, 0) << policy;
+    EXPECT_LE(r.unalloc_gpu_pct_steady, 100) << policy;
+    EXPECT_GE(r.queue_delay_p50_s, 0) << policy;
+    EXPECT_LE(r.queue_delay_p50_s, r.queue_delay_p99_s) << policy;
+    EXPECT_NEAR(r.measured_hours, 6.0, 1e-9) << policy;
+    const double want_idle = r.unalloc_gpu_pct_steady / 100.0 * capacity_gpus * r.measured_hours;
+    EXPECT_NEAR(r.idle_gpu_hours, want_idle, 1e-6 * std::max(1.0, want_idle)) << policy;
+    EXPECT_GE(r.idle_cost_usd, 0) << policy;
+    // Idle cost is bounded by every GPU idle at the dearest default price.
+    EXPECT_LE(r.idle_cost_usd, capacity_gpus * r.measured_hours * 10.0) << policy;
+  }
+}
+
+TEST_F(SimulatorTest, ChurnLosesNoPod) {
+  for (const std::string policy : {"random", "packing", "fgd", "cas"}) {
+    const RunResult r = MustRun(Builtin(), policy, Churn(42));
+    EXPECT_GT(r.pods_arrived, 0) << policy;
+    EXPECT_LE(r.pods_scheduled, r.pods_arrived) << policy;
+    EXPECT_LE(r.pods_waiting_at_end, r.pods_arrived) << policy;
+    // Each arrival either started (at once or from the queue) or is still waiting.
+    EXPECT_EQ(r.pods_scheduled + r.pods_waiting_at_end, r.pods_arrived) << policy;
+  }
+}
+
+TEST_F(SimulatorTest, ChurnSeriesCoversTheWindowWithinBounds) {
+  const RunResult r = MustRun(Builtin(), "bestfit", Churn(42));
+  ASSERT_GE(r.unalloc_series.size(), 2u);
+  EXPECT_NEAR(r.unalloc_series.front().first, 0.0, 1e-9);
+  EXPECT_LE(r.unalloc_series.back().first, r.measured_hours + 1e-9);
+  for (size_t i = 0; i < r.unalloc_series.size(); ++i) {
+    const auto& [h, u] = r.unalloc_series[i];
+    if (i > 0) {
+      EXPECT_GT(h, r.unalloc_series[i - 1].first);
+    }
+    EXPECT_GE(u, 0);
+    EXPECT_LE(u, 100);
+  }
+}
+
+TEST_F(SimulatorTest, ChurnIsDeterministicForASeedAndDiffersBetweenSeeds) {
+  const RunResult a = MustRun(Builtin(), "fgd", Churn(5));
+  const RunResult b = MustRun(Builtin(), "fgd", Churn(5));
+  const RunResult c = MustRun(Builtin(), "fgd", Churn(6));
+  EXPECT_EQ(a.pods_arrived, b.pods_arrived);
+  EXPECT_EQ(a.unalloc_gpu_pct_steady, b.unalloc_gpu_pct_steady);
+  EXPECT_EQ(a.queue_delay_p99_s, b.queue_delay_p99_s);
+  EXPECT_EQ(a.unalloc_series, b.unalloc_series);
+  EXPECT_NE(a.unalloc_gpu_pct_steady, c.unalloc_gpu_pct_steady);
+}
+
+TEST_F(SimulatorTest, ChurnHigherLoadLeavesLessIdle) {
+  SimOptions light = Churn(42), heavy = Churn(42);
+  light.load = 0.3;
+  heavy.load = 1.5;
+  const RunResult a = MustRun(Builtin(), "bestfit", light);
+  const RunResult b = MustRun(Builtin(), "bestfit", heavy);
+  EXPECT_LT(a.pods_arrived, b.pods_arrived);
+  EXPECT_GT(a.unalloc_gpu_pct_steady, b.unalloc_gpu_pct_steady);
+}
+
+// ---------------------------------------------------------------- replay
+
+TEST_F(SimulatorTest, ReplayRunsCompressedAndLosesNoPod) {
+  const Workload& w = Builtin();
+  const RunResult fast = MustRun(w, "fgd", Replay(10));
+  const RunResult slow = MustRun(w, "fgd", Replay(1));
+  EXPECT_EQ(fast.mode, Mode::kReplay);
+  EXPECT_GT(fast.pods_arrived, 0);
+  EXPECT_LE(fast.pods_arrived, static_cast<int64_t>(w.pods.size()));
+  EXPECT_EQ(fast.pods_scheduled + fast.pods_waiting_at_end, fast.pods_arrived);
+  EXPECT_GE(fast.unalloc_gpu_pct_steady, 0);
+  EXPECT_LE(fast.unalloc_gpu_pct_steady, 100);
+  EXPECT_LE(fast.queue_delay_p50_s, fast.queue_delay_p99_s);
+  // The built-in trace spans about a day, under the default 72 h window, so the whole trace
+  // is measured and compressing time by 10 shrinks the window by 10.
+  EXPECT_GT(slow.measured_hours, 1.0);
+  EXPECT_NEAR(fast.measured_hours * 10, slow.measured_hours, 1e-9 * slow.measured_hours);
+}
+
+TEST_F(SimulatorTest, ReplayArrivesEveryPodOfTheWholeTrace) {
+  const Workload& w = Builtin();
+  const RunResult r = MustRun(w, "bestfit", Replay(10));
+  EXPECT_EQ(r.pods_arrived, static_cast<int64_t>(w.pods.size()));
+}
+
+// ---------------------------------------------------------------- errors
+
+TEST_F(SimulatorTest, UnknownPolicyIsNotFound) {
+  for (const SimOptions& o : {Fill(42), Churn(42), Replay(10)}) {
+    absl::StatusOr<RunResult> r = sim::Run(Builtin(), "no-such-policy", o);
+    ASSERT_FALSE(r.ok()) << ModeName(o.mode);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound) << r.status();
+    EXPECT_NE(r.status().message().find("no-such-policy"), std::string_view::npos) << r.status();
+  }
+}
+
+TEST_F(SimulatorTest, ClusterWithoutGpusIsAnError) {
+  Workload w = Builtin();
+  for (core::NodeSpec& n : w.nodes) {
+    n.num_gpus = 0;
+    n.gpu_model.clear();
+  }
+  for (const SimOptions& o : {Fill(42), Churn(42), Replay(10)}) {
+    absl::StatusOr<RunResult> r = sim::Run(w, "fgd", o);
+    ASSERT_FALSE(r.ok()) << ModeName(o.mode);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  }
+}
+
+TEST_F(SimulatorTest, EmptyPodListIsAnError) {
+  Workload w = Builtin();
+  w.pods.clear();
+  for (const SimOptions& o : {Fill(42), Churn(42), Replay(10)}) {
+    absl::StatusOr<RunResult> r = sim::Run(w, "fgd", o);
+    ASSERT_FALSE(r.ok()) << ModeName(o.mode);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  }
+}
+
+TEST_F(SimulatorTest, EmptyNodeListIsAnError) {
+  Workload w = Builtin();
+  w.nodes.clear();
+  absl::StatusOr<RunResult> r = sim::Run(w, "fgd", Fill(42));
+  EXPECT_FALSE(r.ok());
+}
+
+TEST_F(SimulatorTest, FillWithoutGpuDemandIsAnError) {
+  Workload w = Builtin();
+  std::erase_if(w.pods, [](const core::PodSpec& p) { return p.shape.num_gpu > 0; });
+  ASSERT_FALSE(w.pods.empty());
+  absl::StatusOr<RunResult> r = sim::Run(w, "bestfit", Fill(42));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+}
+
+TEST(ModeNameTest, NamesEveryMode) {
+  EXPECT_EQ(ModeName(Mode::kFill), "fill");
+  EXPECT_EQ(ModeName(Mode::kChurn), "churn");
+  EXPECT_EQ(ModeName(Mode::kReplay), "replay");
+}
+
+TEST(BuiltinWorkloadTest, HasTheDocumentedCluster) {
+  const Workload w = BuiltinWorkload();
+  EXPECT_EQ(w.nodes.size(), 96u);
+  int gpus = 0;
+  for (const core::NodeSpec& n : w.nodes) gpus += n.num_gpus;
+  EXPECT_EQ(gpus, 48 * 8 + 32 * 2 + 16 * 4);
+  EXPECT_FALSE(w.pods.empty());
+  // Deterministic.
+  const Workload again = BuiltinWorkload();
+  ASSERT_EQ(again.pods.size(), w.pods.size());
+  for (size_t i = 0; i < w.pods.size(); ++i) {
+    EXPECT_EQ(again.pods[i].shape, w.pods[i].shape);
+    EXPECT_EQ(again.pods[i].creation_s, w.pods[i].creation_s);
+  }
+}
+
+}  // namespace
+}  // namespace seedance::sim

@@ -120,7 +120,17 @@ class ClusterState {
     return model_[n] != kNoGpuModel && ((pod.gpu_model_mask >> model_[n]) & 1u);
   }
   // True if the pod fits on node n: model, CPU, memory, and enough GPUs with room.
-  bool Fits(int n, const PodShape& pod) const;
+  bool Fits(int n, const PodShape& pod) const {
+    if (!Accessible(n, pod)) return false;
+    if (cpu_left_[n] < pod.cpu_milli || memory_left_[n] < pod.memory_mib) return false;
+    if (pod.num_gpu == 0) return true;
+    if (pod.gpu_milli >= kMilliGpu) return free_gpus_[n] >= pod.num_gpu;
+    if (pod.num_gpu == 1) return max_gpu_left_[n] >= pod.gpu_milli;
+    return FitsSlow(n, pod);
+  }
+  // Whole GPUs entirely free on node n, and the most milli-GPU left on any one of its GPUs.
+  int free_gpus(int n) const { return free_gpus_[n]; }
+  int32_t max_gpu_left(int n) const { return max_gpu_left_[n]; }
 
   // Places the pod on placement.node using exactly the listed GPUs.
   // Fails (state unchanged) if anything would go negative or the GPU list is invalid.
@@ -137,6 +147,8 @@ class ClusterState {
  private:
   ClusterState() = default;
   absl::Status CheckPlacement(const PodShape& pod, const Placement& p) const;
+  bool FitsSlow(int n, const PodShape& pod) const;
+  void RefreshGpuSummary(int n);
 
   std::vector<NodeSpec> nodes_;
   std::vector<int64_t> cpu_left_;
@@ -147,6 +159,8 @@ class ClusterState {
   std::vector<uint32_t> version_;
   std::vector<int16_t> class_counts_;
   std::vector<int32_t> pods_on_node_;
+  std::vector<int32_t> free_gpus_;
+  std::vector<int32_t> max_gpu_left_;
   std::vector<std::string> model_names_;
   int64_t gpu_capacity_milli_ = 0;
   int64_t gpu_allocated_milli_ = 0;

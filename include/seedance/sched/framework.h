@@ -54,7 +54,7 @@ struct Outcome {
 struct CycleState {
   const core::PodShape* pod = nullptr;
   std::mt19937_64* rng = nullptr;
-  // Set by the framework before PreScore: the feasible nodes, in node order.
+  // Set by the framework before PreScore: the feasible nodes, in index order.
   std::span<const int> feasible;
   // Scratch a plugin may fill at PreScore and read at Score (e.g. the random node).
   int chosen_node = -1;
@@ -169,6 +169,7 @@ class Framework {
   std::vector<uint64_t> cache_epoch_;
   std::vector<uint32_t> cache_gen_;
   int cache_nodes_ = 0;
+  std::vector<int> rank_;  // rank_[node] = position in options_.node_order
   std::vector<int> feasible_;
   std::vector<int64_t> scores_;
   std::vector<int64_t> totals_;

@@ -27,6 +27,9 @@
 namespace seedance::sim {
 
 enum class Mode { kFill, kChurn, kReplay };
+// How kChurn turns --load into an arrival rate: kMeans = load x capacity / (mean lifetime x
+// mean GPU request), the definition; kExact = load x capacity / E[lifetime x GPU].
+enum class LoadBasis { kMeans, kExact };
 std::string_view ModeName(Mode mode);
 
 struct Workload {
@@ -42,10 +45,14 @@ struct SimOptions {
   double tune = 1.3;
   // kChurn: offered GPU load = arrival rate x mean lifetime x mean GPU request / capacity.
   double load = 1.2;
+  LoadBasis load_basis = LoadBasis::kMeans;
   // kChurn/kReplay: measured window length and warm-up before it, in simulated hours.
   // warmup_h < 0 picks a default (kChurn: 3 mean lifetimes, capped at 7 days; kReplay: 0).
   double duration_h = 72.0;
   double warmup_h = -1.0;
+  // kChurn: begin in steady state (pods already running, length-biased with uniform ages)
+  // instead of an empty cluster.
+  bool warm_start = true;
   // kReplay: trace times are divided by this.
   double time_scale = 1.0;
   // Coverage of the typical-shape workload handed to fgd (and used to measure fragmentation).
@@ -82,6 +89,8 @@ struct RunResult {
   double idle_gpu_hours = 0;
   double idle_cost_usd = 0;
   double measured_hours = 0;
+  // kChurn: GPU-time actually offered per unit time / capacity (E[lifetime x GPU] basis).
+  double offered_load_exact = 0;
   // Time series of (hours since start of window, unallocated GPU %) for reports.
   std::vector<std::pair<double, double>> unalloc_series;
 };
