@@ -102,13 +102,26 @@ Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state
       cache_epoch_[0] = plugin.Epoch();
       ++cache_gen_[0];
     }
+    std::vector<CacheEntry>& cache = cache_[0];
+    const size_t need = (static_cast<size_t>(shape_id) + 1) * cache_nodes_;
+    if (cache.size() < need) cache.resize(need + 8 * static_cast<size_t>(cache_nodes_));
+    CacheEntry* entries = cache.data() + static_cast<size_t>(shape_id) * cache_nodes_;
+    const uint64_t gen = static_cast<uint64_t>(cache_gen_[0]) << 32;
     int64_t best = 0;
+    int best_rank = 0;
     for (int n = 0; n < num_nodes; ++n) {
       if (!state.Fits(n, pod)) continue;
-      const int64_t v = CachedScore(0, shape_id, cycle, state, n);
-      if (best_node < 0 || v > best || (v == best && rank_[n] < rank_[best_node])) {
+      CacheEntry& e = entries[n];
+      const uint64_t stamp = gen | state.version(n);
+      if (e.stamp != stamp) {
+        e.score = plugin.Score(cycle, state, n);
+        e.stamp = stamp;
+      }
+      const int64_t v = e.score;
+      if (best_node < 0 || v > best || (v == best && rank_[n] < best_rank)) {
         best = v;
         best_node = n;
+        best_rank = rank_[n];
       }
     }
   } else {
