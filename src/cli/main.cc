@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "seedance/core/resource_descriptor.h"
 #include "seedance/sched/registry.h"
 #include "seedance/sim/report.h"
 #include "seedance/sim/simulator.h"
@@ -38,8 +40,8 @@ bool ParseSeeds(const std::string& text, std::vector<uint64_t>* out, std::string
     uint64_t a = 0, b = 0;
     if (ends.size() == 1 && absl::SimpleAtoi(ends[0], &a)) {
       out->push_back(a);
-    } else if (ends.size() == 2 && absl::SimpleAtoi(ends[0], &a) &&
-               absl::SimpleAtoi(ends[1], &b) && a <= b && b - a < 100000) {
+    } else if (ends.size() == 2 && absl::SimpleAtoi(ends[0], &a) && absl::SimpleAtoi(ends[1], &b) &&
+               a <= b && b - a < 100000) {
       for (uint64_t s = a; s <= b; ++s) out->push_back(s);
     } else {
       *err = "--seeds: expected N, A-B or a comma list, got '" + text + "'";
@@ -84,7 +86,16 @@ int Simulate(const std::string& nodes_path, const std::string& pods_path,
   if (nodes_path.empty()) {
     workload = seedance::sim::BuiltinWorkload();
   } else {
-    auto nodes = seedance::trace::ReadNodeCsv(nodes_path);
+    absl::StatusOr<std::vector<seedance::core::NodeSpec>> nodes;
+    if (absl::EndsWith(nodes_path, ".yaml") || absl::EndsWith(nodes_path, ".yml") ||
+        absl::EndsWith(nodes_path, ".json")) {
+      // A Unified Resource Descriptor (docs/formats.md) instead of a node CSV.
+      auto cluster = seedance::core::LoadClusterDescriptor(nodes_path);
+      if (!cluster.ok()) return UsageError(std::string(cluster.status().message()));
+      nodes = seedance::core::ToNodeSpecs(*cluster);
+    } else {
+      nodes = seedance::trace::ReadNodeCsv(nodes_path);
+    }
     if (!nodes.ok()) return UsageError(std::string(nodes.status().message()));
     auto pods = seedance::trace::ReadPodCsv(pods_path);
     if (!pods.ok()) return UsageError(std::string(pods.status().message()));
@@ -95,10 +106,14 @@ int Simulate(const std::string& nodes_path, const std::string& pods_path,
     nodes_source = nodes_path;
     pods_source = pods_path;
   }
-  if (mode_name == "fill") options.mode = Mode::kFill;
-  else if (mode_name == "churn") options.mode = Mode::kChurn;
-  else if (mode_name == "replay") options.mode = Mode::kReplay;
-  else return UsageError("--mode: expected fill, churn or replay, got '" + mode_name + "'");
+  if (mode_name == "fill")
+    options.mode = Mode::kFill;
+  else if (mode_name == "churn")
+    options.mode = Mode::kChurn;
+  else if (mode_name == "replay")
+    options.mode = Mode::kReplay;
+  else
+    return UsageError("--mode: expected fill, churn or replay, got '" + mode_name + "'");
 
   std::vector<uint64_t> seeds;
   std::string err;
@@ -157,8 +172,8 @@ int Simulate(const std::string& nodes_path, const std::string& pods_path,
       auto r = seedance::sim::Run(workload, policies[tasks[i].policy], o);
       if (!r.ok()) {
         std::lock_guard<std::mutex> lock(err_mu);
-        if (first_error.empty()) first_error = policies[tasks[i].policy] + ": " +
-                                               std::string(r.status().message());
+        if (first_error.empty())
+          first_error = policies[tasks[i].policy] + ": " + std::string(r.status().message());
         continue;
       }
       const size_t seed_idx = i % seeds.size();
@@ -187,8 +202,8 @@ int Simulate(const std::string& nodes_path, const std::string& pods_path,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   std::cout << seedance::sim::RenderTable(results, meta);
-  std::printf("%zu runs (%zu policies x %zu seeds) in %.2f s wall on %d thread(s)\n",
-              tasks.size(), policies.size(), seeds.size(), meta.total_wall_s, jobs);
+  std::printf("%zu runs (%zu policies x %zu seeds) in %.2f s wall on %d thread(s)\n", tasks.size(),
+              policies.size(), seeds.size(), meta.total_wall_s, jobs);
   if (!json_path.empty()) {
     std::ofstream out(json_path);
     out << seedance::sim::ToJson(results, meta).dump(1) << "\n";
@@ -222,24 +237,27 @@ int main(int argc, char** argv) {
       "Replay a workload against placement policies and compare them.\n\n"
       "With no arguments it runs every policy on a built-in deterministic cluster and "
       "workload.\n\nExamples:\n"
-      "  seedance simulate --nodes openb_node_list_gpu_node.csv --pods openb_pod_list_default.csv \\\n"
+      "  seedance simulate --nodes openb_node_list_gpu_node.csv --pods openb_pod_list_default.csv "
+      "\\\n"
       "      --policy fgd,bestfit,cas --mode fill --seeds 42-51 --tune 1.3 --json out.json "
       "--report out.html\n"
       "  seedance simulate --nodes N.csv --pods P.csv --mode churn --load 1.2 --seeds 42-46\n"
       "  seedance simulate --nodes N.csv --pods P.csv --mode replay --time-scale 1");
-  sim->add_option("--nodes", nodes, "Node CSV (sn,cpu_milli,memory_mib,gpu,model)");
+  sim->add_option("--nodes", nodes,
+                  "Node CSV (sn,cpu_milli,memory_mib,gpu,model), or a cluster descriptor "
+                  "(.yaml/.yml/.json, docs/formats.md)");
   sim->add_option("--pods", pods,
                   "Pod CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,qos,...])");
   sim->add_option("--policy", policy,
                   "Comma list of random, dotprod, clustering, packing, bestfit, fgd, cas; "
                   "'all' = the six reference policies plus cas")
       ->capture_default_str();
-  sim->add_option("--mode", mode, "fill (paper protocol), churn (Poisson arrivals with "
-                                  "departures) or replay (trace times)")
+  sim->add_option("--mode", mode,
+                  "fill (paper protocol), churn (Poisson arrivals with "
+                  "departures) or replay (trace times)")
       ->capture_default_str();
   sim->add_option("--seeds", seeds, "Seeds: N, A-B or a comma list")->capture_default_str();
-  sim->add_option("--tune", options.tune,
-                  "fill: replayed GPU demand as a multiple of GPU capacity")
+  sim->add_option("--tune", options.tune, "fill: replayed GPU demand as a multiple of GPU capacity")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 100.0));
   sim->add_option("--load", options.load, "churn: offered GPU load (1.0 = capacity)")
@@ -250,9 +268,11 @@ int main(int argc, char** argv) {
                   "'exact' (rate x E[lifetime x GPU] / capacity)")
       ->capture_default_str()
       ->check(CLI::IsMember({"means", "exact"}));
-  CLI::Option* duration_opt = sim->add_option("--duration", options.duration_h,
-                  "churn/replay: measured window in simulated hours (replay: <=0 = whole trace)")
-      ->capture_default_str();
+  CLI::Option* duration_opt =
+      sim->add_option(
+             "--duration", options.duration_h,
+             "churn/replay: measured window in simulated hours (replay: <=0 = whole trace)")
+          ->capture_default_str();
   sim->add_option("--warmup", options.warmup_h,
                   "churn/replay: warm-up hours before measuring (<0: churn 3 mean lifetimes, "
                   "replay 0)")
@@ -260,8 +280,10 @@ int main(int argc, char** argv) {
   sim->add_option("--time-scale", options.time_scale, "replay: divide trace times by this")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  sim->add_option("--policy-opt", policy_opts, "Policy knob KEY=VALUE (repeatable; see docs/cas.md)");
-  sim->add_option("--json", json, "Write results (summaries and per-seed curves) to this JSON file");
+  sim->add_option("--policy-opt", policy_opts,
+                  "Policy knob KEY=VALUE (repeatable; see docs/cas.md)");
+  sim->add_option("--json", json,
+                  "Write results (summaries and per-seed curves) to this JSON file");
   sim->add_option("--report", report, "Write an offline HTML report with the curves");
   sim->add_option("-j,--jobs", jobs, "Worker threads (default: all cores)");
   sim->add_flag("-q,--quiet", quiet, "No progress bar");
@@ -274,8 +296,8 @@ int main(int argc, char** argv) {
   }
   if (sim->parsed()) {
     if (mode == "replay" && duration_opt->count() == 0) options.duration_h = -1;  // whole trace
-    options.load_basis = load_basis == "exact" ? seedance::sim::LoadBasis::kExact
-                                               : seedance::sim::LoadBasis::kMeans;
+    options.load_basis =
+        load_basis == "exact" ? seedance::sim::LoadBasis::kExact : seedance::sim::LoadBasis::kMeans;
     return Simulate(nodes, pods, policy, mode, seeds, options, policy_opts, json, report, jobs,
                     quiet);
   }

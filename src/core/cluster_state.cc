@@ -17,8 +17,7 @@ absl::StatusOr<ClusterState> ClusterState::Create(std::vector<NodeSpec> nodes) {
   for (size_t i = 0; i < n; ++i) {
     const NodeSpec& node = nodes[i];
     if (node.cpu_milli < 0 || node.memory_mib < 0 || node.num_gpus < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("node '", node.name, "': negative capacity"));
+      return absl::InvalidArgumentError(absl::StrCat("node '", node.name, "': negative capacity"));
     }
     if (node.num_gpus > kMaxGpusPerNode) {
       return absl::InvalidArgumentError(absl::StrCat("node '", node.name, "': ", node.num_gpus,
@@ -107,8 +106,8 @@ absl::Status ClusterState::CheckPlacement(const PodShape& pod, const Placement& 
     return absl::InvalidArgumentError("pod has a negative or over-size request");
   }
   if (p.num_gpus != pod.num_gpu) {
-    return absl::InvalidArgumentError(absl::StrCat("placement lists ", p.num_gpus,
-                                                   " GPUs, pod asks for ", pod.num_gpu));
+    return absl::InvalidArgumentError(
+        absl::StrCat("placement lists ", p.num_gpus, " GPUs, pod asks for ", pod.num_gpu));
   }
   const int ngpu = nodes_[p.node].num_gpus;
   if (p.num_gpus < 0 || p.num_gpus > ngpu) {
@@ -117,8 +116,8 @@ absl::Status ClusterState::CheckPlacement(const PodShape& pod, const Placement& 
   }
   for (int i = 0; i < p.num_gpus; ++i) {
     if (p.gpus[i] < 0 || p.gpus[i] >= ngpu) {
-      return absl::InvalidArgumentError(absl::StrCat("GPU index ", p.gpus[i], " out of range on ",
-                                                     nodes_[p.node].name));
+      return absl::InvalidArgumentError(
+          absl::StrCat("GPU index ", p.gpus[i], " out of range on ", nodes_[p.node].name));
     }
     for (int j = 0; j < i; ++j) {
       if (p.gpus[j] == p.gpus[i]) return absl::InvalidArgumentError("GPU listed twice");
@@ -150,7 +149,8 @@ absl::Status ClusterState::Allocate(const PodShape& pod, const Placement& p) {
   cpu_allocated_milli_ += pod.cpu_milli;
   if (pod.num_gpu > 0) {
     int cls = pod.IsGpuSharing() ? 0 : pod.num_gpu;
-    if (cls <= kMaxGpusPerNode) ++class_counts_[static_cast<size_t>(n) * (kMaxGpusPerNode + 1) + cls];
+    if (cls <= kMaxGpusPerNode)
+      ++class_counts_[static_cast<size_t>(n) * (kMaxGpusPerNode + 1) + cls];
   }
   ++pods_on_node_[n];
   ++version_[n];

@@ -57,7 +57,8 @@ absl::Status ParseOptions(const std::map<std::string, std::string>& params, CasO
   for (const auto& [k, v] : params) {
     double d = 0;
     if (!absl::SimpleAtod(v, &d) || !std::isfinite(d)) {
-      return absl::InvalidArgumentError(absl::StrCat("cas option ", k, ": not a number: '", v, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cas option ", k, ": not a number: '", v, "'"));
     }
     auto positive = [&]() -> absl::Status {
       if (d > 0) return absl::OkStatus();
@@ -70,8 +71,9 @@ absl::Status ParseOptions(const std::map<std::string, std::string>& params, CasO
     };
     absl::Status st;
     if (k == "coverage_pct") {
-      st = d > 0 && d <= 100 ? absl::OkStatus()
-                             : absl::InvalidArgumentError("cas option coverage_pct: must be in (0, 100]");
+      st = d > 0 && d <= 100
+               ? absl::OkStatus()
+               : absl::InvalidArgumentError("cas option coverage_pct: must be in (0, 100]");
       o->coverage_pct = d;
     } else if (k == "min_rebuild_arrivals") {
       st = positive();
@@ -99,10 +101,10 @@ absl::Status ParseOptions(const std::map<std::string, std::string>& params, CasO
       st = positive();
       o->cpu_headroom_ratio = d;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown cas option '", k,
-          "' (known: coverage_pct, min_rebuild_arrivals, rebuild_fraction, raw_delta, "
-          "sigmoid_scale, delta_quantum, gpu_choice, cpu_pods, cpu_headroom_ratio)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown cas option '", k,
+                       "' (known: coverage_pct, min_rebuild_arrivals, rebuild_fraction, raw_delta, "
+                       "sigmoid_scale, delta_quantum, gpu_choice, cpu_pods, cpu_headroom_ratio)"));
     }
     if (!st.ok()) return st;
   }
@@ -136,8 +138,8 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
 
   void PreScore(CycleState&, const ClusterState& s) override {
     if (cluster_cpu_per_gpu_ < 0 && s.gpu_capacity_milli() > 0) {
-      cluster_cpu_per_gpu_ = static_cast<double>(s.cpu_capacity_milli()) /
-                             static_cast<double>(s.gpu_capacity_milli());
+      cluster_cpu_per_gpu_ =
+          static_cast<double>(s.cpu_capacity_milli()) / static_cast<double>(s.gpu_capacity_milli());
       const bool before = spread_cpu_pods_;
       UpdateCpuRegime();
       if (spread_cpu_pods_ != before) ++epoch_;
@@ -233,8 +235,8 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
       const double surplus = static_cast<double>(s.cpu_left(n) - pod.cpu_milli) - need;
       if (surplus >= 0) {
         // Most surplus first: keeps every node's CPU in proportion to its idle GPUs.
-        secondary = kSecondaryRange / 2 +
-                    std::min<int64_t>(static_cast<int64_t>(surplus / 100.0), kSecondaryRange / 2 - 1);
+        secondary = kSecondaryRange / 2 + std::min<int64_t>(static_cast<int64_t>(surplus / 100.0),
+                                                            kSecondaryRange / 2 - 1);
       } else {
         // No node can spare CPU: hurt the node with the fewest idle GPUs.
         secondary = std::max<int64_t>(0, kSecondaryRange / 2 - 1 - gpu_left / 10);

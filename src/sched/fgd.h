@@ -36,7 +36,7 @@ class FragEvaluator {
   std::vector<int32_t> num_;
   std::vector<uint64_t> mask_;
   std::vector<double> freq_;
-  double freq_sum_ = 0;  // over shapes with a valid frequency
+  double freq_sum_ = 0;                             // over shapes with a valid frequency
   std::vector<std::pair<uint64_t, double>> cache_;  // (version + 1, amount)
 };
 

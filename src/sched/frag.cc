@@ -61,7 +61,8 @@ FragAmount NodeFragAmount(const NodeResources& node, const TargetWorkload& workl
       for (int i = 0; i < node.num_gpus; ++i) {
         if (node.gpu_left[i] < shape.gpu_milli) frag_milli += node.gpu_left[i];
       }
-      amount[static_cast<int>(FragClass::kQ2LackGpu)] += shape.freq * static_cast<double>(frag_milli);
+      amount[static_cast<int>(FragClass::kQ2LackGpu)] +=
+          shape.freq * static_cast<double>(frag_milli);
       amount[static_cast<int>(FragClass::kQ3Satisfied)] +=
           shape.freq * (total - static_cast<double>(frag_milli));
     } else {

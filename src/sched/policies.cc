@@ -170,7 +170,8 @@ class BestFitPlugin : public ScorePlugin {
     const double req_cpu = static_cast<double>(pod.cpu_milli);
     const double req_gpu = static_cast<double>(pod.TotalGpuMilli());
     if (free_cpu < req_cpu || free_gpu < req_gpu) return kMinNodeScore;
-    double score = (free_cpu - req_cpu) / kMaxSpecCpu * 0.5 + (free_gpu - req_gpu) / kMaxSpecGpu * 0.5;
+    double score =
+        (free_cpu - req_cpu) / kMaxSpecCpu * 0.5 + (free_gpu - req_gpu) / kMaxSpecGpu * 0.5;
     score = (1.0 - score) * static_cast<double>(kMaxNodeScore);
     return static_cast<int64_t>(score);
   }

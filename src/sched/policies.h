@@ -12,8 +12,7 @@ namespace seedance::sched::internal {
 // Best-fit GPU choice of the reference's Open-Gpu-Share plugin: a sharing pod goes to the GPU
 // with the least room that still fits (lowest index on ties); whole-GPU pods take the
 // lowest-indexed fully free GPUs.
-bool ChooseBestFitGpus(const core::ClusterState& s, const core::PodShape& pod,
-                       core::Placement* p);
+bool ChooseBestFitGpus(const core::ClusterState& s, const core::PodShape& pod, core::Placement* p);
 // Lowest-indexed fully free GPUs (the reference's AllocateExclusiveGpuId).
 bool ChooseExclusiveGpus(const core::ClusterState& s, const core::PodShape& pod,
                          core::Placement* p);

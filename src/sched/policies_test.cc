@@ -456,15 +456,15 @@ TEST_F(PolicyTest, CasWithoutHistoryFallsBackToNodeOrderAndCpuSurplus) {
   // the first feasible node in node order (index order here), a sharing pod to the GPU with the
   // least room, and a CPU-only pod to the node with the most CPU to spare.
   PolicyContext no_oracle;
-  RunPlacementCases("cas", MixedNodes(),
-                    {
-                        {"whole-GPU pod to the first node", {}, Whole(1), 0, {0}},
-                        {"sharing pod to the first node", {{2, Share(600), {1}}}, Share(300), 0, {0}},
-                        {"sharing pod to the GPU with least room",
-                         {{0, Share(600), {2}}}, Share(300), 0, {2}},
-                        {"cpu pod to the node with most CPU", {}, Cpu(1000), 1, {}},
-                    },
-                    no_oracle);
+  RunPlacementCases(
+      "cas", MixedNodes(),
+      {
+          {"whole-GPU pod to the first node", {}, Whole(1), 0, {0}},
+          {"sharing pod to the first node", {{2, Share(600), {1}}}, Share(300), 0, {0}},
+          {"sharing pod to the GPU with least room", {{0, Share(600), {2}}}, Share(300), 0, {2}},
+          {"cpu pod to the node with most CPU", {}, Cpu(1000), 1, {}},
+      },
+      no_oracle);
 }
 
 TEST_F(PolicyTest, CasEpochMovesAfterArrivals) {

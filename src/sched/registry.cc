@@ -18,8 +18,8 @@ absl::Status Registry::Register(const std::string& name, PolicyFactory factory) 
 absl::StatusOr<Profile> Registry::Create(const std::string& name, const PolicyContext& ctx) const {
   auto it = factories_.find(name);
   if (it == factories_.end()) {
-    return absl::NotFoundError(absl::StrCat("unknown policy '", name, "'; known: ",
-                                            absl::StrJoin(Names(), ", ")));
+    return absl::NotFoundError(
+        absl::StrCat("unknown policy '", name, "'; known: ", absl::StrJoin(Names(), ", ")));
   }
   return it->second(ctx);
 }

@@ -65,9 +65,10 @@ Workload BuiltinWorkload() {
     }
     p.shape.memory_mib = p.shape.cpu_milli * 4;  // 4 GiB per core
     p.qos = qos[static_cast<int>(u(rng) * 4) % 4];
-    p.priority = p.qos == std::string("LS") ? 3 : p.qos == std::string("Guaranteed") ? 2
-                 : p.qos == std::string("Burstable")                               ? 1
-                                                                                    : 0;
+    p.priority = p.qos == std::string("LS")           ? 3
+                 : p.qos == std::string("Guaranteed") ? 2
+                 : p.qos == std::string("Burstable")  ? 1
+                                                      : 0;
     t += -std::log(1.0 - u(rng)) * 30.0;  // one arrival every 30 s on average
     p.creation_s = static_cast<int64_t>(t);
     p.deletion_s = p.creation_s + static_cast<int64_t>(std::min(life(rng), 30 * 86400.0));

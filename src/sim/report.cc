@@ -19,11 +19,20 @@ std::string HtmlEscape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -42,8 +51,7 @@ std::vector<Column> Columns(Mode mode) {
              "%.2f"},
             {"unalloc GPU % @130", "unalloc_gpu_pct_at_130", &RunResult::unalloc_gpu_pct_at_130,
              "%.2f"},
-            {"frag ratio % @90", "frag_ratio_pct_at_90", &RunResult::frag_ratio_pct_at_90,
-             "%.1f"}};
+            {"frag ratio % @90", "frag_ratio_pct_at_90", &RunResult::frag_ratio_pct_at_90, "%.1f"}};
   }
   return {{"unalloc GPU % steady", "unalloc_gpu_pct_steady", &RunResult::unalloc_gpu_pct_steady,
            "%.2f"},
@@ -243,13 +251,13 @@ std::string RenderHtml(const std::vector<PolicyRuns>& results, const ReportMeta&
   std::ostringstream svg;
   svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H
       << "' font-family='sans-serif' font-size='12'>";
-  svg << "<rect x='" << L << "' y='" << T << "' width='" << W - L - R << "' height='"
-      << H - T - B << "' fill='none' stroke='#999'/>";
+  svg << "<rect x='" << L << "' y='" << T << "' width='" << W - L - R << "' height='" << H - T - B
+      << "' fill='none' stroke='#999'/>";
   for (int i = 0; i <= 5; ++i) {
     const double y = ymin + (ymax - ymin) * i / 5;
     svg << "<line x1='" << L << "' x2='" << W - R << "' y1='" << sy(y) << "' y2='" << sy(y)
-        << "' stroke='#eee'/><text x='" << L - 6 << "' y='" << sy(y) + 4
-        << "' text-anchor='end'>" << Fmt("%.0f", y) << "</text>";
+        << "' stroke='#eee'/><text x='" << L - 6 << "' y='" << sy(y) + 4 << "' text-anchor='end'>"
+        << Fmt("%.0f", y) << "</text>";
     const double x = xmax * i / 5;
     svg << "<text x='" << sx(x) << "' y='" << H - B + 16 << "' text-anchor='middle'>"
         << Fmt("%.0f", x) << "</text>";
@@ -299,10 +307,11 @@ std::string RenderHtml(const std::vector<PolicyRuns>& results, const ReportMeta&
     html << "</tr>";
   }
   html << "</table>" << svg.str() << "</div>";
-  html << "<p>" << (fill ? "Curves: GPU allocation ratio against arrived GPU demand, mean over "
-                           "seeds. The dashed line is a cluster that places everything."
-                         : "Curves: unallocated GPU share over the measured window, mean over "
-                           "seeds.")
+  html << "<p>"
+       << (fill ? "Curves: GPU allocation ratio against arrived GPU demand, mean over "
+                  "seeds. The dashed line is a cluster that places everything."
+                : "Curves: unallocated GPU share over the measured window, mean over "
+                  "seeds.")
        << "</p></body></html>\n";
   return html.str();
 }

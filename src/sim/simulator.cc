@@ -32,11 +32,9 @@ std::vector<PodSpec> ResolvePods(const std::vector<PodSpec>& pods, const Cluster
 
 absl::StatusOr<sched::Framework> MakeFramework(const std::string& policy,
                                                const std::vector<PodSpec>& replayed,
-                                               const ClusterState& state,
-                                               const SimOptions& o) {
+                                               const ClusterState& state, const SimOptions& o) {
   sched::PolicyContext ctx;
-  ctx.oracle_workload =
-      sched::TypicalShapes(sched::CountShapes(replayed), o.typical_coverage_pct);
+  ctx.oracle_workload = sched::TypicalShapes(sched::CountShapes(replayed), o.typical_coverage_pct);
   ctx.params = o.policy_params;
   absl::StatusOr<sched::Profile> profile = sched::Registry::Builtins().Create(policy, ctx);
   if (!profile.ok()) return profile.status();
@@ -56,8 +54,8 @@ double Percentile(std::vector<double> v, double q) {
 }
 
 // ---------------------------------------------------------------- fill
-absl::StatusOr<RunResult> RunFill(const Workload& w, const std::string& policy,
-                                  const SimOptions& o, ClusterState state) {
+absl::StatusOr<RunResult> RunFill(const Workload& w, const std::string& policy, const SimOptions& o,
+                                  ClusterState state) {
   RunResult r;
   std::vector<PodSpec> trace = ResolvePods(w.pods, state);
   if (trace.empty()) return absl::InvalidArgumentError("the pod list is empty");
@@ -126,8 +124,8 @@ absl::StatusOr<RunResult> RunFill(const Workload& w, const std::string& policy,
   }
   for (int k = 0; k <= max_pct; ++k) {
     if (cnt[k] == 0) continue;
-    r.curve.push_back({k, alloc_sum[k] / static_cast<double>(cnt[k]),
-                       frag_sum[k] / static_cast<double>(cnt[k])});
+    r.curve.push_back(
+        {k, alloc_sum[k] / static_cast<double>(cnt[k]), frag_sum[k] / static_cast<double>(cnt[k])});
   }
   auto at = [&](int k, bool frag) -> double {
     // The point itself, else the nearest recorded point below it (sparse traces).
@@ -214,8 +212,7 @@ absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy
     std::uniform_int_distribution<size_t> pick(0, eligible.size() - 1);
     for (double t = gap(rng); t < end_s; t += gap(rng)) {
       const int i = eligible[pick(rng)];
-      arrivals.push_back(
-          {t, static_cast<double>(trace[i].deletion_s - trace[i].creation_s), i});
+      arrivals.push_back({t, static_cast<double>(trace[i].deletion_s - trace[i].creation_s), i});
     }
   } else {
     const double scale = o.time_scale > 0 ? o.time_scale : 1.0;
@@ -258,7 +255,9 @@ absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy
   struct Running {
     double end_s;
     int id;
-    bool operator>(const Running& o) const { return end_s > o.end_s || (end_s == o.end_s && id > o.id); }
+    bool operator>(const Running& o) const {
+      return end_s > o.end_s || (end_s == o.end_s && id > o.id);
+    }
   };
   std::priority_queue<Running, std::vector<Running>, std::greater<Running>> departures;
   std::vector<core::Placement> placement(arrivals.size());
@@ -299,7 +298,8 @@ absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy
   auto started = [&](int id, double t, const sched::Outcome& out) {
     placement[id] = out.placement;
     const PodShape& shape = trace[arrivals[id].trace_index].shape;
-    idle_cost_rate -= gpu_price[out.placement.node] * static_cast<double>(shape.TotalGpuMilli()) / 1000.0;
+    idle_cost_rate -=
+        gpu_price[out.placement.node] * static_cast<double>(shape.TotalGpuMilli()) / 1000.0;
     ++r.pods_scheduled;
     if (arrivals[id].time_s >= warmup_s) delays.push_back(t - arrivals[id].time_s);
     if (arrivals[id].lifetime_s >= 0) departures.push({t + arrivals[id].lifetime_s, id});
@@ -401,9 +401,9 @@ double DefaultGpuPriceUsdPerHour(const std::string& model) {
   // Approximate public-cloud on-demand prices per GPU-hour of comparable parts (2024); the
   // trace's G1-G3 are undisclosed and priced like their closest public parts.
   static const std::map<std::string, double> kPrice = {
-      {"A100", 3.67}, {"A10", 1.10}, {"V100M32", 3.06}, {"V100M16", 2.48}, {"V100", 2.48},
-      {"T4", 0.53},   {"P100", 1.46}, {"G1", 1.46},     {"G2", 2.48},      {"G3", 3.06},
-      {"H100", 6.98}, {"L4", 0.81},  {"A800", 3.67},    {"H800", 6.98}};
+      {"A100", 3.67}, {"A10", 1.10},  {"V100M32", 3.06}, {"V100M16", 2.48}, {"V100", 2.48},
+      {"T4", 0.53},   {"P100", 1.46}, {"G1", 1.46},      {"G2", 2.48},      {"G3", 3.06},
+      {"H100", 6.98}, {"L4", 0.81},   {"A800", 3.67},    {"H800", 6.98}};
   auto it = kPrice.find(model);
   return it == kPrice.end() ? 2.0 : it->second;
 }

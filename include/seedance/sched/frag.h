@@ -25,10 +25,10 @@ namespace seedance::sched {
 struct TargetShape {
   int64_t cpu_milli = 0;
   int32_t num_gpu = 0;
-  int32_t gpu_milli = 0;         // per GPU
-  uint64_t gpu_model_mask = 0;   // 0 = any model (see core::PodShape)
-  std::string gpu_spec;          // textual form, part of the shape's identity
-  double freq = 0;               // share of the workload, sums to 1 over the list
+  int32_t gpu_milli = 0;        // per GPU
+  uint64_t gpu_model_mask = 0;  // 0 = any model (see core::PodShape)
+  std::string gpu_spec;         // textual form, part of the shape's identity
+  double freq = 0;              // share of the workload, sums to 1 over the list
 };
 using TargetWorkload = std::vector<TargetShape>;
 
