@@ -1,6 +1,7 @@
 #include "seedance/core/cluster_state.h"
 
 #include <algorithm>
+#include <climits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -47,6 +48,10 @@ absl::StatusOr<ClusterState> ClusterState::Create(std::vector<NodeSpec> nodes) {
   s.version_.assign(n, 0);
   s.class_counts_.assign(n * (kMaxGpusPerNode + 1), 0);
   s.pods_on_node_.assign(n, 0);
+  s.model_bit_.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (s.model_[i] != kNoGpuModel) s.model_bit_[i] = uint64_t{1} << s.model_[i];
+  }
   s.free_gpus_.assign(n, 0);
   s.max_gpu_left_.assign(n, 0);
   for (size_t i = 0; i < n; ++i) s.RefreshGpuSummary(static_cast<int>(i));
@@ -87,6 +92,39 @@ void ClusterState::RefreshGpuSummary(int n) {
   }
   free_gpus_[n] = free;
   max_gpu_left_[n] = most;
+}
+
+void ClusterState::FeasibleNodes(const PodShape& pod, std::vector<int>* out) const {
+  const int n = num_nodes();
+  const size_t base = out->size();
+  out->resize(base + static_cast<size_t>(n));
+  int* dst = out->data() + base;
+  size_t count = 0;
+  const bool simple = pod.num_gpu == 0 || pod.gpu_milli >= kMilliGpu || pod.num_gpu == 1;
+  if (!simple) {
+    for (int i = 0; i < n; ++i) {
+      if (Fits(i, pod)) dst[count++] = i;
+    }
+    out->resize(base + count);
+    return;
+  }
+  const int64_t* cpu = cpu_left_.data();
+  const int64_t* mem = memory_left_.data();
+  const uint64_t* bit = model_bit_.data();
+  // GPU test as one comparison: whole GPUs against the free count, a share against the
+  // largest room on one GPU, nothing for CPU-only pods.
+  const int32_t* gpu = pod.gpu_milli >= kMilliGpu ? free_gpus_.data() : max_gpu_left_.data();
+  const int32_t gpu_need =
+      pod.num_gpu == 0 ? INT32_MIN : (pod.gpu_milli >= kMilliGpu ? pod.num_gpu : pod.gpu_milli);
+  const uint64_t mask = pod.gpu_model_mask;
+  const bool any_model = mask == 0;
+  for (int i = 0; i < n; ++i) {
+    const bool ok = (cpu[i] >= pod.cpu_milli) & (mem[i] >= pod.memory_mib) &
+                    (gpu[i] >= gpu_need) & (any_model | ((bit[i] & mask) != 0));
+    dst[count] = i;
+    count += ok;
+  }
+  out->resize(base + count);
 }
 
 bool ClusterState::FitsSlow(int n, const PodShape& pod) const {

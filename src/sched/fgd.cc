@@ -9,11 +9,25 @@ namespace seedance::sched::internal {
 NodeResources SubtractLikeReference(NodeResources r, const core::PodShape& pod) {
   r.cpu_left -= pod.cpu_milli;
   if (pod.num_gpu == 0) return r;
-  std::array<int, core::kMaxGpusPerNode> idx;
-  std::iota(idx.begin(), idx.begin() + r.num_gpus, 0);
-  std::stable_sort(idx.begin(), idx.begin() + r.num_gpus,
-                   [&](int a, int b) { return r.gpu_left[a] < r.gpu_left[b]; });
   int need = pod.num_gpu;
+  if (pod.gpu_milli >= core::kMilliGpu) {
+    // Only fully free GPUs fit; ascending order with stable ties is plain index order.
+    for (int i = 0; i < r.num_gpus && need > 0; ++i) {
+      if (r.gpu_left[i] >= pod.gpu_milli) {
+        r.gpu_left[i] -= pod.gpu_milli;
+        --need;
+      }
+    }
+    return r;
+  }
+  // Fullest GPUs that fit first (ascending room, index order on ties): an insertion sort of at
+  // most kMaxGpusPerNode indices, without allocating.
+  std::array<int, core::kMaxGpusPerNode> idx;
+  for (int i = 0; i < r.num_gpus; ++i) {
+    int j = i;
+    for (; j > 0 && r.gpu_left[idx[j - 1]] > r.gpu_left[i]; --j) idx[j] = idx[j - 1];
+    idx[j] = i;
+  }
   for (int k = 0; k < r.num_gpus && need > 0; ++k) {
     if (pod.gpu_milli <= r.gpu_left[idx[k]]) {
       r.gpu_left[idx[k]] -= pod.gpu_milli;

@@ -109,8 +109,9 @@ Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state
     const uint64_t gen = static_cast<uint64_t>(cache_gen_[0]) << 32;
     int64_t best = 0;
     int best_rank = 0;
-    for (int n = 0; n < num_nodes; ++n) {
-      if (!state.Fits(n, pod)) continue;
+    feasible_.clear();
+    state.FeasibleNodes(pod, &feasible_);
+    for (int n : feasible_) {
       CacheEntry& e = entries[n];
       const uint64_t stamp = gen | state.version(n);
       if (e.stamp != stamp) {
@@ -127,12 +128,17 @@ Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state
   } else {
     // Filter.
     feasible_.clear();
-    for (int n = 0; n < num_nodes; ++n) {
-      bool ok = state.Fits(n, pod);
-      for (size_t f = 0; ok && f < profile_.filters.size(); ++f) {
-        ok = profile_.filters[f]->Filter(cycle, state, n);
+    state.FeasibleNodes(pod, &feasible_);
+    if (!profile_.filters.empty()) {
+      size_t kept = 0;
+      for (int n : feasible_) {
+        bool ok = true;
+        for (size_t f = 0; ok && f < profile_.filters.size(); ++f) {
+          ok = profile_.filters[f]->Filter(cycle, state, n);
+        }
+        if (ok) feasible_[kept++] = n;
       }
-      if (ok) feasible_.push_back(n);
+      feasible_.resize(kept);
     }
     if (!feasible_.empty()) {
       cycle.feasible = feasible_;
