@@ -70,6 +70,75 @@ std::vector<double> Values(const PolicyRuns& p, double RunResult::*field) {
 const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                          "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
+
+struct Series {
+  std::string name;
+  std::vector<std::pair<double, double>> pts;
+};
+
+// A tick spacing of 1, 2 or 5 times a power of ten giving about `target` ticks.
+double NiceStep(double range, int target) {
+  const double raw = range / std::max(1, target);
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (m * mag >= raw) return m * mag;
+  }
+  return 10 * mag;
+}
+
+// One line chart of all series over [x0, x1] x [y0, y1] as inline SVG.
+std::string RenderChart(const std::vector<Series>& series, double x0, double x1, double y0,
+                        double y1, bool diagonal, const std::string& xlabel,
+                        const std::string& ylabel) {
+  if (x1 <= x0) x1 = x0 + 1;
+  if (y1 <= y0) y1 = y0 + 1;
+  const double W = 720, H = 440, L = 60, R = 20, T = 20, B = 50;
+  auto sx = [&](double x) { return L + (W - L - R) * (x - x0) / (x1 - x0); };
+  auto sy = [&](double y) { return T + (H - T - B) * (1 - (y - y0) / (y1 - y0)); };
+  std::ostringstream svg;
+  svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H
+      << "' font-family='sans-serif' font-size='12'>";
+  svg << "<defs><clipPath id='c" << static_cast<int>(x0) << "'><rect x='" << L << "' y='" << T
+      << "' width='" << W - L - R << "' height='" << H - T - B << "'/></clipPath></defs>";
+  svg << "<rect x='" << L << "' y='" << T << "' width='" << W - L - R << "' height='" << H - T - B
+      << "' fill='none' stroke='#999'/>";
+  const double ystep = NiceStep(y1 - y0, 6), xstep = NiceStep(x1 - x0, 8);
+  for (double y = std::ceil(y0 / ystep) * ystep; y <= y1 + 1e-9; y += ystep) {
+    svg << "<line x1='" << L << "' x2='" << W - R << "' y1='" << sy(y) << "' y2='" << sy(y)
+        << "' stroke='#eee'/><text x='" << L - 6 << "' y='" << sy(y) + 4 << "' text-anchor='end'>"
+        << Fmt("%g", y) << "</text>";
+  }
+  for (double x = std::ceil(x0 / xstep) * xstep; x <= x1 + 1e-9; x += xstep) {
+    svg << "<line x1='" << sx(x) << "' x2='" << sx(x) << "' y1='" << T << "' y2='" << H - B
+        << "' stroke='#f3f3f3'/><text x='" << sx(x) << "' y='" << H - B + 16
+        << "' text-anchor='middle'>" << Fmt("%g", x) << "</text>";
+  }
+  svg << "<g clip-path='url(#c" << static_cast<int>(x0) << ")'>";
+  if (diagonal) {  // the ideal: allocation equals arrivals
+    const double lo = std::max(x0, y0), hi = std::min(x1, y1);
+    svg << "<line x1='" << sx(lo) << "' y1='" << sy(lo) << "' x2='" << sx(hi) << "' y2='"
+        << sy(hi) << "' stroke='#bbb' stroke-dasharray='4 4'/>";
+  }
+  for (size_t i = 0; i < series.size(); ++i) {
+    svg << "<polyline fill='none' stroke-width='1.6' stroke='" << kColors[i % 10] << "' points='";
+    for (const auto& [x, y] : series[i].pts) {
+      if (x >= x0 - 1 && x <= x1 + 1) svg << sx(x) << "," << sy(y) << " ";
+    }
+    svg << "'><title>" << HtmlEscape(series[i].name) << "</title></polyline>";
+  }
+  svg << "</g>";
+  for (size_t i = 0; i < series.size(); ++i) {
+    svg << "<rect x='" << L + 12 << "' y='" << T + 10 + 16 * i << "' width='12' height='3' fill='"
+        << kColors[i % 10] << "'/><text x='" << L + 30 << "' y='" << T + 15 + 16 * i << "'>"
+        << HtmlEscape(series[i].name) << "</text>";
+  }
+  svg << "<text x='" << (L + W - R) / 2 << "' y='" << H - 10 << "' text-anchor='middle'>"
+      << HtmlEscape(xlabel) << "</text>";
+  svg << "<text transform='rotate(-90)' x='" << -(T + H - B) / 2
+      << "' y='16' text-anchor='middle'>" << HtmlEscape(ylabel) << "</text></svg>";
+  return svg.str();
+}
+
 }  // namespace
 
 MeanSd Summarize(const std::vector<double>& v) {
@@ -204,10 +273,6 @@ std::string RenderTable(const std::vector<PolicyRuns>& results, const ReportMeta
 std::string RenderHtml(const std::vector<PolicyRuns>& results, const ReportMeta& meta) {
   const bool fill = meta.mode == Mode::kFill;
   // Mean curve per policy over seeds.
-  struct Series {
-    std::string name;
-    std::vector<std::pair<double, double>> pts;
-  };
   std::vector<Series> series;
   double xmax = 1, ymin = 100, ymax = 0;
   for (const PolicyRuns& p : results) {
@@ -245,41 +310,20 @@ std::string RenderHtml(const std::vector<PolicyRuns>& results, const ReportMeta&
     ymax = std::min(100.0, std::ceil(ymax + 1));
     if (ymax <= ymin) ymax = ymin + 1;
   }
-  const double W = 720, H = 440, L = 60, R = 20, T = 20, B = 50;
-  auto sx = [&](double x) { return L + (W - L - R) * x / xmax; };
-  auto sy = [&](double y) { return T + (H - T - B) * (1 - (y - ymin) / (ymax - ymin)); };
-  std::ostringstream svg;
-  svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H
-      << "' font-family='sans-serif' font-size='12'>";
-  svg << "<rect x='" << L << "' y='" << T << "' width='" << W - L - R << "' height='" << H - T - B
-      << "' fill='none' stroke='#999'/>";
-  for (int i = 0; i <= 5; ++i) {
-    const double y = ymin + (ymax - ymin) * i / 5;
-    svg << "<line x1='" << L << "' x2='" << W - R << "' y1='" << sy(y) << "' y2='" << sy(y)
-        << "' stroke='#eee'/><text x='" << L - 6 << "' y='" << sy(y) + 4 << "' text-anchor='end'>"
-        << Fmt("%.0f", y) << "</text>";
-    const double x = xmax * i / 5;
-    svg << "<text x='" << sx(x) << "' y='" << H - B + 16 << "' text-anchor='middle'>"
-        << Fmt("%.0f", x) << "</text>";
+  std::string charts;
+  if (fill) {
+    charts += RenderChart(series, 0, xmax, 0, ymax, true, "arrived GPU demand (% of capacity)",
+                          "allocated GPU (% of capacity)");
+    // Zoom on where policies part: from 70% arrived demand, allocation above 75%.
+    if (xmax > 70) {
+      charts += RenderChart(series, 70, xmax, 75, std::max(100.0, ymax), true,
+                            "arrived GPU demand (% of capacity), zoomed",
+                            "allocated GPU (% of capacity)");
+    }
+  } else {
+    charts += RenderChart(series, 0, xmax, ymin, ymax, false, "hours into the measured window",
+                          "unallocated GPU (% of capacity)");
   }
-  if (fill) {  // the ideal: allocation equals arrivals
-    svg << "<line x1='" << sx(0) << "' y1='" << sy(0) << "' x2='" << sx(std::min(xmax, ymax))
-        << "' y2='" << sy(std::min(xmax, ymax)) << "' stroke='#bbb' stroke-dasharray='4 4'/>";
-  }
-  svg << "<text x='" << (L + W - R) / 2 << "' y='" << H - 10 << "' text-anchor='middle'>"
-      << (fill ? "arrived GPU demand (% of capacity)" : "hours into the measured window")
-      << "</text>";
-  svg << "<text transform='rotate(-90)' x='" << -(T + H - B) / 2 << "' y='16' text-anchor='middle'>"
-      << (fill ? "allocated GPU (% of capacity)" : "unallocated GPU (% of capacity)") << "</text>";
-  for (size_t i = 0; i < series.size(); ++i) {
-    svg << "<polyline fill='none' stroke-width='1.6' stroke='" << kColors[i % 10] << "' points='";
-    for (const auto& [x, y] : series[i].pts) svg << sx(x) << "," << sy(y) << " ";
-    svg << "'><title>" << HtmlEscape(series[i].name) << "</title></polyline>";
-    svg << "<rect x='" << L + 12 << "' y='" << T + 10 + 16 * i << "' width='12' height='3' fill='"
-        << kColors[i % 10] << "'/><text x='" << L + 30 << "' y='" << T + 15 + 16 * i << "'>"
-        << HtmlEscape(series[i].name) << "</text>";
-  }
-  svg << "</svg>";
 
   std::ostringstream html;
   html << "<!DOCTYPE html><html><head><meta charset='utf-8'><title>Seedance simulation report"
@@ -306,7 +350,7 @@ std::string RenderHtml(const std::vector<PolicyRuns>& results, const ReportMeta&
     }
     html << "</tr>";
   }
-  html << "</table>" << svg.str() << "</div>";
+  html << "</table><div>" << charts << "</div></div>";
   html << "<p>"
        << (fill ? "Curves: GPU allocation ratio against arrived GPU demand, mean over "
                   "seeds. The dashed line is a cluster that places everything."
