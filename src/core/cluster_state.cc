@@ -119,8 +119,8 @@ void ClusterState::FeasibleNodes(const PodShape& pod, std::vector<int>* out) con
   const uint64_t mask = pod.gpu_model_mask;
   const bool any_model = mask == 0;
   for (int i = 0; i < n; ++i) {
-    const bool ok = (cpu[i] >= pod.cpu_milli) & (mem[i] >= pod.memory_mib) &
-                    (gpu[i] >= gpu_need) & (any_model | ((bit[i] & mask) != 0));
+    const bool ok = (cpu[i] >= pod.cpu_milli) & (mem[i] >= pod.memory_mib) & (gpu[i] >= gpu_need) &
+                    (any_model | ((bit[i] & mask) != 0));
     dst[count] = i;
     count += ok;
   }

@@ -7,9 +7,10 @@
 //     integer as in FGD: more near-equal nodes tie and fall back to the fixed node order,
 //     which packs like first-fit. Inside the chosen node a GPU-sharing pod takes the GPU with
 //     the best exact gradient, then the least room.
-//  3. CPU-aware placement of CPU-only pods: when the workload leaves CPU headroom they go where
-//     CPU is in surplus over what the node's idle GPUs will need, so GPUs are not stranded
-//     without CPU; when CPU is the scarce resource they are packed in node order instead.
+//  3. CPU-aware placement: when the workload leaves CPU headroom, CPU-only pods go where CPU is
+//     in surplus over what the node's idle GPUs will need, and GPU pods go where the node's CPU
+//     left afterwards best matches its idle GPUs, so GPUs are not stranded without CPU; when
+//     CPU is the scarce resource both are packed in node order instead.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -51,6 +52,9 @@ struct CasOptions {
   // the cluster's, else 0.
   int cpu_pods = 2;
   double cpu_headroom_ratio = 0.85;
+  // GPU pods among equal scores: 0 = node order (FGD); 1 = while CPU pods are spread, the node
+  // whose CPU left afterwards best matches its idle GPUs (smallest |surplus|); 2 = always.
+  int balance_gpu_pods = 1;
 };
 
 absl::Status ParseOptions(const std::map<std::string, std::string>& params, CasOptions* o) {
@@ -97,6 +101,9 @@ absl::Status ParseOptions(const std::map<std::string, std::string>& params, CasO
     } else if (k == "cpu_pods") {
       st = choice(2);
       o->cpu_pods = static_cast<int>(d);
+    } else if (k == "balance_gpu_pods") {
+      st = choice(2);
+      o->balance_gpu_pods = static_cast<int>(d);
     } else if (k == "cpu_headroom_ratio") {
       st = positive();
       o->cpu_headroom_ratio = d;
@@ -104,7 +111,8 @@ absl::Status ParseOptions(const std::map<std::string, std::string>& params, CasO
       return absl::InvalidArgumentError(
           absl::StrCat("unknown cas option '", k,
                        "' (known: coverage_pct, min_rebuild_arrivals, rebuild_fraction, raw_delta, "
-                       "sigmoid_scale, delta_quantum, gpu_choice, cpu_pods, cpu_headroom_ratio)"));
+                       "sigmoid_scale, delta_quantum, gpu_choice, cpu_pods, cpu_headroom_ratio, "
+                       "balance_gpu_pods)"));
     }
     if (!st.ok()) return st;
   }
@@ -226,7 +234,19 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
             ? static_cast<int64_t>(std::floor(std::clamp(delta / opt_.delta_quantum, -1e9, 1e9)))
             : static_cast<int64_t>(1.0 / (1.0 + std::exp(-delta / opt_.sigmoid_scale)) * 100.0);
     int64_t secondary = 0;
-    if (pod.num_gpu == 0 && spread_cpu_pods_) {
+    if (pod.num_gpu > 0 &&
+        (opt_.balance_gpu_pods == 2 || (opt_.balance_gpu_pods == 1 && spread_cpu_pods_))) {
+      // Keep CPU in proportion to idle GPU: smallest |surplus| after placement first.
+      int64_t gpu_left = 0;
+      for (int32_t v : s.gpu_left(n)) gpu_left += v;
+      gpu_left -= pod.TotalGpuMilli();
+      const double cpu_per_gpu =
+          gpu_pods_gpu_milli_ > 0 ? gpu_pods_cpu_milli_ / gpu_pods_gpu_milli_ : 0.0;
+      const double surplus = static_cast<double>(s.cpu_left(n) - pod.cpu_milli) -
+                             static_cast<double>(gpu_left) * cpu_per_gpu;
+      const int64_t units = static_cast<int64_t>(std::abs(surplus) / 100.0);
+      secondary = std::max<int64_t>(0, kSecondaryRange - 1 - units);
+    } else if (pod.num_gpu == 0 && spread_cpu_pods_) {
       int64_t gpu_left = 0;
       for (int32_t v : s.gpu_left(n)) gpu_left += v;
       const double cpu_per_gpu =

@@ -451,20 +451,29 @@ TEST_F(PolicyTest, CasRejectsUnknownOrMalformedOptions) {
   }
 }
 
-TEST_F(PolicyTest, CasWithoutHistoryFallsBackToNodeOrderAndCpuSurplus) {
-  // No oracle (cas must not need one) and no arrivals: every gradient is 0, so GPU pods go to
-  // the first feasible node in node order (index order here), a sharing pod to the GPU with the
-  // least room, and a CPU-only pod to the node with the most CPU to spare.
+TEST_F(PolicyTest, CasWithoutHistoryBalancesCpu) {
+  // No oracle (cas must not need one) and no arrivals: every gradient is 0, so CPU balance
+  // decides. With no GPU pods seen yet the CPU a GPU needs is taken as 0, so a GPU pod goes
+  // where the least CPU is left after it (n2: 16 cores), a sharing pod to the GPU with the least
+  // room there, and a CPU-only pod to the node with the most CPU to spare (n1: 64 cores).
   PolicyContext no_oracle;
+  RunPlacementCases("cas", MixedNodes(),
+                    {
+                        {"whole-GPU pod to the node with least CPU left", {}, Whole(1), 2, {0}},
+                        {"sharing pod to the used GPU", {{2, Share(600), {1}}}, Share(300), 2, {1}},
+                        {"cpu pod to the node with most CPU", {}, Cpu(1000), 1, {}},
+                    },
+                    no_oracle);
+  // With CPU balance off, the node order decides (index order here).
+  PolicyContext order_only;
+  order_only.params = {{"balance_gpu_pods", "0"}};
   RunPlacementCases(
       "cas", MixedNodes(),
       {
           {"whole-GPU pod to the first node", {}, Whole(1), 0, {0}},
-          {"sharing pod to the first node", {{2, Share(600), {1}}}, Share(300), 0, {0}},
           {"sharing pod to the GPU with least room", {{0, Share(600), {2}}}, Share(300), 0, {2}},
-          {"cpu pod to the node with most CPU", {}, Cpu(1000), 1, {}},
       },
-      no_oracle);
+      order_only);
 }
 
 TEST_F(PolicyTest, CasEpochMovesAfterArrivals) {

@@ -70,7 +70,6 @@ std::vector<double> Values(const PolicyRuns& p, double RunResult::*field) {
 const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                          "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
-
 struct Series {
   std::string name;
   std::vector<std::pair<double, double>> pts;
@@ -116,8 +115,8 @@ std::string RenderChart(const std::vector<Series>& series, double x0, double x1,
   svg << "<g clip-path='url(#c" << static_cast<int>(x0) << ")'>";
   if (diagonal) {  // the ideal: allocation equals arrivals
     const double lo = std::max(x0, y0), hi = std::min(x1, y1);
-    svg << "<line x1='" << sx(lo) << "' y1='" << sy(lo) << "' x2='" << sx(hi) << "' y2='"
-        << sy(hi) << "' stroke='#bbb' stroke-dasharray='4 4'/>";
+    svg << "<line x1='" << sx(lo) << "' y1='" << sy(lo) << "' x2='" << sx(hi) << "' y2='" << sy(hi)
+        << "' stroke='#bbb' stroke-dasharray='4 4'/>";
   }
   for (size_t i = 0; i < series.size(); ++i) {
     svg << "<polyline fill='none' stroke-width='1.6' stroke='" << kColors[i % 10] << "' points='";
@@ -134,8 +133,8 @@ std::string RenderChart(const std::vector<Series>& series, double x0, double x1,
   }
   svg << "<text x='" << (L + W - R) / 2 << "' y='" << H - 10 << "' text-anchor='middle'>"
       << HtmlEscape(xlabel) << "</text>";
-  svg << "<text transform='rotate(-90)' x='" << -(T + H - B) / 2
-      << "' y='16' text-anchor='middle'>" << HtmlEscape(ylabel) << "</text></svg>";
+  svg << "<text transform='rotate(-90)' x='" << -(T + H - B) / 2 << "' y='16' text-anchor='middle'>"
+      << HtmlEscape(ylabel) << "</text></svg>";
   return svg.str();
 }
 
