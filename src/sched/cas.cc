@@ -234,26 +234,23 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
             ? static_cast<int64_t>(std::floor(std::clamp(delta / opt_.delta_quantum, -1e9, 1e9)))
             : static_cast<int64_t>(1.0 / (1.0 + std::exp(-delta / opt_.sigmoid_scale)) * 100.0);
     int64_t secondary = 0;
-    if (pod.num_gpu > 0 &&
-        (opt_.balance_gpu_pods == 2 || (opt_.balance_gpu_pods == 1 && spread_cpu_pods_))) {
-      // Keep CPU in proportion to idle GPU: smallest |surplus| after placement first.
-      int64_t gpu_left = 0;
+    const bool balance_gpu_pod =
+        pod.num_gpu > 0 &&
+        (opt_.balance_gpu_pods == 2 || (opt_.balance_gpu_pods == 1 && spread_cpu_pods_));
+    const bool spread_cpu_pod = pod.num_gpu == 0 && spread_cpu_pods_;
+    if (balance_gpu_pod || spread_cpu_pod) {
+      // CPU surplus after placement: CPU left minus what the idle GPUs left will need.
+      int64_t gpu_left = -pod.TotalGpuMilli();
       for (int32_t v : s.gpu_left(n)) gpu_left += v;
-      gpu_left -= pod.TotalGpuMilli();
       const double cpu_per_gpu =
           gpu_pods_gpu_milli_ > 0 ? gpu_pods_cpu_milli_ / gpu_pods_gpu_milli_ : 0.0;
       const double surplus = static_cast<double>(s.cpu_left(n) - pod.cpu_milli) -
                              static_cast<double>(gpu_left) * cpu_per_gpu;
-      const int64_t units = static_cast<int64_t>(std::abs(surplus) / 100.0);
-      secondary = std::max<int64_t>(0, kSecondaryRange - 1 - units);
-    } else if (pod.num_gpu == 0 && spread_cpu_pods_) {
-      int64_t gpu_left = 0;
-      for (int32_t v : s.gpu_left(n)) gpu_left += v;
-      const double cpu_per_gpu =
-          gpu_pods_gpu_milli_ > 0 ? gpu_pods_cpu_milli_ / gpu_pods_gpu_milli_ : 0.0;
-      const double need = static_cast<double>(gpu_left) * cpu_per_gpu;
-      const double surplus = static_cast<double>(s.cpu_left(n) - pod.cpu_milli) - need;
-      if (surplus >= 0) {
+      if (balance_gpu_pod) {
+        // Keep CPU in proportion to idle GPU: smallest |surplus| first.
+        const int64_t units = static_cast<int64_t>(std::abs(surplus) / 100.0);
+        secondary = std::max<int64_t>(0, kSecondaryRange - 1 - units);
+      } else if (surplus >= 0) {
         // Most surplus first: keeps every node's CPU in proportion to its idle GPUs.
         secondary = kSecondaryRange / 2 + std::min<int64_t>(static_cast<int64_t>(surplus / 100.0),
                                                             kSecondaryRange / 2 - 1);

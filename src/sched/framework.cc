@@ -55,19 +55,20 @@ int Framework::ShapeId(const core::PodShape& pod) {
   return it->second;
 }
 
-int64_t Framework::CachedScore(size_t scorer, int shape_id, const CycleState& cycle,
-                               const core::ClusterState& state, int n) {
-  ScorePlugin& plugin = *profile_.scores[scorer].plugin;
-  std::vector<CacheEntry>& cache = cache_[scorer];
-  const size_t idx = static_cast<size_t>(shape_id) * cache_nodes_ + n;
-  if (idx >= cache.size()) cache.resize((static_cast<size_t>(shape_id) + 8) * cache_nodes_);
-  const uint64_t stamp = (static_cast<uint64_t>(cache_gen_[scorer]) << 32) | state.version(n);
-  CacheEntry& e = cache[idx];
+int64_t Framework::Cached(CacheEntry& e, uint64_t stamp, ScorePlugin& plugin,
+                          const CycleState& cycle, const core::ClusterState& state, int n) {
   if (e.stamp != stamp) {
     e.score = plugin.Score(cycle, state, n);
     e.stamp = stamp;
   }
   return e.score;
+}
+
+Framework::CacheEntry* Framework::CacheFor(size_t scorer, int shape_id) {
+  std::vector<CacheEntry>& cache = cache_[scorer];
+  const size_t need = (static_cast<size_t>(shape_id) + 1) * cache_nodes_;
+  if (cache.size() < need) cache.resize(need + 8 * static_cast<size_t>(cache_nodes_));
+  return cache.data() + static_cast<size_t>(shape_id) * cache_nodes_;
 }
 
 Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state) {
@@ -102,23 +103,14 @@ Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state
       cache_epoch_[0] = plugin.Epoch();
       ++cache_gen_[0];
     }
-    std::vector<CacheEntry>& cache = cache_[0];
-    const size_t need = (static_cast<size_t>(shape_id) + 1) * cache_nodes_;
-    if (cache.size() < need) cache.resize(need + 8 * static_cast<size_t>(cache_nodes_));
-    CacheEntry* entries = cache.data() + static_cast<size_t>(shape_id) * cache_nodes_;
+    CacheEntry* entries = CacheFor(0, shape_id);
     const uint64_t gen = static_cast<uint64_t>(cache_gen_[0]) << 32;
     int64_t best = 0;
     int best_rank = 0;
     feasible_.clear();
     state.FeasibleNodes(pod, &feasible_);
     for (int n : feasible_) {
-      CacheEntry& e = entries[n];
-      const uint64_t stamp = gen | state.version(n);
-      if (e.stamp != stamp) {
-        e.score = plugin.Score(cycle, state, n);
-        e.stamp = stamp;
-      }
-      const int64_t v = e.score;
+      const int64_t v = Cached(entries[n], gen | state.version(n), plugin, cycle, state, n);
       if (best_node < 0 || v > best || (v == best && rank_[n] < best_rank)) {
         best = v;
         best_node = n;
@@ -153,9 +145,12 @@ Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state
           ++cache_gen_[s];
         }
         scores_.resize(feasible_.size());
+        CacheEntry* entries = cacheable ? CacheFor(s, shape_id) : nullptr;
+        const uint64_t gen = static_cast<uint64_t>(cache_gen_[s]) << 32;
         for (size_t i = 0; i < feasible_.size(); ++i) {
-          scores_[i] = cacheable ? CachedScore(s, shape_id, cycle, state, feasible_[i])
-                                 : plugin.Score(cycle, state, feasible_[i]);
+          const int n = feasible_[i];
+          scores_[i] = entries ? Cached(entries[n], gen | state.version(n), plugin, cycle, state, n)
+                               : plugin.Score(cycle, state, n);
         }
         if (plugin.HasNormalize()) plugin.NormalizeScore(scores_);
         const int64_t w = profile_.scores[s].weight;

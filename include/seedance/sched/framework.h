@@ -157,8 +157,11 @@ class Framework {
     size_t operator()(const ShapeKey& k) const;
   };
   int ShapeId(const core::PodShape& pod);
-  int64_t CachedScore(size_t scorer, int shape_id, const CycleState& cycle,
-                      const core::ClusterState& state, int n);
+  // The cache entries of one scorer for one request shape, indexed by node.
+  CacheEntry* CacheFor(size_t scorer, int shape_id);
+  // The entry's score if its stamp (cache generation | node version) matches, else a new one.
+  static int64_t Cached(CacheEntry& e, uint64_t stamp, ScorePlugin& plugin, const CycleState& cycle,
+                        const core::ClusterState& state, int n);
 
   Profile profile_;
   FrameworkOptions options_;
