@@ -235,9 +235,6 @@ absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy
     if (end_s <= warmup_s) end_s = whole;
   }
 
-  std::vector<PodSpec> population;
-  for (const Arrival& a : arrivals) population.push_back(trace[a.trace_index]);
-  if (population.empty()) population = trace;
   absl::StatusOr<sched::Framework> fw = MakeFramework(policy, trace, state, o);
   if (!fw.ok()) return fw.status();
 
