@@ -30,11 +30,16 @@ std::vector<PodSpec> ResolvePods(const std::vector<PodSpec>& pods, const Cluster
   return out;
 }
 
+// The replayed workload's typical shapes: fgd's oracle and the fragmentation yardstick.
+sched::TargetWorkload TypicalOf(const std::vector<PodSpec>& replayed, const SimOptions& o) {
+  return sched::TypicalShapes(sched::CountShapes(replayed), o.typical_coverage_pct);
+}
+
 absl::StatusOr<sched::Framework> MakeFramework(const std::string& policy,
-                                               const std::vector<PodSpec>& replayed,
+                                               sched::TargetWorkload oracle,
                                                const ClusterState& state, const SimOptions& o) {
   sched::PolicyContext ctx;
-  ctx.oracle_workload = sched::TypicalShapes(sched::CountShapes(replayed), o.typical_coverage_pct);
+  ctx.oracle_workload = std::move(oracle);
   ctx.params = o.policy_params;
   absl::StatusOr<sched::Profile> profile = sched::Registry::Builtins().Create(policy, ctx);
   if (!profile.ok()) return profile.status();
@@ -79,12 +84,10 @@ absl::StatusOr<RunResult> RunFill(const Workload& w, const std::string& policy, 
     total += static_cast<double>(p.shape.TotalGpuMilli());
   }
 
-  absl::StatusOr<sched::Framework> fw = MakeFramework(policy, pods, state, o);
-  if (!fw.ok()) return fw.status();
-
   // Fragmentation is measured against the replayed workload's typical shapes for every policy.
-  sched::TargetWorkload measure =
-      sched::TypicalShapes(sched::CountShapes(pods), o.typical_coverage_pct);
+  const sched::TargetWorkload measure = TypicalOf(pods, o);
+  absl::StatusOr<sched::Framework> fw = MakeFramework(policy, measure, state, o);
+  if (!fw.ok()) return fw.status();
   std::vector<double> node_frag(state.num_nodes());
   double frag_total = 0;
   for (int n = 0; n < state.num_nodes(); ++n) {
@@ -235,7 +238,7 @@ absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy
     if (end_s <= warmup_s) end_s = whole;
   }
 
-  absl::StatusOr<sched::Framework> fw = MakeFramework(policy, trace, state, o);
+  absl::StatusOr<sched::Framework> fw = MakeFramework(policy, TypicalOf(trace, o), state, o);
   if (!fw.ok()) return fw.status();
 
   // Idle cost rate: price of every free GPU.
