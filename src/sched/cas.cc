@@ -3,7 +3,7 @@
 // Three ideas on top of FGD's fragmentation gradient (Weng et al., ATC'23):
 //  1. No oracle: the target workload is learned online from the pods seen arriving (FGD is
 //     handed the replayed trace's shape distribution in advance).
-//  2. A coarser score, sigmoid(dF / 2000) instead of sigmoid(dF / 1000), truncated to an
+//  2. A coarser score, sigmoid(dF / 3000) instead of sigmoid(dF / 1000), truncated to an
 //     integer as in FGD: more near-equal nodes tie and fall back to the fixed node order,
 //     which packs like first-fit. Inside the chosen node a GPU-sharing pod takes the GPU with
 //     the best exact gradient, then the least room.
@@ -42,7 +42,7 @@ struct CasOptions {
   // Primary score: 0 = integer sigmoid(dF / sigmoid_scale) x 100 (FGD's form), 1 = dF itself
   // in units of delta_quantum milli-GPU (for experiments: it does worse).
   int raw_delta = 0;
-  double sigmoid_scale = 2000.0;
+  double sigmoid_scale = 3000.0;
   double delta_quantum = 1.0;
   // GPU of a sharing pod among equal scores: 0 = lowest index (FGD), 1 = least room,
   // 2 = best exact gradient, then least room.
