@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# End-to-end checks of the seedance CLI: bad input exits 2 with FILE:LINE: field '...';
+# good input exits 0 and writes the JSON and HTML it was asked for.
+# Usage: cli_test.sh PATH/TO/seedance
+set -u
+bin="$1"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+pass=0
+
+pods="$tmp/pods.csv"
+printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,1,500\np1,2000,2048,1,1000\n' >"$pods"
+nodes="$tmp/nodes.csv"
+printf 'sn,cpu_milli,memory_mib,gpu,model\nn0,32000,65536,2,T4\nn1,32000,65536,4,V100M32\n' >"$nodes"
+
+# expect_error NAME WANT_SUBSTRING ARGS...
+expect_error() {
+  local name=$1 want=$2
+  shift 2
+  local out rc
+  out=$("$bin" simulate -q "$@" 2>&1)
+  rc=$?
+  if [[ $rc -ne 2 ]]; then
+    echo "FAIL $name: exit $rc, want 2 ($out)"; fail=$((fail + 1)); return
+  fi
+  if [[ "$out" != *"$want"* ]]; then
+    echo "FAIL $name: message '$out' lacks '$want'"; fail=$((fail + 1)); return
+  fi
+  echo "ok   $name"; pass=$((pass + 1))
+}
+
+printf 'sn,cpu_milli,memory_mib,gpu,model\nn0,32000,65536\n' >"$tmp/truncated.csv"
+expect_error "truncated row" "truncated.csv:2: field 'gpu'" --nodes "$tmp/truncated.csv" --pods "$pods"
+printf 'sn,cpu_milli,memory_mib,gpu,model\nn0,lots,65536,2,T4\n' >"$tmp/nonnum.csv"
+expect_error "non-numeric field" "nonnum.csv:2: field 'cpu_milli'" --nodes "$tmp/nonnum.csv" --pods "$pods"
+printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,-5,1024,1,500\n' >"$tmp/negative.csv"
+expect_error "negative quantity" "negative.csv:2: field 'cpu_milli'" --nodes "$nodes" --pods "$tmp/negative.csv"
+printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli,colour\np0,1000,1024,1,500,red\n' >"$tmp/header.csv"
+expect_error "unknown header" "header.csv:1: field 'colour'" --nodes "$nodes" --pods "$tmp/header.csv"
+: >"$tmp/empty.csv"
+expect_error "empty file" "empty.csv:1" --nodes "$nodes" --pods "$tmp/empty.csv"
+expect_error "missing file" "$tmp/missing.csv" --nodes "$tmp/missing.csv" --pods "$pods"
+expect_error "unknown policy" "unknown policy 'nope'" --nodes "$nodes" --pods "$pods" --policy nope
+expect_error "bad seeds" "--seeds" --nodes "$nodes" --pods "$pods" --seeds 9-1
+expect_error "bad policy option" "unknown cas option" --nodes "$nodes" --pods "$pods" --policy cas --policy-opt nope=1
+expect_error "unknown mode" "--mode" --nodes "$nodes" --pods "$pods" --mode sideways
+
+if "$bin" simulate -q --nodes "$nodes" --pods "$pods" --policy fgd,cas --seeds 1-2 \
+    --json "$tmp/out.json" --report "$tmp/out.html" >"$tmp/stdout" 2>&1 &&
+   grep -q '"unalloc_gpu_pct_at_100"' "$tmp/out.json" && grep -q '<svg' "$tmp/out.html" &&
+   grep -q '^cas ' "$tmp/stdout"; then
+  echo "ok   good input writes table, JSON and HTML"; pass=$((pass + 1))
+else
+  echo "FAIL good input"; cat "$tmp/stdout"; fail=$((fail + 1))
+fi
+
+echo "$pass passed, $fail failed"
+[[ $fail -eq 0 ]]
