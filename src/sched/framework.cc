@@ -98,6 +98,9 @@ Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state
       profile_.scores[0].plugin->Cacheable() && !profile_.scores[0].plugin->HasNormalize()) {
     // Fast path: one cacheable score, nothing to normalise: filter, score and select in one pass.
     ScorePlugin& plugin = *profile_.scores[0].plugin;
+    feasible_.clear();
+    state.FeasibleNodes(pod, &feasible_);
+    cycle.feasible = feasible_;
     plugin.PreScore(cycle, state);
     if (plugin.Epoch() != cache_epoch_[0]) {
       cache_epoch_[0] = plugin.Epoch();
@@ -107,8 +110,6 @@ Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state
     const uint64_t gen = static_cast<uint64_t>(cache_gen_[0]) << 32;
     int64_t best = 0;
     int best_rank = 0;
-    feasible_.clear();
-    state.FeasibleNodes(pod, &feasible_);
     for (int n : feasible_) {
       const int64_t v = Cached(entries[n], gen | state.version(n), plugin, cycle, state, n);
       if (best_node < 0 || v > best || (v == best && rank_[n] < best_rank)) {
