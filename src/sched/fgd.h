@@ -40,6 +40,26 @@ class FragEvaluator {
   std::vector<std::pair<uint64_t, double>> cache_;  // (version + 1, amount)
 };
 
+// The best score(gpu) over the GPUs of node n with room for a sharing pod. GPUs with equal room
+// score equally, so only the first of each room is scored. 0 if none has room.
+template <typename ScoreGpu>
+int64_t BestSharingGpuScore(const core::ClusterState& s, int n, const core::PodShape& pod,
+                            ScoreGpu score) {
+  int64_t best = 0;
+  bool any = false;
+  auto gl = s.gpu_left(n);
+  for (int i = 0; i < static_cast<int>(gl.size()); ++i) {
+    if (gl[i] < pod.gpu_milli) continue;
+    bool seen = false;
+    for (int j = 0; j < i && !seen; ++j) seen = gl[j] == gl[i];
+    if (seen) continue;
+    const int64_t v = score(i);
+    if (!any || v > best) best = v;
+    any = true;
+  }
+  return best;
+}
+
 // sigmoid(delta / 1000) * 100 truncated, the reference's FGD score.
 int64_t FgdScoreFromDelta(double delta);
 

@@ -186,19 +186,8 @@ class FgdPlugin : public ScorePlugin, public ReservePlugin {
   int64_t Score(const CycleState& c, const ClusterState& s, int n) override {
     const PodShape& pod = *c.pod;
     if (!pod.IsGpuSharing()) return FgdScoreFromDelta(eval_.Delta(s, n, pod));
-    int64_t best = 0;
-    bool any = false;
-    auto gl = s.gpu_left(n);
-    for (int i = 0; i < static_cast<int>(gl.size()); ++i) {
-      if (gl[i] < pod.gpu_milli) continue;
-      bool seen = false;  // equal room gives an equal score; skip repeats
-      for (int j = 0; j < i && !seen; ++j) seen = gl[j] == gl[i];
-      if (seen) continue;
-      const int64_t v = FgdScoreFromDelta(eval_.Delta(s, n, pod, i));
-      if (!any || v > best) best = v;
-      any = true;
-    }
-    return best;
+    return BestSharingGpuScore(s, n, pod,
+                               [&](int i) { return FgdScoreFromDelta(eval_.Delta(s, n, pod, i)); });
   }
   bool Reserve(CycleState& c, const ClusterState& s, Placement* p) override {
     const PodShape& pod = *c.pod;
