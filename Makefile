@@ -5,8 +5,8 @@
 #   build   Release build in build/ (gcc, -Werror)
 #   demo    deps + build, then `seedance simulate` with its defaults
 #   asan    ASan+UBSan build in build-asan/ (gcc, -Werror, no benchmarks)
-#   test    deps + build + asan, every test under the sanitizers, then the CSV fuzzer for 30 s
-#   fuzz    libFuzzer build in build-fuzz/ (clang) and a 30 s run of csv_fuzz
+#   test    deps + build + asan, every test under the sanitizers, then each fuzz target for 30 s
+#   fuzz    libFuzzer build in build-fuzz/ (clang) and a FUZZ_SECONDS run of each FUZZ_TARGETS
 #   bench   build, then run every benchmark binary in build/bench/
 #   format  clang-format -i over src/ include/ bench/
 #   clean   remove build/ build-asan/ build-fuzz/
@@ -27,6 +27,9 @@ SEEDANCE := $(BUILD_DIR)/src/cli/seedance
 SAN_ENV := ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 FUZZ_SECONDS ?= 30
+# libFuzzer targets built in the fuzz build (SEEDANCE_BUILD_FUZZ) and run one after another; each
+# keeps its seed corpus in tests/fuzz_corpus/TARGET/.
+FUZZ_TARGETS ?= csv_fuzz
 # Every library in the fuzz build gets coverage instrumentation and the sanitizers; the csv_fuzz
 # target itself adds -fsanitize=fuzzer. Clang warns about things gcc accepts, and the warning
 # policy (-Werror) is enforced by the gcc builds, so here warnings stay visible but never fail the
@@ -61,31 +64,34 @@ test: deps build asan
 	@$(MAKE) --no-print-directory fuzz
 	@echo "== make test: summary"
 	@echo "ctest: $$(grep -E '^[0-9]+% tests passed' $(ASAN_DIR)/ctest.log)"
-	@echo "fuzz:  $$(cat $(FUZZ_DIR)/fuzz.result)"
+	@echo "fuzz:"; cat $(FUZZ_DIR)/fuzz.result
 
 fuzz:
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSEEDANCE_BUILD_FUZZ=ON -DSEEDANCE_BUILD_TESTS=OFF \
 	  -DSEEDANCE_BUILD_BENCH=OFF "-DCMAKE_CXX_FLAGS=$(FUZZ_CXXFLAGS)"
-	cmake --build $(FUZZ_DIR) --target csv_fuzz -j$(NPROC)
-	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/artifacts
+	cmake --build $(FUZZ_DIR) --target $(FUZZ_TARGETS) -j$(NPROC)
 	@rm -f $(FUZZ_DIR)/fuzz.result
-	@if [ -d tests/fuzz_corpus ]; then \
-	  find tests/fuzz_corpus -maxdepth 1 -type f -exec cp -f {} $(FUZZ_DIR)/corpus/ \; ; \
-	fi
-	@bin=$$(find $(FUZZ_DIR) -type f -name csv_fuzz -perm -u+x | head -n 1); \
-	if [ -z "$$bin" ]; then echo "fuzz: csv_fuzz binary not found under $(FUZZ_DIR)"; exit 1; fi; \
-	echo "== fuzz: $$bin for $(FUZZ_SECONDS) s (log: $(FUZZ_DIR)/fuzz.log)"; \
-	if $(SAN_ENV) "$$bin" -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
-	     -artifact_prefix=$(FUZZ_DIR)/artifacts/ $(FUZZ_DIR)/corpus >$(FUZZ_DIR)/fuzz.log 2>&1; then \
-	  grep -E '^INFO: Seed:|DONE|^Done [0-9]+ runs|^stat::' $(FUZZ_DIR)/fuzz.log || true; \
-	  echo "csv_fuzz: $$(grep -E '^Done [0-9]+ runs' $(FUZZ_DIR)/fuzz.log | tail -n 1); no crash" \
-	    | tee $(FUZZ_DIR)/fuzz.result; \
-	else \
-	  tail -n 120 $(FUZZ_DIR)/fuzz.log; \
-	  echo "csv_fuzz: FAILED; reproducer in $(FUZZ_DIR)/artifacts/, full log in $(FUZZ_DIR)/fuzz.log"; \
-	  exit 1; \
-	fi
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_DIR)/corpus/$$t $(FUZZ_DIR)/artifacts/$$t; \
+	  if [ -d tests/fuzz_corpus/$$t ]; then \
+	    find tests/fuzz_corpus/$$t -maxdepth 1 -type f -exec cp -f {} $(FUZZ_DIR)/corpus/$$t/ \; ; \
+	  fi; \
+	  bin=$$(find $(FUZZ_DIR) -type f -name $$t -perm -u+x | head -n 1); \
+	  if [ -z "$$bin" ]; then echo "fuzz: $$t binary not found under $(FUZZ_DIR)"; exit 1; fi; \
+	  log=$(FUZZ_DIR)/$$t.log; \
+	  echo "== fuzz: $$bin for $(FUZZ_SECONDS) s (log: $$log)"; \
+	  if $(SAN_ENV) "$$bin" -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
+	       -artifact_prefix=$(FUZZ_DIR)/artifacts/$$t/ $(FUZZ_DIR)/corpus/$$t >$$log 2>&1; then \
+	    grep -E '^INFO: Seed:|DONE|^Done [0-9]+ runs|^stat::' $$log || true; \
+	    echo "$$t: $$(grep -E '^Done [0-9]+ runs' $$log | tail -n 1); no crash" \
+	      | tee -a $(FUZZ_DIR)/fuzz.result; \
+	  else \
+	    tail -n 120 $$log; \
+	    echo "$$t: FAILED; reproducer in $(FUZZ_DIR)/artifacts/$$t/, full log in $$log"; \
+	    exit 1; \
+	  fi; \
+	done
 
 bench: build
 	@found=0; \

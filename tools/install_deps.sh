@@ -19,6 +19,13 @@ PACKAGES=(
   libabsl-dev
   libfmt-dev
   pkg-config
+  libboost-dev
+  libboost-context-dev
+  libevent-dev
+  chrony
+  libhwloc-dev
+  libcpp-httplib-dev
+  prometheus
 )
 
 # A package counts as present only when dpkg reports it fully installed ("ii"); states such as
