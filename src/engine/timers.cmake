@@ -1,0 +1,2 @@
+# Placeholder: TimerWheel and NanoScheduler add target_sources(seedance_engine ...) and tests here.
+target_sources(seedance_engine PRIVATE timer_wheel.cc)
