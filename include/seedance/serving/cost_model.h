@@ -4,7 +4,7 @@
 //   step time = max(FLOPs / (eta_c * peak), bytes / (eta_m * bandwidth)) + fixed overhead
 //
 // per operator group, plus the tensor-parallel all-reduce alpha + 2(N-1)/N * S / B. The constants
-// are fitted to measured operator profiles (docs/serving.md). This header is the contract between
+// are fitted to measured operator profiles (docs/serving-model.md). This header is the contract between
 // the cost model and the serving simulator: the simulator only uses what is declared here.
 #pragma once
 
@@ -67,10 +67,80 @@ struct SequenceWork {
   int context_tokens = 0;
 };
 
+// ---- Additions for calibration and precision (additive to the contract above) ----
+
+// The few physically meaningful constants of the roofline (docs/serving-model.md):
+//   GEMM / attention:  max(FLOPs / (eta_compute * peak), bytes / (eta_memory * BW)) + overhead
+//   element-wise op:   bytes / (eta_memory * BW) + elementwise_overhead_s
+//   all-reduce on N:   allreduce_latency_s + 2(N-1)/N * S / (allreduce_efficiency * interconnect)
+struct CostModelParams {
+  double eta_compute = 0.70;             // fraction of dense tensor-core peak reached by GEMMs
+  double eta_memory = 0.85;              // fraction of HBM bandwidth reached by streaming kernels
+  double gemm_overhead_s = 9e-6;         // launch + tail per GEMM
+  double elementwise_overhead_s = 5e-6;  // launch per norm / rope / activation / add kernel
+  double attention_overhead_s = 10e-6;   // launch per attention kernel (prefill or decode group)
+  double allreduce_latency_s = 30e-6;    // alpha of the ring all-reduce
+  double allreduce_efficiency = 0.8;     // achieved bus bandwidth / GpuSpec::interconnect_gbps
+  double iteration_overhead_s = 1e-3;    // per-iteration CPU work (scheduling, sampling); assumed
+};
+
+// Calibrated constants for a built-in GPU (fitted ones for a100-80g and h100, the A100/H100 fit
+// carried over for the others; docs/serving-model.md). Unknown names get the struct defaults.
+CostModelParams DefaultParamsFor(const GpuSpec& gpu);
+
+// Weight precision per layer class, as chosen by precision binding (precision.h). The cost model
+// charges bytes per weight (and picks the 8-bit peak for FP8/INT8 GEMMs) per class.
+struct WeightDTypes {
+  DType embedding = DType::kBF16;
+  DType attention = DType::kBF16;  // QKV and output projections
+  DType mlp = DType::kBF16;        // gate/up/down projections
+  DType norm = DType::kBF16;       // LayerNorm/RMSNorm weights and the residual stream
+  DType lm_head = DType::kBF16;
+  static WeightDTypes Uniform(DType d) { return {d, d, d, d, d}; }
+};
+
+// WeightBytes of `model` with per-class dtypes (ModelConfig::WeightBytes is the uniform case).
+int64_t WeightBytes(const ModelConfig& model, const WeightDTypes& dtypes);
+
+// Effective peak TFLOP/s of `gpu` for a GEMM whose weights are `dtype` (8-bit peak for FP8/INT8
+// when the GPU has one, FP32 at 1/16 of the 16-bit peak).
+double PeakTflops(const GpuSpec& gpu, DType dtype);
+
+// Single-operator roofline terms, exposed for calibration and tests.
+// GEMM [m x k] * [k x n] with 16-bit activations and `weight_dtype` weights.
+double GemmSeconds(const GpuSpec& gpu, const CostModelParams& p, int64_t m, int64_t k, int64_t n,
+                   DType weight_dtype = DType::kBF16);
+// A memory-bound kernel moving `bytes`.
+double ElementwiseSeconds(const GpuSpec& gpu, const CostModelParams& p, double bytes);
+// Ring all-reduce of `bytes` over `n_gpus` (0 when n_gpus <= 1).
+double AllReduceSeconds(const GpuSpec& gpu, const CostModelParams& p, double bytes, int n_gpus);
+
 class CostModel {
  public:
   // tensor_parallel >= 1 GPUs share the model; the all-reduce term is added when > 1.
   CostModel(ModelConfig model, GpuSpec gpu, int tensor_parallel = 1);
+  // Same with explicit constants (calibration, what-if studies).
+  CostModel(ModelConfig model, GpuSpec gpu, int tensor_parallel, CostModelParams params);
+
+  const CostModelParams& params() const { return params_; }
+  // Per-class weight precision (default: model.weight_dtype everywhere). KV bytes follow
+  // model.kv_dtype.
+  void set_weight_dtypes(const WeightDTypes& dtypes) { dtypes_ = dtypes; }
+  const WeightDTypes& weight_dtypes() const { return dtypes_; }
+
+  // Breakdown of StepSeconds, seconds per operator class (sums to StepSeconds).
+  struct Breakdown {
+    double linear_s = 0;       // QKV, O, MLP projections over all layers
+    double attention_s = 0;    // attention kernels over all layers
+    double elementwise_s = 0;  // norms, rope, activation, residual adds
+    double allreduce_s = 0;    // tensor-parallel all-reduces
+    double lm_head_s = 0;      // embedding lookup + LM head + final norm
+    double overhead_s = 0;     // iteration overhead
+    double total() const {
+      return linear_s + attention_s + elementwise_s + allreduce_s + lm_head_s + overhead_s;
+    }
+  };
+  Breakdown StepBreakdown(std::span<const SequenceWork> batch) const;
 
   // Seconds for one forward iteration over the whole batch (empty batch: 0).
   double StepSeconds(std::span<const SequenceWork> batch) const;
@@ -87,6 +157,8 @@ class CostModel {
   ModelConfig model_;
   GpuSpec gpu_;
   int tp_;
+  CostModelParams params_;
+  WeightDTypes dtypes_;
 };
 
 }  // namespace seedance::serving
