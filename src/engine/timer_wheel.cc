@@ -1,1 +1,321 @@
-// Placeholder; replaced by the implementation.
+// Hierarchical timing wheel; see include/seedance/engine/timer_wheel.h and docs/engine.md.
+#include "seedance/engine/timer_wheel.h"
+
+#include <algorithm>
+#include <bit>
+#include <cassert>
+#include <chrono>
+#include <limits>
+
+#include "seedance/engine/timer_clock.h"
+
+namespace seedance::engine {
+
+TimerClock* RealTimerClock() {
+  struct Real final : TimerClock {
+    int64_t NowNs() const override { return SteadyNowNs(); }
+  };
+  static Real* const clock = new Real();
+  return clock;
+}
+
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+namespace {
+constexpr uint32_t kNone = TimerHandle::kNone;
+constexpr int kBits = 6;  // 64 buckets per level
+constexpr uint64_t kMask = 63;
+enum : uint8_t { kFree = 0, kPending = 1, kFiring = 2 };
+}  // namespace
+
+struct TimerWheel::Node {
+  int64_t deadline_ns = 0;
+  int64_t period_ns = 0;  // 0: one-shot
+  uint64_t expiry_tick = 0;
+  uint64_t seq = 0;
+  uint32_t prev = kNone;
+  uint32_t next = kNone;  // also the free-list link
+  uint32_t generation = 1;
+  uint32_t bucket = kNone;
+  uint8_t state = kFree;
+  TimerCallback cb;
+};
+
+struct TimerWheel::FireKey {
+  int64_t deadline_ns;
+  uint64_t seq;
+  uint32_t index;
+  uint32_t generation;
+};
+
+// Nodes in fixed-size chunks: indices stay valid and nodes never move while the slab grows (a
+// callback may schedule while its own node is being fired).
+struct TimerWheel::Slab {
+  static constexpr uint32_t kChunkBits = 12;
+  static constexpr uint32_t kChunk = 1u << kChunkBits;
+  std::vector<std::unique_ptr<Node[]>> chunks;
+  uint32_t count = 0;
+  uint32_t free_head = kNone;
+};
+
+TimerWheel::TimerWheel(const TimerWheelOptions& options)
+    : tick_ns_(options.tick_ns),
+      levels_(options.levels),
+      cur_tick_(static_cast<uint64_t>(std::max<int64_t>(options.start_ns, 0) / options.tick_ns)),
+      now_ns_(std::max<int64_t>(options.start_ns, 0)),
+      heads_(static_cast<size_t>(options.levels) * 64 + 2, kNone),
+      pending_(static_cast<size_t>(options.levels), 0),
+      slab_(std::make_unique<Slab>()) {
+  assert(options.tick_ns > 0 && options.levels >= 1 && options.levels <= 10);
+  while (static_cast<size_t>(slab_->chunks.size()) * Slab::kChunk < options.reserve) {
+    slab_->chunks.push_back(std::make_unique<Node[]>(Slab::kChunk));
+  }
+}
+
+TimerWheel::~TimerWheel() = default;
+
+TimerWheel::Node& TimerWheel::At(uint32_t index) const {
+  return slab_->chunks[index >> Slab::kChunkBits][index & (Slab::kChunk - 1)];
+}
+
+uint32_t TimerWheel::Allocate() {
+  Slab& s = *slab_;
+  if (s.free_head != kNone) {
+    const uint32_t index = s.free_head;
+    s.free_head = At(index).next;
+    return index;
+  }
+  if ((s.count >> Slab::kChunkBits) >= s.chunks.size()) {
+    s.chunks.push_back(std::make_unique<Node[]>(Slab::kChunk));
+  }
+  return s.count++;
+}
+
+void TimerWheel::Free(uint32_t index) {
+  Node& n = At(index);
+  n.cb = nullptr;
+  n.state = kFree;
+  n.bucket = kNone;
+  ++n.generation;
+  n.next = slab_->free_head;
+  slab_->free_head = index;
+  --size_;
+}
+
+uint64_t TimerWheel::TickOf(int64_t deadline_ns) const {
+  if (deadline_ns <= 0) return 0;
+  if (deadline_ns > std::numeric_limits<int64_t>::max() - tick_ns_) {
+    return static_cast<uint64_t>(deadline_ns / tick_ns_) + 1;
+  }
+  return static_cast<uint64_t>((deadline_ns + tick_ns_ - 1) / tick_ns_);
+}
+
+void TimerWheel::Link(uint32_t index, uint32_t bucket) {
+  Node& n = At(index);
+  const uint32_t head = heads_[bucket];
+  n.prev = kNone;
+  n.next = head;
+  n.bucket = bucket;
+  if (head != kNone) At(head).prev = index;
+  heads_[bucket] = index;
+  const uint32_t wheel_buckets = static_cast<uint32_t>(levels_) * 64;
+  if (bucket < wheel_buckets) pending_[bucket >> kBits] |= uint64_t{1} << (bucket & kMask);
+}
+
+void TimerWheel::Unlink(uint32_t index) {
+  Node& n = At(index);
+  const uint32_t bucket = n.bucket;
+  if (n.prev == kNone) {
+    heads_[bucket] = n.next;
+  } else {
+    At(n.prev).next = n.next;
+  }
+  if (n.next != kNone) At(n.next).prev = n.prev;
+  n.bucket = kNone;
+  const uint32_t wheel_buckets = static_cast<uint32_t>(levels_) * 64;
+  if (heads_[bucket] == kNone && bucket < wheel_buckets) {
+    pending_[bucket >> kBits] &= ~(uint64_t{1} << (bucket & kMask));
+  }
+}
+
+// Places a node whose expiry tick is >= cur_tick_ (== only while cur_tick_ is being processed:
+// it lands in the level-0 bucket about to fire). Level L is the highest 6-bit group in which the
+// expiry tick differs from the current tick.
+void TimerWheel::Insert(uint32_t index, uint64_t expiry_tick) {
+  At(index).expiry_tick = expiry_tick;
+  const uint64_t x = expiry_tick ^ cur_tick_;
+  const int level = x < 64 ? 0 : (63 - std::countl_zero(x)) / kBits;
+  if (level >= levels_) {
+    Link(index, static_cast<uint32_t>(levels_) * 64 + 1);  // overflow
+    return;
+  }
+  const uint32_t slot = static_cast<uint32_t>((expiry_tick >> (kBits * level)) & kMask);
+  Link(index, static_cast<uint32_t>(level) * 64 + slot);
+}
+
+TimerHandle TimerWheel::Schedule(int64_t deadline_ns, TimerCallback cb) {
+  return SchedulePeriodic(deadline_ns, 0, std::move(cb));
+}
+
+TimerHandle TimerWheel::SchedulePeriodic(int64_t first_deadline_ns, int64_t period_ns,
+                                         TimerCallback cb) {
+  assert(period_ns >= 0);
+  const uint32_t index = Allocate();
+  Node& n = At(index);
+  n.deadline_ns = first_deadline_ns;
+  n.period_ns = period_ns;
+  n.seq = seq_++;
+  n.cb = std::move(cb);
+  n.state = kPending;
+  ++size_;
+  const uint64_t tick = TickOf(first_deadline_ns);
+  if (tick <= cur_tick_) {
+    n.expiry_tick = tick;
+    Link(index, static_cast<uint32_t>(levels_) * 64);  // due: fires on the next Advance()
+  } else {
+    Insert(index, tick);
+  }
+  return TimerHandle{index, n.generation};
+}
+
+bool TimerWheel::IsPending(TimerHandle handle) const {
+  if (handle.index >= slab_->count) return false;
+  const Node& n = At(handle.index);
+  return n.generation == handle.generation && n.state != kFree;
+}
+
+bool TimerWheel::Cancel(TimerHandle handle) {
+  if (handle.index >= slab_->count) return false;
+  Node& n = At(handle.index);
+  if (n.generation != handle.generation || n.state == kFree) return false;
+  if (n.state == kPending) Unlink(handle.index);
+  Free(handle.index);
+  return true;
+}
+
+void TimerWheel::CascadeBucket(uint32_t bucket) {
+  uint32_t index = heads_[bucket];
+  heads_[bucket] = kNone;
+  const uint32_t wheel_buckets = static_cast<uint32_t>(levels_) * 64;
+  if (bucket < wheel_buckets) pending_[bucket >> kBits] &= ~(uint64_t{1} << (bucket & kMask));
+  while (index != kNone) {
+    Node& n = At(index);
+    const uint32_t next = n.next;
+    Insert(index, n.expiry_tick);
+    index = next;
+  }
+}
+
+size_t TimerWheel::FireList(uint32_t bucket) {
+  using Key = FireKey;
+  // Detach the whole bucket; callbacks may then schedule and cancel freely.
+  std::vector<Key>& keys = fire_scratch_;
+  keys.clear();
+  uint32_t index = heads_[bucket];
+  heads_[bucket] = kNone;
+  const uint32_t wheel_buckets = static_cast<uint32_t>(levels_) * 64;
+  if (bucket < wheel_buckets) pending_[bucket >> kBits] &= ~(uint64_t{1} << (bucket & kMask));
+  while (index != kNone) {
+    Node& n = At(index);
+    keys.push_back(Key{n.deadline_ns, n.seq, index, n.generation});
+    n.state = kFiring;
+    n.bucket = kNone;
+    index = n.next;
+  }
+  if (keys.size() > 1) {
+    std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+      return a.deadline_ns != b.deadline_ns ? a.deadline_ns < b.deadline_ns : a.seq < b.seq;
+    });
+  }
+  size_t fired = 0;
+  for (const Key& k : keys) {
+    Node& n = At(k.index);
+    if (n.generation != k.generation || n.state != kFiring) continue;  // cancelled meanwhile
+    ++fired;
+    if (n.period_ns == 0) {
+      TimerCallback cb = std::move(n.cb);
+      Free(k.index);
+      cb();
+      continue;
+    }
+    TimerCallback cb = std::move(n.cb);
+    cb();
+    Node& again = At(k.index);
+    if (again.generation != k.generation || again.state != kFiring) continue;  // cancelled itself
+    again.cb = std::move(cb);
+    again.state = kPending;
+    again.deadline_ns += again.period_ns;
+    again.seq = seq_++;
+    Insert(k.index, std::max(TickOf(again.deadline_ns), cur_tick_ + 1));
+  }
+  return fired;
+}
+
+// The next tick > cur_tick_ at which a bucket must be fired (level 0) or cascaded (levels >= 1,
+// the first tick of the bucket's range). A lower level's candidate always comes before a higher
+// one's, so the first non-empty level decides.
+uint64_t TimerWheel::NextInterestingTick() const {
+  for (int level = 0; level < levels_; ++level) {
+    const int shift = kBits * level;
+    const uint64_t pos = (cur_tick_ >> shift) & kMask;
+    const uint64_t bits = pos == kMask ? 0 : pending_[level] & (~uint64_t{0} << (pos + 1));
+    if (bits != 0) {
+      const uint64_t block = (cur_tick_ >> (shift + kBits)) << (shift + kBits);
+      return block | (static_cast<uint64_t>(std::countr_zero(bits)) << shift);
+    }
+  }
+  if (heads_[static_cast<size_t>(levels_) * 64 + 1] != kNone) {
+    const int shift = kBits * levels_;
+    return ((cur_tick_ >> shift) + 1) << shift;
+  }
+  return std::numeric_limits<uint64_t>::max();
+}
+
+std::optional<int64_t> TimerWheel::NextWorkNs() const {
+  if (size_ == 0) return std::nullopt;
+  if (heads_[static_cast<size_t>(levels_) * 64] != kNone) return now_ns_;
+  const uint64_t tick = NextInterestingTick();
+  if (tick == std::numeric_limits<uint64_t>::max()) return std::nullopt;  // only firing timers
+  if (tick > static_cast<uint64_t>(std::numeric_limits<int64_t>::max() / tick_ns_)) {
+    return std::numeric_limits<int64_t>::max();
+  }
+  return static_cast<int64_t>(tick) * tick_ns_;
+}
+
+size_t TimerWheel::Advance(int64_t now_ns) {
+  if (now_ns < now_ns_ || in_advance_) return 0;
+  in_advance_ = true;
+  now_ns_ = now_ns;
+  const uint64_t target = static_cast<uint64_t>(now_ns / tick_ns_);
+  const uint32_t due = static_cast<uint32_t>(levels_) * 64;
+  size_t fired = 0;
+  if (heads_[due] != kNone) fired += FireList(due);
+  while (cur_tick_ < target) {
+    const uint64_t next = NextInterestingTick();
+    if (next > target) {
+      cur_tick_ = target;
+      break;
+    }
+    cur_tick_ = next;
+    // Cascade from the top so timers moving down several levels arrive in time.
+    if (heads_[due + 1] != kNone && (cur_tick_ & ((uint64_t{1} << (kBits * levels_)) - 1)) == 0) {
+      CascadeBucket(due + 1);
+    }
+    for (int level = levels_ - 1; level >= 1; --level) {
+      const int shift = kBits * level;
+      if ((cur_tick_ & ((uint64_t{1} << shift) - 1)) != 0) continue;
+      const uint32_t slot = static_cast<uint32_t>((cur_tick_ >> shift) & kMask);
+      if (pending_[level] & (uint64_t{1} << slot)) CascadeBucket(level * 64 + slot);
+    }
+    const uint32_t slot0 = static_cast<uint32_t>(cur_tick_ & kMask);
+    if (pending_[0] & (uint64_t{1} << slot0)) fired += FireList(slot0);
+  }
+  in_advance_ = false;
+  return fired;
+}
+
+}  // namespace seedance::engine

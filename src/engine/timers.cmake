@@ -1,2 +1,7 @@
-# Placeholder: TimerWheel and NanoScheduler add target_sources(seedance_engine ...) and tests here.
-target_sources(seedance_engine PRIVATE timer_wheel.cc)
+# TimerWheel, its thread-safe front (TimerService), NanoScheduler and the side-by-side timer
+# baselines (docs/engine.md).
+target_sources(seedance_engine PRIVATE
+  timer_wheel.cc
+)
+
+seedance_add_test(timer_wheel_test SOURCES timer_wheel_test.cc LIBS seedance_engine)
