@@ -51,29 +51,83 @@ GpuSpec MakeGpu(std::string name, double t16, double t8, double bw, double mem, 
 
 // Vendor datasheets, dense (no 2:4 sparsity) tensor-core figures:
 //  A100 80GB SXM: NVIDIA A100 Tensor Core GPU datasheet (2021): BF16 312, INT8 624, no FP8,
-//    HBM2e 2039 GB/s, NVLink 600 GB/s total (300 GB/s per direction).
-//  H100 SXM5: NVIDIA H100 datasheet (2023): BF16 989, FP8/INT8 1979, HBM3 3350 GB/s,
-//    NVLink 900 GB/s total (450 per direction).
+//    HBM2e 2039 GB/s, NVLink 600 GB/s.
+//  H100 SXM5: NVIDIA H100 Tensor Core GPU datasheet (2023): BF16 989, FP8/INT8 1979,
+//    HBM3 3350 GB/s, NVLink 900 GB/s.
 //  H200 SXM: NVIDIA H200 datasheet (2024): compute as H100, HBM3e 4800 GB/s, 141 GB, NVLink 900.
 //  L40S: NVIDIA L40S datasheet (2023): BF16 362, FP8 733, GDDR6 864 GB/s, 48 GB, PCIe Gen4 x16
-//    (32 GB/s per direction).
-//  A10: NVIDIA A10 datasheet (2021): BF16 125, INT8 250, GDDR6 600 GB/s, 24 GB, PCIe Gen4.
+//    (64 GB/s).
+//  A10: NVIDIA A10 datasheet (2021): BF16 125, INT8 250, GDDR6 600 GB/s, 24 GB, PCIe Gen4 x16.
 //  T4: NVIDIA T4 datasheet (2019): FP16 65, INT8 130, GDDR6 320 GB/s, 16 GB, PCIe Gen3 x16
-//    (16 GB/s per direction).
-// interconnect_gbps is the per-direction bandwidth a ring all-reduce can use.
+//    (32 GB/s).
+// interconnect_gbps is the datasheet's per-GPU NVLink (or PCIe x16) figure, both directions
+// together; the all-reduce efficiencies are fitted against it.
 const std::vector<GpuSpec>& Gpus() {
   static const std::vector<GpuSpec> kGpus = {
-      MakeGpu("a100-80g", 312, 624, 2039, 80, 300),
-      MakeGpu("h100", 989, 1979, 3350, 80, 450),
-      MakeGpu("h200", 989, 1979, 4800, 141, 450),
-      MakeGpu("l40s", 362, 733, 864, 48, 32),
-      MakeGpu("a10", 125, 250, 600, 24, 32),
-      MakeGpu("t4", 65, 130, 320, 16, 16),
+      MakeGpu("a100-80g", 312, 624, 2039, 80, 600),
+      MakeGpu("h100", 989, 1979, 3350, 80, 900),
+      MakeGpu("h200", 989, 1979, 4800, 141, 900),
+      MakeGpu("l40s", 362, 733, 864, 48, 64),
+      MakeGpu("a10", 125, 250, 600, 24, 64),
+      MakeGpu("t4", 65, 130, 320, 16, 32),
   };
   return kGpus;
 }
 
 double Bytes(DType d) { return BytesPerElement(d); }
+
+// (t_c^p + t_m^p)^(1/p): the smooth roofline; p >= 64 is the hard max().
+double Roof(double t_c, double t_m, double p) {
+  if (p >= 64) return std::max(t_c, t_m);
+  const double hi = std::max(t_c, t_m);
+  if (hi <= 0) return 0;
+  return hi * std::pow(std::pow(t_c / hi, p) + std::pow(t_m / hi, p), 1.0 / p);
+}
+
+// Constants fitted by FitCostModel (calibration.h) on the Vidur profiles; see
+// docs/serving-model.md for the fit error. GEMM and element-wise constants per GPU family,
+// all-reduce constants per GPU family and tensor-parallel degree.
+CostModelParams CalibratedParams(const std::string& gpu, int tp) {
+  CostModelParams p;
+  const bool hopper = gpu == "h100" || gpu == "h200";
+  // Fitted with `seedance costmodel fit` on vidur-profiling/{a100,h100} (Llama-2-7B operators,
+  // DGX all-reduce); rounded to 3 significant digits.
+  struct AllReduceFit {
+    int n;
+    double latency_us, efficiency, small_latency_us, small_efficiency;
+  };
+  static constexpr AllReduceFit kA100[] = {{2, 54.3, 0.589, 42.7, 0.559},
+                                           {4, 69.3, 0.638, 20.4, 0.327},
+                                           {8, 146.0, 0.727, 36.2, 0.421},
+                                           {0, 77.7, 0.642, 35.4, 0.453}};  // 0: any other N
+  static constexpr AllReduceFit kH100[] = {{2, 18.7, 0.654, 6.6, 0.059},
+                                           {4, 26.9, 0.801, 40.0, 0.300},
+                                           {8, 29.9, 0.772, 24.9, 0.231},
+                                           {0, 27.6, 0.778, 28.3, 0.300}};
+  if (hopper) {
+    p.eta_compute = 0.732;
+    p.eta_memory = 0.844;
+    p.gemm_overhead_s = 6.05e-6;
+    p.eta_memory_elementwise = 0.575;
+    p.elementwise_overhead_s = 1.87e-6;
+  } else {  // A100 fit, also used for the PCIe GPUs (no profiles for them)
+    p.eta_compute = 0.722;
+    p.eta_memory = 0.793;
+    p.gemm_overhead_s = 5.64e-6;
+    p.eta_memory_elementwise = 0.501;
+    p.elementwise_overhead_s = 2.23e-6;
+  }
+  const AllReduceFit* table = hopper ? kH100 : kA100;
+  const AllReduceFit* fit = &table[3];
+  for (int i = 0; i < 3; ++i) {
+    if (table[i].n == tp) fit = &table[i];
+  }
+  p.allreduce_latency_s = fit->latency_us * 1e-6;
+  p.allreduce_efficiency = fit->efficiency;
+  p.allreduce_small_latency_s = fit->small_latency_us * 1e-6;
+  p.allreduce_small_efficiency = fit->small_efficiency;
+  return p;
+}
 
 }  // namespace
 
@@ -165,7 +219,9 @@ std::vector<std::string> KnownGpus() {
   return out;
 }
 
-CostModelParams DefaultParamsFor(const GpuSpec& /*gpu*/) { return CostModelParams{}; }
+CostModelParams DefaultParamsFor(const GpuSpec& gpu, int tensor_parallel) {
+  return CalibratedParams(gpu.name, tensor_parallel);
+}
 
 double PeakTflops(const GpuSpec& gpu, DType dtype) {
   switch (dtype) {
@@ -190,19 +246,24 @@ double GemmSeconds(const GpuSpec& gpu, const CostModelParams& p, int64_t m, int6
                        (static_cast<double>(m) * k + static_cast<double>(m) * n) * act_bytes;
   const double t_c = flops / (p.eta_compute * PeakTflops(gpu, weight_dtype) * 1e12);
   const double t_m = bytes / (p.eta_memory * gpu.mem_bandwidth_gbps * 1e9);
-  return std::max(t_c, t_m) + p.gemm_overhead_s;
+  return Roof(t_c, t_m, p.roofline_exponent) + p.gemm_overhead_s;
 }
 
 double ElementwiseSeconds(const GpuSpec& gpu, const CostModelParams& p, double bytes) {
   if (bytes <= 0) return 0;
-  return bytes / (p.eta_memory * gpu.mem_bandwidth_gbps * 1e9) + p.elementwise_overhead_s;
+  return bytes / (p.eta_memory_elementwise * gpu.mem_bandwidth_gbps * 1e9) +
+         p.elementwise_overhead_s;
 }
 
 double AllReduceSeconds(const GpuSpec& gpu, const CostModelParams& p, double bytes, int n_gpus) {
   if (n_gpus <= 1 || bytes <= 0) return 0;
   const double n = n_gpus;
-  return p.allreduce_latency_s +
-         2.0 * (n - 1) / n * bytes / (p.allreduce_efficiency * gpu.interconnect_gbps * 1e9);
+  const double moved = 2.0 * (n - 1) / n * bytes;
+  const double link = gpu.interconnect_gbps * 1e9;
+  const double bulk = p.allreduce_latency_s + moved / (p.allreduce_efficiency * link);
+  if (p.allreduce_small_efficiency <= 0) return bulk;
+  const double small = p.allreduce_small_latency_s + moved / (p.allreduce_small_efficiency * link);
+  return std::min(bulk, small);
 }
 
 CostModel::CostModel(ModelConfig model, GpuSpec gpu, int tensor_parallel)
@@ -267,8 +328,8 @@ CostModel::Breakdown CostModel::StepBreakdown(std::span<const SequenceWork> batc
     }
   }
   auto roof = [&](double flops, double bytes) {
-    return std::max(flops / (p.eta_compute * g.peak_tflops_16 * 1e12),
-                    bytes / (p.eta_memory * g.mem_bandwidth_gbps * 1e9)) +
+    return Roof(flops / (p.eta_compute * g.peak_tflops_16 * 1e12),
+                bytes / (p.eta_memory * g.mem_bandwidth_gbps * 1e9), p.roofline_exponent) +
            p.attention_overhead_s;
   };
   double attention = 0;

@@ -1,2 +1,6 @@
-# Placeholder: cost model, precision binding, APDF breaker sources and tests go here.
-target_sources(seedance_serving PRIVATE cost_model.cc)
+# GPU cost model, its calibration against operator profiles, precision binding, the APDF breaker
+# and the memory-pressure controller (docs/serving-model.md).
+target_sources(seedance_serving PRIVATE cost_model.cc profile_csv.cc calibration.cc)
+
+seedance_add_test(cost_model_test SOURCES cost_model_test.cc LIBS seedance_serving)
+seedance_add_test(calibration_test SOURCES calibration_test.cc LIBS seedance_serving seedance_trace)

@@ -69,24 +69,35 @@ struct SequenceWork {
 
 // ---- Additions for calibration and precision (additive to the contract above) ----
 
-// The few physically meaningful constants of the roofline (docs/serving-model.md):
-//   GEMM / attention:  max(FLOPs / (eta_compute * peak), bytes / (eta_memory * BW)) + overhead
-//   element-wise op:   bytes / (eta_memory * BW) + elementwise_overhead_s
-//   all-reduce on N:   allreduce_latency_s + 2(N-1)/N * S / (allreduce_efficiency * interconnect)
+// The few physically meaningful constants of the model (docs/serving-model.md):
+//   GEMM / attention: c + (t_c^p + t_m^p)^(1/p), t_c = FLOPs / (eta_compute * peak),
+//                     t_m = bytes / (eta_memory * BW); p = roofline_exponent (a fixed structural
+//                     choice, not fitted: 2 = compute and memory overlap partially near the ridge;
+//                     a huge p is the hard max() roofline)
+//   element-wise op:  bytes / (eta_memory * BW) + elementwise_overhead_s
+//   all-reduce on N:  min over NCCL's two protocol families of
+//                     alpha + 2(N-1)/N * S / (efficiency * GpuSpec::interconnect_gbps)
 struct CostModelParams {
-  double eta_compute = 0.70;             // fraction of dense tensor-core peak reached by GEMMs
-  double eta_memory = 0.85;              // fraction of HBM bandwidth reached by streaming kernels
-  double gemm_overhead_s = 9e-6;         // launch + tail per GEMM
+  double eta_compute = 0.72;             // fraction of dense tensor-core peak reached by GEMMs
+  double eta_memory = 0.83;              // fraction of HBM bandwidth reached by GEMM weight reads
+  double gemm_overhead_s = 6e-6;         // launch + tail per GEMM
+  double roofline_exponent = 2.0;        // p above (fixed, not fitted)
+  double eta_memory_elementwise = 0.80;  // fraction of HBM bandwidth reached by element-wise ops
   double elementwise_overhead_s = 5e-6;  // launch per norm / rope / activation / add kernel
   double attention_overhead_s = 10e-6;   // launch per attention kernel (prefill or decode group)
-  double allreduce_latency_s = 30e-6;    // alpha of the ring all-reduce
-  double allreduce_efficiency = 0.8;     // achieved bus bandwidth / GpuSpec::interconnect_gbps
-  double iteration_overhead_s = 1e-3;    // per-iteration CPU work (scheduling, sampling); assumed
+  // Bulk ("Simple") protocol: dominates large messages.
+  double allreduce_latency_s = 40e-6;
+  double allreduce_efficiency = 0.70;  // achieved bus bandwidth / interconnect_gbps
+  // Low-latency (LL/LL128) protocol: smaller alpha, lower bandwidth; dominates small messages.
+  double allreduce_small_latency_s = 20e-6;
+  double allreduce_small_efficiency = 0.45;
+  double iteration_overhead_s = 1e-3;  // per-iteration CPU work (scheduling, sampling); assumed
 };
 
-// Calibrated constants for a built-in GPU (fitted ones for a100-80g and h100, the A100/H100 fit
-// carried over for the others; docs/serving-model.md). Unknown names get the struct defaults.
-CostModelParams DefaultParamsFor(const GpuSpec& gpu);
+// Calibrated constants for a built-in GPU and tensor-parallel degree (fitted on the A100 and H100
+// profiles; H200 uses the H100 fit, the PCIe GPUs the A100 fit, see docs/serving-model.md).
+// Unknown names get the struct defaults.
+CostModelParams DefaultParamsFor(const GpuSpec& gpu, int tensor_parallel = 1);
 
 // Weight precision per layer class, as chosen by precision binding (precision.h). The cost model
 // charges bytes per weight (and picks the 8-bit peak for FP8/INT8 GEMMs) per class.
@@ -110,9 +121,9 @@ double PeakTflops(const GpuSpec& gpu, DType dtype);
 // GEMM [m x k] * [k x n] with 16-bit activations and `weight_dtype` weights.
 double GemmSeconds(const GpuSpec& gpu, const CostModelParams& p, int64_t m, int64_t k, int64_t n,
                    DType weight_dtype = DType::kBF16);
-// A memory-bound kernel moving `bytes`.
+// A memory-bound element-wise kernel moving `bytes`.
 double ElementwiseSeconds(const GpuSpec& gpu, const CostModelParams& p, double bytes);
-// Ring all-reduce of `bytes` over `n_gpus` (0 when n_gpus <= 1).
+// All-reduce of `bytes` over `n_gpus` in one node (0 when n_gpus <= 1).
 double AllReduceSeconds(const GpuSpec& gpu, const CostModelParams& p, double bytes, int n_gpus);
 
 class CostModel {
