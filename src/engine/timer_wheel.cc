@@ -210,21 +210,35 @@ void TimerWheel::CascadeBucket(uint32_t bucket) {
   }
 }
 
-size_t TimerWheel::FireList(uint32_t bucket) {
+size_t TimerWheel::FireList(uint32_t bucket, int64_t up_to_ns) {
   using Key = FireKey;
-  // Detach the whole bucket; callbacks may then schedule and cancel freely.
+  // Detach the due nodes (the whole bucket unless up_to_ns says otherwise); callbacks may then
+  // schedule and cancel freely.
   std::vector<Key>& keys = fire_scratch_;
   keys.clear();
   uint32_t index = heads_[bucket];
-  heads_[bucket] = kNone;
-  const uint32_t wheel_buckets = static_cast<uint32_t>(levels_) * 64;
-  if (bucket < wheel_buckets) pending_[bucket >> kBits] &= ~(uint64_t{1} << (bucket & kMask));
-  while (index != kNone) {
-    Node& n = At(index);
-    keys.push_back(Key{n.deadline_ns, n.seq, index, n.generation});
-    n.state = kFiring;
-    n.bucket = kNone;
-    index = n.next;
+  if (up_to_ns == std::numeric_limits<int64_t>::max()) {
+    heads_[bucket] = kNone;
+    const uint32_t wheel_buckets = static_cast<uint32_t>(levels_) * 64;
+    if (bucket < wheel_buckets) pending_[bucket >> kBits] &= ~(uint64_t{1} << (bucket & kMask));
+    while (index != kNone) {
+      Node& n = At(index);
+      keys.push_back(Key{n.deadline_ns, n.seq, index, n.generation});
+      n.state = kFiring;
+      n.bucket = kNone;
+      index = n.next;
+    }
+  } else {
+    while (index != kNone) {
+      Node& n = At(index);
+      const uint32_t next = n.next;
+      if (n.deadline_ns <= up_to_ns) {
+        Unlink(index);
+        keys.push_back(Key{n.deadline_ns, n.seq, index, n.generation});
+        n.state = kFiring;
+      }
+      index = next;
+    }
   }
   if (keys.size() > 1) {
     std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
@@ -278,6 +292,15 @@ uint64_t TimerWheel::NextInterestingTick() const {
 std::optional<int64_t> TimerWheel::NextWorkNs() const {
   if (size_ == 0) return std::nullopt;
   if (heads_[static_cast<size_t>(levels_) * 64] != kNone) return now_ns_;
+  // The next tick's bucket in level 0: its earliest exact deadline (see the partial tick).
+  const uint32_t partial = static_cast<uint32_t>((cur_tick_ + 1) & kMask);
+  if (partial != 0 && (pending_[0] & (uint64_t{1} << partial))) {
+    int64_t earliest = std::numeric_limits<int64_t>::max();
+    for (uint32_t i = heads_[partial]; i != kNone; i = At(i).next) {
+      earliest = std::min(earliest, At(i).deadline_ns);
+    }
+    return std::max(earliest, now_ns_);
+  }
   const uint64_t tick = NextInterestingTick();
   if (tick == std::numeric_limits<uint64_t>::max()) return std::nullopt;  // only firing timers
   if (tick > static_cast<uint64_t>(std::numeric_limits<int64_t>::max() / tick_ns_)) {
@@ -313,6 +336,12 @@ size_t TimerWheel::Advance(int64_t now_ns) {
     }
     const uint32_t slot0 = static_cast<uint32_t>(cur_tick_ & kMask);
     if (pending_[0] & (uint64_t{1} << slot0)) fired += FireList(slot0);
+  }
+  // The partial tick: timers of tick cur_tick_ + 1 already past their exact deadline fire now
+  // rather than at the tick's end (when that tick is in level 0, i.e. not a block boundary).
+  const uint32_t partial = static_cast<uint32_t>((cur_tick_ + 1) & kMask);
+  if (partial != 0 && (pending_[0] & (uint64_t{1} << partial))) {
+    fired += FireList(partial, now_ns);
   }
   in_advance_ = false;
   return fired;

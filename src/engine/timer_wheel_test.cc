@@ -36,13 +36,22 @@ TEST_F(TimerWheelTest, FiresOnceAtOrAfterDeadlineNeverBefore) {
   Add(wheel, 5 * kMs + 1, 1);
   wheel.Advance(5 * kMs);
   EXPECT_TRUE(fired_.empty());
-  wheel.Advance(6 * kMs - 1);
-  EXPECT_TRUE(fired_.empty());
+  wheel.Advance(5 * kMs + 1);  // inside tick 6: fires at its exact deadline, not at the tick's end
+  EXPECT_EQ(fired_, std::vector<int>({1}));
   wheel.Advance(6 * kMs);
   EXPECT_EQ(fired_, std::vector<int>({1}));
   wheel.Advance(100 * kMs);
   EXPECT_EQ(fired_, std::vector<int>({1}));
   EXPECT_TRUE(wheel.empty());
+}
+
+TEST_F(TimerWheelTest, TimerStartingANewBlockWaitsForItsTickAtMostOneTickLate) {
+  TimerWheel wheel({.tick_ns = kMs});
+  Add(wheel, 63 * kMs + 1, 1);  // tick 64: first tick of the next 64-tick block (level 1)
+  wheel.Advance(63 * kMs + 500'000);
+  EXPECT_TRUE(fired_.empty());
+  wheel.Advance(64 * kMs);
+  EXPECT_EQ(fired_, std::vector<int>({1}));
 }
 
 TEST_F(TimerWheelTest, DeadlineOnTickBoundaryFiresAtThatTick) {
@@ -128,7 +137,9 @@ TEST_F(TimerWheelTest, MatchesOracleUnderRandomScheduleCancelAdvance) {
       std::vector<int> want;
       const int64_t done_tick = now / tick;
       for (auto it = oracle.begin(); it != oracle.end();) {
-        if (CeilTick(it->first.first, tick) <= done_tick) {
+        const int64_t t = CeilTick(it->first.first, tick);
+        const bool partial = t == done_tick + 1 && t % 64 != 0 && it->first.first <= now;
+        if (t <= done_tick || partial) {
           want.push_back(it->second);
           it = oracle.erase(it);
         } else {
@@ -240,8 +251,9 @@ TEST_F(TimerWheelTest, PeriodicBehindFiresOncePerTickAndMayCancelItself) {
       EXPECT_TRUE(wheel.Cancel(h));
     }
   });
-  wheel.Advance(3 * kMs);  // ticks 1, 2, 3: once each, never several in one tick
-  EXPECT_EQ(count, 3);
+  // Ticks 1, 2, 3 once each, and the partly elapsed tick 4 (deadline 1.75 ms has passed).
+  wheel.Advance(3 * kMs);
+  EXPECT_EQ(count, 4);
   wheel.Advance(100 * kMs);
   EXPECT_EQ(count, 6);
   EXPECT_FALSE(wheel.IsPending(h));
@@ -256,11 +268,11 @@ TEST_F(TimerWheelTest, NextWorkNsLetsAnIdleLoopSleepInFewSteps) {
   while (fired_.empty()) {
     const auto next = wheel.NextWorkNs();
     ASSERT_TRUE(next.has_value());
-    ASSERT_LE(*next, CeilTick(deadline, kMs) * kMs);  // a lower bound: never sleeps past it
+    ASSERT_LE(*next, deadline);  // a lower bound: never sleeps past it
     wheel.Advance(*next);
     ASSERT_LT(++wakeups, 10);  // one wakeup per cascade level, not one per tick
   }
-  EXPECT_EQ(wheel.now(), CeilTick(deadline, kMs) * kMs);
+  EXPECT_EQ(wheel.now(), deadline);  // woken at the exact deadline
   EXPECT_EQ(wheel.NextWorkNs(), std::nullopt);
 }
 

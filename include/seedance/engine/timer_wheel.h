@@ -2,10 +2,13 @@
 // leases, periodic jobs) with O(1) schedule and cancel. Design and measurements: docs/engine.md.
 //
 // Time is divided into ticks of `tick_ns`. A timer due at `deadline_ns` belongs to tick
-// ceil(deadline_ns / tick_ns); Advance(now_ns) processes every tick up to floor(now_ns / tick_ns),
-// so a timer never fires before its deadline and fires at most one tick (plus the caller's own
-// delay in calling Advance) after it. Within one Advance call timers fire in deadline order
-// (ties: in the order they were scheduled), including several due within the same tick.
+// ceil(deadline_ns / tick_ns); Advance(now_ns) processes every tick up to floor(now_ns / tick_ns)
+// and, in the partly elapsed next tick, fires the timers whose exact deadline has passed (when
+// that tick's bucket is in level 0; a tick that starts a 64-tick block waits for its end). So a
+// timer never fires before its deadline, usually fires at the first Advance() at or after it, and
+// at worst one tick (plus the caller's own delay in calling Advance) after it. Within one Advance
+// call timers fire in deadline order (ties: in the order they were scheduled), including several
+// due within the same tick.
 //
 // Layout (after the Linux timer wheel and Varghese & Lauck's scheme 6): `levels` levels of 64
 // buckets; level L holds timers 64^L..64^(L+1) ticks away and cascades into lower levels when the
@@ -27,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <climits>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -98,7 +102,7 @@ class TimerWheel {
   void Link(uint32_t index, uint32_t bucket);
   void Unlink(uint32_t index);
   void CascadeBucket(uint32_t bucket);
-  size_t FireList(uint32_t bucket);
+  size_t FireList(uint32_t bucket, int64_t up_to_ns = INT64_MAX);
   uint64_t NextInterestingTick() const;
 
   const int64_t tick_ns_;
