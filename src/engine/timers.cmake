@@ -8,6 +8,7 @@ find_package(absl REQUIRED)
 target_sources(seedance_engine PRIVATE
   timer_wheel.cc
   timer_service.cc
+  nano_scheduler.cc
   timer_bench.cc     # `seedance bench timers`: wheel vs Boost.Asio, libevent, std heap
 )
 target_link_libraries(seedance_engine
@@ -16,3 +17,4 @@ target_link_libraries(seedance_engine
 
 seedance_add_test(timer_wheel_test SOURCES timer_wheel_test.cc LIBS seedance_engine)
 seedance_add_test(timer_service_test SOURCES timer_service_test.cc LIBS seedance_engine)
+seedance_add_test(nano_scheduler_test SOURCES nano_scheduler_test.cc LIBS seedance_engine)
