@@ -1,12 +1,14 @@
 // Replays the request rate of the Azure LLM inference traces (2023, Splitwise) through three
 // autoscaler control loops and compares them (docs/clock.md, "Azure replay"):
-//   fixed     every 10 s, replicas = ceil(qps / qps_per_replica)
+//   fixed     every 10 s, replicas = ceil(qps / qps_per_replica), no change within tolerance
+//             0.1 of the target, scale-down to the highest recommendation of the last 60 s
 //   hpa       the Kubernetes HPA rule: every 15 s, no change within tolerance 0.1 of the target,
 //             scale-up at most max(+100%, +4) per period, scale-down to the highest
 //             recommendation of the last 300 s (stabilisation window)
-//   seedance  period from PeriodController (SLA margin = 1 - qps / capacity), the same
-//             tolerance, scale-down to the highest recommendation of the last 60 s
-// All three see the same signal: the mean request rate over the last 5 s at each tick.
+//   seedance  the fixed loop's rule, but the period comes from PeriodController (SLA margin =
+//             1 - qps / capacity)
+//   seedance-min5  the same with the period bounded below by 5 s instead of 2 s
+// All loops see the same signal: the mean request rate over the last 5 s at each tick.
 // Reported: ticks (decisions evaluated), replica changes, reaction time to each load step of the
 // trace (the time until capacity covers 90% of the new level), overload (requests beyond
 // capacity, share of all requests) and replica-seconds.
@@ -94,16 +96,22 @@ struct Result {
   double min_period = 1e9, max_period = 0;
 };
 
-enum class Policy { kFixed, kHpa, kSeedance };
+enum class Policy { kFixed, kHpa, kSeedance, kSeedanceMin5 };
 
 Result Replay(const std::vector<double>& c, const std::vector<Step>& steps, Policy policy,
               double per_replica) {
   Result r;
-  r.policy = policy == Policy::kFixed ? "fixed-10s" : policy == Policy::kHpa ? "hpa-15s" : "seedance";
+  r.policy = policy == Policy::kFixed  ? "fixed-10s"
+             : policy == Policy::kHpa  ? "hpa-15s"
+             : policy == Policy::kSeedance ? "seedance"
+                                           : "seedance-min5";
+  seedance::engine::PeriodOptions period_options;
+  if (policy == Policy::kSeedanceMin5) period_options.min_period_s = 5;
+  const bool adaptive = policy == Policy::kSeedance || policy == Policy::kSeedanceMin5;
   const int n = static_cast<int>(c.size());
   const double metric_window = 5, tolerance = 0.1;
   const double stabilization = policy == Policy::kHpa ? 300 : 60;
-  PeriodController controller;
+  PeriodController controller(period_options);
   int replicas = std::max(1, static_cast<int>(std::ceil(c[0] / per_replica)));
   double next_tick = policy == Policy::kHpa ? 15 : 10;
   std::deque<std::pair<double, int>> recommendations;  // (t, desired) for stabilisation
@@ -112,7 +120,7 @@ Result Replay(const std::vector<double>& c, const std::vector<Step>& steps, Poli
   for (int s = 0; s < n; ++s) {
     // Second s covers (s, s + 1]; the tick at next_tick sees every second ending by then.
     const double t_end = s + 1;
-    if (policy == Policy::kSeedance) controller.ObserveQps(t_end, c[s], 1.0);
+    if (adaptive) controller.ObserveQps(t_end, c[s], 1.0);
     while (next_tick <= t_end + 1e-9) {
       const double now = next_tick;
       double qps = 0;
@@ -121,7 +129,7 @@ Result Replay(const std::vector<double>& c, const std::vector<Step>& steps, Poli
       qps = m ? qps / m : 0;
       const int desired = std::max(1, static_cast<int>(std::ceil(qps / per_replica)));
       int target = desired;
-      if (policy != Policy::kFixed) {
+      {
         const double ratio = qps / (replicas * per_replica);
         if (std::fabs(ratio - 1) <= tolerance) target = replicas;
         recommendations.emplace_back(now, target);
@@ -140,7 +148,7 @@ Result Replay(const std::vector<double>& c, const std::vector<Step>& steps, Poli
       replicas = target;
       double period = 10;
       if (policy == Policy::kHpa) period = 15;
-      if (policy == Policy::kSeedance) {
+      if (adaptive) {
         const double margin = 1 - qps / (replicas * per_replica);
         period = controller.Decide(now, margin).period_s;
       }
@@ -206,7 +214,7 @@ int main(int argc, char** argv) {
     }
     const std::vector<Step> steps = FindSteps(counts);
     std::vector<Result> results;
-    for (Policy p : {Policy::kFixed, Policy::kHpa, Policy::kSeedance}) {
+    for (Policy p : {Policy::kFixed, Policy::kHpa, Policy::kSeedance, Policy::kSeedanceMin5}) {
       results.push_back(Replay(counts, steps, p, per_replica));
     }
     if (json) {
@@ -225,10 +233,10 @@ int main(int argc, char** argv) {
     } else {
       std::printf("Azure LLM trace '%s': %zu s, %zu load steps, %g req/s per replica\n", name,
                   counts.size(), steps.size(), per_replica);
-      std::printf("%-10s %7s %8s %14s %11s %10s %12s %12s\n", "policy", "ticks", "changes",
+      std::printf("%-14s %7s %8s %14s %11s %10s %12s %12s\n", "policy", "ticks", "changes",
                   "reaction_med_s", "reaction_p90", "overload%", "replica_s", "period_s");
       for (const Result& r : results) {
-        std::printf("%-10s %7d %8d %14.1f %11.1f %10.2f %12.0f %5.1f-%-5.1f\n", r.policy.c_str(),
+        std::printf("%-14s %7d %8d %14.1f %11.1f %10.2f %12.0f %5.1f-%-5.1f\n", r.policy.c_str(),
                     r.ticks, r.changes, Quantile(r.reactions, 0.5), Quantile(r.reactions, 0.9),
                     r.overload_pct, r.replica_s, r.min_period, r.max_period);
       }
