@@ -1,0 +1,97 @@
+// Telemetry collectors and the profiler that drives them.
+//
+// A Collector contributes to a Profile: Describe adds the nodes and devices it knows (once, before
+// the first sample), Sample appends one value per series it owns for the sample time. Three
+// collectors exist:
+//   - procfs:     the local machine (/proc/stat, /proc/meminfo, /sys NUMA nodes) plus its hwloc
+//                 topology (packages, cores, hardware threads, PCI devices with NUMA nodes);
+//   - nvml:       local NVIDIA GPUs through libnvidia-ml.so.1 loaded with dlopen at run time;
+//                 absent library = no GPUs (NewNvmlCollector returns NotFound, said once);
+//   - prometheus: a whole cluster through a Prometheus server's HTTP API, reading the metric
+//                 names of dcgm-exporter, node-exporter and kube-state-metrics.
+// Every network call has a bounded timeout; a collector never blocks longer than that.
+//
+// Thread-safety: a collector is used by one thread. RequestStop may be called from any thread or
+// a signal handler.
+#ifndef SEEDANCE_TELEMETRY_COLLECTOR_H_
+#define SEEDANCE_TELEMETRY_COLLECTOR_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "seedance/telemetry/profile.h"
+
+namespace seedance::telemetry {
+
+class Collector {
+ public:
+  virtual ~Collector() = default;
+  virtual std::string_view Name() const = 0;
+  // Adds the nodes/devices this collector measures to `profile` (no samples yet).
+  [[nodiscard]] virtual absl::Status Describe(Profile* profile) = 0;
+  // Appends one value to each series it owns. `unix_s` is the sample time: live collectors read
+  // the current value; a collector with history (Prometheus) reads the value at that time.
+  [[nodiscard]] virtual absl::Status Sample(double unix_s, Profile* profile) = 0;
+  // True if Sample can read values from the past, so a profile can be taken without waiting.
+  virtual bool HasHistory() const { return false; }
+};
+
+struct ProcfsOptions {
+  std::string proc_root = "/proc";  // tests may point these at a fixture tree
+  std::string sys_root = "/sys";
+  std::string node_name;            // "" = the host name
+  bool with_topology = true;        // read the hwloc topology
+};
+std::unique_ptr<Collector> NewProcfsCollector(ProcfsOptions options = {});
+
+// The local machine's hwloc topology (packages, cores, PUs, PCI devices).
+[[nodiscard]] absl::StatusOr<TopologyInfo> ReadHwlocTopology();
+
+// NotFound when libnvidia-ml.so.1 cannot be loaded or reports no device. `node_name` names the
+// node whose GPUs it fills (the profile's node of that name; added if absent).
+[[nodiscard]] absl::StatusOr<std::unique_ptr<Collector>> NewNvmlCollector(std::string node_name);
+
+struct PrometheusOptions {
+  std::string url;           // "http://host:9090" (https is not supported)
+  double timeout_s = 5;      // connect + read timeout of each HTTP request
+  double rate_window_s = 60;  // window of rate() for counters (node CPU seconds, PCIe bytes)
+};
+// Fails at once (InvalidArgument) for a malformed URL; Describe fails with Unavailable after at
+// most about timeout_s when the server cannot be reached.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<Collector>> NewPrometheusCollector(
+    PrometheusOptions options);
+
+struct ProfilerOptions {
+  double duration_s = 300;
+  double interval_s = 1;
+  // Live: sample now, then every interval until duration has passed (or stop is requested).
+  // History: sample the past `duration_s` seconds at once (every collector must HasHistory()).
+  bool history = false;
+  // Called after each sample with (samples taken, samples planned).
+  std::function<void(size_t, size_t)> progress;
+};
+
+// Runs collectors into one profile. Stop() (e.g. from SIGINT) ends a live run after the current
+// sample; the profile then holds what was gathered and has interrupted == true.
+class Profiler {
+ public:
+  Profiler(std::vector<std::unique_ptr<Collector>> collectors, ProfilerOptions options);
+  [[nodiscard]] absl::StatusOr<Profile> Run();
+  void Stop() { stop_.store(true); }
+  std::atomic<bool>* stop_flag() { return &stop_; }
+
+ private:
+  std::vector<std::unique_ptr<Collector>> collectors_;
+  ProfilerOptions options_;
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace seedance::telemetry
+
+#endif  // SEEDANCE_TELEMETRY_COLLECTOR_H_

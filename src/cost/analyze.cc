@@ -1,0 +1,510 @@
+#include "seedance/cost/analyze.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "seedance/core/cluster_state.h"
+#include "seedance/sched/framework.h"
+#include "seedance/sched/registry.h"
+
+namespace seedance::cost {
+namespace {
+
+using telemetry::IsMissing;
+using telemetry::NodeProfile;
+using telemetry::PodInfo;
+using telemetry::Profile;
+
+// Capacity given to a node whose CPU or memory size the profile does not know: large enough
+// never to constrain, small enough never to overflow sums.
+constexpr int64_t kUnknownCapacity = int64_t{1} << 40;
+
+double Mean(const std::vector<double>& s) {
+  double sum = 0;
+  int n = 0;
+  for (double v : s) {
+    if (!IsMissing(v)) {
+      sum += v;
+      ++n;
+    }
+  }
+  return n ? sum / n : 0;
+}
+
+// Per-node analysis state shared by the plan's plugins.
+struct PlanContext {
+  const Profile* profile = nullptr;
+  const AnalyzeOptions* options = nullptr;
+  std::vector<char> excluded;                   // drained (or being drained) nodes
+  std::vector<std::vector<double>> gpu_util;    // projected mean utilisation per node, GPU
+  // Requirements of the pod being placed (set before each Schedule).
+  double pod_util_per_gpu = 0;
+  bool need_one_numa = false;
+  bool need_nvlink = false;
+};
+
+// Chooses GPUs on node n for the pod: capacity from the ClusterState, projected utilisation
+// below the cap, and (for multi-GPU pods that had it) one NUMA node and NVLink peers.
+bool ChooseGpus(const PlanContext& ctx, const core::ClusterState& s, const core::PodShape& pod,
+                int n, core::Placement* out) {
+  out->node = n;
+  out->num_gpus = 0;
+  if (pod.num_gpu == 0) return true;
+  const NodeProfile& node = ctx.profile->nodes[n];
+  const auto left = s.gpu_left(n);
+  const double cap = ctx.options->target_gpu_util_cap_pct;
+  auto util_ok = [&](int g) { return ctx.gpu_util[n][g] + ctx.pod_util_per_gpu <= cap; };
+  if (pod.gpu_milli < core::kMilliGpu) {
+    int best = -1;
+    for (int g = 0; g < static_cast<int>(left.size()); ++g) {
+      if (left[g] >= pod.gpu_milli && util_ok(g) && (best < 0 || left[g] < left[best])) best = g;
+    }
+    if (best < 0) return false;
+    out->num_gpus = 1;
+    out->gpus[0] = static_cast<int8_t>(best);
+    return true;
+  }
+  std::vector<int> free;
+  for (int g = 0; g < static_cast<int>(left.size()); ++g) {
+    if (left[g] == core::kMilliGpu && util_ok(g)) free.push_back(g);
+  }
+  if (static_cast<int>(free.size()) < pod.num_gpu) return false;
+  auto linked = [&](int a, int b) {
+    const auto& p = node.gpus[a].nvlink_peers;
+    return std::find(p.begin(), p.end(), b) != p.end();
+  };
+  // Prefer a set within one NUMA node whose members are all NVLink peers; greedy from each seed.
+  std::vector<int> best;
+  int best_rank = -1;  // 2 = same NUMA + NVLink, 1 = one of them, 0 = neither
+  for (int seed : free) {
+    std::vector<int> set = {seed};
+    for (int g : free) {
+      if (static_cast<int>(set.size()) == pod.num_gpu) break;
+      if (g == seed) continue;
+      bool ok = node.gpus[g].numa_node == node.gpus[seed].numa_node;
+      for (int m : set) ok = ok && linked(g, m);
+      if (ok) set.push_back(g);
+    }
+    if (static_cast<int>(set.size()) == pod.num_gpu) {
+      best = set;
+      best_rank = 2;
+      break;
+    }
+  }
+  if (best_rank < 0) {
+    if (ctx.need_one_numa || ctx.need_nvlink) {
+      // Try the weaker requirement alone.
+      for (int seed : free) {
+        std::vector<int> set = {seed};
+        for (int g : free) {
+          if (static_cast<int>(set.size()) == pod.num_gpu) break;
+          if (g == seed) continue;
+          bool ok = true;
+          if (ctx.need_one_numa) ok = node.gpus[g].numa_node == node.gpus[seed].numa_node;
+          if (ctx.need_nvlink) {
+            for (int m : set) ok = ok && linked(g, m);
+          }
+          if (ok) set.push_back(g);
+        }
+        if (static_cast<int>(set.size()) == pod.num_gpu) {
+          best = set;
+          best_rank = 1;
+          break;
+        }
+      }
+      if (best_rank < 0) return false;
+    } else {
+      best.assign(free.begin(), free.begin() + pod.num_gpu);
+      best_rank = 0;
+    }
+  }
+  std::sort(best.begin(), best.end());
+  out->num_gpus = pod.num_gpu;
+  for (int i = 0; i < pod.num_gpu; ++i) out->gpus[i] = static_cast<int8_t>(best[i]);
+  return true;
+}
+
+class PlanFilter : public sched::FilterPlugin {
+ public:
+  explicit PlanFilter(const PlanContext* ctx) : ctx_(ctx) {}
+  std::string_view Name() const override { return "cost-plan-filter"; }
+  bool Filter(const sched::CycleState& c, const core::ClusterState& s, int n) const override {
+    if (ctx_->excluded[n]) return false;
+    core::Placement p;
+    return ChooseGpus(*ctx_, s, *c.pod, n, &p);
+  }
+
+ private:
+  const PlanContext* ctx_;
+};
+
+class PlanReserve : public sched::ReservePlugin {
+ public:
+  explicit PlanReserve(const PlanContext* ctx) : ctx_(ctx) {}
+  std::string_view Name() const override { return "cost-plan-reserve"; }
+  bool Reserve(sched::CycleState& c, const core::ClusterState& s, core::Placement* p) override {
+    return ChooseGpus(*ctx_, s, *c.pod, p->node, p);
+  }
+
+ private:
+  const PlanContext* ctx_;
+};
+
+struct PlacedPod {
+  const PodInfo* info = nullptr;
+  core::PodShape shape;
+  core::Placement placement;
+  double util_per_gpu = 0;  // estimated utilisation the pod causes on each of its GPUs
+  bool one_numa = false;
+  bool nvlink = false;
+};
+
+// Initial GPUs of a pod without recorded gpu_ids: best fit for sharing pods, lowest free GPUs.
+bool DefaultGpus(const core::ClusterState& s, const core::PodShape& pod, int n,
+                 core::Placement* p) {
+  p->node = n;
+  p->num_gpus = 0;
+  if (pod.num_gpu == 0) return true;
+  const auto left = s.gpu_left(n);
+  if (pod.gpu_milli < core::kMilliGpu) {
+    int best = -1;
+    for (int g = 0; g < static_cast<int>(left.size()); ++g) {
+      if (left[g] >= pod.gpu_milli && (best < 0 || left[g] < left[best])) best = g;
+    }
+    if (best < 0) return false;
+    p->num_gpus = 1;
+    p->gpus[0] = static_cast<int8_t>(best);
+    return true;
+  }
+  for (int g = 0; g < static_cast<int>(left.size()) && p->num_gpus < pod.num_gpu; ++g) {
+    if (left[g] == core::kMilliGpu) p->gpus[p->num_gpus++] = static_cast<int8_t>(g);
+  }
+  return p->num_gpus == pod.num_gpu;
+}
+
+}  // namespace
+
+std::string FormatUsd(double usd) {
+  const bool neg = usd < 0;
+  long long v = std::llround(std::fabs(usd));
+  std::string digits = std::to_string(v);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (neg ? "-$" : "$") + out;
+}
+
+absl::StatusOr<Report> Analyze(const Profile& profile, const PriceTable& prices,
+                               const AnalyzeOptions& options) {
+  Report report;
+  report.options = options;
+  report.hours_per_month = prices.hours_per_month;
+  report.price_source = prices.source;
+  const int num_nodes = static_cast<int>(profile.nodes.size());
+  const size_t samples = profile.num_samples();
+
+  // Money per node.
+  std::vector<double> node_usd_month(num_nodes, 0);
+  std::set<std::string> unpriced;
+  for (int n = 0; n < num_nodes; ++n) {
+    const NodeProfile& node = profile.nodes[n];
+    for (const auto& g : node.gpus) {
+      auto price = prices.GpuUsdPerHour(g.model);
+      if (!price) {
+        unpriced.insert(g.model.empty() ? "(unknown model)" : g.model);
+        continue;
+      }
+      node_usd_month[n] += *price * prices.hours_per_month;
+    }
+    report.spend_usd_per_month += node_usd_month[n];
+    report.gpus += static_cast<int>(node.gpus.size());
+  }
+  for (const std::string& m : unpriced) {
+    report.warnings.push_back(absl::StrCat("no price for GPU model '", m, "' (canonical '",
+                                           CanonicalGpuModel(m),
+                                           "'); counted as $0; add it with --prices"));
+  }
+
+  // Mean utilisation per GPU, and cluster-wide.
+  std::vector<std::vector<double>> gpu_mean(num_nodes);
+  double util_sum = 0;
+  int util_n = 0;
+  for (int n = 0; n < num_nodes; ++n) {
+    for (const auto& g : profile.nodes[n].gpus) {
+      gpu_mean[n].push_back(Mean(g.util_pct));
+      if (!g.util_pct.empty()) {
+        util_sum += gpu_mean[n].back();
+        ++util_n;
+      }
+    }
+  }
+  report.mean_gpu_util_pct = util_n ? util_sum / util_n : 0;
+
+  // Idle nodes.
+  std::vector<char> idle(num_nodes, 0);
+  for (int n = 0; n < num_nodes; ++n) {
+    const NodeProfile& node = profile.nodes[n];
+    if (node.gpus.empty() || samples == 0) continue;
+    double best_s = 0, best_max = 0;
+    double run_start = -1, run_max = 0;
+    for (size_t i = 0; i < samples; ++i) {
+      double m = -1;
+      bool any = false;
+      for (const auto& g : node.gpus) {
+        if (g.util_pct.size() != samples || IsMissing(g.util_pct[i])) continue;
+        any = true;
+        m = std::max(m, g.util_pct[i]);
+      }
+      if (any && m < options.idle_gpu_util_pct) {
+        if (run_start < 0) {
+          run_start = profile.timestamps_s[i];
+          run_max = 0;
+        }
+        run_max = std::max(run_max, m);
+        const double len = profile.timestamps_s[i] - run_start + profile.interval_s;
+        if (len > best_s) {
+          best_s = len;
+          best_max = run_max;
+        }
+      } else {
+        run_start = -1;
+      }
+    }
+    if (best_s + 1e-9 < options.idle_window_s) continue;
+    const std::string model = CanonicalGpuModel(node.GpuModel());
+    bool wanted = false;  // a pending pod could run here
+    for (const PodInfo& p : profile.pending_pods) {
+      if (p.num_gpus == 0 || p.num_gpus > static_cast<int>(node.gpus.size())) continue;
+      if (p.gpu_model.empty() || CanonicalGpuModel(p.gpu_model) == model) wanted = true;
+    }
+    if (wanted) continue;
+    idle[n] = 1;
+    report.idle_nodes.push_back(
+        {n, best_s, best_max, static_cast<int>(node.pods.size()), node_usd_month[n]});
+  }
+
+  // Cluster state from the profile, with every running pod where it runs now.
+  std::vector<core::NodeSpec> specs(num_nodes);
+  for (int n = 0; n < num_nodes; ++n) {
+    const NodeProfile& node = profile.nodes[n];
+    if (node.gpus.size() > static_cast<size_t>(core::kMaxGpusPerNode)) {
+      return absl::InvalidArgumentError(absl::StrCat("node ", node.name, " has ", node.gpus.size(),
+                                                     " GPUs; at most ", core::kMaxGpusPerNode));
+    }
+    specs[n].name = node.name;
+    specs[n].cpu_milli = node.cpus > 0 ? int64_t{node.cpus} * 1000 : kUnknownCapacity;
+    specs[n].memory_mib = node.memory_mib > 0 ? node.memory_mib : kUnknownCapacity;
+    specs[n].num_gpus = static_cast<int32_t>(node.gpus.size());
+    specs[n].gpu_model = node.gpus.empty() ? "" : CanonicalGpuModel(node.GpuModel());
+    specs[n].cost_usd_per_hour = node_usd_month[n] / prices.hours_per_month;
+  }
+  auto state_or = core::ClusterState::Create(std::move(specs));
+  if (!state_or.ok()) return state_or.status();
+  core::ClusterState& state = *state_or;
+
+  std::vector<std::vector<PlacedPod>> pods(num_nodes);
+  std::vector<std::vector<int32_t>> allocated(num_nodes);
+  std::vector<char> pinned(num_nodes, 0);  // a pod could not be accounted: never drain
+  for (int n = 0; n < num_nodes; ++n) {
+    const NodeProfile& node = profile.nodes[n];
+    allocated[n].assign(node.gpus.size(), 0);
+    for (const PodInfo& p : node.pods) {
+      PlacedPod pp;
+      pp.info = &p;
+      pp.shape.cpu_milli = p.cpu_milli;
+      pp.shape.memory_mib = p.memory_mib;
+      pp.shape.num_gpu = p.num_gpus;
+      pp.shape.gpu_milli = p.num_gpus > 0 ? p.gpu_milli : 0;
+      if (p.num_gpus > 0) pp.shape.gpu_model_mask = state.ModelMask(state.node(n).gpu_model);
+      bool ok = true;
+      if (!p.gpu_ids.empty()) {
+        pp.placement.node = n;
+        pp.placement.num_gpus = p.num_gpus;
+        for (int i = 0; i < p.num_gpus; ++i) pp.placement.gpus[i] = static_cast<int8_t>(p.gpu_ids[i]);
+      } else {
+        ok = DefaultGpus(state, pp.shape, n, &pp.placement);
+      }
+      if (ok) ok = state.Allocate(pp.shape, pp.placement).ok();
+      if (!ok) {
+        pinned[n] = 1;
+        report.warnings.push_back(absl::StrCat("pod ", p.name, " on ", node.name,
+                                               " does not fit the node's free capacity as "
+                                               "recorded; the node is left as it is"));
+        continue;
+      }
+      for (int8_t g : pp.placement.gpu_ids()) allocated[n][g] += pp.shape.gpu_milli;
+      pods[n].push_back(pp);
+    }
+  }
+  // Each pod's share of its GPUs' measured utilisation, and its affinity now.
+  for (int n = 0; n < num_nodes; ++n) {
+    const NodeProfile& node = profile.nodes[n];
+    for (PlacedPod& pp : pods[n]) {
+      const auto ids = pp.placement.gpu_ids();
+      if (ids.empty()) continue;
+      double u = 0;
+      for (int8_t g : ids) {
+        u += gpu_mean[n][g] * pp.shape.gpu_milli / std::max<int32_t>(allocated[n][g], 1);
+      }
+      pp.util_per_gpu = u / static_cast<double>(ids.size());
+      if (ids.size() > 1) {
+        pp.one_numa = node.gpus[ids[0]].numa_node >= 0;
+        pp.nvlink = true;
+        for (size_t a = 0; a < ids.size(); ++a) {
+          if (node.gpus[ids[a]].numa_node != node.gpus[ids[0]].numa_node) pp.one_numa = false;
+          for (size_t b = 0; b < ids.size(); ++b) {
+            const auto& peers = node.gpus[ids[a]].nvlink_peers;
+            if (a != b && std::find(peers.begin(), peers.end(), ids[b]) == peers.end()) {
+              pp.nvlink = false;
+            }
+          }
+        }
+      }
+    }
+  }
+
+  // Under-used and fragmented GPUs.
+  for (int n = 0; n < num_nodes; ++n) {
+    for (size_t g = 0; g < profile.nodes[n].gpus.size(); ++g) {
+      const int32_t a = allocated[n][g];
+      if (a > 0 && a < core::kMilliGpu) {
+        report.gpu_findings.push_back(
+            {n, static_cast<int>(g), GpuFinding::Kind::kFragmented, gpu_mean[n][g], a});
+      }
+      if (a > 0 && gpu_mean[n][g] < options.underused_gpu_util_pct &&
+          !profile.nodes[n].gpus[g].util_pct.empty()) {
+        report.gpu_findings.push_back(
+            {n, static_cast<int>(g), GpuFinding::Kind::kUnderused, gpu_mean[n][g], a});
+      }
+    }
+  }
+
+  // NUMA mismatches: a pod whose CPUs are on NUMA nodes other than its GPUs'.
+  for (int n = 0; n < num_nodes; ++n) {
+    const NodeProfile& node = profile.nodes[n];
+    for (const PlacedPod& pp : pods[n]) {
+      if (pp.info->cpu_numa_nodes.empty() || pp.placement.num_gpus == 0) continue;
+      std::set<int> gpu_numa;
+      for (int8_t g : pp.placement.gpu_ids()) {
+        if (node.gpus[g].numa_node >= 0) gpu_numa.insert(node.gpus[g].numa_node);
+      }
+      if (gpu_numa.empty()) continue;
+      const std::set<int> cpu_numa(pp.info->cpu_numa_nodes.begin(), pp.info->cpu_numa_nodes.end());
+      if (cpu_numa != gpu_numa) {
+        report.numa_mismatches.push_back({n, pp.info->name,
+                                          std::vector<int>(cpu_numa.begin(), cpu_numa.end()),
+                                          std::vector<int>(gpu_numa.begin(), gpu_numa.end())});
+      }
+    }
+  }
+
+  // Consolidation plan.
+  PlanContext ctx;
+  ctx.profile = &profile;
+  ctx.options = &options;
+  ctx.excluded.assign(num_nodes, 0);
+  ctx.gpu_util = gpu_mean;
+  const auto& registry = sched::Registry::Builtins();
+  if (!registry.Contains(options.policy)) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown placement policy '", options.policy, "'"));
+  }
+  auto sched_profile = registry.Create(options.policy, sched::PolicyContext{});
+  if (!sched_profile.ok()) return sched_profile.status();
+  sched_profile->filters.push_back(std::make_shared<PlanFilter>(&ctx));
+  sched_profile->reserve = std::make_shared<PlanReserve>(&ctx);
+  sched::Framework framework(std::move(*sched_profile), sched::FrameworkOptions{});
+
+  std::vector<int> candidates;
+  for (int n = 0; n < num_nodes; ++n) {
+    if (profile.nodes[n].gpus.empty() || pinned[n]) continue;
+    const double mean = Mean(gpu_mean[n]);
+    if (idle[n] || mean < options.drain_max_gpu_util_pct) candidates.push_back(n);
+  }
+  auto alloc_total = [&](int n) {
+    return std::accumulate(allocated[n].begin(), allocated[n].end(), int64_t{0});
+  };
+  std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) {
+    if (idle[a] != idle[b]) return idle[a] > idle[b];
+    const int64_t aa = alloc_total(a), ab = alloc_total(b);
+    if (aa != ab) return aa < ab;
+    if (pods[a].size() != pods[b].size()) return pods[a].size() < pods[b].size();
+    return node_usd_month[a] > node_usd_month[b];
+  });
+  std::vector<char> locked(num_nodes, 0);  // received pods: stays
+  for (int n : candidates) {
+    if (locked[n]) continue;
+    ctx.excluded[n] = 1;
+    // Largest pods first: they are the hardest to fit.
+    std::vector<PlacedPod> moving = pods[n];
+    std::stable_sort(moving.begin(), moving.end(), [](const PlacedPod& a, const PlacedPod& b) {
+      return a.shape.TotalGpuMilli() > b.shape.TotalGpuMilli();
+    });
+    for (const PlacedPod& pp : moving) {
+      if (!state.Release(pp.shape, pp.placement).ok()) return absl::InternalError("release failed");
+    }
+    std::vector<std::pair<const PlacedPod*, core::Placement>> placed;
+    bool all = true;
+    for (const PlacedPod& pp : moving) {
+      ctx.pod_util_per_gpu = pp.util_per_gpu;
+      ctx.need_one_numa = pp.one_numa;
+      ctx.need_nvlink = pp.nvlink;
+      sched::Outcome out = framework.Schedule(pp.shape, state);
+      if (!out.ok()) {
+        all = false;
+        break;
+      }
+      for (int8_t g : out.placement.gpu_ids()) ctx.gpu_util[out.placement.node][g] += pp.util_per_gpu;
+      placed.push_back({&pp, out.placement});
+    }
+    if (!all) {
+      for (auto& [pp, p] : placed) {
+        framework.Release(pp->shape, p, state);
+        for (int8_t g : p.gpu_ids()) ctx.gpu_util[p.node][g] -= pp->util_per_gpu;
+      }
+      for (const PlacedPod& pp : moving) {
+        if (!state.Allocate(pp.shape, pp.placement).ok()) return absl::InternalError("restore failed");
+      }
+      ctx.excluded[n] = 0;
+      continue;
+    }
+    PlanStep step;
+    step.node = n;
+    step.idle = idle[n];
+    step.usd_per_month = node_usd_month[n];
+    for (auto& [pp, p] : placed) {
+      Move m;
+      m.pod = pp->info->name;
+      m.from = n;
+      m.to = p.node;
+      const NodeProfile& target = profile.nodes[p.node];
+      for (int8_t g : p.gpu_ids()) m.gpu_ids.push_back(g);
+      if (!m.gpu_ids.empty()) {
+        m.same_numa = target.gpus[m.gpu_ids[0]].numa_node >= 0;
+        m.nvlink = m.gpu_ids.size() > 1;
+        for (int a : m.gpu_ids) {
+          if (target.gpus[a].numa_node != target.gpus[m.gpu_ids[0]].numa_node) m.same_numa = false;
+          for (int b : m.gpu_ids) {
+            const auto& peers = target.gpus[a].nvlink_peers;
+            if (a != b && std::find(peers.begin(), peers.end(), b) == peers.end()) m.nvlink = false;
+          }
+        }
+      }
+      locked[p.node] = 1;
+      step.moves.push_back(std::move(m));
+    }
+    report.gpus_freed += static_cast<int>(profile.nodes[n].gpus.size());
+    report.saving_usd_per_month += step.usd_per_month;
+    report.plan.push_back(std::move(step));
+  }
+  report.spend_after_usd_per_month = report.spend_usd_per_month - report.saving_usd_per_month;
+  return report;
+}
+
+}  // namespace seedance::cost

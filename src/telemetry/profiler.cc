@@ -1,0 +1,94 @@
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "seedance/telemetry/collector.h"
+
+namespace seedance::telemetry {
+namespace internal {
+absl::Status PrefetchHistory(Collector* c, double start, double end, double step);
+}  // namespace internal
+
+namespace {
+double NowUnix() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+Profiler::Profiler(std::vector<std::unique_ptr<Collector>> collectors, ProfilerOptions options)
+    : collectors_(std::move(collectors)), options_(std::move(options)) {}
+
+absl::StatusOr<Profile> Profiler::Run() {
+  if (!(options_.interval_s > 0) || !(options_.duration_s >= options_.interval_s)) {
+    return absl::InvalidArgumentError(absl::StrCat("need 0 < interval (", options_.interval_s,
+                                                   " s) <= duration (", options_.duration_s, " s)"));
+  }
+  if (collectors_.empty()) return absl::InvalidArgumentError("no collector");
+  const size_t planned = static_cast<size_t>(std::floor(options_.duration_s / options_.interval_s + 1e-9));
+  Profile profile;
+  profile.interval_s = options_.interval_s;
+  if (profile.source.empty()) profile.source = "local";
+
+  if (options_.history) {
+    for (const auto& c : collectors_) {
+      if (!c->HasHistory()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("collector ", std::string(c->Name()), " cannot read the past; use a live run"));
+      }
+    }
+    // Whole seconds, so that repeated runs line up with the server's step grid.
+    const double end = std::floor(NowUnix());
+    const double start = end - static_cast<double>(planned - 1) * options_.interval_s;
+    for (const auto& c : collectors_) {
+      if (absl::Status s = internal::PrefetchHistory(c.get(), start, end, options_.interval_s);
+          !s.ok()) {
+        return s;
+      }
+      if (absl::Status s = c->Describe(&profile); !s.ok()) return s;
+    }
+    profile.start_unix_s = start;
+    for (size_t k = 0; k < planned; ++k) {
+      const double t = start + static_cast<double>(k) * options_.interval_s;
+      for (const auto& c : collectors_) {
+        if (absl::Status s = c->Sample(t, &profile); !s.ok()) return s;
+      }
+      profile.timestamps_s.push_back(t - start);
+      if (options_.progress) options_.progress(k + 1, planned);
+    }
+    return profile;
+  }
+
+  for (const auto& c : collectors_) {
+    if (absl::Status s = c->Describe(&profile); !s.ok()) return s;
+  }
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  const double t0_unix = NowUnix();
+  const auto step = std::chrono::duration<double>(options_.interval_s);
+  for (size_t k = 1; k <= planned; ++k) {
+    const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(step * static_cast<double>(k));
+    // Short sleeps so that Stop() (Ctrl-C) takes effect within ~50 ms.
+    while (!stop_.load() && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::min<Clock::duration>(deadline - Clock::now(),
+                                                            std::chrono::milliseconds(50)));
+    }
+    if (stop_.load()) {
+      profile.interrupted = true;
+      break;
+    }
+    const double t = NowUnix();
+    for (const auto& c : collectors_) {
+      if (absl::Status s = c->Sample(t, &profile); !s.ok()) return s;
+    }
+    if (profile.timestamps_s.empty()) profile.start_unix_s = t;
+    profile.timestamps_s.push_back(t - profile.start_unix_s);
+    if (options_.progress) options_.progress(k, planned);
+  }
+  (void)t0_unix;
+  // Collectors append one value per sample; make sure no series is out of step (a collector that
+  // could not read a value appended NaN).
+  return profile;
+}
+
+}  // namespace seedance::telemetry
