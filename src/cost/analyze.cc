@@ -249,6 +249,7 @@ absl::StatusOr<Report> Analyze(const Profile& profile, const PriceTable& prices,
 
   // Idle nodes.
   std::vector<char> idle(num_nodes, 0);
+  std::vector<char> wanted_by_pending(num_nodes, 0);  // low use, but a pending pod could run there
   for (int n = 0; n < num_nodes; ++n) {
     const NodeProfile& node = profile.nodes[n];
     if (node.gpus.empty() || samples == 0) continue;
@@ -284,7 +285,10 @@ absl::StatusOr<Report> Analyze(const Profile& profile, const PriceTable& prices,
       if (p.num_gpus == 0 || p.num_gpus > static_cast<int>(node.gpus.size())) continue;
       if (p.gpu_model.empty() || CanonicalGpuModel(p.gpu_model) == model) wanted = true;
     }
-    if (wanted) continue;
+    if (wanted) {
+      wanted_by_pending[n] = 1;
+      continue;
+    }
     idle[n] = 1;
     report.idle_nodes.push_back(
         {n, best_s, best_max, static_cast<int>(node.pods.size()), node_usd_month[n]});
@@ -423,7 +427,7 @@ absl::StatusOr<Report> Analyze(const Profile& profile, const PriceTable& prices,
 
   std::vector<int> candidates;
   for (int n = 0; n < num_nodes; ++n) {
-    if (profile.nodes[n].gpus.empty() || pinned[n]) continue;
+    if (profile.nodes[n].gpus.empty() || pinned[n] || wanted_by_pending[n]) continue;
     const double mean = Mean(gpu_mean[n]);
     if (idle[n] || mean < options.drain_max_gpu_util_pct) candidates.push_back(n);
   }

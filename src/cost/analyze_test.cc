@@ -1,2 +1,183 @@
-#include <gtest/gtest.h>
-TEST(Placeholder, Empty) {}
+#include "seedance/cost/analyze.h"
+
+#include <set>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "seedance/telemetry/synthetic.h"
+
+namespace seedance::cost {
+namespace {
+
+using telemetry::MakeSyntheticProfile;
+using telemetry::Profile;
+using telemetry::SyntheticOptions;
+
+class AnalyzeTest : public ::testing::Test {
+ protected:
+  // 16 nodes x 8 A100-80GB, 60 samples of 1 s: nodes 2 and 9 (node-gpu-03, node-gpu-10) idle,
+  // nodes 4 and 14 (node-gpu-05, node-gpu-15) light, the rest busy with 2 free GPUs each.
+  static Profile Cluster(SyntheticOptions o = {}) { return MakeSyntheticProfile(o); }
+  static Report Run(const Profile& p, AnalyzeOptions o = {}) {
+    auto r = Analyze(p, PriceTable::Builtin(), o);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : Report{};
+  }
+  static std::set<std::string> IdleNames(const Report& r, const Profile& p) {
+    std::set<std::string> out;
+    for (const IdleNode& i : r.idle_nodes) out.insert(p.nodes[i.node].name);
+    return out;
+  }
+  static std::set<std::string> Freed(const Report& r, const Profile& p) {
+    std::set<std::string> out;
+    for (const PlanStep& s : r.plan) out.insert(p.nodes[s.node].name);
+    return out;
+  }
+};
+
+TEST_F(AnalyzeTest, FindsExactlyTheIdleNodes) {
+  const Profile p = Cluster();
+  const Report r = Run(p);
+  EXPECT_EQ(IdleNames(r, p), (std::set<std::string>{"node-gpu-03", "node-gpu-10"}));
+  for (const IdleNode& i : r.idle_nodes) {
+    EXPECT_DOUBLE_EQ(i.idle_s, 60);
+    EXPECT_LE(i.max_util_pct, 5);
+  }
+}
+
+TEST_F(AnalyzeTest, IdleThresholdsAreOptions) {
+  const Profile p = Cluster();
+  AnalyzeOptions longer;
+  longer.idle_window_s = 61;  // longer than the whole profile
+  EXPECT_TRUE(Run(p, longer).idle_nodes.empty());
+  AnalyzeOptions low;
+  low.idle_gpu_util_pct = 1;  // idle GPUs run at 1-5%
+  EXPECT_TRUE(Run(p, low).idle_nodes.empty());
+  AnalyzeOptions high;
+  high.idle_gpu_util_pct = 30;  // light nodes (GPUs at 18-28%) now count as idle too
+  EXPECT_EQ(IdleNames(Run(p, high), p),
+            (std::set<std::string>{"node-gpu-03", "node-gpu-05", "node-gpu-10", "node-gpu-15"}));
+}
+
+TEST_F(AnalyzeTest, APendingPodThatFitsKeepsNodesFromBeingIdleOrFreed) {
+  Profile p = Cluster();
+  p.pending_pods.push_back({"waiting", "ml", 1000, 1024, 1, 1000, {}, {}, "A100-80GB"});
+  const Report r = Run(p);
+  EXPECT_TRUE(r.idle_nodes.empty());
+  EXPECT_EQ(Freed(r, p).count("node-gpu-03"), 0u);
+  // A pending pod for another GPU model does not.
+  Profile q = Cluster();
+  q.pending_pods.push_back({"waiting", "ml", 1000, 1024, 1, 1000, {}, {}, "H100"});
+  EXPECT_EQ(Run(q).idle_nodes.size(), 2u);
+}
+
+TEST_F(AnalyzeTest, PlanFreesIdleAndLightNodesAndSavesTheirPrice) {
+  const Profile p = Cluster();
+  const Report r = Run(p);
+  EXPECT_EQ(Freed(r, p), (std::set<std::string>{"node-gpu-03", "node-gpu-05", "node-gpu-10",
+                                                "node-gpu-15"}));
+  // One node: 8 GPUs x $3.93/GPU-hour (built-in A100-80GB) x 730 h = $22,951.20 a month.
+  const double node_month = 8 * 3.93 * 730;
+  EXPECT_NEAR(r.spend_usd_per_month, 16 * node_month, 1e-6);
+  EXPECT_NEAR(r.saving_usd_per_month, 4 * node_month, 1e-6);
+  EXPECT_NEAR(r.spend_after_usd_per_month, 12 * node_month, 1e-6);
+  EXPECT_EQ(r.gpus_freed, 32);
+  for (const PlanStep& s : r.plan) {
+    const std::string name = p.nodes[s.node].name;
+    if (name == "node-gpu-05" || name == "node-gpu-15") {
+      ASSERT_EQ(s.moves.size(), 2u) << name;
+      for (const Move& m : s.moves) {
+        EXPECT_NE(m.to, s.node);
+        EXPECT_TRUE(m.same_numa) << m.pod;
+        if (m.gpu_ids.size() == 2) {
+          EXPECT_TRUE(m.nvlink) << m.pod;
+        }
+        // Targets are busy nodes, never a node that is itself freed.
+        EXPECT_EQ(Freed(r, p).count(p.nodes[m.to].name), 0u);
+      }
+    } else {
+      EXPECT_TRUE(s.moves.empty()) << name;
+      EXPECT_TRUE(s.idle);
+    }
+  }
+}
+
+TEST_F(AnalyzeTest, ATargetCapThatNoGpuMeetsFreesOnlyEmptyNodes) {
+  const Profile p = Cluster();
+  AnalyzeOptions o;
+  o.target_gpu_util_cap_pct = 1;  // no GPU may take any load
+  EXPECT_EQ(Freed(Run(p, o), p), (std::set<std::string>{"node-gpu-03", "node-gpu-10"}));
+}
+
+TEST_F(AnalyzeTest, ReportsUnderusedFragmentedAndNumaMismatchedPods) {
+  SyntheticOptions so;
+  so.numa_mismatch_nodes = {0};
+  const Profile p = Cluster(so);
+  const Report r = Run(p);
+  int fragmented = 0, underused = 0;
+  for (const GpuFinding& f : r.gpu_findings) {
+    const std::string name = p.nodes[f.node].name;
+    EXPECT_TRUE(name == "node-gpu-05" || name == "node-gpu-15") << name;
+    if (f.kind == GpuFinding::Kind::kFragmented) {
+      ++fragmented;
+      EXPECT_EQ(f.gpu, 2);
+      EXPECT_EQ(f.allocated_milli, 500);
+    } else {
+      ++underused;
+    }
+  }
+  EXPECT_EQ(fragmented, 2);
+  EXPECT_EQ(underused, 6);  // GPUs 0-2 of both light nodes run at 18-28% < 30%
+  ASSERT_EQ(r.numa_mismatches.size(), 1u);
+  EXPECT_EQ(r.numa_mismatches[0].pod, "job-node-gpu-01-0");
+  EXPECT_EQ(r.numa_mismatches[0].cpu_numa_nodes, std::vector<int>{1});
+  EXPECT_EQ(r.numa_mismatches[0].gpu_numa_nodes, std::vector<int>{0});
+}
+
+TEST_F(AnalyzeTest, TextLinesFollowTheSeedStyle) {
+  const Profile p = Cluster();
+  const Report r = Run(p);
+  const std::string text = RenderText(r, p);
+  EXPECT_NE(text.find("node-gpu-03: idle, no pods to move; frees node-gpu-03, saves $22,951/month"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("node-gpu-05: migrate 2 pods"), std::string::npos) << text;
+  EXPECT_NE(text.find("(NVLink, same NUMA node)"), std::string::npos) << text;
+  EXPECT_NE(text.find("saving $91,805/month"), std::string::npos) << text;
+  const std::string html = RenderHtml(r, p);
+  EXPECT_NE(html.find("<canvas id=\"heat\">"), std::string::npos);
+  EXPECT_NE(html.find("node-gpu-05: migrate"), std::string::npos);
+  EXPECT_NE(RenderJson(r, p).find("\"saving_usd_per_month\": 91804.8"), std::string::npos);
+}
+
+TEST_F(AnalyzeTest, UnpricedModelsAreWarnedAboutAndCostNothing) {
+  SyntheticOptions so;
+  so.gpu_model = "Acme Tensor 9000";
+  const Profile p = Cluster(so);
+  const Report r = Run(p);
+  EXPECT_EQ(r.spend_usd_per_month, 0);
+  ASSERT_FALSE(r.warnings.empty());
+  EXPECT_NE(r.warnings[0].find("Acme Tensor 9000"), std::string::npos);
+}
+
+TEST(FormatUsdTest, SeparatesThousands) {
+  EXPECT_EQ(FormatUsd(0), "$0");
+  EXPECT_EQ(FormatUsd(1530.4), "$1,530");
+  EXPECT_EQ(FormatUsd(1234567.5), "$1,234,568");
+  EXPECT_EQ(FormatUsd(-999), "-$999");
+}
+
+TEST(PricesTest, CanonicalNamesMatchWhatNvmlAndDcgmReport) {
+  EXPECT_EQ(CanonicalGpuModel("NVIDIA A100-SXM4-80GB"), "A100-80GB");
+  EXPECT_EQ(CanonicalGpuModel("NVIDIA A100-PCIE-40GB"), "A100-40GB");
+  EXPECT_EQ(CanonicalGpuModel("NVIDIA H100 80GB HBM3"), "H100");
+  EXPECT_EQ(CanonicalGpuModel("Tesla V100-SXM2-16GB"), "V100");
+  EXPECT_EQ(CanonicalGpuModel("NVIDIA A10G"), "A10G");
+  EXPECT_EQ(CanonicalGpuModel("NVIDIA L4"), "L4");
+  EXPECT_EQ(CanonicalGpuModel("NVIDIA L40S"), "L40S");
+  EXPECT_EQ(CanonicalGpuModel("Tesla T4"), "T4");
+  EXPECT_DOUBLE_EQ(*PriceTable::Builtin().GpuUsdPerHour("NVIDIA A100-SXM4-80GB"), 3.93);
+}
+
+}  // namespace
+}  // namespace seedance::cost
