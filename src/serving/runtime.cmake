@@ -1,2 +1,21 @@
-# Placeholder: KV block manager, batch schedulers, traces and serving simulator go here.
-target_sources(seedance_serving PRIVATE kv_block_manager.cc)
+# Inference runtime (docs/serving.md): paged KV block manager, continuous and static batch
+# schedulers, LLM request trace readers and the trace-driven serving simulator.
+target_sources(seedance_serving PRIVATE
+  kv_block_manager.cc
+  batch_scheduler.cc
+  request_trace.cc
+  serving_sim.cc)
+target_link_libraries(seedance_serving PUBLIC absl::flat_hash_map absl::flat_hash_set)
+
+seedance_add_test(kv_block_manager_test SOURCES kv_block_manager_test.cc LIBS seedance_serving)
+seedance_add_test(batch_scheduler_test SOURCES batch_scheduler_test.cc LIBS seedance_serving)
+seedance_add_test(request_trace_test SOURCES request_trace_test.cc
+                  LIBS seedance_serving seedance_trace)
+seedance_add_test(serving_sim_test SOURCES serving_sim_test.cc LIBS seedance_serving seedance_trace)
+
+if(SEEDANCE_BUILD_TESTS)
+  # `seedance serve-sim` end to end: good traces give the JSON contract, bad ones exit 2 with
+  # file and line.
+  add_test(NAME serve_sim_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/serve_sim_cli_test.sh
+                                      $<TARGET_FILE:seedance>)
+endif()

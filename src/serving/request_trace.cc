@@ -1,0 +1,409 @@
+// LLM request trace readers: Azure 2023 CSV, Mooncake JSONL, ShareGPT length statistics.
+
+#include "seedance/serving/request_trace.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <system_error>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+
+namespace seedance::serving {
+namespace {
+
+constexpr size_t kMaxQuoted = 64;
+constexpr int kMooncakeBlockTokens = 512;
+
+absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+std::string Quote(std::string_view v) {
+  if (v.size() <= kMaxQuoted) return absl::CHexEscape(Sv(v));
+  return absl::StrCat(absl::CHexEscape(Sv(v.substr(0, kMaxQuoted))), "...");
+}
+
+absl::Status FieldError(std::string_view source, int64_t line, std::string_view field,
+                        std::string_view what, std::string_view got) {
+  return absl::InvalidArgumentError(absl::StrCat(Sv(source), ":", line, ": field '", Sv(field),
+                                                 "': ", Sv(what), " (got '", Quote(got), "')"));
+}
+
+absl::Status LineError(std::string_view source, int64_t line, std::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(Sv(source), ":", line, ": ", Sv(what)));
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+  return s;
+}
+
+// Non-blank lines with 1-based numbers.
+class Lines {
+ public:
+  explicit Lines(std::string_view text) : text_(text) {}
+  bool Next(std::string_view* line, int64_t* no) {
+    while (pos_ < text_.size()) {
+      size_t end = text_.find('\n', pos_);
+      if (end == std::string_view::npos) end = text_.size();
+      std::string_view l = text_.substr(pos_, end - pos_);
+      pos_ = end + 1;
+      ++no_;
+      if (Trim(l).empty()) continue;
+      *line = l;
+      *no = no_;
+      return true;
+    }
+    return false;
+  }
+
+ private:
+  std::string_view text_;
+  size_t pos_ = 0;
+  int64_t no_ = 0;
+};
+
+size_t SplitCsv(std::string_view line, std::string_view* out, size_t max) {
+  size_t n = 0;
+  while (true) {
+    const size_t comma = line.find(',');
+    if (n < max) out[n] = Trim(line.substr(0, comma));
+    ++n;
+    if (comma == std::string_view::npos) break;
+    line.remove_prefix(comma + 1);
+  }
+  return n;
+}
+
+// A CSV header mapped onto the columns a reader needs.
+struct CsvLayout {
+  static constexpr size_t kMax = 16;
+  size_t num_fields = 0;
+  std::array<int, 8> index{};  // wanted column -> field position
+};
+
+absl::StatusOr<CsvLayout> MatchHeader(std::string_view header, int64_t line_no,
+                                      std::string_view source,
+                                      std::initializer_list<std::string_view> wanted) {
+  std::array<std::string_view, CsvLayout::kMax> fields;
+  CsvLayout layout;
+  layout.num_fields = SplitCsv(header, fields.data(), fields.size());
+  if (layout.num_fields > CsvLayout::kMax) return LineError(source, line_no, "too many columns");
+  size_t w = 0;
+  for (std::string_view name : wanted) {
+    int found = -1;
+    for (size_t i = 0; i < layout.num_fields; ++i) {
+      // The Azure header may start with a UTF-8 byte order mark.
+      std::string_view f = fields[i];
+      if (i == 0 && f.substr(0, 3) == "\xEF\xBB\xBF") f.remove_prefix(3);
+      if (f == name) found = static_cast<int>(i);
+    }
+    if (found < 0) {
+      return FieldError(source, line_no, name, "missing column in the header", header);
+    }
+    layout.index[w++] = found;
+  }
+  return layout;
+}
+
+absl::Status ParseLength(std::string_view source, int64_t line, std::string_view field,
+                         std::string_view s, int64_t min, int32_t* out) {
+  int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size()) {
+    return FieldError(source, line, field, "expected an integer token count", s);
+  }
+  if (v < 0) return FieldError(source, line, field, "must be non-negative", s);
+  if (v < min) return FieldError(source, line, field, absl::StrCat("must be >= ", min), s);
+  if (v > INT32_MAX / 2) return FieldError(source, line, field, "too large", s);
+  *out = static_cast<int32_t>(v);
+  return absl::OkStatus();
+}
+
+// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+int64_t DaysFromCivil(int64_t y, int64_t m, int64_t d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const int64_t yoe = y - era * 400;
+  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+bool ParseDigits(std::string_view s, size_t pos, size_t len, int64_t* out) {
+  if (pos + len > s.size()) return false;
+  int64_t v = 0;
+  for (size_t i = pos; i < pos + len; ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    v = v * 10 + (s[i] - '0');
+  }
+  *out = v;
+  return true;
+}
+
+// "YYYY-MM-DD HH:MM:SS[.fraction]" -> whole seconds since the epoch and the fraction.
+bool ParseTimestamp(std::string_view s, int64_t* secs, double* frac) {
+  int64_t y, mo, d, h, mi, se;
+  if (s.size() < 19 || s[4] != '-' || s[7] != '-' || (s[10] != ' ' && s[10] != 'T') ||
+      s[13] != ':' || s[16] != ':') {
+    return false;
+  }
+  if (!ParseDigits(s, 0, 4, &y) || !ParseDigits(s, 5, 2, &mo) || !ParseDigits(s, 8, 2, &d) ||
+      !ParseDigits(s, 11, 2, &h) || !ParseDigits(s, 14, 2, &mi) || !ParseDigits(s, 17, 2, &se)) {
+    return false;
+  }
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60) return false;
+  *frac = 0;
+  if (s.size() > 19) {
+    if (s[19] != '.' || s.size() == 20) return false;
+    double scale = 0.1;
+    for (size_t i = 20; i < s.size(); ++i) {
+      if (s[i] < '0' || s[i] > '9') return false;
+      *frac += (s[i] - '0') * scale;
+      scale /= 10;
+    }
+  }
+  *secs = DaysFromCivil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se;
+  return true;
+}
+
+absl::Status CheckOrder(std::string_view source, int64_t line, std::string_view field,
+                        std::string_view got, double prev, double now) {
+  if (now < prev) {
+    return FieldError(source, line, field,
+                      absl::StrCat("timestamps must not decrease (previous row is ", prev,
+                                   " s after the start, this one ", now, " s)"),
+                      got);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<RequestTrace> ParseAzureTrace(std::string_view text, std::string_view source) {
+  RequestTrace trace;
+  trace.source = std::string(source);
+  trace.format = TraceFormat::kAzure;
+  Lines lines(text);
+  std::string_view line;
+  int64_t no = 0;
+  if (!lines.Next(&line, &no)) return LineError(source, 1, "empty file (expected a header)");
+  absl::StatusOr<CsvLayout> layout =
+      MatchHeader(line, no, source, {"TIMESTAMP", "ContextTokens", "GeneratedTokens"});
+  if (!layout.ok()) return layout.status();
+  int64_t secs0 = 0;
+  double frac0 = 0, prev = 0;
+  std::array<std::string_view, CsvLayout::kMax> f;
+  while (lines.Next(&line, &no)) {
+    const size_t n = SplitCsv(line, f.data(), f.size());
+    if (n != layout->num_fields) {
+      return LineError(source, no, absl::StrCat("expected ", layout->num_fields,
+                                                " fields, got ", n));
+    }
+    TraceRequest r;
+    const std::string_view ts = f[layout->index[0]];
+    int64_t secs;
+    double frac;
+    if (!ParseTimestamp(ts, &secs, &frac)) {
+      return FieldError(source, no, "TIMESTAMP", "expected YYYY-MM-DD HH:MM:SS[.fff]", ts);
+    }
+    if (trace.requests.empty()) {
+      secs0 = secs;
+      frac0 = frac;
+    }
+    r.arrival_s = static_cast<double>(secs - secs0) + (frac - frac0);
+    if (absl::Status s = CheckOrder(source, no, "TIMESTAMP", ts, prev, r.arrival_s); !s.ok()) {
+      return s;
+    }
+    prev = r.arrival_s;
+    if (absl::Status s = ParseLength(source, no, "ContextTokens", f[layout->index[1]], 1,
+                                     &r.prompt_tokens);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = ParseLength(source, no, "GeneratedTokens", f[layout->index[2]], 1,
+                                     &r.output_tokens);
+        !s.ok()) {
+      return s;
+    }
+    trace.requests.push_back(std::move(r));
+  }
+  return trace;
+}
+
+absl::StatusOr<RequestTrace> ParseMooncakeTrace(std::string_view text, std::string_view source) {
+  RequestTrace trace;
+  trace.source = std::string(source);
+  trace.format = TraceFormat::kMooncake;
+  trace.prefix_block_tokens = kMooncakeBlockTokens;
+  Lines lines(text);
+  std::string_view line;
+  int64_t no = 0;
+  double prev = 0;
+  while (lines.Next(&line, &no)) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) {
+      return LineError(source, no, absl::StrCat("expected one JSON object per line (got '",
+                                                Quote(line), "')"));
+    }
+    auto length = [&](const char* key, int64_t min, int32_t* out) -> absl::Status {
+      auto it = j.find(key);
+      if (it == j.end()) return FieldError(source, no, key, "missing key", line);
+      if (!it->is_number_integer()) {
+        return FieldError(source, no, key, "expected an integer token count", it->dump());
+      }
+      return ParseLength(source, no, key, it->dump(), min, out);
+    };
+    TraceRequest r;
+    auto ts = j.find("timestamp");
+    if (ts == j.end()) return FieldError(source, no, "timestamp", "missing key", line);
+    if (!ts->is_number() || !std::isfinite(ts->get<double>()) || ts->get<double>() < 0) {
+      return FieldError(source, no, "timestamp", "expected non-negative milliseconds", ts->dump());
+    }
+    r.arrival_s = ts->get<double>() / 1000.0;
+    if (absl::Status s = CheckOrder(source, no, "timestamp", ts->dump(), prev, r.arrival_s);
+        !s.ok()) {
+      return s;
+    }
+    prev = r.arrival_s;
+    if (absl::Status s = length("input_length", 1, &r.prompt_tokens); !s.ok()) return s;
+    if (absl::Status s = length("output_length", 1, &r.output_tokens); !s.ok()) return s;
+    auto ids = j.find("hash_ids");
+    if (ids == j.end()) return FieldError(source, no, "hash_ids", "missing key", line);
+    if (!ids->is_array()) return FieldError(source, no, "hash_ids", "expected an array", ids->dump());
+    const size_t max_blocks =
+        static_cast<size_t>((r.prompt_tokens + kMooncakeBlockTokens - 1) / kMooncakeBlockTokens);
+    if (ids->size() > max_blocks) {
+      return FieldError(source, no, "hash_ids",
+                        absl::StrCat("more ids than 512-token blocks of input_length (",
+                                     max_blocks, ")"),
+                        absl::StrCat(ids->size(), " ids"));
+    }
+    r.prefix_block_ids.reserve(ids->size());
+    for (const auto& id : *ids) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0) {
+        return FieldError(source, no, "hash_ids", "expected non-negative integers", id.dump());
+      }
+      r.prefix_block_ids.push_back(id.get<uint64_t>());
+    }
+    trace.requests.push_back(std::move(r));
+  }
+  return trace;
+}
+
+absl::StatusOr<RequestTrace> ParseShareGptTrace(std::string_view text, std::string_view source,
+                                                double poisson_rate, uint64_t seed) {
+  if (!(poisson_rate > 0) || !std::isfinite(poisson_rate)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Sv(source), ": the Poisson arrival rate must be > 0 (got ", poisson_rate, ")"));
+  }
+  RequestTrace trace;
+  trace.source = std::string(source);
+  trace.format = TraceFormat::kShareGpt;
+  Lines lines(text);
+  std::string_view line;
+  int64_t no = 0;
+  if (!lines.Next(&line, &no)) return LineError(source, 1, "empty file (expected a header)");
+  absl::StatusOr<CsvLayout> layout =
+      MatchHeader(line, no, source, {"num_prefill_tokens", "num_decode_tokens"});
+  if (!layout.ok()) return layout.status();
+  std::mt19937_64 rng(seed);
+  std::exponential_distribution<double> gap(poisson_rate);
+  double t = 0;
+  std::array<std::string_view, CsvLayout::kMax> f;
+  while (lines.Next(&line, &no)) {
+    const size_t n = SplitCsv(line, f.data(), f.size());
+    if (n != layout->num_fields) {
+      return LineError(source, no, absl::StrCat("expected ", layout->num_fields,
+                                                " fields, got ", n));
+    }
+    TraceRequest r;
+    if (absl::Status s = ParseLength(source, no, "num_prefill_tokens", f[layout->index[0]], 1,
+                                     &r.prompt_tokens);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = ParseLength(source, no, "num_decode_tokens", f[layout->index[1]], 1,
+                                     &r.output_tokens);
+        !s.ok()) {
+      return s;
+    }
+    if (!trace.requests.empty()) t += gap(rng);
+    r.arrival_s = t;
+    trace.requests.push_back(std::move(r));
+  }
+  return trace;
+}
+
+absl::StatusOr<RequestTrace> ReadRequestTrace(const std::string& path,
+                                              const TraceReadOptions& options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open the trace file"));
+  std::stringstream buf;
+  buf << in.rdbuf();
+  const std::string text = buf.str();
+  TraceFormat format = options.format;
+  if (format == TraceFormat::kAuto) {
+    if (path.size() >= 6 && (path.ends_with(".jsonl") || path.ends_with(".json"))) {
+      format = TraceFormat::kMooncake;
+    } else {
+      const size_t eol = text.find('\n');
+      const std::string_view first = std::string_view(text).substr(0, eol);
+      if (first.find("TIMESTAMP") != std::string_view::npos) {
+        format = TraceFormat::kAzure;
+      } else if (first.find("num_prefill_tokens") != std::string_view::npos) {
+        format = TraceFormat::kShareGpt;
+      } else if (!first.empty() && Trim(first).starts_with("{")) {
+        format = TraceFormat::kMooncake;
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ":1: unknown trace format: expected an Azure header (TIMESTAMP,ContextTokens,"
+                  "GeneratedTokens), a ShareGPT header (num_prefill_tokens,num_decode_tokens) or "
+                  "Mooncake JSONL (got '",
+            Quote(first), "')"));
+      }
+    }
+  }
+  absl::StatusOr<RequestTrace> trace;
+  switch (format) {
+    case TraceFormat::kMooncake: trace = ParseMooncakeTrace(text, path); break;
+    case TraceFormat::kShareGpt:
+      trace = ParseShareGptTrace(text, path, options.poisson_rate, options.seed);
+      break;
+    default: trace = ParseAzureTrace(text, path); break;
+  }
+  if (!trace.ok()) return trace;
+  if (options.max_requests > 0 &&
+      static_cast<int64_t>(trace->requests.size()) > options.max_requests) {
+    trace->requests.resize(static_cast<size_t>(options.max_requests));
+  }
+  return trace;
+}
+
+double IdealPrefixHitRatio(const RequestTrace& trace) {
+  if (trace.prefix_block_tokens <= 0) return 0;
+  absl::flat_hash_set<uint64_t> seen;
+  double hit = 0, total = 0;
+  for (const TraceRequest& r : trace.requests) {
+    size_t k = 0;
+    while (k < r.prefix_block_ids.size() && seen.contains(r.prefix_block_ids[k])) ++k;
+    hit += std::min<double>(static_cast<double>(k) * trace.prefix_block_tokens, r.prompt_tokens);
+    total += r.prompt_tokens;
+    seen.insert(r.prefix_block_ids.begin(), r.prefix_block_ids.end());
+  }
+  return total > 0 ? hit / total : 0;
+}
+
+}  // namespace seedance::serving
