@@ -468,7 +468,8 @@ absl::StatusOr<Profile> ParseProfileJson(std::string_view text, std::string_view
     PathTracker tracker;
     json::sax_parse(text.begin(), text.end(), &tracker, nlohmann::detail::input_format_t::json,
                     /*strict=*/true);
-    const bool truncated = tracker.error.find("end of input") != std::string::npos;
+    const bool truncated = tracker.error.find("end of input") != std::string::npos ||
+                           tracker.error_byte > text.size();
     return absl::InvalidArgumentError(absl::StrCat(
         std::string(source), ": ", tracker.Pointer(), ": ",
         truncated ? "unexpected end of file (truncated profile?)" : "invalid JSON", " (byte ",
