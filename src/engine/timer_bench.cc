@@ -404,8 +404,8 @@ absl::StatusOr<std::vector<TimerBenchResult>> RunTimerBench(const std::vector<st
 }
 
 TimerLatenessResult RunTimerLateness(size_t timers, double duration_s, int64_t tick_ns,
-                                     uint64_t seed) {
-  TimerService service({.tick_ns = tick_ns});
+                                     bool realtime, uint64_t seed) {
+  TimerService service({.tick_ns = tick_ns, .realtime_priority = realtime ? 10 : 0});
   service.Start();
   std::vector<int64_t> lateness(timers, 0);
   std::mutex mu;
@@ -430,6 +430,7 @@ TimerLatenessResult RunTimerLateness(size_t timers, double duration_s, int64_t t
   TimerLatenessResult r;
   r.timers = timers;
   r.tick_ns = tick_ns;
+  r.realtime = service.realtime();
   for (int64_t l : lateness) r.early += l < 0;
   std::sort(lateness.begin(), lateness.end());
   if (!lateness.empty()) {

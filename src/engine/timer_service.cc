@@ -1,6 +1,8 @@
 // Thread-safe batching front of the TimerWheel; see include/seedance/engine/timer_service.h.
 #include "seedance/engine/timer_service.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/prctl.h>
 
 #include <cassert>
@@ -52,6 +54,7 @@ TimerWheelOptions WheelOptions(const TimerServiceOptions& o, TimerClock* clock) 
 TimerService::TimerService(const TimerServiceOptions& options)
     : clock_(options.clock != nullptr ? options.clock : RealTimerClock()),
       spin_ns_(options.spin_ns),
+      realtime_priority_(options.realtime_priority),
       state_(std::make_unique<State>(WheelOptions(options, clock_))) {}
 
 TimerService::~TimerService() { Stop(); }
@@ -137,6 +140,7 @@ std::optional<int64_t> TimerService::NextWorkNs() {
 void TimerService::Start() {
   assert(clock_ == RealTimerClock() && !thread_.joinable());
   thread_ = std::thread([this] { Loop(); });
+  started_.wait(false, std::memory_order_acquire);
 }
 
 void TimerService::Stop() {
@@ -151,6 +155,14 @@ void TimerService::Stop() {
 
 void TimerService::Loop() {
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);  // the default 50 us slack would show as lateness
+  if (realtime_priority_ > 0) {
+    sched_param param{};
+    param.sched_priority = realtime_priority_;
+    realtime_.store(pthread_setschedparam(pthread_self(), SCHED_FIFO, &param) == 0,
+                    std::memory_order_release);
+  }
+  started_.store(true, std::memory_order_release);
+  started_.notify_all();
   State& s = *state_;
   for (;;) {
     ApplyBatch();

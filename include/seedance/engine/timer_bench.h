@@ -64,12 +64,14 @@ struct TimerLatenessResult {
   int64_t tick_ns = 0;
   double p50_us = 0, p99_us = 0, max_us = 0;
   size_t early = 0;  // fired before their deadline (must be 0)
+  bool realtime = false;  // the timer thread ran SCHED_FIFO
 };
 
 // Wall clock: a started TimerService with `tick_ns`, `timers` timers scheduled from this thread
-// with deadlines spread over `duration_s`; waits until all fired.
+// with deadlines spread over `duration_s`; waits until all fired. `realtime`: ask SCHED_FIFO for
+// the timer thread (see TimerServiceOptions::realtime_priority).
 TimerLatenessResult RunTimerLateness(size_t timers, double duration_s, int64_t tick_ns,
-                                     uint64_t seed = 1);
+                                     bool realtime = false, uint64_t seed = 1);
 
 }  // namespace seedance::engine
 

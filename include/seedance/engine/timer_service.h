@@ -32,6 +32,10 @@ struct TimerServiceOptions {
   int levels = 6;
   TimerClock* clock = nullptr;  // nullptr: RealTimerClock(); Start() requires the real clock
   int64_t spin_ns = 20'000;     // the background thread busy-waits the last spin_ns before work
+  // > 0: the background thread asks for SCHED_FIFO at this priority (needs CAP_SYS_NICE; falls
+  // back to normal scheduling without it, see realtime()). On a loaded machine the wakeup delay of
+  // a normal thread, not the wheel, dominates lateness.
+  int realtime_priority = 0;
 };
 
 class TimerService {
@@ -61,6 +65,8 @@ class TimerService {
   std::optional<int64_t> NextWorkNs();
 
   TimerClock* clock() const { return clock_; }
+  // Whether the background thread got SCHED_FIFO (valid once Start() returned).
+  bool realtime() const { return realtime_.load(std::memory_order_acquire); }
   // Timers in the wheel (owner's view; approximate from other threads).
   size_t size() const { return live_.load(std::memory_order_relaxed); }
 
@@ -75,6 +81,9 @@ class TimerService {
 
   TimerClock* const clock_;
   const int64_t spin_ns_;
+  const int realtime_priority_;
+  std::atomic<bool> realtime_{false};
+  std::atomic<bool> started_{false};
   std::atomic<uint64_t> next_id_{1};
   std::atomic<size_t> live_{0};
   std::unique_ptr<State> state_;
