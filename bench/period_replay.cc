@@ -181,6 +181,14 @@ double Quantile(std::vector<double> v, double q) {
   return v[std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5))];
 }
 
+// A JSON number with one decimal, or null for NaN (no load steps to react to).
+std::string JsonNumber(double x) {
+  if (std::isnan(x)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f", x);
+  return buf;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -224,10 +232,11 @@ int main(int argc, char** argv) {
         const Result& r = results[i];
         std::printf(
             "%s\n  {\"policy\": \"%s\", \"ticks\": %d, \"replica_changes\": %d, "
-            "\"reaction_median_s\": %.1f, \"reaction_p90_s\": %.1f, \"overload_pct\": %.2f, "
+            "\"reaction_median_s\": %s, \"reaction_p90_s\": %s, \"overload_pct\": %.2f, "
             "\"replica_seconds\": %.0f, \"period_min_s\": %.2f, \"period_max_s\": %.2f}",
-            i ? "," : "", r.policy.c_str(), r.ticks, r.changes, Quantile(r.reactions, 0.5),
-            Quantile(r.reactions, 0.9), r.overload_pct, r.replica_s, r.min_period, r.max_period);
+            i ? "," : "", r.policy.c_str(), r.ticks, r.changes,
+            JsonNumber(Quantile(r.reactions, 0.5)).c_str(),
+            JsonNumber(Quantile(r.reactions, 0.9)).c_str(), r.overload_pct, r.replica_s, r.min_period, r.max_period);
       }
       std::printf("]}");
     } else {
