@@ -101,7 +101,9 @@ void TimerService::ApplyBatch() {
     }
     const Id id = r.id;
     const TimerHandle h =
-        s.wheel.SchedulePeriodic(r.deadline_ns, r.period_ns, [this, id] { Fire(id); });
+        r.period_ns > 0
+            ? s.wheel.SchedulePeriodic(r.deadline_ns, r.period_ns, [this, id] { Fire(id); })
+            : s.wheel.Schedule(r.deadline_ns, [this, id] { Fire(id); });
     s.entries.emplace(id, Entry{h, r.period_ns > 0, std::move(r.cb)});
   }
   s.batch.clear();

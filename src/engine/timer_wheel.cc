@@ -78,11 +78,11 @@ TimerWheel::TimerWheel(const TimerWheelOptions& options)
 
 TimerWheel::~TimerWheel() = default;
 
-TimerWheel::Node& TimerWheel::At(uint32_t index) const {
+inline TimerWheel::Node& TimerWheel::At(uint32_t index) const {
   return slab_->chunks[index >> Slab::kChunkBits][index & (Slab::kChunk - 1)];
 }
 
-uint32_t TimerWheel::Allocate() {
+inline uint32_t TimerWheel::Allocate() {
   Slab& s = *slab_;
   if (s.free_head != kNone) {
     const uint32_t index = s.free_head;
@@ -95,7 +95,7 @@ uint32_t TimerWheel::Allocate() {
   return s.count++;
 }
 
-void TimerWheel::Free(uint32_t index) {
+inline void TimerWheel::Free(uint32_t index) {
   Node& n = At(index);
   n.cb = nullptr;
   n.state = kFree;
@@ -106,7 +106,7 @@ void TimerWheel::Free(uint32_t index) {
   --size_;
 }
 
-uint64_t TimerWheel::TickOf(int64_t deadline_ns) const {
+inline uint64_t TimerWheel::TickOf(int64_t deadline_ns) const {
   if (deadline_ns <= 0) return 0;
   if (deadline_ns > std::numeric_limits<int64_t>::max() - tick_ns_) {
     return static_cast<uint64_t>(deadline_ns / tick_ns_) + 1;
@@ -114,7 +114,7 @@ uint64_t TimerWheel::TickOf(int64_t deadline_ns) const {
   return static_cast<uint64_t>((deadline_ns + tick_ns_ - 1) / tick_ns_);
 }
 
-void TimerWheel::Link(uint32_t index, uint32_t bucket) {
+inline void TimerWheel::Link(uint32_t index, uint32_t bucket) {
   Node& n = At(index);
   const uint32_t head = heads_[bucket];
   n.prev = kNone;
@@ -126,7 +126,7 @@ void TimerWheel::Link(uint32_t index, uint32_t bucket) {
   if (bucket < wheel_buckets) pending_[bucket >> kBits] |= uint64_t{1} << (bucket & kMask);
 }
 
-void TimerWheel::Unlink(uint32_t index) {
+inline void TimerWheel::Unlink(uint32_t index) {
   Node& n = At(index);
   const uint32_t bucket = n.bucket;
   if (n.prev == kNone) {
@@ -145,7 +145,7 @@ void TimerWheel::Unlink(uint32_t index) {
 // Places a node whose expiry tick is >= cur_tick_ (== only while cur_tick_ is being processed:
 // it lands in the level-0 bucket about to fire). Level L is the highest 6-bit group in which the
 // expiry tick differs from the current tick.
-void TimerWheel::Insert(uint32_t index, uint64_t expiry_tick) {
+inline void TimerWheel::Insert(uint32_t index, uint64_t expiry_tick) {
   At(index).expiry_tick = expiry_tick;
   const uint64_t x = expiry_tick ^ cur_tick_;
   const int level = x < 64 ? 0 : (63 - std::countl_zero(x)) / kBits;
@@ -158,18 +158,23 @@ void TimerWheel::Insert(uint32_t index, uint64_t expiry_tick) {
 }
 
 TimerHandle TimerWheel::Schedule(int64_t deadline_ns, TimerCallback cb) {
-  return SchedulePeriodic(deadline_ns, 0, std::move(cb));
+  return ScheduleImpl(deadline_ns, 0, cb);
 }
 
 TimerHandle TimerWheel::SchedulePeriodic(int64_t first_deadline_ns, int64_t period_ns,
                                          TimerCallback cb) {
-  assert(period_ns >= 0);
+  assert(period_ns > 0);
+  return ScheduleImpl(first_deadline_ns, period_ns, cb);
+}
+
+inline TimerHandle TimerWheel::ScheduleImpl(int64_t first_deadline_ns, int64_t period_ns,
+                                            TimerCallback& cb) {
   const uint32_t index = Allocate();
   Node& n = At(index);
   n.deadline_ns = first_deadline_ns;
   n.period_ns = period_ns;
   n.seq = seq_++;
-  n.cb = std::move(cb);
+  n.cb.swap(cb);  // the node's callback is empty: a swap is the cheapest move
   n.state = kPending;
   ++size_;
   const uint64_t tick = TickOf(first_deadline_ns);

@@ -94,6 +94,7 @@ class TimerWheel {
   struct Node;
   struct Slab;
 
+  TimerHandle ScheduleImpl(int64_t first_deadline_ns, int64_t period_ns, TimerCallback& cb);
   Node& At(uint32_t index) const;
   uint32_t Allocate();
   void Free(uint32_t index);
