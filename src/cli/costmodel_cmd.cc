@@ -166,7 +166,9 @@ Command AddCostmodelCommand(CLI::App& app) {
       "  seedance costmodel check --profile DATA/llm-traces/vidur-profiling/h100/"
       "dgx_all_reduce.csv --gpu h100 --json\n"
       "  seedance costmodel fit --profile .../a100/Llama-2-7b-hf_mlp.csv --gpu a100-80g \\\n"
-      "      --train-workers 1,2 --eval .../h100/Llama-2-7b-hf_mlp.csv --eval-gpu h100");
+      "      --train-workers 1,2 --eval .../h100/Llama-2-7b-hf_mlp.csv --eval-gpu h100\n"
+      "DATA is the public data folder (../shared/data). Exit 2 on a bad file, column or value,\n"
+      "with FILE:LINE: field 'NAME'.\n");
 
   CLI::App* check = cmd.app->add_subcommand(
       "check",

@@ -90,20 +90,21 @@ double Roof(double t_c, double t_m, double p) {
 CostModelParams CalibratedParams(const std::string& gpu, int tp) {
   CostModelParams p;
   const bool hopper = gpu == "h100" || gpu == "h200";
-  // Fitted with `seedance costmodel fit` on vidur-profiling/{a100,h100} (Llama-2-7B operators,
-  // DGX all-reduce); rounded to 3 significant digits.
+  // Fitted with `seedance costmodel fit` on vidur-profiling/{a100,h100} (Llama-2-7B operators:
+  // all rows; DGX all-reduce: --train-workers N per row, all intra-node N for "any other N");
+  // rounded to 3 significant digits. Commands and errors: docs/serving-model.md.
   struct AllReduceFit {
     int n;
     double latency_us, efficiency, small_latency_us, small_efficiency;
   };
-  static constexpr AllReduceFit kA100[] = {{2, 54.3, 0.589, 42.7, 0.559},
-                                           {4, 69.3, 0.638, 20.4, 0.327},
-                                           {8, 146.0, 0.727, 36.2, 0.421},
-                                           {0, 77.7, 0.642, 35.4, 0.453}};  // 0: any other N
-  static constexpr AllReduceFit kH100[] = {{2, 18.7, 0.654, 6.6, 0.059},
-                                           {4, 26.9, 0.801, 40.0, 0.300},
-                                           {8, 29.9, 0.772, 24.9, 0.231},
-                                           {0, 27.6, 0.778, 28.3, 0.300}};
+  static constexpr AllReduceFit kA100[] = {{2, 106.0, 0.693, 43.2, 0.563},
+                                           {4, 69.3, 0.638, 20.3, 0.327},
+                                           {8, 146.0, 0.727, 36.1, 0.421},
+                                           {0, 63.4, 0.613, 32.7, 0.416}};  // 0: any other N
+  static constexpr AllReduceFit kH100[] = {{2, 32.0, 0.698, 17.9, 0.649},
+                                           {4, 26.9, 0.802, 40.0, 0.450},
+                                           {8, 40.0, 0.835, 27.0, 0.652},
+                                           {0, 27.6, 0.778, 28.3, 0.450}};
   if (hopper) {
     p.eta_compute = 0.732;
     p.eta_memory = 0.844;

@@ -43,9 +43,10 @@ std::vector<std::string_view> Split(std::string_view line) {
 
 absl::Status FieldError(std::string_view source, int line, std::string_view field,
                         std::string_view what, std::string_view value) {
-  return absl::InvalidArgumentError(absl::StrCat(std::string(source), ":", line, ": field '",
-                                                 std::string(field), "': ", std::string(what),
-                                                 " (got '", std::string(value), "')"));
+  std::string msg = absl::StrCat(std::string(source), ":", line, ": field '", std::string(field),
+                                 "': ", std::string(what));
+  if (!value.empty()) absl::StrAppend(&msg, " (got '", std::string(value), "')");
+  return absl::InvalidArgumentError(msg);
 }
 
 class Row {
