@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "fast_json.h"
 #include "nlohmann/json.hpp"
 
 namespace seedance::telemetry {
@@ -112,7 +113,16 @@ std::string ShortParseMessage(const std::string& what) {
   return b == std::string::npos ? what : what.substr(b + 2);
 }
 
+const json* FindField(const json& o, const char* key) {
+  auto it = o.find(key);
+  return it == o.end() ? nullptr : &*it;
+}
+const internal::JValue* FindField(const internal::JValue& o, const char* key) {
+  return o.Find(key);
+}
+
 // Converts a parsed document into a Profile, stopping at the first problem.
+template <typename J>
 class Reader {
  public:
   explicit Reader(std::string_view source) : source_(source) {}
@@ -123,79 +133,76 @@ class Reader {
   bool ok() const { return status_.ok(); }
   const absl::Status& status() const { return status_; }
 
-  const json* Field(const json& obj, const std::string& ptr, const char* key, bool required) {
-    auto it = obj.find(key);
-    if (it == obj.end()) {
-      if (required) Fail(ptr + "/" + key, "missing required field");
-      return nullptr;
-    }
-    return &*it;
+  const J* Field(const J& obj, const std::string& ptr, const char* key, bool required) {
+    const J* v = FindField(obj, key);
+    if (v == nullptr && required) Fail(ptr + "/" + key, "missing required field");
+    return v;
   }
-  bool Object(const json& v, const std::string& ptr) {
+  bool Object(const J& v, const std::string& ptr) {
     if (!v.is_object()) Fail(ptr, "expected object");
     return ok();
   }
-  bool Array(const json& v, const std::string& ptr) {
+  bool Array(const J& v, const std::string& ptr) {
     if (!v.is_array()) Fail(ptr, "expected array");
     return ok();
   }
-  void Str(const json& obj, const std::string& ptr, const char* key, bool required,
+  void Str(const J& obj, const std::string& ptr, const char* key, bool required,
            std::string* out) {
     if (!ok()) return;
-    const json* v = Field(obj, ptr, key, required);
+    const J* v = Field(obj, ptr, key, required);
     if (v == nullptr) return;
     if (!v->is_string()) {
       Fail(ptr + "/" + key, "expected string");
       return;
     }
-    *out = v->get<std::string>();
+    *out = v->template get<std::string>();
   }
   template <typename T>
-  void Int(const json& obj, const std::string& ptr, const char* key, bool required, T* out,
+  void Int(const J& obj, const std::string& ptr, const char* key, bool required, T* out,
            int64_t min_value = 0) {
     if (!ok()) return;
-    const json* v = Field(obj, ptr, key, required);
+    const J* v = Field(obj, ptr, key, required);
     if (v == nullptr) return;
     if (!v->is_number_integer()) {
       Fail(ptr + "/" + key, "expected integer");
       return;
     }
-    const int64_t x = v->get<int64_t>();
+    const int64_t x = v->template get<int64_t>();
     if (x < min_value || x > static_cast<int64_t>(std::numeric_limits<T>::max())) {
       Fail(ptr + "/" + key, absl::StrCat("out of range (got ", x, ", minimum ", min_value, ")"));
       return;
     }
     *out = static_cast<T>(x);
   }
-  void Num(const json& obj, const std::string& ptr, const char* key, bool required, double* out) {
+  void Num(const J& obj, const std::string& ptr, const char* key, bool required, double* out) {
     if (!ok()) return;
-    const json* v = Field(obj, ptr, key, required);
+    const J* v = Field(obj, ptr, key, required);
     if (v == nullptr) return;
     if (!v->is_number()) {
       Fail(ptr + "/" + key, "expected number");
       return;
     }
-    *out = v->get<double>();
+    *out = v->template get<double>();
   }
-  void Bool(const json& obj, const std::string& ptr, const char* key, bool* out) {
+  void Bool(const J& obj, const std::string& ptr, const char* key, bool* out) {
     if (!ok()) return;
-    const json* v = Field(obj, ptr, key, false);
+    const J* v = Field(obj, ptr, key, false);
     if (v == nullptr) return;
     if (!v->is_boolean()) {
       Fail(ptr + "/" + key, "expected true or false");
       return;
     }
-    *out = v->get<bool>();
+    *out = v->template get<bool>();
   }
   // A series: numbers or null, exactly `samples` long.
-  void Series(const json& obj, const std::string& ptr, const char* key, size_t samples,
+  void Series(const J& obj, const std::string& ptr, const char* key, size_t samples,
               std::vector<double>* out) {
     if (!ok()) return;
-    const json* v = Field(obj, ptr, key, false);
+    const J* v = Field(obj, ptr, key, false);
     if (v == nullptr) return;
     SeriesValue(*v, ptr + "/" + key, samples, out);
   }
-  void SeriesValue(const json& v, const std::string& p, size_t samples, std::vector<double>* out) {
+  void SeriesValue(const J& v, const std::string& p, size_t samples, std::vector<double>* out) {
     if (!Array(v, p)) return;
     if (v.size() != samples) {
       Fail(p, absl::StrCat("expected ", samples, " values (one per timestamp), got ", v.size()));
@@ -203,9 +210,9 @@ class Reader {
     }
     out->resize(samples);
     for (size_t i = 0; i < samples; ++i) {
-      const json& x = v[i];
+      const J& x = v[i];
       if (x.is_number()) {
-        (*out)[i] = x.get<double>();
+        (*out)[i] = x.template get<double>();
       } else if (x.is_null()) {
         (*out)[i] = Missing();
       } else {
@@ -214,23 +221,23 @@ class Reader {
       }
     }
   }
-  void IntList(const json& obj, const std::string& ptr, const char* key, std::vector<int>* out) {
+  void IntList(const J& obj, const std::string& ptr, const char* key, std::vector<int>* out) {
     if (!ok()) return;
-    const json* v = Field(obj, ptr, key, false);
+    const J* v = Field(obj, ptr, key, false);
     if (v == nullptr) return;
     const std::string p = ptr + "/" + key;
     if (!Array(*v, p)) return;
     for (size_t i = 0; i < v->size(); ++i) {
-      if (!(*v)[i].is_number_integer() || (*v)[i].get<int64_t>() < 0 ||
-          (*v)[i].get<int64_t>() > 1 << 20) {
+      if (!(*v)[i].is_number_integer() || (*v)[i].template get<int64_t>() < 0 ||
+          (*v)[i].template get<int64_t>() > 1 << 20) {
         Fail(absl::StrCat(p, "/", i), "expected non-negative integer");
         return;
       }
-      out->push_back((*v)[i].get<int>());
+      out->push_back((*v)[i].template get<int>());
     }
   }
 
-  void Pod(const json& v, const std::string& p, PodInfo* pod) {
+  void Pod(const J& v, const std::string& p, PodInfo* pod) {
     if (!Object(v, p)) return;
     Str(v, p, "name", true, &pod->name);
     Str(v, p, "namespace", false, &pod->namespace_name);
@@ -250,7 +257,7 @@ class Reader {
       Fail(p + "/gpu_ids", absl::StrCat("expected num_gpus (", pod->num_gpus, ") entries"));
   }
 
-  void Gpu(const json& v, const std::string& p, size_t samples, GpuInfo* g) {
+  void Gpu(const J& v, const std::string& p, size_t samples, GpuInfo* g) {
     if (!Object(v, p)) return;
     Int(v, p, "index", true, &g->index);
     Str(v, p, "uuid", false, &g->uuid);
@@ -267,17 +274,17 @@ class Reader {
     Series(v, p, "power_w", samples, &g->power_w);
   }
 
-  void Topology(const json& v, const std::string& p, TopologyInfo* t) {
+  void Topology(const J& v, const std::string& p, TopologyInfo* t) {
     if (!Object(v, p)) return;
     Int(v, p, "packages", false, &t->packages);
     Int(v, p, "cores", false, &t->cores);
     Int(v, p, "pus", false, &t->pus);
-    const json* pci = Field(v, p, "pci_devices", false);
+    const J* pci = Field(v, p, "pci_devices", false);
     if (pci == nullptr || !ok()) return;
     if (!Array(*pci, p + "/pci_devices")) return;
     for (size_t i = 0; i < pci->size() && ok(); ++i) {
       const std::string q = absl::StrCat(p, "/pci_devices/", i);
-      const json& d = (*pci)[i];
+      const J& d = (*pci)[i];
       if (!Object(d, q)) return;
       PciDeviceInfo info;
       Str(d, q, "bus_id", true, &info.bus_id);
@@ -288,14 +295,14 @@ class Reader {
     }
   }
 
-  void Node(const json& v, const std::string& p, size_t samples, NodeProfile* n) {
+  void Node(const J& v, const std::string& p, size_t samples, NodeProfile* n) {
     if (!Object(v, p)) return;
     Str(v, p, "name", true, &n->name);
     Int(v, p, "cpus", false, &n->cpus);
     Int(v, p, "memory_mib", false, &n->memory_mib);
     Series(v, p, "cpu_util_pct", samples, &n->cpu_util_pct);
     Series(v, p, "mem_used_mib", samples, &n->mem_used_mib);
-    if (const json* pc = Field(v, p, "per_cpu_util_pct", false); pc != nullptr && ok()) {
+    if (const J* pc = Field(v, p, "per_cpu_util_pct", false); pc != nullptr && ok()) {
       const std::string q = p + "/per_cpu_util_pct";
       if (!Array(*pc, q)) return;
       n->per_cpu_util_pct.resize(pc->size());
@@ -303,12 +310,12 @@ class Reader {
         SeriesValue((*pc)[i], absl::StrCat(q, "/", i), samples, &n->per_cpu_util_pct[i]);
       }
     }
-    if (const json* numa = Field(v, p, "numa_nodes", false); numa != nullptr && ok()) {
+    if (const J* numa = Field(v, p, "numa_nodes", false); numa != nullptr && ok()) {
       const std::string q = p + "/numa_nodes";
       if (!Array(*numa, q)) return;
       for (size_t i = 0; i < numa->size() && ok(); ++i) {
         const std::string r = absl::StrCat(q, "/", i);
-        const json& d = (*numa)[i];
+        const J& d = (*numa)[i];
         if (!Object(d, r)) return;
         NumaNodeInfo info;
         Int(d, r, "id", true, &info.id);
@@ -318,10 +325,10 @@ class Reader {
         n->numa_nodes.push_back(std::move(info));
       }
     }
-    if (const json* topo = Field(v, p, "topology", false); topo != nullptr && ok()) {
+    if (const J* topo = Field(v, p, "topology", false); topo != nullptr && ok()) {
       Topology(*topo, p + "/topology", &n->topology);
     }
-    if (const json* gpus = Field(v, p, "gpus", false); gpus != nullptr && ok()) {
+    if (const J* gpus = Field(v, p, "gpus", false); gpus != nullptr && ok()) {
       const std::string q = p + "/gpus";
       if (!Array(*gpus, q)) return;
       n->gpus.resize(gpus->size());
@@ -329,7 +336,7 @@ class Reader {
         Gpu((*gpus)[i], absl::StrCat(q, "/", i), samples, &n->gpus[i]);
       }
     }
-    if (const json* pods = Field(v, p, "pods", false); pods != nullptr && ok()) {
+    if (const J* pods = Field(v, p, "pods", false); pods != nullptr && ok()) {
       const std::string q = p + "/pods";
       if (!Array(*pods, q)) return;
       n->pods.resize(pods->size());
@@ -362,7 +369,7 @@ class Reader {
     }
   }
 
-  void Document(const json& doc, Profile* out) {
+  void Document(const J& doc, Profile* out) {
     if (!Object(doc, "/")) return;
     int version = 0;
     Int(doc, "", "version", true, &version);
@@ -376,7 +383,7 @@ class Reader {
     Num(doc, "", "start_unix_s", false, &out->start_unix_s);
     Num(doc, "", "interval_s", false, &out->interval_s);
     Bool(doc, "", "interrupted", &out->interrupted);
-    const json* ts = Field(doc, "", "timestamps_s", true);
+    const J* ts = Field(doc, "", "timestamps_s", true);
     if (!ok()) return;
     if (!Array(*ts, "/timestamps_s")) return;
     out->timestamps_s.resize(ts->size());
@@ -385,20 +392,20 @@ class Reader {
         Fail(absl::StrCat("/timestamps_s/", i), "expected number");
         return;
       }
-      out->timestamps_s[i] = (*ts)[i].get<double>();
+      out->timestamps_s[i] = (*ts)[i].template get<double>();
       if (i > 0 && out->timestamps_s[i] <= out->timestamps_s[i - 1]) {
         Fail(absl::StrCat("/timestamps_s/", i), "timestamps must increase");
         return;
       }
     }
     const size_t samples = out->timestamps_s.size();
-    const json* nodes = Field(doc, "", "nodes", true);
+    const J* nodes = Field(doc, "", "nodes", true);
     if (!ok() || !Array(*nodes, "/nodes")) return;
     out->nodes.resize(nodes->size());
     for (size_t i = 0; i < nodes->size() && ok(); ++i) {
       Node((*nodes)[i], absl::StrCat("/nodes/", i), samples, &out->nodes[i]);
     }
-    if (const json* pending = Field(doc, "", "pending_pods", false); pending != nullptr && ok()) {
+    if (const J* pending = Field(doc, "", "pending_pods", false); pending != nullptr && ok()) {
       if (!Array(*pending, "/pending_pods")) return;
       out->pending_pods.resize(pending->size());
       for (size_t i = 0; i < pending->size() && ok(); ++i) {
@@ -463,6 +470,17 @@ json PodJson(const PodInfo& p) {
 }  // namespace
 
 absl::StatusOr<Profile> ParseProfileJson(std::string_view text, std::string_view source) {
+  Profile profile;
+  // The fast parser first; nlohmann's explains a failure (and reads anything the fast one might
+  // refuse that is valid JSON after all).
+  internal::JValue fast;
+  size_t offset = 0;
+  if (internal::JValue::Parse(text, &fast, &offset)) {
+    Reader<internal::JValue> reader(source);
+    reader.Document(fast, &profile);
+    if (!reader.ok()) return reader.status();
+    return profile;
+  }
   json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {
     PathTracker tracker;
@@ -475,19 +493,30 @@ absl::StatusOr<Profile> ParseProfileJson(std::string_view text, std::string_view
         truncated ? "unexpected end of file (truncated profile?)" : "invalid JSON", " (byte ",
         tracker.error_byte, ": ", ShortParseMessage(tracker.error), ")"));
   }
-  Profile profile;
-  Reader reader(source);
+  Reader<json> reader(source);
   reader.Document(doc, &profile);
   if (!reader.ok()) return reader.status();
   return profile;
 }
 
 absl::StatusOr<Profile> LoadProfile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ParseProfileJson(ss.str(), path);
+  const std::streamoff size = in.tellg();
+  std::string text;
+  if (size > 0) {
+    text.resize(static_cast<size_t>(size));
+    in.seekg(0);
+    if (!in.read(text.data(), size)) return absl::DataLossError(absl::StrCat(path, ": read failed"));
+  } else {
+    // Not seekable (a pipe): read to the end.
+    in.clear();
+    in.seekg(0);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  return ParseProfileJson(text, path);
 }
 
 std::string ToJson(const Profile& profile) {
