@@ -27,6 +27,7 @@ struct TimersFlags {
   double lateness_s = 1.0;
   double tick_ms = 1.0;
   bool realtime = false;
+  bool wall_clock = false;
   bool json = false;
 };
 
@@ -57,6 +58,7 @@ int RunTimers(const TimersFlags& f) {
   o.resident = f.timers;
   o.repetitions = f.repetitions;
   o.min_time_s = f.min_time_s;
+  o.cpu_time = !f.wall_clock;
   auto results = engine::RunTimerBench(impls, o);
   if (!results.ok()) {
     if (results.status().code() == absl::StatusCode::kInvalidArgument) {
@@ -85,6 +87,7 @@ int RunTimers(const TimersFlags& f) {
                               {"expire_per_s", r.expire_per_s}});
     }
     j["repetitions"] = f.repetitions;
+    j["time_base"] = f.wall_clock ? "wall_clock" : "thread_cpu";
     if (run_lateness) {
       j["lateness"] = {{"impl", "seedance"},          {"timers", lateness.timers},
                        {"tick_us", lateness.tick_ns / 1000.0}, {"p50_us", lateness.p50_us},
@@ -102,7 +105,8 @@ int RunTimers(const TimersFlags& f) {
     std::printf("%-11s %10zu %22.0f %16.0f %10s\n", r.impl.c_str(), r.resident,
                 r.schedule_cancel_pairs_per_s, r.expire_per_s, ratio.c_str());
   }
-  std::printf("(medians of %d repetitions)\n", f.repetitions);
+  std::printf("(medians of %d repetitions; rates per second of %s)\n", f.repetitions,
+              f.wall_clock ? "wall-clock time" : "the measuring thread's CPU time");
   if (run_lateness) {
     std::printf(
         "lateness (TimerService, wall clock, tick %.0f us, %zu timers): p50 %.1f us, p99 %.1f us, "
@@ -142,6 +146,9 @@ Command AddBenchCommand(CLI::App& app) {
   timers->add_flag("--realtime", flags->realtime,
                    "run the lateness run's timer thread SCHED_FIFO when permitted (shared or "
                    "loaded machines: otherwise CPU contention, not the wheel, sets the tail)");
+  timers->add_flag("--wall-clock", flags->wall_clock,
+                   "rates per wall-clock second instead of per second of the measuring thread's "
+                   "CPU time (the default, which stays per-core on a shared machine)");
   timers->add_flag("--json", flags->json,
                    "print {\"results\": [{\"impl\", \"resident\", "
                    "\"schedule_cancel_pairs_per_s\", \"expire_per_s\"}, ...], \"lateness\": {...}}");

@@ -8,6 +8,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <ctime>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -46,8 +47,10 @@ struct Offsets {
   int64_t expire[kRing];
 };
 
-double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
+double NowSeconds(bool cpu) {
+  timespec ts;
+  clock_gettime(cpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 // ---- Seedance TimerWheel --------------------------------------------------------------------
@@ -77,10 +80,10 @@ class WheelImpl final : public TimerBenchImpl {
     for (size_t i = 0; i < n; ++i) {
       w.Schedule(off_->expire[i % kRing] + static_cast<int64_t>(i % 1000), [c = &fired] { ++*c; });
     }
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = NowS();
     for (int64_t t = kMs; t <= kSec + kMs; t += kMs) w.Advance(t);
-    const auto t1 = std::chrono::steady_clock::now();
-    return fired == n ? Seconds(t0, t1) : -1;
+    const double t1 = NowS();
+    return fired == n ? (t1 - t0) : -1;
   }
 
  private:
@@ -130,10 +133,10 @@ class AsioImpl final : public TimerBenchImpl {
       timers.back().async_wait([c = &fired](const boost::system::error_code&) { ++*c; });
     }
     std::this_thread::sleep_until(base + std::chrono::milliseconds(101));
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = NowS();
     io.run();
-    const auto t1 = std::chrono::steady_clock::now();
-    return fired == n ? Seconds(t0, t1) : -1;
+    const double t1 = NowS();
+    return fired == n ? (t1 - t0) : -1;
   }
 
  private:
@@ -193,15 +196,15 @@ class LibeventImpl final : public TimerBenchImpl {
     }
     std::this_thread::sleep_until(std::chrono::steady_clock::now() + std::chrono::milliseconds(101));
     (void)start;
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = NowS();
     while (fired < n) {
       if (event_base_loop(base, EVLOOP_NONBLOCK) < 0) break;
       if (event_base_get_num_events(base, EVENT_BASE_COUNT_ADDED) == 0) break;
     }
-    const auto t1 = std::chrono::steady_clock::now();
+    const double t1 = NowS();
     for (event& ev : events) event_del(&ev);
     event_base_free(base);
-    return fired == n ? Seconds(t0, t1) : -1;
+    return fired == n ? (t1 - t0) : -1;
   }
 
  private:
@@ -326,10 +329,10 @@ class HeapImpl final : public TimerBenchImpl {
     for (size_t i = 0; i < n; ++i) {
       heap.Schedule(off_->expire[i % kRing] + static_cast<int64_t>(i % 1000), [c = &fired] { ++*c; });
     }
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = NowS();
     for (int64_t t = kMs; t <= kSec + kMs; t += kMs) heap.Advance(t);
-    const auto t1 = std::chrono::steady_clock::now();
-    return fired == n ? Seconds(t0, t1) : -1;
+    const double t1 = NowS();
+    return fired == n ? (t1 - t0) : -1;
   }
 
  private:
@@ -346,6 +349,8 @@ double Median(std::vector<double> v) {
 }
 
 }  // namespace
+
+double TimerBenchImpl::NowS() const { return NowSeconds(cpu_time_); }
 
 const std::vector<std::string>& TimerBenchImplNames() {
   static const std::vector<std::string> names = {"seedance", "boost_asio", "libevent",
@@ -377,16 +382,17 @@ absl::StatusOr<std::vector<TimerBenchResult>> RunTimerBench(const std::vector<st
   for (int rep = 0; rep < options.repetitions; ++rep) {
     for (size_t k = 0; k < names.size(); ++k) {
       std::unique_ptr<TimerBenchImpl> impl = NewTimerBenchImpl(names[k], options.seed + rep);
+      impl->set_cpu_time(options.cpu_time);
       impl->Prepare(options.resident);
       impl->Pairs(4096);  // warm-up
       size_t done = 0;
       const size_t batch = 16384;
-      const auto t0 = std::chrono::steady_clock::now();
+      const double t0 = NowSeconds(options.cpu_time);
       double elapsed = 0;
       do {
         impl->Pairs(batch);
         done += batch;
-        elapsed = Seconds(t0, std::chrono::steady_clock::now());
+        elapsed = NowSeconds(options.cpu_time) - t0;
       } while (elapsed < options.min_time_s);
       pairs[k].push_back(static_cast<double>(done) / elapsed);
       const double s = impl->ExpireSeconds(options.resident);

@@ -29,6 +29,7 @@ namespace {
 constexpr uint32_t kNone = TimerHandle::kNone;
 constexpr int kBits = 6;  // 64 buckets per level
 constexpr uint64_t kMask = 63;
+constexpr size_t kPrefetch = 8;  // nodes ahead to prefetch while walking a bucket
 enum : uint8_t { kFree = 0, kPending = 1, kFiring = 2 };
 }  // namespace
 
@@ -37,8 +38,8 @@ struct TimerWheel::Node {
   int64_t period_ns = 0;  // 0: one-shot
   uint64_t expiry_tick = 0;
   uint64_t seq = 0;
-  uint32_t prev = kNone;
-  uint32_t next = kNone;  // also the free-list link
+  uint32_t pos = 0;       // index in its bucket's array
+  uint32_t next = kNone;  // the free-list link
   uint32_t generation = 1;
   uint32_t bucket = kNone;
   uint8_t state = kFree;
@@ -67,7 +68,7 @@ TimerWheel::TimerWheel(const TimerWheelOptions& options)
       levels_(options.levels),
       cur_tick_(static_cast<uint64_t>(std::max<int64_t>(options.start_ns, 0) / options.tick_ns)),
       now_ns_(std::max<int64_t>(options.start_ns, 0)),
-      heads_(static_cast<size_t>(options.levels) * 64 + 2, kNone),
+      buckets_(static_cast<size_t>(options.levels) * 64 + 2),
       pending_(static_cast<size_t>(options.levels), 0),
       slab_(std::make_unique<Slab>()) {
   assert(options.tick_ns > 0 && options.levels >= 1 && options.levels <= 10);
@@ -116,12 +117,10 @@ inline uint64_t TimerWheel::TickOf(int64_t deadline_ns) const {
 
 inline void TimerWheel::Link(uint32_t index, uint32_t bucket) {
   Node& n = At(index);
-  const uint32_t head = heads_[bucket];
-  n.prev = kNone;
-  n.next = head;
+  std::vector<uint32_t>& b = buckets_[bucket];
   n.bucket = bucket;
-  if (head != kNone) At(head).prev = index;
-  heads_[bucket] = index;
+  n.pos = static_cast<uint32_t>(b.size());
+  b.push_back(index);
   const uint32_t wheel_buckets = static_cast<uint32_t>(levels_) * 64;
   if (bucket < wheel_buckets) pending_[bucket >> kBits] |= uint64_t{1} << (bucket & kMask);
 }
@@ -129,15 +128,14 @@ inline void TimerWheel::Link(uint32_t index, uint32_t bucket) {
 inline void TimerWheel::Unlink(uint32_t index) {
   Node& n = At(index);
   const uint32_t bucket = n.bucket;
-  if (n.prev == kNone) {
-    heads_[bucket] = n.next;
-  } else {
-    At(n.prev).next = n.next;
-  }
-  if (n.next != kNone) At(n.next).prev = n.prev;
+  std::vector<uint32_t>& b = buckets_[bucket];
+  const uint32_t last = b.back();  // swap-remove: O(1)
+  b[n.pos] = last;
+  At(last).pos = n.pos;
+  b.pop_back();
   n.bucket = kNone;
   const uint32_t wheel_buckets = static_cast<uint32_t>(levels_) * 64;
-  if (heads_[bucket] == kNone && bucket < wheel_buckets) {
+  if (b.empty() && bucket < wheel_buckets) {
     pending_[bucket >> kBits] &= ~(uint64_t{1} << (bucket & kMask));
   }
 }
@@ -203,16 +201,19 @@ bool TimerWheel::Cancel(TimerHandle handle) {
 }
 
 void TimerWheel::CascadeBucket(uint32_t bucket) {
-  uint32_t index = heads_[bucket];
-  heads_[bucket] = kNone;
+  std::vector<uint32_t>& ids = scratch_ids_;
+  ids.clear();
+  ids.swap(buckets_[bucket]);
   const uint32_t wheel_buckets = static_cast<uint32_t>(levels_) * 64;
   if (bucket < wheel_buckets) pending_[bucket >> kBits] &= ~(uint64_t{1} << (bucket & kMask));
-  while (index != kNone) {
-    Node& n = At(index);
-    const uint32_t next = n.next;
-    Insert(index, n.expiry_tick);
-    index = next;
+  const size_t count = ids.size();
+  for (size_t i = 0; i < count; ++i) {
+    // The array lets the loads of the next nodes overlap (a linked list would serialise them).
+    if (i + kPrefetch < count) __builtin_prefetch(&At(ids[i + kPrefetch]), 1);
+    const uint32_t index = ids[i];
+    Insert(index, At(index).expiry_tick);
   }
+  ids.clear();
 }
 
 size_t TimerWheel::FireList(uint32_t bucket, int64_t up_to_ns) {
@@ -221,29 +222,28 @@ size_t TimerWheel::FireList(uint32_t bucket, int64_t up_to_ns) {
   // schedule and cancel freely.
   std::vector<Key>& keys = fire_scratch_;
   keys.clear();
-  uint32_t index = heads_[bucket];
-  if (up_to_ns == std::numeric_limits<int64_t>::max()) {
-    heads_[bucket] = kNone;
-    const uint32_t wheel_buckets = static_cast<uint32_t>(levels_) * 64;
-    if (bucket < wheel_buckets) pending_[bucket >> kBits] &= ~(uint64_t{1} << (bucket & kMask));
-    while (index != kNone) {
-      Node& n = At(index);
+  std::vector<uint32_t>& ids = scratch_ids_;
+  ids.clear();
+  ids.swap(buckets_[bucket]);
+  const size_t count = ids.size();
+  keys.reserve(count);
+  const bool whole = up_to_ns == std::numeric_limits<int64_t>::max();
+  for (size_t i = 0; i < count; ++i) {
+    if (i + kPrefetch < count) __builtin_prefetch(&At(ids[i + kPrefetch]), 1);
+    const uint32_t index = ids[i];
+    Node& n = At(index);
+    if (whole || n.deadline_ns <= up_to_ns) {
       keys.push_back(Key{n.deadline_ns, n.seq, index, n.generation});
       n.state = kFiring;
       n.bucket = kNone;
-      index = n.next;
+    } else {
+      Link(index, bucket);  // not yet due (partial tick): stays
     }
-  } else {
-    while (index != kNone) {
-      Node& n = At(index);
-      const uint32_t next = n.next;
-      if (n.deadline_ns <= up_to_ns) {
-        Unlink(index);
-        keys.push_back(Key{n.deadline_ns, n.seq, index, n.generation});
-        n.state = kFiring;
-      }
-      index = next;
-    }
+  }
+  ids.clear();
+  const uint32_t wheel_buckets = static_cast<uint32_t>(levels_) * 64;
+  if (buckets_[bucket].empty() && bucket < wheel_buckets) {
+    pending_[bucket >> kBits] &= ~(uint64_t{1} << (bucket & kMask));
   }
   if (keys.size() > 1) {
     std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
@@ -287,7 +287,7 @@ uint64_t TimerWheel::NextInterestingTick() const {
       return block | (static_cast<uint64_t>(std::countr_zero(bits)) << shift);
     }
   }
-  if (heads_[static_cast<size_t>(levels_) * 64 + 1] != kNone) {
+  if (!buckets_[static_cast<size_t>(levels_) * 64 + 1].empty()) {
     const int shift = kBits * levels_;
     return ((cur_tick_ >> shift) + 1) << shift;
   }
@@ -296,14 +296,12 @@ uint64_t TimerWheel::NextInterestingTick() const {
 
 std::optional<int64_t> TimerWheel::NextWorkNs() const {
   if (size_ == 0) return std::nullopt;
-  if (heads_[static_cast<size_t>(levels_) * 64] != kNone) return now_ns_;
+  if (!buckets_[static_cast<size_t>(levels_) * 64].empty()) return now_ns_;
   // The next tick's bucket in level 0: its earliest exact deadline (see the partial tick).
   const uint32_t partial = static_cast<uint32_t>((cur_tick_ + 1) & kMask);
   if (partial != 0 && (pending_[0] & (uint64_t{1} << partial))) {
     int64_t earliest = std::numeric_limits<int64_t>::max();
-    for (uint32_t i = heads_[partial]; i != kNone; i = At(i).next) {
-      earliest = std::min(earliest, At(i).deadline_ns);
-    }
+    for (const uint32_t i : buckets_[partial]) earliest = std::min(earliest, At(i).deadline_ns);
     return std::max(earliest, now_ns_);
   }
   const uint64_t tick = NextInterestingTick();
@@ -321,7 +319,7 @@ size_t TimerWheel::Advance(int64_t now_ns) {
   const uint64_t target = static_cast<uint64_t>(now_ns / tick_ns_);
   const uint32_t due = static_cast<uint32_t>(levels_) * 64;
   size_t fired = 0;
-  if (heads_[due] != kNone) fired += FireList(due);
+  if (!buckets_[due].empty()) fired += FireList(due);
   while (cur_tick_ < target) {
     const uint64_t next = NextInterestingTick();
     if (next > target) {
@@ -330,7 +328,7 @@ size_t TimerWheel::Advance(int64_t now_ns) {
     }
     cur_tick_ = next;
     // Cascade from the top so timers moving down several levels arrive in time.
-    if (heads_[due + 1] != kNone && (cur_tick_ & ((uint64_t{1} << (kBits * levels_)) - 1)) == 0) {
+    if (!buckets_[due + 1].empty() && (cur_tick_ & ((uint64_t{1} << (kBits * levels_)) - 1)) == 0) {
       CascadeBucket(due + 1);
     }
     for (int level = levels_ - 1; level >= 1; --level) {

@@ -33,6 +33,13 @@ class TimerBenchImpl {
   // Builds `n` due timers apart from the resident ones (untimed), fires them all and returns the
   // seconds the firing took. Returns a negative value if not every timer fired.
   virtual double ExpireSeconds(size_t n) = 0;
+
+  // Time base of ExpireSeconds(): this thread's CPU time (true) or the steady clock (false).
+  void set_cpu_time(bool cpu) { cpu_time_ = cpu; }
+
+ protected:
+  double NowS() const;  // in the chosen time base
+  bool cpu_time_ = false;
 };
 
 // "seedance", "boost_asio", "libevent", "std_heap".
@@ -45,6 +52,9 @@ struct TimerBenchOptions {
   double min_time_s = 0.3;  // per pairs measurement
   int repetitions = 3;      // the reported figure is the median of these
   uint64_t seed = 1;
+  // Rates per second of this thread's CPU time (true: "per core", robust on a shared machine) or
+  // per second of wall-clock time (false).
+  bool cpu_time = true;
 };
 
 struct TimerBenchResult {

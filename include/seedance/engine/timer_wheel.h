@@ -14,9 +14,11 @@
 // buckets; level L holds timers 64^L..64^(L+1) ticks away and cascades into lower levels when the
 // wheel reaches them. A 64-bit pending bitmap per level finds the next non-empty bucket with one
 // count-trailing-zeros, so advancing over idle time costs nothing per empty tick. Timers live in a
-// slab of nodes reused through a free list (no allocation per timer once the slab has grown, as long
-// as the callback fits std::function's small buffer: a pointer or two captured), linked into
-// intrusive doubly-linked bucket lists, so cancel is an unlink.
+// slab of nodes reused through a free list (no allocation per timer once the slab and the bucket
+// arrays have grown, as long as the callback fits std::function's small buffer: a pointer or two
+// captured). A bucket is an array of node indices and each node knows its position, so cancel is
+// a swap-remove in O(1), and walking a bucket to cascade or fire it prefetches the nodes ahead
+// (a linked list would serialise those cache misses).
 //
 // Handles carry a generation: once a timer has fired (one-shot) or been cancelled, its handle is
 // stale and Cancel() on it is a no-op returning false, even after the slot is reused.
@@ -112,7 +114,9 @@ class TimerWheel {
   int64_t now_ns_;      // the last Advance() time (or start_ns)
   size_t size_ = 0;
   uint64_t seq_ = 0;    // insertion order, the tie-break within equal deadlines
-  std::vector<uint32_t> heads_;     // per bucket; levels*64 wheel buckets, then due, overflow
+  // Per bucket, the indices of its nodes (levels*64 wheel buckets, then due, then overflow).
+  std::vector<std::vector<uint32_t>> buckets_;
+  std::vector<uint32_t> scratch_ids_;  // the bucket being cascaded or fired
   std::vector<uint64_t> pending_;   // per level, bit b set when bucket b is non-empty
   std::unique_ptr<Slab> slab_;
   struct FireKey;
