@@ -101,8 +101,8 @@ enum class Policy { kFixed, kHpa, kSeedance, kSeedanceMin5 };
 Result Replay(const std::vector<double>& c, const std::vector<Step>& steps, Policy policy,
               double per_replica) {
   Result r;
-  r.policy = policy == Policy::kFixed  ? "fixed-10s"
-             : policy == Policy::kHpa  ? "hpa-15s"
+  r.policy = policy == Policy::kFixed      ? "fixed-10s"
+             : policy == Policy::kHpa      ? "hpa-15s"
              : policy == Policy::kSeedance ? "seedance"
                                            : "seedance-min5";
   seedance::engine::PeriodOptions period_options;
@@ -125,7 +125,8 @@ Result Replay(const std::vector<double>& c, const std::vector<Step>& steps, Poli
       const double now = next_tick;
       double qps = 0;
       int m = 0;
-      for (int i = static_cast<int>(now) - 1; i >= 0 && i >= now - metric_window; --i, ++m) qps += c[i];
+      for (int i = static_cast<int>(now) - 1; i >= 0 && i >= now - metric_window; --i, ++m)
+        qps += c[i];
       qps = m ? qps / m : 0;
       const int desired = std::max(1, static_cast<int>(std::ceil(qps / per_replica)));
       int target = desired;
@@ -236,7 +237,8 @@ int main(int argc, char** argv) {
             "\"replica_seconds\": %.0f, \"period_min_s\": %.2f, \"period_max_s\": %.2f}",
             i ? "," : "", r.policy.c_str(), r.ticks, r.changes,
             JsonNumber(Quantile(r.reactions, 0.5)).c_str(),
-            JsonNumber(Quantile(r.reactions, 0.9)).c_str(), r.overload_pct, r.replica_s, r.min_period, r.max_period);
+            JsonNumber(Quantile(r.reactions, 0.9)).c_str(), r.overload_pct, r.replica_s,
+            r.min_period, r.max_period);
       }
       std::printf("]}");
     } else {

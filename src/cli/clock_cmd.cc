@@ -55,8 +55,8 @@ struct SimulateFlags {
 int Simulate(const SimulateFlags& f) {
   std::vector<uint64_t> seeds;
   if (!ParseSeedRange(f.seeds, &seeds)) {
-    return UsageError("clock simulate: --seeds: expected N, A-B or a comma list, got '" +
-                      f.seeds + "'");
+    return UsageError("clock simulate: --seeds: expected N, A-B or a comma list, got '" + f.seeds +
+                      "'");
   }
   if (f.warmup >= f.samples) {
     return UsageError("clock simulate: --warmup " + std::to_string(f.warmup) +
@@ -167,8 +167,7 @@ int Probe(const ProbeFlags& f) {
         "{\"server\": \"%s:%u\", \"samples\": %d, \"stratum\": %d, \"offset_us\": %.3f, "
         "\"min_delay_us\": %.3f, \"drift_ppm\": %s}\n",
         options.host.c_str(), unsigned{options.port}, ok, last.reply.stratum, offset_us,
-        min_delay_s * 1e6,
-        has_drift ? std::to_string(est->FrequencyPpm()).c_str() : "null");
+        min_delay_s * 1e6, has_drift ? std::to_string(est->FrequencyPpm()).c_str() : "null");
   } else {
     std::printf("\nserver %s:%u stratum %d, %d of %d samples\n", options.host.c_str(),
                 unsigned{options.port}, last.reply.stratum, ok, f.samples);

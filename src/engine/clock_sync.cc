@@ -228,8 +228,8 @@ std::vector<EstimatorScore> ScoreEstimators(const ClockSimOptions& sim, int samp
       std::sort(abs_err.begin(), abs_err.end());
       score.bias_us = sum / err.size() * 1e6;
       score.rms_us = std::sqrt(sq / err.size()) * 1e6;
-      const size_t idx = std::min(abs_err.size() - 1,
-                                  static_cast<size_t>(std::ceil(0.99 * abs_err.size())) - 1);
+      const size_t idx =
+          std::min(abs_err.size() - 1, static_cast<size_t>(std::ceil(0.99 * abs_err.size())) - 1);
       score.p99_abs_error_us = abs_err[idx] * 1e6;
     }
     score.freq_error_ppm = std::fabs(estimators[e]->FrequencyPpm() - true_freq_ppm);

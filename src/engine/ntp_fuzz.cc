@@ -21,8 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Check the reply both against its own originate (so the deeper checks run) and a wrong one.
   (void)ValidateSntpReply(*packet, packet->originate_ts);
   (void)ValidateSntpReply(*packet, packet->originate_ts + 1);
-  auto sample = SampleFromTimestamps(packet->originate_ts, packet->receive_ts,
-                                     packet->transmit_ts, packet->reference_ts);
+  auto sample = SampleFromTimestamps(packet->originate_ts, packet->receive_ts, packet->transmit_ts,
+                                     packet->reference_ts);
   if (sample.ok()) {
     // Feed whatever came out to both estimators: no input may break them.
     auto reg = NewRegressionEstimator();

@@ -51,9 +51,8 @@ PeriodDecision PeriodController::Decide(double now_s, double sla_margin) {
     const double sd = std::sqrt(std::max(0.0, sqb / nb - base * base) * nb / (nb - 1));
     const double diff = std::fabs(recent - base);
     const double rel = base > 0 ? diff / base : (diff > 0 ? 1.0 : 0.0);
-    const double z =
-        sd > 0 ? diff / (sd / std::sqrt(nr)) : (diff > 0 ? std::numeric_limits<double>::infinity()
-                                                         : 0.0);
+    const double z = sd > 0 ? diff / (sd / std::sqrt(nr))
+                            : (diff > 0 ? std::numeric_limits<double>::infinity() : 0.0);
     if (rel > o.step_threshold && z > o.step_z) d.step = rel;
   }
   d.volatility = std::max(std::max(0.0, d.cv - o.cv_floor), d.step);

@@ -79,7 +79,8 @@ TEST(PeriodControllerTest, TenPercentNoiseWithComfortableSlaLengthensOnceAndNeve
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<double> noise(-0.1, 0.1);
     Loop loop;
-    const auto ds = loop.Run(4 * 3600, [&](double) { return 100 * (1 + noise(rng)); }, 0.5);
+    const auto ds = loop.Run(
+        4 * 3600, [&](double) { return 100 * (1 + noise(rng)); }, 0.5);
     EXPECT_EQ(Reversals(ds), 0) << "seed " << seed;
     EXPECT_EQ(Changes(ds), 1) << "seed " << seed;
     EXPECT_EQ(ds.back().second.period_s, 15);
@@ -128,7 +129,8 @@ TEST(PeriodControllerTest, DropInLoadIsAStepToo) {
 
 TEST(PeriodControllerTest, NegativeSlaMarginShortensThePeriod) {
   Loop loop;
-  const auto ds = loop.Run(100, [](double) { return 100.0; }, -0.2);
+  const auto ds = loop.Run(
+      100, [](double) { return 100.0; }, -0.2);
   // base / (1 + 5 * 0.2) = 5 s.
   EXPECT_DOUBLE_EQ(ds.back().second.period_s, 5);
   EXPECT_EQ(ds.back().second.reason, "sla");
@@ -138,7 +140,8 @@ TEST(PeriodControllerTest, VolatileLoadShortensThePeriodAndStaysBounded) {
   std::mt19937_64 rng(3);
   std::uniform_real_distribution<double> u(0, 1);
   Loop loop;
-  const auto ds = loop.Run(1200, [&](double) { return u(rng) < 0.5 ? 20.0 : 180.0; }, -1.0);
+  const auto ds = loop.Run(
+      1200, [&](double) { return u(rng) < 0.5 ? 20.0 : 180.0; }, -1.0);
   for (const auto& [t, d] : ds) {
     EXPECT_GE(d.period_s, 2);
     EXPECT_LE(d.period_s, 30);
@@ -166,7 +169,8 @@ TEST(PeriodControllerTest, PoissonCountingNoiseIsNotVolatility) {
   std::mt19937_64 rng(5);
   std::poisson_distribution<int> arrivals(5.0);  // 5 requests/s counted per second
   Loop loop;
-  const auto ds = loop.Run(3600, [&](double) { return double(arrivals(rng)); }, 0.1, 1.0);
+  const auto ds = loop.Run(
+      3600, [&](double) { return double(arrivals(rng)); }, 0.1, 1.0);
   EXPECT_EQ(Changes(ds), 0);
 }
 

@@ -111,8 +111,8 @@ absl::StatusOr<NtpPacket> ParseNtpPacket(std::span<const uint8_t> bytes) {
                                                    " bytes, expected at most ", kNtpMaxPacketSize));
   }
   if (bytes.size() % 4 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ntp packet: size ", bytes.size(), " bytes is not a whole number of 32-bit words"));
+    return absl::InvalidArgumentError(absl::StrCat("ntp packet: size ", bytes.size(),
+                                                   " bytes is not a whole number of 32-bit words"));
   }
   const uint8_t* b = bytes.data();
   NtpPacket p;
@@ -182,13 +182,13 @@ absl::Status ValidateSntpReply(const NtpPacket& r, NtpTimestamp request_transmit
   return absl::OkStatus();
 }
 
-absl::StatusOr<ClockSample> SampleFromTimestamps(NtpTimestamp t1, NtpTimestamp t2,
-                                                 NtpTimestamp t3, NtpTimestamp t4) {
+absl::StatusOr<ClockSample> SampleFromTimestamps(NtpTimestamp t1, NtpTimestamp t2, NtpTimestamp t3,
+                                                 NtpTimestamp t4) {
   ClockSample s;
   s.offset_s = (NtpDiffSeconds(t2, t1) + NtpDiffSeconds(t3, t4)) / 2;
   s.delay_s = NtpDiffSeconds(t4, t1) - NtpDiffSeconds(t3, t2);
-  s.local_time_s = static_cast<double>(t4 >> 32) + static_cast<double>(t4 & 0xffffffffULL) /
-                                                       4294967296.0;
+  s.local_time_s =
+      static_cast<double>(t4 >> 32) + static_cast<double>(t4 & 0xffffffffULL) / 4294967296.0;
   if (s.delay_s < -1e-3) {
     return absl::InvalidArgumentError(
         absl::StrCat("ntp sample: negative delay ", s.delay_s * 1e6,
@@ -232,7 +232,8 @@ absl::Status ParseHostPort(const std::string& text, uint16_t default_port, std::
       *host = text;
     }
   }
-  if (host->empty()) return absl::InvalidArgumentError(absl::StrCat("server: empty host in '", text, "'"));
+  if (host->empty())
+    return absl::InvalidArgumentError(absl::StrCat("server: empty host in '", text, "'"));
   if (!port_text.empty()) {
     uint32_t p = 0;
     if (!absl::SimpleAtoi(port_text, &p) || p == 0 || p > 65535) {

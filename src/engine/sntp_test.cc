@@ -128,8 +128,8 @@ TEST(SntpReplyTest, RejectsEachMalformedField) {
        absl::StatusCode::kInvalidArgument, "field 'mode': 3"},
       {"mode broadcast", [](NtpPacket& p) { p.mode = 5; }, absl::StatusCode::kInvalidArgument,
        "field 'mode': 5"},
-      {"zero transmit", [](NtpPacket& p) { p.transmit_ts = 0; },
-       absl::StatusCode::kInvalidArgument, "'transmit_timestamp': zero"},
+      {"zero transmit", [](NtpPacket& p) { p.transmit_ts = 0; }, absl::StatusCode::kInvalidArgument,
+       "'transmit_timestamp': zero"},
       {"zero receive", [](NtpPacket& p) { p.receive_ts = 0; }, absl::StatusCode::kInvalidArgument,
        "'receive_timestamp': zero"},
       {"originate mismatch", [](NtpPacket& p) { p.originate_ts = kT1 + 1; },
@@ -191,8 +191,8 @@ TEST(SntpSampleTest, RejectsNegativeDelay) {
   const NtpTimestamp t1 = NtpFromUnixNs(100'000'000'000);
   const NtpTimestamp t4 = NtpFromUnixNs(100'001'000'000);
   // Server claims to have held the request 1 s, longer than the 1 ms round trip.
-  auto s = SampleFromTimestamps(t1, NtpFromUnixNs(100'000'000'000), NtpFromUnixNs(101'000'000'000),
-                                t4);
+  auto s =
+      SampleFromTimestamps(t1, NtpFromUnixNs(100'000'000'000), NtpFromUnixNs(101'000'000'000), t4);
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(s.status().message(), HasSubstr("negative delay"));
 }
@@ -211,7 +211,8 @@ TEST(HostPortTest, ParsesNamesAddressesAndPorts) {
   EXPECT_EQ(port, 999);
   ASSERT_TRUE(ParseHostPort("::1", 123, &host, &port).ok());
   EXPECT_EQ(host, "::1");
-  for (const char* bad : {"", ":123", "host:", "host:0", "host:70000", "host:x1", "[::1", "[::1]x"}) {
+  for (const char* bad :
+       {"", ":123", "host:", "host:0", "host:70000", "host:x1", "[::1", "[::1]x"}) {
     EXPECT_FALSE(ParseHostPort(bad, 123, &host, &port).ok()) << bad;
   }
 }

@@ -47,11 +47,11 @@ class ClockEstimator {
 };
 
 struct RegressionOptions {
-  int window = 64;                     // samples kept
-  double delay_floor_s = 20e-6;        // weight = 1 / (floor^2 + excess_delay^2)
-  double outlier_delay_factor = 4.0;   // reject excess delay > factor * median excess + floor
+  int window = 64;                       // samples kept
+  double delay_floor_s = 20e-6;          // weight = 1 / (floor^2 + excess_delay^2)
+  double outlier_delay_factor = 4.0;     // reject excess delay > factor * median excess + floor
   double outlier_residual_factor = 4.0;  // reject |residual| > factor * weighted MAD + floor/2
-  int min_samples_for_frequency = 4;   // fewer kept samples: offset only, slope 0
+  int min_samples_for_frequency = 4;     // fewer kept samples: offset only, slope 0
 };
 
 struct EwmaOptions {
@@ -72,21 +72,21 @@ struct ClockSimOptions {
   double drift_ppm = 10;           // client runs this many ppm fast
   double initial_offset_s = 2e-3;  // client ahead of the server at t = 0
   double poll_interval_s = 1;
-  double base_delay_s = 200e-6;    // symmetric round trip without queueing
-  double jitter_s = 50e-6;         // mean of the exponential queueing delay, per direction
+  double base_delay_s = 200e-6;  // symmetric round trip without queueing
+  double jitter_s = 50e-6;       // mean of the exponential queueing delay, per direction
   double outlier_fraction = 0.10;
   double outlier_min_s = 1e-3;
   double outlier_max_s = 20e-3;
-  double server_hold_s = 20e-6;    // t3 - t2
+  double server_hold_s = 20e-6;  // t3 - t2
   uint64_t seed = 1;
 };
 
 // A sample as the client sees it, with the simulator's truth beside it.
 struct SimulatedSample {
-  ClockSample sample;            // what the client measured (local_time_s = t4 on its clock)
-  double true_time_s = 0;        // true time at t4
-  double true_offset_s = 0;      // server - client at t4 (what an estimator should say)
-  double true_freq_ppm = 0;      // -drift_ppm
+  ClockSample sample;        // what the client measured (local_time_s = t4 on its clock)
+  double true_time_s = 0;    // true time at t4
+  double true_offset_s = 0;  // server - client at t4 (what an estimator should say)
+  double true_freq_ppm = 0;  // -drift_ppm
 };
 
 class ClockSimulator {
@@ -106,16 +106,15 @@ class ClockSimulator {
 // sample k was added minus the true offset at t4_k; samples before `warmup` are not scored.
 struct EstimatorScore {
   std::string estimator;
-  double bias_us = 0;            // mean error
-  double rms_us = 0;             // sqrt(mean error^2)
-  double p99_abs_error_us = 0;   // 99th percentile of |error|
-  double freq_error_ppm = 0;     // |FrequencyPpm() - true| after the last sample
+  double bias_us = 0;           // mean error
+  double rms_us = 0;            // sqrt(mean error^2)
+  double p99_abs_error_us = 0;  // 99th percentile of |error|
+  double freq_error_ppm = 0;    // |FrequencyPpm() - true| after the last sample
 };
 
 // Runs `samples` polls of a fresh simulator through each estimator (same samples for all).
-std::vector<EstimatorScore> ScoreEstimators(
-    const ClockSimOptions& sim, int samples, int warmup,
-    const std::vector<ClockEstimator*>& estimators);
+std::vector<EstimatorScore> ScoreEstimators(const ClockSimOptions& sim, int samples, int warmup,
+                                            const std::vector<ClockEstimator*>& estimators);
 
 }  // namespace seedance::engine
 

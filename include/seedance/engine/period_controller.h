@@ -29,27 +29,27 @@ struct PeriodOptions {
   double base_period_s = 10;
   double min_period_s = 2;
   double max_period_s = 30;
-  double calm_period_s = 15;   // used when load is steady and the SLA margin comfortable
+  double calm_period_s = 15;  // used when load is steady and the SLA margin comfortable
   double calm_margin = 0.2;
-  double history_s = 300;      // QPS history for the coefficient of variation
-  double recent_s = 3;         // window of the step detector
-  double cv_floor = 0.15;      // volatility below this is noise
+  double history_s = 300;        // QPS history for the coefficient of variation
+  double recent_s = 3;           // window of the step detector
+  double cv_floor = 0.15;        // volatility below this is noise
   double step_threshold = 0.25;  // relative jump of the recent mean that counts as a step
   double step_z = 4;             // and its significance against the history's spread
   double volatility_gain = 4;
   double sla_gain = 5;
-  double deadband = 0.2;         // relative change of raw needed to move the period
+  double deadband = 0.2;  // relative change of raw needed to move the period
   double lengthen_hold_s = 60;
 };
 
 struct PeriodDecision {
-  double period_s = 0;     // the period to wait until the next Decide
+  double period_s = 0;      // the period to wait until the next Decide
   double raw_period_s = 0;  // the rule's value before hysteresis
-  double volatility = 0;   // v above
-  double cv = 0;           // cv_excess above
-  double step = 0;         // relative step (0 when none detected)
-  int direction = 0;       // -1 shortened, +1 lengthened, 0 unchanged
-  std::string reason;      // "steady", "volatile", "step", "sla", "calm"
+  double volatility = 0;    // v above
+  double cv = 0;            // cv_excess above
+  double step = 0;          // relative step (0 when none detected)
+  int direction = 0;        // -1 shortened, +1 lengthened, 0 unchanged
+  std::string reason;       // "steady", "volatile", "step", "sla", "calm"
 };
 
 class PeriodController {

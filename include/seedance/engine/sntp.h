@@ -25,8 +25,8 @@
 
 namespace seedance::engine {
 
-inline constexpr size_t kNtpPacketSize = 48;         // header without extensions or MAC
-inline constexpr size_t kNtpMaxPacketSize = 1024;    // larger replies are rejected
+inline constexpr size_t kNtpPacketSize = 48;       // header without extensions or MAC
+inline constexpr size_t kNtpMaxPacketSize = 1024;  // larger replies are rejected
 inline constexpr uint8_t kNtpModeClient = 3;
 inline constexpr uint8_t kNtpModeServer = 4;
 inline constexpr uint64_t kNtpUnixEpochOffsetS = 2208988800ULL;  // 1900-01-01 to 1970-01-01
@@ -84,8 +84,8 @@ struct ClockSample {
 
 // offset and delay from the four timestamps (local_time_s is t4 in seconds since 1900).
 // Rejects a negative delay below -1 ms (clocks stepped during the exchange or a broken server).
-absl::StatusOr<ClockSample> SampleFromTimestamps(NtpTimestamp t1, NtpTimestamp t2,
-                                                 NtpTimestamp t3, NtpTimestamp t4);
+absl::StatusOr<ClockSample> SampleFromTimestamps(NtpTimestamp t1, NtpTimestamp t2, NtpTimestamp t3,
+                                                 NtpTimestamp t4);
 
 struct SntpOptions {
   std::string host = "127.0.0.1";  // name or address (IPv4 or IPv6)
