@@ -79,6 +79,11 @@ int Run(const Flags& f) {
 
   const CostModel cost(*model, *gpu, f.tp);
   const ServingHardware hw = HardwareFromCostModel(cost, f.mem_util);
+  if (base.kv_blocks <= 0 && hw.kv_cache_bytes < int64_t{f.block_size} * hw.kv_bytes_per_token) {
+    return UsageError("no GPU memory left for the KV cache: " + model->name + " does not fit " +
+                      gpu->name + " x" + std::to_string(f.tp) + " at --mem-util " +
+                      std::to_string(f.mem_util) + " (try a larger --tp)");
+  }
 
   nlohmann::ordered_json out = {{"modes", nlohmann::ordered_json::array()}};
   std::printf("serve-sim: %s, %zu requests, %s on %s x%d, rate x%g, %d-token blocks\n",

@@ -61,7 +61,8 @@ class SchedulerBase : public BatchScheduler {
     seqs_[r].state = SeqState::kDone;
     ++finished_;
   }
-  // Advances every planned sequence; returns true for each that finished (kv left to the caller).
+  // Advances every planned sequence and calls on_finish(request) for each that finished (its KV
+  // sequence is left to the caller).
   template <typename OnFinish>
   void Advance(double now_s, OnFinish on_finish) {
     for (size_t i = 0; i < plan_.requests.size(); ++i) {

@@ -163,10 +163,9 @@ void KvBlockManager::LruRemove(BlockId b) {
   --lru_size_;
 }
 
-bool KvBlockManager::GrowTo(Seq& s, int64_t num_tokens) {
+void KvBlockManager::GrowTo(Seq& s, int64_t num_tokens) {
   const int64_t want = (num_tokens + block_size_ - 1) / block_size_;
   while (static_cast<int64_t>(s.blocks.size()) < want) s.blocks.push_back(AllocateBlock());
-  return true;
 }
 
 bool KvBlockManager::Reserve(KvSeqId seq, int64_t num_tokens) {
@@ -175,7 +174,8 @@ bool KvBlockManager::Reserve(KvSeqId seq, int64_t num_tokens) {
   const int64_t need = want - static_cast<int64_t>(s.blocks.size());
   if (need <= 0) return true;
   if (need > NumAllocatableBlocks()) return false;
-  return GrowTo(s, num_tokens);
+  GrowTo(s, num_tokens);
+  return true;
 }
 
 bool KvBlockManager::AppendTokens(KvSeqId seq, int64_t n) {

@@ -50,6 +50,7 @@ expect_error "unknown format" "unknown.csv:1: unknown trace format" --trace "$tm
 expect_error "missing file" "cannot open" --trace "$tmp/nope.csv"
 expect_error "bad model" "--model" --trace "$good" --model gpt-17
 expect_error "bad batching" "--batching" --trace "$good" --batching dynamic
+expect_error "model too big for one GPU" "does not fit" --trace "$good" --model llama-3-70b
 expect_error "bad prefix cache" "--prefix-cache" --trace "$good" --prefix-cache lots
 expect_error "bad rate scale" "rate-scale" --trace "$good" --rate-scale -1
 

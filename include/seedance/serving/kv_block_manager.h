@@ -112,7 +112,7 @@ class KvBlockManager {
   void ReleaseBlock(BlockId b);
   void LruPushBack(BlockId b);
   void LruRemove(BlockId b);
-  bool GrowTo(Seq& s, int64_t num_tokens);
+  void GrowTo(Seq& s, int64_t num_tokens);  // REQUIRES: enough allocatable blocks
 
   int block_size_;
   int64_t num_blocks_;
