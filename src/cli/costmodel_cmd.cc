@@ -117,11 +117,22 @@ int Fit(const CostmodelFlags& f) {
     j["constants"] = {{"eta_compute", Round(p.eta_compute, 4)},
                       {"eta_memory", Round(p.eta_memory, 4)},
                       {"gemm_overhead_us", Round(p.gemm_overhead_s * 1e6, 2)},
-                      {"eta_memory_elementwise", Round(p.eta_memory_elementwise, 4)},
+                      {"eta_memory_norm", Round(p.eta_memory_norm, 4)},
+                      {"eta_memory_rope", Round(p.eta_memory_rope, 4)},
+                      {"eta_memory_act", Round(p.eta_memory_act, 4)},
+                      {"eta_memory_add", Round(p.eta_memory_add, 4)},
+                      {"eta_memory_embedding", Round(p.eta_memory_embedding, 4)},
                       {"elementwise_overhead_us", Round(p.elementwise_overhead_s * 1e6, 2)}};
   }
   const auto train_h = headline(train);
   j["train"] = {{"rows", train_h.size()}, {"mape_pct", Round(sv::MapePct(train_h, gpu, p), 3)}};
+  const auto train_e = sv::Filter(train, [](const sv::ProfileSample& x) {
+    return x.op_class == sv::OpClass::kElementwise;
+  });
+  if (!train_e.empty()) {
+    j["train"]["elementwise_rows"] = train_e.size();
+    j["train"]["elementwise_mape_pct"] = Round(sv::MapePct(train_e, gpu, p), 3);
+  }
   const auto held_h = headline(held);
   if (!held_h.empty()) {
     j["held_out"] = {{"rows", held_h.size()},

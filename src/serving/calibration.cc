@@ -46,7 +46,7 @@ double PredictSeconds(const ProfileSample& s, const GpuSpec& gpu, const CostMode
     case OpClass::kGemm:
       return GemmSeconds(gpu, p, s.m, s.k, s.n, DType::kFP16);
     case OpClass::kElementwise:
-      return ElementwiseSeconds(gpu, p, s.bytes);
+      return ElementwiseSeconds(gpu, p, s.kind, s.bytes);
     case OpClass::kAllReduce:
       return AllReduceSeconds(gpu, p, s.bytes, s.num_workers);
   }
@@ -79,7 +79,8 @@ CostModelParams FitElementwise(const std::vector<ProfileSample>& samples, const 
       Filter(samples, [](const ProfileSample& s) { return s.op_class == OpClass::kElementwise; });
   if (rows.empty()) return start;
   CostModelParams p = start;
-  Minimise({&p.eta_memory_elementwise, &p.elementwise_overhead_s},
+  Minimise({&p.eta_memory_norm, &p.eta_memory_rope, &p.eta_memory_act, &p.eta_memory_add,
+            &p.eta_memory_embedding, &p.elementwise_overhead_s},
            [&] { return MapePct(rows, gpu, p); });
   return p;
 }

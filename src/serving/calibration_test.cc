@@ -146,6 +146,12 @@ TEST_P(VidurProfileTest, BuiltInConstantsMeetTheErrorTargets) {
   const CheckResult r = CheckProfile(*p, gpu);
   EXPECT_EQ(r.rows, 4 * 1044);
   EXPECT_LE(r.mape_pct, 12.0);
+  // Element-wise kernels (norms, RoPE, activation, add, embedding): not a done-when figure, but
+  // they are part of every step.
+  const auto elementwise = Filter(
+      p->samples, [](const ProfileSample& s) { return s.op_class == OpClass::kElementwise; });
+  EXPECT_EQ(elementwise.size(), 6u * 1044);
+  EXPECT_LE(MapePct(elementwise, gpu, DefaultParamsFor(gpu)), 12.0);
   absl::StatusOr<Profile> a = ReadProfileCsv(ar);
   ASSERT_TRUE(a.ok()) << a.status();
   const CheckResult ra = CheckProfile(*a, gpu);

@@ -109,14 +109,22 @@ CostModelParams CalibratedParams(const std::string& gpu, int tp) {
     p.eta_compute = 0.732;
     p.eta_memory = 0.844;
     p.gemm_overhead_s = 6.05e-6;
-    p.eta_memory_elementwise = 0.575;
-    p.elementwise_overhead_s = 1.87e-6;
+    p.eta_memory_norm = 0.406;
+    p.eta_memory_rope = 0.510;
+    p.eta_memory_act = 0.565;
+    p.eta_memory_add = 1.26;  // > 1: part of the operands stays in the 50 MB L2
+    p.eta_memory_embedding = 0.179;
+    p.elementwise_overhead_s = 1.50e-6;
   } else {  // A100 fit, also used for the PCIe GPUs (no profiles for them)
     p.eta_compute = 0.722;
     p.eta_memory = 0.793;
     p.gemm_overhead_s = 5.64e-6;
-    p.eta_memory_elementwise = 0.501;
-    p.elementwise_overhead_s = 2.23e-6;
+    p.eta_memory_norm = 0.405;
+    p.eta_memory_rope = 0.465;
+    p.eta_memory_act = 0.487;
+    p.eta_memory_add = 1.13;  // > 1: part of the operands stays in the 40 MB L2
+    p.eta_memory_embedding = 0.155;
+    p.elementwise_overhead_s = 1.75e-6;
   }
   const AllReduceFit* table = hopper ? kH100 : kA100;
   const AllReduceFit* fit = &table[3];
@@ -250,10 +258,27 @@ double GemmSeconds(const GpuSpec& gpu, const CostModelParams& p, int64_t m, int6
   return Roof(t_c, t_m, p.roofline_exponent) + p.gemm_overhead_s;
 }
 
-double ElementwiseSeconds(const GpuSpec& gpu, const CostModelParams& p, double bytes) {
+double ElementwiseSeconds(const GpuSpec& gpu, const CostModelParams& p, ElementwiseKind kind,
+                          double bytes) {
   if (bytes <= 0) return 0;
-  return bytes / (p.eta_memory_elementwise * gpu.mem_bandwidth_gbps * 1e9) +
-         p.elementwise_overhead_s;
+  double eta = p.eta_memory_norm;
+  switch (kind) {
+    case ElementwiseKind::kNorm:
+      break;
+    case ElementwiseKind::kRope:
+      eta = p.eta_memory_rope;
+      break;
+    case ElementwiseKind::kActivation:
+      eta = p.eta_memory_act;
+      break;
+    case ElementwiseKind::kAdd:
+      eta = p.eta_memory_add;
+      break;
+    case ElementwiseKind::kEmbedding:
+      eta = p.eta_memory_embedding;
+      break;
+  }
+  return bytes / (eta * gpu.mem_bandwidth_gbps * 1e9) + p.elementwise_overhead_s;
 }
 
 double AllReduceSeconds(const GpuSpec& gpu, const CostModelParams& p, double bytes, int n_gpus) {
@@ -341,10 +366,11 @@ CostModel::Breakdown CostModel::StepBreakdown(std::span<const SequenceWork> batc
   // (read 2*inter, write inter), 2 residual adds (read 2h, write h).
   const double t = static_cast<double>(tokens);
   const double elementwise =
-      2 * ElementwiseSeconds(g, p, t * 2.0 * h * act_b) +
-      ElementwiseSeconds(g, p, t * 2.0 * (q_heads + kv_heads) * hd * act_b) +
-      ElementwiseSeconds(g, p, t * 3.0 * inter * act_b) +
-      2 * ElementwiseSeconds(g, p, t * 3.0 * h * act_b);
+      2 * ElementwiseSeconds(g, p, ElementwiseKind::kNorm, t * 2.0 * h * act_b) +
+      ElementwiseSeconds(g, p, ElementwiseKind::kRope,
+                         t * 2.0 * (q_heads + kv_heads) * hd * act_b) +
+      ElementwiseSeconds(g, p, ElementwiseKind::kActivation, t * 3.0 * inter * act_b) +
+      2 * ElementwiseSeconds(g, p, ElementwiseKind::kAdd, t * 3.0 * h * act_b);
 
   // Two all-reduces per layer (after O and after down) of the [tokens x h] activations.
   const double allreduce = 2 * AllReduceSeconds(g, p, t * h * act_b, tp_);
@@ -356,8 +382,9 @@ CostModel::Breakdown CostModel::StepBreakdown(std::span<const SequenceWork> batc
   // Embedding gather, final norm and the LM head for the last token of each sequence; under TP the
   // vocabulary is split and the logits are gathered (modelled as one all-reduce-sized transfer).
   const int64_t vocab = std::max<int64_t>(1, m.vocab_size / tp_);
-  b.lm_head_s = ElementwiseSeconds(g, p, t * h * (act_b + Bytes(dtypes_.embedding))) +
-                ElementwiseSeconds(g, p, t * 2.0 * h * act_b) +
+  b.lm_head_s = ElementwiseSeconds(g, p, ElementwiseKind::kEmbedding,
+                                   t * h * (act_b + Bytes(dtypes_.embedding))) +
+                ElementwiseSeconds(g, p, ElementwiseKind::kNorm, t * 2.0 * h * act_b) +
                 GemmSeconds(g, p, seqs, h, vocab, dtypes_.lm_head) +
                 AllReduceSeconds(g, p, static_cast<double>(seqs) * vocab * act_b, tp_);
   b.overhead_s = p.iteration_overhead_s;

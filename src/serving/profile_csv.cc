@@ -156,12 +156,16 @@ absl::Status ParseOperatorRow(const Row& r, int line, std::vector<ProfileSample>
       // 16-bit activations: bytes read + written.
       if (o == "emb" || o == "input_layernorm" || o == "post_attention_layernorm") {
         s.bytes = td * 2.0 * e * 2.0;
+        s.kind = o == "emb" ? ElementwiseKind::kEmbedding : ElementwiseKind::kNorm;
       } else if (o == "attn_rope") {
         s.bytes = td * 2.0 * (q + kv) * 2.0;
+        s.kind = ElementwiseKind::kRope;
       } else if (o == "mlp_act") {
         s.bytes = td * (gated ? 3.0 : 2.0) * ff * 2.0;
+        s.kind = ElementwiseKind::kActivation;
       } else {  // add: two inputs, one output
         s.bytes = td * 3.0 * e * 2.0;
+        s.kind = ElementwiseKind::kAdd;
       }
     }
     out.push_back(std::move(s));

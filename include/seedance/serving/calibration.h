@@ -37,6 +37,7 @@ struct ProfileSample {
   OpClass op_class = OpClass::kGemm;
   int64_t m = 0, k = 0, n = 0;  // GEMM [m x k] * [k x n] (kGemm)
   double bytes = 0;         // bytes moved (kElementwise) or all-reduce payload (kAllReduce)
+  ElementwiseKind kind = ElementwiseKind::kNorm;  // kElementwise only
   int num_workers = 1;      // tensor-parallel degree / all-reduce group size
   int devices_per_node = 0; // all-reduce only: < num_workers means the group spans nodes
   int64_t num_tokens = 0;   // operator files only
@@ -67,7 +68,7 @@ double MapePct(const std::vector<ProfileSample>& samples, const GpuSpec& gpu,
 // Fits eta_compute, eta_memory and gemm_overhead_s on the kGemm samples.
 CostModelParams FitGemm(const std::vector<ProfileSample>& samples, const GpuSpec& gpu,
                         CostModelParams start);
-// Fits eta_memory_elementwise and elementwise_overhead_s on the kElementwise samples.
+// Fits the five eta_memory_<kind> and elementwise_overhead_s on the kElementwise samples.
 CostModelParams FitElementwise(const std::vector<ProfileSample>& samples, const GpuSpec& gpu,
                                CostModelParams start);
 // Fits the two all-reduce protocols (latency and efficiency each) on the kAllReduce samples.

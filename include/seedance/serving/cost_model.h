@@ -74,7 +74,7 @@ struct SequenceWork {
 //                     t_m = bytes / (eta_memory * BW); p = roofline_exponent (a fixed structural
 //                     choice, not fitted: 2 = compute and memory overlap partially near the ridge;
 //                     a huge p is the hard max() roofline)
-//   element-wise op:  bytes / (eta_memory * BW) + elementwise_overhead_s
+//   element-wise op:  bytes / (eta_memory_<kind> * BW) + elementwise_overhead_s
 //   all-reduce on N:  min over NCCL's two protocol families of
 //                     alpha + 2(N-1)/N * S / (efficiency * GpuSpec::interconnect_gbps)
 struct CostModelParams {
@@ -82,8 +82,15 @@ struct CostModelParams {
   double eta_memory = 0.83;              // fraction of HBM bandwidth reached by GEMM weight reads
   double gemm_overhead_s = 6e-6;         // launch + tail per GEMM
   double roofline_exponent = 2.0;        // p above (fixed, not fitted)
-  double eta_memory_elementwise = 0.80;  // fraction of HBM bandwidth reached by element-wise ops
-  double elementwise_overhead_s = 5e-6;  // launch per norm / rope / activation / add kernel
+  // Fraction of HBM bandwidth reached by each element-wise kernel kind (they differ a lot: a
+  // residual add streams near peak, partly from L2; an RMSNorm reduces in FP32; the vocabulary-
+  // parallel embedding gathers and masks).
+  double eta_memory_norm = 0.45;
+  double eta_memory_rope = 0.50;
+  double eta_memory_act = 0.50;
+  double eta_memory_add = 1.0;
+  double eta_memory_embedding = 0.17;
+  double elementwise_overhead_s = 2e-6;  // launch per norm / rope / activation / add kernel
   double attention_overhead_s = 10e-6;   // launch per attention kernel (prefill or decode group)
   // Bulk ("Simple") protocol: dominates large messages.
   double allreduce_latency_s = 40e-6;
@@ -121,8 +128,10 @@ double PeakTflops(const GpuSpec& gpu, DType dtype);
 // GEMM [m x k] * [k x n] with 16-bit activations and `weight_dtype` weights.
 double GemmSeconds(const GpuSpec& gpu, const CostModelParams& p, int64_t m, int64_t k, int64_t n,
                    DType weight_dtype = DType::kBF16);
-// A memory-bound element-wise kernel moving `bytes`.
-double ElementwiseSeconds(const GpuSpec& gpu, const CostModelParams& p, double bytes);
+// A memory-bound element-wise kernel of `kind` moving `bytes`.
+enum class ElementwiseKind { kNorm, kRope, kActivation, kAdd, kEmbedding };
+double ElementwiseSeconds(const GpuSpec& gpu, const CostModelParams& p, ElementwiseKind kind,
+                          double bytes);
 // All-reduce of `bytes` over `n_gpus` in one node (0 when n_gpus <= 1).
 double AllReduceSeconds(const GpuSpec& gpu, const CostModelParams& p, double bytes, int n_gpus);
 
