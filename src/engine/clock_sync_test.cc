@@ -143,6 +143,29 @@ TEST(ScoreEstimatorsTest, RegressionMeetsTargetsWhereEwmaLags) {
   EXPECT_GT(MedianOf(ewma_bias), 20.0);
 }
 
+// The same runs with rejection off (delay weights alone already make a 1-20 ms outlier count
+// thousands of times less), and with weights and rejection both off (a plain least-squares line):
+// the second misses the targets, so the delay information is what meets them.
+TEST(ScoreEstimatorsTest, DelayWeightsCarryTheResult) {
+  std::vector<double> rms_weights_only, rms_plain;
+  for (uint64_t seed = 1; seed <= 15; ++seed) {
+    ClockSimOptions o;
+    o.seed = seed;
+    RegressionOptions no_rejection;
+    no_rejection.outlier_delay_factor = 1e12;
+    no_rejection.outlier_residual_factor = 1e12;
+    RegressionOptions plain = no_rejection;
+    plain.delay_floor_s = 1e3;  // every weight ~1e-6: equal weights
+    auto a = NewRegressionEstimator(no_rejection);
+    auto b = NewRegressionEstimator(plain);
+    const auto scores = ScoreEstimators(o, 64, 8, {a.get(), b.get()});
+    rms_weights_only.push_back(scores[0].rms_us);
+    rms_plain.push_back(scores[1].rms_us);
+  }
+  EXPECT_LE(MedianOf(rms_weights_only), 20.0);
+  EXPECT_GT(MedianOf(rms_plain), 100.0);
+}
+
 TEST(ScoreEstimatorsTest, SameSeedSameScores) {
   ClockSimOptions o;
   o.seed = 7;
