@@ -327,12 +327,12 @@ absl::StatusOr<Report> Analyze(const Profile& profile, const PriceTable& prices,
       pp.shape.num_gpu = p.num_gpus;
       pp.shape.gpu_milli = p.num_gpus > 0 ? p.gpu_milli : 0;
       if (p.num_gpus > 0) pp.shape.gpu_model_mask = state.ModelMask(state.node(n).gpu_model);
-      bool ok = true;
-      if (!p.gpu_ids.empty()) {
+      bool ok = p.num_gpus <= core::kMaxGpusPerNode;
+      if (ok && !p.gpu_ids.empty()) {
         pp.placement.node = n;
         pp.placement.num_gpus = p.num_gpus;
         for (int i = 0; i < p.num_gpus; ++i) pp.placement.gpus[i] = static_cast<int8_t>(p.gpu_ids[i]);
-      } else {
+      } else if (ok) {
         ok = DefaultGpus(state, pp.shape, n, &pp.placement);
       }
       if (ok) ok = state.Allocate(pp.shape, pp.placement).ok();

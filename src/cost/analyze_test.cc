@@ -160,6 +160,22 @@ TEST_F(AnalyzeTest, UnpricedModelsAreWarnedAboutAndCostNothing) {
   EXPECT_NE(r.warnings[0].find("Acme Tensor 9000"), std::string::npos);
 }
 
+TEST_F(AnalyzeTest, OddButValidProfilesGiveWarningsNotCrashes) {
+  Profile p = Cluster();
+  p.nodes[0].pods.push_back({"too-many", "ml", 0, 0, 20, 1000, {}, {}, ""});
+  p.nodes[1].pods.push_back({"same-gpu-twice", "ml", 0, 0, 2, 1000, {7, 7}, {}, ""});
+  p.nodes[2].gpus[0].util_pct.assign(p.num_samples(), telemetry::Missing());
+  const Report r = Run(p);
+  EXPECT_GE(r.warnings.size(), 2u);
+  EXPECT_EQ(Freed(r, p).count("node-gpu-01"), 0u);  // pinned: its pods are not all accounted
+  Profile empty;
+  const Report e = Run(empty);
+  EXPECT_EQ(e.spend_usd_per_month, 0);
+  EXPECT_TRUE(e.plan.empty());
+  EXPECT_FALSE(RenderText(e, empty).empty());
+  EXPECT_FALSE(RenderHtml(e, empty).empty());
+}
+
 TEST(FormatUsdTest, SeparatesThousands) {
   EXPECT_EQ(FormatUsd(0), "$0");
   EXPECT_EQ(FormatUsd(1530.4), "$1,530");

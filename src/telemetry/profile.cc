@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <limits>
@@ -121,6 +122,10 @@ const internal::JValue* FindField(const internal::JValue& o, const char* key) {
   return o.Find(key);
 }
 
+// Largest CPU, memory or count a profile may state: far above any real machine, small enough that
+// sums over a million nodes cannot overflow.
+constexpr int64_t kMaxQuantity = int64_t{1} << 40;
+
 // Converts a parsed document into a Profile, stopping at the first problem.
 template <typename J>
 class Reader {
@@ -159,7 +164,7 @@ class Reader {
   }
   template <typename T>
   void Int(const J& obj, const std::string& ptr, const char* key, bool required, T* out,
-           int64_t min_value = 0) {
+           int64_t min_value = 0, int64_t max_value = kMaxQuantity) {
     if (!ok()) return;
     const J* v = Field(obj, ptr, key, required);
     if (v == nullptr) return;
@@ -168,8 +173,10 @@ class Reader {
       return;
     }
     const int64_t x = v->template get<int64_t>();
-    if (x < min_value || x > static_cast<int64_t>(std::numeric_limits<T>::max())) {
-      Fail(ptr + "/" + key, absl::StrCat("out of range (got ", x, ", minimum ", min_value, ")"));
+    if (x < min_value || x > max_value || x > static_cast<int64_t>(std::numeric_limits<T>::max())) {
+      Fail(ptr + "/" + key, absl::StrCat("out of range (got ", x, "; expected ", min_value, "..",
+                                         std::min<int64_t>(max_value, std::numeric_limits<T>::max()),
+                                         ")"));
       return;
     }
     *out = static_cast<T>(x);

@@ -64,7 +64,6 @@ absl::StatusOr<Profile> Profiler::Run() {
   }
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
-  const double t0_unix = NowUnix();
   const auto step = std::chrono::duration<double>(options_.interval_s);
   for (size_t k = 1; k <= planned; ++k) {
     const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(step * static_cast<double>(k));
@@ -85,9 +84,6 @@ absl::StatusOr<Profile> Profiler::Run() {
     profile.timestamps_s.push_back(t - profile.start_unix_s);
     if (options_.progress) options_.progress(k, planned);
   }
-  (void)t0_unix;
-  // Collectors append one value per sample; make sure no series is out of step (a collector that
-  // could not read a value appended NaN).
   return profile;
 }
 
