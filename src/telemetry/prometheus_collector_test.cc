@@ -63,6 +63,25 @@ class FakePrometheus {
                           .dump(),
                       "application/json");
     });
+    // Range queries: GPU 0 of n1 at 10 + (t - start) percent, every step; nothing else.
+    server_.Get("/api/v1/query_range", [](const httplib::Request& req, httplib::Response& res) {
+      const std::string q = req.get_param_value("query");
+      const double start = std::stod(req.get_param_value("start"));
+      const double end = std::stod(req.get_param_value("end"));
+      const double step = std::stod(req.get_param_value("step"));
+      json result = json::array();
+      if (q == "DCGM_FI_DEV_GPU_UTIL") {
+        json values = json::array();
+        for (double t = start; t <= end + 1e-9; t += step) {
+          values.push_back({t, std::to_string(10 + (t - start))});
+        }
+        result.push_back({{"metric", {{"gpu", "0"}, {"Hostname", "n1"}}}, {"values", values}});
+      }
+      res.set_content(json{{"status", "success"},
+                           {"data", {{"resultType", "matrix"}, {"result", result}}}}
+                          .dump(),
+                      "application/json");
+    });
     thread_ = std::thread([this] { server_.listen_after_bind(); });
   }
   ~FakePrometheus() {
@@ -106,6 +125,31 @@ TEST(PrometheusCollectorTest, MapsExporterSeriesOntoTheProfile) {
   ASSERT_EQ(p.pending_pods.size(), 1u);
   EXPECT_EQ(p.pending_pods[0].name, "p2");
   EXPECT_EQ(p.pending_pods[0].num_gpus, 2);
+}
+
+TEST(PrometheusCollectorTest, HistoryRunReadsTheLastDurationAtOnce) {
+  FakePrometheus fake;
+  PrometheusOptions o;
+  o.url = fake.url();
+  auto c = NewPrometheusCollector(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  std::vector<std::unique_ptr<Collector>> cs;
+  cs.push_back(std::move(*c));
+  ProfilerOptions po;
+  po.duration_s = 4;
+  po.interval_s = 1;
+  po.history = true;
+  Profiler profiler(std::move(cs), po);
+  auto p = profiler.Run();
+  ASSERT_TRUE(p.ok()) << p.status();
+  // The values come from the server's history (range queries), one per step.
+  EXPECT_EQ(p->timestamps_s, (std::vector<double>{0, 1, 2, 3}));
+  ASSERT_EQ(p->nodes.size(), 1u);
+  EXPECT_EQ(p->nodes[0].gpus[0].util_pct, (std::vector<double>{10, 11, 12, 13}));
+  EXPECT_TRUE(IsMissing(p->nodes[0].gpus[1].util_pct[0]));
+  EXPECT_EQ(p->source, "prometheus " + fake.url());
+  auto back = ParseProfileJson(ToJson(*p), "p.json");
+  EXPECT_TRUE(back.ok()) << back.status();
 }
 
 TEST(PrometheusCollectorTest, RejectsMalformedAndHttpsUrls) {
