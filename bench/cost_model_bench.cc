@@ -1,8 +1,8 @@
 // Cost of the cost model itself: the serving simulator calls StepSeconds once per iteration, so
 // it must stay far below a microsecond per sequence. Run: build/bench/cost_model_bench
-#include <vector>
-
 #include <benchmark/benchmark.h>
+
+#include <vector>
 
 #include "seedance/serving/cost_model.h"
 

@@ -58,7 +58,8 @@ int Check(const CostmodelFlags& f) {
   sv::GpuSpec gpu;
   if (int rc = Load(f.profile, f.gpu, profile, gpu); rc != kExitOk) return rc;
   const sv::CheckResult r = sv::CheckProfile(profile, gpu);
-  if (r.rows == 0) return UsageError(f.profile + ": no projection GEMM or intra-node all-reduce rows");
+  if (r.rows == 0)
+    return UsageError(f.profile + ": no projection GEMM or intra-node all-reduce rows");
   if (f.json) {
     nlohmann::json j;
     j["rows"] = r.rows;
@@ -67,8 +68,8 @@ int Check(const CostmodelFlags& f) {
     return kExitOk;
   }
   std::cout << f.profile << " on " << gpu.name << ": " << r.rows << " "
-            << (profile.collective ? "intra-node all-reduce" : "projection GEMM")
-            << " rows, MAPE " << Fixed(r.mape_pct, 2) << "%\n";
+            << (profile.collective ? "intra-node all-reduce" : "projection GEMM") << " rows, MAPE "
+            << Fixed(r.mape_pct, 2) << "%\n";
   if (r.skipped_rows > 0) {
     std::cout << "  skipped " << r.skipped_rows
               << " multi-node all-reduce rows (tensor parallelism stays inside a node)\n";
@@ -91,21 +92,18 @@ int Fit(const CostmodelFlags& f) {
   auto usable = [](const sv::ProfileSample& s) {
     return s.op_class != sv::OpClass::kAllReduce || sv::IsIntraNode(s);
   };
-  const auto train = sv::Filter(profile.samples, [&](const sv::ProfileSample& s) {
-    return usable(s) && in_train(s);
-  });
-  const auto held = sv::Filter(profile.samples, [&](const sv::ProfileSample& s) {
-    return usable(s) && !in_train(s);
-  });
+  const auto train = sv::Filter(
+      profile.samples, [&](const sv::ProfileSample& s) { return usable(s) && in_train(s); });
+  const auto held = sv::Filter(
+      profile.samples, [&](const sv::ProfileSample& s) { return usable(s) && !in_train(s); });
   if (train.empty()) return UsageError("--train-workers: no rows of " + f.profile + " match");
   sv::CostModelParams p;
   p = sv::FitGemm(train, gpu, p);
   p = sv::FitElementwise(train, gpu, p);
   p = sv::FitAllReduce(train, gpu, p);
   auto headline = [&](const std::vector<sv::ProfileSample>& s) {
-    return sv::Filter(s, [](const sv::ProfileSample& x) {
-      return x.op_class != sv::OpClass::kElementwise;
-    });
+    return sv::Filter(
+        s, [](const sv::ProfileSample& x) { return x.op_class != sv::OpClass::kElementwise; });
   };
   nlohmann::json j;
   if (profile.collective) {
@@ -126,17 +124,15 @@ int Fit(const CostmodelFlags& f) {
   }
   const auto train_h = headline(train);
   j["train"] = {{"rows", train_h.size()}, {"mape_pct", Round(sv::MapePct(train_h, gpu, p), 3)}};
-  const auto train_e = sv::Filter(train, [](const sv::ProfileSample& x) {
-    return x.op_class == sv::OpClass::kElementwise;
-  });
+  const auto train_e = sv::Filter(
+      train, [](const sv::ProfileSample& x) { return x.op_class == sv::OpClass::kElementwise; });
   if (!train_e.empty()) {
     j["train"]["elementwise_rows"] = train_e.size();
     j["train"]["elementwise_mape_pct"] = Round(sv::MapePct(train_e, gpu, p), 3);
   }
   const auto held_h = headline(held);
   if (!held_h.empty()) {
-    j["held_out"] = {{"rows", held_h.size()},
-                     {"mape_pct", Round(sv::MapePct(held_h, gpu, p), 3)}};
+    j["held_out"] = {{"rows", held_h.size()}, {"mape_pct", Round(sv::MapePct(held_h, gpu, p), 3)}};
   }
   if (!f.eval_profile.empty()) {
     sv::Profile other;

@@ -62,8 +62,8 @@ void ApdfBreaker::CloseWindow() {
   w.qps = static_cast<double>(w.requests) / options_.window_s;
   if (w.requests > 0) {
     w.error_rate = static_cast<double>(errors_) / static_cast<double>(w.requests);
-    const size_t k = static_cast<size_t>(
-        std::ceil(0.99 * static_cast<double>(latencies_.size()))) - 1;
+    const size_t k =
+        static_cast<size_t>(std::ceil(0.99 * static_cast<double>(latencies_.size()))) - 1;
     std::nth_element(latencies_.begin(), latencies_.begin() + static_cast<std::ptrdiff_t>(k),
                      latencies_.end());
     w.p99_latency_s = latencies_[k];
@@ -121,9 +121,9 @@ void ApdfBreaker::EvaluateWindow(const WindowStats& w) {
 
   const bool dwelt = now - entered_s_ >= o.min_dwell_s;
   const std::string why =
-      err_breach ? Fmt("error rate %.1f%% > %.1f%%", 100 * w.error_rate,
-                       100 * o.error_rate_threshold)
-                 : Fmt("P99 %.0f ms > %.0f ms", 1e3 * w.p99_latency_s, 1e3 * cap);
+      err_breach
+          ? Fmt("error rate %.1f%% > %.1f%%", 100 * w.error_rate, 100 * o.error_rate_threshold)
+          : Fmt("P99 %.0f ms > %.0f ms", 1e3 * w.p99_latency_s, 1e3 * cap);
   switch (state_) {
     case ApdfState::kIdle:
       break;

@@ -1,11 +1,11 @@
 #include "seedance/serving/apdf.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace seedance::serving {
 namespace {
@@ -116,13 +116,12 @@ TEST_F(ApdfWindowTest, QuietTrafficReturnsToIdle) {
 struct Phase {
   double seconds;
   double qps;
-  double error_rate;   // mean; each window draws mean + N(0, 0.02)
-  double spike_prob;   // probability that a request gets a 50-300 ms spike
+  double error_rate;           // mean; each window draws mean + N(0, 0.02)
+  double spike_prob;           // probability that a request gets a 50-300 ms spike
   double latency_scale = 1.0;  // a slower GPU / longer batches: all latencies scaled
 };
 
-std::vector<ApdfState> RunChaos(uint64_t seed, const std::vector<Phase>& phases,
-                                ApdfBreaker& b) {
+std::vector<ApdfState> RunChaos(uint64_t seed, const std::vector<Phase>& phases, ApdfBreaker& b) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> noise(0.0, 0.02);
   std::lognormal_distribution<double> base(std::log(0.040), 0.25);  // 40 ms median
@@ -164,20 +163,20 @@ std::string Path(const std::vector<ApdfState>& path) {
 
 TEST(ApdfChaosTest, FaultScriptTakesTheExpectedPathForEverySeed) {
   const std::vector<Phase> script = {
-      {120, 100, 0.01, 0.002},  // healthy (rare spikes stay under the P99)
-      {60, 100, 0.16, 0.002},   // error fault          -> Degraded
-      {60, 100, 0.35, 0.002},   // severe error fault   -> Fallback
-      {120, 100, 0.01, 0.002},  // healthy              -> Recovering -> Monitoring
+      {120, 100, 0.01, 0.002},      // healthy (rare spikes stay under the P99)
+      {60, 100, 0.16, 0.002},       // error fault          -> Degraded
+      {60, 100, 0.35, 0.002},       // severe error fault   -> Fallback
+      {120, 100, 0.01, 0.002},      // healthy              -> Recovering -> Monitoring
       {60, 100, 0.01, 0.002, 2.4},  // latency x2.4: P99 ~170 ms > 1.8 x 71 ms -> Degraded
-      {120, 100, 0.01, 0.002},  // healthy              -> Recovering -> Monitoring
-      {60, 100, 0.01, 0.20},    // 20% of requests spike 50-300 ms: P99 > 3.5x -> Fallback
-      {120, 100, 0.01, 0.002},  // healthy              -> Recovering -> Monitoring
-      {60, 0, 0, 0},            // no traffic           -> Idle
+      {120, 100, 0.01, 0.002},      // healthy              -> Recovering -> Monitoring
+      {60, 100, 0.01, 0.20},        // 20% of requests spike 50-300 ms: P99 > 3.5x -> Fallback
+      {120, 100, 0.01, 0.002},      // healthy              -> Recovering -> Monitoring
+      {60, 0, 0, 0},                // no traffic           -> Idle
   };
-  const std::vector<ApdfState> want = {
-      S::kIdle,       S::kMonitoring, S::kDegraded,   S::kFallback,   S::kRecovering,
-      S::kMonitoring, S::kDegraded,   S::kRecovering, S::kMonitoring, S::kDegraded,
-      S::kFallback,   S::kRecovering, S::kMonitoring, S::kIdle};
+  const std::vector<ApdfState> want = {S::kIdle,       S::kMonitoring, S::kDegraded, S::kFallback,
+                                       S::kRecovering, S::kMonitoring, S::kDegraded, S::kRecovering,
+                                       S::kMonitoring, S::kDegraded,   S::kFallback, S::kRecovering,
+                                       S::kMonitoring, S::kIdle};
   for (uint64_t seed = 1; seed <= 12; ++seed) {
     ApdfBreaker b;
     const std::vector<ApdfState> path = RunChaos(seed, script, b);
@@ -214,8 +213,7 @@ TEST(ApdfChaosTest, FaultNearTheThresholdDoesNotFlap) {
     RunChaos(seed, {{30, 100, 0.01, 0.003}, {600, 100, 0.085, 0.003}}, b);
     EXPECT_LE(b.transitions().size(), 1u + 4u) << "seed " << seed;
     for (size_t i = 1; i < b.transitions().size(); ++i) {
-      EXPECT_GE(b.transitions()[i].time_s - b.transitions()[i - 1].time_s,
-                b.options().min_dwell_s);
+      EXPECT_GE(b.transitions()[i].time_s - b.transitions()[i - 1].time_s, b.options().min_dwell_s);
     }
   }
 }

@@ -1,9 +1,9 @@
 #include "seedance/serving/calibration.h"
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "seedance/trace/csv_reader.h"
 
@@ -19,10 +19,10 @@ std::string ProfilePath(const std::string& gpu, const std::string& file) {
   return trace::DataDir() + "/llm-traces/vidur-profiling/" + gpu + "/" + file;
 }
 
-#define REQUIRE_DATA(path)                                                   \
-  if (!std::filesystem::exists(path)) {                                      \
-    if (trace::DataRequired()) FAIL() << "missing data " << (path);          \
-    GTEST_SKIP() << "public data not found: " << (path);                     \
+#define REQUIRE_DATA(path)                                          \
+  if (!std::filesystem::exists(path)) {                             \
+    if (trace::DataRequired()) FAIL() << "missing data " << (path); \
+    GTEST_SKIP() << "public data not found: " << (path);            \
   }
 
 TEST(ProfileCsvTest, ParsesOperatorRowsIntoPerWorkerShapes) {
@@ -76,8 +76,9 @@ TEST(ProfileCsvTest, BadInputNamesFileLineAndField) {
       {"short row", std::string(kOpHeader) + "\n0.1,0.2\n", "bad.csv:3: field '*'"},
       {"bad bool", std::string(kOpHeader) + "0.1,0.2,0.01,32,8,4096,14336,128256,maybe,16,2\n",
        "bad.csv:2: field 'use_gated_mlp'"},
-      {"no timing column", "n_head,n_kv_head,n_embd,n_expanded_embd,num_tokens,"
-                           "num_tensor_parallel_workers\n",
+      {"no timing column",
+       "n_head,n_kv_head,n_embd,n_expanded_embd,num_tokens,"
+       "num_tensor_parallel_workers\n",
        "bad.csv:1: field 'time_stats.<op>.median'"},
       {"empty", "", "bad.csv:1: field 'header'"},
   };
@@ -170,12 +171,10 @@ TEST_P(VidurProfileTest, GemmFitHoldsOnHeldOutShapesAndGpus) {
   REQUIRE_DATA(ops);
   const Profile p = *ReadProfileCsv(ops);
   const Profile q = *ReadProfileCsv(ProfilePath(other_dir, "Llama-2-7b-hf_mlp.csv"));
-  const auto train = Filter(p.samples, [](const ProfileSample& s) {
-    return IsProjection(s) && s.num_workers <= 2;
-  });
-  const auto test = Filter(p.samples, [](const ProfileSample& s) {
-    return IsProjection(s) && s.num_workers > 2;
-  });
+  const auto train = Filter(
+      p.samples, [](const ProfileSample& s) { return IsProjection(s) && s.num_workers <= 2; });
+  const auto test = Filter(
+      p.samples, [](const ProfileSample& s) { return IsProjection(s) && s.num_workers > 2; });
   const CostModelParams fit = FitGemm(train, gpu, CostModelParams{});
   EXPECT_LE(MapePct(test, gpu, fit), 12.0);
   const CostModelParams full = FitGemm(p.samples, gpu, CostModelParams{});

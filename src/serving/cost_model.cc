@@ -64,12 +64,9 @@ GpuSpec MakeGpu(std::string name, double t16, double t8, double bw, double mem, 
 // together; the all-reduce efficiencies are fitted against it.
 const std::vector<GpuSpec>& Gpus() {
   static const std::vector<GpuSpec> kGpus = {
-      MakeGpu("a100-80g", 312, 624, 2039, 80, 600),
-      MakeGpu("h100", 989, 1979, 3350, 80, 900),
-      MakeGpu("h200", 989, 1979, 4800, 141, 900),
-      MakeGpu("l40s", 362, 733, 864, 48, 64),
-      MakeGpu("a10", 125, 250, 600, 24, 64),
-      MakeGpu("t4", 65, 130, 320, 16, 32),
+      MakeGpu("a100-80g", 312, 624, 2039, 80, 600), MakeGpu("h100", 989, 1979, 3350, 80, 900),
+      MakeGpu("h200", 989, 1979, 4800, 141, 900),   MakeGpu("l40s", 362, 733, 864, 48, 64),
+      MakeGpu("a10", 125, 250, 600, 24, 64),        MakeGpu("t4", 65, 130, 320, 16, 32),
   };
   return kGpus;
 }
@@ -174,14 +171,14 @@ int64_t WeightBytes(const ModelConfig& m, const WeightDTypes& d) {
   const double h = m.hidden_size;
   const double hd = m.head_dim();
   const double attn = h * (m.num_heads * hd + 2.0 * m.num_kv_heads * hd)  // QKV
-                      + m.num_heads * hd * h;                              // O
+                      + m.num_heads * hd * h;                             // O
   const double mlp = 3.0 * h * m.intermediate_size;                       // gate, up, down
   const double norms = 2.0 * h;
-  double bytes = m.num_layers * (attn * Bytes(d.attention) + mlp * Bytes(d.mlp) +
-                                 norms * Bytes(d.norm));
+  double bytes =
+      m.num_layers * (attn * Bytes(d.attention) + mlp * Bytes(d.mlp) + norms * Bytes(d.norm));
   bytes += static_cast<double>(m.vocab_size) * h * Bytes(d.embedding);  // embedding
-  bytes += h * Bytes(d.norm);                                            // final norm
-  bytes += static_cast<double>(m.vocab_size) * h * Bytes(d.lm_head);     // untied LM head
+  bytes += h * Bytes(d.norm);                                           // final norm
+  bytes += static_cast<double>(m.vocab_size) * h * Bytes(d.lm_head);    // untied LM head
   return static_cast<int64_t>(bytes);
 }
 
@@ -200,8 +197,8 @@ absl::StatusOr<ModelConfig> LookupModel(std::string_view name) {
   }
   std::string known;
   for (const ModelConfig& m : Models()) absl::StrAppend(&known, known.empty() ? "" : ", ", m.name);
-  return absl::NotFoundError(absl::StrCat("unknown model '", std::string(name), "' (known: ",
-                                          known, ")"));
+  return absl::NotFoundError(
+      absl::StrCat("unknown model '", std::string(name), "' (known: ", known, ")"));
 }
 
 std::vector<std::string> KnownModels() {
@@ -218,8 +215,8 @@ absl::StatusOr<GpuSpec> LookupGpu(std::string_view name) {
   }
   std::string known;
   for (const GpuSpec& g : Gpus()) absl::StrAppend(&known, known.empty() ? "" : ", ", g.name);
-  return absl::NotFoundError(absl::StrCat("unknown GPU '", std::string(name), "' (known: ", known,
-                                          ")"));
+  return absl::NotFoundError(
+      absl::StrCat("unknown GPU '", std::string(name), "' (known: ", known, ")"));
 }
 
 std::vector<std::string> KnownGpus() {

@@ -1,8 +1,8 @@
 #include "seedance/serving/cost_model.h"
 
-#include <vector>
-
 #include <gtest/gtest.h>
+
+#include <vector>
 
 namespace seedance::serving {
 namespace {

@@ -13,8 +13,8 @@ MemoryPressureController::MemoryPressureController(MemoryPressureOptions options
   for (int d = 1; d <= options_.effective_batch; ++d) {
     if (options_.effective_batch % d == 0) divisors_.push_back(d);
   }
-  const int initial = options_.initial_micro_batch > 0 ? options_.initial_micro_batch
-                                                       : options_.effective_batch;
+  const int initial =
+      options_.initial_micro_batch > 0 ? options_.initial_micro_batch : options_.effective_batch;
   micro_ = LargestDivisorAtMost(initial);
   since_change_ = options_.cooldown_steps;
 }
@@ -27,9 +27,7 @@ int MemoryPressureController::LargestDivisorAtMost(double limit) const {
   return best;
 }
 
-double MemoryPressureController::Predict(int micro) const {
-  return static_ + per_sample_ * micro;
-}
+double MemoryPressureController::Predict(int micro) const { return static_ + per_sample_ * micro; }
 
 void MemoryPressureController::SetMicro(int micro) {
   if (micro != micro_) {

@@ -1,8 +1,8 @@
 #include "seedance/serving/memory_pressure.h"
 
-#include <random>
-
 #include <gtest/gtest.h>
+
+#include <random>
 
 namespace seedance::serving {
 namespace {

@@ -63,9 +63,8 @@ std::vector<DType> RulePreference(LayerClass cls) {
 bool Fits(const ModelConfig& model, const GpuSpec& gpu, int tp, int64_t kv_tokens,
           double utilization, const PrecisionPlan& plan) {
   const CostModel cm = MakeCostModel(model, gpu, tp, plan);
-  const double need =
-      static_cast<double>(kv_tokens) * static_cast<double>(cm.model().KvBytesPerToken()) /
-      std::max(1, tp);
+  const double need = static_cast<double>(kv_tokens) *
+                      static_cast<double>(cm.model().KvBytesPerToken()) / std::max(1, tp);
   const double have = static_cast<double>(cm.KvCacheBytes(utilization));
   return have > 0 && have >= need;
 }
@@ -143,7 +142,8 @@ PrecisionBinder::PrecisionBinder(DeviceCapabilities caps, PrecisionOptions optio
 void PrecisionBinder::ReportError(LayerClass cls, DType dtype, double rel_error) {
   assert(rel_error >= 0);
   double& m = measured_[Index(cls)][Index(dtype)];
-  m = m < 0 ? rel_error : (1 - options_.error_ewma_alpha) * m + options_.error_ewma_alpha * rel_error;
+  m = m < 0 ? rel_error
+            : (1 - options_.error_ewma_alpha) * m + options_.error_ewma_alpha * rel_error;
 }
 
 std::optional<double> PrecisionBinder::MeasuredError(LayerClass cls, DType dtype) const {
@@ -192,9 +192,9 @@ DType PrecisionBinder::Resolve(LayerClass cls, std::vector<std::string>& log) co
   }
   for (DType d : candidates) {
     if (Acceptable(cls, d)) {
-      log.push_back(absl::StrCat(Name(cls), ": ", Name(rule), " -> ", Name(d),
-                                 " (measured error ", Pct(*MeasuredError(cls, rule)), " > limit ",
-                                 Pct(Limit(rule)), ")"));
+      log.push_back(absl::StrCat(Name(cls), ": ", Name(rule), " -> ", Name(d), " (measured error ",
+                                 Pct(*MeasuredError(cls, rule)), " > limit ", Pct(Limit(rule)),
+                                 ")"));
       return d;
     }
   }

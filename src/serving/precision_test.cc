@@ -1,8 +1,8 @@
 #include "seedance/serving/precision.h"
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 namespace seedance::serving {
 namespace {
@@ -26,9 +26,9 @@ TEST_F(PrecisionTest, CapabilityTablePerGpu) {
     bool bf16, fp16, fp8, int8;
   };
   const Row rows[] = {
-      {"t4", false, true, false, true},   {"a10", true, true, false, true},
+      {"t4", false, true, false, true},      {"a10", true, true, false, true},
       {"a100-80g", true, true, false, true}, {"l40s", true, true, true, true},
-      {"h100", true, true, true, true},   {"h200", true, true, true, true},
+      {"h100", true, true, true, true},      {"h200", true, true, true, true},
   };
   for (const Row& r : rows) {
     const DeviceCapabilities c = *LookupCapabilities(r.gpu);

@@ -13,17 +13,17 @@
 namespace seedance::serving {
 namespace {
 
-constexpr const char* kOps[] = {"emb",   "input_layernorm",          "attn_pre_proj",
-                                "attn_rope", "attn_post_proj",       "post_attention_layernorm",
-                                "mlp_up_proj", "mlp_act",            "mlp_down_proj",
+constexpr const char* kOps[] = {"emb",         "input_layernorm", "attn_pre_proj",
+                                "attn_rope",   "attn_post_proj",  "post_attention_layernorm",
+                                "mlp_up_proj", "mlp_act",         "mlp_down_proj",
                                 "add"};
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '"')) {
     s.remove_prefix(1);
   }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' ||
-                        s.back() == '"')) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '"')) {
     s.remove_suffix(1);
   }
   return s;
@@ -34,7 +34,8 @@ std::vector<std::string_view> Split(std::string_view line) {
   size_t start = 0;
   while (true) {
     const size_t comma = line.find(',', start);
-    out.push_back(Trim(line.substr(start, comma == std::string_view::npos ? comma : comma - start)));
+    out.push_back(
+        Trim(line.substr(start, comma == std::string_view::npos ? comma : comma - start)));
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
@@ -100,8 +101,8 @@ class Row {
   const std::vector<std::string_view>& fields_;
 };
 
-#define ASSIGN_OR_RETURN_(lhs, expr)        \
-  auto lhs##_or = (expr);                   \
+#define ASSIGN_OR_RETURN_(lhs, expr)            \
+  auto lhs##_or = (expr);                       \
   if (!lhs##_or.ok()) return lhs##_or.status(); \
   const auto lhs = *lhs##_or
 
@@ -222,7 +223,8 @@ absl::StatusOr<Profile> ParseProfileCsv(std::string_view text, std::string_view 
           if (!cols.count(c)) return FieldError(source, line_no, c, "missing column", "");
         }
         bool any = false;
-        for (const char* op : kOps) any |= cols.count(absl::StrCat("time_stats.", op, ".median")) > 0;
+        for (const char* op : kOps)
+          any |= cols.count(absl::StrCat("time_stats.", op, ".median")) > 0;
         if (!any) {
           return FieldError(source, line_no, "time_stats.<op>.median",
                             "no operator or all_reduce median column", "");
@@ -231,8 +233,7 @@ absl::StatusOr<Profile> ParseProfileCsv(std::string_view text, std::string_view 
       continue;
     }
     if (fields.size() != cols.size()) {
-      return FieldError(source, line_no, "*",
-                        absl::StrCat("expected ", cols.size(), " fields"),
+      return FieldError(source, line_no, "*", absl::StrCat("expected ", cols.size(), " fields"),
                         absl::StrCat(fields.size(), " fields"));
     }
     const Row row(source, line_no, cols, fields);

@@ -39,16 +39,16 @@ struct ApdfOptions {
   double latency_factor = 1.8;          // seed A §4.4: 1.8 x P99 baseline
   double severe_error_rate = 0.20;      // Degraded -> Fallback
   double severe_latency_factor = 3.5;
-  double min_qps = 2.0;                 // below: no evidence (and Idle after idle_windows)
+  double min_qps = 2.0;  // below: no evidence (and Idle after idle_windows)
   int trip_windows = 3;
   int fallback_windows = 3;
   int recover_windows = 5;
   int recovering_windows = 5;
   int idle_windows = 10;
-  double recover_margin = 0.7;          // healthy: below 0.7 x thresholds
+  double recover_margin = 0.7;  // healthy: below 0.7 x thresholds
   double min_dwell_s = 5.0;
   int baseline_windows = 5;
-  double baseline_alpha = 0.1;          // EWMA weight of a new window's P99
+  double baseline_alpha = 0.1;  // EWMA weight of a new window's P99
 };
 
 struct WindowStats {

@@ -32,16 +32,16 @@ enum class OpClass { kGemm, kElementwise, kAllReduce };
 
 // One measured operator time, with the shape the cost model needs to predict it.
 struct ProfileSample {
-  int line = 0;             // 1-based line in the source file
-  std::string op;           // "mlp_up_proj", "add", "all_reduce", ...
+  int line = 0;    // 1-based line in the source file
+  std::string op;  // "mlp_up_proj", "add", "all_reduce", ...
   OpClass op_class = OpClass::kGemm;
   int64_t m = 0, k = 0, n = 0;  // GEMM [m x k] * [k x n] (kGemm)
-  double bytes = 0;         // bytes moved (kElementwise) or all-reduce payload (kAllReduce)
+  double bytes = 0;             // bytes moved (kElementwise) or all-reduce payload (kAllReduce)
   ElementwiseKind kind = ElementwiseKind::kNorm;  // kElementwise only
-  int num_workers = 1;      // tensor-parallel degree / all-reduce group size
-  int devices_per_node = 0; // all-reduce only: < num_workers means the group spans nodes
-  int64_t num_tokens = 0;   // operator files only
-  double measured_s = 0;    // median time, seconds
+  int num_workers = 1;                            // tensor-parallel degree / all-reduce group size
+  int devices_per_node = 0;  // all-reduce only: < num_workers means the group spans nodes
+  int64_t num_tokens = 0;    // operator files only
+  double measured_s = 0;     // median time, seconds
 };
 
 struct Profile {
@@ -87,9 +87,9 @@ std::vector<ProfileSample> Filter(const std::vector<ProfileSample>& in, Pred kee
 
 // Result of comparing the model with a profile (what `seedance costmodel check` prints).
 struct CheckResult {
-  int rows = 0;               // samples compared (projection GEMMs, or intra-node all-reduces)
+  int rows = 0;  // samples compared (projection GEMMs, or intra-node all-reduces)
   double mape_pct = 0;
-  int skipped_rows = 0;       // e.g. multi-node all-reduces (not modelled)
+  int skipped_rows = 0;  // e.g. multi-node all-reduces (not modelled)
   struct PerOp {
     std::string op;
     int rows = 0;

@@ -3,9 +3,10 @@
 //
 //   step time = max(FLOPs / (eta_c * peak), bytes / (eta_m * bandwidth)) + fixed overhead
 //
-// per operator group, plus the tensor-parallel all-reduce alpha + 2(N-1)/N * S / B. The constants
-// are fitted to measured operator profiles (docs/serving-model.md). This header is the contract between
-// the cost model and the serving simulator: the simulator only uses what is declared here.
+// per operator group (the calibrated model uses the smooth form of the max(), see CostModelParams),
+// plus the tensor-parallel all-reduce alpha + 2(N-1)/N * S / B. The constants
+// are fitted to measured operator profiles (docs/serving-model.md). This header is the contract
+// between the cost model and the serving simulator: the simulator only uses what is declared here.
 #pragma once
 
 #include <cstdint>
@@ -43,15 +44,16 @@ struct ModelConfig {
   int64_t WeightBytes() const;
 };
 
-// Built-in models: "llama-2-7b", "llama-2-13b", "llama-3-8b", "llama-3-70b", ... (case-insensitive).
+// Built-in models: "llama-2-7b", "llama-2-13b", "llama-3-8b", "llama-3-70b", ...
+// (case-insensitive).
 absl::StatusOr<ModelConfig> LookupModel(std::string_view name);
 std::vector<std::string> KnownModels();
 
 struct GpuSpec {
   std::string name;
-  double peak_tflops_16 = 0;     // dense BF16/FP16 tensor-core TFLOP/s
-  double peak_tflops_8 = 0;      // dense INT8/FP8 TOP/s (0 = not supported)
-  double mem_bandwidth_gbps = 0; // HBM/GDDR GB/s
+  double peak_tflops_16 = 0;      // dense BF16/FP16 tensor-core TFLOP/s
+  double peak_tflops_8 = 0;       // dense INT8/FP8 TOP/s (0 = not supported)
+  double mem_bandwidth_gbps = 0;  // HBM/GDDR GB/s
   double memory_gib = 0;
   double interconnect_gbps = 0;  // per-GPU NVLink (or PCIe) bandwidth for all-reduce, GB/s
 };
@@ -78,10 +80,10 @@ struct SequenceWork {
 //   all-reduce on N:  min over NCCL's two protocol families of
 //                     alpha + 2(N-1)/N * S / (efficiency * GpuSpec::interconnect_gbps)
 struct CostModelParams {
-  double eta_compute = 0.72;             // fraction of dense tensor-core peak reached by GEMMs
-  double eta_memory = 0.83;              // fraction of HBM bandwidth reached by GEMM weight reads
-  double gemm_overhead_s = 6e-6;         // launch + tail per GEMM
-  double roofline_exponent = 2.0;        // p above (fixed, not fitted)
+  double eta_compute = 0.72;       // fraction of dense tensor-core peak reached by GEMMs
+  double eta_memory = 0.83;        // fraction of HBM bandwidth reached by GEMM weight reads
+  double gemm_overhead_s = 6e-6;   // launch + tail per GEMM
+  double roofline_exponent = 2.0;  // p above (fixed, not fitted)
   // Fraction of HBM bandwidth reached by each element-wise kernel kind (they differ a lot: a
   // residual add streams near peak, partly from L2; an RMSNorm reduces in FP32; the vocabulary-
   // parallel embedding gathers and masks).

@@ -78,8 +78,7 @@ class PrecisionBinder {
   PrecisionPlan RulePlan() const;
   // Steps 1-3: the plan under which `model` with tensor parallelism `tp` keeps `kv_tokens` tokens
   // of KV cache on each GPU group.
-  PrecisionPlan Bind(const ModelConfig& model, const GpuSpec& gpu, int tp,
-                     int64_t kv_tokens) const;
+  PrecisionPlan Bind(const ModelConfig& model, const GpuSpec& gpu, int tp, int64_t kv_tokens) const;
 
   const DeviceCapabilities& capabilities() const { return caps_; }
   const PrecisionOptions& options() const { return options_; }
