@@ -218,16 +218,20 @@ absl::StatusOr<Profile> ParseProfileCsv(std::string_view text, std::string_view 
           if (!cols.count(c)) return FieldError(source, line_no, c, "missing column", "");
         }
       } else {
+        bool any = false;
+        for (const char* op : kOps) {
+          any |= cols.count(absl::StrCat("time_stats.", op, ".median")) > 0;
+        }
+        if (!any) {
+          return FieldError(source, line_no, "time_stats.<op>.median",
+                            "not an operator or all-reduce profile: no operator median column "
+                            "(time_stats.mlp_up_proj.median, ...) and no "
+                            "time_stats.all_reduce.median",
+                            "");
+        }
         for (const char* c : {"n_head", "n_kv_head", "n_embd", "n_expanded_embd", "num_tokens",
                               "num_tensor_parallel_workers"}) {
           if (!cols.count(c)) return FieldError(source, line_no, c, "missing column", "");
-        }
-        bool any = false;
-        for (const char* op : kOps)
-          any |= cols.count(absl::StrCat("time_stats.", op, ".median")) > 0;
-        if (!any) {
-          return FieldError(source, line_no, "time_stats.<op>.median",
-                            "no operator or all_reduce median column", "");
         }
       }
       continue;
