@@ -26,6 +26,7 @@ struct CostmodelFlags {
   std::vector<int> train_workers;  // fit: only rows with these TP / all-reduce sizes
   std::string eval_profile;
   std::string eval_gpu;
+  double roofline_exponent = 2.0;
 };
 
 std::string Fixed(double v, int digits) {
@@ -98,6 +99,7 @@ int Fit(const CostmodelFlags& f) {
       profile.samples, [&](const sv::ProfileSample& s) { return usable(s) && !in_train(s); });
   if (train.empty()) return UsageError("--train-workers: no rows of " + f.profile + " match");
   sv::CostModelParams p;
+  p.roofline_exponent = f.roofline_exponent;
   p = sv::FitGemm(train, gpu, p);
   p = sv::FitElementwise(train, gpu, p);
   p = sv::FitAllReduce(train, gpu, p);
@@ -200,6 +202,10 @@ Command AddCostmodelCommand(CLI::App& app) {
       ->delimiter(',');
   fit->add_option("--eval", f->eval_profile, "another profile to evaluate the fit on");
   fit->add_option("--eval-gpu", f->eval_gpu, "GPU of --eval (default: --gpu)");
+  fit->add_option("--roofline-exponent", f->roofline_exponent,
+                  "p of the smooth roofline (t_c^p + t_m^p)^(1/p); 64 or more: the hard max()")
+      ->default_val(2.0)
+      ->check(CLI::Range(1.0, 1e6));
   fit->add_flag("--json", f->json, "one-line JSON");
 
   cmd.run = [f, check, fit] {
