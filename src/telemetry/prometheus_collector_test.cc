@@ -23,7 +23,7 @@ class FakePrometheus {
  public:
   FakePrometheus() {
     port_ = server_.bind_to_any_port("127.0.0.1");
-    server_.Get("/api/v1/query", [this](const httplib::Request& req, httplib::Response& res) {
+    server_.Get("/api/v1/query", [](const httplib::Request& req, httplib::Response& res) {
       const std::string q = req.get_param_value("query");
       json result = json::array();
       auto add = [&](json metric, double v) {
