@@ -3,6 +3,8 @@
 // low-priority task runs on the only worker.
 //   nano_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -116,12 +118,20 @@ BENCHMARK(BM_CpuChunk)->ArgName("checkpoint")->Arg(0)->Arg(1);
 
 // Preemption latency: one worker runs a low-priority task doing ~0.5 us chunks separated by
 // checkpoints; another thread spawns a high-priority task and the latency is the time from
-// Spawn() to the high task's first instruction. Reported as p50/p99 over `samples` arrivals.
+// Spawn() to the high task's first instruction. Reported as p50/p99 over `samples` arrivals,
+// with normal threads and with SCHED_FIFO worker and spawner (when permitted).
 void BM_PreemptionLatency(benchmark::State& state) {
+  const bool fifo = state.range(0) != 0;
   const int samples = 2000;
   std::vector<int64_t> lat;
+  bool got_fifo = false;
+  if (fifo) {  // this thread too, so that it spawns promptly after its sleep
+    sched_param p{};
+    p.sched_priority = 11;
+    got_fifo = pthread_setschedparam(pthread_self(), SCHED_FIFO, &p) == 0;
+  }
   for (auto _ : state) {
-    NanoScheduler sched({.workers = 1, .time_slice_ns = 0});
+    NanoScheduler sched({.workers = 1, .time_slice_ns = 0, .realtime_priority = fifo ? 10 : 0});
     std::atomic<bool> stop{false}, started{false};
     auto low = [&]() -> Task {
       started = true;
@@ -141,21 +151,30 @@ void BM_PreemptionLatency(benchmark::State& state) {
     lat.assign(samples, 0);
     std::mt19937 rng(1);
     for (int i = 0; i < samples; ++i) {
-      const int64_t until = SteadyNowNs() + 20'000 + static_cast<int64_t>(rng() % 80'000);
-      while (SteadyNowNs() < until) {
-      }
+      std::this_thread::sleep_for(std::chrono::nanoseconds(20'000 + rng() % 80'000));
       JoinHandle h = sched.Spawn(high(SteadyNowNs(), &lat[i]), 9);
       h.Wait();
     }
     stop = true;
     l.Wait();
   }
+  if (got_fifo) {
+    sched_param p{};
+    pthread_setschedparam(pthread_self(), SCHED_OTHER, &p);
+  }
+  state.counters["sched_fifo"] = got_fifo ? 1 : 0;
   std::sort(lat.begin(), lat.end());
   state.counters["p50_us"] = lat[lat.size() / 2] / 1000.0;
   state.counters["p99_us"] = lat[lat.size() * 99 / 100] / 1000.0;
   state.counters["max_us"] = lat.back() / 1000.0;
 }
-BENCHMARK(BM_PreemptionLatency)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PreemptionLatency)
+    ->ArgName("sched_fifo")
+    ->Arg(0)
+    ->Arg(1)
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -1,6 +1,9 @@
 // NanoScheduler; see include/seedance/engine/nano_scheduler.h and docs/engine.md.
 #include "seedance/engine/nano_scheduler.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <bit>
 #include <cassert>
@@ -211,6 +214,11 @@ struct NanoScheduler::Impl {
   }
 
   void WorkerLoop(Worker* w) {
+    if (options.realtime_priority > 0) {
+      sched_param param{};
+      param.sched_priority = options.realtime_priority;
+      pthread_setschedparam(pthread_self(), SCHED_FIFO, &param);  // best effort
+    }
     nano_internal::tls_worker = w;
     nano_internal::tls_preempt_flag = &w->preempt;
     for (;;) {

@@ -161,6 +161,9 @@ struct NanoSchedulerOptions {
   int64_t time_slice_ns = 2'000'000;
   int64_t timer_tick_ns = 100'000;  // the tick of the wheel that sleeping tasks wait on
   TimerClock* clock = nullptr;      // manual mode only (e.g. a FakeTimerClock); default real
+  // > 0: workers ask for SCHED_FIFO at this priority (needs CAP_SYS_NICE; ignored without it).
+  // On a loaded machine the OS descheduling a worker, not the checkpoint, sets the latency tail.
+  int realtime_priority = 0;
 };
 
 struct NanoSchedulerStats {
