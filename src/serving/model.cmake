@@ -8,3 +8,13 @@ seedance_add_test(calibration_test SOURCES calibration_test.cc LIBS seedance_ser
 seedance_add_test(precision_test SOURCES precision_test.cc LIBS seedance_serving)
 seedance_add_test(apdf_test SOURCES apdf_test.cc LIBS seedance_serving)
 seedance_add_test(memory_pressure_test SOURCES memory_pressure_test.cc LIBS seedance_serving)
+
+if(SEEDANCE_BUILD_FUZZ)
+  # The reader is compiled into the fuzzer itself so that it gets coverage instrumentation.
+  add_executable(profile_csv_fuzz profile_csv_fuzz.cc profile_csv.cc calibration.cc cost_model.cc)
+  target_include_directories(profile_csv_fuzz PRIVATE ${PROJECT_SOURCE_DIR}/include)
+  target_compile_options(profile_csv_fuzz PRIVATE -fsanitize=fuzzer,address,undefined
+                                                  -fno-omit-frame-pointer)
+  target_link_options(profile_csv_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_libraries(profile_csv_fuzz PRIVATE absl::status absl::statusor absl::strings)
+endif()

@@ -84,12 +84,17 @@ class Row {
     if (v == "False" || v == "false" || v == "0") return false;
     return FieldError(source_, line_, name, "expected True or False", v);
   }
-  absl::StatusOr<int64_t> Int(const std::string& name, int64_t min_value) const {
+  // An integer in [min_value, max_value] (bounded so that shape products cannot overflow).
+  absl::StatusOr<int64_t> Int(const std::string& name, int64_t min_value, int64_t max_value) const {
     absl::StatusOr<double> v = Number(name, static_cast<double>(min_value));
     if (!v.ok()) return v.status();
-    if (*v != std::floor(*v) || *v > 1e15) {
-      const auto it = cols_.find(name);
+    const auto it = cols_.find(name);
+    if (*v != std::floor(*v)) {
       return FieldError(source_, line_, name, "expected an integer", fields_[it->second]);
+    }
+    if (*v > static_cast<double>(max_value)) {
+      return FieldError(source_, line_, name, absl::StrCat("expected at most ", max_value),
+                        fields_[it->second]);
     }
     return static_cast<int64_t>(*v);
   }
@@ -108,12 +113,12 @@ class Row {
 
 absl::Status ParseOperatorRow(const Row& r, int line, std::vector<ProfileSample>& out,
                               const std::map<std::string, size_t>& cols) {
-  ASSIGN_OR_RETURN_(n_head, r.Int("n_head", 1));
-  ASSIGN_OR_RETURN_(n_kv, r.Int("n_kv_head", 1));
-  ASSIGN_OR_RETURN_(e, r.Int("n_embd", 1));
-  ASSIGN_OR_RETURN_(f, r.Int("n_expanded_embd", 1));
-  ASSIGN_OR_RETURN_(t, r.Int("num_tokens", 1));
-  ASSIGN_OR_RETURN_(tp, r.Int("num_tensor_parallel_workers", 1));
+  ASSIGN_OR_RETURN_(n_head, r.Int("n_head", 1, 1 << 16));
+  ASSIGN_OR_RETURN_(n_kv, r.Int("n_kv_head", 1, 1 << 16));
+  ASSIGN_OR_RETURN_(e, r.Int("n_embd", 1, 1 << 24));
+  ASSIGN_OR_RETURN_(f, r.Int("n_expanded_embd", 1, 1 << 24));
+  ASSIGN_OR_RETURN_(t, r.Int("num_tokens", 1, 1 << 30));
+  ASSIGN_OR_RETURN_(tp, r.Int("num_tensor_parallel_workers", 1, 1 << 12));
   bool gated = true;
   if (const auto it = cols.find("use_gated_mlp"); it != cols.end()) {
     absl::StatusOr<bool> g = r.Bool("use_gated_mlp");
@@ -176,9 +181,9 @@ absl::Status ParseOperatorRow(const Row& r, int line, std::vector<ProfileSample>
 
 absl::Status ParseAllReduceRow(const Row& r, int line, std::vector<ProfileSample>& out) {
   ASSIGN_OR_RETURN_(ms, r.Number("time_stats.all_reduce.median", 0));
-  ASSIGN_OR_RETURN_(n, r.Int("num_workers", 1));
-  ASSIGN_OR_RETURN_(size, r.Int("size", 1));
-  ASSIGN_OR_RETURN_(dpn, r.Int("devices_per_node", 1));
+  ASSIGN_OR_RETURN_(n, r.Int("num_workers", 1, 1 << 20));
+  ASSIGN_OR_RETURN_(size, r.Int("size", 1, int64_t{1} << 40));
+  ASSIGN_OR_RETURN_(dpn, r.Int("devices_per_node", 1, 1 << 20));
   if (ms <= 0) return absl::OkStatus();
   ProfileSample s;
   s.line = line;
