@@ -102,11 +102,13 @@ void ApdfBreaker::EvaluateWindow(const WindowStats& w) {
   const double cap = o.latency_factor * baseline_s_;
   const bool err_breach = w.error_rate > o.error_rate_threshold;
   const bool lat_breach = latency_armed && w.p99_latency_s > cap;
-  const bool breached = err_breach || lat_breach;
+  const bool qps_breach = o.max_qps > 0 && w.qps > o.max_qps;
+  const bool breached = err_breach || lat_breach || qps_breach;
   const bool severe = w.error_rate > o.severe_error_rate ||
                       (latency_armed && w.p99_latency_s > o.severe_latency_factor * baseline_s_);
   const bool healthy = w.error_rate < o.recover_margin * o.error_rate_threshold &&
-                       (!latency_armed || w.p99_latency_s < o.recover_margin * cap);
+                       (!latency_armed || w.p99_latency_s < o.recover_margin * cap) &&
+                       (o.max_qps <= 0 || w.qps < o.recover_margin * o.max_qps);
   breach_streak_ = breached ? breach_streak_ + 1 : 0;
   severe_streak_ = severe ? severe_streak_ + 1 : 0;
   healthy_streak_ = healthy ? healthy_streak_ + 1 : 0;
@@ -123,7 +125,8 @@ void ApdfBreaker::EvaluateWindow(const WindowStats& w) {
   const std::string why =
       err_breach
           ? Fmt("error rate %.1f%% > %.1f%%", 100 * w.error_rate, 100 * o.error_rate_threshold)
-          : Fmt("P99 %.0f ms > %.0f ms", 1e3 * w.p99_latency_s, 1e3 * cap);
+      : lat_breach ? Fmt("P99 %.0f ms > %.0f ms", 1e3 * w.p99_latency_s, 1e3 * cap)
+                   : Fmt("overload: %.0f QPS > %.0f", w.qps, o.max_qps);
   switch (state_) {
     case ApdfState::kIdle:
       break;

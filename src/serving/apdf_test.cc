@@ -56,6 +56,21 @@ TEST_F(ApdfWindowTest, LatencyThresholdIsOnePointEightTimesTheP99Baseline) {
   EXPECT_EQ(above.state(), S::kDegraded);
 }
 
+TEST_F(ApdfWindowTest, QpsOverloadDegradesAndRecoversWithTheLoad) {
+  ApdfOptions o;
+  o.max_qps = 200;
+  ApdfBreaker b(o);
+  Feed(b, 10, 0.01, 0.05, /*qps=*/150);
+  EXPECT_EQ(b.state(), S::kMonitoring);
+  Feed(b, 3, 0.01, 0.05, /*qps=*/260);
+  EXPECT_EQ(b.state(), S::kDegraded);
+  EXPECT_NE(b.transitions().back().reason.find("overload: 260 QPS > 200"), std::string::npos);
+  Feed(b, 20, 0.01, 0.05, /*qps=*/150);  // under the limit but not under 0.7 x 200: hold
+  EXPECT_EQ(b.state(), S::kDegraded);
+  Feed(b, 10, 0.01, 0.05, /*qps=*/100);
+  EXPECT_EQ(b.state(), S::kMonitoring);
+}
+
 TEST_F(ApdfWindowTest, LearnsTheBaselineFromHealthyMonitoringWindows) {
   ApdfBreaker b;
   Feed(b, 4, 0.0, 0.080);

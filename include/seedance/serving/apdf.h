@@ -11,14 +11,16 @@
 //   Fallback    --recover_windows consecutive healthy windows--------------> Recovering
 //   Recovering  --trip_windows consecutive breached windows----------------> Degraded
 //               --recovering_windows consecutive healthy windows-----------> Monitoring
-// A window is *breached* when its error rate > error_rate_threshold (8.5%) or its P99 latency >
-// latency_factor (1.8) x the P99 baseline; *severe* when error rate > severe_error_rate or P99 >
-// severe_latency_factor x baseline; *healthy* when error rate and P99 are below recover_margin x
-// their thresholds (hysteresis: between healthy and breached a window counts for nothing and
-// resets both streaks). Windows with QPS < min_qps carry too little evidence and are skipped. Any
-// state other than Idle is held for at least min_dwell_s before it may be left (anti-flap). The
-// P99 baseline is learnt (EWMA) from the windows seen in Monitoring that are not breached, and
-// frozen elsewhere; the latency trigger is off until baseline_windows windows were learnt.
+// A window is *breached* when its error rate > error_rate_threshold (8.5%), its P99 latency >
+// latency_factor (1.8) x the P99 baseline, or (when max_qps > 0) its QPS > max_qps (overload:
+// lower precision buys throughput); *severe* when error rate > severe_error_rate or P99 >
+// severe_latency_factor x baseline; *healthy* when error rate, P99 and QPS are below
+// recover_margin x their thresholds (hysteresis: between healthy and breached a window counts for
+// nothing and resets both streaks). Windows with QPS < min_qps carry too little evidence and are
+// skipped. Any state other than Idle is held for at least min_dwell_s before it may be left
+// (anti-flap). The P99 baseline is learnt (EWMA) from the windows seen in Monitoring that are not
+// breached, and frozen elsewhere; the latency trigger is off until baseline_windows windows were
+// learnt.
 //
 // Time is passed in by the caller (seconds, any origin), so tests drive it. Not thread-safe.
 #pragma once
@@ -40,6 +42,7 @@ struct ApdfOptions {
   double severe_error_rate = 0.20;      // Degraded -> Fallback
   double severe_latency_factor = 3.5;
   double min_qps = 2.0;  // below: no evidence (and Idle after idle_windows)
+  double max_qps = 0;    // above: overload, a breach (0: no QPS limit)
   int trip_windows = 3;
   int fallback_windows = 3;
   int recover_windows = 5;
