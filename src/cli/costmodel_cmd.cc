@@ -62,7 +62,7 @@ int Check(const CostmodelFlags& f) {
   if (r.rows == 0)
     return UsageError(f.profile + ": no projection GEMM or intra-node all-reduce rows");
   if (f.json) {
-    nlohmann::json j;
+    nlohmann::ordered_json j;
     j["rows"] = r.rows;
     j["mape_pct"] = Round(r.mape_pct, 3);
     std::cout << j.dump() << "\n";
