@@ -71,9 +71,9 @@ void BM_YieldPingPong(benchmark::State& state) {
   JoinHandle a = sched.Spawn(measured(), 2);
   JoinHandle b = sched.Spawn(partner(), 2);
   sched.RunUntilIdle();
-  state.counters["ns_per_yield"] = benchmark::Counter(
-      static_cast<double>(state.iterations() * 2),
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_yield"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * 2),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_YieldPingPong);
 

@@ -2,13 +2,13 @@
 // timer_bench.h): schedule+cancel pairs with N resident timers and expirations per second, for
 // seedance, boost_asio, libevent and std_heap; plus the wall-clock lateness of TimerService.
 //   timer_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+#include "seedance/engine/timer_bench.h"
+
 #include <benchmark/benchmark.h>
 
 #include <map>
 #include <memory>
 #include <string>
-
-#include "seedance/engine/timer_bench.h"
 
 namespace {
 
@@ -35,9 +35,9 @@ void BM_ScheduleCancelPair(benchmark::State& state, const std::string& impl_name
   for (auto _ : state) impl->Pairs(kBatch);
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kBatch));
   state.counters["resident"] = static_cast<double>(kResident);
-  state.counters["ns_per_pair"] = benchmark::Counter(
-      static_cast<double>(state.iterations() * kBatch),
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_pair"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * kBatch),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 void BM_Expire(benchmark::State& state, const std::string& impl_name) {

@@ -53,7 +53,8 @@ int RunTimers(const TimersFlags& f) {
     if (impls.empty()) return UsageError("bench timers: --impl: empty list");
   }
   const bool progress = isatty(STDERR_FILENO) && !f.json;
-  if (progress) std::cerr << "measuring pairs and expiry (" << f.repetitions << " repetitions)...\n";
+  if (progress)
+    std::cerr << "measuring pairs and expiry (" << f.repetitions << " repetitions)...\n";
   engine::TimerBenchOptions o;
   o.resident = f.timers;
   o.repetitions = f.repetitions;
@@ -89,16 +90,20 @@ int RunTimers(const TimersFlags& f) {
     j["repetitions"] = f.repetitions;
     j["time_base"] = f.wall_clock ? "wall_clock" : "thread_cpu";
     if (run_lateness) {
-      j["lateness"] = {{"impl", "seedance"},          {"timers", lateness.timers},
-                       {"tick_us", lateness.tick_ns / 1000.0}, {"p50_us", lateness.p50_us},
-                       {"p99_us", lateness.p99_us},     {"max_us", lateness.max_us},
-                       {"early", lateness.early}, {"realtime", lateness.realtime}};
+      j["lateness"] = {{"impl", "seedance"},
+                       {"timers", lateness.timers},
+                       {"tick_us", lateness.tick_ns / 1000.0},
+                       {"p50_us", lateness.p50_us},
+                       {"p99_us", lateness.p99_us},
+                       {"max_us", lateness.max_us},
+                       {"early", lateness.early},
+                       {"realtime", lateness.realtime}};
     }
     std::cout << j.dump(2) << "\n";
     return kExitOk;
   }
-  std::printf("%-11s %10s %22s %16s %10s\n", "impl", "resident", "schedule+cancel/s",
-              "expire/s", "vs asio");
+  std::printf("%-11s %10s %22s %16s %10s\n", "impl", "resident", "schedule+cancel/s", "expire/s",
+              "vs asio");
   for (const auto& r : *results) {
     const std::string ratio =
         asio_pairs > 0 ? absl::StrFormat("%.2fx", r.schedule_cancel_pairs_per_s / asio_pairs) : "-";
@@ -149,9 +154,10 @@ Command AddBenchCommand(CLI::App& app) {
   timers->add_flag("--wall-clock", flags->wall_clock,
                    "rates per wall-clock second instead of per second of the measuring thread's "
                    "CPU time (the default, which stays per-core on a shared machine)");
-  timers->add_flag("--json", flags->json,
-                   "print {\"results\": [{\"impl\", \"resident\", "
-                   "\"schedule_cancel_pairs_per_s\", \"expire_per_s\"}, ...], \"lateness\": {...}}");
+  timers->add_flag(
+      "--json", flags->json,
+      "print {\"results\": [{\"impl\", \"resident\", "
+      "\"schedule_cancel_pairs_per_s\", \"expire_per_s\"}, ...], \"lateness\": {...}}");
   timers->footer(
       "Examples:\n"
       "  seedance bench timers\n"

@@ -191,7 +191,8 @@ struct NanoScheduler::Impl {
       case Action::kDone: {
         t->done.store(1, std::memory_order_release);
         t->done.notify_all();
-        TaskControl* joiner = t->joiner.exchange(nano_internal::kJoinDone, std::memory_order_acq_rel);
+        TaskControl* joiner =
+            t->joiner.exchange(nano_internal::kJoinDone, std::memory_order_acq_rel);
         nano_internal::ReleaseTask(t);
         if (joiner != nullptr && joiner != nano_internal::kJoinDone) {
           // Hand over to the joiner directly when it outranks everything that is ready.
@@ -361,7 +362,8 @@ size_t NanoScheduler::RunUntilIdle() {
 
 NanoSchedulerStats NanoScheduler::stats() const {
   NanoSchedulerStats s;
-  for (Worker* w : impl_->all_workers) s.dispatches += w->dispatches.load(std::memory_order_relaxed);
+  for (Worker* w : impl_->all_workers)
+    s.dispatches += w->dispatches.load(std::memory_order_relaxed);
   s.preempt_requests = impl_->preempt_requests.load(std::memory_order_relaxed);
   return s;
 }

@@ -88,7 +88,8 @@ TEST(NanoSchedulerTest, HigherPriorityTaskPreemptsCpuBoundLowerPriorityTask) {
   };
   JoinHandle l = sched.Spawn(low(), 1);
   sched.RunUntilIdle();
-  EXPECT_EQ(log, std::vector<std::string>({"low0", "low1", "low2", "high", "low3", "low4", "low5"}));
+  EXPECT_EQ(log,
+            std::vector<std::string>({"low0", "low1", "low2", "high", "low3", "low4", "low5"}));
   EXPECT_TRUE(l.done());
   EXPECT_TRUE(high.done());
   EXPECT_GE(sched.stats().preempt_requests, 1u);

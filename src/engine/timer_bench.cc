@@ -8,8 +8,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
-#include <ctime>
 #include <condition_variable>
+#include <ctime>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -194,7 +194,8 @@ class LibeventImpl final : public TimerBenchImpl {
       const timeval tv = ToTimeval(off_->expire[i % kRing] / 10);  // within 100 ms
       evtimer_add(&events[i], &tv);
     }
-    std::this_thread::sleep_until(std::chrono::steady_clock::now() + std::chrono::milliseconds(101));
+    std::this_thread::sleep_until(std::chrono::steady_clock::now() +
+                                  std::chrono::milliseconds(101));
     (void)start;
     const double t0 = NowS();
     while (fired < n) {
@@ -327,7 +328,8 @@ class HeapImpl final : public TimerBenchImpl {
     HeapTimers heap;
     size_t fired = 0;
     for (size_t i = 0; i < n; ++i) {
-      heap.Schedule(off_->expire[i % kRing] + static_cast<int64_t>(i % 1000), [c = &fired] { ++*c; });
+      heap.Schedule(off_->expire[i % kRing] + static_cast<int64_t>(i % 1000),
+                    [c = &fired] { ++*c; });
     }
     const double t0 = NowS();
     for (int64_t t = kMs; t <= kSec + kMs; t += kMs) heap.Advance(t);
@@ -353,8 +355,7 @@ double Median(std::vector<double> v) {
 double TimerBenchImpl::NowS() const { return NowSeconds(cpu_time_); }
 
 const std::vector<std::string>& TimerBenchImplNames() {
-  static const std::vector<std::string> names = {"seedance", "boost_asio", "libevent",
-                                                 "std_heap"};
+  static const std::vector<std::string> names = {"seedance", "boost_asio", "libevent", "std_heap"};
   return names;
 }
 
@@ -404,7 +405,8 @@ absl::StatusOr<std::vector<TimerBenchResult>> RunTimerBench(const std::vector<st
   }
   std::vector<TimerBenchResult> out;
   for (size_t k = 0; k < names.size(); ++k) {
-    out.push_back(TimerBenchResult{names[k], options.resident, Median(pairs[k]), Median(expire[k])});
+    out.push_back(
+        TimerBenchResult{names[k], options.resident, Median(pairs[k]), Median(expire[k])});
   }
   return out;
 }

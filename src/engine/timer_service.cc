@@ -32,8 +32,8 @@ struct TimerService::State {
   explicit State(const TimerWheelOptions& o) : wheel(o) {}
   std::mutex mu;
   std::condition_variable cv;
-  std::vector<Request> incoming;          // guarded by mu
-  bool stop = false;                      // guarded by mu
+  std::vector<Request> incoming;                                    // guarded by mu
+  bool stop = false;                                                // guarded by mu
   int64_t sleeping_until_ns = std::numeric_limits<int64_t>::max();  // guarded by mu
   // Owner thread only:
   std::vector<Request> batch;
@@ -180,7 +180,8 @@ void TimerService::Loop() {
       const int64_t sleep_to = wake_ns == std::numeric_limits<int64_t>::max()
                                    ? std::numeric_limits<int64_t>::max() / 2
                                    : wake_ns - spin_ns_;
-      s.cv.wait_until(lock, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(sleep_to)),
+      s.cv.wait_until(lock,
+                      std::chrono::steady_clock::time_point(std::chrono::nanoseconds(sleep_to)),
                       [&] { return s.stop || !s.incoming.empty() || SteadyNowNs() >= sleep_to; });
       s.sleeping_until_ns = std::numeric_limits<int64_t>::max();
       if (s.stop) return;

@@ -33,9 +33,9 @@
 #include <coroutine>
 #include <cstdint>
 #include <exception>
-#include <utility>
 #include <memory>
 #include <mutex>
+#include <utility>
 
 #include "seedance/engine/timer_clock.h"
 
@@ -84,9 +84,9 @@ namespace nano_internal {
 struct TaskControl {
   std::coroutine_handle<> handle;
   NanoScheduler* sched = nullptr;
-  TaskControl* next = nullptr;     // ready queue / event wait list link
+  TaskControl* next = nullptr;  // ready queue / event wait list link
   int priority = 0;
-  std::atomic<int> refs{1};        // the scheduler's, plus one per live JoinHandle
+  std::atomic<int> refs{1};  // the scheduler's, plus one per live JoinHandle
   std::atomic<uint32_t> done{0};
   std::atomic<TaskControl*> joiner{nullptr};  // a task blocked in Join(), or kJoinDone
 };
@@ -210,9 +210,7 @@ inline bool ShouldYield() {
 inline auto Yield() {
   struct Awaiter {
     bool await_ready() const noexcept { return false; }
-    void await_suspend(std::coroutine_handle<>) const noexcept {
-      nano_internal::SuspendForYield();
-    }
+    void await_suspend(std::coroutine_handle<>) const noexcept { nano_internal::SuspendForYield(); }
     void await_resume() const noexcept {}
   };
   return Awaiter{};
@@ -222,9 +220,7 @@ inline auto Yield() {
 inline auto Checkpoint() {
   struct Awaiter {
     bool await_ready() const noexcept { return !ShouldYield(); }
-    void await_suspend(std::coroutine_handle<>) const noexcept {
-      nano_internal::SuspendForYield();
-    }
+    void await_suspend(std::coroutine_handle<>) const noexcept { nano_internal::SuspendForYield(); }
     void await_resume() const noexcept {}
   };
   return Awaiter{};

@@ -73,7 +73,7 @@ struct TimerLatenessResult {
   size_t timers = 0;
   int64_t tick_ns = 0;
   double p50_us = 0, p99_us = 0, max_us = 0;
-  size_t early = 0;  // fired before their deadline (must be 0)
+  size_t early = 0;       // fired before their deadline (must be 0)
   bool realtime = false;  // the timer thread ran SCHED_FIFO
 };
 

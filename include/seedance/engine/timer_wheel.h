@@ -30,9 +30,9 @@
 #ifndef SEEDANCE_ENGINE_TIMER_WHEEL_H_
 #define SEEDANCE_ENGINE_TIMER_WHEEL_H_
 
+#include <climits>
 #include <cstddef>
 #include <cstdint>
-#include <climits>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -110,14 +110,14 @@ class TimerWheel {
 
   const int64_t tick_ns_;
   const int levels_;
-  uint64_t cur_tick_;   // every tick <= cur_tick_ has been processed
-  int64_t now_ns_;      // the last Advance() time (or start_ns)
+  uint64_t cur_tick_;  // every tick <= cur_tick_ has been processed
+  int64_t now_ns_;     // the last Advance() time (or start_ns)
   size_t size_ = 0;
-  uint64_t seq_ = 0;    // insertion order, the tie-break within equal deadlines
+  uint64_t seq_ = 0;  // insertion order, the tie-break within equal deadlines
   // Per bucket, the indices of its nodes (levels*64 wheel buckets, then due, then overflow).
   std::vector<std::vector<uint32_t>> buckets_;
   std::vector<uint32_t> scratch_ids_;  // the bucket being cascaded or fired
-  std::vector<uint64_t> pending_;   // per level, bit b set when bucket b is non-empty
+  std::vector<uint64_t> pending_;      // per level, bit b set when bucket b is non-empty
   std::unique_ptr<Slab> slab_;
   struct FireKey;
   std::vector<FireKey> fire_scratch_;  // the bucket being fired, sorted by (deadline, seq)
