@@ -297,19 +297,39 @@ uint64_t TimerWheel::NextInterestingTick() const {
 std::optional<int64_t> TimerWheel::NextWorkNs() const {
   if (size_ == 0) return std::nullopt;
   if (!buckets_[static_cast<size_t>(levels_) * 64].empty()) return now_ns_;
-  // The next tick's bucket in level 0: its earliest exact deadline (see the partial tick).
-  const uint32_t partial = static_cast<uint32_t>((cur_tick_ + 1) & kMask);
-  if (partial != 0 && (pending_[0] & (uint64_t{1} << partial))) {
-    int64_t earliest = std::numeric_limits<int64_t>::max();
-    for (const uint32_t i : buckets_[partial]) earliest = std::min(earliest, At(i).deadline_ns);
-    return std::max(earliest, now_ns_);
-  }
   const uint64_t tick = NextInterestingTick();
   if (tick == std::numeric_limits<uint64_t>::max()) return std::nullopt;  // only firing timers
-  if (tick > static_cast<uint64_t>(std::numeric_limits<int64_t>::max() / tick_ns_)) {
-    return std::numeric_limits<int64_t>::max();
+  int64_t next_ns = std::numeric_limits<int64_t>::max();
+  if (tick <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max() / tick_ns_)) {
+    next_ns = static_cast<int64_t>(tick) * tick_ns_;
   }
-  return static_cast<int64_t>(tick) * tick_ns_;
+  // Advance() fires a tick's timers at their exact deadlines once time is inside that tick (the
+  // partial tick), so the exact earliest deadline of the bucket holding them is the bound.
+  const uint32_t bucket = BucketOfTick(tick);
+  if (bucket != kNone) {
+    int64_t earliest = std::numeric_limits<int64_t>::max();
+    for (const uint32_t i : buckets_[bucket]) earliest = std::min(earliest, At(i).deadline_ns);
+    next_ns = std::min(next_ns, std::max(earliest, now_ns_));
+  }
+  return next_ns;
+}
+
+// The non-empty bucket holding the timers of tick `t` (> cur_tick_): the level-0 bucket when t is
+// in the current 64-tick block, or, when t starts a 64-tick block inside the current 4096-tick
+// block, that block's level-1 bucket (its 64 ticks; only timers already past their deadline in
+// it can belong to tick t). kNone otherwise: at a 4096-tick boundary the timers are in level 2
+// or above and wait for the tick's end.
+uint32_t TimerWheel::BucketOfTick(uint64_t t) const {
+  uint32_t bucket = kNone;
+  if ((t & kMask) != 0) {
+    if ((t >> kBits) == (cur_tick_ >> kBits)) bucket = static_cast<uint32_t>(t & kMask);
+  } else if (levels_ >= 2 && (t & 4095) != 0 && (t >> 12) == (cur_tick_ >> 12)) {
+    bucket = 64 + static_cast<uint32_t>((t >> kBits) & kMask);
+  }
+  if (bucket == kNone || (pending_[bucket >> kBits] & (uint64_t{1} << (bucket & kMask))) == 0) {
+    return kNone;
+  }
+  return bucket;
 }
 
 size_t TimerWheel::Advance(int64_t now_ns) {
@@ -341,11 +361,9 @@ size_t TimerWheel::Advance(int64_t now_ns) {
     if (pending_[0] & (uint64_t{1} << slot0)) fired += FireList(slot0);
   }
   // The partial tick: timers of tick cur_tick_ + 1 already past their exact deadline fire now
-  // rather than at the tick's end (when that tick is in level 0, i.e. not a block boundary).
-  const uint32_t partial = static_cast<uint32_t>((cur_tick_ + 1) & kMask);
-  if (partial != 0 && (pending_[0] & (uint64_t{1} << partial))) {
-    fired += FireList(partial, now_ns);
-  }
+  // rather than at the tick's end.
+  const uint32_t partial = BucketOfTick(cur_tick_ + 1);
+  if (partial != kNone) fired += FireList(partial, now_ns);
   in_advance_ = false;
   return fired;
 }

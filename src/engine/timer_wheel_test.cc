@@ -45,12 +45,26 @@ TEST_F(TimerWheelTest, FiresOnceAtOrAfterDeadlineNeverBefore) {
   EXPECT_TRUE(wheel.empty());
 }
 
-TEST_F(TimerWheelTest, TimerStartingANewBlockWaitsForItsTickAtMostOneTickLate) {
+TEST_F(TimerWheelTest, TimerStartingANewBlockFiresAtItsExactDeadlineToo) {
   TimerWheel wheel({.tick_ns = kMs});
-  Add(wheel, 63 * kMs + 1, 1);  // tick 64: first tick of the next 64-tick block (level 1)
+  Add(wheel, 63 * kMs + 400'000, 1);  // tick 64: first tick of the next 64-tick block (level 1)
+  Add(wheel, 63 * kMs + 600'000, 2);
+  Add(wheel, 64 * kMs + 1, 3);  // tick 65, same level-1 bucket: stays
   wheel.Advance(63 * kMs + 500'000);
-  EXPECT_TRUE(fired_.empty());
+  EXPECT_EQ(fired_, std::vector<int>({1}));
+  EXPECT_EQ(wheel.NextWorkNs(), 63 * kMs + 600'000);
   wheel.Advance(64 * kMs);
+  EXPECT_EQ(fired_, std::vector<int>({1, 2}));
+  wheel.Advance(65 * kMs);
+  EXPECT_EQ(fired_, std::vector<int>({1, 2, 3}));
+}
+
+TEST_F(TimerWheelTest, TimerStartingA4096TickBlockWaitsForItsTickAtMostOneTickLate) {
+  TimerWheel wheel({.tick_ns = kMs});
+  Add(wheel, 4095 * kMs + 1, 1);  // tick 4096: level 2
+  wheel.Advance(4095 * kMs + 500'000);
+  EXPECT_TRUE(fired_.empty());
+  wheel.Advance(4096 * kMs);
   EXPECT_EQ(fired_, std::vector<int>({1}));
 }
 
@@ -138,7 +152,7 @@ TEST_F(TimerWheelTest, MatchesOracleUnderRandomScheduleCancelAdvance) {
       const int64_t done_tick = now / tick;
       for (auto it = oracle.begin(); it != oracle.end();) {
         const int64_t t = CeilTick(it->first.first, tick);
-        const bool partial = t == done_tick + 1 && t % 64 != 0 && it->first.first <= now;
+        const bool partial = t == done_tick + 1 && t % 4096 != 0 && it->first.first <= now;
         if (t <= done_tick || partial) {
           want.push_back(it->second);
           it = oracle.erase(it);
@@ -274,6 +288,16 @@ TEST_F(TimerWheelTest, NextWorkNsLetsAnIdleLoopSleepInFewSteps) {
   }
   EXPECT_EQ(wheel.now(), deadline);  // woken at the exact deadline
   EXPECT_EQ(wheel.NextWorkNs(), std::nullopt);
+}
+
+TEST_F(TimerWheelTest, NextWorkNsIsTheExactDeadlineOfTheNextBusyTick) {
+  TimerWheel wheel({.tick_ns = kMs});
+  Add(wheel, 10 * kMs + 300'000, 1);  // tick 11, several ticks ahead of tick 0
+  Add(wheel, 10 * kMs + 700'000, 2);
+  EXPECT_EQ(wheel.NextWorkNs(), 10 * kMs + 300'000);
+  wheel.Advance(10 * kMs + 300'000);
+  EXPECT_EQ(fired_, std::vector<int>({1}));
+  EXPECT_EQ(wheel.NextWorkNs(), 10 * kMs + 700'000);
 }
 
 TEST_F(TimerWheelTest, FarDeadlinesBeyondTheTopLevelStillFireOnTime) {

@@ -3,9 +3,9 @@
 //
 // Time is divided into ticks of `tick_ns`. A timer due at `deadline_ns` belongs to tick
 // ceil(deadline_ns / tick_ns); Advance(now_ns) processes every tick up to floor(now_ns / tick_ns)
-// and, in the partly elapsed next tick, fires the timers whose exact deadline has passed (when
-// that tick's bucket is in level 0; a tick that starts a 64-tick block waits for its end). So a
-// timer never fires before its deadline, usually fires at the first Advance() at or after it, and
+// and, in the partly elapsed next tick, fires the timers whose exact deadline has passed (except
+// when that tick starts a 4096-tick block: those wait for the tick's end). So a timer never fires
+// before its deadline, fires at the first Advance() at or after it (1 in 4096 ticks aside), and
 // at worst one tick (plus the caller's own delay in calling Advance) after it. Within one Advance
 // call timers fire in deadline order (ties: in the order they were scheduled), including several
 // due within the same tick.
@@ -107,6 +107,7 @@ class TimerWheel {
   void CascadeBucket(uint32_t bucket);
   size_t FireList(uint32_t bucket, int64_t up_to_ns = INT64_MAX);
   uint64_t NextInterestingTick() const;
+  uint32_t BucketOfTick(uint64_t t) const;
 
   const int64_t tick_ns_;
   const int levels_;
