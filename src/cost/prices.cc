@@ -70,7 +70,7 @@ absl::StatusOr<PriceTable> LoadPrices(const std::string& path, const PriceTable&
   PriceTable t = base;
   for (auto it = doc.begin(); it != doc.end(); ++it) {
     const std::string key = it->first.as<std::string>("");
-    const YAML::Node& v = it->second;
+    const YAML::Node v = it->second;  // a copy: the iterator hands out a temporary
     if (key == "source") {
       t.source = absl::StrCat(path, ": ", v.as<std::string>(""));
     } else if (key == "hours_per_month") {

@@ -211,6 +211,12 @@ absl::StatusOr<TopologyInfo> ReadHwlocTopology() {
   hwloc_topology_t topo;
   if (hwloc_topology_init(&topo) != 0) return absl::InternalError("hwloc: init failed");
   hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  // PCI devices come from sysfs through the linux component. The libpciaccess plugin ("pci")
+  // and the display plugins ("gl", "opencl") are not loaded: they add names only, and leak the
+  // pci.ids tables they read.
+  for (const char* plugin : {"pci", "gl", "opencl"}) {
+    hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, plugin);
+  }
   if (hwloc_topology_load(topo) != 0) {
     hwloc_topology_destroy(topo);
     return absl::InternalError("hwloc: cannot load the topology");
