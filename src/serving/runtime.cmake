@@ -19,3 +19,13 @@ if(SEEDANCE_BUILD_TESTS)
   add_test(NAME serve_sim_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/serve_sim_cli_test.sh
                                       $<TARGET_FILE:seedance>)
 endif()
+
+if(SEEDANCE_BUILD_FUZZ)
+  # Trace parsers and a short replay of what they accept (`make fuzz`, FUZZ_TARGETS). The fuzz
+  # build instruments every library (fuzzer-no-link), so linking seedance_serving gives coverage.
+  add_executable(request_trace_fuzz request_trace_fuzz.cc)
+  target_compile_options(request_trace_fuzz PRIVATE -fsanitize=fuzzer,address,undefined
+                                                    -fno-omit-frame-pointer)
+  target_link_options(request_trace_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_libraries(request_trace_fuzz PRIVATE seedance_serving)
+endif()

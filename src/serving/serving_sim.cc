@@ -100,7 +100,10 @@ absl::StatusOr<ServingResult> RunServingSim(const RequestTrace& trace, const Ser
     longest = std::max<int64_t>(longest, int64_t{t.prompt_tokens} + t.output_tokens);
   }
   SchedulerOptions so = options.scheduler;
-  if (so.static_reserve_tokens <= 0) so.static_reserve_tokens = longest;
+  // FasterTransformer's max_seq_len: the longest request, as far as the pool can hold one.
+  if (so.static_reserve_tokens <= 0) {
+    so.static_reserve_tokens = std::min<int64_t>(longest, kv_blocks * options.block_size);
+  }
   so.swap_space_blocks = slot_bytes > 0 ? options.swap_space_bytes / slot_bytes : 0;
   KvBlockManagerOptions ko;
   ko.block_size = options.block_size;
@@ -127,6 +130,7 @@ absl::StatusOr<ServingResult> RunServingSim(const RequestTrace& trace, const Ser
     }
     const StepPlan& plan = sched->Schedule();
     if (plan.work.empty()) {
+      if (sched->num_finished() >= static_cast<int64_t>(n)) break;  // the last ones were dropped
       if (next >= n) {
         return absl::InternalError(absl::StrCat("simulation stalled with ", sched->num_waiting(),
                                                 " waiting and ", sched->num_running(),

@@ -139,6 +139,19 @@ TEST(ServingSimTest, UnboundedPrefixCacheMatchesTheTraceDefinition) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ServingSimTest, RequestsLongerThanThePoolAreDroppedInBothModes) {
+  RequestTrace t;
+  t.requests = {{0, 100, 5, {}}, {1, 6000, 5, {}}};  // the last one needs more than the pool
+  for (BatchingMode mode : {BatchingMode::kContinuous, BatchingMode::kStatic}) {
+    ServingSimOptions o;
+    o.mode = mode;
+    auto r = RunServingSim(t, FakeHardware(4096), o);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->completed, 1);
+    EXPECT_EQ(r->dropped, 1);
+  }
+}
+
 TEST(ServingSimTest, RejectsNonPositiveRateScaleAndEmptyPool) {
   const RequestTrace t = SyntheticTrace(5, 1, 6);
   ServingSimOptions o;

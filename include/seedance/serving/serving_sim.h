@@ -52,7 +52,7 @@ ServingHardware HardwareFromCostModel(const CostModel& model, double memory_util
 
 struct ServingSimOptions {
   BatchingMode mode = BatchingMode::kContinuous;
-  SchedulerOptions scheduler;  // static_reserve_tokens 0 = longest request in the trace
+  SchedulerOptions scheduler;  // static_reserve_tokens 0 = longest request (at most the pool)
   int block_size = 16;
   int64_t kv_blocks = 0;       // > 0 overrides the pool size derived from the hardware
   PrefixCacheMode prefix_cache = PrefixCacheMode::kPool;
