@@ -50,14 +50,19 @@ int Run(const Flags& f) {
     base.prefix_cache = PrefixCacheMode::kPool;
     base.kv_blocks = n;
   } else {
-    return UsageError("--prefix-cache: expected off, pool, unbounded or a block count N > 0, got '" +
-                      f.prefix_cache + "'");
+    return UsageError(
+        "--prefix-cache: expected off, pool, unbounded or a block count N > 0, got '" +
+        f.prefix_cache + "'");
   }
   std::vector<BatchingMode> modes;
   for (absl::string_view m : absl::StrSplit(f.batching, ',', absl::SkipEmpty())) {
-    if (m == "continuous") modes.push_back(BatchingMode::kContinuous);
-    else if (m == "static") modes.push_back(BatchingMode::kStatic);
-    else return UsageError("--batching: expected continuous and/or static, got '" + std::string(m) + "'");
+    if (m == "continuous")
+      modes.push_back(BatchingMode::kContinuous);
+    else if (m == "static")
+      modes.push_back(BatchingMode::kStatic);
+    else
+      return UsageError("--batching: expected continuous and/or static, got '" + std::string(m) +
+                        "'");
   }
   if (modes.empty()) return UsageError("--batching: no mode given");
 
@@ -70,9 +75,12 @@ int Run(const Flags& f) {
   ro.poisson_rate = f.rate;
   ro.seed = f.seed;
   ro.max_requests = f.limit;
-  if (f.format == "azure") ro.format = TraceFormat::kAzure;
-  else if (f.format == "mooncake") ro.format = TraceFormat::kMooncake;
-  else if (f.format == "sharegpt") ro.format = TraceFormat::kShareGpt;
+  if (f.format == "azure")
+    ro.format = TraceFormat::kAzure;
+  else if (f.format == "mooncake")
+    ro.format = TraceFormat::kMooncake;
+  else if (f.format == "sharegpt")
+    ro.format = TraceFormat::kShareGpt;
   absl::StatusOr<RequestTrace> trace = ReadRequestTrace(f.trace, ro);
   if (!trace.ok()) return UsageError(std::string(trace.status().message()));
   if (trace->requests.empty()) return UsageError(f.trace + ": no requests");
@@ -105,12 +113,12 @@ int Run(const Flags& f) {
       }
       return RuntimeError(std::string(r.status().message()));
     }
-    std::printf("%-10s %8.3f %9.1f %8.3f %8.3f %8.4f %8.4f %6lld %6.2f %7lld %6.3f %7lld %7lld %7.2f\n",
-                r->mode.c_str(), r->throughput_rps, r->throughput_tokens_per_s, r->ttft_p50_s,
-                r->ttft_p99_s, r->tpot_p50_s, r->tpot_p99_s,
-                static_cast<long long>(r->max_concurrent_seqs), r->kv_waste_pct,
-                static_cast<long long>(r->preemptions), r->prefix_hit_ratio,
-                static_cast<long long>(r->completed), static_cast<long long>(r->iterations), wall);
+    std::printf(
+        "%-10s %8.3f %9.1f %8.3f %8.3f %8.4f %8.4f %6lld %6.2f %7lld %6.3f %7lld %7lld %7.2f\n",
+        r->mode.c_str(), r->throughput_rps, r->throughput_tokens_per_s, r->ttft_p50_s,
+        r->ttft_p99_s, r->tpot_p50_s, r->tpot_p99_s, static_cast<long long>(r->max_concurrent_seqs),
+        r->kv_waste_pct, static_cast<long long>(r->preemptions), r->prefix_hit_ratio,
+        static_cast<long long>(r->completed), static_cast<long long>(r->iterations), wall);
     if (r->dropped > 0) {
       std::printf("  %s: %lld requests longer than the KV pool (%lld blocks) were dropped\n",
                   r->mode.c_str(), static_cast<long long>(r->dropped),
@@ -128,11 +136,12 @@ int Run(const Flags& f) {
                             {"preemptions", r->preemptions},
                             {"prefix_hit_ratio", r->prefix_hit_ratio}});
   }
-  std::printf("KV pool: %lld blocks of %d tokens (%.1f GiB per GPU)\n",
-              static_cast<long long>(base.kv_blocks > 0 ? base.kv_blocks
-                                                        : hw.kv_cache_bytes /
-                                                              (int64_t{f.block_size} * hw.kv_bytes_per_token)),
-              f.block_size, double(hw.kv_cache_bytes) / double(int64_t{1} << 30));
+  std::printf(
+      "KV pool: %lld blocks of %d tokens (%.1f GiB per GPU)\n",
+      static_cast<long long>(
+          base.kv_blocks > 0 ? base.kv_blocks
+                             : hw.kv_cache_bytes / (int64_t{f.block_size} * hw.kv_bytes_per_token)),
+      f.block_size, double(hw.kv_cache_bytes) / double(int64_t{1} << 30));
   if (trace->prefix_block_tokens > 0) {
     std::printf("trace's own infinite-cache prefix hit ratio: %.4f\n", IdealPrefixHitRatio(*trace));
   }
@@ -167,16 +176,24 @@ Command AddServeSimCommand(CLI::App& app) {
       "  seedance serve-sim --trace sharegpt_8k_filtered_stats_llama2_tokenizer.csv --rate 2 "
       "--limit 2000");
   cmd->add_option("--trace", f->trace, "Request trace file")->required();
-  cmd->add_option("--model", f->model, "Model: " + [] {
-    std::string s;
-    for (const auto& m : KnownModels()) s += (s.empty() ? "" : ", ") + m;
-    return s;
-  }())->capture_default_str();
-  cmd->add_option("--gpu", f->gpu, "GPU: " + [] {
-    std::string s;
-    for (const auto& g : KnownGpus()) s += (s.empty() ? "" : ", ") + g;
-    return s;
-  }())->capture_default_str();
+  cmd->add_option(
+         "--model", f->model,
+         "Model: " +
+             [] {
+               std::string s;
+               for (const auto& m : KnownModels()) s += (s.empty() ? "" : ", ") + m;
+               return s;
+             }())
+      ->capture_default_str();
+  cmd->add_option(
+         "--gpu", f->gpu,
+         "GPU: " +
+             [] {
+               std::string s;
+               for (const auto& g : KnownGpus()) s += (s.empty() ? "" : ", ") + g;
+               return s;
+             }())
+      ->capture_default_str();
   cmd->add_option("--tp", f->tp, "Tensor-parallel GPUs per replica")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));

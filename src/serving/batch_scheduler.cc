@@ -124,8 +124,8 @@ class ContinuousScheduler final : public SchedulerBase {
       ++i;
     }
     // 2. Admissions in arrival order.
-    const int64_t watermark =
-        static_cast<int64_t>(std::ceil(opt_.watermark_frac * static_cast<double>(kv_.num_blocks())));
+    const int64_t watermark = static_cast<int64_t>(
+        std::ceil(opt_.watermark_frac * static_cast<double>(kv_.num_blocks())));
     while (!preempted && !waiting_.empty() && budget > 0 &&
            static_cast<int64_t>(running_.size()) < opt_.max_num_seqs) {
       const int32_t r = waiting_.front();
@@ -148,8 +148,8 @@ class ContinuousScheduler final : public SchedulerBase {
         const int64_t len = Length(r);
         // At least one prompt token is always computed, to produce logits.
         std::span<const uint64_t> chain = req_[r].prefix_chain;
-        chain = chain.subspan(0, std::min<size_t>(chain.size(),
-                                                  static_cast<size_t>((len - 1) / kv_.block_size())));
+        chain = chain.subspan(
+            0, std::min<size_t>(chain.size(), static_cast<size_t>((len - 1) / kv_.block_size())));
         int64_t unref = 0;
         const int64_t hit = kv_.MatchPrefix(chain, &unref);
         const int64_t need = BlocksFor(len) - hit + unref;
@@ -211,7 +211,7 @@ class StaticScheduler final : public SchedulerBase {
     for (int32_t r : batch_) {
       SeqRt& s = seqs_[r];
       if (s.state == SeqState::kDone) continue;
-      const int64_t want = Length(r) - s.computed;  // whole prompt, then one token
+      const int64_t want = Length(r) - s.computed;      // whole prompt, then one token
       if (!kv_.AppendTokens(s.kv, want)) std::abort();  // within the reservation
       Add(r, want);
     }
@@ -232,8 +232,8 @@ class StaticScheduler final : public SchedulerBase {
   void FormBatch() {
     while (!waiting_.empty() && static_cast<int64_t>(batch_.size()) < opt_.max_num_seqs) {
       const int32_t r = waiting_.front();
-      const int64_t reserve = std::max<int64_t>(
-          opt_.static_reserve_tokens, req_[r].prompt_tokens + req_[r].output_tokens - 1);
+      const int64_t reserve = std::max<int64_t>(opt_.static_reserve_tokens,
+                                                req_[r].prompt_tokens + req_[r].output_tokens - 1);
       if (BlocksFor(reserve) > kv_.num_blocks()) {
         waiting_.pop_front();
         Drop(r);

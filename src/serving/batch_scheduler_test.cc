@@ -208,8 +208,9 @@ TEST_F(BatchSchedulerTest, RandomWorkloadsFinishWithinLimitsAndLeakNothing) {
     while (s->num_finished() < n && step < 100000) {
       while (next < n && next <= step / 2) s->Arrive(next++);
       const StepPlan& p = s->Schedule();
-      const int tokens = std::accumulate(p.work.begin(), p.work.end(), 0,
-                                         [](int a, const SequenceWork& w) { return a + w.new_tokens; });
+      const int tokens =
+          std::accumulate(p.work.begin(), p.work.end(), 0,
+                          [](int a, const SequenceWork& w) { return a + w.new_tokens; });
       if (seed % 4 != 0) {
         EXPECT_LE(tokens, o.max_num_batched_tokens);
       }

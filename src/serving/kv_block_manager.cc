@@ -147,18 +147,24 @@ void KvBlockManager::ReleaseBlock(BlockId b) {
 void KvBlockManager::LruPushBack(BlockId b) {
   lru_prev_[b] = lru_tail_;
   lru_next_[b] = kNone;
-  if (lru_tail_ != kNone) lru_next_[lru_tail_] = b;
-  else lru_head_ = b;
+  if (lru_tail_ != kNone)
+    lru_next_[lru_tail_] = b;
+  else
+    lru_head_ = b;
   lru_tail_ = b;
   ++lru_size_;
 }
 
 void KvBlockManager::LruRemove(BlockId b) {
   const BlockId p = lru_prev_[b], n = lru_next_[b];
-  if (p != kNone) lru_next_[p] = n;
-  else lru_head_ = n;
-  if (n != kNone) lru_prev_[n] = p;
-  else lru_tail_ = p;
+  if (p != kNone)
+    lru_next_[p] = n;
+  else
+    lru_head_ = n;
+  if (n != kNone)
+    lru_prev_[n] = p;
+  else
+    lru_tail_ = p;
   lru_prev_[b] = lru_next_[b] = kNone;
   --lru_size_;
 }
@@ -200,15 +206,15 @@ bool KvBlockManager::AppendTokens(KvSeqId seq, int64_t n) {
   GrowTo(s, total);
   for (int64_t i = first; i < want; ++i) {
     const int64_t end_in_block = std::min<int64_t>(block_size_, total - i * block_size_);
-    filled_[s.blocks[i]] = std::max<int32_t>(filled_[s.blocks[i]], static_cast<int32_t>(end_in_block));
+    filled_[s.blocks[i]] =
+        std::max<int32_t>(filled_[s.blocks[i]], static_cast<int32_t>(end_in_block));
   }
   used_slots_ += n;
   s.num_tokens = total;
   return true;
 }
 
-int64_t KvBlockManager::MatchPrefix(std::span<const uint64_t> chain,
-                                   int64_t* unreferenced) const {
+int64_t KvBlockManager::MatchPrefix(std::span<const uint64_t> chain, int64_t* unreferenced) const {
   int64_t n = 0, unref = 0;
   if (prefix_caching_) {
     for (uint64_t h : chain) {
@@ -242,8 +248,8 @@ void KvBlockManager::AttachPrefix(KvSeqId seq, std::span<const uint64_t> chain, 
 void KvBlockManager::RegisterFullBlocks(KvSeqId seq, std::span<const uint64_t> chain) {
   if (!prefix_caching_) return;
   Seq& s = seqs_[seq];
-  const int64_t full = std::min<int64_t>(static_cast<int64_t>(chain.size()),
-                                         s.num_tokens / block_size_);
+  const int64_t full =
+      std::min<int64_t>(static_cast<int64_t>(chain.size()), s.num_tokens / block_size_);
   for (int64_t i = s.num_registered; i < full; ++i) {
     const BlockId b = s.blocks[i];
     if (hashed_[b]) continue;
@@ -270,13 +276,14 @@ absl::Status KvBlockManager::CheckInvariants() const {
   for (size_t id = 0; id < seqs_.size(); ++id) {
     const Seq& s = seqs_[id];
     if (!s.live) {
-      if (!s.blocks.empty()) return absl::InternalError(absl::StrCat("dead seq ", id, " holds blocks"));
+      if (!s.blocks.empty())
+        return absl::InternalError(absl::StrCat("dead seq ", id, " holds blocks"));
       continue;
     }
     ++live;
     if (static_cast<int64_t>(s.blocks.size()) * block_size_ < s.num_tokens) {
-      return absl::InternalError(absl::StrCat("seq ", id, ": ", s.num_tokens,
-                                              " tokens do not fit ", s.blocks.size(), " blocks"));
+      return absl::InternalError(absl::StrCat("seq ", id, ": ", s.num_tokens, " tokens do not fit ",
+                                              s.blocks.size(), " blocks"));
     }
     for (size_t i = 0; i < s.blocks.size(); ++i) {
       const BlockId b = s.blocks[i];
@@ -287,8 +294,8 @@ absl::Status KvBlockManager::CheckInvariants() const {
       const int64_t tokens_here =
           std::clamp<int64_t>(s.num_tokens - static_cast<int64_t>(i) * block_size_, 0, block_size_);
       if (filled_[b] < tokens_here) {
-        return absl::InternalError(absl::StrCat("seq ", id, " block ", b, ": filled ", filled_[b],
-                                                " < ", tokens_here));
+        return absl::InternalError(
+            absl::StrCat("seq ", id, " block ", b, ": filled ", filled_[b], " < ", tokens_here));
       }
     }
   }
@@ -315,8 +322,8 @@ absl::Status KvBlockManager::CheckInvariants() const {
   int64_t referenced = 0, used = 0;
   for (size_t b = 0; b < n; ++b) {
     if (refs[b] != ref_[b]) {
-      return absl::InternalError(absl::StrCat("block ", b, ": ref count ", ref_[b], " but ",
-                                              refs[b], " table entries"));
+      return absl::InternalError(
+          absl::StrCat("block ", b, ": ref count ", ref_[b], " but ", refs[b], " table entries"));
     }
     if (ref_[b] > 0) {
       if (where[b]) {

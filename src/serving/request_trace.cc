@@ -209,8 +209,8 @@ absl::StatusOr<RequestTrace> ParseAzureTrace(std::string_view text, std::string_
   while (lines.Next(&line, &no)) {
     const size_t n = SplitCsv(line, f.data(), f.size());
     if (n != layout->num_fields) {
-      return LineError(source, no, absl::StrCat("expected ", layout->num_fields,
-                                                " fields, got ", n));
+      return LineError(source, no,
+                       absl::StrCat("expected ", layout->num_fields, " fields, got ", n));
     }
     TraceRequest r;
     const std::string_view ts = f[layout->index[0]];
@@ -228,13 +228,13 @@ absl::StatusOr<RequestTrace> ParseAzureTrace(std::string_view text, std::string_
       return s;
     }
     prev = r.arrival_s;
-    if (absl::Status s = ParseLength(source, no, "ContextTokens", f[layout->index[1]], 1,
-                                     &r.prompt_tokens);
+    if (absl::Status s =
+            ParseLength(source, no, "ContextTokens", f[layout->index[1]], 1, &r.prompt_tokens);
         !s.ok()) {
       return s;
     }
-    if (absl::Status s = ParseLength(source, no, "GeneratedTokens", f[layout->index[2]], 1,
-                                     &r.output_tokens);
+    if (absl::Status s =
+            ParseLength(source, no, "GeneratedTokens", f[layout->index[2]], 1, &r.output_tokens);
         !s.ok()) {
       return s;
     }
@@ -255,8 +255,8 @@ absl::StatusOr<RequestTrace> ParseMooncakeTrace(std::string_view text, std::stri
   while (lines.Next(&line, &no)) {
     nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) {
-      return LineError(source, no, absl::StrCat("expected one JSON object per line (got '",
-                                                Quote(line), "')"));
+      return LineError(source, no,
+                       absl::StrCat("expected one JSON object per line (got '", Quote(line), "')"));
     }
     auto length = [&](const char* key, int64_t min, int32_t* out) -> absl::Status {
       auto it = j.find(key);
@@ -282,14 +282,15 @@ absl::StatusOr<RequestTrace> ParseMooncakeTrace(std::string_view text, std::stri
     if (absl::Status s = length("output_length", 1, &r.output_tokens); !s.ok()) return s;
     auto ids = j.find("hash_ids");
     if (ids == j.end()) return FieldError(source, no, "hash_ids", "missing key", line);
-    if (!ids->is_array()) return FieldError(source, no, "hash_ids", "expected an array", ids->dump());
+    if (!ids->is_array())
+      return FieldError(source, no, "hash_ids", "expected an array", ids->dump());
     const size_t max_blocks =
         static_cast<size_t>((r.prompt_tokens + kMooncakeBlockTokens - 1) / kMooncakeBlockTokens);
     if (ids->size() > max_blocks) {
-      return FieldError(source, no, "hash_ids",
-                        absl::StrCat("more ids than 512-token blocks of input_length (",
-                                     max_blocks, ")"),
-                        absl::StrCat(ids->size(), " ids"));
+      return FieldError(
+          source, no, "hash_ids",
+          absl::StrCat("more ids than 512-token blocks of input_length (", max_blocks, ")"),
+          absl::StrCat(ids->size(), " ids"));
     }
     r.prefix_block_ids.reserve(ids->size());
     for (const auto& id : *ids) {
@@ -306,8 +307,8 @@ absl::StatusOr<RequestTrace> ParseMooncakeTrace(std::string_view text, std::stri
 absl::StatusOr<RequestTrace> ParseShareGptTrace(std::string_view text, std::string_view source,
                                                 double poisson_rate, uint64_t seed) {
   if (!(poisson_rate > 0) || !std::isfinite(poisson_rate)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Sv(source), ": the Poisson arrival rate must be > 0 (got ", poisson_rate, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        Sv(source), ": the Poisson arrival rate must be > 0 (got ", poisson_rate, ")"));
   }
   RequestTrace trace;
   trace.source = std::string(source);
@@ -326,17 +327,17 @@ absl::StatusOr<RequestTrace> ParseShareGptTrace(std::string_view text, std::stri
   while (lines.Next(&line, &no)) {
     const size_t n = SplitCsv(line, f.data(), f.size());
     if (n != layout->num_fields) {
-      return LineError(source, no, absl::StrCat("expected ", layout->num_fields,
-                                                " fields, got ", n));
+      return LineError(source, no,
+                       absl::StrCat("expected ", layout->num_fields, " fields, got ", n));
     }
     TraceRequest r;
-    if (absl::Status s = ParseLength(source, no, "num_prefill_tokens", f[layout->index[0]], 1,
-                                     &r.prompt_tokens);
+    if (absl::Status s =
+            ParseLength(source, no, "num_prefill_tokens", f[layout->index[0]], 1, &r.prompt_tokens);
         !s.ok()) {
       return s;
     }
-    if (absl::Status s = ParseLength(source, no, "num_decode_tokens", f[layout->index[1]], 1,
-                                     &r.output_tokens);
+    if (absl::Status s =
+            ParseLength(source, no, "num_decode_tokens", f[layout->index[1]], 1, &r.output_tokens);
         !s.ok()) {
       return s;
     }
@@ -369,20 +370,25 @@ absl::StatusOr<RequestTrace> ReadRequestTrace(const std::string& path,
         format = TraceFormat::kMooncake;
       } else {
         return absl::InvalidArgumentError(absl::StrCat(
-            path, ":1: unknown trace format: expected an Azure header (TIMESTAMP,ContextTokens,"
-                  "GeneratedTokens), a ShareGPT header (num_prefill_tokens,num_decode_tokens) or "
-                  "Mooncake JSONL (got '",
+            path,
+            ":1: unknown trace format: expected an Azure header (TIMESTAMP,ContextTokens,"
+            "GeneratedTokens), a ShareGPT header (num_prefill_tokens,num_decode_tokens) or "
+            "Mooncake JSONL (got '",
             Quote(first), "')"));
       }
     }
   }
   absl::StatusOr<RequestTrace> trace;
   switch (format) {
-    case TraceFormat::kMooncake: trace = ParseMooncakeTrace(text, path); break;
+    case TraceFormat::kMooncake:
+      trace = ParseMooncakeTrace(text, path);
+      break;
     case TraceFormat::kShareGpt:
       trace = ParseShareGptTrace(text, path, options.poisson_rate, options.seed);
       break;
-    default: trace = ParseAzureTrace(text, path); break;
+    default:
+      trace = ParseAzureTrace(text, path);
+      break;
   }
   if (!trace.ok()) return trace;
   if (options.max_requests > 0 &&

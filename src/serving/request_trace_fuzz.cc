@@ -26,7 +26,8 @@ void Replay(const seedance::serving::RequestTrace& trace) {
   for (BatchingMode mode : {BatchingMode::kContinuous, BatchingMode::kStatic}) {
     ServingSimOptions o;
     o.mode = mode;
-    o.prefix_cache = trace.requests.size() % 2 ? PrefixCacheMode::kUnbounded : PrefixCacheMode::kPool;
+    o.prefix_cache =
+        trace.requests.size() % 2 ? PrefixCacheMode::kUnbounded : PrefixCacheMode::kPool;
     auto r = RunServingSim(trace, hw, o);
     if (!r.ok() && r.status().code() != absl::StatusCode::kInvalidArgument) std::abort();
     if (r.ok() && r->completed + r->dropped != static_cast<int64_t>(trace.requests.size())) {

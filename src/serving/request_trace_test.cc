@@ -53,23 +53,23 @@ TEST_P(AzureBadInputTest, NamesFileLineAndField) {
 constexpr char kHeader[] = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
 INSTANTIATE_TEST_SUITE_P(
     Cases, AzureBadInputTest,
-    ::testing::Values(
-        BadCase{"MissingColumn", "TIMESTAMP,ContextTokens\n2023-01-01 00:00:00,5\n",
-                "bad.csv:1: field 'GeneratedTokens': missing column"},
-        BadCase{"NegativeLength", std::string(kHeader) + "2023-01-01 00:00:00,-5,3\n",
-                "bad.csv:2: field 'ContextTokens': must be non-negative (got '-5')"},
-        BadCase{"ZeroOutput", std::string(kHeader) + "2023-01-01 00:00:00,5,0\n",
-                "bad.csv:2: field 'GeneratedTokens': must be >= 1"},
-        BadCase{"NotANumber", std::string(kHeader) + "2023-01-01 00:00:00,5,x\n",
-                "bad.csv:2: field 'GeneratedTokens': expected an integer"},
-        BadCase{"Unsorted",
-                std::string(kHeader) + "2023-01-01 00:00:05,5,3\n\n2023-01-01 00:00:01,5,3\n",
-                "bad.csv:4: field 'TIMESTAMP': timestamps must not decrease"},
-        BadCase{"BadTimestamp", std::string(kHeader) + "yesterday,5,3\n",
-                "bad.csv:2: field 'TIMESTAMP': expected YYYY-MM-DD"},
-        BadCase{"ShortRow", std::string(kHeader) + "2023-01-01 00:00:05,5\n",
-                "bad.csv:2: expected 3 fields, got 2"},
-        BadCase{"Empty", "", "bad.csv:1: empty file"}),
+    ::testing::Values(BadCase{"MissingColumn", "TIMESTAMP,ContextTokens\n2023-01-01 00:00:00,5\n",
+                              "bad.csv:1: field 'GeneratedTokens': missing column"},
+                      BadCase{"NegativeLength", std::string(kHeader) + "2023-01-01 00:00:00,-5,3\n",
+                              "bad.csv:2: field 'ContextTokens': must be non-negative (got '-5')"},
+                      BadCase{"ZeroOutput", std::string(kHeader) + "2023-01-01 00:00:00,5,0\n",
+                              "bad.csv:2: field 'GeneratedTokens': must be >= 1"},
+                      BadCase{"NotANumber", std::string(kHeader) + "2023-01-01 00:00:00,5,x\n",
+                              "bad.csv:2: field 'GeneratedTokens': expected an integer"},
+                      BadCase{"Unsorted",
+                              std::string(kHeader) +
+                                  "2023-01-01 00:00:05,5,3\n\n2023-01-01 00:00:01,5,3\n",
+                              "bad.csv:4: field 'TIMESTAMP': timestamps must not decrease"},
+                      BadCase{"BadTimestamp", std::string(kHeader) + "yesterday,5,3\n",
+                              "bad.csv:2: field 'TIMESTAMP': expected YYYY-MM-DD"},
+                      BadCase{"ShortRow", std::string(kHeader) + "2023-01-01 00:00:05,5\n",
+                              "bad.csv:2: expected 3 fields, got 2"},
+                      BadCase{"Empty", "", "bad.csv:1: empty file"}),
     [](const auto& info) { return info.param.name; });
 
 TEST(MooncakeTraceTest, ParsesHashIdsAndMilliseconds) {

@@ -68,16 +68,16 @@ absl::StatusOr<ServingResult> RunServingSim(const RequestTrace& trace, const Ser
         absl::StrCat("rate scale must be > 0 (got ", options.rate_scale, ")"));
   }
   const bool caching = options.prefix_cache != PrefixCacheMode::kOff &&
-                       options.mode == BatchingMode::kContinuous &&
-                       trace.prefix_block_tokens > 0;
+                       options.mode == BatchingMode::kContinuous && trace.prefix_block_tokens > 0;
   if (caching && trace.prefix_block_tokens % options.block_size != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("block size ", options.block_size, " must divide the trace's prefix block of ",
-                     trace.prefix_block_tokens, " tokens"));
+    return absl::InvalidArgumentError(absl::StrCat("block size ", options.block_size,
+                                                   " must divide the trace's prefix block of ",
+                                                   trace.prefix_block_tokens, " tokens"));
   }
   const int64_t slot_bytes = static_cast<int64_t>(options.block_size) * hw.kv_bytes_per_token;
-  const int64_t kv_blocks =
-      options.kv_blocks > 0 ? options.kv_blocks : (slot_bytes > 0 ? hw.kv_cache_bytes / slot_bytes : 0);
+  const int64_t kv_blocks = options.kv_blocks > 0
+                                ? options.kv_blocks
+                                : (slot_bytes > 0 ? hw.kv_cache_bytes / slot_bytes : 0);
   if (kv_blocks <= 0) {
     return absl::InvalidArgumentError(
         "no memory left for the KV cache (the model's weights do not fit the GPU; try --tp)");
@@ -94,8 +94,9 @@ absl::StatusOr<ServingResult> RunServingSim(const RequestTrace& trace, const Ser
     reqs[i].prompt_tokens = t.prompt_tokens;
     reqs[i].output_tokens = t.output_tokens;
     if (caching) {
-      reqs[i].prefix_chain = std::span<const uint64_t>(chains.hashes)
-                                 .subspan(chains.offsets[i], chains.offsets[i + 1] - chains.offsets[i]);
+      reqs[i].prefix_chain =
+          std::span<const uint64_t>(chains.hashes)
+              .subspan(chains.offsets[i], chains.offsets[i + 1] - chains.offsets[i]);
     }
     longest = std::max<int64_t>(longest, int64_t{t.prompt_tokens} + t.output_tokens);
   }
@@ -139,9 +140,9 @@ absl::StatusOr<ServingResult> RunServingSim(const RequestTrace& trace, const Ser
       now = std::max(now, trace.requests[next].arrival_s / options.rate_scale);
       continue;
     }
-    const double dt = hw.step_seconds(plan.work) +
-                      static_cast<double>(plan.swap_in_blocks + plan.swap_out_blocks) *
-                          swap_s_per_block;
+    const double dt =
+        hw.step_seconds(plan.work) +
+        static_cast<double>(plan.swap_in_blocks + plan.swap_out_blocks) * swap_s_per_block;
     const KvBlockManager& kv = sched->kv();
     const double alloc = static_cast<double>(kv.allocated_slots());
     alloc_integral += alloc * dt;

@@ -1,4 +1,5 @@
-// Paged KV-cache block manager (PagedAttention, Kwon et al., SOSP'23; prefix caching as in vLLM v1).
+// Paged KV-cache block manager (PagedAttention, Kwon et al., SOSP'23; prefix caching as in vLLM
+// v1).
 //
 // GPU KV memory is a pool of fixed-size blocks of `block_size` token slots. Each sequence owns a
 // block table (logical block i -> physical block), so a sequence spans non-contiguous blocks and
@@ -33,8 +34,8 @@ using BlockId = int32_t;
 using KvSeqId = int32_t;
 
 struct KvBlockManagerOptions {
-  int block_size = 16;       // token slots per block
-  int64_t num_blocks = 0;    // blocks in the GPU pool
+  int block_size = 16;     // token slots per block
+  int64_t num_blocks = 0;  // blocks in the GPU pool
   bool enable_prefix_caching = true;
   bool unbounded_prefix_cache = false;  // cached free blocks cost nothing and are never evicted
 };
@@ -120,7 +121,7 @@ class KvBlockManager {
   bool unbounded_;
 
   std::vector<int32_t> ref_;
-  std::vector<int32_t> filled_;       // token slots written
+  std::vector<int32_t> filled_;  // token slots written
   std::vector<uint64_t> hash_;
   std::vector<uint8_t> hashed_;
   std::vector<BlockId> lru_prev_, lru_next_;

@@ -3,7 +3,8 @@
 //  * Azure LLM inference trace 2023 (Splitwise): CSV `TIMESTAMP,ContextTokens,GeneratedTokens`,
 //    TIMESTAMP as `YYYY-MM-DD HH:MM:SS[.fffffff]`; arrivals relative to the first row.
 //  * Mooncake FAST'25 JSONL: one object per line with `timestamp` (ms), `input_length`,
-//    `output_length`, `hash_ids` (one id per 512-token prompt block; equal id = equal prefix block).
+//    `output_length`, `hash_ids` (one id per 512-token prompt block; equal id = equal prefix
+//    block).
 //  * ShareGPT length statistics CSV (Sarathi-Serve): `num_prefill_tokens,num_decode_tokens[,...]`,
 //    no times; arrivals are drawn as a Poisson process at `poisson_rate` requests/s.
 //

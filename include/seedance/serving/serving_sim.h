@@ -54,9 +54,9 @@ struct ServingSimOptions {
   BatchingMode mode = BatchingMode::kContinuous;
   SchedulerOptions scheduler;  // static_reserve_tokens 0 = longest request (at most the pool)
   int block_size = 16;
-  int64_t kv_blocks = 0;       // > 0 overrides the pool size derived from the hardware
+  int64_t kv_blocks = 0;  // > 0 overrides the pool size derived from the hardware
   PrefixCacheMode prefix_cache = PrefixCacheMode::kPool;
-  double rate_scale = 1.0;     // arrivals are divided by this
+  double rate_scale = 1.0;                      // arrivals are divided by this
   int64_t swap_space_bytes = int64_t{4} << 30;  // CPU swap space (vLLM's default 4 GiB)
 };
 
