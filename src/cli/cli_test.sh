@@ -55,5 +55,35 @@ else
   echo "FAIL good input"; cat "$tmp/stdout"; fail=$((fail + 1))
 fi
 
+# expect_rc NAME WANT_RC WANT_SUBSTRING ARGS...: any subcommand, exit status and output.
+expect_rc() {
+  local name=$1 want_rc=$2 want=$3
+  shift 3
+  local out rc
+  out=$("$bin" "$@" 2>&1)
+  rc=$?
+  if [[ $rc -ne $want_rc ]]; then
+    echo "FAIL $name: exit $rc, want $want_rc ($out)"; fail=$((fail + 1)); return
+  fi
+  if [[ "$out" != *"$want"* ]]; then
+    echo "FAIL $name: output lacks '$want' ($out)"; fail=$((fail + 1)); return
+  fi
+  echo "ok   $name"; pass=$((pass + 1))
+}
+
+# The other subcommands: wiring, exit statuses and output contracts (their own tests go deeper).
+expect_rc "no subcommand" 2 "subcommand is required"
+expect_rc "clock simulate json" 0 '"estimator": "ewma"' clock simulate --samples 64 --json
+expect_rc "clock simulate zero samples" 2 "samples" clock simulate --samples 0
+expect_rc "clock probe needs a server" 2 "--server" clock probe
+expect_rc "clock probe unreachable" 1 "" clock probe --server 127.0.0.1:9 --samples 1 --timeout-ms 200
+expect_rc "bench timers json" 0 '"impl": "seedance"' bench timers --timers 1000 --repetitions 1 \
+  --min-time 0.01 --lateness-s 0 --json
+expect_rc "bench timers zero" 2 "timers" bench timers --timers 0
+expect_rc "analyze missing input" 2 "nope.json" analyze --input "$tmp/nope.json" --report cost-savings
+expect_rc "serve-sim missing trace" 2 "nope.csv" serve-sim --trace "$tmp/nope.csv" --model llama-3-8b \
+  --gpu a100-80g
+expect_rc "costmodel unknown gpu" 2 "gpu" costmodel check --profile "$tmp/nope.csv" --gpu b9000
+
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

@@ -58,7 +58,11 @@ struct CasOptions {
 };
 
 absl::Status ParseOptions(const std::map<std::string, std::string>& params, CasOptions* o) {
-  for (const auto& [k, v] : params) {
+  for (const auto& kv : params) {
+    // Named references rather than structured bindings: clang 14 (the fuzz build) cannot capture
+    // structured bindings in the lambdas below.
+    const std::string& k = kv.first;
+    const std::string& v = kv.second;
     double d = 0;
     if (!absl::SimpleAtod(v, &d) || !std::isfinite(d)) {
       return absl::InvalidArgumentError(
