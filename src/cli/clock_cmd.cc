@@ -23,22 +23,6 @@ using seedance::engine::ClockEstimator;
 using seedance::engine::ClockSimOptions;
 using seedance::engine::EstimatorScore;
 
-bool ParseSeedRange(const std::string& text, std::vector<uint64_t>* out) {
-  for (absl::string_view part : absl::StrSplit(text, ',')) {
-    std::vector<std::string> ends = absl::StrSplit(part, '-');
-    uint64_t a = 0, b = 0;
-    if (ends.size() == 1 && absl::SimpleAtoi(ends[0], &a)) {
-      out->push_back(a);
-    } else if (ends.size() == 2 && absl::SimpleAtoi(ends[0], &a) && absl::SimpleAtoi(ends[1], &b) &&
-               a <= b && b - a < 10000) {
-      for (uint64_t s = a; s <= b; ++s) out->push_back(s);
-    } else {
-      return false;
-    }
-  }
-  return !out->empty();
-}
-
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -54,7 +38,7 @@ struct SimulateFlags {
 
 int Simulate(const SimulateFlags& f) {
   std::vector<uint64_t> seeds;
-  if (!ParseSeedRange(f.seeds, &seeds)) {
+  if (!ParseSeedList(f.seeds, &seeds)) {
     return UsageError("clock simulate: --seeds: expected N, A-B or a comma list, got '" + f.seeds +
                       "'");
   }

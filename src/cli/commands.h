@@ -3,6 +3,7 @@
 // thin: actions parse and validate flags, call the libraries and print.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <iostream>
 #include <string>
@@ -28,6 +29,10 @@ inline int RuntimeError(const std::string& msg) {
   std::cerr << "seedance: " << msg << "\n";
   return kExitFailure;
 }
+
+// Parses a seed list: "7", "42-51" or a comma list of both ("1,5-9"). Returns false on anything
+// else, an empty list, or a range of more than 100,000 seeds.
+bool ParseSeedList(const std::string& text, std::vector<uint64_t>* out);
 
 struct Command {
   CLI::App* app = nullptr;   // the registered subcommand

@@ -109,7 +109,8 @@ Command AddProfileCommand(CLI::App& app) {
       "profile",
       "Sample node and GPU telemetry into a versioned JSON profile (docs/formats/profile.md).\n"
       "Without --prometheus: this machine's CPUs, memory and NUMA nodes (procfs/sysfs), its hwloc\n"
-      "topology, and its NVIDIA GPUs through NVML when libnvidia-ml.so.1 is present, sampled every\n"
+      "topology, and its NVIDIA GPUs through NVML when libnvidia-ml.so.1 is present, sampled "
+      "every\n"
       "--interval seconds for --duration seconds. With --prometheus: the whole cluster from\n"
       "dcgm-exporter, node-exporter and kube-state-metrics series, read for the last --duration\n"
       "seconds at once (or sampled live with --live). Ctrl-C writes what was gathered.");
@@ -122,8 +123,9 @@ Command AddProfileCommand(CLI::App& app) {
   cmd.app->add_option("--output,-o", flags->output, "profile JSON to write")->required();
   cmd.app->add_option("--prometheus", flags->prometheus,
                       "Prometheus server, http://HOST:PORT[/PATH] (https is not supported)");
-  cmd.app->add_option("--timeout", flags->timeout_s,
-                      "seconds before an unanswered Prometheus request fails")
+  cmd.app
+      ->add_option("--timeout", flags->timeout_s,
+                   "seconds before an unanswered Prometheus request fails")
       ->default_val(5);
   cmd.app->add_flag("--live", flags->live,
                     "with --prometheus: sample now and every interval instead of reading history");

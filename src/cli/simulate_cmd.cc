@@ -27,24 +27,6 @@ namespace {
 
 using seedance::sim::Mode;
 
-// "42-51" or "42,43,50" or "7".
-bool ParseSeeds(const std::string& text, std::vector<uint64_t>* out, std::string* err) {
-  for (absl::string_view part : absl::StrSplit(text, ',')) {
-    std::vector<std::string> ends = absl::StrSplit(part, '-');
-    uint64_t a = 0, b = 0;
-    if (ends.size() == 1 && absl::SimpleAtoi(ends[0], &a)) {
-      out->push_back(a);
-    } else if (ends.size() == 2 && absl::SimpleAtoi(ends[0], &a) && absl::SimpleAtoi(ends[1], &b) &&
-               a <= b && b - a < 100000) {
-      for (uint64_t s = a; s <= b; ++s) out->push_back(s);
-    } else {
-      *err = "--seeds: expected N, A-B or a comma list, got '" + text + "'";
-      return false;
-    }
-  }
-  return !out->empty();
-}
-
 class Progress {
  public:
   Progress(size_t total, bool enabled) : total_(total), enabled_(enabled) {}
@@ -110,8 +92,9 @@ int Simulate(const std::string& nodes_path, const std::string& pods_path,
     return UsageError("--mode: expected fill, churn or replay, got '" + mode_name + "'");
 
   std::vector<uint64_t> seeds;
-  std::string err;
-  if (!ParseSeeds(seeds_text, &seeds, &err)) return UsageError(err);
+  if (!ParseSeedList(seeds_text, &seeds)) {
+    return UsageError("--seeds: expected N, A-B or a comma list, got '" + seeds_text + "'");
+  }
 
   const auto& registry = seedance::sched::Registry::Builtins();
   std::vector<std::string> policies;

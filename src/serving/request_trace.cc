@@ -17,6 +17,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "seedance/trace/line_scanner.h"
 
 namespace seedance::serving {
 namespace {
@@ -50,30 +51,6 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-// Non-blank lines with 1-based numbers.
-class Lines {
- public:
-  explicit Lines(std::string_view text) : text_(text) {}
-  bool Next(std::string_view* line, int64_t* no) {
-    while (pos_ < text_.size()) {
-      size_t end = text_.find('\n', pos_);
-      if (end == std::string_view::npos) end = text_.size();
-      std::string_view l = text_.substr(pos_, end - pos_);
-      pos_ = end + 1;
-      ++no_;
-      if (Trim(l).empty()) continue;
-      *line = l;
-      *no = no_;
-      return true;
-    }
-    return false;
-  }
-
- private:
-  std::string_view text_;
-  size_t pos_ = 0;
-  int64_t no_ = 0;
-};
 
 size_t SplitCsv(std::string_view line, std::string_view* out, size_t max) {
   size_t n = 0;
@@ -196,7 +173,7 @@ absl::StatusOr<RequestTrace> ParseAzureTrace(std::string_view text, std::string_
   RequestTrace trace;
   trace.source = std::string(source);
   trace.format = TraceFormat::kAzure;
-  Lines lines(text);
+  trace::LineScanner lines(text);
   std::string_view line;
   int64_t no = 0;
   if (!lines.Next(&line, &no)) return LineError(source, 1, "empty file (expected a header)");
@@ -248,7 +225,7 @@ absl::StatusOr<RequestTrace> ParseMooncakeTrace(std::string_view text, std::stri
   trace.source = std::string(source);
   trace.format = TraceFormat::kMooncake;
   trace.prefix_block_tokens = kMooncakeBlockTokens;
-  Lines lines(text);
+  trace::LineScanner lines(text);
   std::string_view line;
   int64_t no = 0;
   double prev = 0;
@@ -313,7 +290,7 @@ absl::StatusOr<RequestTrace> ParseShareGptTrace(std::string_view text, std::stri
   RequestTrace trace;
   trace.source = std::string(source);
   trace.format = TraceFormat::kShareGpt;
-  Lines lines(text);
+  trace::LineScanner lines(text);
   std::string_view line;
   int64_t no = 0;
   if (!lines.Next(&line, &no)) return LineError(source, 1, "empty file (expected a header)");

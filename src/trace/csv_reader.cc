@@ -29,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "seedance/trace/line_scanner.h"
 
 namespace seedance::trace {
 namespace {
@@ -116,32 +117,6 @@ absl::Status FieldError(std::string_view source, int64_t line, std::string_view 
                                                  "': ", Sv(what), " (got '", Quote(got), "')"));
 }
 
-// Yields the non-blank lines of `text` with their 1-based line numbers, "\r" stripped.
-class LineScanner {
- public:
-  explicit LineScanner(std::string_view text) : text_(text) {}
-
-  bool Next(std::string_view* line, int64_t* line_no) {
-    while (pos_ < text_.size()) {
-      size_t end = text_.find('\n', pos_);
-      if (end == std::string_view::npos) end = text_.size();
-      std::string_view l = text_.substr(pos_, end - pos_);
-      pos_ = end + 1;
-      ++line_no_;
-      if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
-      if (Trim(l).empty()) continue;
-      *line = l;
-      *line_no = line_no_;
-      return true;
-    }
-    return false;
-  }
-
- private:
-  std::string_view text_;
-  size_t pos_ = 0;
-  int64_t line_no_ = 0;
-};
 
 // One data row: the cleaned value of each schema column (empty when the file lacks it).
 struct Row {
