@@ -40,8 +40,8 @@ double Mean(const std::vector<double>& s) {
 struct PlanContext {
   const Profile* profile = nullptr;
   const AnalyzeOptions* options = nullptr;
-  std::vector<char> excluded;                   // drained (or being drained) nodes
-  std::vector<std::vector<double>> gpu_util;    // projected mean utilisation per node, GPU
+  std::vector<char> excluded;                 // drained (or being drained) nodes
+  std::vector<std::vector<double>> gpu_util;  // projected mean utilisation per node, GPU
   // Requirements of the pod being placed (set before each Schedule).
   double pod_util_per_gpu = 0;
   bool need_one_numa = false;
@@ -331,7 +331,8 @@ absl::StatusOr<Report> Analyze(const Profile& profile, const PriceTable& prices,
       if (ok && !p.gpu_ids.empty()) {
         pp.placement.node = n;
         pp.placement.num_gpus = p.num_gpus;
-        for (int i = 0; i < p.num_gpus; ++i) pp.placement.gpus[i] = static_cast<int8_t>(p.gpu_ids[i]);
+        for (int i = 0; i < p.num_gpus; ++i)
+          pp.placement.gpus[i] = static_cast<int8_t>(p.gpu_ids[i]);
       } else if (ok) {
         ok = DefaultGpus(state, pp.shape, n, &pp.placement);
       }
@@ -417,7 +418,8 @@ absl::StatusOr<Report> Analyze(const Profile& profile, const PriceTable& prices,
   ctx.gpu_util = gpu_mean;
   const auto& registry = sched::Registry::Builtins();
   if (!registry.Contains(options.policy)) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown placement policy '", options.policy, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown placement policy '", options.policy, "'"));
   }
   auto sched_profile = registry.Create(options.policy, sched::PolicyContext{});
   if (!sched_profile.ok()) return sched_profile.status();
@@ -464,7 +466,8 @@ absl::StatusOr<Report> Analyze(const Profile& profile, const PriceTable& prices,
         all = false;
         break;
       }
-      for (int8_t g : out.placement.gpu_ids()) ctx.gpu_util[out.placement.node][g] += pp.util_per_gpu;
+      for (int8_t g : out.placement.gpu_ids())
+        ctx.gpu_util[out.placement.node][g] += pp.util_per_gpu;
       placed.push_back({&pp, out.placement});
     }
     if (!all) {
@@ -473,7 +476,8 @@ absl::StatusOr<Report> Analyze(const Profile& profile, const PriceTable& prices,
         for (int8_t g : p.gpu_ids()) ctx.gpu_util[p.node][g] -= pp->util_per_gpu;
       }
       for (const PlacedPod& pp : moving) {
-        if (!state.Allocate(pp.shape, pp.placement).ok()) return absl::InternalError("restore failed");
+        if (!state.Allocate(pp.shape, pp.placement).ok())
+          return absl::InternalError("restore failed");
       }
       ctx.excluded[n] = 0;
       continue;

@@ -74,8 +74,8 @@ TEST_F(AnalyzeTest, APendingPodThatFitsKeepsNodesFromBeingIdleOrFreed) {
 TEST_F(AnalyzeTest, PlanFreesIdleAndLightNodesAndSavesTheirPrice) {
   const Profile p = Cluster();
   const Report r = Run(p);
-  EXPECT_EQ(Freed(r, p), (std::set<std::string>{"node-gpu-03", "node-gpu-05", "node-gpu-10",
-                                                "node-gpu-15"}));
+  EXPECT_EQ(Freed(r, p),
+            (std::set<std::string>{"node-gpu-03", "node-gpu-05", "node-gpu-10", "node-gpu-15"}));
   // One node: 8 GPUs x $3.93/GPU-hour (built-in A100-80GB) x 730 h = $22,951.20 a month.
   const double node_month = 8 * 3.93 * 730;
   EXPECT_NEAR(r.spend_usd_per_month, 16 * node_month, 1e-6);

@@ -12,7 +12,8 @@ absl::StatusOr<double> CostPer1kTokensUsd(const Deployment& d) {
   if (d.num_gpus <= 0) return absl::InvalidArgumentError("num_gpus must be > 0");
   if (!(d.throughput_tokens_per_s > 0)) return absl::InvalidArgumentError("throughput must be > 0");
   if (!(d.utilisation > 0 && d.utilisation <= 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("utilisation must be in (0, 1], got ", d.utilisation));
+    return absl::InvalidArgumentError(
+        absl::StrCat("utilisation must be in (0, 1], got ", d.utilisation));
   }
   const double usd_per_s = d.num_gpus * d.gpu_usd_per_hour / 3600.0;
   const double tokens_per_s = d.throughput_tokens_per_s * d.utilisation;

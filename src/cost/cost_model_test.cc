@@ -75,7 +75,8 @@ TEST(SliceCostTest, HeavyOverheadPushesTowardCoarserSlices) {
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_LT(a->slice, b->slice);
   // The winner is no worse than any candidate.
-  for (double s : candidates) EXPECT_LE(a->total_gpus(), SliceCostOf(demands, s, light).total_gpus() + 1e-12);
+  for (double s : candidates)
+    EXPECT_LE(a->total_gpus(), SliceCostOf(demands, s, light).total_gpus() + 1e-12);
 }
 
 TEST(SliceCostTest, ContinuousOptimumMinimisesTheSmoothModel) {

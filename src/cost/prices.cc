@@ -36,14 +36,22 @@ PriceTable PriceTable::Builtin() {
   // of the VM price; for A3/H100 the whole a3-highgpu-8g VM divided by 8). Read in 2024; check
   // https://cloud.google.com/compute/gpus-pricing before relying on them, or pass --prices.
   t.gpu_usd_per_hour = {
-      {"H100", 11.06},     {"A100-80GB", 3.93}, {"A100-40GB", 2.93}, {"L4", 0.56},
-      {"V100", 2.48},      {"P100", 1.46},      {"T4", 0.35},        {"P4", 0.60},
+      {"H100", 11.06},
+      {"A100-80GB", 3.93},
+      {"A100-40GB", 2.93},
+      {"L4", 0.56},
+      {"V100", 2.48},
+      {"P100", 1.46},
+      {"T4", 0.35},
+      {"P4", 0.60},
       // AWS EC2 on-demand us-east-1 (2024): g5.xlarge (1x A10G) 1.006/h, g6e.xlarge (1x L40S)
       // 1.861/h, whole instance price for one GPU.
-      {"A10G", 1.006},     {"L40S", 1.861},
+      {"A10G", 1.006},
+      {"L40S", 1.861},
   };
-  t.source = "built-in: GCP us-central1 on-demand GPU prices (A100/H100/L4/V100/P100/T4/P4) and "
-             "AWS us-east-1 on-demand (A10G g5.xlarge, L40S g6e.xlarge), read 2024";
+  t.source =
+      "built-in: GCP us-central1 on-demand GPU prices (A100/H100/L4/V100/P100/T4/P4) and "
+      "AWS us-east-1 on-demand (A10G g5.xlarge, L40S g6e.xlarge), read 2024";
   return t;
 }
 
@@ -85,7 +93,8 @@ absl::StatusOr<PriceTable> LoadPrices(const std::string& path, const PriceTable&
       }
       t.hours_per_month = h;
     } else if (key == "gpu_usd_per_hour") {
-      if (!v.IsMap()) return absl::InvalidArgumentError(absl::StrCat(where(v, key), "expected a mapping"));
+      if (!v.IsMap())
+        return absl::InvalidArgumentError(absl::StrCat(where(v, key), "expected a mapping"));
       for (auto g = v.begin(); g != v.end(); ++g) {
         const std::string model = g->first.as<std::string>("");
         double price = -1;
@@ -95,14 +104,16 @@ absl::StatusOr<PriceTable> LoadPrices(const std::string& path, const PriceTable&
           price = -1;
         }
         if (!(price >= 0)) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              where(g->second, key + "." + model), "expected a non-negative number (USD per GPU-hour)"));
+          return absl::InvalidArgumentError(
+              absl::StrCat(where(g->second, key + "." + model),
+                           "expected a non-negative number (USD per GPU-hour)"));
         }
         t.gpu_usd_per_hour[CanonicalGpuModel(model)] = price;
       }
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where(it->first, key), "unknown field (expected source, hours_per_month, gpu_usd_per_hour)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where(it->first, key),
+                       "unknown field (expected source, hours_per_month, gpu_usd_per_hour)"));
     }
   }
   if (t.source == base.source) t.source = absl::StrCat(path, " over ", base.source);

@@ -62,8 +62,8 @@ std::string Metrics() {
         util = 70;
         pod = "train-" + Node(n) + "-" + std::to_string(g / 2);
       }
-      std::string labels = "gpu=\"" + std::to_string(g) + "\",UUID=\"GPU-" + std::to_string(n) + "-" +
-                           std::to_string(g) + "\",device=\"nvidia" + std::to_string(g) +
+      std::string labels = "gpu=\"" + std::to_string(g) + "\",UUID=\"GPU-" + std::to_string(n) +
+                           "-" + std::to_string(g) + "\",device=\"nvidia" + std::to_string(g) +
                            "\",modelName=\"" + model + "\",Hostname=\"" + Node(n) + "\"";
       if (!pod.empty()) labels += ",namespace=\"ml\",pod=\"" + pod + "\",container=\"main\"";
       m << names::kGpuUtil << "{" << labels << "} " << util << "\n";
@@ -74,7 +74,8 @@ std::string Metrics() {
   }
   auto pod = [&](const std::string& name, const std::string& node, int gpus) {
     m << names::kPodInfo << "{namespace=\"ml\",pod=\"" << name << "\",node=\"" << node << "\"} 1\n";
-    const std::string l = "namespace=\"ml\",pod=\"" + name + "\",container=\"main\",node=\"" + node + "\"";
+    const std::string l =
+        "namespace=\"ml\",pod=\"" + name + "\",container=\"main\",node=\"" + node + "\"";
     m << names::kPodRequests << "{" << l << ",resource=\"cpu\",unit=\"core\"} 4\n";
     m << names::kPodRequests << "{" << l << ",resource=\"memory\",unit=\"byte\"} 34359738368\n";
     m << names::kPodRequests << "{" << l << ",resource=\"" << names::kGpuResource
@@ -113,8 +114,7 @@ class PrometheusIntegrationTest : public ::testing::Test {
       if (seedance::trace::DataRequired()) FAIL() << kPrometheus << " is not installed";
       GTEST_SKIP() << kPrometheus << " is not installed (apt-get install prometheus)";
     }
-    dir_ = std::filesystem::temp_directory_path() /
-           ("seedance_prom_" + std::to_string(::getpid()));
+    dir_ = std::filesystem::temp_directory_path() / ("seedance_prom_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_ / "data");
     exporter_port_ = server_.bind_to_any_port("127.0.0.1");
     ASSERT_GT(exporter_port_, 0);
@@ -168,7 +168,8 @@ class PrometheusIntegrationTest : public ::testing::Test {
     httplib::Client c("127.0.0.1", prom_port_);
     c.set_connection_timeout(1);
     c.set_read_timeout(2);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(max_wait_s);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(max_wait_s);
     const std::string q = std::string("min(count_over_time(") + names::kGpuUtil + "[1m]))";
     while (std::chrono::steady_clock::now() < deadline) {
       auto res = c.Get("/api/v1/query", httplib::Params{{"query", q}}, httplib::Headers{});
@@ -196,8 +197,8 @@ class PrometheusIntegrationTest : public ::testing::Test {
 };
 
 TEST_F(PrometheusIntegrationTest, ProfileThenAnalyzeNamesTheIdleNodesAndTheSaving) {
-  ASSERT_TRUE(WaitForScrapes(6, 40)) << "Prometheus did not scrape the exporter in 40 s; log in "
-                                     << (dir_ / "prometheus.log");
+  ASSERT_TRUE(WaitForScrapes(6, 40))
+      << "Prometheus did not scrape the exporter in 40 s; log in " << (dir_ / "prometheus.log");
   const std::string profile = (dir_ / "p.json").string();
   const std::string report = (dir_ / "r.json").string();
   const std::string bin = SEEDANCE_BINARY;

@@ -35,7 +35,8 @@ std::string Affinity(const std::vector<const Move*>& moves) {
   }
   std::vector<std::string> parts;
   if (multi && nvlink) parts.push_back("NVLink");
-  if (numa && std::any_of(moves.begin(), moves.end(), [](const Move* m) { return !m->gpu_ids.empty(); })) {
+  if (numa &&
+      std::any_of(moves.begin(), moves.end(), [](const Move* m) { return !m->gpu_ids.empty(); })) {
     parts.push_back("same NUMA node");
   }
   return parts.empty() ? "" : absl::StrCat(" (", absl::StrJoin(parts, ", "), ")");
@@ -66,7 +67,9 @@ std::string StepLine(const PlanStep& s, const Profile& p) {
 
 std::string ModelOf(const Profile& p, int n) {
   const auto& node = p.nodes[n];
-  return node.gpus.empty() ? "no GPU" : absl::StrCat(node.gpus.size(), " x ", CanonicalGpuModel(node.GpuModel()));
+  return node.gpus.empty()
+             ? "no GPU"
+             : absl::StrCat(node.gpus.size(), " x ", CanonicalGpuModel(node.GpuModel()));
 }
 
 std::string Join(const std::vector<int>& v) { return absl::StrJoin(v, ","); }
@@ -79,24 +82,27 @@ std::string RenderText(const Report& r, const Profile& p) {
   absl::StrAppend(&out, "Cost savings: ", p.nodes.size(), " nodes, ", r.gpus, " GPUs, ",
                   p.num_samples(), " samples over ", std::llround(span), " s (", p.source,
                   p.interrupted ? ", interrupted" : "", ")\n");
-  absl::StrAppend(&out, "Mean GPU utilisation ", Pct(r.mean_gpu_util_pct), ". Prices: ",
-                  r.price_source, ", ", r.hours_per_month, " h/month\n");
+  absl::StrAppend(&out, "Mean GPU utilisation ", Pct(r.mean_gpu_util_pct),
+                  ". Prices: ", r.price_source, ", ", r.hours_per_month, " h/month\n");
   absl::StrAppend(&out, "Spend now ", FormatUsd(r.spend_usd_per_month), "/month; after the plan ",
                   FormatUsd(r.spend_after_usd_per_month), "/month; saving ",
-                  FormatUsd(r.saving_usd_per_month), "/month (", Plural(r.plan.size(), "node", "nodes"),
-                  ", ", r.gpus_freed, " GPUs freed)\n");
+                  FormatUsd(r.saving_usd_per_month), "/month (",
+                  Plural(r.plan.size(), "node", "nodes"), ", ", r.gpus_freed, " GPUs freed)\n");
   for (const std::string& w : r.warnings) absl::StrAppend(&out, "warning: ", w, "\n");
 
-  absl::StrAppend(&out, "\nIdle nodes (every GPU < ", r.options.idle_gpu_util_pct, "% for >= ",
-                  r.options.idle_window_s, " s, no pending pod that fits): ", r.idle_nodes.size(),
-                  "\n");
+  absl::StrAppend(&out, "\nIdle nodes (every GPU < ", r.options.idle_gpu_util_pct,
+                  "% for >= ", r.options.idle_window_s,
+                  " s, no pending pod that fits): ", r.idle_nodes.size(), "\n");
   for (const IdleNode& i : r.idle_nodes) {
     absl::StrAppend(&out, "  ", p.nodes[i.node].name, ": idle ", std::llround(i.idle_s),
                     " s (GPU max ", Pct(i.max_util_pct), "), ", ModelOf(p, i.node), ", ",
-                    Plural(i.pods, "pod", "pods"), ", costs ", FormatUsd(i.usd_per_month), "/month\n");
+                    Plural(i.pods, "pod", "pods"), ", costs ", FormatUsd(i.usd_per_month),
+                    "/month\n");
   }
-  absl::StrAppend(&out, "\nConsolidation plan (", r.options.policy, " placement; GPU model, NUMA "
-                  "and NVLink kept; target GPUs <= ", r.options.target_gpu_util_cap_pct,
+  absl::StrAppend(&out, "\nConsolidation plan (", r.options.policy,
+                  " placement; GPU model, NUMA "
+                  "and NVLink kept; target GPUs <= ",
+                  r.options.target_gpu_util_cap_pct,
                   "% projected): ", Plural(r.plan.size(), "node", "nodes"), " freed\n");
   for (const PlanStep& s : r.plan) absl::StrAppend(&out, "  ", StepLine(s, p), "\n");
 
@@ -107,18 +113,23 @@ std::string RenderText(const Report& r, const Profile& p) {
       if (g.kind == kind) f.push_back(&g);
     }
     const bool under = kind == GpuFinding::Kind::kUnderused;
-    absl::StrAppend(&out, "\n", under ? "Under-used GPUs (allocated, mean utilisation < " : "Fragmented GPUs (partly allocated to GPU-sharing pods",
-                    under ? absl::StrCat(r.options.underused_gpu_util_pct, "%)") : ")", ": ", f.size(), "\n");
+    absl::StrAppend(&out, "\n",
+                    under ? "Under-used GPUs (allocated, mean utilisation < "
+                          : "Fragmented GPUs (partly allocated to GPU-sharing pods",
+                    under ? absl::StrCat(r.options.underused_gpu_util_pct, "%)") : ")", ": ",
+                    f.size(), "\n");
     for (size_t i = 0; i < f.size() && i < kMaxListed; ++i) {
-      absl::StrAppend(&out, "  ", p.nodes[f[i]->node].name, " GPU ", f[i]->gpu, ": mean ",
-                      Pct(f[i]->mean_util_pct), ", ", f[i]->allocated_milli, "/1000 allocated",
-                      under ? "" : absl::StrCat(", ", 1000 - f[i]->allocated_milli, " milli-GPU left over"),
-                      "\n");
+      absl::StrAppend(
+          &out, "  ", p.nodes[f[i]->node].name, " GPU ", f[i]->gpu, ": mean ",
+          Pct(f[i]->mean_util_pct), ", ", f[i]->allocated_milli, "/1000 allocated",
+          under ? "" : absl::StrCat(", ", 1000 - f[i]->allocated_milli, " milli-GPU left over"),
+          "\n");
     }
-    if (f.size() > kMaxListed) absl::StrAppend(&out, "  ... and ", f.size() - kMaxListed, " more\n");
+    if (f.size() > kMaxListed)
+      absl::StrAppend(&out, "  ... and ", f.size() - kMaxListed, " more\n");
   }
-  absl::StrAppend(&out, "\nPods with CPUs and GPUs on different NUMA nodes: ",
-                  r.numa_mismatches.size(), "\n");
+  absl::StrAppend(
+      &out, "\nPods with CPUs and GPUs on different NUMA nodes: ", r.numa_mismatches.size(), "\n");
   for (size_t i = 0; i < r.numa_mismatches.size() && i < kMaxListed; ++i) {
     const NumaMismatch& m = r.numa_mismatches[i];
     absl::StrAppend(&out, "  ", p.nodes[m.node].name, ": pod ", m.pod, " has CPUs on NUMA ",
@@ -241,10 +252,14 @@ std::string RenderHtml(const Report& r, const Profile& p) {
   auto esc = [](const std::string& s) {
     std::string o;
     for (char c : s) {
-      if (c == '<') o += "&lt;";
-      else if (c == '>') o += "&gt;";
-      else if (c == '&') o += "&amp;";
-      else o += c;
+      if (c == '<')
+        o += "&lt;";
+      else if (c == '>')
+        o += "&gt;";
+      else if (c == '&')
+        o += "&amp;";
+      else
+        o += c;
     }
     return o;
   };
@@ -260,15 +275,23 @@ body{font-family:system-ui,sans-serif;margin:24px;color:#222}
 .legend span{display:inline-block;width:28px;height:12px}
 </style></head><body>
 <h1>Cost savings</h1>
-<p>)" + esc(absl::StrCat(p.nodes.size(), " nodes, ", r.gpus, " GPUs, ", p.num_samples(), " samples over ",
-                         std::llround(span), " s; source ", p.source, "; prices: ", r.price_source)) +
+<p>)" +
+                     esc(absl::StrCat(p.nodes.size(), " nodes, ", r.gpus, " GPUs, ",
+                                      p.num_samples(), " samples over ", std::llround(span),
+                                      " s; source ", p.source, "; prices: ", r.price_source)) +
                      R"(</p>
-<div class="kpi">spend now<b>)" + FormatUsd(r.spend_usd_per_month) + R"(/mo</b></div>
-<div class="kpi">after the plan<b>)" + FormatUsd(r.spend_after_usd_per_month) + R"(/mo</b></div>
-<div class="kpi">saving<b>)" + FormatUsd(r.saving_usd_per_month) + R"(/mo</b></div>
-<div class="kpi">idle nodes<b>)" + std::to_string(r.idle_nodes.size()) + R"(</b></div>
-<div class="kpi">nodes freed<b>)" + std::to_string(r.plan.size()) + R"(</b></div>
-<div class="kpi">mean GPU utilisation<b>)" + Pct(r.mean_gpu_util_pct) + R"(</b></div>
+<div class="kpi">spend now<b>)" +
+                     FormatUsd(r.spend_usd_per_month) + R"(/mo</b></div>
+<div class="kpi">after the plan<b>)" +
+                     FormatUsd(r.spend_after_usd_per_month) + R"(/mo</b></div>
+<div class="kpi">saving<b>)" +
+                     FormatUsd(r.saving_usd_per_month) + R"(/mo</b></div>
+<div class="kpi">idle nodes<b>)" +
+                     std::to_string(r.idle_nodes.size()) + R"(</b></div>
+<div class="kpi">nodes freed<b>)" +
+                     std::to_string(r.plan.size()) + R"(</b></div>
+<div class="kpi">mean GPU utilisation<b>)" +
+                     Pct(r.mean_gpu_util_pct) + R"(</b></div>
 <h2>Utilisation per node over time</h2>
 <p>One row per node (mean of its GPUs; CPU for nodes without GPUs), time left to right.
 Names in <span style="color:#c00">red</span> are idle, <s>struck</s> are freed by the plan.</p>
@@ -277,7 +300,8 @@ Names in <span style="color:#c00">red</span> are idle, <s>struck</s> are freed b
 <h2>Consolidation plan</h2><ol>
 )" + plan_rows + R"(</ol>
 <script>
-const rows = )" + rows.dump() + R"(;
+const rows = )" + rows.dump() +
+                     R"(;
 const cell = rows.length > 200 ? 2 : 8, label = 150, cw = Math.max(2, Math.floor(720 / Math.max(1, rows[0] ? rows[0].v.length : 1)));
 const cv = document.getElementById('heat');
 cv.width = label + cw * (rows[0] ? rows[0].v.length : 0) + 4; cv.height = cell * rows.length + 4;

@@ -51,7 +51,6 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-
 size_t SplitCsv(std::string_view line, std::string_view* out, size_t max) {
   size_t n = 0;
   while (true) {

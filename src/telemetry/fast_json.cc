@@ -52,7 +52,8 @@ const JValue* JValue::Find(std::string_view key) const {
 
 class JsonParser {
  public:
-  explicit JsonParser(std::string_view text) : p_(text.data()), begin_(text.data()), end_(text.data() + text.size()) {}
+  explicit JsonParser(std::string_view text)
+      : p_(text.data()), begin_(text.data()), end_(text.data() + text.size()) {}
 
   bool ParseDocument(JValue* out) {
     SkipWs();
@@ -315,14 +316,30 @@ class JsonParser {
       if (p_ >= end_) return false;
       const char e = *p_++;
       switch (e) {
-        case '"': s->push_back('"'); break;
-        case '\\': s->push_back('\\'); break;
-        case '/': s->push_back('/'); break;
-        case 'b': s->push_back('\b'); break;
-        case 'f': s->push_back('\f'); break;
-        case 'n': s->push_back('\n'); break;
-        case 'r': s->push_back('\r'); break;
-        case 't': s->push_back('\t'); break;
+        case '"':
+          s->push_back('"');
+          break;
+        case '\\':
+          s->push_back('\\');
+          break;
+        case '/':
+          s->push_back('/');
+          break;
+        case 'b':
+          s->push_back('\b');
+          break;
+        case 'f':
+          s->push_back('\f');
+          break;
+        case 'n':
+          s->push_back('\n');
+          break;
+        case 'r':
+          s->push_back('\r');
+          break;
+        case 't':
+          s->push_back('\t');
+          break;
         case 'u': {
           unsigned cp = 0;
           if (!Hex4(&cp)) return false;

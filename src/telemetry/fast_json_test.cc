@@ -11,11 +11,35 @@ namespace {
 
 TEST(FastJsonTest, AgreesWithNlohmannOnAcceptance) {
   const char* cases[] = {
-      "{}", "[]", "[1,2,3]", "{\"a\": [1, -2.5e3, null, true, false, \"x\"]}", " [ 0 ] ",
-      "-0", "1e400", "[01]", "[1.]", "[.5]", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "[\"\\u00e9\"]",
-      "[\"\\ud83d\\ude00\"]", "[\"\\ud83d\"]", "[\"\\x\"]", "[\"tab\there\"]", "\"\xc3\xa9\"",
-      "\"\xff\"", "\"\xc0\xaf\"", "[1] [2]", "", "nul", "[1e5, 1E-2, -0.0]", "{\"a\":{\"b\":[[]]}}",
-      "[9223372036854775807, 9223372036854775808, -9223372036854775809]", "[+1]", "[\"unterminated",
+      "{}",
+      "[]",
+      "[1,2,3]",
+      "{\"a\": [1, -2.5e3, null, true, false, \"x\"]}",
+      " [ 0 ] ",
+      "-0",
+      "1e400",
+      "[01]",
+      "[1.]",
+      "[.5]",
+      "[1,]",
+      "{\"a\":1,}",
+      "{\"a\" 1}",
+      "[\"\\u00e9\"]",
+      "[\"\\ud83d\\ude00\"]",
+      "[\"\\ud83d\"]",
+      "[\"\\x\"]",
+      "[\"tab\there\"]",
+      "\"\xc3\xa9\"",
+      "\"\xff\"",
+      "\"\xc0\xaf\"",
+      "[1] [2]",
+      "",
+      "nul",
+      "[1e5, 1E-2, -0.0]",
+      "{\"a\":{\"b\":[[]]}}",
+      "[9223372036854775807, 9223372036854775808, -9223372036854775809]",
+      "[+1]",
+      "[\"unterminated",
   };
   for (const char* c : cases) {
     JValue v;
@@ -34,7 +58,8 @@ TEST(FastJsonTest, AgreesWithNlohmannOnAcceptance) {
 TEST(FastJsonTest, ReadsValuesAndKeys) {
   JValue v;
   size_t off = 0;
-  ASSERT_TRUE(JValue::Parse(R"({"a": [1, 2.5, null], "s": "h\u00e9\n", "b": true, "a": [7]})", &v, &off));
+  ASSERT_TRUE(
+      JValue::Parse(R"({"a": [1, 2.5, null], "s": "h\u00e9\n", "b": true, "a": [7]})", &v, &off));
   ASSERT_TRUE(v.is_object());
   const JValue* a = v.Find("a");  // the last duplicate wins
   ASSERT_NE(a, nullptr);

@@ -38,8 +38,8 @@ struct nvmlPciInfo_t {
   unsigned int pciSubSystemId;
   char busId[32];
 };
-constexpr int kNvmlPcieTx = 0;  // NVML_PCIE_UTIL_TX_BYTES
-constexpr int kNvmlPcieRx = 1;  // NVML_PCIE_UTIL_RX_BYTES
+constexpr int kNvmlPcieTx = 0;     // NVML_PCIE_UTIL_TX_BYTES
+constexpr int kNvmlPcieRx = 1;     // NVML_PCIE_UTIL_RX_BYTES
 constexpr int kNvmlMaxLinks = 18;  // NVML_NVLINK_MAX_LINKS
 
 std::string Lower(std::string s) {
@@ -112,7 +112,8 @@ absl::StatusOr<std::shared_ptr<NvmlLibrary>> NvmlLibrary::Load() {
   sym(a.pcie_throughput, "nvmlDeviceGetPcieThroughput", nullptr);
   sym(a.power, "nvmlDeviceGetPowerUsage", nullptr);
   sym(a.nvlink_state, "nvmlDeviceGetNvLinkState", nullptr);
-  sym(a.nvlink_remote_pci, "nvmlDeviceGetNvLinkRemotePciInfo_v2", "nvmlDeviceGetNvLinkRemotePciInfo");
+  sym(a.nvlink_remote_pci, "nvmlDeviceGetNvLinkRemotePciInfo_v2",
+      "nvmlDeviceGetNvLinkRemotePciInfo");
   if (missing) {
     return absl::NotFoundError(absl::StrCat("NVML: libnvidia-ml.so.1 lacks ", which));
   }

@@ -1,12 +1,13 @@
 // Reads every local NVIDIA GPU through NVML (dlopen of libnvidia-ml.so.1) and checks the values
 // for sanity; skips where the library is absent. Self-contained: no data files, so the binary can
 // be copied to a GPU machine and run there. Prints what it read.
+#include "nvml.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <set>
 
 #include "gtest/gtest.h"
-#include "nvml.h"
 #include "seedance/telemetry/collector.h"
 
 namespace seedance::telemetry {

@@ -95,12 +95,15 @@ class ProcfsCollector : public Collector {
     std::string name = options_.node_name;
     if (name.empty()) {
       char host[256] = {};
-      if (::gethostname(host, sizeof host - 1) != 0) return absl::InternalError("gethostname failed");
+      if (::gethostname(host, sizeof host - 1) != 0)
+        return absl::InternalError("gethostname failed");
       name = host;
     }
     std::string stat, meminfo;
-    if (!ReadFile(options_.proc_root + "/stat", &stat) || !ParseProcStat(stat, &last_, &last_cpu_)) {
-      return absl::UnavailableError(absl::StrCat(options_.proc_root, "/stat: cannot read CPU times"));
+    if (!ReadFile(options_.proc_root + "/stat", &stat) ||
+        !ParseProcStat(stat, &last_, &last_cpu_)) {
+      return absl::UnavailableError(
+          absl::StrCat(options_.proc_root, "/stat: cannot read CPU times"));
     }
     if (!ReadFile(options_.proc_root + "/meminfo", &meminfo)) {
       return absl::UnavailableError(absl::StrCat(options_.proc_root, "/meminfo: cannot read"));
@@ -117,11 +120,12 @@ class ProcfsCollector : public Collector {
     // NUMA nodes from sysfs; a machine without the directory is one NUMA node.
     std::vector<int> ids;
     std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(
-             options_.sys_root + "/devices/system/node", ec)) {
+    for (const auto& e :
+         std::filesystem::directory_iterator(options_.sys_root + "/devices/system/node", ec)) {
       const std::string base = e.path().filename().string();
       int id = 0;
-      if (absl::StartsWith(base, "node") && absl::SimpleAtoi(base.substr(4), &id)) ids.push_back(id);
+      if (absl::StartsWith(base, "node") && absl::SimpleAtoi(base.substr(4), &id))
+        ids.push_back(id);
     }
     std::sort(ids.begin(), ids.end());
     for (int id : ids) {
@@ -154,7 +158,8 @@ class ProcfsCollector : public Collector {
     CpuTimes now;
     std::vector<CpuTimes> now_cpu;
     if (!ReadFile(options_.proc_root + "/stat", &stat) || !ParseProcStat(stat, &now, &now_cpu)) {
-      return absl::UnavailableError(absl::StrCat(options_.proc_root, "/stat: cannot read CPU times"));
+      return absl::UnavailableError(
+          absl::StrCat(options_.proc_root, "/stat: cannot read CPU times"));
     }
     node.cpu_util_pct.push_back(Util(last_, now));
     for (size_t c = 0; c < node.per_cpu_util_pct.size(); ++c) {
@@ -168,8 +173,8 @@ class ProcfsCollector : public Collector {
     }
     auto mem = ParseMeminfo(meminfo);
     const uint64_t avail = mem.count("MemAvailable") ? mem["MemAvailable"] : mem["MemFree"];
-    node.mem_used_mib.push_back(static_cast<double>(mem["MemTotal"] - std::min(avail, mem["MemTotal"])) /
-                                1024.0);
+    node.mem_used_mib.push_back(
+        static_cast<double>(mem["MemTotal"] - std::min(avail, mem["MemTotal"])) / 1024.0);
     for (size_t i = 0; i < numa_dirs_.size(); ++i) {
       std::string text;
       double used = Missing();

@@ -93,8 +93,10 @@ TEST(ProcfsCollectorTest, ReadsAFixtureTreeAndFailsClearlyWithoutOne) {
   const std::string root = ::testing::TempDir() + "/procfs_fixture";
   ASSERT_EQ(system(("mkdir -p " + root).c_str()), 0);
   {
-    std::ofstream(root + "/stat") << "cpu  100 0 100 800 0 0 0 0 0 0\ncpu0 100 0 100 800 0 0 0 0 0 0\n";
-    std::ofstream(root + "/meminfo") << "MemTotal: 2048000 kB\nMemFree: 100 kB\nMemAvailable: 1024000 kB\n";
+    std::ofstream(root + "/stat")
+        << "cpu  100 0 100 800 0 0 0 0 0 0\ncpu0 100 0 100 800 0 0 0 0 0 0\n";
+    std::ofstream(root + "/meminfo")
+        << "MemTotal: 2048000 kB\nMemFree: 100 kB\nMemAvailable: 1024000 kB\n";
   }
   ProcfsOptions o;
   o.proc_root = root;
@@ -105,7 +107,8 @@ TEST(ProcfsCollectorTest, ReadsAFixtureTreeAndFailsClearlyWithoutOne) {
   Profile p;
   ASSERT_TRUE(c->Describe(&p).ok());
   {
-    std::ofstream(root + "/stat") << "cpu  250 0 250 1300 0 0 0 0 0 0\ncpu0 250 0 250 1300 0 0 0 0 0 0\n";
+    std::ofstream(root + "/stat")
+        << "cpu  250 0 250 1300 0 0 0 0 0 0\ncpu0 250 0 250 1300 0 0 0 0 0 0\n";
   }
   ASSERT_TRUE(c->Sample(0, &p).ok());
   ASSERT_EQ(p.nodes.size(), 1u);

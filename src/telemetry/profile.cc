@@ -2,8 +2,8 @@
 
 #include <unistd.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <limits>
@@ -133,7 +133,8 @@ class Reader {
   explicit Reader(std::string_view source) : source_(source) {}
 
   void Fail(const std::string& pointer, const std::string& msg) {
-    if (status_.ok()) status_ = absl::InvalidArgumentError(absl::StrCat(source_, ": ", pointer, ": ", msg));
+    if (status_.ok())
+      status_ = absl::InvalidArgumentError(absl::StrCat(source_, ": ", pointer, ": ", msg));
   }
   bool ok() const { return status_.ok(); }
   const absl::Status& status() const { return status_; }
@@ -151,8 +152,7 @@ class Reader {
     if (!v.is_array()) Fail(ptr, "expected array");
     return ok();
   }
-  void Str(const J& obj, const std::string& ptr, const char* key, bool required,
-           std::string* out) {
+  void Str(const J& obj, const std::string& ptr, const char* key, bool required, std::string* out) {
     if (!ok()) return;
     const J* v = Field(obj, ptr, key, required);
     if (v == nullptr) return;
@@ -174,9 +174,9 @@ class Reader {
     }
     const int64_t x = v->template get<int64_t>();
     if (x < min_value || x > max_value || x > static_cast<int64_t>(std::numeric_limits<T>::max())) {
-      Fail(ptr + "/" + key, absl::StrCat("out of range (got ", x, "; expected ", min_value, "..",
-                                         std::min<int64_t>(max_value, std::numeric_limits<T>::max()),
-                                         ")"));
+      Fail(ptr + "/" + key,
+           absl::StrCat("out of range (got ", x, "; expected ", min_value, "..",
+                        std::min<int64_t>(max_value, std::numeric_limits<T>::max()), ")"));
       return;
     }
     *out = static_cast<T>(x);
@@ -257,7 +257,8 @@ class Reader {
     Str(v, p, "gpu_model", false, &pod->gpu_model);
     if (!ok()) return;
     if (pod->num_gpus > 0 && pod->gpu_milli == 0) pod->gpu_milli = 1000;
-    if (pod->gpu_milli > 1000) Fail(p + "/gpu_milli", "must be at most 1000 (one GPU)");
+    if (pod->gpu_milli > 1000)
+      Fail(p + "/gpu_milli", "must be at most 1000 (one GPU)");
     else if (pod->gpu_milli < 1000 && pod->num_gpus > 1)
       Fail(p + "/gpu_milli", "a pod sharing a GPU (gpu_milli < 1000) uses one GPU");
     else if (!pod->gpu_ids.empty() && pod->gpu_ids.size() != static_cast<size_t>(pod->num_gpus))
@@ -493,12 +494,12 @@ absl::StatusOr<Profile> ParseProfileJson(std::string_view text, std::string_view
     PathTracker tracker;
     json::sax_parse(text.begin(), text.end(), &tracker, nlohmann::detail::input_format_t::json,
                     /*strict=*/true);
-    const bool truncated = tracker.error.find("end of input") != std::string::npos ||
-                           tracker.error_byte > text.size();
-    return absl::InvalidArgumentError(absl::StrCat(
-        std::string(source), ": ", tracker.Pointer(), ": ",
-        truncated ? "unexpected end of file (truncated profile?)" : "invalid JSON", " (byte ",
-        tracker.error_byte, ": ", ShortParseMessage(tracker.error), ")"));
+    const bool truncated =
+        tracker.error.find("end of input") != std::string::npos || tracker.error_byte > text.size();
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(source), ": ", tracker.Pointer(), ": ",
+                     truncated ? "unexpected end of file (truncated profile?)" : "invalid JSON",
+                     " (byte ", tracker.error_byte, ": ", ShortParseMessage(tracker.error), ")"));
   }
   Reader<json> reader(source);
   reader.Document(doc, &profile);
@@ -514,7 +515,8 @@ absl::StatusOr<Profile> LoadProfile(const std::string& path) {
   if (size > 0) {
     text.resize(static_cast<size_t>(size));
     in.seekg(0);
-    if (!in.read(text.data(), size)) return absl::DataLossError(absl::StrCat(path, ": read failed"));
+    if (!in.read(text.data(), size))
+      return absl::DataLossError(absl::StrCat(path, ": read failed"));
   } else {
     // Not seekable (a pipe): read to the end.
     in.clear();
@@ -567,10 +569,8 @@ std::string ToJson(const Profile& profile) {
                 {"pus", node.topology.pus}};
       json pci = json::array();
       for (const PciDeviceInfo& d : node.topology.pci_devices) {
-        pci.push_back({{"bus_id", d.bus_id},
-                       {"kind", d.kind},
-                       {"name", d.name},
-                       {"numa_node", d.numa_node}});
+        pci.push_back(
+            {{"bus_id", d.bus_id}, {"kind", d.kind}, {"name", d.name}, {"numa_node", d.numa_node}});
       }
       t["pci_devices"] = std::move(pci);
       j["topology"] = std::move(t);
@@ -578,7 +578,9 @@ std::string ToJson(const Profile& profile) {
     if (!node.gpus.empty()) {
       json a = json::array();
       for (const GpuInfo& g : node.gpus) {
-        json x = {{"index", g.index}, {"model", g.model}, {"memory_mib", g.memory_mib},
+        json x = {{"index", g.index},
+                  {"model", g.model},
+                  {"memory_mib", g.memory_mib},
                   {"numa_node", g.numa_node}};
         if (!g.uuid.empty()) x["uuid"] = g.uuid;
         if (!g.pci_bus_id.empty()) x["pci_bus_id"] = g.pci_bus_id;

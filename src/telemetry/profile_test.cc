@@ -57,13 +57,17 @@ TEST(ProfileJsonTest, NamesTheJsonPathOfEachProblem) {
       {"short series", "\"util_pct\": [1, 2, 3]", "\"util_pct\": [1, 2]",
        "p.json: /nodes/0/gpus/1/util_pct: expected 3 values (one per timestamp), got 2"},
       {"missing name", "\"name\": \"n0\", ", "", "p.json: /nodes/0/name: missing required field"},
-      {"version", "\"version\": 1", "\"version\": 7", "p.json: /version: unsupported profile version 7"},
-      {"bad gpu id", "\"gpu_ids\": [1]", "\"gpu_ids\": [5]", "p.json: /nodes/0/pods/0/gpu_ids/0: no such GPU"},
+      {"version", "\"version\": 1", "\"version\": 7",
+       "p.json: /version: unsupported profile version 7"},
+      {"bad gpu id", "\"gpu_ids\": [1]", "\"gpu_ids\": [5]",
+       "p.json: /nodes/0/pods/0/gpu_ids/0: no such GPU"},
       {"bad peer", "\"nvlink_peers\": [0]", "\"nvlink_peers\": [9]",
        "p.json: /nodes/0/gpus/1/nvlink_peers/0: no such GPU"},
-      {"nodes not array", "\"nodes\": [", "\"nodes\": 5, \"x\": [", "p.json: /nodes: expected array"},
+      {"nodes not array", "\"nodes\": [", "\"nodes\": 5, \"x\": [",
+       "p.json: /nodes: expected array"},
       {"negative cpus", "\"cpus\": 8", "\"cpus\": -8", "p.json: /nodes/0/cpus: out of range"},
-      {"timestamps order", "[0, 1, 2]", "[0, 2, 1]", "p.json: /timestamps_s/2: timestamps must increase"},
+      {"timestamps order", "[0, 1, 2]", "[0, 2, 1]",
+       "p.json: /timestamps_s/2: timestamps must increase"},
   };
   for (const BadCase& c : cases) {
     std::string text = kGood;
@@ -84,11 +88,13 @@ TEST(ProfileJsonTest, TruncatedFileNamesWhereItBrokeOff) {
   auto p = ParseProfileJson(text.substr(0, cut), "p.json");
   ASSERT_FALSE(p.ok());
   const std::string msg(p.status().message());
-  EXPECT_NE(msg.find("p.json: /nodes/0/gpus/0/util_pct/2: unexpected end of file"), std::string::npos)
+  EXPECT_NE(msg.find("p.json: /nodes/0/gpus/0/util_pct/2: unexpected end of file"),
+            std::string::npos)
       << msg;
   auto q = ParseProfileJson("{\"version\": 1, \"nodes\": [}", "q.json");
   ASSERT_FALSE(q.ok());
-  EXPECT_NE(std::string(q.status().message()).find("q.json: /nodes/0: invalid JSON"), std::string::npos)
+  EXPECT_NE(std::string(q.status().message()).find("q.json: /nodes/0: invalid JSON"),
+            std::string::npos)
       << q.status().message();
   EXPECT_FALSE(ParseProfileJson("", "e.json").ok());
 }

@@ -22,10 +22,12 @@ Profiler::Profiler(std::vector<std::unique_ptr<Collector>> collectors, ProfilerO
 absl::StatusOr<Profile> Profiler::Run() {
   if (!(options_.interval_s > 0) || !(options_.duration_s >= options_.interval_s)) {
     return absl::InvalidArgumentError(absl::StrCat("need 0 < interval (", options_.interval_s,
-                                                   " s) <= duration (", options_.duration_s, " s)"));
+                                                   " s) <= duration (", options_.duration_s,
+                                                   " s)"));
   }
   if (collectors_.empty()) return absl::InvalidArgumentError("no collector");
-  const size_t planned = static_cast<size_t>(std::floor(options_.duration_s / options_.interval_s + 1e-9));
+  const size_t planned =
+      static_cast<size_t>(std::floor(options_.duration_s / options_.interval_s + 1e-9));
   Profile profile;
   profile.interval_s = options_.interval_s;
   if (profile.source.empty()) profile.source = "local";
@@ -33,8 +35,8 @@ absl::StatusOr<Profile> Profiler::Run() {
   if (options_.history) {
     for (const auto& c : collectors_) {
       if (!c->HasHistory()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("collector ", std::string(c->Name()), " cannot read the past; use a live run"));
+        return absl::InvalidArgumentError(absl::StrCat("collector ", std::string(c->Name()),
+                                                       " cannot read the past; use a live run"));
       }
     }
     // Whole seconds, so that repeated runs line up with the server's step grid.
@@ -66,11 +68,12 @@ absl::StatusOr<Profile> Profiler::Run() {
   const auto t0 = Clock::now();
   const auto step = std::chrono::duration<double>(options_.interval_s);
   for (size_t k = 1; k <= planned; ++k) {
-    const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(step * static_cast<double>(k));
+    const auto deadline =
+        t0 + std::chrono::duration_cast<Clock::duration>(step * static_cast<double>(k));
     // Short sleeps so that Stop() (Ctrl-C) takes effect within ~50 ms.
     while (!stop_.load() && Clock::now() < deadline) {
-      std::this_thread::sleep_for(std::min<Clock::duration>(deadline - Clock::now(),
-                                                            std::chrono::milliseconds(50)));
+      std::this_thread::sleep_for(
+          std::min<Clock::duration>(deadline - Clock::now(), std::chrono::milliseconds(50)));
     }
     if (stop_.load()) {
       profile.interrupted = true;

@@ -81,8 +81,8 @@ class PromClient {
       return absl::InvalidArgumentError(absl::StrCat("--prometheus ", url, ": no host"));
     }
     client_ = std::make_unique<httplib::Client>(host, port);
-    const auto timeout = std::chrono::microseconds(
-        static_cast<int64_t>(std::max(0.001, options_.timeout_s) * 1e6));
+    const auto timeout =
+        std::chrono::microseconds(static_cast<int64_t>(std::max(0.001, options_.timeout_s) * 1e6));
     client_->set_connection_timeout(timeout);
     client_->set_read_timeout(timeout);
     client_->set_write_timeout(timeout);
@@ -193,8 +193,8 @@ class PromClient {
     }
     if (doc.is_discarded() || !doc.is_object() || doc.value("status", "") != "success" ||
         !doc.contains("data") || !doc["data"].is_object()) {
-      return absl::DataLossError(absl::StrCat("prometheus ", options_.url, ": ", path,
-                                              ": not a Prometheus API response"));
+      return absl::DataLossError(
+          absl::StrCat("prometheus ", options_.url, ": ", path, ": not a Prometheus API response"));
     }
     return doc;
   }
@@ -332,7 +332,8 @@ class PrometheusCollector : public Collector {
       if (res == names::kGpuResource) p.num_gpus += static_cast<int32_t>(std::llround(s.value));
     }
     std::set<std::pair<std::string, std::string>> pending_set;
-    for (const PromSample& s : *pending) pending_set.insert({Get(s.metric, "namespace"), Get(s.metric, "pod")});
+    for (const PromSample& s : *pending)
+      pending_set.insert({Get(s.metric, "namespace"), Get(s.metric, "pod")});
     for (auto& [key, rec] : pods) {
       if (rec.info.num_gpus > 0) rec.info.gpu_milli = 1000;
       if (pending_set.count(key) || rec.node.empty()) {
@@ -344,7 +345,8 @@ class PrometheusCollector : public Collector {
         for (const auto& [gn, gi] : g->second) {
           if (gn == rec.node) rec.info.gpu_ids.push_back(gi);
         }
-        if (static_cast<int32_t>(rec.info.gpu_ids.size()) != rec.info.num_gpus) rec.info.gpu_ids.clear();
+        if (static_cast<int32_t>(rec.info.gpu_ids.size()) != rec.info.num_gpus)
+          rec.info.gpu_ids.clear();
         std::sort(rec.info.gpu_ids.begin(), rec.info.gpu_ids.end());
       }
       node(rec.node).pods.push_back(rec.info);
@@ -390,9 +392,12 @@ class PrometheusCollector : public Collector {
       return it == node_index_.end() ? nullptr : &profile->nodes[it->second];
     };
     const std::pair<const char*, std::vector<double> GpuInfo::*> gpu_series[] = {
-        {"util", &GpuInfo::util_pct},         {"fb_used", &GpuInfo::mem_used_mib},
-        {"mem_copy", &GpuInfo::mem_bw_util_pct}, {"power", &GpuInfo::power_w},
-        {"pcie_rx", &GpuInfo::pcie_rx_mib_s},   {"pcie_tx", &GpuInfo::pcie_tx_mib_s}};
+        {"util", &GpuInfo::util_pct},
+        {"fb_used", &GpuInfo::mem_used_mib},
+        {"mem_copy", &GpuInfo::mem_bw_util_pct},
+        {"power", &GpuInfo::power_w},
+        {"pcie_rx", &GpuInfo::pcie_rx_mib_s},
+        {"pcie_tx", &GpuInfo::pcie_tx_mib_s}};
     for (const auto& [key, member] : gpu_series) {
       const bool bytes = absl::StartsWith(key, "pcie");
       for (const auto& s : values[key]) {
@@ -416,7 +421,8 @@ class PrometheusCollector : public Collector {
         .count();
   }
   std::vector<std::pair<std::string, std::string>> SeriesQueries() const {
-    const std::string window = absl::StrCat(static_cast<int>(std::max(1.0, options_.rate_window_s)), "s");
+    const std::string window =
+        absl::StrCat(static_cast<int>(std::max(1.0, options_.rate_window_s)), "s");
     return {
         {"util", names::kGpuUtil},
         {"fb_used", names::kFbUsed},

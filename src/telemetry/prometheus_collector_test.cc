@@ -29,8 +29,11 @@ class FakePrometheus {
       auto add = [&](json metric, double v) {
         result.push_back({{"metric", metric}, {"value", {1700000000.0, std::to_string(v)}}});
       };
-      const json gpu0 = {{"gpu", "0"}, {"Hostname", "n1"}, {"modelName", "NVIDIA L4"},
-                         {"namespace", "ml"}, {"pod", "p1"}};
+      const json gpu0 = {{"gpu", "0"},
+                         {"Hostname", "n1"},
+                         {"modelName", "NVIDIA L4"},
+                         {"namespace", "ml"},
+                         {"pod", "p1"}};
       const json gpu1 = {{"gpu", "1"}, {"Hostname", "n1"}, {"modelName", "NVIDIA L4"}};
       if (q == "DCGM_FI_DEV_GPU_UTIL") {
         add(gpu0, 55);
@@ -58,10 +61,10 @@ class FakePrometheus {
       } else if (q.rfind("kube_pod_status_phase", 0) == 0) {
         add({{"namespace", "ml"}, {"pod", "p2"}, {"phase", "Pending"}}, 1);
       }
-      res.set_content(json{{"status", "success"},
-                           {"data", {{"resultType", "vector"}, {"result", result}}}}
-                          .dump(),
-                      "application/json");
+      res.set_content(
+          json{{"status", "success"}, {"data", {{"resultType", "vector"}, {"result", result}}}}
+              .dump(),
+          "application/json");
     });
     // Range queries: GPU 0 of n1 at 10 + (t - start) percent, every step; nothing else.
     server_.Get("/api/v1/query_range", [](const httplib::Request& req, httplib::Response& res) {
@@ -77,10 +80,10 @@ class FakePrometheus {
         }
         result.push_back({{"metric", {{"gpu", "0"}, {"Hostname", "n1"}}}, {"values", values}});
       }
-      res.set_content(json{{"status", "success"},
-                           {"data", {{"resultType", "matrix"}, {"result", result}}}}
-                          .dump(),
-                      "application/json");
+      res.set_content(
+          json{{"status", "success"}, {"data", {{"resultType", "matrix"}, {"result", result}}}}
+              .dump(),
+          "application/json");
     });
     thread_ = std::thread([this] { server_.listen_after_bind(); });
   }

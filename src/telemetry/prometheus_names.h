@@ -11,11 +11,11 @@
 
 namespace seedance::telemetry::names {
 
-inline constexpr char kGpuUtil[] = "DCGM_FI_DEV_GPU_UTIL";          // %
-inline constexpr char kFbUsed[] = "DCGM_FI_DEV_FB_USED";            // MiB
-inline constexpr char kFbFree[] = "DCGM_FI_DEV_FB_FREE";            // MiB
-inline constexpr char kMemCopyUtil[] = "DCGM_FI_DEV_MEM_COPY_UTIL";  // %
-inline constexpr char kPowerUsage[] = "DCGM_FI_DEV_POWER_USAGE";    // W
+inline constexpr char kGpuUtil[] = "DCGM_FI_DEV_GPU_UTIL";            // %
+inline constexpr char kFbUsed[] = "DCGM_FI_DEV_FB_USED";              // MiB
+inline constexpr char kFbFree[] = "DCGM_FI_DEV_FB_FREE";              // MiB
+inline constexpr char kMemCopyUtil[] = "DCGM_FI_DEV_MEM_COPY_UTIL";   // %
+inline constexpr char kPowerUsage[] = "DCGM_FI_DEV_POWER_USAGE";      // W
 inline constexpr char kPcieRxBytes[] = "DCGM_FI_PROF_PCIE_RX_BYTES";  // bytes/s
 inline constexpr char kPcieTxBytes[] = "DCGM_FI_PROF_PCIE_TX_BYTES";  // bytes/s
 inline constexpr char kNodeCpuSeconds[] = "node_cpu_seconds_total";

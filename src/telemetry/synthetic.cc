@@ -17,7 +17,9 @@ std::string SyntheticNodeName(int index, int total) {
 
 Profile MakeSyntheticProfile(const SyntheticOptions& o) {
   std::mt19937_64 rng(o.seed);
-  auto uniform = [&](double a, double b) { return std::uniform_real_distribution<double>(a, b)(rng); };
+  auto uniform = [&](double a, double b) {
+    return std::uniform_real_distribution<double>(a, b)(rng);
+  };
   Profile p;
   p.source = "synthetic";
   p.start_unix_s = 1.7e9;
@@ -25,7 +27,9 @@ Profile MakeSyntheticProfile(const SyntheticOptions& o) {
   for (int i = 0; i < o.samples; ++i) p.timestamps_s.push_back(i * o.interval_s);
   const int g_n = o.gpus_per_node;
   const int half = std::max(1, g_n / 2);
-  auto is_in = [](const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+  auto is_in = [](const std::vector<int>& v, int x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
   for (int n = 0; n < o.nodes; ++n) {
     NodeProfile node;
     node.name = SyntheticNodeName(n, o.nodes);
@@ -46,7 +50,8 @@ Profile MakeSyntheticProfile(const SyntheticOptions& o) {
         hi[g] = 28;
       }
       PodInfo train{absl::StrCat("train-", node.name), "ml", 8000, 65536, 2, 1000, {0, 1}, {0}, ""};
-      PodInfo infer{absl::StrCat("llama-7b-infer-", node.name), "ml", 4000, 32768, 1, 500, {2}, {0}, ""};
+      PodInfo infer{
+          absl::StrCat("llama-7b-infer-", node.name), "ml", 4000, 32768, 1, 500, {2}, {0}, ""};
       if (g_n >= 3) node.pods = {train, infer};
     } else {
       std::fill(lo.begin(), lo.end(), 0);
@@ -56,8 +61,15 @@ Profile MakeSyntheticProfile(const SyntheticOptions& o) {
         lo[g] = lo[g + 1] = 60;
         hi[g] = hi[g + 1] = 95;
         const int numa = g < half ? 0 : 1;
-        node.pods.push_back(
-            {absl::StrCat("job-", node.name, "-", g / 2), "ml", 16000, 131072, 2, 1000, {g, g + 1}, {numa}, ""});
+        node.pods.push_back({absl::StrCat("job-", node.name, "-", g / 2),
+                             "ml",
+                             16000,
+                             131072,
+                             2,
+                             1000,
+                             {g, g + 1},
+                             {numa},
+                             ""});
       }
     }
     if (is_in(o.numa_mismatch_nodes, n) && !node.pods.empty()) {

@@ -117,7 +117,6 @@ absl::Status FieldError(std::string_view source, int64_t line, std::string_view 
                                                  "': ", Sv(what), " (got '", Quote(got), "')"));
 }
 
-
 // One data row: the cleaned value of each schema column (empty when the file lacks it).
 struct Row {
   std::string_view source;

@@ -45,10 +45,10 @@ struct AnalyzeOptions {
 
 struct IdleNode {
   int node = -1;
-  double idle_s = 0;          // longest continuous stretch below the threshold
-  double max_util_pct = 0;    // highest GPU utilisation within that stretch
+  double idle_s = 0;        // longest continuous stretch below the threshold
+  double max_util_pct = 0;  // highest GPU utilisation within that stretch
   int pods = 0;
-  double usd_per_month = 0;   // what the node costs
+  double usd_per_month = 0;  // what the node costs
 };
 
 struct GpuFinding {

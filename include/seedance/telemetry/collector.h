@@ -45,8 +45,8 @@ class Collector {
 struct ProcfsOptions {
   std::string proc_root = "/proc";  // tests may point these at a fixture tree
   std::string sys_root = "/sys";
-  std::string node_name;            // "" = the host name
-  bool with_topology = true;        // read the hwloc topology
+  std::string node_name;      // "" = the host name
+  bool with_topology = true;  // read the hwloc topology
 };
 std::unique_ptr<Collector> NewProcfsCollector(ProcfsOptions options = {});
 
@@ -58,8 +58,8 @@ std::unique_ptr<Collector> NewProcfsCollector(ProcfsOptions options = {});
 [[nodiscard]] absl::StatusOr<std::unique_ptr<Collector>> NewNvmlCollector(std::string node_name);
 
 struct PrometheusOptions {
-  std::string url;           // "http://host:9090" (https is not supported)
-  double timeout_s = 5;      // connect + read timeout of each HTTP request
+  std::string url;            // "http://host:9090" (https is not supported)
+  double timeout_s = 5;       // connect + read timeout of each HTTP request
   double rate_window_s = 60;  // window of rate() for counters (node CPU seconds, PCIe bytes)
 };
 // Fails at once (InvalidArgument) for a malformed URL; Describe fails with Unavailable after at

@@ -64,9 +64,9 @@ struct GpuInfo {
   std::string pci_bus_id;
   std::vector<int> nvlink_peers;  // indices of GPUs of the same node reachable over NVLink
   // Series (each empty or one value per sample).
-  std::vector<double> util_pct;            // SM busy time, 0..100
-  std::vector<double> mem_used_mib;        // framebuffer used
-  std::vector<double> mem_bw_util_pct;     // memory-controller busy time, 0..100
+  std::vector<double> util_pct;         // SM busy time, 0..100
+  std::vector<double> mem_used_mib;     // framebuffer used
+  std::vector<double> mem_bw_util_pct;  // memory-controller busy time, 0..100
   std::vector<double> pcie_rx_mib_s;
   std::vector<double> pcie_tx_mib_s;
   std::vector<double> power_w;
@@ -77,11 +77,11 @@ struct PodInfo {
   std::string namespace_name;
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
-  int32_t num_gpus = 0;    // GPUs the pod uses
-  int32_t gpu_milli = 0;   // per GPU; 1000 for whole GPUs, less for a shared GPU
-  std::vector<int> gpu_ids;  // indices of the node's GPUs it runs on; may be empty (unknown)
+  int32_t num_gpus = 0;             // GPUs the pod uses
+  int32_t gpu_milli = 0;            // per GPU; 1000 for whole GPUs, less for a shared GPU
+  std::vector<int> gpu_ids;         // indices of the node's GPUs it runs on; may be empty (unknown)
   std::vector<int> cpu_numa_nodes;  // NUMA nodes of the pod's CPUs; empty = unknown
-  std::string gpu_model;  // pending pods: required GPU model, "" = any
+  std::string gpu_model;            // pending pods: required GPU model, "" = any
 };
 
 struct NodeProfile {
@@ -91,7 +91,7 @@ struct NodeProfile {
   std::vector<NumaNodeInfo> numa_nodes;
   TopologyInfo topology;
   std::vector<GpuInfo> gpus;
-  std::vector<double> cpu_util_pct;                 // whole node, 0..100
+  std::vector<double> cpu_util_pct;                   // whole node, 0..100
   std::vector<std::vector<double>> per_cpu_util_pct;  // [cpu][sample]; local profiles only
   std::vector<double> mem_used_mib;
   std::vector<PodInfo> pods;
@@ -102,8 +102,8 @@ struct NodeProfile {
 
 struct Profile {
   int version = kProfileFormatVersion;
-  std::string source;         // "local" or "prometheus http://..."
-  double start_unix_s = 0;    // time of the first sample
+  std::string source;       // "local" or "prometheus http://..."
+  double start_unix_s = 0;  // time of the first sample
   double interval_s = 1;
   std::vector<double> timestamps_s;  // seconds since start_unix_s, increasing
   std::vector<NodeProfile> nodes;
