@@ -45,6 +45,8 @@ expect_error "unknown policy" "unknown policy 'nope'" --nodes "$nodes" --pods "$
 expect_error "bad seeds" "--seeds" --nodes "$nodes" --pods "$pods" --seeds 9-1
 expect_error "bad policy option" "unknown cas option" --nodes "$nodes" --pods "$pods" --policy cas --policy-opt nope=1
 expect_error "unknown mode" "--mode" --nodes "$nodes" --pods "$pods" --mode sideways
+expect_error "unknown rng" "--rng" --nodes "$nodes" --pods "$pods" --rng dice
+expect_error "reference rng outside fill" "--rng reference" --nodes "$nodes" --pods "$pods" --mode churn --rng reference
 
 if "$bin" simulate -q --nodes "$nodes" --pods "$pods" --policy fgd,cas --seeds 1-2 \
     --json "$tmp/out.json" --report "$tmp/out.html" >"$tmp/stdout" 2>&1 &&
@@ -53,6 +55,13 @@ if "$bin" simulate -q --nodes "$nodes" --pods "$pods" --policy fgd,cas --seeds 1
   echo "ok   good input writes table, JSON and HTML"; pass=$((pass + 1))
 else
   echo "FAIL good input"; cat "$tmp/stdout"; fail=$((fail + 1))
+fi
+
+if "$bin" simulate -q --nodes "$nodes" --pods "$pods" --policy bestfit --seeds 42 --rng reference \
+    --json "$tmp/ref.json" >"$tmp/stdout" 2>&1 && grep -q '"unalloc_gpu_pct_at_100"' "$tmp/ref.json"; then
+  echo "ok   reference random stream"; pass=$((pass + 1))
+else
+  echo "FAIL reference random stream"; cat "$tmp/stdout"; fail=$((fail + 1))
 fi
 
 # expect_rc NAME WANT_RC WANT_SUBSTRING ARGS...: any subcommand, exit status and output.

@@ -205,6 +205,7 @@ Command AddSimulateCommand(CLI::App& app) {
     int jobs = 0;
     bool quiet = false;
     std::string load_basis = "means";
+    std::string rng = "seedance";
   };
   auto f = std::make_shared<Flags>();
   CLI::App* sim = app.add_subcommand(
@@ -232,6 +233,12 @@ Command AddSimulateCommand(CLI::App& app) {
                   "departures) or replay (trace times)")
       ->capture_default_str();
   sim->add_option("--seeds", f->seeds, "Seeds: N, A-B or a comma list")->capture_default_str();
+  sim->add_option("--rng", f->rng,
+                  "fill: random stream for pod and tie-break node order. 'seedance' "
+                  "(mt19937_64) or 'reference' (Go math/rand drawn as the FGD authors' "
+                  "simulator does, so seeds 42-51 replay the paper's runs)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"seedance", "reference"}));
   sim->add_option("--tune", f->options.tune,
                   "fill: replayed GPU demand as a multiple of GPU capacity")
       ->capture_default_str()
@@ -271,6 +278,10 @@ Command AddSimulateCommand(CLI::App& app) {
     if (f->mode == "replay" && duration_opt->count() == 0) options.duration_h = -1;  // whole trace
     options.load_basis = f->load_basis == "exact" ? seedance::sim::LoadBasis::kExact
                                                   : seedance::sim::LoadBasis::kMeans;
+    if (f->rng == "reference") {
+      if (f->mode != "fill") return UsageError("--rng reference: only for --mode fill");
+      options.rng = seedance::sim::RngKind::kReference;
+    }
     return Simulate(f->nodes, f->pods, f->policy, f->mode, f->seeds, options, f->policy_opts,
                     f->json, f->report, f->jobs, f->quiet);
   };

@@ -161,6 +161,7 @@ nlohmann::json ToJson(const std::vector<PolicyRuns>& results, const ReportMeta& 
                  {"pods", meta.pods_source},
                  {"seeds", meta.seeds},
                  {"tune", meta.options.tune},
+                 {"rng", meta.options.rng == RngKind::kReference ? "reference" : "seedance"},
                  {"load", meta.options.load},
                  {"load_basis", meta.options.load_basis == LoadBasis::kExact ? "exact" : "means"},
                  {"duration_h", meta.options.duration_h},
@@ -335,6 +336,7 @@ std::string RenderHtml(const std::vector<PolicyRuns>& results, const ReportMeta&
        << HtmlEscape(meta.nodes_source) << "</code>; pods <code>" << HtmlEscape(meta.pods_source)
        << "</code>; " << meta.seeds.size() << " seed(s)";
   if (fill) html << "; tune " << meta.options.tune;
+  if (fill && meta.options.rng == RngKind::kReference) html << "; reference (Go) random stream";
   if (meta.mode == Mode::kChurn) html << "; load " << meta.options.load;
   html << ".</p><div class='row'><table><tr><th>policy</th>";
   std::vector<Column> cols = Columns(meta.mode);

@@ -4,15 +4,18 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <queue>
 #include <random>
 #include <set>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "seedance/sched/frag.h"
 #include "seedance/sched/framework.h"
 #include "seedance/sched/registry.h"
+#include "seedance/sim/go_rand.h"
 
 namespace seedance::sim {
 namespace {
@@ -35,9 +38,11 @@ sched::TargetWorkload TypicalOf(const std::vector<PodSpec>& replayed, const SimO
   return sched::TypicalShapes(sched::CountShapes(replayed), o.typical_coverage_pct);
 }
 
+// node_order empty: the seeded Seedance order.
 absl::StatusOr<sched::Framework> MakeFramework(const std::string& policy,
                                                sched::TargetWorkload oracle,
-                                               const ClusterState& state, const SimOptions& o) {
+                                               const ClusterState& state, const SimOptions& o,
+                                               std::vector<int> node_order = {}) {
   sched::PolicyContext ctx;
   ctx.oracle_workload = std::move(oracle);
   ctx.params = o.policy_params;
@@ -45,8 +50,79 @@ absl::StatusOr<sched::Framework> MakeFramework(const std::string& policy,
   if (!profile.ok()) return profile.status();
   sched::FrameworkOptions fo;
   fo.seed = o.seed;
-  fo.node_order = sched::Framework::RandomNodeOrder(state.num_nodes(), o.seed);
+  fo.node_order = node_order.empty() ? sched::Framework::RandomNodeOrder(state.num_nodes(), o.seed)
+                                     : std::move(node_order);
   return sched::Framework(std::move(*profile), std::move(fo));
+}
+
+// Indices of `items` in the byte order of their names (Go's string order), ties by index.
+template <typename T>
+std::vector<int> ByName(const std::vector<T>& items) {
+  std::vector<int> idx(items.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::stable_sort(idx.begin(), idx.end(),
+                   [&](int a, int b) { return items[a].name < items[b].name; });
+  return idx;
+}
+
+// Draws the reference consumes from Go's global source between the workload tuning and the
+// node naming: the Kubernetes informers started in RunCluster take jittered backoffs from it.
+// Their number is not visible in the reference's code; ten reproduces every published per-seed
+// result we checked (docs/simulator.md, "Random streams").
+constexpr int kReferenceInformerDraws = 10;
+
+// Fill mode's pod order and tie-break node order exactly as the FGD authors' simulator draws
+// them from Go's math/rand (pkg/simulator: core.go Simulate, SortClusterPods,
+// TunePodsByNodeTotalResource, syncClusterResourceList).
+struct ReferenceOrder {
+  std::vector<PodSpec> pods;
+  std::vector<int> node_order;
+};
+
+ReferenceOrder DrawReferenceOrder(const std::vector<PodSpec>& trace, const ClusterState& state,
+                                  const SimOptions& o, double capacity) {
+  ReferenceOrder out;
+  GoRand rng(static_cast<int64_t>(o.seed));
+  rng.Int();  // the rand.Int() in Simulate's "Random Seed" debug line
+  const std::vector<int> sorted = ByName(trace);  // workloadPods and SortClusterPods sort by name
+  std::vector<int> order = sorted;
+  rng.Shuffle(static_cast<int64_t>(order.size()),
+              [&](int64_t i, int64_t j) { std::swap(order[i], order[j]); });
+  int64_t total = 0;
+  for (const PodSpec& p : trace) total += p.shape.TotalGpuMilli();
+  const double target = o.tune * capacity;
+  if (static_cast<double>(total) < target) {
+    // tuneUpPods: a do-while that stops at the first draw whose per-GPU milli would overshoot.
+    for (;;) {
+      const PodSpec& p = trace[sorted[rng.Intn(static_cast<int64_t>(sorted.size()))]];
+      if (static_cast<double>(total + p.shape.gpu_milli) > target) break;
+      total += p.shape.TotalGpuMilli();
+      order.push_back(static_cast<int>(&p - trace.data()));
+    }
+  } else {
+    // tuneDownPods: random removals until the total is within the target.
+    while (static_cast<double>(total) > target && !order.empty()) {
+      const int64_t idx = rng.Intn(static_cast<int64_t>(order.size()));
+      total -= trace[order[idx]].shape.TotalGpuMilli();
+      order.erase(order.begin() + idx);
+    }
+  }
+  for (int i = 0; i < kReferenceInformerDraws; ++i) rng.Float64();
+  // Nodes sorted by name get the prefix "%04d-" from rand.Perm; ties go to the smallest name.
+  const std::vector<int> nodes_by_name = ByName(state.nodes());
+  const std::vector<int> prefix = rng.Perm(state.num_nodes());
+  std::vector<std::string> prefixed(state.num_nodes());
+  for (int i = 0; i < state.num_nodes(); ++i) {
+    const int n = nodes_by_name[i];
+    prefixed[n] = absl::StrFormat("%04d-", prefix[i]) + state.node(n).name;
+  }
+  out.node_order.resize(state.num_nodes());
+  std::iota(out.node_order.begin(), out.node_order.end(), 0);
+  std::sort(out.node_order.begin(), out.node_order.end(),
+            [&](int a, int b) { return prefixed[a] < prefixed[b]; });
+  out.pods.reserve(order.size());
+  for (int i : order) out.pods.push_back(trace[i]);
+  return out;
 }
 
 double Percentile(std::vector<double> v, double q) {
@@ -67,26 +143,38 @@ absl::StatusOr<RunResult> RunFill(const Workload& w, const std::string& policy, 
   const double capacity = static_cast<double>(state.gpu_capacity_milli());
   if (capacity <= 0) return absl::InvalidArgumentError("the cluster has no GPUs");
 
-  // The reference's workload tuning: trace pods shuffled, then resampled ones appended until
-  // the total GPU request reaches tune x capacity.
-  std::mt19937_64 rng(o.seed);
-  std::vector<PodSpec> pods = trace;
-  std::shuffle(pods.begin(), pods.end(), rng);
-  double total = 0;
-  for (const PodSpec& p : pods) total += static_cast<double>(p.shape.TotalGpuMilli());
-  bool any_gpu = total > 0;
-  for (const PodSpec& p : trace) any_gpu = any_gpu || p.shape.num_gpu > 0;
+  bool any_gpu = false;
+  for (const PodSpec& p : trace) any_gpu = any_gpu || p.shape.TotalGpuMilli() > 0;
   if (!any_gpu) return absl::InvalidArgumentError("no pod in the trace asks for a GPU");
-  std::uniform_int_distribution<size_t> pick(0, trace.size() - 1);
-  while (total < o.tune * capacity) {
-    const PodSpec& p = trace[pick(rng)];
-    pods.push_back(p);
-    total += static_cast<double>(p.shape.TotalGpuMilli());
+
+  std::vector<PodSpec> pods;
+  std::vector<int> node_order;  // empty: the seeded Seedance order
+  sched::TargetWorkload measure;
+  if (o.rng == RngKind::kReference) {
+    ReferenceOrder ref = DrawReferenceOrder(trace, state, o, capacity);
+    pods = std::move(ref.pods);
+    node_order = std::move(ref.node_order);
+    // The reference derives its typical pods from the trace itself, before tuning.
+    measure = TypicalOf(trace, o);
+  } else {
+    // The reference's workload tuning: trace pods shuffled, then resampled ones appended until
+    // the total GPU request reaches tune x capacity.
+    std::mt19937_64 rng(o.seed);
+    pods = trace;
+    std::shuffle(pods.begin(), pods.end(), rng);
+    double total = 0;
+    for (const PodSpec& p : pods) total += static_cast<double>(p.shape.TotalGpuMilli());
+    std::uniform_int_distribution<size_t> pick(0, trace.size() - 1);
+    while (total < o.tune * capacity) {
+      const PodSpec& p = trace[pick(rng)];
+      pods.push_back(p);
+      total += static_cast<double>(p.shape.TotalGpuMilli());
+    }
+    measure = TypicalOf(pods, o);
   }
 
-  // Fragmentation is measured against the replayed workload's typical shapes for every policy.
-  const sched::TargetWorkload measure = TypicalOf(pods, o);
-  absl::StatusOr<sched::Framework> fw = MakeFramework(policy, measure, state, o);
+  // Fragmentation is measured against the workload's typical shapes for every policy.
+  absl::StatusOr<sched::Framework> fw = MakeFramework(policy, measure, state, o, node_order);
   if (!fw.ok()) return fw.status();
   std::vector<double> node_frag(state.num_nodes());
   double frag_total = 0;
@@ -384,6 +472,11 @@ std::string_view ModeName(Mode mode) { return kModeNames[static_cast<int>(mode)]
 absl::StatusOr<RunResult> Run(const Workload& workload, const std::string& policy,
                               const SimOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  if (options.rng == RngKind::kReference && options.mode != Mode::kFill) {
+    return absl::InvalidArgumentError(
+        "the reference random stream exists only for fill mode (the FGD simulator has no "
+        "churn or replay)");
+  }
   absl::StatusOr<ClusterState> state = ClusterState::Create(workload.nodes);
   if (!state.ok()) return state.status();
   absl::StatusOr<RunResult> r = options.mode == Mode::kFill

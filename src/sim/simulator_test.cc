@@ -179,6 +179,37 @@ TEST_F(SimulatorTest, FillResamplesUpToTheTunedDemand) {
   EXPECT_GT(a.curve.back().alloc_pct, 70);
 }
 
+TEST_F(SimulatorTest, ReferenceStreamIsDeterministicAndTunesLikeTheReference) {
+  Workload w = Builtin();
+  w.pods.resize(100);
+  SimOptions o = Fill(42);
+  o.rng = RngKind::kReference;
+  const RunResult a = MustRun(w, "bestfit", o);
+  const RunResult b = MustRun(w, "bestfit", o);
+  EXPECT_TRUE(SameCurve(a.curve, b.curve));
+  EXPECT_EQ(a.pods_arrived, b.pods_arrived);
+  // The reference's tuneUpPods stops at the first draw that would overshoot, so the demand
+  // ends just below tune x capacity (never above it).
+  ASSERT_FALSE(a.curve.empty());
+  EXPECT_GE(a.curve.back().arrived_pct, 129);
+  EXPECT_LE(a.curve.back().arrived_pct, 130);
+  // A different stream from the Seedance one with the same seed.
+  const RunResult c = MustRun(w, "bestfit", Fill(42));
+  EXPECT_FALSE(SameCurve(a.curve, c.curve));
+  SimOptions other = o;
+  other.seed = 43;
+  EXPECT_FALSE(SameCurve(a.curve, MustRun(w, "bestfit", other).curve));
+}
+
+TEST_F(SimulatorTest, ReferenceStreamIsOnlyForFill) {
+  SimOptions o = Churn(42);
+  o.rng = RngKind::kReference;
+  absl::StatusOr<RunResult> r = sim::Run(Builtin(), "bestfit", o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("fill"), std::string::npos) << r.status();
+}
+
 // ---------------------------------------------------------------- churn
 
 TEST_F(SimulatorTest, ChurnReportsConsistentSteadyStateFigures) {

@@ -31,6 +31,10 @@ enum class Mode { kFill, kChurn, kReplay };
 // mean GPU request), the definition; kExact = load x capacity / E[lifetime x GPU].
 enum class LoadBasis { kMeans, kExact };
 std::string_view ModeName(Mode mode);
+// Where kFill's random pod order and tie-break node order come from. kSeedance: mt19937_64
+// seeded with the seed. kReference: Go's math/rand drawn exactly as the FGD authors' simulator
+// draws it, so seed 42 replays the paper's seed 42 (docs/simulator.md, "Random streams").
+enum class RngKind { kSeedance, kReference };
 
 struct Workload {
   std::vector<core::NodeSpec> nodes;
@@ -41,6 +45,7 @@ struct Workload {
 struct SimOptions {
   Mode mode = Mode::kFill;
   uint64_t seed = 42;
+  RngKind rng = RngKind::kSeedance;  // kReference: kFill only
   // kFill: total GPU request of the replayed pods as a multiple of cluster GPU capacity.
   double tune = 1.3;
   // kChurn: offered GPU load = arrival rate x mean lifetime x mean GPU request / capacity.
