@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -58,80 +59,83 @@ std::vector<std::string> SplitCsvLine(const std::string& line) {
   return out;
 }
 
-// Reads workload,policy -> unalloc_pct_at_arrived100_mean from the published summary.
-absl::StatusOr<std::map<std::pair<std::string, std::string>, double>> ReadPublished(
-    const std::string& path) {
+// Reads the named columns of a published results CSV; each row's values in `columns` order
+// go to `row(line_no, values)`, which may reject the row with an error.
+absl::Status ReadColumns(
+    const std::string& path, const std::vector<std::string>& columns,
+    const std::function<absl::Status(int, const std::vector<std::string>&)>& row) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(path + ": cannot open");
   std::string line;
   if (!std::getline(in, line)) return absl::InvalidArgumentError(path + ": empty");
   const std::vector<std::string> header = SplitCsvLine(line);
-  auto column = [&](const std::string& name) -> int {
+  std::vector<size_t> index;
+  for (const std::string& name : columns) {
     auto it = std::find(header.begin(), header.end(), name);
-    return it == header.end() ? -1 : static_cast<int>(it - header.begin());
-  };
-  const int wcol = column("workload"), pcol = column("policy"),
-            vcol = column("unalloc_pct_at_arrived100_mean");
-  if (wcol < 0 || pcol < 0 || vcol < 0) {
-    return absl::InvalidArgumentError(
-        path + ":1: expected columns workload, policy, unalloc_pct_at_arrived100_mean");
+    if (it == header.end()) {
+      return absl::InvalidArgumentError(path + ":1: no column '" + name + "'");
+    }
+    index.push_back(static_cast<size_t>(it - header.begin()));
   }
-  std::map<std::pair<std::string, std::string>, double> out;
+  const size_t need = *std::max_element(index.begin(), index.end()) + 1;
   for (int line_no = 2; std::getline(in, line); ++line_no) {
     if (line.empty() || line == "\r") continue;
     const std::vector<std::string> f = SplitCsvLine(line);
-    const size_t need = static_cast<size_t>(std::max({wcol, pcol, vcol})) + 1;
     if (f.size() < need) {
       return absl::InvalidArgumentError(path + ":" + std::to_string(line_no) + ": short row");
     }
-    try {
-      out[{f[wcol], f[pcol]}] = std::stod(f[vcol]);
-    } catch (const std::exception&) {
-      return absl::InvalidArgumentError(path + ":" + std::to_string(line_no) +
-                                        ": field 'unalloc_pct_at_arrived100_mean': not a number "
-                                        "(got '" +
-                                        f[vcol] + "')");
+    std::vector<std::string> values;
+    for (size_t i : index) values.push_back(f[i]);
+    if (absl::Status st = row(line_no, values); !st.ok()) {
+      return absl::InvalidArgumentError(path + ":" + std::to_string(line_no) + ": " +
+                                        std::string(st.message()));
     }
   }
-  return out;
+  return absl::OkStatus();
 }
 
+absl::StatusOr<double> Number(const std::string& field, const std::string& text) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used == text.size()) return v;
+  } catch (const std::exception&) {
+  }
+  return absl::InvalidArgumentError("field '" + field + "': not a number (got '" + text + "')");
+}
+
+// Reads workload,policy -> unalloc_pct_at_arrived100_mean from the published summary.
+absl::StatusOr<std::map<std::pair<std::string, std::string>, double>> ReadPublished(
+    const std::string& path) {
+  std::map<std::pair<std::string, std::string>, double> out;
+  absl::Status st = ReadColumns(path, {"workload", "policy", "unalloc_pct_at_arrived100_mean"},
+                                [&](int, const std::vector<std::string>& f) -> absl::Status {
+                                  auto v = Number("unalloc_pct_at_arrived100_mean", f[2]);
+                                  if (!v.ok()) return v.status();
+                                  out[{f[0], f[1]}] = *v;
+                                  return absl::OkStatus();
+                                });
+  if (!st.ok()) return st;
+  return out;
+}
 
 // Reads the published per-seed curves (analysis_allo_discrete.csv): workload,policy,seed ->
 // unallocated GPU % at 100% arrived demand (100 - the allocation ratio in column "100").
 absl::StatusOr<std::map<std::tuple<std::string, std::string, int>, double>> ReadPublishedPerSeed(
     const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(path + ": cannot open");
-  std::string line;
-  if (!std::getline(in, line)) return absl::InvalidArgumentError(path + ": empty");
-  const std::vector<std::string> header = SplitCsvLine(line);
-  auto column = [&](const std::string& name) -> int {
-    auto it = std::find(header.begin(), header.end(), name);
-    return it == header.end() ? -1 : static_cast<int>(it - header.begin());
-  };
-  const int wcol = column("workload"), pcol = column("sc_policy"), scol = column("seed"),
-            vcol = column("100");
-  if (wcol < 0 || pcol < 0 || scol < 0 || vcol < 0) {
-    return absl::InvalidArgumentError(path + ":1: expected columns workload, sc_policy, seed, 100");
-  }
   std::map<std::tuple<std::string, std::string, int>, double> out;
-  for (int line_no = 2; std::getline(in, line); ++line_no) {
-    if (line.empty() || line == "\r") continue;
-    const std::vector<std::string> f = SplitCsvLine(line);
-    const size_t need = static_cast<size_t>(std::max({wcol, pcol, scol, vcol})) + 1;
-    if (f.size() < need) {
-      return absl::InvalidArgumentError(path + ":" + std::to_string(line_no) + ": short row");
-    }
-    // sc_policy is "NN-Name", e.g. "05-BestFit".
-    const std::string policy = f[pcol].substr(f[pcol].find('-') + 1);
-    try {
-      out[{f[wcol], policy, std::stoi(f[scol])}] = 100.0 - std::stod(f[vcol]);
-    } catch (const std::exception&) {
-      return absl::InvalidArgumentError(path + ":" + std::to_string(line_no) +
-                                        ": field 'seed' or '100': not a number");
-    }
-  }
+  absl::Status st = ReadColumns(
+      path, {"workload", "sc_policy", "seed", "100"},
+      [&](int, const std::vector<std::string>& f) -> absl::Status {
+        auto seed = Number("seed", f[2]);
+        if (!seed.ok()) return seed.status();
+        auto alloc = Number("100", f[3]);
+        if (!alloc.ok()) return alloc.status();
+        // sc_policy is "NN-Name", e.g. "05-BestFit".
+        out[{f[0], f[1].substr(f[1].find('-') + 1), static_cast<int>(*seed)}] = 100.0 - *alloc;
+        return absl::OkStatus();
+      });
+  if (!st.ok()) return st;
   return out;
 }
 
