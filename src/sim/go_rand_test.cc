@@ -1,9 +1,9 @@
 #include "seedance/sim/go_rand.h"
 
+#include <gtest/gtest.h>
+
 #include <numeric>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace seedance::sim {
 namespace {
