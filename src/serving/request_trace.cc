@@ -109,6 +109,29 @@ absl::Status ParseLength(std::string_view source, int64_t line, std::string_view
 }
 
 // Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+using CsvFields = std::array<std::string_view, CsvLayout::kMax>;
+
+// Splits a data row into `f` and checks that it has as many fields as the header.
+absl::Status SplitRow(std::string_view line, int64_t no, std::string_view source,
+                      const CsvLayout& layout, CsvFields* f) {
+  const size_t n = SplitCsv(line, f->data(), f->size());
+  if (n == layout.num_fields) return absl::OkStatus();
+  return LineError(source, no, absl::StrCat("expected ", layout.num_fields, " fields, got ", n));
+}
+
+// Reads a request's prompt and output token counts (each >= 1) from the layout's wanted columns
+// `first` and `first + 1`, whose header names are `prompt` and `output`.
+absl::Status ParseTokenCounts(std::string_view source, int64_t no, const CsvFields& f,
+                              const CsvLayout& layout, size_t first, std::string_view prompt,
+                              std::string_view output, TraceRequest* r) {
+  if (absl::Status s =
+          ParseLength(source, no, prompt, f[layout.index[first]], 1, &r->prompt_tokens);
+      !s.ok()) {
+    return s;
+  }
+  return ParseLength(source, no, output, f[layout.index[first + 1]], 1, &r->output_tokens);
+}
+
 int64_t DaysFromCivil(int64_t y, int64_t m, int64_t d) {
   y -= m <= 2;
   const int64_t era = (y >= 0 ? y : y - 399) / 400;
@@ -181,13 +204,9 @@ absl::StatusOr<RequestTrace> ParseAzureTrace(std::string_view text, std::string_
   if (!layout.ok()) return layout.status();
   int64_t secs0 = 0;
   double frac0 = 0, prev = 0;
-  std::array<std::string_view, CsvLayout::kMax> f;
+  CsvFields f;
   while (lines.Next(&line, &no)) {
-    const size_t n = SplitCsv(line, f.data(), f.size());
-    if (n != layout->num_fields) {
-      return LineError(source, no,
-                       absl::StrCat("expected ", layout->num_fields, " fields, got ", n));
-    }
+    if (absl::Status s = SplitRow(line, no, source, *layout, &f); !s.ok()) return s;
     TraceRequest r;
     const std::string_view ts = f[layout->index[0]];
     int64_t secs;
@@ -205,12 +224,7 @@ absl::StatusOr<RequestTrace> ParseAzureTrace(std::string_view text, std::string_
     }
     prev = r.arrival_s;
     if (absl::Status s =
-            ParseLength(source, no, "ContextTokens", f[layout->index[1]], 1, &r.prompt_tokens);
-        !s.ok()) {
-      return s;
-    }
-    if (absl::Status s =
-            ParseLength(source, no, "GeneratedTokens", f[layout->index[2]], 1, &r.output_tokens);
+            ParseTokenCounts(source, no, f, *layout, 1, "ContextTokens", "GeneratedTokens", &r);
         !s.ok()) {
       return s;
     }
@@ -299,21 +313,12 @@ absl::StatusOr<RequestTrace> ParseShareGptTrace(std::string_view text, std::stri
   std::mt19937_64 rng(seed);
   std::exponential_distribution<double> gap(poisson_rate);
   double t = 0;
-  std::array<std::string_view, CsvLayout::kMax> f;
+  CsvFields f;
   while (lines.Next(&line, &no)) {
-    const size_t n = SplitCsv(line, f.data(), f.size());
-    if (n != layout->num_fields) {
-      return LineError(source, no,
-                       absl::StrCat("expected ", layout->num_fields, " fields, got ", n));
-    }
+    if (absl::Status s = SplitRow(line, no, source, *layout, &f); !s.ok()) return s;
     TraceRequest r;
-    if (absl::Status s =
-            ParseLength(source, no, "num_prefill_tokens", f[layout->index[0]], 1, &r.prompt_tokens);
-        !s.ok()) {
-      return s;
-    }
-    if (absl::Status s =
-            ParseLength(source, no, "num_decode_tokens", f[layout->index[1]], 1, &r.output_tokens);
+    if (absl::Status s = ParseTokenCounts(source, no, f, *layout, 0, "num_prefill_tokens",
+                                          "num_decode_tokens", &r);
         !s.ok()) {
       return s;
     }
