@@ -17,30 +17,16 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "seedance/trace/input_error.h"
 #include "seedance/trace/line_scanner.h"
 
 namespace seedance::serving {
 namespace {
 
-constexpr size_t kMaxQuoted = 64;
+using trace::FieldError;
+using trace::LineError;
+
 constexpr int kMooncakeBlockTokens = 512;
-
-absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
-
-std::string Quote(std::string_view v) {
-  if (v.size() <= kMaxQuoted) return absl::CHexEscape(Sv(v));
-  return absl::StrCat(absl::CHexEscape(Sv(v.substr(0, kMaxQuoted))), "...");
-}
-
-absl::Status FieldError(std::string_view source, int64_t line, std::string_view field,
-                        std::string_view what, std::string_view got) {
-  return absl::InvalidArgumentError(absl::StrCat(Sv(source), ":", line, ": field '", Sv(field),
-                                                 "': ", Sv(what), " (got '", Quote(got), "')"));
-}
-
-absl::Status LineError(std::string_view source, int64_t line, std::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(Sv(source), ":", line, ": ", Sv(what)));
-}
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -245,8 +231,9 @@ absl::StatusOr<RequestTrace> ParseMooncakeTrace(std::string_view text, std::stri
   while (lines.Next(&line, &no)) {
     nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) {
-      return LineError(source, no,
-                       absl::StrCat("expected one JSON object per line (got '", Quote(line), "')"));
+      return LineError(
+          source, no,
+          absl::StrCat("expected one JSON object per line (got '", trace::QuoteValue(line), "')"));
     }
     auto length = [&](const char* key, int64_t min, int32_t* out) -> absl::Status {
       auto it = j.find(key);
@@ -297,8 +284,9 @@ absl::StatusOr<RequestTrace> ParseMooncakeTrace(std::string_view text, std::stri
 absl::StatusOr<RequestTrace> ParseShareGptTrace(std::string_view text, std::string_view source,
                                                 double poisson_rate, uint64_t seed) {
   if (!(poisson_rate > 0) || !std::isfinite(poisson_rate)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        Sv(source), ": the Poisson arrival rate must be > 0 (got ", poisson_rate, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(trace::AbslView(source),
+                                                   ": the Poisson arrival rate must be > 0 (got ",
+                                                   poisson_rate, ")"));
   }
   RequestTrace trace;
   trace.source = std::string(source);
@@ -355,7 +343,7 @@ absl::StatusOr<RequestTrace> ReadRequestTrace(const std::string& path,
             ":1: unknown trace format: expected an Azure header (TIMESTAMP,ContextTokens,"
             "GeneratedTokens), a ShareGPT header (num_prefill_tokens,num_decode_tokens) or "
             "Mooncake JSONL (got '",
-            Quote(first), "')"));
+            trace::QuoteValue(first), "')"));
       }
     }
   }

@@ -29,13 +29,12 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "seedance/trace/input_error.h"
 #include "seedance/trace/line_scanner.h"
 
 namespace seedance::trace {
 namespace {
 
-// Longest value quoted back in an error message; longer values are cut with "...".
-constexpr size_t kMaxQuotedValue = 64;
 // A table never has more columns than this (the pod schema has 11).
 constexpr size_t kMaxColumns = 16;
 
@@ -84,8 +83,6 @@ constexpr std::array<Column, 11> kPodColumns = {{
 
 // Debian's Abseil is built with its own absl::string_view, which does not convert implicitly from
 // std::string_view.
-absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
-
 bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 
 std::string_view Trim(std::string_view s) {
@@ -102,19 +99,6 @@ std::string_view CleanField(std::string_view s) {
     if (!s.empty() && s.back() == '"') s.remove_suffix(1);
   }
   return s;
-}
-
-// A value as it may appear inside '...' in a message: clipped and C-escaped, so that binary
-// garbage in a file cannot garble the message.
-std::string Quote(std::string_view value) {
-  if (value.size() <= kMaxQuotedValue) return absl::CHexEscape(Sv(value));
-  return absl::StrCat(absl::CHexEscape(Sv(value.substr(0, kMaxQuotedValue))), "...");
-}
-
-absl::Status FieldError(std::string_view source, int64_t line, std::string_view field,
-                        std::string_view what, std::string_view got) {
-  return absl::InvalidArgumentError(absl::StrCat(Sv(source), ":", line, ": field '", Quote(field),
-                                                 "': ", Sv(what), " (got '", Quote(got), "')"));
 }
 
 // One data row: the cleaned value of each schema column (empty when the file lacks it).
@@ -204,7 +188,7 @@ absl::Status ScanTable(std::string_view text, std::string_view source,
   int64_t line_no = 0;
   if (!lines.Next(&line, &line_no)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(Sv(source), ":1: empty file: expected a header row"));
+        absl::StrCat(AbslView(source), ":1: empty file: expected a header row"));
   }
 
   // field_col[i] = schema column of the file's i-th field.
