@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "seedance/serving/calibration.h"
+#include "seedance/trace/input_error.h"
 
 namespace seedance::serving {
 namespace {
@@ -42,12 +43,12 @@ std::vector<std::string_view> Split(std::string_view line) {
   return out;
 }
 
+// The shared reader message, without "(got ...)" when there is no value to show.
 absl::Status FieldError(std::string_view source, int line, std::string_view field,
                         std::string_view what, std::string_view value) {
-  std::string msg = absl::StrCat(std::string(source), ":", line, ": field '", std::string(field),
-                                 "': ", std::string(what));
-  if (!value.empty()) absl::StrAppend(&msg, " (got '", std::string(value), "')");
-  return absl::InvalidArgumentError(msg);
+  if (!value.empty()) return trace::FieldError(source, line, field, what, value);
+  return trace::LineError(
+      source, line, absl::StrCat("field '", trace::AbslView(field), "': ", trace::AbslView(what)));
 }
 
 class Row {
