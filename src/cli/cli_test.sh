@@ -47,6 +47,7 @@ expect_error "bad policy option" "unknown cas option" --nodes "$nodes" --pods "$
 expect_error "unknown mode" "--mode" --nodes "$nodes" --pods "$pods" --mode sideways
 expect_error "unknown rng" "--rng" --nodes "$nodes" --pods "$pods" --rng dice
 expect_error "reference rng outside fill" "--rng reference" --nodes "$nodes" --pods "$pods" --mode churn --rng reference
+expect_error "dump order outside fill" "--dump-order" --nodes "$nodes" --pods "$pods" --mode churn --dump-order "$tmp/order.csv"
 
 if "$bin" simulate -q --nodes "$nodes" --pods "$pods" --policy fgd,cas --seeds 1-2 \
     --json "$tmp/out.json" --report "$tmp/out.html" >"$tmp/stdout" 2>&1 &&
@@ -62,6 +63,18 @@ if "$bin" simulate -q --nodes "$nodes" --pods "$pods" --policy bestfit --seeds 4
   echo "ok   reference random stream"; pass=$((pass + 1))
 else
   echo "FAIL reference random stream"; cat "$tmp/stdout"; fail=$((fail + 1))
+fi
+
+# --dump-order: a header, then each seed's arrivals with the cumulative GPU demand; the two trace
+# pods (1500 milli) come first, then resampled ones up to 1.3 x 6 GPUs.
+if "$bin" simulate -q --nodes "$nodes" --pods "$pods" --policy bestfit --seeds 1-2 \
+    --dump-order "$tmp/order.csv" >"$tmp/stdout" 2>&1 &&
+   head -1 "$tmp/order.csv" | grep -q '^seed,position,name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,arrived_gpu_milli$' &&
+   awk -F, 'NR > 1 && $2 == 1 { if ($9 != 1500) bad = 1; n++ } NR > 1 { last[$1] = $9 }
+            END { exit !(n == 2 && !bad && last[1] >= 7800 && last[2] >= 7800) }' "$tmp/order.csv"; then
+  echo "ok   dump order"; pass=$((pass + 1))
+else
+  echo "FAIL dump order"; cat "$tmp/stdout" "$tmp/order.csv"; fail=$((fail + 1))
 fi
 
 # expect_rc NAME WANT_RC WANT_SUBSTRING ARGS...: any subcommand, exit status and output.

@@ -48,11 +48,40 @@ class Progress {
   bool enabled_;
 };
 
+// Writes fill mode's arrival order for each seed as CSV, so the replay can be analysed outside
+// the simulator (tools/analysis/fill_floor.py bounds any policy on exactly these sequences).
+int DumpFillOrder(const seedance::sim::Workload& workload, seedance::sim::SimOptions options,
+                  const std::vector<uint64_t>& seeds, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) return UsageError(path + ": cannot write");
+  out << "seed,position,name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,arrived_gpu_milli\n";
+  for (uint64_t seed : seeds) {
+    options.seed = seed;
+    absl::StatusOr<seedance::sim::FillPlan> plan = seedance::sim::PlanFill(workload, options);
+    if (!plan.ok()) {
+      std::cerr << "seedance: " << plan.status().message() << "\n";
+      return kExitUsage;
+    }
+    int64_t arrived = 0;
+    for (size_t i = 0; i < plan->pods.size(); ++i) {
+      const seedance::core::PodSpec& p = plan->pods[i];
+      arrived += p.shape.TotalGpuMilli();
+      out << seed << ',' << i << ',' << p.name << ',' << p.shape.cpu_milli << ','
+          << p.shape.memory_mib << ',' << p.shape.num_gpu << ',' << p.shape.gpu_milli << ','
+          << p.gpu_spec << ',' << arrived << '\n';
+    }
+  }
+  out.flush();
+  if (!out) return UsageError(path + ": cannot write");
+  return 0;
+}
+
 int Simulate(const std::string& nodes_path, const std::string& pods_path,
              const std::string& policy_list, const std::string& mode_name,
              const std::string& seeds_text, seedance::sim::SimOptions options,
              const std::vector<std::string>& policy_opts, const std::string& json_path,
-             const std::string& report_path, int jobs, bool quiet) {
+             const std::string& report_path, const std::string& dump_order_path, int jobs,
+             bool quiet) {
   // Inputs.
   seedance::sim::Workload workload;
   std::string nodes_source = "builtin", pods_source = "builtin";
@@ -94,6 +123,12 @@ int Simulate(const std::string& nodes_path, const std::string& pods_path,
   std::vector<uint64_t> seeds;
   if (!ParseSeedList(seeds_text, &seeds)) {
     return UsageError("--seeds: expected N, A-B or a comma list, got '" + seeds_text + "'");
+  }
+
+  if (!dump_order_path.empty()) {
+    if (options.mode != Mode::kFill) return UsageError("--dump-order: only for --mode fill");
+    const int rc = DumpFillOrder(workload, options, seeds, dump_order_path);
+    if (rc != 0) return rc;
   }
 
   const auto& registry = seedance::sched::Registry::Builtins();
@@ -199,7 +234,8 @@ int Simulate(const std::string& nodes_path, const std::string& pods_path,
 Command AddSimulateCommand(CLI::App& app) {
   // Flag values live as long as the returned action, which outlives parsing.
   struct Flags {
-    std::string nodes, pods, policy = "all", mode = "fill", seeds = "42-51", json, report;
+    std::string nodes, pods, policy = "all", mode = "fill", seeds = "42-51", json, report,
+                             dump_order;
     std::vector<std::string> policy_opts;
     seedance::sim::SimOptions options;
     int jobs = 0;
@@ -268,6 +304,9 @@ Command AddSimulateCommand(CLI::App& app) {
   sim->add_option("--json", f->json,
                   "Write results (summaries and per-seed curves) to this JSON file");
   sim->add_option("--report", f->report, "Write an offline HTML report with the curves");
+  sim->add_option("--dump-order", f->dump_order,
+                  "fill: also write each seed's pod arrival order to this CSV (seed,position,"
+                  "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,arrived_gpu_milli)");
   sim->add_option("-j,--jobs", f->jobs, "Worker threads (default: all cores)");
   sim->add_flag("-q,--quiet", f->quiet, "No progress bar");
 
@@ -283,7 +322,7 @@ Command AddSimulateCommand(CLI::App& app) {
       options.rng = seedance::sim::RngKind::kReference;
     }
     return Simulate(f->nodes, f->pods, f->policy, f->mode, f->seeds, options, f->policy_opts,
-                    f->json, f->report, f->jobs, f->quiet);
+                    f->json, f->report, f->dump_order, f->jobs, f->quiet);
   };
   return cmd;
 }

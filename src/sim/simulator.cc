@@ -135,9 +135,15 @@ double Percentile(std::vector<double> v, double q) {
 }
 
 // ---------------------------------------------------------------- fill
-absl::StatusOr<RunResult> RunFill(const Workload& w, const std::string& policy, const SimOptions& o,
-                                  ClusterState state) {
-  RunResult r;
+// The fill protocol's pod order and tie-break node order (empty: the seeded Seedance order),
+// plus the typical shapes fragmentation is measured against.
+struct FillSetup {
+  FillPlan plan;
+  sched::TargetWorkload measure;
+};
+
+absl::StatusOr<FillSetup> SetUpFill(const Workload& w, const SimOptions& o,
+                                    const ClusterState& state) {
   std::vector<PodSpec> trace = ResolvePods(w.pods, state);
   if (trace.empty()) return absl::InvalidArgumentError("the pod list is empty");
   const double capacity = static_cast<double>(state.gpu_capacity_milli());
@@ -147,19 +153,18 @@ absl::StatusOr<RunResult> RunFill(const Workload& w, const std::string& policy, 
   for (const PodSpec& p : trace) any_gpu = any_gpu || p.shape.TotalGpuMilli() > 0;
   if (!any_gpu) return absl::InvalidArgumentError("no pod in the trace asks for a GPU");
 
-  std::vector<PodSpec> pods;
-  std::vector<int> node_order;  // empty: the seeded Seedance order
-  sched::TargetWorkload measure;
+  FillSetup s;
   if (o.rng == RngKind::kReference) {
     ReferenceOrder ref = DrawReferenceOrder(trace, state, o, capacity);
-    pods = std::move(ref.pods);
-    node_order = std::move(ref.node_order);
+    s.plan.pods = std::move(ref.pods);
+    s.plan.node_order = std::move(ref.node_order);
     // The reference derives its typical pods from the trace itself, before tuning.
-    measure = TypicalOf(trace, o);
+    s.measure = TypicalOf(trace, o);
   } else {
     // The reference's workload tuning: trace pods shuffled, then resampled ones appended until
     // the total GPU request reaches tune x capacity.
     std::mt19937_64 rng(o.seed);
+    std::vector<PodSpec>& pods = s.plan.pods;
     pods = trace;
     std::shuffle(pods.begin(), pods.end(), rng);
     double total = 0;
@@ -170,11 +175,23 @@ absl::StatusOr<RunResult> RunFill(const Workload& w, const std::string& policy, 
       pods.push_back(p);
       total += static_cast<double>(p.shape.TotalGpuMilli());
     }
-    measure = TypicalOf(pods, o);
+    s.measure = TypicalOf(pods, o);
   }
+  return s;
+}
+
+absl::StatusOr<RunResult> RunFill(const Workload& w, const std::string& policy, const SimOptions& o,
+                                  ClusterState state) {
+  RunResult r;
+  absl::StatusOr<FillSetup> setup = SetUpFill(w, o, state);
+  if (!setup.ok()) return setup.status();
+  const std::vector<PodSpec>& pods = setup->plan.pods;
+  const sched::TargetWorkload& measure = setup->measure;
+  const double capacity = static_cast<double>(state.gpu_capacity_milli());
 
   // Fragmentation is measured against the workload's typical shapes for every policy.
-  absl::StatusOr<sched::Framework> fw = MakeFramework(policy, measure, state, o, node_order);
+  absl::StatusOr<sched::Framework> fw =
+      MakeFramework(policy, measure, state, o, setup->plan.node_order);
   if (!fw.ok()) return fw.status();
   std::vector<double> node_frag(state.num_nodes());
   double frag_total = 0;
@@ -468,6 +485,18 @@ absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy
 }  // namespace
 
 std::string_view ModeName(Mode mode) { return kModeNames[static_cast<int>(mode)]; }
+
+absl::StatusOr<FillPlan> PlanFill(const Workload& workload, const SimOptions& options) {
+  absl::StatusOr<ClusterState> state = ClusterState::Create(workload.nodes);
+  if (!state.ok()) return state.status();
+  absl::StatusOr<FillSetup> setup = SetUpFill(workload, options, *state);
+  if (!setup.ok()) return setup.status();
+  FillPlan plan = std::move(setup->plan);
+  if (plan.node_order.empty()) {
+    plan.node_order = sched::Framework::RandomNodeOrder(state->num_nodes(), options.seed);
+  }
+  return plan;
+}
 
 absl::StatusOr<RunResult> Run(const Workload& workload, const std::string& policy,
                               const SimOptions& options) {

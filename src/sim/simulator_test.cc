@@ -201,6 +201,63 @@ TEST_F(SimulatorTest, ReferenceStreamIsDeterministicAndTunesLikeTheReference) {
   EXPECT_FALSE(SameCurve(a.curve, MustRun(w, "bestfit", other).curve));
 }
 
+TEST_F(SimulatorTest, PlanFillIsTheOrderFillReplays) {
+  Workload w = Builtin();
+  w.pods.resize(100);
+  for (RngKind rng : {RngKind::kSeedance, RngKind::kReference}) {
+    SCOPED_TRACE(rng == RngKind::kSeedance ? "seedance" : "reference");
+    SimOptions o = Fill(7);
+    o.rng = rng;
+    absl::StatusOr<FillPlan> plan = PlanFill(w, o);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const RunResult r = MustRun(w, "bestfit", o);
+    ASSERT_EQ(static_cast<int64_t>(plan->pods.size()), r.pods_arrived);
+    // The trace's own pods come first, each exactly once, then resampled ones.
+    std::vector<std::string> trace_names, first_names;
+    for (const core::PodSpec& p : w.pods) trace_names.push_back(p.name);
+    for (size_t i = 0; i < w.pods.size(); ++i) first_names.push_back(plan->pods[i].name);
+    std::sort(trace_names.begin(), trace_names.end());
+    std::sort(first_names.begin(), first_names.end());
+    EXPECT_EQ(first_names, trace_names);
+    // The run's curve has a point at exactly the percentages the plan's arrivals round to
+    // (tune 1.3: up to 131%).
+    std::vector<int> pcts;
+    int64_t arrived = 0;
+    for (const core::PodSpec& p : plan->pods) {
+      arrived += p.shape.TotalGpuMilli();
+      const int k = static_cast<int>(
+          std::lround(100.0 * static_cast<double>(arrived) / (1000.0 * CapacityGpus(w))));
+      // The curve stops one point past tune x 100%; the last resampled pod may overshoot it.
+      if (k > 131) continue;
+      if (pcts.empty() || pcts.back() != k) pcts.push_back(k);
+    }
+    std::vector<int> curve_pcts;
+    for (const CurvePoint& c : r.curve) curve_pcts.push_back(c.arrived_pct);
+    EXPECT_EQ(curve_pcts, pcts);
+    // The tie-break order is a permutation of the nodes.
+    std::vector<int> order = plan->node_order;
+    std::sort(order.begin(), order.end());
+    ASSERT_EQ(order.size(), w.nodes.size());
+    for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i], static_cast<int>(i));
+    // Deterministic for a seed.
+    absl::StatusOr<FillPlan> again = PlanFill(w, o);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->node_order, plan->node_order);
+    ASSERT_EQ(again->pods.size(), plan->pods.size());
+    for (size_t i = 0; i < plan->pods.size(); ++i) {
+      EXPECT_EQ(again->pods[i].name, plan->pods[i].name);
+    }
+  }
+}
+
+TEST_F(SimulatorTest, PlanFillRejectsWhatFillRejects) {
+  Workload w = Builtin();
+  w.pods.clear();
+  absl::StatusOr<FillPlan> plan = PlanFill(w, Fill(42));
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(SimulatorTest, ReferenceStreamIsOnlyForFill) {
   SimOptions o = Churn(42);
   o.rng = RngKind::kReference;

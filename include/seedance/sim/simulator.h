@@ -104,6 +104,16 @@ struct RunResult {
 absl::StatusOr<RunResult> Run(const Workload& workload, const std::string& policy,
                               const SimOptions& options);
 
+// The fill protocol's replay for options.seed and options.rng: the pods in arrival order (the
+// trace's own first, shuffled, then the resampled ones) and the fixed node order that breaks
+// score ties (indices into workload.nodes, first wins). Run(kFill) replays exactly this; it is
+// public for analysis outside the simulator (`seedance simulate --dump-order`).
+struct FillPlan {
+  std::vector<core::PodSpec> pods;
+  std::vector<int> node_order;
+};
+absl::StatusOr<FillPlan> PlanFill(const Workload& workload, const SimOptions& options);
+
 // Built-in deterministic cluster and workload used when no files are given (docs/simulator.md):
 // 96 nodes (48 x 8-GPU, 32 x 2-GPU, 16 x 4-GPU over three GPU models) and pods drawn from a
 // fixed shape mix resembling production GPU-sharing clusters, with lifetimes.
