@@ -48,6 +48,17 @@ class Progress {
   bool enabled_;
 };
 
+// A CSV field, quoted when it holds a separator, quote or line break (RFC 4180).
+std::string CsvField(const std::string& v) {
+  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+  std::string out = "\"";
+  for (char c : v) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
 // Writes fill mode's arrival order for each seed as CSV, so the replay can be analysed outside
 // the simulator (tools/analysis/fill_floor.py bounds any policy on exactly these sequences).
 int DumpFillOrder(const seedance::sim::Workload& workload, seedance::sim::SimOptions options,
@@ -66,9 +77,9 @@ int DumpFillOrder(const seedance::sim::Workload& workload, seedance::sim::SimOpt
     for (size_t i = 0; i < plan->pods.size(); ++i) {
       const seedance::core::PodSpec& p = plan->pods[i];
       arrived += p.shape.TotalGpuMilli();
-      out << seed << ',' << i << ',' << p.name << ',' << p.shape.cpu_milli << ','
+      out << seed << ',' << i << ',' << CsvField(p.name) << ',' << p.shape.cpu_milli << ','
           << p.shape.memory_mib << ',' << p.shape.num_gpu << ',' << p.shape.gpu_milli << ','
-          << p.gpu_spec << ',' << arrived << '\n';
+          << CsvField(p.gpu_spec) << ',' << arrived << '\n';
     }
   }
   out.flush();

@@ -30,6 +30,7 @@ beside the checkout).
 import argparse
 import collections
 import csv
+import math
 import os
 import subprocess
 import sys
@@ -145,7 +146,7 @@ def floor_for_trace(trace, rng, seeds, gpus):
             else:
                 whole += k * g
             arrived += k * g
-            if round(100 * arrived / capacity) == 100:  # the simulator's lround
+            if math.floor(100 * arrived / capacity + 0.5) == 100:  # the simulator's lround
                 placed = min(lp.max_placed(counts, whole / MILLI), arrived)
                 bounds.append(100 * (capacity - placed) / capacity)
         per_seed.append(sum(bounds) / len(bounds))
