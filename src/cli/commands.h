@@ -10,28 +10,11 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "options.h"
 
 namespace seedance::cli {
 
-// Exit codes shared by every subcommand: 2 for usage and input errors (bad flag, malformed file),
-// 1 for failures at run time (I/O, unreachable service).
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;
-inline constexpr int kExitUsage = 2;
-
-// Prints "seedance: MSG" to stderr and returns kExitUsage.
-inline int UsageError(const std::string& msg) {
-  std::cerr << "seedance: " << msg << "\n";
-  return kExitUsage;
-}
-// Prints "seedance: MSG" to stderr and returns kExitFailure.
-inline int RuntimeError(const std::string& msg) {
-  std::cerr << "seedance: " << msg << "\n";
-  return kExitFailure;
-}
-
-// Parses a seed list: "7", "42-51" or a comma list of both ("1,5-9"). Returns false on anything
-// else, an empty list, or a range of more than 100,000 seeds.
+// Parses a seed list with base::ParseSeedList; false on any error (prefer AddSeeds).
 bool ParseSeedList(const std::string& text, std::vector<uint64_t>* out);
 
 struct Command {
@@ -46,5 +29,8 @@ Command AddProfileCommand(CLI::App& app);    // profile_cmd.cc   (telemetry)
 Command AddAnalyzeCommand(CLI::App& app);    // analyze_cmd.cc   (cost)
 Command AddServeSimCommand(CLI::App& app);   // serve_sim_cmd.cc (serving)
 Command AddCostmodelCommand(CLI::App& app);  // costmodel_cmd.cc (serving: costmodel check)
+
+// version, help, completion (meta_cmd.cc); they read `app`'s command tree when they run.
+std::vector<Command> AddMetaCommands(CLI::App& app);
 
 }  // namespace seedance::cli

@@ -1,31 +1,117 @@
 // seedance: command-line front end. Each subcommand lives in its own *_cmd.cc (commands.h) and
 // only parses flags, calls the libraries and prints; the behaviour is documented in docs/.
+#include <cstdio>
+#include <iostream>
+#include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
 #include "commands.h"
+#include "seedance/base/build_info.h"
+#include "seedance/base/io.h"
+#include "seedance/base/parse.h"
+#include "seedance/base/text.h"
+
+namespace {
+
+namespace cli = seedance::cli;
+namespace base = seedance::base;
+
+// "unknown command 'simulat'; did you mean 'simulate'?" before CLI11 sees the arguments.
+int CheckCommandName(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return cli::kExitOk;
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->get_name() == argv[1]) return cli::kExitOk;
+    names.push_back(sub->get_name());
+  }
+  const std::string near = base::ClosestMatch(argv[1], names);
+  return cli::UsageError("unknown command '" + base::ForTerminal(base::Clip(argv[1])) + "'" +
+                         (near.empty() ? "" : "; did you mean '" + near + "'?") +
+                         "\nRun 'seedance help' for the list of commands.");
+}
+
+// CLI11's message for a parse error, with "did you mean" for an unknown flag.
+std::string FailureMessage(const CLI::App* root, const CLI::Error& e) {
+  // The deepest subcommand selected, e.g. "clock probe", names the command in the message.
+  const CLI::App* app = root;
+  std::string path;
+  for (bool descended = true; descended;) {
+    descended = false;
+    for (const CLI::App* sub : app->get_subcommands([](const CLI::App*) { return true; })) {
+      if (sub->parsed()) {
+        app = sub;
+        path += " " + sub->get_name();
+        descended = true;
+        break;
+      }
+    }
+  }
+  std::string msg = base::ForTerminal(base::Clip(e.what(), 2048), true);
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    std::vector<std::string> flags;
+    for (const CLI::Option* opt : app->get_options()) {
+      if (opt->get_group().empty()) continue;
+      for (const std::string& l : opt->get_lnames()) flags.push_back("--" + l);
+    }
+    for (const std::string& extra : app->remaining()) {
+      if (extra.rfind("--", 0) != 0) continue;
+      const std::string near = base::ClosestMatch(extra.substr(0, extra.find('=')), flags);
+      if (!near.empty()) msg += "; did you mean " + near + "?";
+      break;
+    }
+  }
+  return "seedance" + path + ": " + msg + "\nRun 'seedance help" + path + "' or 'seedance" + path +
+         " --help' for the flags.\n";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  namespace cli = seedance::cli;
+  base::SetCommandLine(argc, argv);
   CLI::App app{
       "Seedance: cost-aware GPU cluster scheduler, simulator and inference runtime.\n"
-      "Run `seedance COMMAND --help` for the options and examples of each command."};
+      "Run `seedance help COMMAND` or `seedance COMMAND --help` for the flags and examples of\n"
+      "each command. Exit status: 0 success, 1 I/O or runtime failure, 2 usage or input error.",
+      "seedance"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "seedance 0.1.0");
+  app.set_version_flag("--version", "seedance " + base::GetBuildInfo().version);
+  app.failure_message(FailureMessage);
+  std::string max_input;
+  app.add_option("--max-input-size", max_input,
+                 "raise (or lower) the size cap of every input file, e.g. 4G (docs/cli.md)")
+      ->type_name("SIZE")
+      ->each([](const std::string& v) {
+        auto bytes = base::ParseByteSize(v, "--max-input-size", 1, INT64_MAX);
+        if (!bytes.ok()) throw CLI::ValidationError(std::string(bytes.status().message()));
+        base::SetInputLimitOverride(*bytes);
+      });
 
-  const std::vector<cli::Command> commands = {
+  std::vector<cli::Command> commands = {
       cli::AddSimulateCommand(app), cli::AddProfileCommand(app),   cli::AddAnalyzeCommand(app),
       cli::AddServeSimCommand(app), cli::AddCostmodelCommand(app), cli::AddClockCommand(app),
       cli::AddBenchCommand(app),
   };
+  for (cli::Command& c : cli::AddMetaCommands(app)) commands.push_back(std::move(c));
+  if (int rc = CheckCommandName(app, argc, argv); rc != cli::kExitOk) return rc;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? cli::kExitOk : cli::kExitUsage;
   }
+  int rc = cli::kExitUsage;
   for (const cli::Command& c : commands) {
-    if (c.app->parsed()) return c.run();
+    if (c.app->parsed()) {
+      rc = c.run();
+      break;
+    }
   }
-  return cli::kExitUsage;
+  // Output written through stdio must have reached its destination (e.g. not > /dev/full).
+  std::cout.flush();
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout) {
+    std::perror("seedance: standard output: cannot write");
+    return rc == cli::kExitOk ? cli::kExitFailure : rc;
+  }
+  return rc;
 }

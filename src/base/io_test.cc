@@ -1,0 +1,165 @@
+// The one reader and writer against real special files: a FIFO and a character device made with
+// mknod in a temporary directory, symlinks, a full device and inputs that never end.
+#include "seedance/base/io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "gtest/gtest.h"
+
+namespace seedance::base {
+namespace {
+
+namespace fs = std::filesystem;
+
+class IoTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/seedance_io_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    SetInputLimitOverride(0);
+    fs::remove_all(dir_);
+  }
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+  static std::string Slurp(const std::string& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  static void Spit(const std::string& p, const std::string& text) { std::ofstream(p) << text; }
+  // Names in the directory other than `keep`: leftover temporary files.
+  size_t Entries() const {
+    size_t n = 0;
+    for (auto& e : fs::directory_iterator(dir_)) n += e.path().filename().string()[0] == '.';
+    return n;
+  }
+  std::string dir_;
+};
+
+TEST_F(IoTest, RegularFileIsReplacedWhole) {
+  Spit(Path("out.json"), "old");
+  ASSERT_TRUE(WriteOutput(Path("out.json"), "new contents").ok());
+  EXPECT_EQ(Slurp(Path("out.json")), "new contents");
+  EXPECT_EQ(Entries(), 0u);
+}
+
+TEST_F(IoTest, UncommittedOutputLeavesTargetAndNoTemporary) {
+  Spit(Path("out.json"), "old");
+  {
+    auto out = OutputFile::Open(Path("out.json"));
+    ASSERT_TRUE(out.ok());
+    ASSERT_TRUE((*out)->Write("half").ok());
+  }
+  EXPECT_EQ(Slurp(Path("out.json")), "old");
+  EXPECT_EQ(Entries(), 0u);
+}
+
+TEST_F(IoTest, SymlinkIsFollowedAndKept) {
+  Spit(Path("real.txt"), "old");
+  fs::create_symlink("real.txt", Path("link.txt"));
+  ASSERT_TRUE(WriteOutput(Path("link.txt"), "new").ok());
+  EXPECT_TRUE(fs::is_symlink(Path("link.txt")));
+  EXPECT_EQ(Slurp(Path("real.txt")), "new");
+}
+
+TEST_F(IoTest, FifoIsWrittenThroughNotReplaced) {
+  ASSERT_EQ(::mkfifo(Path("fifo").c_str(), 0600), 0);
+  // No reader: refused at Open, and the FIFO is still a FIFO.
+  auto none = OutputFile::Open(Path("fifo"));
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no process is reading"), std::string::npos);
+  std::string got;
+  std::thread reader([&] {
+    const int fd = ::open(Path("fifo").c_str(), O_RDONLY);
+    char buf[64];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0) got.append(buf, static_cast<size_t>(n));
+    ::close(fd);
+  });
+  absl::Status s;
+  for (int i = 0; i < 2000; ++i) {  // poll until the reader has opened its end
+    s = WriteOutput(Path("fifo"), "through the pipe");
+    if (s.code() != absl::StatusCode::kUnavailable) break;
+    std::this_thread::yield();
+  }
+  reader.join();
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(got, "through the pipe");
+  struct stat st;
+  ASSERT_EQ(::stat(Path("fifo").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+}
+
+TEST_F(IoTest, CharacterDeviceIsWrittenThroughNotReplaced) {
+  if (::mknod(Path("null").c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0) {
+    GTEST_SKIP() << "mknod needs CAP_MKNOD";
+  }
+  ASSERT_TRUE(WriteOutput(Path("null"), "discarded").ok());
+  struct stat st;
+  ASSERT_EQ(::stat(Path("null").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  EXPECT_EQ(Entries(), 0u);
+}
+
+TEST_F(IoTest, FullDeviceFailsWithTheOsError) {
+  if (::access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no /dev/full";
+  absl::Status s = WriteOutput("/dev/full", std::string(1 << 16, 'x'));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("No space left on device"), std::string::npos) << s;
+}
+
+TEST_F(IoTest, MissingDirectoryAndDirectoryTargetAreErrors) {
+  EXPECT_EQ(OutputFile::Open(Path("nope/out.json")).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(OutputFile::Open(dir_).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(IoTest, OutputThatNamesAnInputIsRefused) {
+  Spit(Path("in.csv"), "x");
+  fs::create_symlink("in.csv", Path("alias.csv"));
+  absl::Status s = CheckOutputsDistinct({{"--pods", Path("in.csv")}}, {{"-o", Path("alias.csv")}});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--pods"), std::string::npos);
+  EXPECT_TRUE(CheckOutputsDistinct({{"--pods", Path("in.csv")}}, {{"-o", Path("o.csv")}}).ok());
+}
+
+TEST_F(IoTest, ReaderRefusesDirectoriesAndEndlessDevices) {
+  auto d = ReadInput(dir_, InputKind::kConfig);
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(d.status().message().find("is a directory"), std::string::npos);
+  SetInputLimitOverride(1 << 20);
+  auto z = ReadInput("/dev/zero", InputKind::kTrace);
+  EXPECT_EQ(z.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(z.status().message().find("limit"), std::string::npos);
+  EXPECT_EQ(ReadInput(Path("missing"), InputKind::kTrace).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(IoTest, ReaderReadsRegularFilesAndFifos) {
+  Spit(Path("a.txt"), "hello");
+  EXPECT_EQ(*ReadInput(Path("a.txt"), InputKind::kConfig), "hello");
+  ASSERT_EQ(::mkfifo(Path("in.fifo").c_str(), 0600), 0);
+  std::thread writer([&] {
+    const int fd = ::open(Path("in.fifo").c_str(), O_WRONLY);
+    ASSERT_EQ(::write(fd, "piped", 5), 5);
+    ::close(fd);
+  });
+  auto got = ReadInput(Path("in.fifo"), InputKind::kConfig);
+  writer.join();
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, "piped");
+}
+
+}  // namespace
+}  // namespace seedance::base
