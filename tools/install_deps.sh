@@ -26,6 +26,7 @@ PACKAGES=(
   libhwloc-dev
   libcpp-httplib-dev
   prometheus
+  python3
 )
 
 # A package counts as present only when dpkg reports it fully installed ("ii"); states such as
