@@ -4,10 +4,9 @@
 #include "seedance/serving/kv_block_manager.h"
 
 #include <algorithm>
-#include <cassert>
-#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "seedance/base/check.h"
 
 namespace seedance::serving {
 namespace {
@@ -33,7 +32,9 @@ KvBlockManager::KvBlockManager(const KvBlockManagerOptions& options)
       num_blocks_(options.num_blocks),
       prefix_caching_(options.enable_prefix_caching),
       unbounded_(options.enable_prefix_caching && options.unbounded_prefix_cache) {
-  if (block_size_ <= 0 || num_blocks_ < 0 || num_blocks_ > INT32_MAX / 2) std::abort();
+  SEEDANCE_CHECK(block_size_ > 0 && num_blocks_ >= 0 && num_blocks_ <= INT32_MAX / 2)
+      << "KvBlockManager needs block_size > 0 and 0 <= num_blocks <= " << INT32_MAX / 2
+      << ", got block_size " << block_size_ << ", num_blocks " << num_blocks_;
   const size_t n = static_cast<size_t>(num_blocks_);
   ref_.assign(n, 0);
   filled_.assign(n, 0);
@@ -64,7 +65,23 @@ KvSeqId KvBlockManager::CreateSequence() {
   return id;
 }
 
+KvBlockManager::Seq& KvBlockManager::LiveSeq(KvSeqId seq, const char* op) {
+  SEEDANCE_CHECK(seq >= 0 && static_cast<size_t>(seq) < seqs_.size() && seqs_[seq].live)
+      << op << " on sequence " << seq << ", which is not live (freed twice, or never created; "
+      << seqs_.size() << " ids issued)";
+  return seqs_[seq];
+}
+
+void KvBlockManager::CheckBlockCount() const {
+  const int64_t pool = static_cast<int64_t>(ref_.size());
+  const int64_t unreferenced = static_cast<int64_t>(free_list_.size()) + lru_size_;
+  SEEDANCE_CHECK(referenced_blocks_ >= 0 && referenced_blocks_ + unreferenced == pool)
+      << "KV block count not conserved: " << referenced_blocks_ << " referenced + "
+      << free_list_.size() << " free + " << lru_size_ << " cached != " << pool << " blocks";
+}
+
 KvSeqId KvBlockManager::Fork(KvSeqId parent) {
+  LiveSeq(parent, "Fork");
   const KvSeqId child = CreateSequence();
   const Seq& p = seqs_[parent];
   Seq& c = seqs_[child];
@@ -76,8 +93,7 @@ KvSeqId KvBlockManager::Fork(KvSeqId parent) {
 }
 
 void KvBlockManager::FreeSequence(KvSeqId seq) {
-  Seq& s = seqs_[seq];
-  assert(s.live);
+  Seq& s = LiveSeq(seq, "FreeSequence");
   for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it) ReleaseBlock(*it);
   s.blocks.clear();
   s.num_tokens = 0;
@@ -85,6 +101,7 @@ void KvBlockManager::FreeSequence(KvSeqId seq) {
   s.live = false;
   --live_seqs_;
   free_seq_ids_.push_back(seq);
+  CheckBlockCount();
 }
 
 int64_t KvBlockManager::NumAllocatableBlocks() const { return num_blocks_ - referenced_blocks_; }
@@ -107,6 +124,9 @@ BlockId KvBlockManager::AllocateBlock() {
   if (!free_list_.empty()) {
     b = free_list_.back();
     free_list_.pop_back();
+    SEEDANCE_CHECK(ref_[b] == 0 && !hashed_[b])
+        << "block " << b << " on the free list has ref count " << ref_[b]
+        << (hashed_[b] ? " and is registered in the prefix cache" : "");
   } else if (unbounded_) {
     b = static_cast<BlockId>(ref_.size());
     ref_.push_back(0);
@@ -118,7 +138,11 @@ BlockId KvBlockManager::AllocateBlock() {
   } else {
     // Evict the least recently released cached block.
     b = lru_head_;
-    assert(b != kNone);
+    SEEDANCE_CHECK(b != kNone) << "KV pool exhausted: a block was allocated with "
+                               << referenced_blocks_ << " of " << num_blocks_
+                               << " referenced and nothing free or cached";
+    SEEDANCE_CHECK(ref_[b] == 0) << "cached block " << b << " in the LRU list has ref count "
+                                 << ref_[b];
     LruRemove(b);
     cached_.erase(hash_[b]);
     hashed_[b] = 0;
@@ -132,7 +156,8 @@ BlockId KvBlockManager::AllocateBlock() {
 }
 
 void KvBlockManager::ReleaseBlock(BlockId b) {
-  assert(ref_[b] > 0);
+  SEEDANCE_CHECK(ref_[b] > 0) << "block " << b << " released with ref count " << ref_[b]
+                               << " (double free)";
   if (--ref_[b] > 0) return;
   --referenced_blocks_;
   used_slots_ -= filled_[b];
@@ -175,18 +200,19 @@ void KvBlockManager::GrowTo(Seq& s, int64_t num_tokens) {
 }
 
 bool KvBlockManager::Reserve(KvSeqId seq, int64_t num_tokens) {
-  Seq& s = seqs_[seq];
+  Seq& s = LiveSeq(seq, "Reserve");
   const int64_t want = (num_tokens + block_size_ - 1) / block_size_;
   const int64_t need = want - static_cast<int64_t>(s.blocks.size());
   if (need <= 0) return true;
   if (need > NumAllocatableBlocks()) return false;
   GrowTo(s, num_tokens);
+  CheckBlockCount();
   return true;
 }
 
 bool KvBlockManager::AppendTokens(KvSeqId seq, int64_t n) {
   if (n <= 0) return true;
-  Seq& s = seqs_[seq];
+  Seq& s = LiveSeq(seq, "AppendTokens");
   const int64_t total = s.num_tokens + n;
   if (BlocksNeededFor(seq, total) > NumAllocatableBlocks()) return false;
   const int64_t have = static_cast<int64_t>(s.blocks.size());
@@ -211,6 +237,7 @@ bool KvBlockManager::AppendTokens(KvSeqId seq, int64_t n) {
   }
   used_slots_ += n;
   s.num_tokens = total;
+  CheckBlockCount();
   return true;
 }
 
@@ -229,10 +256,18 @@ int64_t KvBlockManager::MatchPrefix(std::span<const uint64_t> chain, int64_t* un
 }
 
 void KvBlockManager::AttachPrefix(KvSeqId seq, std::span<const uint64_t> chain, int64_t n) {
-  Seq& s = seqs_[seq];
-  assert(s.num_tokens == 0 && s.blocks.empty());
+  Seq& s = LiveSeq(seq, "AttachPrefix");
+  SEEDANCE_CHECK(s.num_tokens == 0 && s.blocks.empty())
+      << "AttachPrefix on sequence " << seq << ", which already holds " << s.num_tokens
+      << " tokens in " << s.blocks.size() << " blocks";
+  SEEDANCE_CHECK(n >= 0 && n <= static_cast<int64_t>(chain.size()))
+      << "AttachPrefix of " << n << " blocks from a chain of " << chain.size();
   for (int64_t i = 0; i < n; ++i) {
-    const BlockId b = cached_.at(chain[i]);
+    const auto it = cached_.find(chain[i]);
+    SEEDANCE_CHECK(it != cached_.end())
+        << "AttachPrefix: block " << i << " of the chain is not in the prefix cache (" << n
+        << " asked, more than MatchPrefix finds)";
+    const BlockId b = it->second;
     if (ref_[b] == 0) {
       LruRemove(b);
       ++referenced_blocks_;
@@ -243,11 +278,12 @@ void KvBlockManager::AttachPrefix(KvSeqId seq, std::span<const uint64_t> chain, 
   }
   s.num_tokens = n * block_size_;
   s.num_registered = n;
+  CheckBlockCount();
 }
 
 void KvBlockManager::RegisterFullBlocks(KvSeqId seq, std::span<const uint64_t> chain) {
   if (!prefix_caching_) return;
-  Seq& s = seqs_[seq];
+  Seq& s = LiveSeq(seq, "RegisterFullBlocks");
   const int64_t full =
       std::min<int64_t>(static_cast<int64_t>(chain.size()), s.num_tokens / block_size_);
   for (int64_t i = s.num_registered; i < full; ++i) {

@@ -6,7 +6,111 @@
 #include "gtest/gtest.h"
 
 namespace seedance::serving {
+
+// Reaches the manager's internals so the death tests can break an invariant the public API
+// cannot (that is what an invariant is); test-only, befriended in kv_block_manager.h.
+class KvBlockManagerTestPeer {
+ public:
+  static std::vector<int32_t>& ref(KvBlockManager& m) { return m.ref_; }
+  static std::vector<BlockId>& free_list(KvBlockManager& m) { return m.free_list_; }
+  static int64_t& referenced_blocks(KvBlockManager& m) { return m.referenced_blocks_; }
+};
+
 namespace {
+
+using Peer = KvBlockManagerTestPeer;
+
+KvBlockManagerOptions DeathOpts(int64_t blocks, int block_size = 4) {
+  KvBlockManagerOptions o;
+  o.block_size = block_size;
+  o.num_blocks = blocks;
+  return o;
+}
+
+// One test per invariant KvBlockManager checks in every build (docs/reliability.md#invariants).
+TEST(KvBlockManagerDeathTest, BadOptionsAreCaught) {
+  EXPECT_DEATH(KvBlockManager m(DeathOpts(8, 0)),
+               "invariant violated.*block_size > 0.*got block_size 0, num_blocks 8");
+  EXPECT_DEATH(KvBlockManager m(DeathOpts(-1)), "got block_size 4, num_blocks -1");
+}
+
+TEST(KvBlockManagerDeathTest, DoubleFreeIsCaught) {
+  KvBlockManager m(DeathOpts(8));
+  const KvSeqId s = m.CreateSequence();
+  ASSERT_TRUE(m.AppendTokens(s, 5));
+  m.FreeSequence(s);
+  EXPECT_DEATH(m.FreeSequence(s), "FreeSequence on sequence 0, which is not live");
+}
+
+TEST(KvBlockManagerDeathTest, UnknownSequenceIsCaught) {
+  KvBlockManager m(DeathOpts(8));
+  EXPECT_DEATH((void)m.AppendTokens(7, 1), "AppendTokens on sequence 7, which is not live");
+  EXPECT_DEATH(m.Fork(-1), "Fork on sequence -1, which is not live");
+}
+
+TEST(KvBlockManagerDeathTest, RefCountNeverGoesNegative) {
+  KvBlockManager m(DeathOpts(8));
+  const KvSeqId s = m.CreateSequence();
+  ASSERT_TRUE(m.AppendTokens(s, 4));
+  Peer::ref(m)[m.BlockOf(s, 0)] = 0;  // as if someone had released it already
+  EXPECT_DEATH(m.FreeSequence(s), "block 0 released with ref count 0 \\(double free\\)");
+}
+
+TEST(KvBlockManagerDeathTest, ReferencedBlockOnFreeListIsCaught) {
+  KvBlockManager m(DeathOpts(8));
+  const KvSeqId a = m.CreateSequence();
+  ASSERT_TRUE(m.AppendTokens(a, 4));
+  Peer::free_list(m).push_back(m.BlockOf(a, 0));  // block 0 is a's, yet "free"
+  const KvSeqId b = m.CreateSequence();
+  EXPECT_DEATH((void)m.AppendTokens(b, 1), "block 0 on the free list has ref count 1");
+}
+
+TEST(KvBlockManagerDeathTest, ReferencedBlockInLruIsCaught) {
+  KvBlockManager m(DeathOpts(1));
+  const KvSeqId a = m.CreateSequence();
+  ASSERT_TRUE(m.AppendTokens(a, 4));
+  const std::vector<uint64_t> chain = {ChainHash(7, 1)};
+  m.RegisterFullBlocks(a, chain);
+  m.FreeSequence(a);  // block 0 parks in the LRU list
+  ASSERT_EQ(m.num_cached_blocks(), 1);
+  Peer::ref(m)[0] = 1;
+  const KvSeqId b = m.CreateSequence();
+  EXPECT_DEATH((void)m.AppendTokens(b, 1), "cached block 0 in the LRU list has ref count 1");
+}
+
+TEST(KvBlockManagerDeathTest, AllocationFromAnEmptyPoolIsCaught) {
+  KvBlockManager m(DeathOpts(1));
+  const KvSeqId a = m.CreateSequence();
+  ASSERT_TRUE(m.AppendTokens(a, 4));
+  Peer::referenced_blocks(m) = 0;  // the count now claims a free block
+  const KvSeqId b = m.CreateSequence();
+  EXPECT_DEATH((void)m.AppendTokens(b, 1), "KV pool exhausted");
+}
+
+TEST(KvBlockManagerDeathTest, BlockCountConservationIsChecked) {
+  KvBlockManager m(DeathOpts(8));
+  const KvSeqId a = m.CreateSequence();
+  Peer::free_list(m).pop_back();  // a block leaks: neither free, cached nor referenced
+  EXPECT_DEATH((void)m.AppendTokens(a, 1),
+               "KV block count not conserved: 1 referenced \\+ 6 free \\+ 0 cached != 8 blocks");
+}
+
+TEST(KvBlockManagerDeathTest, AttachPrefixToANonEmptySequenceIsCaught) {
+  KvBlockManager m(DeathOpts(8));
+  const KvSeqId a = m.CreateSequence();
+  ASSERT_TRUE(m.AppendTokens(a, 4));
+  const std::vector<uint64_t> chain = {ChainHash(7, 1)};
+  m.RegisterFullBlocks(a, chain);
+  EXPECT_DEATH(m.AttachPrefix(a, chain, 1), "AttachPrefix on sequence 0, which already holds 4");
+}
+
+TEST(KvBlockManagerDeathTest, AttachPrefixBeyondTheCacheIsCaught) {
+  KvBlockManager m(DeathOpts(8));
+  const KvSeqId a = m.CreateSequence();
+  const std::vector<uint64_t> chain = {ChainHash(7, 1), ChainHash(ChainHash(7, 1), 2)};
+  EXPECT_DEATH(m.AttachPrefix(a, chain, 1), "block 0 of the chain is not in the prefix cache");
+  EXPECT_DEATH(m.AttachPrefix(a, chain, 3), "AttachPrefix of 3 blocks from a chain of 2");
+}
 
 class KvBlockManagerTest : public ::testing::Test {
  protected:

@@ -18,6 +18,10 @@
 //
 // Complexity: every operation is O(1) per block touched (free list, intrusive LRU list, hash map),
 // and O(1) to look up the block of a token.
+// Invariants: every build checks, with SEEDANCE_CHECK (process abort, a bug), that operations
+// name live sequences (no double free), that a released block's ref count is positive, that a
+// block taken from the free or LRU list is unreferenced, and after every mutation that
+// referenced + free + cached blocks make up the pool. CheckInvariants() audits everything in O(n).
 // Thread-safety: none; one scheduler owns one manager.
 #pragma once
 
@@ -101,6 +105,8 @@ class KvBlockManager {
   absl::Status CheckInvariants() const;
 
  private:
+  // Test-only: defined in kv_block_manager_test.cc, breaks internal state for the death tests.
+  friend class KvBlockManagerTestPeer;
   static constexpr BlockId kNone = -1;
   struct Seq {
     std::vector<BlockId> blocks;
@@ -109,6 +115,10 @@ class KvBlockManager {
     bool live = false;
   };
 
+  // The live sequence `seq`; dies naming `op` when it is freed or was never created.
+  Seq& LiveSeq(KvSeqId seq, const char* op);
+  // Dies unless referenced + free + cached blocks add up to the pool (O(1)).
+  void CheckBlockCount() const;
   BlockId AllocateBlock();
   void ReleaseBlock(BlockId b);
   void LruPushBack(BlockId b);
