@@ -54,7 +54,9 @@ std::string FailureMessage(const CLI::App* root, const CLI::Error& e) {
       if (opt->get_group().empty()) continue;
       for (const std::string& l : opt->get_lnames()) flags.push_back("--" + l);
     }
-    for (const std::string& extra : app->remaining()) {
+    std::vector<std::string> extras = app->remaining();
+    for (const std::string& r : root->remaining()) extras.push_back(r);
+    for (const std::string& extra : extras) {
       if (extra.rfind("--", 0) != 0) continue;
       const std::string near = base::ClosestMatch(extra.substr(0, extra.find('=')), flags);
       if (!near.empty()) msg += "; did you mean " + near + "?";
@@ -77,6 +79,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "seedance " + base::GetBuildInfo().version);
   app.failure_message(FailureMessage);
+  app.fallthrough();  // global flags (--max-input-size) may also follow the subcommand
   std::string max_input;
   app.add_option("--max-input-size", max_input,
                  "raise (or lower) the size cap of every input file, e.g. 4G (docs/cli.md)")
