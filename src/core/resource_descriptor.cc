@@ -1,11 +1,11 @@
 #include "seedance/core/resource_descriptor.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <climits>
 #include <cmath>
 #include <cstdint>
-#include <fstream>
 #include <functional>
 #include <initializer_list>
 #include <limits>
@@ -24,6 +24,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "seedance/base/io.h"
+#include "seedance/base/text.h"
+#include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/yaml.h"
 
 namespace seedance::core {
@@ -61,7 +64,11 @@ std::string Parent(std::string_view path) {
   return pos == std::string_view::npos ? std::string() : std::string(path.substr(0, pos));
 }
 
-std::string Quote(std::string_view s) { return absl::StrCat("\"", Sv(s), "\""); }
+// For messages only: clipped, so a 2 MB key never becomes a 2 MB message.
+std::string Quote(std::string_view s) { return absl::StrCat("\"", base::Clip(s, 80), "\""); }
+
+// Longest field path quoted in a message (paths hold user keys).
+constexpr size_t kMaxMessagePath = 200;
 
 template <typename T>
 std::string MustBe(std::string_view what, const T& got) {
@@ -86,7 +93,7 @@ class Diagnostics {
     } else if (line > 0) {
       error = absl::StrCat("line ", line, ": ");
     }
-    if (!path.empty()) absl::StrAppend(&error, Sv(path), ": ");
+    if (!path.empty()) absl::StrAppend(&error, base::Clip(path, kMaxMessagePath), ": ");
     absl::StrAppend(&error, Sv(message));
     errors_.push_back(std::move(error));
   }
@@ -859,6 +866,98 @@ void EmitNode(YAML::Emitter& out, const NodeDescriptor& node) {
   out << YAML::EndMap;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Limits on what a document may make the reader do (resource_descriptor.h).
+
+// Thrown out of a parser callback when a limit is exceeded; `line` is 1-based (0 = unknown).
+struct LimitExceeded {
+  int line = 0;
+  std::string path;
+  std::string message;
+};
+
+int MarkLine(const YAML::Mark& mark) { return mark.line >= 0 ? mark.line + 1 : 0; }
+
+// A pass over the YAML parser's events before any tree is built: measures nesting depth and the
+// number of nodes the document has once every alias is expanded (an alias counts the whole
+// subtree it names, each time it is used), so an alias bomb is refused before the reader walks
+// it. Throws LimitExceeded.
+class YamlLimitCheck : public YAML::EventHandler {
+ public:
+  explicit YamlLimitCheck(int64_t max_nodes) : max_nodes_(max_nodes) {}
+
+  void OnDocumentStart(const YAML::Mark&) override {
+    stack_.clear();
+    anchored_.clear();
+    stack_.push_back({YAML::NullAnchor, total_});  // the document itself
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { Leaf(mark, anchor); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                const std::string&) override {
+    Leaf(mark, anchor);
+  }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    auto it = anchored_.find(anchor);
+    Add(mark, it == anchored_.end() ? 1 : it->second);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    Open(mark, anchor);
+  }
+  void OnSequenceEnd() override { Close(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    Open(mark, anchor);
+  }
+  void OnMapEnd() override { Close(); }
+
+ private:
+  struct Frame {
+    YAML::anchor_t anchor;
+    int64_t first;  // total_ once this collection itself was counted
+  };
+
+  void Leaf(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    if (anchor != YAML::NullAnchor) anchored_[anchor] = 1;
+    Add(mark, 1);
+  }
+  void Add(const YAML::Mark& mark, int64_t n) {
+    total_ += n;  // n <= max_nodes_, and total_ <= max_nodes_ before: no overflow
+    if (total_ > max_nodes_) {
+      throw LimitExceeded{MarkLine(mark), "",
+                          absl::StrCat("the document expands to more than ", max_nodes_,
+                                       " nodes (through YAML aliases?); the limit is the larger "
+                                       "of ",
+                                       kMaxDescriptorNodes, " and the file's size in bytes")};
+    }
+  }
+  void Open(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    // The document frame does not count as a level.
+    if (static_cast<int>(stack_.size()) > kMaxDescriptorDepth) {
+      throw LimitExceeded{MarkLine(mark), "",
+                          absl::StrCat("nested deeper than ", kMaxDescriptorDepth, " levels")};
+    }
+    Add(mark, 1);
+    stack_.push_back({anchor, total_});
+  }
+  void Close() {
+    if (stack_.size() <= 1) return;
+    const Frame f = stack_.back();
+    stack_.pop_back();
+    if (f.anchor != YAML::NullAnchor) anchored_[f.anchor] = total_ - f.first + 1;
+  }
+
+  const int64_t max_nodes_;
+  int64_t total_ = 0;
+  std::vector<Frame> stack_;
+  std::map<YAML::anchor_t, int64_t> anchored_;
+};
+
+int64_t MaxNodesFor(std::string_view text) {
+  return std::max<int64_t>(kMaxDescriptorNodes, static_cast<int64_t>(text.size()));
+}
+
 absl::StatusOr<ClusterDescriptor> Finish(ClusterDescriptor c, Diagnostics& diag) {
   if (diag.ok()) ValidateInto(c, diag);
   if (!diag.ok()) return diag.ToStatus();
@@ -968,22 +1067,33 @@ absl::StatusOr<ClusterDescriptor> ParseClusterJson(std::string_view text, std::s
     std::set<std::string> keys;
   };
   std::vector<Frame> stack;
+  // The path of the innermost open value ("nodes[3].devices"); `levels` of the stack.
+  auto path_of = [&](size_t levels) {
+    std::string path;
+    for (size_t i = 0; i < levels; ++i) {
+      path = stack[i].is_array ? Index(path, stack[i].index) : Child(path, stack[i].key);
+    }
+    return path;
+  };
+  auto open = [&](Frame frame) {
+    if (static_cast<int>(stack.size()) >= kMaxDescriptorDepth) {
+      throw LimitExceeded{0, path_of(stack.size()),
+                          absl::StrCat("nested deeper than ", kMaxDescriptorDepth, " levels")};
+    }
+    stack.push_back(std::move(frame));
+  };
   auto on_event = [&](int /*depth*/, Json::parse_event_t event, Json& parsed) {
     switch (event) {
       case Json::parse_event_t::object_start:
-        stack.push_back(Frame{});
+        open(Frame{});
         break;
       case Json::parse_event_t::array_start:
-        stack.push_back(Frame{.is_array = true, .index = 0, .key = {}, .keys = {}});
+        open(Frame{.is_array = true, .index = 0, .key = {}, .keys = {}});
         break;
       case Json::parse_event_t::key: {
         std::string key = parsed.get<std::string>();
         if (stack.back().keys.count(key) > 0) {
-          std::string path;
-          for (size_t i = 0; i + 1 < stack.size(); ++i) {
-            path = stack[i].is_array ? Index(path, stack[i].index) : Child(path, stack[i].key);
-          }
-          diag.Add(path, absl::StrCat("duplicate key ", Quote(key)));
+          diag.Add(path_of(stack.size() - 1), absl::StrCat("duplicate key ", Quote(key)));
         }
         stack.back().keys.insert(key);
         stack.back().key = std::move(key);
@@ -1007,7 +1117,11 @@ absl::StatusOr<ClusterDescriptor> ParseClusterJson(std::string_view text, std::s
   } catch (const Json::exception& e) {
     std::string_view what = e.what();
     if (size_t pos = what.find("] "); pos != std::string_view::npos) what.remove_prefix(pos + 2);
-    diag.Add("", absl::StrCat("invalid JSON: ", Sv(what)));
+    // nlohmann quotes the last token read, which may be megabytes long.
+    diag.Add("", absl::StrCat("invalid JSON: ", base::Clip(what, 300)));
+    return diag.ToStatus();
+  } catch (const LimitExceeded& e) {
+    diag.Add(e.path, e.message);
     return diag.ToStatus();
   }
   if (!diag.ok()) return diag.ToStatus();
@@ -1022,7 +1136,15 @@ absl::StatusOr<ClusterDescriptor> ParseClusterYaml(std::string_view text, std::s
   Diagnostics diag(source, &lines);
   std::vector<YAML::Node> docs;
   try {
+    std::istringstream in{std::string(text)};
+    YAML::Parser parser(in);
+    YamlLimitCheck check(MaxNodesFor(text));
+    while (parser.HandleNextDocument(check)) {
+    }
     docs = YAML::LoadAll(std::string(text));
+  } catch (const LimitExceeded& e) {
+    diag.AddAt(e.line, e.path, e.message);
+    return diag.ToStatus();
   } catch (const YAML::Exception& e) {
     diag.AddAt(e.mark.line >= 0 ? e.mark.line + 1 : 0, "", absl::StrCat("invalid YAML: ", e.msg));
     return diag.ToStatus();
@@ -1054,13 +1176,10 @@ absl::StatusOr<ClusterDescriptor> LoadClusterDescriptor(const std::string& path)
     return absl::InvalidArgumentError(absl::StrCat(path, ": unsupported file extension ",
                                                    Quote(ext), " (expected .json, .yaml or .yml)"));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  if (in.bad()) return absl::NotFoundError(absl::StrCat(path, ": cannot read file"));
-  if (ext == ".json") return ParseClusterJson(contents.str(), path);
-  return ParseClusterYaml(contents.str(), path);
+  absl::StatusOr<std::string> text = base::ReadInput(path, base::InputKind::kDescriptor);
+  if (!text.ok()) return text.status();
+  if (ext == ".json") return ParseClusterJson(*text, path);
+  return ParseClusterYaml(*text, path);
 }
 
 std::string ToJson(const ClusterDescriptor& cluster) {

@@ -808,5 +808,127 @@ TEST(LoadClusterDescriptorTest, MissingFileIsNotFound) {
   EXPECT_EQ(got.status().code(), absl::StatusCode::kNotFound);
 }
 
+// --- limits: alias expansion, nesting depth, clipped messages ---------------------------------
+
+// A YAML "billion laughs": each level is ten aliases of the one before, 10^9 nodes expanded.
+std::string AliasBomb() {
+  std::string text = "name: t\nl0: &l0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i <= 9; ++i) {
+    text += "l" + std::to_string(i) + ": &l" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) text += (k ? ", *l" : "*l") + std::to_string(i - 1);
+    text += "]\n";
+  }
+  return text;
+}
+
+std::string Nested(int depth, std::string_view open, std::string_view close) {
+  std::string text;
+  for (int i = 0; i < depth; ++i) text += open;
+  for (int i = 0; i < depth; ++i) text += close;
+  return text;
+}
+
+struct LimitCase {
+  std::string name;
+  bool json;
+  std::string text;
+  std::string want;  // a substring of the error message
+};
+
+std::ostream& operator<<(std::ostream& os, const LimitCase& c) { return os << c.name; }
+
+class LimitTest : public testing::TestWithParam<LimitCase> {};
+
+TEST_P(LimitTest, RefusesWithSourceAndLocation) {
+  const LimitCase& c = GetParam();
+  absl::StatusOr<ClusterDescriptor> got =
+      c.json ? ParseClusterJson(c.text, "c.json") : ParseClusterYaml(c.text, "c.yaml");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string message = StatusMessage(got.status());
+  EXPECT_NE(message.find(c.want), std::string::npos) << message.substr(0, 1000);
+  EXPECT_LT(message.size(), 2000u) << message.substr(0, 1000);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Limits, LimitTest,
+    testing::Values(LimitCase{"YamlAliasBomb", false, AliasBomb(),
+                              "c.yaml:7: the document expands to more than 1000000 nodes"},
+                    LimitCase{"YamlDeepFlowSequences", false,
+                              "nodes: " + Nested(100, "[", "]") + "\n",
+                              "c.yaml:1: nested deeper than 64 levels"},
+                    LimitCase{"YamlDeepBlockMappings", false,
+                              [] {
+                                std::string t;
+                                for (int i = 0; i < 80; ++i) t += std::string(2 * i, ' ') + "k:\n";
+                                return t;
+                              }(),
+                              "c.yaml:65: nested deeper than 64 levels"},
+                    LimitCase{"YamlLongUnknownKeyIsClipped", false,
+                              std::string(1000, 'k') + ": 1\n", "c.yaml:1: unknown key \"kkkk"},
+                    LimitCase{"JsonDeepArrays", true, "{\"nodes\": " + Nested(100, "[", "]") + "}",
+                              "c.json: nodes[0][0][0]"},
+                    LimitCase{"JsonDeepObjects", true, Nested(100, "{\"a\": ", "}"),
+                              "nested deeper than 64 levels"},
+                    LimitCase{"JsonHugeBadTokenIsClipped", true,
+                              "{\"name\": \"" + std::string(1 << 20, 'x') + "\x01\"}",
+                              "c.json: invalid JSON: "},
+                    LimitCase{"JsonHugeUnknownKeyIsClipped", true,
+                              "{\"" + std::string(1 << 20, 'k') + "\": 1}",
+                              "c.json: unknown key \"kkkk"}),
+    [](const testing::TestParamInfo<LimitCase>& info) { return info.param.name; });
+
+TEST(LimitTest, DepthAtTheLimitIsNotRefusedForDepth) {
+  // 64 levels in all: the schema rejects it, the depth limit does not.
+  absl::StatusOr<ClusterDescriptor> got =
+      ParseClusterJson("{\"nodes\": " + Nested(63, "[", "]") + "}", "c.json");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(StatusMessage(got.status()).find("nested deeper"), std::string::npos) << got.status();
+}
+
+TEST(LimitTest, ModestAliasesAreExpanded) {
+  const std::string text =
+      "name: t\n"
+      "gpu_models: {T4: {memory_mib: 16384, price_usd_per_hour: 0.5, power_w: 70}}\n"
+      "nodes:\n"
+      "  - name: n0\n"
+      "    numa_nodes: &numa [{id: 0, cpu_milli: 1000, memory_mib: 1024}]\n"
+      "    devices: &gpus [{id: g0, type: gpu, model: T4, capacity: {memory_mib: 16384}}]\n"
+      "  - {name: n1, numa_nodes: *numa, devices: *gpus}\n";
+  absl::StatusOr<ClusterDescriptor> got = ParseClusterYaml(text, "c.yaml");
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->nodes.size(), 2u);
+  EXPECT_EQ(got->nodes[1].numa_nodes, got->nodes[0].numa_nodes);
+  EXPECT_EQ(got->nodes[1].devices, got->nodes[0].devices);
+}
+
+TEST(LimitTest, TheNodeCapGrowsWithTheFileSize) {
+  // About 1.1 million nodes once expanded: refused in a small file, accepted (as far as the limit
+  // goes; the keys are unknown) in a file with more bytes than that.
+  std::string text = AliasBomb();
+  text.resize(text.find("l6:"));
+  absl::StatusOr<ClusterDescriptor> small = ParseClusterYaml(text, "c.yaml");
+  ASSERT_FALSE(small.ok());
+  EXPECT_NE(StatusMessage(small.status()).find("expands to more than"), std::string::npos)
+      << small.status();
+  text += "# " + std::string(2'000'000, '.') + "\n";
+  absl::StatusOr<ClusterDescriptor> large = ParseClusterYaml(text, "c.yaml");
+  ASSERT_FALSE(large.ok());
+  EXPECT_EQ(StatusMessage(large.status()).find("expands to more than"), std::string::npos)
+      << large.status();
+  EXPECT_NE(StatusMessage(large.status()).find("unknown key \"l0\""), std::string::npos)
+      << large.status();
+}
+
+TEST(LoadClusterDescriptorTest, DirectoryIsAnErrorNamingThePath) {
+  const std::filesystem::path dir = std::filesystem::path(testing::TempDir()) / "urd_dir.yaml";
+  std::filesystem::create_directories(dir);
+  absl::StatusOr<ClusterDescriptor> got = LoadClusterDescriptor(dir.string());
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(StatusMessage(got.status()).find(dir.string() + ": is a directory"), std::string::npos)
+      << got.status();
+}
+
 }  // namespace
 }  // namespace seedance::core

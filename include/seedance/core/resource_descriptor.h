@@ -128,14 +128,26 @@ struct ClusterDescriptor {
   bool operator==(const ClusterDescriptor&) const = default;
 };
 
+// Limits on what a descriptor may make the parsers do, so a small hostile file cannot exhaust
+// memory or stack: nesting deeper than kMaxDescriptorDepth levels of mappings/sequences (JSON
+// objects/arrays) is refused, and so is a YAML document that, with every alias expanded (each
+// use of an alias counts the whole subtree it names), has more than the larger of
+// kMaxDescriptorNodes and the text's size in bytes nodes. Both are InvalidArgument naming the
+// source and the line (YAML) or the field path (JSON).
+inline constexpr int kMaxDescriptorDepth = 64;
+inline constexpr int64_t kMaxDescriptorNodes = 1'000'000;
+
 // Parses and validates a cluster descriptor. `source` (usually the file name) prefixes every
 // error message. Errors are InvalidArgument; all problems found are reported, one per line.
+// Values quoted in messages are clipped.
 [[nodiscard]] absl::StatusOr<ClusterDescriptor> ParseClusterJson(std::string_view text,
                                                                  std::string_view source);
 [[nodiscard]] absl::StatusOr<ClusterDescriptor> ParseClusterYaml(std::string_view text,
                                                                  std::string_view source);
-// Reads `path` and parses it by extension: .json, or .yaml / .yml. NotFound if the file cannot
-// be read, InvalidArgument for any other extension or bad content.
+// Reads `path` with base::ReadInput (kind kDescriptor: a 64 MiB cap by default, directories and
+// endless devices refused) and parses it by extension: .json, or .yaml / .yml. Read errors keep
+// ReadInput's codes (NotFound for a missing file); InvalidArgument for any other extension or bad
+// content.
 [[nodiscard]] absl::StatusOr<ClusterDescriptor> LoadClusterDescriptor(const std::string& path);
 
 // Pretty JSON (2-space indent, trailing newline). Fields equal to their defaults are omitted.
