@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -22,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -29,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "seedance/base/io.h"
 #include "seedance/trace/input_error.h"
 #include "seedance/trace/line_scanner.h"
 
@@ -315,25 +316,15 @@ absl::Status ParsePodRow(const Row& row, core::PodSpec* pod) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    const int err = errno;
-    return absl::NotFoundError(
-        absl::StrCat(path, ": cannot open: ", std::generic_category().message(err)));
-  }
-  std::string contents;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) contents.append(buf, n);
-  const bool failed = std::ferror(f) != 0;
-  const int err = errno;
-  std::fclose(f);
-  if (failed) {
-    return absl::NotFoundError(
-        absl::StrCat(path, ": cannot read: ", std::generic_category().message(err)));
-  }
-  return contents;
+// First line of each name seen so far; the views point into the text being parsed.
+using FirstLines = std::unordered_map<std::string_view, int64_t>;
+
+// Names must be unique within a file: a repeated node or pod name is an error naming both lines.
+absl::Status CheckUnique(const Row& row, int col, std::string_view what, FirstLines* first_line) {
+  auto [it, inserted] = first_line->emplace(row.value(col), row.line);
+  if (inserted) return absl::OkStatus();
+  return row.Error(
+      col, absl::StrCat("duplicate ", AbslView(what), " name (first at line ", it->second, ")"));
 }
 
 }  // namespace
@@ -342,9 +333,11 @@ absl::StatusOr<std::vector<core::NodeSpec>> ParseNodeCsv(std::string_view text,
                                                          std::string_view source) {
   std::vector<core::NodeSpec> nodes;
   nodes.reserve(CountLines(text));
-  absl::Status s = ScanTable(text, source, kNodeColumns, [&nodes](const Row& row) {
+  FirstLines first_line;
+  absl::Status s = ScanTable(text, source, kNodeColumns, [&](const Row& row) {
     core::NodeSpec node;
     if (absl::Status s = ParseNodeRow(row, &node); !s.ok()) return s;
+    if (absl::Status s = CheckUnique(row, kNodeSn, "node", &first_line); !s.ok()) return s;
     nodes.push_back(std::move(node));
     return absl::OkStatus();
   });
@@ -353,13 +346,18 @@ absl::StatusOr<std::vector<core::NodeSpec>> ParseNodeCsv(std::string_view text,
 }
 
 absl::StatusOr<std::vector<core::PodSpec>> ParsePodCsv(std::string_view text,
-                                                       std::string_view source) {
+                                                       std::string_view source,
+                                                       std::vector<int64_t>* lines) {
   std::vector<core::PodSpec> pods;
   pods.reserve(CountLines(text));
-  absl::Status s = ScanTable(text, source, kPodColumns, [&pods](const Row& row) {
+  if (lines != nullptr) lines->clear();
+  FirstLines first_line;
+  absl::Status s = ScanTable(text, source, kPodColumns, [&](const Row& row) {
     core::PodSpec pod;
     if (absl::Status s = ParsePodRow(row, &pod); !s.ok()) return s;
+    if (absl::Status s = CheckUnique(row, kPodName, "pod", &first_line); !s.ok()) return s;
     pods.push_back(std::move(pod));
+    if (lines != nullptr) lines->push_back(row.line);
     return absl::OkStatus();
   });
   if (!s.ok()) return s;
@@ -367,15 +365,68 @@ absl::StatusOr<std::vector<core::PodSpec>> ParsePodCsv(std::string_view text,
 }
 
 absl::StatusOr<std::vector<core::NodeSpec>> ReadNodeCsv(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadFile(path);
+  absl::StatusOr<std::string> text = base::ReadInput(path, base::InputKind::kTrace);
   if (!text.ok()) return text.status();
   return ParseNodeCsv(*text, path);
 }
 
-absl::StatusOr<std::vector<core::PodSpec>> ReadPodCsv(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadFile(path);
+absl::StatusOr<std::vector<core::PodSpec>> ReadPodCsv(const std::string& path,
+                                                      std::vector<int64_t>* lines) {
+  absl::StatusOr<std::string> text = base::ReadInput(path, base::InputKind::kTrace);
   if (!text.ok()) return text.status();
-  return ParsePodCsv(*text, path);
+  return ParsePodCsv(*text, path, lines);
+}
+
+std::vector<std::string> UnknownGpuModelWarnings(const std::vector<core::PodSpec>& pods,
+                                                 const std::vector<int64_t>& lines,
+                                                 std::string_view source,
+                                                 const std::vector<std::string>& cluster_models,
+                                                 size_t max_warnings) {
+  std::vector<std::string> warnings;
+  size_t unreported = 0;
+  for (size_t i = 0; i < pods.size(); ++i) {
+    std::vector<std::string_view> unknown;
+    size_t named = 0;
+    const std::string_view spec = pods[i].gpu_spec;
+    for (size_t start = 0; start <= spec.size();) {
+      const size_t bar = std::min(spec.find('|', start), spec.size());
+      const std::string_view part = spec.substr(start, bar - start);
+      start = bar + 1;
+      if (part.empty()) continue;
+      ++named;
+      if (std::find(cluster_models.begin(), cluster_models.end(), part) == cluster_models.end()) {
+        unknown.push_back(part);
+      }
+    }
+    if (unknown.empty()) continue;
+    if (warnings.size() >= max_warnings) {
+      ++unreported;
+      continue;
+    }
+    std::string models;
+    for (std::string_view u : unknown) {
+      absl::StrAppend(&models, models.empty() ? "" : ", ", "'", QuoteValue(u), "'");
+    }
+    std::string known;
+    for (const std::string& m : cluster_models) {
+      if (known.size() > 200) {
+        absl::StrAppend(&known, ", ...");
+        break;
+      }
+      absl::StrAppend(&known, known.empty() ? "" : ", ", QuoteValue(m));
+    }
+    const int64_t line = i < lines.size() ? lines[i] : 0;
+    absl::StrAppend(&models, unknown.size() == 1 ? " is" : " are",
+                    " not a GPU model of the cluster (", known.empty() ? "none" : known, "); ",
+                    unknown.size() == named ? "the pod can never be placed"
+                                            : "the pod uses only the other models it names");
+    warnings.push_back(absl::StrCat(AbslView(source), ":", line, ": field 'gpu_spec': ", models));
+  }
+  if (unreported > 0) {
+    warnings.push_back(absl::StrCat(AbslView(source), ": ", unreported,
+                                    " more pods name GPU models the cluster lacks"));
+  }
+  return warnings;
 }
 
 std::string DataDir() {

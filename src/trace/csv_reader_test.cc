@@ -157,6 +157,20 @@ const ParseCase kCases[] = {
     {"PodEmptyFile", Kind::kPod, "", false, "src.csv:1: empty file: expected a header row"},
     {"PodBinaryValueIsEscaped", Kind::kPod, Cat(kShortPodHeader, "p0,\x01\x7f,2,1,1000\n"), false,
      "src.csv:2: field 'cpu_milli': expected an integer (got '\\x01\\x7f')"},
+    // Names are unique within a file; the error names both lines.
+    {"NodeDuplicateName", Kind::kNode,
+     Cat(kNodeHeader, "n0,1,2,1,T4\nn1,1,2,1,T4\n\nn0,1,2,1,T4\n"), false,
+     "src.csv:5: field 'sn': duplicate node name (first at line 2) (got 'n0')"},
+    {"NodeNamesDifferingInCaseAreDistinct", Kind::kNode,
+     Cat(kNodeHeader, "n0,1,2,1,T4\nN0,1,2,1,T4\n"), true, ""},
+    {"PodDuplicateName", Kind::kPod, Cat(kShortPodHeader, "p0,1,2,0,0\np0,1,2,1,500\n"), false,
+     "src.csv:3: field 'name': duplicate pod name (first at line 2) (got 'p0')"},
+    {"PodDuplicateAfterQuoteStripping", Kind::kPod,
+     Cat(kShortPodHeader, "p0,1,2,0,0\n\"p0\",1,2,0,0\n"), false,
+     "src.csv:3: field 'name': duplicate pod name (first at line 2)"},
+    {"PodHugeValueIsClipped", Kind::kPod,
+     Cat(kShortPodHeader, "p0," + std::string(100000, '9') + ",2,0,0\n"), false,
+     "src.csv:2: field 'cpu_milli': integer out of range (got '9999999999"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, CsvParseTest, testing::ValuesIn(kCases),
@@ -260,6 +274,83 @@ TEST(CsvReaderTest, MissingFileIsNotFoundAndNamesThePath) {
       << nodes.status();
   auto pods = ReadPodCsv(path);
   EXPECT_EQ(pods.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(CsvReaderTest, HugeValuesAreClippedInMessages) {
+  auto pods =
+      ParsePodCsv(Cat(kShortPodHeader, "p0," + std::string(2 << 20, 'x') + ",2,0,0\n"), "x");
+  ASSERT_FALSE(pods.ok());
+  EXPECT_LT(pods.status().message().size(), 400u) << pods.status().message().substr(0, 400);
+}
+
+TEST(CsvReaderTest, DirectoryIsAnErrorNamingThePath) {
+  const std::string dir = testing::TempDir();
+  auto nodes = ReadNodeCsv(dir);
+  ASSERT_FALSE(nodes.ok());
+  EXPECT_EQ(nodes.status().code(), absl::StatusCode::kInvalidArgument) << nodes.status();
+  EXPECT_NE(std::string(nodes.status().message()).find("is a directory"), std::string::npos)
+      << nodes.status();
+}
+
+TEST(CsvReaderTest, PodLinesCountEveryLineOfTheFile) {
+  std::vector<int64_t> lines;
+  auto pods =
+      ParsePodCsv(Cat(kShortPodHeader, "p0,1,2,0,0\n\n\np1,1,2,0,0\r\np2,1,2,0,0"), "x", &lines);
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  EXPECT_EQ(lines, (std::vector<int64_t>{2, 5, 6}));
+}
+
+struct GpuSpecCase {
+  std::string name;
+  std::string gpu_spec;
+  std::string want;  // "" = no warning
+};
+
+class GpuSpecWarningTest : public testing::TestWithParam<GpuSpecCase> {};
+
+TEST_P(GpuSpecWarningTest, WarnsWithLineAboutModelsTheClusterLacks) {
+  const GpuSpecCase& c = GetParam();
+  auto pods = ParsePodCsv(Cat(kPodHeader, "p0,1,2,1,1000,,LS,Running,0,10,0\np1,1,2,1,1000," +
+                                              c.gpu_spec + ",LS,Running,0,10,0\n"),
+                          "pods.csv");
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  const std::vector<std::string> warnings =
+      UnknownGpuModelWarnings(*pods, {2, 3}, "pods.csv", {"T4", "P100"});
+  if (c.want.empty()) {
+    EXPECT_TRUE(warnings.empty()) << warnings[0];
+  } else {
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings[0].find(c.want), std::string::npos) << warnings[0];
+  }
+}
+
+const GpuSpecCase kGpuSpecCases[] = {
+    {"EmptySpecAcceptsAnyModel", "", ""},
+    {"KnownModel", "T4", ""},
+    {"KnownModels", "T4|P100", ""},
+    {"UnknownModelCanNeverBePlaced", "H100",
+     "pods.csv:3: field 'gpu_spec': 'H100' is not a GPU model of the cluster (T4, P100); the pod "
+     "can never be placed"},
+    {"OneUnknownAmongKnown", "T4|H100",
+     "pods.csv:3: field 'gpu_spec': 'H100' is not a GPU model of the cluster (T4, P100); the pod "
+     "uses only the other models it names"},
+    {"ModelNamesAreCaseSensitive", "t4", "'t4' is not a GPU model"},
+    {"ControlCharactersAreEscaped", "\x1b[31m", "'\\x1b[31m'"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Table, GpuSpecWarningTest, testing::ValuesIn(kGpuSpecCases),
+                         [](const testing::TestParamInfo<GpuSpecCase>& info) {
+                           return info.param.name;
+                         });
+
+TEST(GpuSpecWarningTest, CountsTheWarningsBeyondTheLimit) {
+  std::vector<core::PodSpec> pods(5);
+  for (core::PodSpec& p : pods) p.gpu_spec = "H100";
+  const std::vector<std::string> warnings =
+      UnknownGpuModelWarnings(pods, {2, 3, 4, 5, 6}, "pods.csv", {"T4"}, 2);
+  ASSERT_EQ(warnings.size(), 3u);
+  EXPECT_NE(warnings[1].find("pods.csv:3:"), std::string::npos) << warnings[1];
+  EXPECT_EQ(warnings[2], "pods.csv: 3 more pods name GPU models the cluster lacks");
 }
 
 // The public trace itself (not copied into the repository).
