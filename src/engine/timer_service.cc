@@ -5,12 +5,12 @@
 #include <sched.h>
 #include <sys/prctl.h>
 
-#include <cassert>
 #include <chrono>
 #include <limits>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "seedance/base/check.h"
 
 namespace seedance::engine {
 
@@ -140,7 +140,9 @@ std::optional<int64_t> TimerService::NextWorkNs() {
 }
 
 void TimerService::Start() {
-  assert(clock_ == RealTimerClock() && !thread_.joinable());
+  SEEDANCE_CHECK(clock_ == RealTimerClock())
+      << "TimerService::Start() needs the real clock; a manual clock is driven by Poll()";
+  SEEDANCE_CHECK(!thread_.joinable()) << "TimerService::Start() called twice";
   thread_ = std::thread([this] { Loop(); });
   started_.wait(false, std::memory_order_acquire);
 }

@@ -14,6 +14,21 @@ namespace {
 
 constexpr int64_t kMs = 1'000'000;
 
+// Start() owns a thread on the real clock; a manual clock, or a second Start(), is a bug.
+TEST(TimerServiceDeathTest, StartWithAManualClockIsCaught) {
+  FakeTimerClock clock(0);
+  TimerService service({.tick_ns = kMs, .clock = &clock});
+  EXPECT_DEATH(service.Start(), "invariant violated.*Start\\(\\) needs the real clock");
+}
+
+TEST(TimerServiceDeathTest, SecondStartIsCaught) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // the service runs a thread
+  TimerService service({.tick_ns = kMs});
+  service.Start();
+  EXPECT_DEATH(service.Start(), "TimerService::Start\\(\\) called twice");
+  service.Stop();
+}
+
 TEST(TimerServiceTest, BatchesSchedulesFromManyThreadsAndFiresInDeadlineOrder) {
   FakeTimerClock clock(0);
   TimerService service({.tick_ns = kMs, .clock = &clock});

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <deque>
 
+#include "seedance/base/check.h"
+
 namespace seedance::serving {
 namespace {
 
@@ -140,7 +142,9 @@ class ContinuousScheduler final : public SchedulerBase {
         const int64_t need = BlocksFor(Length(r));
         if (need > kv_.NumAllocatableBlocks() - reserve) break;
         s.kv = kv_.CreateSequence();
-        if (!kv_.AppendTokens(s.kv, s.swapped_tokens)) std::abort();  // checked above
+        const bool swapped_in = kv_.AppendTokens(s.kv, s.swapped_tokens);
+        SEEDANCE_CHECK(swapped_in) << "swap-in of request " << r << " (" << s.swapped_tokens
+                                   << " tokens) failed after its blocks were found free";
         plan_.swap_in_blocks += BlocksFor(s.swapped_tokens);
         swap_used_blocks_ -= BlocksFor(s.swapped_tokens);
         s.computed = s.swapped_tokens;
@@ -161,7 +165,9 @@ class ContinuousScheduler final : public SchedulerBase {
       }
       out_[r].admitted = true;
       const int64_t want = std::min(Length(r) - s.computed, budget);
-      if (!kv_.AppendTokens(s.kv, want)) std::abort();  // fits: the whole length was checked
+      const bool admitted = kv_.AppendTokens(s.kv, want);
+      SEEDANCE_CHECK(admitted) << "admitting request " << r << " (" << want
+                               << " tokens) failed after its whole length was found to fit";
       waiting_.pop_front();
       s.state = SeqState::kRunning;
       running_.push_back(r);
@@ -212,7 +218,9 @@ class StaticScheduler final : public SchedulerBase {
       SeqRt& s = seqs_[r];
       if (s.state == SeqState::kDone) continue;
       const int64_t want = Length(r) - s.computed;      // whole prompt, then one token
-      if (!kv_.AppendTokens(s.kv, want)) std::abort();  // within the reservation
+      const bool appended = kv_.AppendTokens(s.kv, want);
+      SEEDANCE_CHECK(appended) << "request " << r << ": " << want
+                               << " tokens did not fit its static reservation";
       Add(r, want);
     }
     return plan_;

@@ -2,14 +2,18 @@
 #include "seedance/serving/memory_pressure.h"
 
 #include <algorithm>
-#include <cassert>
+
+#include "seedance/base/check.h"
 
 namespace seedance::serving {
 
 MemoryPressureController::MemoryPressureController(MemoryPressureOptions options)
     : options_(options) {
-  assert(options_.effective_batch >= 1);
-  assert(options_.low_watermark > 0 && options_.low_watermark < options_.high_watermark);
+  SEEDANCE_CHECK(options_.effective_batch >= 1)
+      << "effective_batch " << options_.effective_batch << ", need >= 1";
+  SEEDANCE_CHECK(options_.low_watermark > 0 && options_.low_watermark < options_.high_watermark)
+      << "watermarks low " << options_.low_watermark << ", high " << options_.high_watermark
+      << ": need 0 < low < high";
   for (int d = 1; d <= options_.effective_batch; ++d) {
     if (options_.effective_batch % d == 0) divisors_.push_back(d);
   }

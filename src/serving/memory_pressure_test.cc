@@ -21,6 +21,17 @@ void ExpectEffectiveBatchKept(const MemoryPressureController& c) {
   EXPECT_GE(p.micro_batch, 1);
 }
 
+TEST(MemoryPressureDeathTest, BadOptionsAreCaught) {
+  MemoryPressureOptions zero_batch;
+  zero_batch.effective_batch = 0;
+  EXPECT_DEATH(MemoryPressureController c(zero_batch), "effective_batch 0, need >= 1");
+  MemoryPressureOptions crossed;
+  crossed.low_watermark = 0.9;
+  crossed.high_watermark = 0.8;
+  EXPECT_DEATH(MemoryPressureController c(crossed),
+               "watermarks low 0.9, high 0.8: need 0 < low < high");
+}
+
 TEST(MemoryPressureTest, StartsWithoutAccumulation) {
   MemoryPressureController c;
   EXPECT_EQ(c.plan().micro_batch, 64);

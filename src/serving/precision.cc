@@ -2,12 +2,12 @@
 #include "seedance/serving/precision.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cctype>
 #include <cstdio>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "seedance/base/check.h"
 
 namespace seedance::serving {
 namespace {
@@ -140,7 +140,7 @@ PrecisionBinder::PrecisionBinder(DeviceCapabilities caps, PrecisionOptions optio
 }
 
 void PrecisionBinder::ReportError(LayerClass cls, DType dtype, double rel_error) {
-  assert(rel_error >= 0);
+  SEEDANCE_CHECK(rel_error >= 0) << "measured relative error " << rel_error << ", need >= 0";
   double& m = measured_[Index(cls)][Index(dtype)];
   m = m < 0 ? rel_error
             : (1 - options_.error_ewma_alpha) * m + options_.error_ewma_alpha * rel_error;

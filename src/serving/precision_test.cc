@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 namespace seedance::serving {
@@ -19,6 +20,14 @@ class PrecisionTest : public ::testing::Test {
     return false;
   }
 };
+
+TEST(PrecisionDeathTest, NegativeOrNanErrorIsCaught) {
+  PrecisionBinder binder(*LookupCapabilities("h100"), PrecisionOptions{});
+  EXPECT_DEATH(binder.ReportError(LayerClass::kFfn, DType::kINT8, -0.5),
+               "measured relative error -0.5, need >= 0");
+  EXPECT_DEATH(binder.ReportError(LayerClass::kFfn, DType::kINT8, std::nan("")),
+               "measured relative error nan, need >= 0");
+}
 
 TEST_F(PrecisionTest, CapabilityTablePerGpu) {
   struct Row {

@@ -1,6 +1,6 @@
 #include "seedance/sim/go_rand.h"
 
-#include <cassert>
+#include "seedance/base/check.h"
 
 namespace seedance::sim {
 namespace {
@@ -126,7 +126,7 @@ uint64_t GoRand::Uint64() {
 }
 
 int64_t GoRand::Int63n(int64_t n) {
-  assert(n > 0);
+  SEEDANCE_CHECK(n > 0) << "Int63n(" << n << "): the bound must be positive";
   if ((n & (n - 1)) == 0) return Int63() & (n - 1);
   const uint64_t two63 = uint64_t{1} << 63;
   const int64_t max = static_cast<int64_t>(two63 - 1 - two63 % static_cast<uint64_t>(n));
@@ -136,7 +136,7 @@ int64_t GoRand::Int63n(int64_t n) {
 }
 
 int32_t GoRand::Int31n(int32_t n) {
-  assert(n > 0);
+  SEEDANCE_CHECK(n > 0) << "Int31n(" << n << "): the bound must be positive";
   if ((n & (n - 1)) == 0) return Int31() & (n - 1);
   const uint32_t two31 = uint32_t{1} << 31;
   const int32_t max = static_cast<int32_t>(two31 - 1 - two31 % static_cast<uint32_t>(n));
@@ -161,7 +161,7 @@ int32_t GoRand::BoundedInt31(int32_t n) {
 }
 
 int64_t GoRand::Intn(int64_t n) {
-  assert(n > 0);
+  SEEDANCE_CHECK(n > 0) << "Intn(" << n << "): the bound must be positive";
   if (n <= kInt32Max) return Int31n(static_cast<int32_t>(n));
   return Int63n(n);
 }

@@ -11,6 +11,13 @@ namespace {
 // Expected values were printed by Go 1.19's math/rand (rand.New(rand.NewSource(seed))) on the
 // development machine; the generator must reproduce them bit for bit.
 
+TEST(GoRandDeathTest, NonPositiveBoundIsCaught) {
+  GoRand rng(1);
+  EXPECT_DEATH(rng.Intn(0), "Intn\\(0\\): the bound must be positive");
+  EXPECT_DEATH(rng.Int63n(-3), "Int63n\\(-3\\): the bound must be positive");
+  EXPECT_DEATH(rng.Int31n(0), "Int31n\\(0\\): the bound must be positive");
+}
+
 TEST(GoRandTest, DerivedCookedTableMatchesGosConstants) {
   // First and last words of rngCooked in Go's rng.go; the table here is computed, not copied.
   EXPECT_EQ(GoRand::Cooked()[0], -4181792142133755926LL);
