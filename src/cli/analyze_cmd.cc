@@ -1,11 +1,15 @@
 // `seedance analyze`: cost-savings analysis of a profile (docs/cost.md).
-#include <fstream>
-#include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
 #include "commands.h"
+#include "options.h"
+#include "seedance/base/io.h"
+#include "seedance/base/parse.h"
+#include "seedance/base/text.h"
 #include "seedance/cost/analyze.h"
 #include "seedance/cost/prices.h"
 #include "seedance/telemetry/profile.h"
@@ -13,43 +17,56 @@
 namespace seedance::cli {
 namespace {
 
+const std::vector<std::string> kFormats = {"table", "json", "html"};
+
 struct AnalyzeFlags {
   std::string input;
   std::string report = "cost-savings";
   std::string prices;
-  std::string format = "text";
-  std::string output;
+  OutputFlags out;
   seedance::cost::AnalyzeOptions options;
 };
 
-int Analyze(const AnalyzeFlags& f) {
+int Analyze(AnalyzeFlags f) {
   namespace cost = seedance::cost;
   if (f.report != "cost-savings") {
-    return UsageError("--report: expected cost-savings, got '" + f.report + "'");
+    return UsageError("--report: expected cost-savings, got '" + base::ForTerminal(f.report) +
+                      "'");
   }
-  if (f.format != "text" && f.format != "json" && f.format != "html") {
-    return UsageError("--format: expected text, json or html, got '" + f.format + "'");
+  if (f.out.format == "text") {
+    Warn("--format text is deprecated; use --format table");
+    f.out.format = "table";
   }
+  auto format = ResolveFormat(f.out, kFormats);
+  if (!format.ok()) return Fail(format.status());
+  if (absl::Status s = base::CheckOutputsDistinct({{"--input", f.input}, {"--prices", f.prices}},
+                                                  {{"--output", f.out.output}});
+      !s.ok()) {
+    return Fail(s);
+  }
+  const std::string output = f.out.output.empty() ? "-" : f.out.output;
+  auto out = base::OutputFile::Open(output);
+  if (!out.ok()) return Fail(out.status());
   auto profile = seedance::telemetry::LoadProfile(f.input);
-  if (!profile.ok()) return UsageError(std::string(profile.status().message()));
+  if (!profile.ok()) return Fail(profile.status());
   cost::PriceTable prices = cost::PriceTable::Builtin();
   if (!f.prices.empty()) {
     auto p = cost::LoadPrices(f.prices, prices);
-    if (!p.ok()) return UsageError(std::string(p.status().message()));
+    if (!p.ok()) return Fail(p.status());
     prices = std::move(*p);
   }
   auto report = cost::Analyze(*profile, prices, f.options);
-  if (!report.ok()) return UsageError(f.input + ": " + std::string(report.status().message()));
-  std::string out = f.format == "json"   ? cost::RenderJson(*report, *profile)
-                    : f.format == "html" ? cost::RenderHtml(*report, *profile)
-                                         : cost::RenderText(*report, *profile);
-  if (f.output.empty() || f.output == "-") {
-    std::cout << out;
-    return kExitOk;
+  if (!report.ok()) {
+    const std::string where = f.input == "-" ? "<stdin>" : f.input;
+    return Fail(absl::Status(report.status().code(),
+                             absl::StrCat(where, ": ", report.status().message())));
   }
-  std::ofstream file(f.output, std::ios::binary | std::ios::trunc);
-  if (!file || !(file << out).flush()) return RuntimeError(f.output + ": cannot write");
-  std::cerr << "wrote " << f.output << "\n";
+  const std::string text = *format == "json"   ? cost::RenderJson(*report, *profile)
+                           : *format == "html" ? cost::RenderHtml(*report, *profile)
+                                               : cost::RenderText(*report, *profile);
+  if (absl::Status s = (*out)->Write(text); !s.ok()) return Fail(s);
+  if (absl::Status s = (*out)->Commit(); !s.ok()) return Fail(s);
+  if (output != "-") std::cerr << "wrote " << base::ForTerminal(output) << "\n";
   return kExitOk;
 }
 
@@ -66,50 +83,47 @@ Command AddAnalyzeCommand(CLI::App& app) {
       "plan computed with the scheduler (GPU model, NUMA and NVLink kept) with the money it "
       "saves,\n"
       "from a GPU price table (built-in, or --prices FILE.yaml). See docs/cost.md.");
-  cmd.app->add_option("--input,-i", f->input, "profile JSON")->required();
+  cmd.app->add_option("-i,--input", f->input, "profile JSON ('-' = stdin)")
+      ->type_name("FILE")
+      ->required();
   cmd.app->add_option("--report", f->report, "report kind: cost-savings")
       ->default_val("cost-savings");
-  cmd.app->add_option("--prices", f->prices,
-                      "YAML price table laid over the built-in one (docs/cost.md)");
-  cmd.app->add_option("--format", f->format, "text, json or html")->default_val("text");
-  cmd.app->add_option("--output,-o", f->output, "write the report here instead of stdout");
   cmd.app
-      ->add_option("--idle-util", f->options.idle_gpu_util_pct,
-                   "idle: every GPU below this utilisation (%)")
-      ->default_val(15)
-      ->check(CLI::Range(0.0, 100.0));
+      ->add_option("--prices", f->prices,
+                   "YAML price table laid over the built-in one (docs/cost.md)")
+      ->type_name("FILE");
+  cmd.app->add_option("-o,--output", f->out.output,
+                      "write the report to FILE instead of standard output ('-' = stdout)")
+      ->type_name("FILE");
+  // --format: table, json or html; `text` (the old name of table) is accepted with a warning.
   cmd.app
-      ->add_option("--idle-window", f->options.idle_window_s,
-                   "idle: for at least this many seconds, continuously")
-      ->default_val(60)
-      ->check(CLI::NonNegativeNumber);
-  cmd.app
-      ->add_option("--underused-util", f->options.underused_gpu_util_pct,
-                   "an allocated GPU below this mean utilisation is under-used (%)")
-      ->default_val(30)
-      ->check(CLI::Range(0.0, 100.0));
-  cmd.app
-      ->add_option("--drain-max-util", f->options.drain_max_gpu_util_pct,
-                   "only nodes below this mean GPU utilisation are drained (%)")
-      ->default_val(40)
-      ->check(CLI::Range(0.0, 100.0));
-  cmd.app
-      ->add_option("--target-util-cap", f->options.target_gpu_util_cap_pct,
-                   "a move may not push a target GPU's projected utilisation above this (%)")
-      ->default_val(80)
-      ->check(CLI::Range(0.0, 100.0));
+      ->add_option("--format", f->out.format,
+                   "Output format: table, json, html (default: from -o's extension, else table)")
+      ->type_name("FORMAT")
+      ->check(CLI::IsMember({"table", "json", "html", "text"}));
+  AddDouble(cmd.app, "--idle-util", &f->options.idle_gpu_util_pct, base::Closed(0, 100),
+            "idle: every GPU below this utilisation (%)");
+  AddDuration(cmd.app, "--idle-window", &f->options.idle_window_s, 1, base::NonNegative(1e11),
+              "idle: for at least this long, continuously");
+  AddDouble(cmd.app, "--underused-util", &f->options.underused_gpu_util_pct, base::Closed(0, 100),
+            "an allocated GPU below this mean utilisation is under-used (%)");
+  AddDouble(cmd.app, "--drain-max-util", &f->options.drain_max_gpu_util_pct, base::Closed(0, 100),
+            "only nodes below this mean GPU utilisation are drained (%)");
+  AddDouble(cmd.app, "--target-util-cap", &f->options.target_gpu_util_cap_pct,
+            base::Closed(0, 100),
+            "a move may not push a target GPU's projected utilisation above this (%)");
   cmd.app
       ->add_option("--policy", f->options.policy,
                    "placement policy of the scheduler used for the plan (bestfit, cas, fgd, ...)")
       ->default_val("bestfit");
   cmd.app->footer(
       "Examples:\n"
-      "  seedance analyze --input profile.json --report cost-savings\n"
-      "  seedance analyze -i profile.json --prices prices.yaml --format html -o report.html\n"
-      "  seedance analyze -i profile.json --idle-util 10 --idle-window 300 --format json\n"
-      "Exit status: 0 ok, 1 cannot write, 2 bad flags or a malformed profile (the message names\n"
-      "the file and the JSON path, e.g. p.json: /nodes/3/gpus/0/util_pct/7: expected number or "
-      "null).");
+      "  seedance analyze -i profile.json\n"
+      "  seedance analyze -i profile.json --prices prices.yaml -o report.html\n"
+      "  seedance analyze -i profile.json --idle-util 10 --idle-window 5m --format json\n"
+      "A malformed or meaningless profile or price table is named with its file and JSON path\n"
+      "or line, e.g. p.json: /nodes/3/gpus/0/util_pct/7: 250 is outside 0..100 (percent).\n"
+      "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error.");
   cmd.run = [f] { return Analyze(*f); };
   return cmd;
 }

@@ -24,6 +24,7 @@ using telemetry::Profile;
 // never to constrain, small enough never to overflow sums.
 constexpr int64_t kUnknownCapacity = int64_t{1} << 40;
 
+// The mean of the measured values, or Missing() (NaN) when none was measured: no data is not 0%.
 double Mean(const std::vector<double>& s) {
   double sum = 0;
   int n = 0;
@@ -33,7 +34,27 @@ double Mean(const std::vector<double>& s) {
       ++n;
     }
   }
-  return n ? sum / n : 0;
+  return n ? sum / n : telemetry::Missing();
+}
+
+// Options a caller could get wrong (the CLI checks them too): NaN fails every comparison, so each
+// is checked for being inside its range rather than outside it.
+absl::Status CheckOptions(const AnalyzeOptions& o) {
+  const std::pair<const char*, double> pcts[] = {
+      {"idle_gpu_util_pct", o.idle_gpu_util_pct},
+      {"underused_gpu_util_pct", o.underused_gpu_util_pct},
+      {"drain_max_gpu_util_pct", o.drain_max_gpu_util_pct},
+      {"target_gpu_util_cap_pct", o.target_gpu_util_cap_pct}};
+  for (const auto& [name, v] : pcts) {
+    if (!(v >= 0 && v <= 100)) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": expected 0..100, got ", v));
+    }
+  }
+  if (!(o.idle_window_s >= 0 && o.idle_window_s <= 1e11)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("idle_window_s: expected a finite number >= 0, got ", o.idle_window_s));
+  }
+  return absl::OkStatus();
 }
 
 // Per-node analysis state shared by the plan's plugins.
@@ -190,6 +211,7 @@ bool DefaultGpus(const core::ClusterState& s, const core::PodShape& pod, int n,
 }  // namespace
 
 std::string FormatUsd(double usd) {
+  if (!std::isfinite(usd) || std::fabs(usd) > 1e18) return "$?";
   const bool neg = usd < 0;
   long long v = std::llround(std::fabs(usd));
   std::string digits = std::to_string(v);
@@ -203,6 +225,13 @@ std::string FormatUsd(double usd) {
 
 absl::StatusOr<Report> Analyze(const Profile& profile, const PriceTable& prices,
                                const AnalyzeOptions& options) {
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  if (profile.num_samples() == 0) {
+    // No plan from no data: with nothing measured every node would look idle.
+    return absl::InvalidArgumentError(
+        "the profile has no samples (timestamps_s is empty), so there is nothing to analyse; "
+        "profile for longer (was it interrupted before the first sample?)");
+  }
   Report report;
   report.options = options;
   report.hours_per_month = prices.hours_per_month;
@@ -239,13 +268,20 @@ absl::StatusOr<Report> Analyze(const Profile& profile, const PriceTable& prices,
   for (int n = 0; n < num_nodes; ++n) {
     for (const auto& g : profile.nodes[n].gpus) {
       gpu_mean[n].push_back(Mean(g.util_pct));
-      if (!g.util_pct.empty()) {
+      if (!IsMissing(gpu_mean[n].back())) {
         util_sum += gpu_mean[n].back();
         ++util_n;
       }
     }
   }
-  report.mean_gpu_util_pct = util_n ? util_sum / util_n : 0;
+  report.mean_gpu_util_pct = util_n ? util_sum / util_n : telemetry::Missing();
+  for (int n = 0; n < num_nodes; ++n) {
+    if (!profile.nodes[n].gpus.empty() && IsMissing(Mean(gpu_mean[n]))) {
+      report.warnings.push_back(absl::StrCat("node ", profile.nodes[n].name,
+                                             ": no GPU utilisation measured; left out of the "
+                                             "idle list and the plan"));
+    }
+  }
 
   // Idle nodes.
   std::vector<char> idle(num_nodes, 0);

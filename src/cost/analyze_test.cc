@@ -1,5 +1,6 @@
 #include "seedance/cost/analyze.h"
 
+#include <limits>
 #include <set>
 #include <string>
 
@@ -168,12 +169,87 @@ TEST_F(AnalyzeTest, OddButValidProfilesGiveWarningsNotCrashes) {
   const Report r = Run(p);
   EXPECT_GE(r.warnings.size(), 2u);
   EXPECT_EQ(Freed(r, p).count("node-gpu-01"), 0u);  // pinned: its pods are not all accounted
+}
+
+TEST_F(AnalyzeTest, NoSamplesIsAnErrorNotAPlan) {
+  // No plan from no data: every node would otherwise look idle and be "freed".
+  Profile p = Cluster();
+  p.timestamps_s.clear();
+  for (auto& n : p.nodes) {
+    n.cpu_util_pct.clear();
+    n.mem_used_mib.clear();
+    for (auto& g : n.gpus) g.util_pct.clear();
+  }
+  auto r = Analyze(p, PriceTable::Builtin(), {});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(r.status().message()).find("no samples"), std::string::npos);
   Profile empty;
-  const Report e = Run(empty);
-  EXPECT_EQ(e.spend_usd_per_month, 0);
-  EXPECT_TRUE(e.plan.empty());
-  EXPECT_FALSE(RenderText(e, empty).empty());
-  EXPECT_FALSE(RenderHtml(e, empty).empty());
+  EXPECT_EQ(Analyze(empty, PriceTable::Builtin(), {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(AnalyzeTest, NodesWithoutMeasuredUtilisationAreNeverFreed) {
+  Profile p = Cluster();
+  // node-gpu-03 is idle in the synthetic cluster; with no measurement it must stay.
+  for (auto& g : p.nodes[2].gpus) g.util_pct.assign(p.num_samples(), telemetry::Missing());
+  const Report r = Run(p);
+  EXPECT_EQ(Freed(r, p).count("node-gpu-03"), 0u);
+  EXPECT_EQ(IdleNames(r, p).count("node-gpu-03"), 0u);
+  bool warned = false;
+  for (const auto& w : r.warnings) warned = warned || w.find("node-gpu-03") != std::string::npos;
+  EXPECT_TRUE(warned);
+  // And a cluster where nothing was measured has an undefined mean (JSON null), no plan.
+  for (auto& n : p.nodes) {
+    for (auto& g : n.gpus) g.util_pct.assign(p.num_samples(), telemetry::Missing());
+  }
+  const Report none = Run(p);
+  EXPECT_TRUE(none.plan.empty());
+  EXPECT_NE(RenderJson(none, p).find("\"mean_gpu_util_pct\": null"), std::string::npos);
+  EXPECT_NE(RenderText(none, p).find("utilisation n/a"), std::string::npos);
+}
+
+TEST_F(AnalyzeTest, OptionsOutsideTheirRangesAreRefused) {
+  const Profile p = Cluster();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  struct Case {
+    const char* name;
+    void (*set)(AnalyzeOptions*, double);
+    double value;
+  };
+  const Case cases[] = {
+      {"idle nan", [](AnalyzeOptions* o, double v) { o->idle_gpu_util_pct = v; }, nan},
+      {"idle 101", [](AnalyzeOptions* o, double v) { o->idle_gpu_util_pct = v; }, 101},
+      {"underused -1", [](AnalyzeOptions* o, double v) { o->underused_gpu_util_pct = v; }, -1},
+      {"drain inf",
+       [](AnalyzeOptions* o, double v) { o->drain_max_gpu_util_pct = v; },
+       std::numeric_limits<double>::infinity()},
+      {"cap nan", [](AnalyzeOptions* o, double v) { o->target_gpu_util_cap_pct = v; }, nan},
+      {"window nan", [](AnalyzeOptions* o, double v) { o->idle_window_s = v; }, nan},
+      {"window -1", [](AnalyzeOptions* o, double v) { o->idle_window_s = v; }, -1},
+  };
+  for (const Case& c : cases) {
+    AnalyzeOptions o;
+    c.set(&o, c.value);
+    EXPECT_EQ(Analyze(p, PriceTable::Builtin(), o).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << c.name;
+  }
+}
+
+TEST_F(AnalyzeTest, ReportsEscapeNamesForTheirContext) {
+  Profile p = Cluster();
+  const std::string evil = "</script><img src=x onerror=alert(1)>\x1b[31m";
+  p.nodes[2].name = evil;  // an idle node: it is named in every section
+  p.source = "src \xff\xfe";  // invalid UTF-8
+  const Report r = Run(p);
+  const std::string html = RenderHtml(r, p);
+  EXPECT_EQ(html.find("</script><img"), std::string::npos);
+  EXPECT_EQ(html.find("<img src=x"), std::string::npos);
+  EXPECT_NE(html.find("\\u003c/script\\u003e"), std::string::npos);  // in the <script> data
+  const std::string text = RenderText(r, p);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+  const std::string json = RenderJson(r, p);  // must not throw on the invalid UTF-8
+  EXPECT_EQ(json.rfind("{\n  \"schema_version\": \"analyze/v1\"", 0), 0u) << json.substr(0, 80);
 }
 
 TEST(FormatUsdTest, SeparatesThousands) {

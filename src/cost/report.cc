@@ -9,6 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "seedance/base/build_info.h"
+#include "seedance/base/text.h"
 #include "seedance/cost/analyze.h"
 
 namespace seedance::cost {
@@ -16,7 +18,20 @@ namespace {
 
 using telemetry::Profile;
 
-std::string Pct(double v) { return absl::StrCat(std::llround(v), "%"); }
+std::string Pct(double v) {
+  return std::isfinite(v) ? absl::StrCat(std::llround(v), "%") : std::string("n/a");
+}
+
+// How a name from the input is shown: as it is (JSON, HTML escapes it later) or stripped of
+// control characters (terminal text).
+using NameFn = std::string (*)(const std::string&);
+std::string Raw(const std::string& s) { return s; }
+std::string Term(const std::string& s) { return base::ForTerminal(s); }
+
+// A number for JSON: null when the data leaves it undefined (NaN).
+nlohmann::ordered_json Num(double v) {
+  return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
+}
 
 std::string Plural(size_t n, const char* one, const char* many) {
   return absl::StrCat(n, " ", n == 1 ? one : many);
@@ -42,8 +57,8 @@ std::string Affinity(const std::vector<const Move*>& moves) {
   return parts.empty() ? "" : absl::StrCat(" (", absl::StrJoin(parts, ", "), ")");
 }
 
-std::string StepLine(const PlanStep& s, const Profile& p) {
-  const std::string& name = p.nodes[s.node].name;
+std::string StepLine(const PlanStep& s, const Profile& p, NameFn show) {
+  const std::string name = show(p.nodes[s.node].name);
   std::string what;
   if (s.moves.empty()) {
     what = s.idle ? "idle, no pods to move" : "no pods to move";
@@ -53,9 +68,9 @@ std::string StepLine(const PlanStep& s, const Profile& p) {
     std::vector<std::string> parts;
     for (const auto& [to, ms] : by_target) {
       std::vector<std::string> names;
-      for (const Move* m : ms) names.push_back(m->pod);
+      for (const Move* m : ms) names.push_back(show(m->pod));
       parts.push_back(absl::StrCat(by_target.size() > 1 ? absl::StrCat(ms.size(), " ") : "", "(",
-                                   absl::StrJoin(names, ", "), ") to ", p.nodes[to].name,
+                                   absl::StrJoin(names, ", "), ") to ", show(p.nodes[to].name),
                                    Affinity(ms)));
     }
     what = absl::StrCat("migrate ", Plural(s.moves.size(), "pod", "pods"),
@@ -80,31 +95,31 @@ std::string RenderText(const Report& r, const Profile& p) {
   std::string out;
   const double span = p.timestamps_s.empty() ? 0 : p.timestamps_s.back() + p.interval_s;
   absl::StrAppend(&out, "Cost savings: ", p.nodes.size(), " nodes, ", r.gpus, " GPUs, ",
-                  p.num_samples(), " samples over ", std::llround(span), " s (", p.source,
+                  p.num_samples(), " samples over ", std::llround(span), " s (", Term(p.source),
                   p.interrupted ? ", interrupted" : "", ")\n");
   absl::StrAppend(&out, "Mean GPU utilisation ", Pct(r.mean_gpu_util_pct),
-                  ". Prices: ", r.price_source, ", ", r.hours_per_month, " h/month\n");
+                  ". Prices: ", Term(r.price_source), ", ", r.hours_per_month, " h/month\n");
   absl::StrAppend(&out, "Spend now ", FormatUsd(r.spend_usd_per_month), "/month; after the plan ",
                   FormatUsd(r.spend_after_usd_per_month), "/month; saving ",
                   FormatUsd(r.saving_usd_per_month), "/month (",
                   Plural(r.plan.size(), "node", "nodes"), ", ", r.gpus_freed, " GPUs freed)\n");
-  for (const std::string& w : r.warnings) absl::StrAppend(&out, "warning: ", w, "\n");
+  for (const std::string& w : r.warnings) absl::StrAppend(&out, "warning: ", Term(w), "\n");
 
   absl::StrAppend(&out, "\nIdle nodes (every GPU < ", r.options.idle_gpu_util_pct,
                   "% for >= ", r.options.idle_window_s,
                   " s, no pending pod that fits): ", r.idle_nodes.size(), "\n");
   for (const IdleNode& i : r.idle_nodes) {
-    absl::StrAppend(&out, "  ", p.nodes[i.node].name, ": idle ", std::llround(i.idle_s),
+    absl::StrAppend(&out, "  ", Term(p.nodes[i.node].name), ": idle ", std::llround(i.idle_s),
                     " s (GPU max ", Pct(i.max_util_pct), "), ", ModelOf(p, i.node), ", ",
                     Plural(i.pods, "pod", "pods"), ", costs ", FormatUsd(i.usd_per_month),
                     "/month\n");
   }
-  absl::StrAppend(&out, "\nConsolidation plan (", r.options.policy,
+  absl::StrAppend(&out, "\nConsolidation plan (", Term(r.options.policy),
                   " placement; GPU model, NUMA "
                   "and NVLink kept; target GPUs <= ",
                   r.options.target_gpu_util_cap_pct,
                   "% projected): ", Plural(r.plan.size(), "node", "nodes"), " freed\n");
-  for (const PlanStep& s : r.plan) absl::StrAppend(&out, "  ", StepLine(s, p), "\n");
+  for (const PlanStep& s : r.plan) absl::StrAppend(&out, "  ", StepLine(s, p, Term), "\n");
 
   constexpr size_t kMaxListed = 20;
   for (auto kind : {GpuFinding::Kind::kUnderused, GpuFinding::Kind::kFragmented}) {
@@ -120,7 +135,7 @@ std::string RenderText(const Report& r, const Profile& p) {
                     f.size(), "\n");
     for (size_t i = 0; i < f.size() && i < kMaxListed; ++i) {
       absl::StrAppend(
-          &out, "  ", p.nodes[f[i]->node].name, " GPU ", f[i]->gpu, ": mean ",
+          &out, "  ", Term(p.nodes[f[i]->node].name), " GPU ", f[i]->gpu, ": mean ",
           Pct(f[i]->mean_util_pct), ", ", f[i]->allocated_milli, "/1000 allocated",
           under ? "" : absl::StrCat(", ", 1000 - f[i]->allocated_milli, " milli-GPU left over"),
           "\n");
@@ -132,7 +147,7 @@ std::string RenderText(const Report& r, const Profile& p) {
       &out, "\nPods with CPUs and GPUs on different NUMA nodes: ", r.numa_mismatches.size(), "\n");
   for (size_t i = 0; i < r.numa_mismatches.size() && i < kMaxListed; ++i) {
     const NumaMismatch& m = r.numa_mismatches[i];
-    absl::StrAppend(&out, "  ", p.nodes[m.node].name, ": pod ", m.pod, " has CPUs on NUMA ",
+    absl::StrAppend(&out, "  ", Term(p.nodes[m.node].name), ": pod ", Term(m.pod), " has CPUs on NUMA ",
                     Join(m.cpu_numa_nodes), " and GPUs on NUMA ", Join(m.gpu_numa_nodes),
                     "; pin its CPUs to NUMA ", Join(m.gpu_numa_nodes), "\n");
   }
@@ -143,8 +158,8 @@ std::string RenderText(const Report& r, const Profile& p) {
 }
 
 std::string RenderJson(const Report& r, const Profile& p) {
-  using nlohmann::json;
-  json j;
+  using json = nlohmann::ordered_json;
+  json j = base::JsonHeader(kAnalyzeSchemaVersion);
   j["report"] = "cost-savings";
   j["nodes"] = p.nodes.size();
   j["gpus"] = r.gpus;
@@ -152,10 +167,10 @@ std::string RenderJson(const Report& r, const Profile& p) {
   j["source"] = p.source;
   j["price_source"] = r.price_source;
   j["hours_per_month"] = r.hours_per_month;
-  j["mean_gpu_util_pct"] = r.mean_gpu_util_pct;
-  j["spend_usd_per_month"] = r.spend_usd_per_month;
-  j["spend_after_usd_per_month"] = r.spend_after_usd_per_month;
-  j["saving_usd_per_month"] = r.saving_usd_per_month;
+  j["mean_gpu_util_pct"] = Num(r.mean_gpu_util_pct);
+  j["spend_usd_per_month"] = Num(r.spend_usd_per_month);
+  j["spend_after_usd_per_month"] = Num(r.spend_after_usd_per_month);
+  j["saving_usd_per_month"] = Num(r.saving_usd_per_month);
   j["gpus_freed"] = r.gpus_freed;
   j["options"] = {{"idle_gpu_util_pct", r.options.idle_gpu_util_pct},
                   {"idle_window_s", r.options.idle_window_s},
@@ -167,10 +182,10 @@ std::string RenderJson(const Report& r, const Profile& p) {
   json idle = json::array();
   for (const IdleNode& i : r.idle_nodes) {
     idle.push_back({{"node", p.nodes[i.node].name},
-                    {"idle_s", i.idle_s},
-                    {"max_util_pct", i.max_util_pct},
+                    {"idle_s", Num(i.idle_s)},
+                    {"max_util_pct", Num(i.max_util_pct)},
                     {"pods", i.pods},
-                    {"usd_per_month", i.usd_per_month}});
+                    {"usd_per_month", Num(i.usd_per_month)}});
   }
   j["idle_nodes"] = std::move(idle);
   json plan = json::array();
@@ -186,9 +201,9 @@ std::string RenderJson(const Report& r, const Profile& p) {
     }
     plan.push_back({{"frees", p.nodes[s.node].name},
                     {"idle", s.idle},
-                    {"usd_per_month", s.usd_per_month},
+                    {"usd_per_month", Num(s.usd_per_month)},
                     {"moves", std::move(moves)},
-                    {"line", StepLine(s, p)}});
+                    {"line", StepLine(s, p, Raw)}});
   }
   j["plan"] = std::move(plan);
   json gpus = json::array();
@@ -196,7 +211,7 @@ std::string RenderJson(const Report& r, const Profile& p) {
     gpus.push_back({{"node", p.nodes[g.node].name},
                     {"gpu", g.gpu},
                     {"kind", g.kind == GpuFinding::Kind::kUnderused ? "underused" : "fragmented"},
-                    {"mean_util_pct", g.mean_util_pct},
+                    {"mean_util_pct", Num(g.mean_util_pct)},
                     {"allocated_milli", g.allocated_milli}});
   }
   j["gpu_findings"] = std::move(gpus);
@@ -208,7 +223,7 @@ std::string RenderJson(const Report& r, const Profile& p) {
                     {"gpu_numa_nodes", m.gpu_numa_nodes}});
   }
   j["numa_mismatches"] = std::move(numa);
-  return j.dump(2) + "\n";
+  return base::DumpJson(j, 2) + "\n";
 }
 
 std::string RenderHtml(const Report& r, const Profile& p) {
@@ -249,22 +264,9 @@ std::string RenderHtml(const Report& r, const Profile& p) {
     rows[n]["freed"] = freed.count(static_cast<int>(n)) > 0;
     rows[n]["idle"] = idle.count(static_cast<int>(n)) > 0;
   }
-  auto esc = [](const std::string& s) {
-    std::string o;
-    for (char c : s) {
-      if (c == '<')
-        o += "&lt;";
-      else if (c == '>')
-        o += "&gt;";
-      else if (c == '&')
-        o += "&amp;";
-      else
-        o += c;
-    }
-    return o;
-  };
+  auto esc = [](const std::string& s) { return base::HtmlEscape(s); };
   std::string plan_rows;
-  for (const PlanStep& s : r.plan) plan_rows += "<li>" + esc(StepLine(s, p)) + "</li>\n";
+  for (const PlanStep& s : r.plan) plan_rows += "<li>" + esc(StepLine(s, p, Raw)) + "</li>\n";
   const double span = p.timestamps_s.empty() ? 0 : p.timestamps_s.back() + p.interval_s;
   std::string html = R"(<!doctype html>
 <html><head><meta charset="utf-8"><title>Seedance cost savings</title>
@@ -300,7 +302,7 @@ Names in <span style="color:#c00">red</span> are idle, <s>struck</s> are freed b
 <h2>Consolidation plan</h2><ol>
 )" + plan_rows + R"(</ol>
 <script>
-const rows = )" + rows.dump() +
+const rows = )" + base::JsonForScript(rows) +
                      R"(;
 const cell = rows.length > 200 ? 2 : 8, label = 150, cw = Math.max(2, Math.floor(720 / Math.max(1, rows[0] ? rows[0].v.length : 1)));
 const cv = document.getElementById('heat');

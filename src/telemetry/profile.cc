@@ -1,19 +1,21 @@
 #include "seedance/telemetry/profile.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <limits>
-#include <sstream>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "fast_json.h"
 #include "nlohmann/json.hpp"
+#include "seedance/base/build_info.h"
+#include "seedance/base/io.h"
+#include "seedance/base/parse.h"
+#include "seedance/base/text.h"
 
 namespace seedance::telemetry {
 
@@ -126,6 +128,21 @@ const internal::JValue* FindField(const internal::JValue& o, const char* key) {
 // sums over a million nodes cannot overflow.
 constexpr int64_t kMaxQuantity = int64_t{1} << 40;
 
+// The values a series or a number may take; anything else (including 1e308 and -50 for a
+// percentage) is an error naming the value's JSON pointer.
+struct ValueRange {
+  double lo;
+  double hi;
+  const char* unit;
+};
+constexpr ValueRange kPercent = {0, 100, "percent"};
+// MiB, MiB/s and watts: non-negative and far below anything that would overflow a sum.
+constexpr ValueRange kQuantity = {0, 1e15, "a non-negative quantity"};
+// Unix times from 1970 to the year 5138 (about 1e11 s).
+constexpr ValueRange kUnixTime = {0, 1e11, "Unix seconds"};
+// Seconds within a profile: at most about 3,170 years.
+constexpr ValueRange kSeconds = {0, 1e11, "seconds"};
+
 // Converts a parsed document into a Profile, stopping at the first problem.
 template <typename J>
 class Reader {
@@ -181,7 +198,8 @@ class Reader {
     }
     *out = static_cast<T>(x);
   }
-  void Num(const J& obj, const std::string& ptr, const char* key, bool required, double* out) {
+  void Num(const J& obj, const std::string& ptr, const char* key, bool required,
+           const ValueRange& range, double* out) {
     if (!ok()) return;
     const J* v = Field(obj, ptr, key, required);
     if (v == nullptr) return;
@@ -189,7 +207,14 @@ class Reader {
       Fail(ptr + "/" + key, "expected number");
       return;
     }
-    *out = v->template get<double>();
+    const double d = v->template get<double>();
+    if (!(d >= range.lo && d <= range.hi)) {
+      Fail(ptr + "/" + key, absl::StrCat(base::FormatNumber(d), " is outside ",
+                                         base::FormatNumber(range.lo), "..",
+                                         base::FormatNumber(range.hi), " (", range.unit, ")"));
+      return;
+    }
+    *out = d;
   }
   void Bool(const J& obj, const std::string& ptr, const char* key, bool* out) {
     if (!ok()) return;
@@ -201,15 +226,16 @@ class Reader {
     }
     *out = v->template get<bool>();
   }
-  // A series: numbers or null, exactly `samples` long.
+  // A series: numbers within `range` or null, exactly `samples` long.
   void Series(const J& obj, const std::string& ptr, const char* key, size_t samples,
-              std::vector<double>* out) {
+              const ValueRange& range, std::vector<double>* out) {
     if (!ok()) return;
     const J* v = Field(obj, ptr, key, false);
     if (v == nullptr) return;
-    SeriesValue(*v, ptr + "/" + key, samples, out);
+    SeriesValue(*v, ptr + "/" + key, samples, range, out);
   }
-  void SeriesValue(const J& v, const std::string& p, size_t samples, std::vector<double>* out) {
+  void SeriesValue(const J& v, const std::string& p, size_t samples, const ValueRange& range,
+                   std::vector<double>* out) {
     if (!Array(v, p)) return;
     if (v.size() != samples) {
       Fail(p, absl::StrCat("expected ", samples, " values (one per timestamp), got ", v.size()));
@@ -219,7 +245,14 @@ class Reader {
     for (size_t i = 0; i < samples; ++i) {
       const J& x = v[i];
       if (x.is_number()) {
-        (*out)[i] = x.template get<double>();
+        const double d = x.template get<double>();
+        if (!(d >= range.lo && d <= range.hi)) {
+          Fail(absl::StrCat(p, "/", i),
+               absl::StrCat(base::FormatNumber(d), " is outside ", base::FormatNumber(range.lo),
+                            "..", base::FormatNumber(range.hi), " (", range.unit, ")"));
+          return;
+        }
+        (*out)[i] = d;
       } else if (x.is_null()) {
         (*out)[i] = Missing();
       } else {
@@ -274,12 +307,12 @@ class Reader {
     Int(v, p, "numa_node", false, &g->numa_node, -1);
     Str(v, p, "pci_bus_id", false, &g->pci_bus_id);
     IntList(v, p, "nvlink_peers", &g->nvlink_peers);
-    Series(v, p, "util_pct", samples, &g->util_pct);
-    Series(v, p, "mem_used_mib", samples, &g->mem_used_mib);
-    Series(v, p, "mem_bw_util_pct", samples, &g->mem_bw_util_pct);
-    Series(v, p, "pcie_rx_mib_s", samples, &g->pcie_rx_mib_s);
-    Series(v, p, "pcie_tx_mib_s", samples, &g->pcie_tx_mib_s);
-    Series(v, p, "power_w", samples, &g->power_w);
+    Series(v, p, "util_pct", samples, kPercent, &g->util_pct);
+    Series(v, p, "mem_used_mib", samples, kQuantity, &g->mem_used_mib);
+    Series(v, p, "mem_bw_util_pct", samples, kPercent, &g->mem_bw_util_pct);
+    Series(v, p, "pcie_rx_mib_s", samples, kQuantity, &g->pcie_rx_mib_s);
+    Series(v, p, "pcie_tx_mib_s", samples, kQuantity, &g->pcie_tx_mib_s);
+    Series(v, p, "power_w", samples, kQuantity, &g->power_w);
   }
 
   void Topology(const J& v, const std::string& p, TopologyInfo* t) {
@@ -308,14 +341,14 @@ class Reader {
     Str(v, p, "name", true, &n->name);
     Int(v, p, "cpus", false, &n->cpus);
     Int(v, p, "memory_mib", false, &n->memory_mib);
-    Series(v, p, "cpu_util_pct", samples, &n->cpu_util_pct);
-    Series(v, p, "mem_used_mib", samples, &n->mem_used_mib);
+    Series(v, p, "cpu_util_pct", samples, kPercent, &n->cpu_util_pct);
+    Series(v, p, "mem_used_mib", samples, kQuantity, &n->mem_used_mib);
     if (const J* pc = Field(v, p, "per_cpu_util_pct", false); pc != nullptr && ok()) {
       const std::string q = p + "/per_cpu_util_pct";
       if (!Array(*pc, q)) return;
       n->per_cpu_util_pct.resize(pc->size());
       for (size_t i = 0; i < pc->size() && ok(); ++i) {
-        SeriesValue((*pc)[i], absl::StrCat(q, "/", i), samples, &n->per_cpu_util_pct[i]);
+        SeriesValue((*pc)[i], absl::StrCat(q, "/", i), samples, kPercent, &n->per_cpu_util_pct[i]);
       }
     }
     if (const J* numa = Field(v, p, "numa_nodes", false); numa != nullptr && ok()) {
@@ -329,7 +362,7 @@ class Reader {
         Int(d, r, "id", true, &info.id);
         Str(d, r, "cpus", false, &info.cpus);
         Int(d, r, "memory_mib", false, &info.memory_mib);
-        Series(d, r, "mem_used_mib", samples, &info.mem_used_mib);
+        Series(d, r, "mem_used_mib", samples, kQuantity, &info.mem_used_mib);
         n->numa_nodes.push_back(std::move(info));
       }
     }
@@ -387,9 +420,19 @@ class Reader {
       return;
     }
     out->version = version;
+    if (const J* sv = Field(doc, "", "schema_version", false); sv != nullptr) {
+      if (!sv->is_string() || sv->template get<std::string>() != kProfileSchemaVersion) {
+        Fail("/schema_version", absl::StrCat("expected \"", kProfileSchemaVersion, "\""));
+        return;
+      }
+    }
     Str(doc, "", "source", false, &out->source);
-    Num(doc, "", "start_unix_s", false, &out->start_unix_s);
-    Num(doc, "", "interval_s", false, &out->interval_s);
+    Num(doc, "", "start_unix_s", false, kUnixTime, &out->start_unix_s);
+    Num(doc, "", "interval_s", false, kSeconds, &out->interval_s);
+    if (ok() && !(out->interval_s > 0)) {
+      Fail("/interval_s", "must be > 0");
+      return;
+    }
     Bool(doc, "", "interrupted", &out->interrupted);
     const J* ts = Field(doc, "", "timestamps_s", true);
     if (!ok()) return;
@@ -401,6 +444,12 @@ class Reader {
         return;
       }
       out->timestamps_s[i] = (*ts)[i].template get<double>();
+      if (!(out->timestamps_s[i] >= kSeconds.lo && out->timestamps_s[i] <= kSeconds.hi)) {
+        Fail(absl::StrCat("/timestamps_s/", i),
+             absl::StrCat(base::FormatNumber(out->timestamps_s[i]), " is outside 0..",
+                          base::FormatNumber(kSeconds.hi), " (seconds since start_unix_s)"));
+        return;
+      }
       if (i > 0 && out->timestamps_s[i] <= out->timestamps_s[i - 1]) {
         Fail(absl::StrCat("/timestamps_s/", i), "timestamps must increase");
         return;
@@ -419,6 +468,42 @@ class Reader {
       for (size_t i = 0; i < pending->size() && ok(); ++i) {
         Pod((*pending)[i], absl::StrCat("/pending_pods/", i), &out->pending_pods[i]);
       }
+    }
+    if (ok()) Unique(*out);
+  }
+
+  // Node names are unique, and so are pods (namespace and name) across the whole profile: the
+  // plan names nodes and pods, and a duplicate would make it ambiguous.
+  void Unique(const Profile& p) {
+    std::map<std::string, size_t> nodes;
+    std::map<std::pair<std::string, std::string>, std::string> pods;
+    auto pod = [&](const PodInfo& x, const std::string& ptr) {
+      auto [it, fresh] = pods.emplace(std::make_pair(x.namespace_name, x.name), ptr);
+      if (!fresh) {
+        Fail(ptr + "/name", absl::StrCat("duplicate pod '",
+                                         x.namespace_name.empty() ? "" : x.namespace_name + "/",
+                                         base::Clip(x.name), "' (also at ", it->second, ")"));
+      }
+      return ok();
+    };
+    for (size_t n = 0; n < p.nodes.size(); ++n) {
+      const std::string ptr = absl::StrCat("/nodes/", n);
+      if (p.nodes[n].name.empty()) {
+        Fail(ptr + "/name", "empty node name");
+        return;
+      }
+      auto [it, fresh] = nodes.emplace(p.nodes[n].name, n);
+      if (!fresh) {
+        Fail(ptr + "/name", absl::StrCat("duplicate node name '", base::Clip(p.nodes[n].name),
+                                         "' (also at /nodes/", it->second, "/name)"));
+        return;
+      }
+      for (size_t i = 0; i < p.nodes[n].pods.size(); ++i) {
+        if (!pod(p.nodes[n].pods[i], absl::StrCat(ptr, "/pods/", i))) return;
+      }
+    }
+    for (size_t i = 0; i < p.pending_pods.size(); ++i) {
+      if (!pod(p.pending_pods[i], absl::StrCat("/pending_pods/", i))) return;
     }
   }
 
@@ -508,31 +593,20 @@ absl::StatusOr<Profile> ParseProfileJson(std::string_view text, std::string_view
 }
 
 absl::StatusOr<Profile> LoadProfile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  const std::streamoff size = in.tellg();
-  std::string text;
-  if (size > 0) {
-    text.resize(static_cast<size_t>(size));
-    in.seekg(0);
-    if (!in.read(text.data(), size))
-      return absl::DataLossError(absl::StrCat(path, ": read failed"));
-  } else {
-    // Not seekable (a pipe): read to the end.
-    in.clear();
-    in.seekg(0);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
-  }
-  return ParseProfileJson(text, path);
+  auto text = base::ReadInput(path, base::InputKind::kProfile);
+  if (!text.ok()) return text.status();
+  return ParseProfileJson(*text, path == "-" ? "<stdin>" : path);
 }
 
 std::string ToJson(const Profile& profile) {
   // Written by hand around per-node nlohmann objects so that series stay compact and each node
   // sits on its own line.
-  std::string out = "{\"version\": " + std::to_string(profile.version);
-  out += ", \"source\": " + json(profile.source).dump();
+  // The header every Seedance JSON output starts with, then the format's own version key (which
+  // readers of format 1 require).
+  std::string header = base::DumpJson(base::JsonHeader(kProfileSchemaVersion));
+  header.pop_back();  // the closing brace
+  std::string out = header + ", \"version\": " + std::to_string(profile.version);
+  out += ",\n \"source\": " + base::DumpJson(json(profile.source));
   out += ", \"start_unix_s\": ";
   AppendNumber(&out, profile.start_unix_s);
   out += ", \"interval_s\": ";
@@ -599,30 +673,19 @@ std::string ToJson(const Profile& profile) {
     for (const PodInfo& p : node.pods) pods.push_back(PodJson(p));
     j["pods"] = std::move(pods);
     out += n ? ",\n  " : "\n  ";
-    out += j.dump();
+    out += base::DumpJson(j);
   }
   out += "],\n \"pending_pods\": [";
   for (size_t i = 0; i < profile.pending_pods.size(); ++i) {
     out += i ? ",\n  " : "\n  ";
-    out += PodJson(profile.pending_pods[i]).dump();
+    out += base::DumpJson(PodJson(profile.pending_pods[i]));
   }
   out += "]}\n";
   return out;
 }
 
 absl::Status WriteProfile(const Profile& profile, const std::string& path) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::UnavailableError(absl::StrCat(path, ": cannot write"));
-    out << ToJson(profile);
-    if (!out.flush()) return absl::UnavailableError(absl::StrCat(path, ": write failed"));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return absl::UnavailableError(absl::StrCat(path, ": cannot rename ", tmp));
-  }
-  return absl::OkStatus();
+  return base::WriteOutput(path, ToJson(profile));
 }
 
 }  // namespace seedance::telemetry

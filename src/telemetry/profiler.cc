@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "seedance/base/parse.h"
 #include "seedance/telemetry/collector.h"
 
 namespace seedance::telemetry {
@@ -20,14 +21,20 @@ Profiler::Profiler(std::vector<std::unique_ptr<Collector>> collectors, ProfilerO
     : collectors_(std::move(collectors)), options_(std::move(options)) {}
 
 absl::StatusOr<Profile> Profiler::Run() {
-  if (!(options_.interval_s > 0) || !(options_.duration_s >= options_.interval_s)) {
-    return absl::InvalidArgumentError(absl::StrCat("need 0 < interval (", options_.interval_s,
-                                                   " s) <= duration (", options_.duration_s,
-                                                   " s)"));
+  if (!(options_.interval_s > 0) || !(options_.duration_s >= options_.interval_s) ||
+      !std::isfinite(options_.duration_s)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("need 0 < interval (", base::FormatNumber(options_.interval_s),
+                     " s) <= duration (", base::FormatNumber(options_.duration_s), " s)"));
   }
   if (collectors_.empty()) return absl::InvalidArgumentError("no collector");
-  const size_t planned =
-      static_cast<size_t>(std::floor(options_.duration_s / options_.interval_s + 1e-9));
+  const double planned_d = std::floor(options_.duration_s / options_.interval_s + 1e-9);
+  if (!(planned_d <= static_cast<double>(kMaxProfileSamples))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "duration / interval = ", base::FormatNumber(planned_d), " samples; at most ",
+        kMaxProfileSamples, " (use a longer interval or a shorter duration)"));
+  }
+  const size_t planned = static_cast<size_t>(planned_d);
   Profile profile;
   profile.interval_s = options_.interval_s;
   if (profile.source.empty()) profile.source = "local";

@@ -3,25 +3,30 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "nlohmann/json.hpp"
 #include "prometheus_names.h"
+#include "prometheus_response.h"
+#include "seedance/base/parse.h"
+#include "seedance/base/text.h"
 #include "seedance/telemetry/collector.h"
 
 namespace seedance::telemetry {
 namespace {
 
-using nlohmann::json;
-using Labels = std::map<std::string, std::string>;
+using Labels = internal::PromLabels;
 
 // The node a series belongs to. Exporters behind Kubernetes service discovery usually carry a
 // relabelled `node` (or `kubernetes_node`) label; dcgm-exporter has `Hostname`; a plain
@@ -43,49 +48,119 @@ std::string Get(const Labels& m, const char* key) {
   return it == m.end() ? "" : it->second;
 }
 
-struct PromSample {
-  Labels metric;
-  double value = 0;
-};
+// A count or size from a series value: `v` rounded when it is finite and within [0, max], else
+// 0 (unknown). Servers are untrusted: 1e300 or NaN must not reach an integer conversion.
+int64_t Quantity(double v, double max = static_cast<double>(int64_t{1} << 40)) {
+  return v >= 0 && v <= max ? static_cast<int64_t>(std::llround(v)) : 0;
+}
+// A series value that must lie within [lo, hi] to mean anything; NaN (missing) otherwise.
+double Within(double v, double lo, double hi) { return v >= lo && v <= hi ? v : Missing(); }
+
+using PromSample = internal::PromSample;
 // One instant vector per step of a range.
-using Vector = std::vector<PromSample>;
+using Vector = internal::PromVector;
+
+// "%41" -> "A"; anything malformed is kept as it is.
+std::string PercentDecode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    int hi = 0, lo = 0;
+    auto hex = [](char c, int* v) {
+      if (c >= '0' && c <= '9') *v = c - '0';
+      else if (c >= 'a' && c <= 'f') *v = c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F') *v = c - 'A' + 10;
+      else return false;
+      return true;
+    };
+    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1], &hi) && hex(s[i + 2], &lo)) {
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string RedactUrl(std::string_view url) {
+  // The authority is what follows "scheme://" up to the next '/', '?' or '#'.
+  const size_t scheme = url.find("://");
+  const size_t from = scheme == std::string_view::npos ? 0 : scheme + 3;
+  const size_t end = url.find_first_of("/?#", from);
+  const std::string_view authority =
+      url.substr(from, end == std::string_view::npos ? std::string_view::npos : end - from);
+  const size_t at = authority.rfind('@');
+  std::string out(url);
+  if (at != std::string_view::npos) out.replace(from, at, "<redacted>");
+  // A query string may carry a token too.
+  const size_t q = out.find_first_of("?#", from);
+  if (q != std::string::npos) out = out.substr(0, q) + "?<redacted>";
+  return base::SanitizeUtf8(out);
+}
+
+namespace {
 
 class PromClient {
  public:
-  explicit PromClient(PrometheusOptions options) : options_(std::move(options)) {}
+  explicit PromClient(PrometheusOptions options)
+      : options_(std::move(options)), shown_url_(RedactUrl(options_.url)) {}
 
   absl::Status Init() {
     const std::string& url = options_.url;
     if (absl::StartsWith(url, "https://")) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--prometheus ", url, ": https is not supported; use http://"));
+          absl::StrCat("--prometheus ", shown_url_, ": https is not supported; use http://"));
     }
     if (!absl::StartsWith(url, "http://") || url.size() <= 7) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--prometheus ", url, ": expected http://HOST:PORT[/PATH]"));
+          absl::StrCat("--prometheus ", shown_url_, ": expected http://HOST:PORT[/PATH]"));
     }
     std::string rest = url.substr(7);
+    if (rest.find_first_of("?#") != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--prometheus ", shown_url_, ": a query string or fragment is not supported"));
+    }
     const size_t slash = rest.find('/');
     std::string hostport = slash == std::string::npos ? rest : rest.substr(0, slash);
     prefix_ = slash == std::string::npos ? "" : rest.substr(slash);
     while (!prefix_.empty() && prefix_.back() == '/') prefix_.pop_back();
+    std::string user, password;
+    if (const size_t at = hostport.rfind('@'); at != std::string::npos) {
+      const std::string userinfo = hostport.substr(0, at);
+      hostport = hostport.substr(at + 1);
+      const size_t colon = userinfo.find(':');
+      user = PercentDecode(userinfo.substr(0, colon));
+      if (colon != std::string::npos) password = PercentDecode(userinfo.substr(colon + 1));
+    }
     int port = 80;
     std::string host = hostport;
-    if (const size_t colon = hostport.rfind(':'); colon != std::string::npos) {
+    const size_t bracket = hostport.rfind(']');
+    if (const size_t colon = hostport.rfind(':');
+        colon != std::string::npos && (bracket == std::string::npos || colon > bracket)) {
       host = hostport.substr(0, colon);
       if (!absl::SimpleAtoi(hostport.substr(colon + 1), &port) || port <= 0 || port > 65535) {
-        return absl::InvalidArgumentError(absl::StrCat("--prometheus ", url, ": bad port"));
+        return absl::InvalidArgumentError(absl::StrCat("--prometheus ", shown_url_, ": bad port"));
       }
     }
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
     if (host.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("--prometheus ", url, ": no host"));
+      return absl::InvalidArgumentError(absl::StrCat("--prometheus ", shown_url_, ": no host"));
+    }
+    if (!(options_.timeout_s > 0 && options_.timeout_s <= 600)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--timeout ", base::FormatNumber(options_.timeout_s), ": expected (0, 600]"));
     }
     client_ = std::make_unique<httplib::Client>(host, port);
-    const auto timeout =
-        std::chrono::microseconds(static_cast<int64_t>(std::max(0.001, options_.timeout_s) * 1e6));
+    if (!user.empty() || !password.empty()) client_->set_basic_auth(user, password);
+    const auto timeout = std::chrono::microseconds(static_cast<int64_t>(options_.timeout_s * 1e6));
     client_->set_connection_timeout(timeout);
-    client_->set_read_timeout(timeout);
-    client_->set_write_timeout(timeout);
+    // The total deadline (Fetch's watchdog) ends a request; the per-read timeout only backs it up.
+    client_->set_read_timeout(timeout + std::chrono::seconds(1));
+    client_->set_write_timeout(timeout + std::chrono::seconds(1));
     client_->set_keep_alive(true);
     return absl::OkStatus();
   }
@@ -93,17 +168,10 @@ class PromClient {
   // Instant query at `time`.
   absl::StatusOr<Vector> Query(const std::string& promql, double time) {
     httplib::Params params{{"query", promql}, {"time", Num(time)}};
-    auto doc = Call("/api/v1/query", params);
-    if (!doc.ok()) return doc.status();
-    Vector out;
-    const json& result = (*doc)["data"]["result"];
-    if (!result.is_array()) return Bad(promql, "no data.result array");
-    for (const json& r : result) {
-      PromSample s;
-      if (!ParseSample(r, "value", &s)) return Bad(promql, "malformed vector sample");
-      out.push_back(std::move(s));
-    }
-    return out;
+    const std::string path = "/api/v1/query";
+    auto body = Call(path, params);
+    if (!body.ok()) return body.status();
+    return internal::ParseQueryResponse(*body, Where(path, promql));
   }
 
   // Range query; returns one Vector per step start, start + step, ..., end.
@@ -111,34 +179,14 @@ class PromClient {
                                                  double end, double step) {
     httplib::Params params{
         {"query", promql}, {"start", Num(start)}, {"end", Num(end)}, {"step", Num(step)}};
-    auto doc = Call("/api/v1/query_range", params);
-    if (!doc.ok()) return doc.status();
-    const size_t steps = static_cast<size_t>(std::llround((end - start) / step)) + 1;
-    std::vector<Vector> out(steps);
-    const json& result = (*doc)["data"]["result"];
-    if (!result.is_array()) return Bad(promql, "no data.result array");
-    for (const json& r : result) {
-      if (!r.is_object() || !r.contains("values") || !r["values"].is_array()) {
-        return Bad(promql, "malformed matrix");
-      }
-      Labels labels;
-      if (r.contains("metric") && r["metric"].is_object()) {
-        for (auto it = r["metric"].begin(); it != r["metric"].end(); ++it) {
-          if (it.value().is_string()) labels[it.key()] = it.value().get<std::string>();
-        }
-      }
-      for (const json& pt : r["values"]) {
-        double t = 0, v = 0;
-        if (!ParsePoint(pt, &t, &v)) return Bad(promql, "malformed matrix point");
-        const long long k = std::llround((t - start) / step);
-        if (k < 0 || static_cast<size_t>(k) >= steps) continue;
-        out[k].push_back({labels, v});
-      }
-    }
-    return out;
+    const std::string path = "/api/v1/query_range";
+    auto body = Call(path, params);
+    if (!body.ok()) return body.status();
+    return internal::ParseRangeResponse(*body, Where(path, promql), start, end, step);
   }
 
-  const std::string& url() const { return options_.url; }
+  // The server's URL with any credentials replaced by "<redacted>": for messages and profiles.
+  const std::string& url() const { return shown_url_; }
 
  private:
   static std::string Num(double t) {
@@ -146,60 +194,91 @@ class PromClient {
     std::snprintf(buf, sizeof buf, "%.3f", t);
     return buf;
   }
-  absl::Status Bad(const std::string& promql, const std::string& what) {
-    return absl::DataLossError(
-        absl::StrCat("prometheus ", options_.url, ": query '", promql, "': ", what));
-  }
-  static bool ParsePoint(const json& pt, double* t, double* v) {
-    if (!pt.is_array() || pt.size() != 2 || !pt[0].is_number() || !pt[1].is_string()) return false;
-    *t = pt[0].get<double>();
-    const std::string s = pt[1].get<std::string>();
-    if (s == "NaN" || s == "+Inf" || s == "-Inf") {
-      *v = std::nan("");
-      return true;
-    }
-    return absl::SimpleAtod(s, v);
-  }
-  static bool ParseSample(const json& r, const char* key, PromSample* s) {
-    if (!r.is_object() || !r.contains(key)) return false;
-    if (r.contains("metric") && r["metric"].is_object()) {
-      for (auto it = r["metric"].begin(); it != r["metric"].end(); ++it) {
-        if (it.value().is_string()) s->metric[it.key()] = it.value().get<std::string>();
-      }
-    }
-    double t = 0;
-    return ParsePoint(r[key], &t, &s->value);
+  std::string Where(const std::string& path, const std::string& promql) const {
+    return absl::StrCat("prometheus ", shown_url_, ": ", prefix_, path, " (query '",
+                        base::Clip(promql, 120), "')");
   }
 
-  absl::StatusOr<json> Call(const std::string& path, const httplib::Params& params) {
-    const auto t0 = std::chrono::steady_clock::now();
-    httplib::Result res = client_->Get(prefix_ + path, params, httplib::Headers{});
-    if (!res) {
-      const double waited =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      return absl::UnavailableError(absl::StrCat(
-          "prometheus ", options_.url, ": cannot query ", path, ": ",
-          httplib::to_string(res.error()), " (gave up after ", std::llround(waited * 10) / 10.0,
-          " s; timeout ", options_.timeout_s, " s)"));
-    }
-    json doc = json::parse(res->body, nullptr, /*allow_exceptions=*/false);
-    if (res->status != 200) {
-      std::string msg = absl::StrCat("HTTP ", res->status);
-      if (!doc.is_discarded() && doc.contains("error") && doc["error"].is_string()) {
-        absl::StrAppend(&msg, ": ", doc["error"].get<std::string>());
+  // GET prefix_ + path with a total deadline of timeout_s and a body cap; returns the body of an
+  // HTTP 200 reply.
+  absl::StatusOr<std::string> Call(const std::string& path, const httplib::Params& params) {
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
+    const auto deadline =
+        t0 + std::chrono::duration_cast<Clock::duration>(
+                 std::chrono::duration<double>(options_.timeout_s));
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    std::atomic<bool> expired{false};
+    // The watchdog: at the deadline, shut the connection down (and keep doing so until the
+    // request returns, in case it was still connecting), so no server can hold a request past
+    // --timeout by sending one byte at a time.
+    std::thread watchdog([&] {
+      std::unique_lock<std::mutex> lock(mu);
+      if (cv.wait_until(lock, deadline, [&] { return done; })) return;
+      expired.store(true);
+      while (!done) {
+        client_->stop();
+        cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return done; });
       }
-      return absl::UnavailableError(
-          absl::StrCat("prometheus ", options_.url, ": ", path, ": ", msg));
+    });
+    std::string body;
+    bool too_big = false;
+    int status = 0;
+    httplib::Result res = client_->Get(
+        prefix_ + path, params, httplib::Headers{},
+        [&](const httplib::Response& r) {
+          status = r.status;
+          return true;
+        },
+        [&](const char* data, size_t len) {
+          if (len > internal::kMaxPrometheusResponseBytes - body.size()) {
+            too_big = true;
+            return false;
+          }
+          body.append(data, len);
+          if (Clock::now() >= deadline) {
+            expired.store(true);
+            return false;
+          }
+          return true;
+        });
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      done = true;
     }
-    if (doc.is_discarded() || !doc.is_object() || doc.value("status", "") != "success" ||
-        !doc.contains("data") || !doc["data"].is_object()) {
-      return absl::DataLossError(
-          absl::StrCat("prometheus ", options_.url, ": ", path, ": not a Prometheus API response"));
+    cv.notify_all();
+    watchdog.join();
+    const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+    const std::string what = absl::StrCat("prometheus ", shown_url_, ": ", prefix_, path);
+    const std::string timing = absl::StrCat("gave up after ", base::FormatNumber(std::round(waited * 10) / 10),
+                                            " s; timeout ", base::FormatNumber(options_.timeout_s), " s");
+    if (too_big) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(what, ": reply larger than ", internal::kMaxPrometheusResponseBytes >> 20,
+                       " MiB (the limit); query a smaller cluster or a shorter range"));
     }
-    return doc;
+    if (expired.load()) {
+      return absl::DeadlineExceededError(
+          absl::StrCat(what, ": cannot query: no complete reply within --timeout (", timing, ")"));
+    }
+    if (!res) {
+      return absl::UnavailableError(absl::StrCat(what, ": cannot query: ",
+                                                 httplib::to_string(res.error()), " (", timing,
+                                                 ")"));
+    }
+    if (status != 200) {
+      std::string msg = absl::StrCat(what, ": HTTP ", status);
+      const std::string err = internal::PrometheusErrorMessage(body);
+      if (!err.empty()) absl::StrAppend(&msg, ": ", err);
+      return absl::UnavailableError(msg);
+    }
+    return body;
   }
 
   PrometheusOptions options_;
+  std::string shown_url_;
   std::string prefix_;
   std::unique_ptr<httplib::Client> client_;
 };
@@ -289,7 +368,7 @@ class PrometheusCollector : public Collector {
       for (int i = 0; i <= max_index; ++i) {
         GpuInfo g = by_index.count(i) ? by_index[i] : GpuInfo{};
         g.index = i;
-        g.memory_mib = static_cast<int64_t>(std::llround(fb[{name, i}]));
+        g.memory_mib = Quantity(fb[{name, i}]);
         n.gpus.push_back(std::move(g));
       }
     }
@@ -297,18 +376,18 @@ class PrometheusCollector : public Collector {
     std::map<std::string, int> cpu_count;
     for (const PromSample& s : *cpus) ++cpu_count[NodeOf(s.metric)];
     for (const auto& [name, count] : cpu_count) {
-      if (!name.empty()) node(name).cpus = count;
+      if (!name.empty()) node(name).cpus = static_cast<int>(std::min(count, 1 << 20));
     }
     for (const PromSample& s : *mem_total) {
       const std::string n = NodeOf(s.metric);
-      if (!n.empty()) node(n).memory_mib = static_cast<int64_t>(s.value / (1 << 20));
+      if (!n.empty()) node(n).memory_mib = Quantity(std::floor(s.value / (1 << 20)));
     }
     for (const PromSample& s : *alloc) {
       const std::string n = Get(s.metric, "node");
       const std::string res = Get(s.metric, "resource");
       if (n.empty()) continue;
-      if (res == "cpu") node(n).cpus = static_cast<int>(std::floor(s.value));
-      if (res == "memory") node(n).memory_mib = static_cast<int64_t>(s.value / (1 << 20));
+      if (res == "cpu") node(n).cpus = static_cast<int>(Quantity(std::floor(s.value), 1 << 20));
+      if (res == "memory") node(n).memory_mib = Quantity(std::floor(s.value / (1 << 20)));
     }
     // Pods (kube-state-metrics): where they run, what they request, which are pending.
     struct PodRec {
@@ -327,9 +406,16 @@ class PrometheusCollector : public Collector {
       if (it == pods.end()) continue;
       const std::string res = Get(s.metric, "resource");
       PodInfo& p = it->second.info;
-      if (res == "cpu") p.cpu_milli += std::llround(s.value * 1000);
-      if (res == "memory") p.memory_mib += std::llround(s.value / (1 << 20));
-      if (res == names::kGpuResource) p.num_gpus += static_cast<int32_t>(std::llround(s.value));
+      // Each term is at most 2^40 (or 2^20 GPUs), and the sums are capped the same way, so no
+      // server can make them overflow.
+      if (res == "cpu") p.cpu_milli = std::min(p.cpu_milli + Quantity(s.value * 1000), int64_t{1} << 40);
+      if (res == "memory") {
+        p.memory_mib = std::min(p.memory_mib + Quantity(s.value / (1 << 20)), int64_t{1} << 40);
+      }
+      if (res == names::kGpuResource) {
+        p.num_gpus = static_cast<int32_t>(
+            std::min<int64_t>(p.num_gpus + Quantity(s.value, 1 << 20), 1 << 20));
+      }
     }
     std::set<std::pair<std::string, std::string>> pending_set;
     for (const PromSample& s : *pending)
@@ -400,15 +486,20 @@ class PrometheusCollector : public Collector {
         {"pcie_tx", &GpuInfo::pcie_tx_mib_s}};
     for (const auto& [key, member] : gpu_series) {
       const bool bytes = absl::StartsWith(key, "pcie");
+      const bool percent = absl::string_view(key) == "util" || absl::string_view(key) == "mem_copy";
       for (const auto& s : values[key]) {
-        if (GpuInfo* g = gpu_at(s.metric)) (g->*member)[i] = bytes ? s.value / (1 << 20) : s.value;
+        if (GpuInfo* g = gpu_at(s.metric)) {
+          (g->*member)[i] = Within(bytes ? s.value / (1 << 20) : s.value, 0, percent ? 100 : 1e15);
+        }
       }
     }
     for (const auto& s : values["cpu_idle"]) {
-      if (NodeProfile* n = node_at(s.metric)) n->cpu_util_pct[i] = 100.0 * (1.0 - s.value);
+      if (NodeProfile* n = node_at(s.metric)) {
+        n->cpu_util_pct[i] = Within(100.0 * (1.0 - s.value), 0, 100);
+      }
     }
     for (const auto& s : values["mem_used"]) {
-      if (NodeProfile* n = node_at(s.metric)) n->mem_used_mib[i] = s.value / (1 << 20);
+      if (NodeProfile* n = node_at(s.metric)) n->mem_used_mib[i] = Within(s.value / (1 << 20), 0, 1e15);
     }
     return absl::OkStatus();
   }

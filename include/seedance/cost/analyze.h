@@ -92,7 +92,7 @@ struct Report {
   double spend_usd_per_month = 0;
   double spend_after_usd_per_month = 0;
   double saving_usd_per_month = 0;
-  double mean_gpu_util_pct = 0;  // over all GPUs and samples
+  double mean_gpu_util_pct = 0;  // over all GPUs and samples; NaN when nothing was measured
   int gpus = 0;
   int gpus_freed = 0;
   double hours_per_month = 730;
@@ -100,6 +100,12 @@ struct Report {
   AnalyzeOptions options;
 };
 
+// schema_version of RenderJson's document.
+inline constexpr char kAnalyzeSchemaVersion[] = "analyze/v1";
+
+// InvalidArgument for a profile without samples (no plan from no data) and for options outside
+// their ranges (percentages 0..100, idle_window_s >= 0, NaN anywhere). A node whose GPUs have no
+// measured utilisation is never idle nor drained (a warning says so); undefined means are NaN.
 [[nodiscard]] absl::StatusOr<Report> Analyze(const telemetry::Profile& profile,
                                              const PriceTable& prices,
                                              const AnalyzeOptions& options);
@@ -110,9 +116,13 @@ std::string FormatUsd(double usd);
 // Renderings of a report. Text lines follow the seed's style, e.g.
 //   node-gpu-07: migrate 2 pods (llama-7b-infer-a, llama-7b-infer-b) to node-gpu-12 (NVLink,
 //   same NUMA node); frees node-gpu-07, saves $1,530/month
+// Names from the profile are stripped of control characters (base::ForTerminal).
 std::string RenderText(const Report& report, const telemetry::Profile& profile);
+// Starts with base::JsonHeader(kAnalyzeSchemaVersion); undefined values (a mean over no data)
+// are null; invalid UTF-8 is written as U+FFFD.
 std::string RenderJson(const Report& report, const telemetry::Profile& profile);
-// Self-contained HTML: summary, per-node GPU utilisation heat map over time, the plan.
+// Self-contained HTML: summary, per-node GPU utilisation heat map over time, the plan. Every
+// string is escaped for its context (base::HtmlEscape in text, base::JsonForScript in <script>).
 std::string RenderHtml(const Report& report, const telemetry::Profile& profile);
 
 }  // namespace seedance::cost

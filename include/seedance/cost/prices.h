@@ -40,8 +40,19 @@ struct PriceTable {
   std::optional<double> GpuUsdPerHour(std::string_view model) const;
 };
 
-// Reads a YAML price file and lays it over `base` (entries in the file win). Errors name the
-// file, the line and the field.
+// The most a price may be, in USD per GPU-hour; more is taken for a typo (or `.inf`).
+inline constexpr double kMaxGpuUsdPerHour = 10000;
+
+// Parses a YAML price table (`source` names it in messages) and lays it over `base` (entries in
+// the text win). Errors are InvalidArgument and name the source, the line and the field: invalid
+// YAML, an unknown or repeated field, a price that is not a finite number in
+// [0, kMaxGpuUsdPerHour] (".inf", ".nan", -1), hours_per_month outside (0, 744], two entries for
+// one canonical model, nesting deeper than a price table has.
+[[nodiscard]] absl::StatusOr<PriceTable> ParsePrices(std::string_view text,
+                                                     const std::string& source,
+                                                     const PriceTable& base);
+// Reads `path` (base::ReadInput, kind kConfig: "-" = stdin; a directory or missing file is an
+// error naming the path) and parses it with ParsePrices.
 [[nodiscard]] absl::StatusOr<PriceTable> LoadPrices(const std::string& path,
                                                     const PriceTable& base);
 

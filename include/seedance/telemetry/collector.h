@@ -58,14 +58,26 @@ std::unique_ptr<Collector> NewProcfsCollector(ProcfsOptions options = {});
 [[nodiscard]] absl::StatusOr<std::unique_ptr<Collector>> NewNvmlCollector(std::string node_name);
 
 struct PrometheusOptions {
-  std::string url;            // "http://host:9090" (https is not supported)
-  double timeout_s = 5;       // connect + read timeout of each HTTP request
+  // "http://[USER[:PASSWORD]@]host:9090[/PATH]" (https is not supported). Credentials are sent as
+  // HTTP basic auth and never appear in messages or in the profile's `source` (RedactUrl).
+  std::string url;
+  // Total time one HTTP request may take, connect to last byte, in (0, 600]: a server that
+  // sends one byte at a time is cut off at this deadline (DeadlineExceeded).
+  double timeout_s = 5;
   double rate_window_s = 60;  // window of rate() for counters (node CPU seconds, PCIe bytes)
 };
-// Fails at once (InvalidArgument) for a malformed URL; Describe fails with Unavailable after at
-// most about timeout_s when the server cannot be reached.
+// Fails at once (InvalidArgument) for a malformed URL or timeout. Describe and Sample fail with
+// Unavailable (connection refused, HTTP error status), DeadlineExceeded (no complete reply within
+// timeout_s), ResourceExhausted (a reply over 256 MiB) or DataLoss (a reply that is not what the
+// Prometheus API documents: the message names the URL path and the JSON pointer); the CLI exits 1
+// for all of them. Values a server reports outside their meaning (a utilisation of 1e308, a
+// negative memory size) are recorded as missing (null), never as garbage.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<Collector>> NewPrometheusCollector(
     PrometheusOptions options);
+
+// `url` with the user information ("user:password@") and any query string replaced by
+// "<redacted>", and invalid UTF-8 replaced: safe to print or store.
+std::string RedactUrl(std::string_view url);
 
 struct ProfilerOptions {
   double duration_s = 300;

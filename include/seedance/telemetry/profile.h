@@ -26,6 +26,12 @@
 namespace seedance::telemetry {
 
 inline constexpr int kProfileFormatVersion = 1;
+// The schema_version every profile written since the hardening release carries (optional when
+// read; older profiles have only `version`).
+inline constexpr char kProfileSchemaVersion[] = "profile/v1";
+// Most samples a profile may plan (duration / interval); `seedance profile` refuses more up front
+// so that no flag can make the sampling loop or its series unbounded.
+inline constexpr size_t kMaxProfileSamples = 10'000'000;
 
 // A series value that was not measured.
 double Missing();
@@ -115,16 +121,22 @@ struct Profile {
 
 // Parses a profile. `source` (usually the file name) prefixes every error message. Errors are
 // InvalidArgument and carry the JSON pointer of the problem. Also checks that every series has
-// one value per sample and that GPU indices in pods and NVLink peers exist.
+// one value per sample, that values mean something (percentages within 0..100, quantities
+// non-negative, times finite), that node names and pods (namespace + name) are unique, and that
+// GPU indices in pods and NVLink peers exist.
 [[nodiscard]] absl::StatusOr<Profile> ParseProfileJson(std::string_view text,
                                                        std::string_view source);
-// Reads and parses `path`; NotFound if it cannot be read.
+// Reads (base::ReadInput, kind kProfile: "-" = stdin; a directory or a device that never ends is
+// an error naming the path) and parses `path`.
 [[nodiscard]] absl::StatusOr<Profile> LoadProfile(const std::string& path);
 
-// Compact JSON (one line per node), trailing newline. ParseProfileJson(ToJson(p)) == p up to
-// float formatting.
+// Compact JSON (one line per node), trailing newline, starting with base::JsonHeader's keys
+// (schema_version "profile/v1", seedance_version, command_line) and then `version`. Strings that
+// are not valid UTF-8 are written with U+FFFD. ParseProfileJson(ToJson(p)) == p up to float
+// formatting.
 std::string ToJson(const Profile& profile);
-// Writes ToJson(profile) to `path` atomically (temporary file, then rename).
+// Writes ToJson(profile) to `path` with base::WriteOutput ("-" = stdout; a device or FIFO is
+// written through, a symlink followed, a regular file replaced atomically).
 [[nodiscard]] absl::Status WriteProfile(const Profile& profile, const std::string& path);
 
 }  // namespace seedance::telemetry
