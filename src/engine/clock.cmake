@@ -17,5 +17,6 @@ if(SEEDANCE_BUILD_FUZZ)
   target_compile_options(ntp_fuzz PRIVATE -fsanitize=fuzzer,address,undefined
                                           -fno-omit-frame-pointer)
   target_link_options(ntp_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
-  target_link_libraries(ntp_fuzz PRIVATE absl::status absl::statusor absl::strings Threads::Threads)
+  target_link_libraries(ntp_fuzz PRIVATE absl::status absl::statusor absl::strings Threads::Threads
+                                         seedance_base)
 endif()

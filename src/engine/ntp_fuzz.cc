@@ -2,9 +2,9 @@
 // status or a sample, never a crash; a parsed header must survive re-encoding unchanged.
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <span>
 
+#include "seedance/base/check.h"
 #include "seedance/engine/clock_sync.h"
 #include "seedance/engine/sntp.h"
 
@@ -15,7 +15,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!packet.ok()) return 0;
   const auto encoded = EncodeNtpPacket(*packet);
   for (size_t i = 0; i < kNtpPacketSize; ++i) {
-    if (encoded[i] != data[i]) std::abort();  // parse/encode disagree
+    SEEDANCE_CHECK(encoded[i] == data[i])
+        << "parse/encode disagree at byte " << i << ": " << int{encoded[i]} << " != "
+        << int{data[i]};
   }
   (void)KissCode(*packet);
   // Check the reply both against its own originate (so the deeper checks run) and a wrong one.

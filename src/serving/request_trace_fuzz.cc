@@ -3,9 +3,9 @@
 // invariants checked at the end.
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <string_view>
 
+#include "seedance/base/check.h"
 #include "seedance/serving/request_trace.h"
 #include "seedance/serving/serving_sim.h"
 
@@ -29,10 +29,12 @@ void Replay(const seedance::serving::RequestTrace& trace) {
     o.prefix_cache =
         trace.requests.size() % 2 ? PrefixCacheMode::kUnbounded : PrefixCacheMode::kPool;
     auto r = RunServingSim(trace, hw, o);
-    if (!r.ok() && r.status().code() != absl::StatusCode::kInvalidArgument) std::abort();
-    if (r.ok() && r->completed + r->dropped != static_cast<int64_t>(trace.requests.size())) {
-      std::abort();
-    }
+    SEEDANCE_CHECK(r.ok() || r.status().code() == absl::StatusCode::kInvalidArgument)
+        << "a parsed trace failed to replay with a non-input error: " << r.status();
+    SEEDANCE_CHECK(!r.ok() || r->completed + r->dropped ==
+                                  static_cast<int64_t>(trace.requests.size()))
+        << "replay lost requests: " << r->completed << " completed + " << r->dropped
+        << " dropped of " << trace.requests.size();
   }
 }
 
