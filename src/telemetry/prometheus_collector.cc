@@ -223,6 +223,8 @@ class PromClient {
         cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return done; });
       }
     });
+    const size_t max_bytes =
+        std::min(options_.max_response_bytes, internal::kMaxPrometheusResponseBytes);
     std::string body;
     bool too_big = false;
     int status = 0;
@@ -233,7 +235,7 @@ class PromClient {
           return true;
         },
         [&](const char* data, size_t len) {
-          if (len > internal::kMaxPrometheusResponseBytes - body.size()) {
+          if (len > max_bytes - body.size()) {
             too_big = true;
             return false;
           }
@@ -256,8 +258,8 @@ class PromClient {
                                             " s; timeout ", base::FormatNumber(options_.timeout_s), " s");
     if (too_big) {
       return absl::ResourceExhaustedError(
-          absl::StrCat(what, ": reply larger than ", internal::kMaxPrometheusResponseBytes >> 20,
-                       " MiB (the limit); query a smaller cluster or a shorter range"));
+          absl::StrCat(what, ": reply larger than ", max_bytes, " bytes (the limit); query a "
+                       "smaller cluster or a shorter range"));
     }
     if (expired.load()) {
       return absl::DeadlineExceededError(

@@ -65,6 +65,9 @@ struct PrometheusOptions {
   // sends one byte at a time is cut off at this deadline (DeadlineExceeded).
   double timeout_s = 5;
   double rate_window_s = 60;  // window of rate() for counters (node CPU seconds, PCIe bytes)
+  // Largest reply body accepted (after decompression); larger is ResourceExhausted. At most
+  // (and by default) 256 MiB; tests use less.
+  size_t max_response_bytes = size_t{256} << 20;
 };
 // Fails at once (InvalidArgument) for a malformed URL or timeout. Describe and Sample fail with
 // Unavailable (connection refused, HTTP error status), DeadlineExceeded (no complete reply within
