@@ -68,6 +68,25 @@ TEST(ProfileJsonTest, NamesTheJsonPathOfEachProblem) {
       {"negative cpus", "\"cpus\": 8", "\"cpus\": -8", "p.json: /nodes/0/cpus: out of range"},
       {"timestamps order", "[0, 1, 2]", "[0, 2, 1]",
        "p.json: /timestamps_s/2: timestamps must increase"},
+      // Meaning, not just syntax.
+      {"util huge", "[10, 20, 30]", "[10, 1e308, 30]",
+       "p.json: /nodes/0/gpus/0/util_pct/1: 1e+308 is outside 0..100 (percent)"},
+      {"util negative", "[10, 20, 30]", "[10, 20, -50]",
+       "p.json: /nodes/0/gpus/0/util_pct/2: -50 is outside 0..100 (percent)"},
+      {"cpu util over 100", "\"cpu_util_pct\": [1, 2, null]", "\"cpu_util_pct\": [1, 200, null]",
+       "p.json: /nodes/0/cpu_util_pct/1: 200 is outside 0..100"},
+      {"negative memory series", "\"cpu_util_pct\": [1, 2, null]",
+       "\"cpu_util_pct\": [1, 2, null], \"mem_used_mib\": [1, -2, 3]",
+       "p.json: /nodes/0/mem_used_mib/1: -2 is outside"},
+      {"negative timestamp", "[0, 1, 2]", "[-5, 1, 2]", "p.json: /timestamps_s/0: -5 is outside"},
+      {"negative start", "\"interval_s\": 1", "\"interval_s\": 1, \"start_unix_s\": -1",
+       "p.json: /start_unix_s: -1 is outside 0..100000000000 (Unix seconds)"},
+      {"zero interval", "\"interval_s\": 1", "\"interval_s\": 0", "p.json: /interval_s: must be > 0"},
+      {"schema version", "\"version\": 1", "\"version\": 1, \"schema_version\": \"trace/v9\"",
+       "p.json: /schema_version: expected \"profile/v1\""},
+      {"empty node name", "\"name\": \"n0\"", "\"name\": \"\"", "p.json: /nodes/0/name: empty node name"},
+      {"duplicate pod", "\"pending_pods\": [{\"name\": \"q\"", "\"pending_pods\": [{\"name\": \"p\"",
+       "p.json: /pending_pods/0/name: duplicate pod 'p' (also at /nodes/0/pods/0)"},
   };
   for (const BadCase& c : cases) {
     std::string text = kGood;
@@ -97,6 +116,42 @@ TEST(ProfileJsonTest, TruncatedFileNamesWhereItBrokeOff) {
             std::string::npos)
       << q.status().message();
   EXPECT_FALSE(ParseProfileJson("", "e.json").ok());
+}
+
+TEST(ProfileJsonTest, DuplicateNodeNamesAreRefusedWithBothLocations) {
+  const std::string node = R"({"name": "n0", "gpus": [{"index": 0, "util_pct": [1]}]})";
+  const std::string text = R"({"version": 1, "timestamps_s": [0], "nodes": [)" + node + ", " +
+                           R"({"name": "n1"}, )" + node + "]}";
+  auto p = ParseProfileJson(text, "d.json");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(p.status().message())
+                .find("d.json: /nodes/2/name: duplicate node name 'n0' (also at /nodes/0/name)"),
+            std::string::npos)
+      << p.status().message();
+}
+
+TEST(ProfileJsonTest, WrittenProfilesStartWithTheJsonHeaderAndReadBack) {
+  Profile a;
+  a.source = "local";
+  a.timestamps_s = {0, 1};
+  NodeProfile n;
+  n.name = "bad\xff\xfe utf8";  // e.g. from --node-name: must not abort the writer
+  n.cpu_util_pct = {1, 2};
+  a.nodes.push_back(n);
+  const std::string json = ToJson(a);
+  EXPECT_EQ(json.rfind("{\"schema_version\":\"profile/v1\",\"seedance_version\":", 0), 0u)
+      << json.substr(0, 80);
+  auto b = ParseProfileJson(json, "x");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->nodes[0].name, "bad\xef\xbf\xbd\xef\xbf\xbd utf8");  // U+FFFD each
+}
+
+TEST(ProfileJsonTest, ADirectoryIsAClearError) {
+  auto p = LoadProfile("/tmp");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(p.status().message()).find("/tmp"), std::string::npos);
 }
 
 TEST(ProfileJsonTest, MissingFileIsNotFound) {
