@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <bit>
-#include <cassert>
 #include <chrono>
 #include <limits>
 
+#include "seedance/base/check.h"
 #include "seedance/engine/timer_clock.h"
 
 namespace seedance::engine {
@@ -31,6 +31,14 @@ constexpr int kBits = 6;  // 64 buckets per level
 constexpr uint64_t kMask = 63;
 constexpr size_t kPrefetch = 8;  // nodes ahead to prefetch while walking a bucket
 enum : uint8_t { kFree = 0, kPending = 1, kFiring = 2 };
+
+// The tick length, once the options are known to be valid (the other members divide by it).
+int64_t CheckedTick(const TimerWheelOptions& options) {
+  SEEDANCE_CHECK(options.tick_ns > 0 && options.levels >= 1 && options.levels <= 10)
+      << "TimerWheel needs tick_ns > 0 and 1 <= levels <= 10, got tick_ns " << options.tick_ns
+      << ", levels " << options.levels;
+  return options.tick_ns;
+}
 }  // namespace
 
 struct TimerWheel::Node {
@@ -64,14 +72,13 @@ struct TimerWheel::Slab {
 };
 
 TimerWheel::TimerWheel(const TimerWheelOptions& options)
-    : tick_ns_(options.tick_ns),
+    : tick_ns_(CheckedTick(options)),
       levels_(options.levels),
-      cur_tick_(static_cast<uint64_t>(std::max<int64_t>(options.start_ns, 0) / options.tick_ns)),
+      cur_tick_(static_cast<uint64_t>(std::max<int64_t>(options.start_ns, 0) / tick_ns_)),
       now_ns_(std::max<int64_t>(options.start_ns, 0)),
       buckets_(static_cast<size_t>(options.levels) * 64 + 2),
       pending_(static_cast<size_t>(options.levels), 0),
       slab_(std::make_unique<Slab>()) {
-  assert(options.tick_ns > 0 && options.levels >= 1 && options.levels <= 10);
   while (static_cast<size_t>(slab_->chunks.size()) * Slab::kChunk < options.reserve) {
     slab_->chunks.push_back(std::make_unique<Node[]>(Slab::kChunk));
   }
@@ -97,6 +104,7 @@ inline uint32_t TimerWheel::Allocate() {
 }
 
 inline void TimerWheel::Free(uint32_t index) {
+  SEEDANCE_CHECK(size_ > 0) << "timer " << index << " freed while no timer is pending";
   Node& n = At(index);
   n.cb = nullptr;
   n.state = kFree;
@@ -128,6 +136,10 @@ inline void TimerWheel::Link(uint32_t index, uint32_t bucket) {
 inline void TimerWheel::Unlink(uint32_t index) {
   Node& n = At(index);
   const uint32_t bucket = n.bucket;
+  SEEDANCE_CHECK(bucket < buckets_.size() && n.pos < buckets_[bucket].size() &&
+                 buckets_[bucket][n.pos] == index)
+      << "pending timer " << index << " is not where it says it is (bucket " << bucket
+      << ", position " << n.pos << ")";
   std::vector<uint32_t>& b = buckets_[bucket];
   const uint32_t last = b.back();  // swap-remove: O(1)
   b[n.pos] = last;
@@ -144,6 +156,9 @@ inline void TimerWheel::Unlink(uint32_t index) {
 // it lands in the level-0 bucket about to fire). Level L is the highest 6-bit group in which the
 // expiry tick differs from the current tick.
 inline void TimerWheel::Insert(uint32_t index, uint64_t expiry_tick) {
+  SEEDANCE_CHECK(expiry_tick >= cur_tick_)
+      << "timer " << index << " due at tick " << expiry_tick << " inserted behind the wheel (tick "
+      << cur_tick_ << "): it would never fire";
   At(index).expiry_tick = expiry_tick;
   const uint64_t x = expiry_tick ^ cur_tick_;
   const int level = x < 64 ? 0 : (63 - std::countl_zero(x)) / kBits;
@@ -161,7 +176,7 @@ TimerHandle TimerWheel::Schedule(int64_t deadline_ns, TimerCallback cb) {
 
 TimerHandle TimerWheel::SchedulePeriodic(int64_t first_deadline_ns, int64_t period_ns,
                                          TimerCallback cb) {
-  assert(period_ns > 0);
+  SEEDANCE_CHECK(period_ns > 0) << "periodic timer with period " << period_ns << " ns";
   return ScheduleImpl(first_deadline_ns, period_ns, cb);
 }
 
@@ -233,6 +248,9 @@ size_t TimerWheel::FireList(uint32_t bucket, int64_t up_to_ns) {
     const uint32_t index = ids[i];
     Node& n = At(index);
     if (whole || n.deadline_ns <= up_to_ns) {
+      SEEDANCE_CHECK(n.deadline_ns <= now_ns_)
+          << "timer " << index << " due at " << n.deadline_ns << " ns fires early, at "
+          << now_ns_ << " ns (bucket " << bucket << ", tick " << cur_tick_ << ")";
       keys.push_back(Key{n.deadline_ns, n.seq, index, n.generation});
       n.state = kFiring;
       n.bucket = kNone;
@@ -330,6 +348,82 @@ uint32_t TimerWheel::BucketOfTick(uint64_t t) const {
     return kNone;
   }
   return bucket;
+}
+
+void TimerWheel::CheckInvariants() const {
+  SEEDANCE_CHECK(!in_advance_) << "CheckInvariants() called from inside a timer callback";
+  const uint32_t wheel_buckets = static_cast<uint32_t>(levels_) * 64;
+  const uint32_t due = wheel_buckets;
+  const uint32_t overflow = wheel_buckets + 1;
+  size_t pending = 0;
+  for (uint32_t bucket = 0; bucket < buckets_.size(); ++bucket) {
+    const std::vector<uint32_t>& ids = buckets_[bucket];
+    if (bucket < wheel_buckets) {
+      const bool bit = ((pending_[bucket >> kBits] >> (bucket & kMask)) & 1) != 0;
+      SEEDANCE_CHECK(bit == !ids.empty()) << "bucket " << bucket << " holds " << ids.size()
+                                          << " timers but its pending bit is " << bit;
+    }
+    for (uint32_t pos = 0; pos < ids.size(); ++pos) {
+      const uint32_t index = ids[pos];
+      SEEDANCE_CHECK(index < slab_->count)
+          << "bucket " << bucket << " holds timer " << index << ", beyond the slab";
+      const Node& n = At(index);
+      SEEDANCE_CHECK(n.state == kPending && n.bucket == bucket && n.pos == pos)
+          << "timer " << index << " in bucket " << bucket << " at " << pos << " says state "
+          << int{n.state} << ", bucket " << n.bucket << ", position " << n.pos;
+      ++pending;
+      if (bucket == due) continue;  // already due: fires on the next Advance()
+      SEEDANCE_CHECK(n.expiry_tick > cur_tick_)
+          << "timer " << index << " expired at tick " << n.expiry_tick << " but is still in bucket "
+          << bucket << " at tick " << cur_tick_ << ": it would never fire";
+      const int level = bucket == overflow ? levels_ : static_cast<int>(bucket >> kBits);
+      const int shift = kBits * level;
+      // Its level's group of the expiry tick is still ahead, the groups above it are now's.
+      SEEDANCE_CHECK((n.expiry_tick >> shift) > (cur_tick_ >> shift) &&
+                     (bucket == overflow ||
+                      (n.expiry_tick >> (shift + kBits)) == (cur_tick_ >> (shift + kBits))))
+          << "timer " << index << " due at tick " << n.expiry_tick << " is at level " << level
+          << " at tick " << cur_tick_ << ": it would not be cascaded in time";
+      if (bucket != overflow) {
+        SEEDANCE_CHECK(((n.expiry_tick >> shift) & kMask) == (bucket & kMask))
+            << "timer " << index << " due at tick " << n.expiry_tick << " sits in level " << level
+            << " slot " << (bucket & kMask) << ", not slot " << ((n.expiry_tick >> shift) & kMask);
+      }
+    }
+  }
+  SEEDANCE_CHECK(pending == size_) << pending << " timers in buckets, size() says " << size_;
+  size_t free = 0;
+  for (uint32_t i = slab_->free_head; i != kNone && free <= slab_->count; i = At(i).next) {
+    SEEDANCE_CHECK(i < slab_->count && At(i).state == kFree)
+        << "timer slot " << i << " on the free list is not free";
+    ++free;
+  }
+  SEEDANCE_CHECK(free + size_ == slab_->count)
+      << free << " free + " << size_ << " pending timer slots, " << slab_->count << " in use";
+}
+
+void TimerWheel::CorruptForTesting(TimerHandle handle, TestCorruption field, int64_t value) {
+  SEEDANCE_CHECK(IsPending(handle)) << "CorruptForTesting needs a pending timer";
+  Node& n = At(handle.index);
+  switch (field) {
+    case TestCorruption::kDeadlineNs:
+      n.deadline_ns = value;
+      return;
+    case TestCorruption::kExpiryTick:
+      n.expiry_tick = static_cast<uint64_t>(value);
+      return;
+    case TestCorruption::kPosition:
+      n.pos = static_cast<uint32_t>(value);
+      return;
+    case TestCorruption::kPendingBit:
+      if (n.bucket < static_cast<uint32_t>(levels_) * 64) {
+        pending_[n.bucket >> kBits] &= ~(uint64_t{1} << (n.bucket & kMask));
+      }
+      return;
+    case TestCorruption::kSize:
+      size_ += static_cast<size_t>(value);
+      return;
+  }
 }
 
 size_t TimerWheel::Advance(int64_t now_ns) {

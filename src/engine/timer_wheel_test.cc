@@ -19,6 +19,96 @@ int64_t CeilTick(int64_t deadline_ns, int64_t tick_ns) {
   return deadline_ns <= 0 ? 0 : (deadline_ns + tick_ns - 1) / tick_ns;
 }
 
+using Corrupt = TimerWheel::TestCorruption;
+
+// One test per invariant TimerWheel checks in every build (docs/reliability.md#invariants). The
+// broken states come from CorruptForTesting: the public API cannot reach them.
+TEST(TimerWheelDeathTest, BadOptionsAreCaught) {
+  EXPECT_DEATH(TimerWheel w({.tick_ns = 0}), "tick_ns > 0 and 1 <= levels <= 10, got tick_ns 0");
+  EXPECT_DEATH(TimerWheel w({.levels = 0}), "got tick_ns 1000000, levels 0");
+  EXPECT_DEATH(TimerWheel w({.levels = 11}), "got tick_ns 1000000, levels 11");
+}
+
+TEST(TimerWheelDeathTest, NonPositivePeriodIsCaught) {
+  TimerWheel wheel;
+  EXPECT_DEATH(wheel.SchedulePeriodic(kMs, 0, [] {}), "periodic timer with period 0 ns");
+}
+
+TEST(TimerWheelDeathTest, TimerFiringBeforeItsDeadlineIsCaught) {
+  TimerWheel wheel({.tick_ns = kMs});
+  const TimerHandle h = wheel.Schedule(5 * kMs, [] {});
+  wheel.CorruptForTesting(h, Corrupt::kDeadlineNs, 50 * kMs);
+  EXPECT_DEATH(wheel.Advance(5 * kMs), "due at 50000000 ns fires early, at 5000000 ns");
+}
+
+TEST(TimerWheelDeathTest, CascadeBehindTheWheelIsCaught) {
+  TimerWheel wheel({.tick_ns = kMs});
+  const TimerHandle h = wheel.Schedule(100 * kMs, [] {});  // level 1, cascaded at tick 64
+  wheel.CorruptForTesting(h, Corrupt::kExpiryTick, 10);
+  EXPECT_DEATH(wheel.Advance(64 * kMs),
+               "due at tick 10 inserted behind the wheel \\(tick 64\\): it would never fire");
+}
+
+TEST(TimerWheelDeathTest, CancelOfATimerWithABrokenPositionIsCaught) {
+  TimerWheel wheel({.tick_ns = kMs});
+  const TimerHandle a = wheel.Schedule(5 * kMs, [] {});
+  wheel.Schedule(5 * kMs, [] {});
+  wheel.CorruptForTesting(a, Corrupt::kPosition, 7);
+  EXPECT_DEATH(wheel.Cancel(a),
+               "pending timer 0 is not where it says it is \\(bucket 5, position 7\\)");
+}
+
+TEST(TimerWheelDeathTest, FreeWithNothingPendingIsCaught) {
+  TimerWheel wheel({.tick_ns = kMs});
+  const TimerHandle h = wheel.Schedule(5 * kMs, [] {});
+  wheel.CorruptForTesting(h, Corrupt::kSize, -1);
+  EXPECT_DEATH(wheel.Cancel(h), "timer 0 freed while no timer is pending");
+}
+
+TEST(TimerWheelDeathTest, AuditCatchesAnExpiredTimerLeftBehind) {
+  TimerWheel wheel({.tick_ns = kMs});
+  const TimerHandle h = wheel.Schedule(5 * kMs, [] {});
+  wheel.CheckInvariants();
+  wheel.CorruptForTesting(h, Corrupt::kExpiryTick, 0);
+  EXPECT_DEATH(wheel.CheckInvariants(),
+               "expired at tick 0 but is still in bucket 5 at tick 0: it would never fire");
+}
+
+TEST(TimerWheelDeathTest, AuditCatchesATimerInTheWrongSlot) {
+  TimerWheel wheel({.tick_ns = kMs});
+  const TimerHandle h = wheel.Schedule(5 * kMs, [] {});
+  wheel.CorruptForTesting(h, Corrupt::kExpiryTick, 6);
+  EXPECT_DEATH(wheel.CheckInvariants(), "due at tick 6 sits in level 0 slot 5, not slot 6");
+}
+
+TEST(TimerWheelDeathTest, AuditCatchesATimerAtTooLowALevel) {
+  TimerWheel wheel({.tick_ns = kMs});
+  const TimerHandle h = wheel.Schedule(5 * kMs, [] {});
+  wheel.CorruptForTesting(h, Corrupt::kExpiryTick, 133);  // slot 5 of a later 64-tick block
+  EXPECT_DEATH(wheel.CheckInvariants(),
+               "due at tick 133 is at level 0 at tick 0: it would not be cascaded in time");
+}
+
+TEST(TimerWheelDeathTest, AuditCatchesAStalePendingBit) {
+  TimerWheel wheel({.tick_ns = kMs});
+  const TimerHandle h = wheel.Schedule(5 * kMs, [] {});
+  wheel.CorruptForTesting(h, Corrupt::kPendingBit, 0);
+  EXPECT_DEATH(wheel.CheckInvariants(), "bucket 5 holds 1 timers but its pending bit is 0");
+}
+
+TEST(TimerWheelDeathTest, AuditCatchesASizeMismatch) {
+  TimerWheel wheel({.tick_ns = kMs});
+  const TimerHandle h = wheel.Schedule(5 * kMs, [] {});
+  wheel.CorruptForTesting(h, Corrupt::kSize, 1);
+  EXPECT_DEATH(wheel.CheckInvariants(), "1 timers in buckets, size\\(\\) says 2");
+}
+
+TEST(TimerWheelDeathTest, AuditFromInsideACallbackIsCaught) {
+  TimerWheel wheel({.tick_ns = kMs});
+  wheel.Schedule(kMs, [&wheel] { wheel.CheckInvariants(); });
+  EXPECT_DEATH(wheel.Advance(kMs), "CheckInvariants\\(\\) called from inside a timer callback");
+}
+
 class TimerWheelTest : public ::testing::Test {
  protected:
   // Schedules a one-shot timer that appends `id` to fired_ and checks it is not early.
@@ -163,6 +253,7 @@ TEST_F(TimerWheelTest, MatchesOracleUnderRandomScheduleCancelAdvance) {
       // Timers already due when scheduled fire first, in deadline order too.
       ASSERT_EQ(got, want) << "round " << round << " now " << now;
       ASSERT_EQ(wheel.size(), oracle.size());
+      wheel.CheckInvariants();
     }
   }
 }
@@ -246,7 +337,10 @@ TEST_F(TimerWheelTest, PeriodicFiresEveryPeriodWithoutDriftUntilCancelled) {
   std::vector<int64_t> at;
   const TimerHandle h =
       wheel.SchedulePeriodic(10 * kMs, 25 * kMs, [&] { at.push_back(wheel.now()); });
-  for (int64_t t = 0; t <= 100 * kMs; t += kMs) wheel.Advance(t);
+  for (int64_t t = 0; t <= 100 * kMs; t += kMs) {
+    wheel.Advance(t);
+    wheel.CheckInvariants();
+  }
   EXPECT_EQ(at, std::vector<int64_t>({10 * kMs, 35 * kMs, 60 * kMs, 85 * kMs}));
   EXPECT_TRUE(wheel.IsPending(h));
   EXPECT_TRUE(wheel.Cancel(h));
@@ -268,6 +362,7 @@ TEST_F(TimerWheelTest, PeriodicBehindFiresOncePerTickAndMayCancelItself) {
   // Ticks 1, 2, 3 once each, and the partly elapsed tick 4 (deadline 1.75 ms has passed).
   wheel.Advance(3 * kMs);
   EXPECT_EQ(count, 4);
+  wheel.CheckInvariants();
   wheel.Advance(100 * kMs);
   EXPECT_EQ(count, 6);
   EXPECT_FALSE(wheel.IsPending(h));
@@ -306,8 +401,10 @@ TEST_F(TimerWheelTest, FarDeadlinesBeyondTheTopLevelStillFireOnTime) {
   Add(wheel, 70 * kMs, 2);
   wheel.Advance(69 * kMs);
   EXPECT_TRUE(fired_.empty());
+  wheel.CheckInvariants();
   wheel.Advance(1000 * kMs);
   EXPECT_EQ(fired_, std::vector<int>({2}));
+  wheel.CheckInvariants();
   wheel.Advance(1001 * kMs);
   EXPECT_EQ(fired_, std::vector<int>({2, 1}));
 }

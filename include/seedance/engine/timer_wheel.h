@@ -87,6 +87,17 @@ class TimerWheel {
   // callers may sleep until then. nullopt when no timer is pending.
   std::optional<int64_t> NextWorkNs() const;
 
+  // Audits the whole wheel in O(timers) and dies (SEEDANCE_CHECK) on the first broken invariant:
+  // each bucket's pending bit says whether it holds timers; each pending timer knows its bucket
+  // and position, sits in the slot of its expiry tick at a level that cascades it before that
+  // tick, and is not expired (except in the due list); the counts of pending and free timers add
+  // up. Not from inside a callback. The hot paths check their O(1) share of this in every build.
+  void CheckInvariants() const;
+  // Test-only, for the death tests of those checks: overwrites one internal field of the pending
+  // timer `handle` (kPendingBit clears the bit of its bucket; kSize adds `value` to size()).
+  enum class TestCorruption { kDeadlineNs, kExpiryTick, kPosition, kPendingBit, kSize };
+  void CorruptForTesting(TimerHandle handle, TestCorruption field, int64_t value);
+
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   int64_t now() const { return now_ns_; }
