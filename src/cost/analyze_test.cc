@@ -271,5 +271,64 @@ TEST(PricesTest, CanonicalNamesMatchWhatNvmlAndDcgmReport) {
   EXPECT_DOUBLE_EQ(*PriceTable::Builtin().GpuUsdPerHour("NVIDIA A100-SXM4-80GB"), 3.93);
 }
 
+TEST(PricesTest, ParsesAPriceTableOverTheBuiltinOne) {
+  auto t = ParsePrices("source: ours\nhours_per_month: 720\ngpu_usd_per_hour:\n  L4: 1.5\n",
+                       "p.yaml", PriceTable::Builtin());
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_DOUBLE_EQ(*t->GpuUsdPerHour("NVIDIA L4"), 1.5);
+  EXPECT_DOUBLE_EQ(*t->GpuUsdPerHour("NVIDIA A100-SXM4-80GB"), 3.93);  // from the base
+  EXPECT_EQ(t->hours_per_month, 720);
+  EXPECT_EQ(t->source, "p.yaml: ours");
+}
+
+TEST(PricesTest, MeaninglessPricesAreRefusedWithTheirLine) {
+  struct Case {
+    const char* name;
+    std::string text;
+    const char* want;
+  };
+  const Case cases[] = {
+      {"inf", "gpu_usd_per_hour:\n  L4: .inf\n", "p.yaml:2: gpu_usd_per_hour.L4: expected a non-negative"},
+      {"-inf", "gpu_usd_per_hour:\n  L4: -.inf\n", "p.yaml:2: gpu_usd_per_hour.L4:"},
+      {"nan", "gpu_usd_per_hour:\n  L4: .nan\n", "p.yaml:2: gpu_usd_per_hour.L4:"},
+      {"negative", "gpu_usd_per_hour:\n  L4: -1\n", "p.yaml:2: gpu_usd_per_hour.L4:"},
+      {"huge", "gpu_usd_per_hour:\n  L4: 1e300\n", "at most 10000"},
+      {"text", "gpu_usd_per_hour:\n  L4: cheap\n", "p.yaml:2: gpu_usd_per_hour.L4:"},
+      {"list", "gpu_usd_per_hour:\n  L4: [1, 2]\n", "p.yaml:2: gpu_usd_per_hour.L4:"},
+      {"hours nan", "hours_per_month: .nan\n", "p.yaml:1: hours_per_month: expected a number in (0, 744]"},
+      {"hours 0", "hours_per_month: 0\n", "p.yaml:1: hours_per_month:"},
+      {"hours inf", "hours_per_month: .inf\n", "p.yaml:1: hours_per_month:"},
+      {"twice", "gpu_usd_per_hour:\n  L4: 1\n  NVIDIA L4: 2\n",
+       "p.yaml:3: gpu_usd_per_hour.NVIDIA L4: priced twice (model L4, also line 2)"},
+      {"key twice", "source: a\nsource: b\n", "p.yaml:2: source: given twice"},
+      {"unknown", "gpu_prices:\n  L4: 1\n", "p.yaml:1: gpu_prices: unknown field"},
+      {"not a map", "- 1\n- 2\n", "p.yaml: expected a mapping"},
+      {"source map", "source: {a: 1}\n", "p.yaml:1: source: expected a string"},
+      {"bad yaml", "gpu_usd_per_hour: [\n", "p.yaml:2: invalid YAML"},
+      {"deep", std::string(100000, '[') + std::string(100000, ']'), "p.yaml:1: nested deeper than 32"},
+      {"deep block", [] {
+         std::string t;
+         for (int i = 0; i < 2000; ++i) t += "- ";
+         return t + "1\n";
+       }(),
+       "nested deeper"},
+  };
+  for (const Case& c : cases) {
+    auto t = ParsePrices(c.text, "p.yaml", PriceTable::Builtin());
+    ASSERT_FALSE(t.ok()) << c.name;
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << c.name;
+    EXPECT_NE(std::string(t.status().message()).find(c.want), std::string::npos)
+        << c.name << ": " << t.status().message();
+  }
+}
+
+TEST(PricesTest, ADirectoryOrMissingFileIsAClearError) {
+  auto d = LoadPrices("/tmp", PriceTable::Builtin());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(d.status().message()).find("/tmp"), std::string::npos);
+  auto m = LoadPrices("/nonexistent/p.yaml", PriceTable::Builtin());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace seedance::cost
