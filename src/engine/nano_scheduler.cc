@@ -6,11 +6,11 @@
 
 #include <algorithm>
 #include <bit>
-#include <cassert>
 #include <condition_variable>
 #include <thread>
 #include <vector>
 
+#include "seedance/base/check.h"
 #include "seedance/engine/timer_service.h"
 
 namespace seedance::engine {
@@ -67,6 +67,13 @@ struct NanoScheduler::Impl {
 
   // REQUIRES: mu held.
   void Push(TaskControl* t, bool front) {
+    SEEDANCE_CHECK(t->priority >= 0 && t->priority <= kMaxPriority)
+        << "task of priority " << t->priority << " made ready, outside 0.." << kMaxPriority;
+    SEEDANCE_CHECK(!t->queued) << "task of priority " << t->priority
+                               << " made ready while already in the ready queue";
+    SEEDANCE_CHECK(!t->running.load(std::memory_order_relaxed))
+        << "task of priority " << t->priority << " made ready while it runs";
+    t->queued = true;
     Queue& q = queues[t->priority];
     if (q.head == nullptr) {
       t->next = nullptr;
@@ -89,6 +96,10 @@ struct NanoScheduler::Impl {
     const int p = 63 - std::countl_zero(mask);
     Queue& q = queues[p];
     TaskControl* t = q.head;
+    SEEDANCE_CHECK(t != nullptr) << "ready bit " << p << " set on an empty queue";
+    SEEDANCE_CHECK(t->priority == p)
+        << "task of priority " << t->priority << " in the ready queue of priority " << p;
+    t->queued = false;
     q.head = t->next;
     if (q.head == nullptr) {
       q.tail = nullptr;
@@ -152,7 +163,12 @@ struct NanoScheduler::Impl {
       w->dispatches.store(w->dispatches.load(std::memory_order_relaxed) + 1,
                           std::memory_order_relaxed);
       ++runs;
+      const bool already_running = t->running.exchange(true, std::memory_order_acquire);
+      SEEDANCE_CHECK(!already_running)
+          << "task of priority " << t->priority << " resumed while it already runs";
       t->handle.resume();
+      // Suspended now: whatever AfterSuspend hands it to may resume it on another worker.
+      t->running.store(false, std::memory_order_release);
       t = AfterSuspend(w, t);
     }
     return runs;
@@ -161,6 +177,9 @@ struct NanoScheduler::Impl {
   // Applies what the suspended task asked for; returns the task to run next without going back
   // to the queues, if any.
   TaskControl* AfterSuspend(Worker* w, TaskControl* t) {
+    SEEDANCE_CHECK(w->running_priority.load(std::memory_order_relaxed) == t->priority)
+        << "worker advertises priority " << w->running_priority.load(std::memory_order_relaxed)
+        << " while its task has priority " << t->priority << ": preemption would misjudge it";
     switch (w->action) {
       case Action::kYield: {
         std::lock_guard<std::mutex> lock(mu);
@@ -184,6 +203,8 @@ struct NanoScheduler::Impl {
         TaskControl* expected = nullptr;
         if (!w->join_target->joiner.compare_exchange_strong(expected, t,
                                                             std::memory_order_acq_rel)) {
+          SEEDANCE_CHECK(expected == nano_internal::kJoinDone)
+              << "a second task joins the same task (one joiner at most)";
           return t;  // finished meanwhile
         }
         break;
@@ -207,7 +228,7 @@ struct NanoScheduler::Impl {
         break;
       }
       case Action::kNone:
-        assert(false && "a task suspended on an awaitable that is not the scheduler's");
+        SEEDANCE_CHECK(false) << "a task suspended on an awaitable that is not the scheduler's";
         break;
     }
     w->running_priority.store(-1, std::memory_order_relaxed);
@@ -258,7 +279,7 @@ namespace nano_internal {
 namespace {
 Worker* Current() {
   Worker* w = tls_worker;
-  assert(w != nullptr && "awaited outside a task of a NanoScheduler");
+  SEEDANCE_CHECK(w != nullptr) << "a NanoScheduler awaitable was awaited outside a task";
   return w;
 }
 }  // namespace
@@ -337,7 +358,8 @@ void NanoScheduler::MakeReady(TaskControl* t, bool front) { impl_->MakeReady(t, 
 
 size_t NanoScheduler::RunUntilIdle() {
   Impl& m = *impl_;
-  assert(m.manual != nullptr && "RunUntilIdle() is for manual mode (workers = 0)");
+  SEEDANCE_CHECK(m.manual != nullptr) << "RunUntilIdle() is for manual mode (workers = 0), this "
+                                      << "scheduler has " << m.workers.size() << " workers";
   Worker* w = m.manual.get();
   Worker* saved_worker = nano_internal::tls_worker;
   const std::atomic<bool>* saved_flag = nano_internal::tls_preempt_flag;

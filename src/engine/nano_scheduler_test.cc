@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <coroutine>
 #include <mutex>
 #include <random>
 #include <string>
@@ -21,6 +22,161 @@ constexpr int64_t kHangGuardNs = 60'000'000'000;
 Task Record(std::vector<std::string>* log, std::string name) {
   log->push_back(std::move(name));
   co_return;
+}
+
+// --- Death tests: one per invariant NanoScheduler checks in every build
+// (docs/reliability.md#invariants). Each scenario runs whole inside the dying child.
+
+using nano_internal::TaskControl;
+
+// Hands the awaiting task its own control block without suspending (a test-only peek).
+struct ControlOf {
+  TaskControl** out;
+  bool await_ready() const noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<Task::promise_type> h) const noexcept {
+    *out = &h.promise().control;
+    return false;  // resume at once: the scheduler never sees this awaitable
+  }
+  void await_resume() const noexcept {}
+};
+
+Task ParkOn(Event* go, TaskControl** self) {
+  co_await ControlOf{self};
+  co_await go->Wait();
+}
+
+Task AwaitForeign() { co_await std::suspend_always{}; }
+
+Task MakeSelfReady(NanoScheduler* sched) {
+  TaskControl* self = nullptr;
+  co_await ControlOf{&self};
+  sched->MakeReady(self);
+}
+
+Task ChangeOwnPriorityThenYield(int priority) {
+  TaskControl* self = nullptr;
+  co_await ControlOf{&self};
+  self->priority = priority;
+  co_await Yield();
+}
+
+Task JoinIt(const JoinHandle* target) { co_await target->Join(); }
+
+TEST(NanoSchedulerDeathTest, ForeignAwaitableIsCaught) {
+  EXPECT_DEATH(
+      {
+        NanoScheduler sched({.workers = 0});
+        JoinHandle h = sched.Spawn(AwaitForeign());
+        sched.RunUntilIdle();
+      },
+      "invariant violated.*a task suspended on an awaitable that is not the scheduler's");
+}
+
+TEST(NanoSchedulerDeathTest, AwaitOutsideATaskIsCaught) {
+  EXPECT_DEATH(Yield().await_suspend(std::noop_coroutine()),
+               "a NanoScheduler awaitable was awaited outside a task");
+}
+
+TEST(NanoSchedulerDeathTest, RunUntilIdleWithWorkerThreadsIsCaught) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // the scheduler runs threads
+  EXPECT_DEATH(
+      {
+        NanoScheduler sched({.workers = 1});
+        sched.RunUntilIdle();
+      },
+      "RunUntilIdle\\(\\) is for manual mode \\(workers = 0\\), this scheduler has 1 workers");
+}
+
+TEST(NanoSchedulerDeathTest, TaskMadeReadyWhileItRunsIsCaught) {
+  EXPECT_DEATH(
+      {
+        NanoScheduler sched({.workers = 0});
+        JoinHandle h = sched.Spawn(MakeSelfReady(&sched), 4);
+        sched.RunUntilIdle();
+      },
+      "task of priority 4 made ready while it runs");
+}
+
+TEST(NanoSchedulerDeathTest, TaskMadeReadyTwiceIsCaught) {
+  EXPECT_DEATH(
+      {
+        NanoScheduler sched({.workers = 0});
+        Event go;
+        TaskControl* t = nullptr;
+        JoinHandle h = sched.Spawn(ParkOn(&go, &t), 2);
+        sched.RunUntilIdle();  // parked on `go`
+        sched.MakeReady(t);
+        sched.MakeReady(t);
+      },
+      "task of priority 2 made ready while already in the ready queue");
+}
+
+TEST(NanoSchedulerDeathTest, TaskResumedTwiceAtOnceIsCaught) {
+  EXPECT_DEATH(
+      {
+        NanoScheduler sched({.workers = 0});
+        Event go;
+        TaskControl* t = nullptr;
+        JoinHandle h = sched.Spawn(ParkOn(&go, &t), 2);
+        sched.RunUntilIdle();
+        sched.MakeReady(t);
+        t->running.store(true);  // as if another worker were running it
+        sched.RunUntilIdle();
+      },
+      "task of priority 2 resumed while it already runs");
+}
+
+TEST(NanoSchedulerDeathTest, PriorityOutOfRangeIsCaught) {
+  EXPECT_DEATH(
+      {
+        NanoScheduler sched({.workers = 0});
+        Event go;
+        TaskControl* t = nullptr;
+        JoinHandle h = sched.Spawn(ParkOn(&go, &t), 2);
+        sched.RunUntilIdle();
+        t->priority = kMaxPriority + 1;
+        sched.MakeReady(t);
+      },
+      "task of priority 64 made ready, outside 0..63");
+}
+
+TEST(NanoSchedulerDeathTest, TaskInAnotherPrioritysQueueIsCaught) {
+  EXPECT_DEATH(
+      {
+        NanoScheduler sched({.workers = 0});
+        Event go;
+        TaskControl* t = nullptr;
+        JoinHandle h = sched.Spawn(ParkOn(&go, &t), 2);
+        sched.RunUntilIdle();
+        sched.MakeReady(t);  // queued at priority 2 ...
+        t->priority = 9;     // ... then relabelled
+        sched.RunUntilIdle();
+      },
+      "task of priority 9 in the ready queue of priority 2");
+}
+
+TEST(NanoSchedulerDeathTest, WorkerPriorityOutOfStepWithItsTaskIsCaught) {
+  EXPECT_DEATH(
+      {
+        NanoScheduler sched({.workers = 0});
+        JoinHandle h = sched.Spawn(ChangeOwnPriorityThenYield(7), 3);
+        sched.RunUntilIdle();
+      },
+      "worker advertises priority 3 while its task has priority 7");
+}
+
+TEST(NanoSchedulerDeathTest, SecondJoinerIsCaught) {
+  EXPECT_DEATH(
+      {
+        NanoScheduler sched({.workers = 0});
+        Event go;
+        TaskControl* t = nullptr;
+        JoinHandle target = sched.Spawn(ParkOn(&go, &t), 5);
+        JoinHandle a = sched.Spawn(JoinIt(&target), 1);
+        JoinHandle b = sched.Spawn(JoinIt(&target), 1);
+        sched.RunUntilIdle();
+      },
+      "a second task joins the same task \\(one joiner at most\\)");
 }
 
 TEST(NanoSchedulerTest, StrictPriorityOrderThenFifoWithinAPriority) {

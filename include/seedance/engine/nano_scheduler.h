@@ -23,6 +23,12 @@
 // signal handler safely). A preempted task goes back to the front of its priority's queue; a
 // task whose slice ran out, or that called Yield(), to the back.
 //
+// Invariants, checked in every build (SEEDANCE_CHECK: a bug aborts with what broke): a task is
+// in the ready queue at most once and never while it runs, it is never resumed on two workers,
+// the queue a task is popped from is its priority's, a worker's advertised priority (what
+// preemption picks victims by) is that of the task it runs, a task has one joiner at most, and
+// the awaitables are only awaited inside a task.
+//
 // Thread-safety: Spawn(), Event::Set() and JoinHandle::Wait() may be called from any thread.
 // The awaitables (Yield, Checkpoint, SleepFor, SleepUntil, Event::Wait, JoinHandle::Join) are for
 // use inside a task running on a NanoScheduler. An exception escaping a task terminates.
@@ -89,6 +95,8 @@ struct TaskControl {
   std::atomic<int> refs{1};  // the scheduler's, plus one per live JoinHandle
   std::atomic<uint32_t> done{0};
   std::atomic<TaskControl*> joiner{nullptr};  // a task blocked in Join(), or kJoinDone
+  std::atomic<bool> running{false};           // resumed on a worker right now
+  bool queued = false;                        // in a ready queue (guarded by the scheduler's mu)
 };
 inline TaskControl* const kJoinDone = reinterpret_cast<TaskControl*>(uintptr_t{1});
 void ReleaseTask(TaskControl* t);
