@@ -1,0 +1,1501 @@
+"""The hostile-input catalogue: every case the driver (hostile.py) runs.
+
+A case is a table row: class, name, argv (with placeholders), expected exit status (0, 1, 2, or
+a tuple of the statuses a documented rule allows), substrings the message must contain, and
+post-conditions. Placeholders in argv and messages:
+
+  {T}            the case's own temporary directory (the command's working directory)
+  {NAME}         the path of NAME inside it; a fixture below is written there on first use
+  {port}         the port of the server the case starts (HTTP Prometheus or UDP SNTP)
+
+Every case also checks, whatever its table row says: no crash (signal, sanitizer, invariant),
+no hang, every file the case prepared is unchanged (same inode, same bytes) unless listed as
+`mutable`, FIFOs/devices/symlinks keep their kind, no `.NAME.seedance-*` temp file is left, a
+failing run creates no file, and its message is non-empty, under 4 KB a line and readable.
+
+Classes (the issue's "Why" list, plus the valid controls that keep the fixtures honest):
+  destroy     output flags aimed at FIFOs, devices, symlinks, inputs, /dev/null
+  write-fail  outputs that cannot be written (/dev/full, read-only, missing or unwritable dirs)
+  hang        hangs and memory blow-ups (unbounded windows, seed ranges, /dev/zero, silent
+              FIFOs, alias bombs, deep nesting, slow and endless HTTP, silent SNTP)
+  bad-value   aborts on bad values (nan, inf, overflow, garbage in every numeric flag;
+              directories and invalid UTF-8 as inputs and names)
+  garbage     silent garbage: values and files that parse but mean nothing
+  injection   HTML, terminal and credential injection through names and paths
+  exit-code   exit statuses and messages: unknown commands/flags, -o json, missing inputs, caps
+  control     valid inputs that must succeed with valid output
+"""
+
+import os
+
+# ----------------------------------------------------------------------------------------------
+# Fixtures: small valid inputs, written into a case's directory when its argv names them.
+
+NODES_CSV = ("sn,cpu_milli,memory_mib,gpu,model\n"
+             "n0,32000,65536,2,T4\n"
+             "n1,32000,65536,4,V100M32\n")
+PODS_CSV = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+            "p0,1000,1024,1,500\n"
+            "p1,2000,2048,1,1000\n"
+            "p2,500,512,0,0\n")
+PODS_FULL_HEADER = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
+                    "creation_time,deletion_time,scheduled_time\n")
+PODS_REPLAY = PODS_FULL_HEADER + "".join(
+    "r%d,1000,1024,1,%d,,LS,Running,%d,%d,%d\n" % (i, 500 if i % 2 else 1000, i * 600,
+                                                    i * 600 + 3600, i * 600)
+    for i in range(8))
+CLUSTER_YAML = """name: t
+gpu_models:
+  T4: {memory_mib: 15360, price_usd_per_hour: 0.35, power_w: 70}
+nodes:
+  - name: node-a
+    numa_nodes:
+      - {id: 0, cpu_milli: 32000, memory_mib: 131072}
+    devices:
+      - {id: gpu0, type: gpu, model: T4, capacity: {memory_mib: 15360}, binding: {numa_node: 0}}
+      - {id: gpu1, type: gpu, model: T4, capacity: {memory_mib: 15360}, binding: {numa_node: 0}}
+"""
+CLUSTER_JSON = """{"name": "t",
+ "gpu_models": {"T4": {"memory_mib": 15360, "price_usd_per_hour": 0.35, "power_w": 70}},
+ "nodes": [{"name": "node-a",
+            "numa_nodes": [{"id": 0, "cpu_milli": 32000, "memory_mib": 131072}],
+            "devices": [{"id": "gpu0", "type": "gpu", "model": "T4",
+                         "capacity": {"memory_mib": 15360}, "binding": {"numa_node": 0}}]}]}
+"""
+
+
+def profile_json(names=("a", "b", "c", "d"), utils=((1, 2), (50, 60), (3, 4), (5, 6)),
+                 model="NVIDIA L4", pods=None, source="t", extra_node="", timestamps="[0, 1]"):
+    nodes = []
+    for i, (n, u) in enumerate(zip(names, utils)):
+        pod = ""
+        if pods and i < len(pods):
+            pod = (', "pods": [{"name": %s, "namespace": "ml", "cpu_milli": 1000, '
+                   '"memory_mib": 1024, "num_gpus": 1, "gpu_milli": 1000, "gpu_ids": [0]}]'
+                   % pods[i])
+        nodes.append('{"name": %s, "cpus": 8, "memory_mib": 65536, "gpus": [{"index": 0, '
+                     '"model": %s, "memory_mib": 23034, "util_pct": [%s, %s]}]%s%s}'
+                     % (n if n.startswith('"') else '"%s"' % n,
+                        model if model.startswith('"') else '"%s"' % model, u[0], u[1], pod,
+                        extra_node))
+    return ('{"version": 1, "source": %s, "start_unix_s": 1764450000, "interval_s": 1, '
+            '"timestamps_s": %s, "nodes": [%s]}\n'
+            % (source if source.startswith('"') else '"%s"' % source, timestamps,
+               ", ".join(nodes)))
+
+
+PROFILE_JSON = profile_json()
+PRICES_YAML = 'source: "test rates"\nhours_per_month: 730\ngpu_usd_per_hour:\n  L4: 1.0\n'
+AZURE_CSV = ("TIMESTAMP,ContextTokens,GeneratedTokens\n"
+             "2023-11-16 18:15:46.6805900,374,44\n"
+             "2023-11-16 18:15:50.9951690,396,109\n"
+             "2023-11-16 18:15:51.5272310,879,30\n"
+             "2023-11-16 18:15:53.1000000,120,8\n")
+MOONCAKE_JSONL = "".join('{"timestamp": %d, "input_length": %d, "output_length": 12, '
+                         '"hash_ids": [%s]}\n' % (i * 100, 600 + i, "0, %d" % (i + 1))
+                         for i in range(4))
+SHAREGPT_CSV = ("num_prefill_tokens,num_decode_tokens\n"
+                "120,30\n700,12\n64,200\n300,44\n")
+ALLREDUCE_HEADER = (",time_stats.all_reduce.min,time_stats.all_reduce.max,"
+                    "time_stats.all_reduce.mean,time_stats.all_reduce.median,"
+                    "time_stats.all_reduce.std,rank,num_workers,size,collective,"
+                    "devices_per_node,max_devices_per_node\n")
+
+
+def allreduce_rows(rows):
+    return ALLREDUCE_HEADER + "".join(
+        "%d,%s,%s,%s,%s,0.001,0,%s,%s,all_reduce,%s,8\n" % (i, m, m, m, m, w, s, dpn)
+        for i, (w, s, m, dpn) in enumerate(rows))
+
+
+ALLREDUCE_CSV = allreduce_rows([(w, s, "%.4f" % (0.02 + w * 0.005 + s / 4e7), 8)
+                                for w in (2, 4, 8)
+                                for s in (2048, 65536, 1048576, 16777216)])
+
+FIXTURES = {
+    "nodes.csv": NODES_CSV,
+    "pods.csv": PODS_CSV,
+    "pods_replay.csv": PODS_REPLAY,
+    "cluster.yaml": CLUSTER_YAML,
+    "cluster.json": CLUSTER_JSON,
+    "profile.json": PROFILE_JSON,
+    "prices.yaml": PRICES_YAML,
+    "azure.csv": AZURE_CSV,
+    "mooncake.jsonl": MOONCAKE_JSONL,
+    "sharegpt.csv": SHAREGPT_CSV,
+    "allreduce.csv": ALLREDUCE_CSV,
+}
+
+ESC = "\x1b[2J\x1b[31m"             # clear screen, red
+HTML_BAD = "</script><img src=x onerror=alert(1)>"
+HUGE_LINE = "x" * (2 << 20)         # a 2 MB field
+
+# ----------------------------------------------------------------------------------------------
+
+
+class Case:
+    def __init__(self, cls, name, argv, exit=2, msg=(), stdin=None, files=None, setup=(),
+                 out=(), mutable=(), absent=(), present=(), timeout=None, max_s=None,
+                 nobody=False, server=None, env=None, stdout=None, command=None):
+        self.cls = cls
+        self.name = name
+        self.argv = list(argv)
+        self.exit = exit
+        self.msg = list(msg)
+        self.stdin = stdin
+        self.files = dict(files or {})
+        self.setup = list(setup)
+        self.out = list(out)
+        self.mutable = set(mutable)
+        self.absent = list(absent)
+        self.present = list(present)
+        self.timeout = timeout
+        self.max_s = max_s
+        self.nobody = nobody
+        self.server = server
+        self.env = dict(env or {})
+        self.stdout = stdout
+        self.command = command or command_of(self.argv)
+        self.id = "%s/%s" % (cls, name)
+
+
+def command_of(argv):
+    words = [a for a in argv if isinstance(a, str)]
+    i = 0
+    while i < len(words) and words[i].startswith("-"):  # global flags
+        i += 2 if words[i] == "--max-input-size" else 1
+    if i >= len(words):
+        return "(none)"
+    cmd = words[i]
+    if cmd in ("costmodel", "clock", "bench") and i + 1 < len(words) and \
+            not words[i + 1].startswith("-"):
+        cmd += " " + words[i + 1]
+    if cmd == "simulate":
+        mode = "fill"
+        if "--mode" in words:
+            j = words.index("--mode")
+            mode = words[j + 1] if j + 1 < len(words) else "?"
+        cmd += " " + mode
+    return cmd
+
+
+# ----------------------------------------------------------------------------------------------
+# Commands that write a main output: base argv (without -o), output format of a .json -o, the
+# inputs it reads (fixture names), and whether --format json exists.
+
+SNTP_GOOD = ("sntp", "good")
+
+
+class Writer:
+    def __init__(self, key, argv, fmt="json", inputs=(), server=None, format_flag=True):
+        self.key = key
+        self.argv = argv
+        self.fmt = fmt
+        self.inputs = inputs
+        self.server = server
+        self.format_flag = format_flag
+
+
+WRITERS = [
+    Writer("version", ["version"]),
+    Writer("simulate-fill", ["simulate", "-q", "--nodes", "{nodes.csv}", "--pods", "{pods.csv}",
+                             "--policy", "bestfit", "--seeds", "1"],
+           inputs=("nodes.csv", "pods.csv")),
+    Writer("simulate-churn", ["simulate", "-q", "--nodes", "{cluster.yaml}", "--pods",
+                              "{pods_replay.csv}", "--policy", "bestfit", "--seeds", "1",
+                              "--mode", "churn", "--duration", "2", "--warmup", "0"],
+           inputs=("cluster.yaml", "pods_replay.csv")),
+    Writer("simulate-replay", ["simulate", "-q", "--nodes", "{nodes.csv}", "--pods",
+                               "{pods_replay.csv}", "--policy", "bestfit", "--seeds", "1",
+                               "--mode", "replay"],
+           inputs=("nodes.csv", "pods_replay.csv")),
+    Writer("profile", ["profile", "-q", "--duration", "1", "--interval", "0.5"], fmt="profile",
+           format_flag=False),
+    Writer("analyze", ["analyze", "-i", "{profile.json}", "--idle-window", "2", "--prices",
+                       "{prices.yaml}"], inputs=("profile.json", "prices.yaml")),
+    Writer("serve-sim", ["serve-sim", "--trace", "{azure.csv}", "--batching",
+                         "continuous,static"], inputs=("azure.csv",)),
+    Writer("costmodel-check", ["costmodel", "check", "--profile", "{allreduce.csv}", "--gpu",
+                               "h100"], inputs=("allreduce.csv",)),
+    Writer("costmodel-fit", ["costmodel", "fit", "--profile", "{allreduce.csv}", "--gpu",
+                             "h100"], inputs=("allreduce.csv",)),
+    Writer("clock-simulate", ["clock", "simulate", "--samples", "16", "--seeds", "1"]),
+    Writer("clock-probe", ["clock", "probe", "--server", "127.0.0.1:{port}", "--samples", "2",
+                           "--interval-ms", "0", "--timeout-ms", "1000"], server=SNTP_GOOD),
+    Writer("bench-timers", ["bench", "timers", "--timers", "1000", "--repetitions", "1",
+                            "--min-time", "0.01", "--lateness-s", "0", "--impl", "seedance"]),
+]
+
+
+def destroy_and_write_cases():
+    cases = []
+    for w in WRITERS:
+        k = w.key
+        fj = ["--format", "json"] if w.format_flag else []
+
+        def add(cls, dest, tail, **kw):
+            kw.setdefault("server", w.server)
+            cases.append(Case(cls, "%s/%s" % (k, dest), w.argv + tail, **kw))
+
+        old = '{"old": "content"}\n'
+        add("control", "new-file", ["-o", "{out.json}"], exit=0, out=[("out.json", w.fmt)])
+        add("destroy", "replace-existing", ["-o", "{out.json}"], exit=0,
+            files={"out.json": old}, mutable={"out.json"}, out=[("out.json", w.fmt)])
+        add("control", "stdout-dash", ["-o", "-"] + fj, exit=0, out=[("stdout", w.fmt)])
+        add("destroy", "fifo-with-reader", ["-o", "{fifo.json}"], exit=0,
+            setup=[("fifo_reader", "fifo.json")], out=[("fifo:fifo.json", w.fmt)])
+        add("destroy", "fifo-no-reader", ["-o", "{fifo.json}"], exit=1, msg=["fifo.json"],
+            setup=[("fifo", "fifo.json")], max_s=12)
+        add("destroy", "char-device", ["-o", "{null.json}"], exit=0,
+            setup=[("chardev", "null.json")])
+        add("destroy", "symlink", ["-o", "{link.json}"], exit=0,
+            files={"target.json": old}, setup=[("symlink", "link.json", "target.json")],
+            mutable={"target.json"}, out=[("target.json", w.fmt)])
+        add("destroy", "symlink-dangling", ["-o", "{link.json}"], exit=0,
+            setup=[("symlink", "link.json", "made.json")], out=[("made.json", w.fmt)])
+        add("destroy", "symlink-to-fifo", ["-o", "{link.json}"], exit=0,
+            setup=[("fifo_reader", "f.json"), ("symlink", "link.json", "f.json")],
+            out=[("fifo:f.json", w.fmt)])
+        add("destroy", "symlink-to-char-device", ["-o", "{link.json}"], exit=0,
+            setup=[("chardev", "null"), ("symlink", "link.json", "null")])
+        add("destroy", "dev-null", ["-o", "/dev/null"], exit=0, nobody=True)
+        add("write-fail", "dev-full", ["-o", "/dev/full"] + fj, exit=1, msg=["/dev/full"])
+        add("write-fail", "stdout-dev-full", ["-o", "-"] + fj, exit=1, stdout="/dev/full",
+            msg=[("standard output", "stdout", "/dev/full")])
+        add("write-fail", "missing-dir", ["-o", "{nodir/out.json}"], exit=2,
+            msg=["nodir/out.json"])
+        add("write-fail", "unwritable-dir", ["-o", "{ro/out.json}"], exit=1, nobody=True,
+            setup=[("dir", "ro"), ("chmod", "ro", 0o555)], msg=["ro/out.json"])
+        add("write-fail", "read-only-file", ["-o", "{ro.json}"], exit=1, nobody=True,
+            files={"ro.json": old}, setup=[("chmod", "ro.json", 0o444)], msg=["ro.json"])
+        add("write-fail", "directory", ["-o", "{outdir}"], exit=2, setup=[("dir", "outdir")],
+            msg=["outdir"])
+        add("write-fail", "empty-path", ["-o", ""], exit=(0, 2), msg=[("--output", "-o")],
+            out=[("stdout", "text")])
+        add("write-fail", "socket", ["-o", "{sock.json}"], exit=2,
+            setup=[("socket", "sock.json")], msg=["sock.json"])
+        add("write-fail", "proc-file", ["-o", "/proc/version"], exit=(1, 2),
+            msg=["/proc/version"])
+        if k in ("version", "analyze", "clock-simulate"):
+            add("destroy", "invalid-utf8-path", ["-o", os.fsdecode(b"{T}/out\xff\xfe.json")],
+                exit=0, out=[(os.fsdecode(b"out\xff\xfe.json"), w.fmt)])
+            add("destroy", "name-at-name-max", ["-o", "{%s.json}" % ("n" * 250)], exit=0,
+                out=[("n" * 250 + ".json", w.fmt)])
+        for inp in w.inputs:
+            stem = inp.replace(".", "-")
+            add("destroy", "input-as-output-" + stem, ["-o", "{%s}" % inp], msg=[inp])
+            add("destroy", "input-via-symlink-" + stem, ["-o", "{alias}"], msg=["alias"],
+                setup=[("symlink", "alias", inp)])
+            add("destroy", "input-via-hardlink-" + stem, ["-o", "{hard}"], msg=["hard"],
+                setup=[("hardlink", "hard", inp)])
+            add("destroy", "input-other-spelling-" + stem, ["-o", "{T}/./" + inp], msg=[inp])
+    return cases
+
+
+# simulate's other outputs and the deprecated spellings must be just as safe.
+SIM_FILL = WRITERS[1].argv
+
+
+def secondary_output_cases():
+    c = []
+    for flag, fmt in (("--dump-order", "csv"), ("--json", "json"), ("--report", "html")):
+        f = flag.strip("-")
+        c.append(Case("control", "simulate/%s-file" % f, SIM_FILL + [flag, "{o.x}"], exit=0,
+                      out=[("o.x", fmt if fmt != "json" else "json")]))
+        c.append(Case("destroy", "simulate/%s-fifo-with-reader" % f, SIM_FILL + [flag, "{o}"],
+                      exit=0, setup=[("fifo_reader", "o")], out=[("fifo:o", fmt)]))
+        c.append(Case("destroy", "simulate/%s-fifo-no-reader" % f, SIM_FILL + [flag, "{o}"],
+                      exit=1, setup=[("fifo", "o")], msg=["o"], max_s=12))
+        c.append(Case("destroy", "simulate/%s-char-device" % f, SIM_FILL + [flag, "{null}"],
+                      exit=0, setup=[("chardev", "null")]))
+        c.append(Case("destroy", "simulate/%s-is-pods-input" % f,
+                      SIM_FILL + [flag, "{pods.csv}"], msg=["pods.csv"]))
+        c.append(Case("destroy", "simulate/%s-is-nodes-via-symlink" % f,
+                      SIM_FILL + [flag, "{l}"], setup=[("symlink", "l", "nodes.csv")],
+                      msg=["l"]))
+        c.append(Case("write-fail", "simulate/%s-dev-full" % f, SIM_FILL + [flag, "/dev/full"],
+                      exit=1, msg=["/dev/full"]))
+        c.append(Case("write-fail", "simulate/%s-missing-dir" % f,
+                      SIM_FILL + [flag, "{no/x}"], exit=2, msg=["no/x"]))
+    c.append(Case("destroy", "simulate/two-outputs-same-file",
+                  SIM_FILL + ["-o", "{x.json}", "--dump-order", "{x.json}"], msg=["x.json"]))
+    c.append(Case("destroy", "simulate/two-outputs-via-symlink",
+                  SIM_FILL + ["-o", "{x.json}", "--dump-order", "{y}"], msg=[("x.json", "y")],
+                  setup=[("symlink", "y", "x.json")]))
+    c.append(Case("destroy", "serve-sim/json-alias-is-input",
+                  ["serve-sim", "--trace", "{azure.csv}", "--json", "{azure.csv}"],
+                  msg=["azure.csv"]))
+    c.append(Case("destroy", "serve-sim/json-alias-fifo-no-reader",
+                  ["serve-sim", "--trace", "{azure.csv}", "--json", "{f}"], exit=1,
+                  setup=[("fifo", "f")], msg=["f"], max_s=12))
+    c.append(Case("destroy", "analyze/output-is-prices",
+                  WRITERS[5].argv + ["-o", "{prices.yaml}"], msg=["prices.yaml"]))
+    c.append(Case("destroy", "costmodel-fit/output-is-eval",
+                  WRITERS[8].argv + ["--eval", "{e.csv}", "-o", "{e.csv}"],
+                  files={"e.csv": ALLREDUCE_CSV}, msg=["e.csv"]))
+    c.append(Case("write-fail", "profile/unwritable-found-before-sampling",
+                  ["profile", "-q", "--duration", "30", "--interval", "1", "-o", "/dev/full"],
+                  exit=1, msg=["/dev/full"], max_s=40))
+    c.append(Case("write-fail", "profile/missing-dir-found-at-once",
+                  ["profile", "-q", "--duration", "60", "--interval", "1", "-o", "{no/p.json}"],
+                  exit=2, msg=["no/p.json"], max_s=8))
+    c.append(Case("write-fail", "profile/fifo-no-reader-at-once",
+                  ["profile", "-q", "--duration", "60", "--interval", "1", "-o", "{f}"],
+                  exit=1, setup=[("fifo", "f")], msg=["f"], max_s=8))
+    c.append(Case("write-fail", "completion/stdout-dev-full", ["completion", "bash"], exit=1,
+                  stdout="/dev/full", msg=[("standard output", "stdout")]))
+    c.append(Case("write-fail", "help/stdout-dev-full", ["help", "simulate"], exit=1,
+                  stdout="/dev/full", msg=[("standard output", "stdout")]))
+    c.append(Case("write-fail", "simulate/table-stdout-dev-full", SIM_FILL, exit=1,
+                  stdout="/dev/full", msg=[("standard output", "stdout")]))
+    c.append(Case("write-fail", "analyze/table-stdout-dev-full", WRITERS[5].argv, exit=1,
+                  stdout="/dev/full", msg=[("standard output", "stdout")]))
+    c.append(Case("write-fail", "serve-sim/table-stdout-dev-full", WRITERS[6].argv, exit=1,
+                  stdout="/dev/full", msg=[("standard output", "stdout")]))
+    return c
+
+
+# ----------------------------------------------------------------------------------------------
+# Input readers: every input flag gets the same bad files.
+
+class Reader:
+    def __init__(self, key, argv, slot, flag, empty_ok=False):
+        self.empty_ok = empty_ok
+        self.key = key
+        self.argv = argv   # with "{IN}" where the input goes
+        self.slot = slot   # fixture name that {IN} replaces in control runs
+        self.flag = flag
+
+
+READERS = [
+    Reader("simulate-nodes", ["simulate", "-q", "--nodes", "IN", "--pods", "{pods.csv}",
+                              "--policy", "bestfit", "--seeds", "1"], "nodes.csv", "--nodes"),
+    Reader("simulate-pods", ["simulate", "-q", "--nodes", "{nodes.csv}", "--pods", "IN",
+                             "--policy", "bestfit", "--seeds", "1"], "pods.csv", "--pods"),
+    Reader("simulate-replay-pods", ["simulate", "-q", "--nodes", "{nodes.csv}", "--pods", "IN",
+                                    "--policy", "bestfit", "--seeds", "1", "--mode", "replay"],
+           "pods_replay.csv", "--pods"),
+    Reader("analyze-input", ["analyze", "-i", "IN"], "profile.json", "--input"),
+    Reader("analyze-prices", ["analyze", "-i", "{profile.json}", "--prices", "IN"],
+           "prices.yaml", "--prices", empty_ok=True),
+    Reader("serve-sim-trace", ["serve-sim", "--trace", "IN", "--batching", "continuous"],
+           "azure.csv", "--trace"),
+    Reader("costmodel-check-profile", ["costmodel", "check", "--gpu", "h100", "--profile", "IN"],
+           "allreduce.csv", "--profile"),
+    Reader("costmodel-fit-profile", ["costmodel", "fit", "--gpu", "h100", "--profile", "IN"],
+           "allreduce.csv", "--profile"),
+    Reader("costmodel-fit-eval", ["costmodel", "fit", "--gpu", "h100", "--profile",
+                                  "{allreduce.csv}", "--eval", "IN"], "allreduce.csv", "--eval"),
+]
+
+
+def _with(argv, value):
+    return [value if a == "IN" else a for a in argv]
+
+
+def reader_cases():
+    c = []
+    binary = bytes(range(256)) * 64
+    for r in READERS:
+        k = r.key
+        ext = os.path.splitext(r.slot)[1]
+
+        def add(cls, name, value, **kw):
+            c.append(Case(cls, "%s/%s" % (k, name), _with(r.argv, value), **kw))
+
+        add("control", "valid", "{%s}" % r.slot, exit=0)
+        add("control", "stdin-dash", "-", exit=0, stdin=FIXTURES[r.slot])
+        add("control", "dev-stdin", "/dev/stdin", exit=0, stdin=FIXTURES[r.slot])
+        add("control", "fifo-with-writer", "{in.fifo}", exit=0,
+            setup=[("fifo_feed", "in.fifo", r.slot)])
+        add("exit-code", "missing-file", "{nothere%s}" % ext, msg=["nothere" + ext])
+        add("bad-value", "directory", "{adir}", setup=[("dir", "adir")], msg=["adir"])
+        add("hang", "dev-zero", "/dev/zero", msg=["/dev/zero"], timeout=60)
+        add("hang", "stdin-dev-zero", "-", stdin=("path", "/dev/zero"),
+            msg=[("standard input", "stdin", "-")], timeout=60)
+        add("hang", "fifo-no-writer", "{in.fifo}", setup=[("fifo", "in.fifo")],
+            msg=["in.fifo"], max_s=15)
+        add("hang", "fifo-silent-writer", "{in.fifo}", setup=[("fifo_held", "in.fifo")],
+            msg=["in.fifo"], max_s=16)
+        empty = (0, 2) if r.empty_ok else 2
+        add("bad-value", "empty-file", "{empty%s}" % ext, files={"empty" + ext: ""},
+            msg=["empty" + ext], exit=empty)
+        add("bad-value", "dev-null", "/dev/null", msg=["/dev/null"], exit=empty)
+        add("bad-value", "binary-garbage", "{bin%s}" % ext, files={"bin" + ext: binary},
+            msg=["bin" + ext])
+        add("bad-value", "socket", "{s.sock}", setup=[("socket", "s.sock")], msg=["s.sock"])
+        add("bad-value", "invalid-utf8-path", os.fsdecode(b"{T}/no\xff\xfe" + ext.encode()),
+            msg=["no"])
+        add("injection", "ansi-in-path", "{T}/" + ESC + "evil" + ext, msg=["evil"],
+            absent=[("stderr", "\x1b")])
+        add("exit-code", "huge-single-line", "{long%s}" % ext, files={"long" + ext: HUGE_LINE},
+            msg=["long" + ext])
+        add("write-fail", "unreadable-file", "{locked%s}" % ext, nobody=True,
+            files={"locked" + ext: FIXTURES[r.slot]}, setup=[("chmod", "locked" + ext, 0)],
+            exit=1, msg=["locked" + ext])
+        add("exit-code", "over-max-input-size", "{%s}" % r.slot,
+            msg=[("--max-input-size", r.slot)])
+        c[-1].argv = ["--max-input-size", "16"] + c[-1].argv
+        c.append(Case("hang", "%s/truncated-at-half" % k, _with(r.argv, "{half%s}" % ext),
+                      files={"half" + ext: FIXTURES[r.slot][:len(FIXTURES[r.slot]) // 2]},
+                      exit=(0, 2), msg=["half" + ext]))
+    return c
+
+
+# ----------------------------------------------------------------------------------------------
+# Numeric flags: every one gets the same bad values. The table lists each flag with a base argv
+# that is valid otherwise; flags found in --help and missing here are added at run time.
+
+SIM = ["simulate", "-q", "--nodes", "{nodes.csv}", "--pods", "{pods.csv}", "--policy", "bestfit",
+       "--seeds", "1"]
+SIM_CHURN = SIM + ["--mode", "churn"]
+SIM_REPLAY = ["simulate", "-q", "--nodes", "{nodes.csv}", "--pods", "{pods_replay.csv}",
+              "--policy", "bestfit", "--seeds", "1", "--mode", "replay"]
+PROFILE = ["profile", "-q", "-o", "{p.json}"]
+ANALYZE = ["analyze", "-i", "{profile.json}"]
+SERVE = ["serve-sim", "--trace", "{azure.csv}", "--batching", "continuous"]
+SERVE_SHAREGPT = ["serve-sim", "--trace", "{sharegpt.csv}", "--batching", "continuous"]
+CM_FIT = ["costmodel", "fit", "--profile", "{allreduce.csv}", "--gpu", "h100"]
+PROBE = ["clock", "probe", "--server", "127.0.0.1:9"]
+CLOCK_SIM = ["clock", "simulate", "--seeds", "1"]
+BENCH = ["bench", "timers", "--impl", "seedance"]
+
+# (base argv, flag, kind, negative values valid)
+NUMERIC_FLAGS = [
+    (SIM, "--tune", "float", False),
+    (SIM_CHURN, "--load", "float", False),
+    (SIM_CHURN, "--duration", "duration", False),
+    (SIM_CHURN, "--warmup", "duration", True),
+    (SIM_REPLAY, "--time-scale", "float", False),
+    (SIM, "--jobs", "int", False),
+    (PROFILE, "--duration", "duration", False),
+    (PROFILE, "--interval", "duration", False),
+    (PROFILE + ["--prometheus", "http://127.0.0.1:1"], "--timeout", "duration", False),
+    (ANALYZE, "--idle-util", "float", False),
+    (ANALYZE, "--idle-window", "duration", False),
+    (ANALYZE, "--underused-util", "float", False),
+    (ANALYZE, "--drain-max-util", "float", False),
+    (ANALYZE, "--target-util-cap", "float", False),
+    (SERVE, "--tp", "int", False),
+    (SERVE, "--rate-scale", "float", False),
+    (SERVE, "--block-size", "int", False),
+    (SERVE, "--max-num-seqs", "int", False),
+    (SERVE, "--max-batched-tokens", "int", False),
+    (SERVE + ["--preemption", "swap"], "--swap-gib", "float", False),
+    (SERVE, "--static-max-len", "int", False),
+    (SERVE, "--mem-util", "float", False),
+    (SERVE_SHAREGPT, "--rate", "float", False),
+    (SERVE_SHAREGPT, "--seed", "uint", False),
+    (SERVE, "--limit", "int", False),
+    (SERVE, "--prefix-cache", "int", False),
+    (CM_FIT, "--roofline-exponent", "float", False),
+    (CM_FIT, "--train-workers", "int", False),
+    (PROBE, "--samples", "int", False),
+    (PROBE, "--interval-ms", "int", False),
+    (PROBE, "--timeout-ms", "int", False),
+    (CLOCK_SIM, "--drift-ppm", "float", True),
+    (CLOCK_SIM, "--jitter-us", "float", False),
+    (CLOCK_SIM, "--outlier-pct", "float", False),
+    (CLOCK_SIM, "--samples", "int", False),
+    (CLOCK_SIM, "--poll-s", "duration", False),
+    (CLOCK_SIM, "--warmup", "int", False),
+    (CLOCK_SIM, "--window", "int", False),
+    (BENCH, "--timers", "uint", False),
+    (BENCH, "--repetitions", "int", False),
+    (BENCH, "--min-time", "duration", False),
+    (BENCH, "--lateness-timers", "uint", False),
+    (BENCH, "--lateness-s", "duration", False),
+    (BENCH, "--tick-ms", "float", False),
+]
+
+BAD_ALWAYS = [("nan", "nan"), ("inf", "inf"), ("-inf", "-inf"), ("infinity", "Infinity"),
+              ("1e309", "1e309"), ("empty", ""), ("garbage", "abc"), ("trailing", "5x"),
+              ("overflow", "99999999999999999999999")]
+BAD_NONNEG = [("minus-one", "-1")]
+BAD_INT = [("fraction", "1.5"), ("int64-plus-one", "9223372036854775808")]
+
+
+def numeric_cases(flags):
+    c = []
+    for base, flag, kind, neg_ok in flags:
+        values = list(BAD_ALWAYS)
+        if not neg_ok:
+            values += BAD_NONNEG
+        if kind in ("int", "uint"):
+            values += BAD_INT
+        cmd = command_of(base)
+        for vname, v in values:
+            c.append(Case("bad-value", "%s/%s=%s" % (cmd.replace(" ", "-"), flag, vname),
+                          base + [flag, v], msg=[flag]))
+            # the same value through --flag=VALUE, for a sample of the values
+        c.append(Case("bad-value", "%s/%s=nan-equals-form" % (cmd.replace(" ", "-"), flag),
+                      base + ["%s=nan" % flag], msg=[flag]))
+    c += [Case("bad-value", "global/--max-input-size=%s" % n, ["--max-input-size", v, "version"],
+               msg=["--max-input-size"])
+          for n, v in (("nan", "nan"), ("zero", "0"), ("minus", "-1"), ("unit", "1Z"),
+                       ("overflow", "99999999999999T"), ("empty", ""), ("garbage", "lots"))]
+    return c
+
+
+def parse_help_flags(help_text):
+    """Numeric flags (FLOAT, INT, UINT, DURATION, SECONDS, SIZE) listed in a --help text."""
+    import re
+    found = []
+    for line in help_text.splitlines():
+        m = re.match(r"\s+(?:-\w,)?(--[\w-]+)(?:,[-\w]+)*\s+([A-Z]+)", line)
+        if m and m.group(2) in ("FLOAT", "INT", "UINT", "DURATION", "SECONDS", "NUMBER",
+                                "HOURS", "MS", "SIZE"):
+            found.append((m.group(1), m.group(2)))
+    return found
+
+
+HELP_BASES = {
+    "simulate": SIM_CHURN, "profile": PROFILE, "analyze": ANALYZE, "serve-sim": SERVE,
+    "costmodel check": ["costmodel", "check", "--profile", "{allreduce.csv}", "--gpu", "h100"],
+    "costmodel fit": CM_FIT, "clock probe": PROBE, "clock simulate": CLOCK_SIM,
+    "bench timers": BENCH,
+}
+
+
+def discovered_flags(binary):
+    """Numeric flags in the binary's --help that the table does not list (inputs not seen)."""
+    import subprocess
+    if not binary:
+        return []
+    known = {(command_of(b).split(" fill")[0].split(" churn")[0].split(" replay")[0], f)
+             for b, f, _, _ in NUMERIC_FLAGS}
+    extra = []
+    for cmd, base in HELP_BASES.items():
+        try:
+            text = subprocess.run([binary] + cmd.split() + ["--help"], capture_output=True,
+                                  timeout=20, text=True, errors="replace").stdout
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        for flag, typ in parse_help_flags(text):
+            if (cmd, flag) in known or flag in ("--help",):
+                continue
+            extra.append((base, flag, "int" if "INT" in typ else "float", True))
+    return extra
+
+
+# ----------------------------------------------------------------------------------------------
+# Hand-written cases per class.
+
+def yaml_alias_bomb(levels=10, width=10):
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, levels):
+        lines.append("a%d: &a%d [%s]" % (i, i, ",".join(["*a%d" % (i - 1)] * width)))
+    lines.append("name: *a%d" % (levels - 1))
+    lines.append("nodes: []")
+    return "\n".join(lines) + "\n"
+
+
+def hang_cases():
+    c = []
+    H = "hang"
+    for mode_argv, m in ((SIM_CHURN, "churn"), (SIM_REPLAY, "replay")):
+        c.append(Case(H, "simulate-%s/duration-zero" % m, mode_argv + ["--duration", "0"],
+                      exit=2 if m == "churn" else (0, 2), msg=["--duration"]))
+        for v in ("1e300", "1e18", "inf", "2562047788015215h"):
+            c.append(Case(H, "simulate-%s/duration-%s" % (m, v), mode_argv + ["--duration", v],
+                          msg=["--duration"]))
+        for v in ("1e300", "inf", "1e18"):
+            c.append(Case(H, "simulate-%s/warmup-%s" % (m, v), mode_argv + ["--warmup", v],
+                          msg=["--warmup"]))
+    c.append(Case(H, "simulate-churn/duration-1ns", SIM_CHURN + ["--duration", "1e-12"],
+                  exit=(0, 2), msg=["--duration"]))
+    c.append(Case(H, "simulate-replay/time-scale-tiny", SIM_REPLAY + ["--time-scale", "1e-300",
+                                                                      "-o", "{o.json}"],
+                  exit=(0, 2), msg=["--time-scale"], out=[("o.json", "json")]))
+    c.append(Case(H, "simulate-replay/time-scale-huge", SIM_REPLAY + ["--time-scale", "1e300",
+                                                                      "-o", "{o.json}"],
+                  exit=(0, 2), msg=["--time-scale"], out=[("o.json", "json")]))
+    c.append(Case(H, "simulate-churn/load-tiny", SIM_CHURN + ["--load", "0.001", "--duration",
+                                                              "1", "-o", "{o.json}"],
+                  exit=(0, 2), out=[("o.json", "json")], msg=["--load"]))
+    seeds = [("full-u64-range", "0-18446744073709551615", 2),
+             ("past-u64", "18446744073709551616", 2),
+             ("range-past-u64", "18446744073709551615-18446744073709551616", 2),
+             ("last-two-u64", "18446744073709551614-18446744073709551615", 0),
+             ("u64-max", "18446744073709551615", 0),
+             ("minus-one", "-1", 2), ("reversed", "9-1", 2), ("over-cap", "1-100001", 2),
+             ("empty", "", 2), ("comma-only", ",", 2), ("double-dash", "1--2", 2),
+             ("three-part", "1-2-3", 2), ("nan", "nan", 2), ("letters", "a-b", 2),
+             ("spaces", " 1 - 2 ", (0, 2))]
+    for name, v, want in seeds:
+        c.append(Case(H, "simulate-fill/seeds-%s" % name,
+                      SIM[:-2] + ["--seeds", v, "-o", "{o.json}"], exit=want, msg=["--seeds"],
+                      out=[("o.json", "json")]))
+    for name, v, want in seeds[:8]:
+        c.append(Case(H, "clock-simulate/seeds-%s" % name,
+                      ["clock", "simulate", "--samples", "8", "--seeds", v, "-o", "{o.json}"],
+                      exit=want, msg=["--seeds"], out=[("o.json", "json")]))
+    c += [
+        Case(H, "profile/interval-1us-long-duration",
+             ["profile", "-q", "--duration", "300", "--interval", "1e-6", "-o", "{p.json}"],
+             msg=["--interval"], max_s=10),
+        Case(H, "profile/interval-1us-prometheus",
+             ["profile", "-q", "--duration", "86400", "--interval", "1e-6", "--prometheus",
+              "http://127.0.0.1:1", "-o", "{p.json}"], msg=["--interval"], max_s=10),
+        Case(H, "profile/duration-1e300", ["profile", "-q", "--duration", "1e300", "-o",
+                                           "{p.json}"], msg=["--duration"], max_s=10),
+        Case(H, "profile/interval-zero", ["profile", "-q", "--interval", "0", "-o", "{p.json}"],
+             msg=["--interval"], max_s=10),
+        Case(H, "profile/timeout-huge", ["profile", "-q", "--prometheus", "http://127.0.0.1:1",
+                                         "--timeout", "1e300", "-o", "{p.json}"],
+             exit=(1, 2), msg=[("--timeout", "127.0.0.1")], max_s=10),
+        Case(H, "bench-timers/tick-5e-7", BENCH + ["--tick-ms", "5e-7"], msg=["--tick-ms"]),
+        Case(H, "bench-timers/tick-zero", BENCH + ["--tick-ms", "0"], msg=["--tick-ms"]),
+        Case(H, "bench-timers/tick-1e-300", BENCH + ["--tick-ms", "1e-300"], msg=["--tick-ms"]),
+        Case(H, "bench-timers/tick-huge", BENCH + ["--tick-ms", "1e300"], msg=["--tick-ms"]),
+        Case(H, "bench-timers/timers-u64-max", BENCH + ["--timers", "18446744073709551615"],
+             msg=["--timers"]),
+        Case(H, "bench-timers/lateness-timers-u64-max",
+             BENCH + ["--lateness-timers", "18446744073709551615"], msg=["--lateness-timers"]),
+        Case(H, "bench-timers/min-time-1e300", BENCH + ["--min-time", "1e300"],
+             msg=["--min-time"]),
+        Case(H, "bench-timers/lateness-1e300", BENCH + ["--lateness-s", "1e300"],
+             msg=["--lateness-s"]),
+        Case(H, "bench-timers/repetitions-int-max", BENCH + ["--repetitions", "2147483647"],
+             msg=["--repetitions"]),
+        Case(H, "bench-timers/timers-zero", BENCH + ["--timers", "0"], msg=["--timers"]),
+        Case(H, "serve-sim/prefix-cache-1e18-blocks", SERVE + ["--prefix-cache",
+                                                               "1000000000000000000",
+                                                               "-o", "{o.json}"],
+             exit=(0, 2), msg=["--prefix-cache"], out=[("o.json", "json")]),
+        Case(H, "serve-sim/static-max-len-2^62", ["serve-sim", "--trace", "{azure.csv}",
+                                                  "--batching", "static", "--static-max-len",
+                                                  "4611686018427387904", "-o", "{o.json}"],
+             exit=(0, 2), msg=["--static-max-len"], out=[("o.json", "json")]),
+        Case(H, "serve-sim/swap-gib-1e15", SERVE + ["--preemption", "swap", "--swap-gib",
+                                                    "1e15", "-o", "{o.json}"],
+             exit=(0, 2), msg=["--swap-gib"], out=[("o.json", "json")]),
+        Case(H, "serve-sim/rate-1e-300", SERVE_SHAREGPT + ["--rate", "1e-300", "-o",
+                                                           "{o.json}"],
+             exit=(0, 2), msg=["--rate"], out=[("o.json", "json")]),
+        Case(H, "serve-sim/rate-scale-1e-300", SERVE + ["--rate-scale", "1e-300", "-o",
+                                                        "{o.json}"],
+             exit=(0, 2), msg=["--rate-scale"], out=[("o.json", "json")]),
+        Case(H, "serve-sim/rate-scale-1e300", SERVE + ["--rate-scale", "1e300", "-o",
+                                                       "{o.json}"],
+             exit=(0, 2), msg=["--rate-scale"], out=[("o.json", "json")]),
+        Case(H, "serve-sim/one-token-budget", SERVE + ["--max-batched-tokens", "1",
+                                                       "--block-size", "1", "-o", "{o.json}"],
+             exit=(0, 2), out=[("o.json", "json")], msg=["--max-batched-tokens"]),
+        Case(H, "serve-sim/huge-prompt", ["serve-sim", "--trace", "{big.csv}", "-o", "{o.json}"],
+             files={"big.csv": "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                               "2023-11-16 18:15:46.6805900,2000000000,2000000000\n"
+                               "2023-11-16 18:15:47.0000000,100,10\n"},
+             exit=(0, 2), out=[("o.json", "json")], msg=["big.csv"]),
+        Case(H, "simulate/jobs-100000", SIM + ["--jobs", "100000", "-o", "{o.json}"],
+             exit=(0, 2), out=[("o.json", "json")], msg=["--jobs"]),
+        Case(H, "clock-probe/silent-server", ["clock", "probe", "--server", "127.0.0.1:{port}",
+                                              "--samples", "2", "--timeout-ms", "300"],
+             server=("sntp", "silent"), exit=1, msg=["127.0.0.1"], max_s=8),
+        Case(H, "clock-probe/blackhole-port", ["clock", "probe", "--server", "127.0.0.1:9",
+                                               "--samples", "1", "--timeout-ms", "300"],
+             exit=1, msg=["127.0.0.1"], max_s=8),
+    ]
+    # YAML / JSON bombs and nesting in every structured reader.
+    bomb = yaml_alias_bomb()
+    deep_yaml = "name: " + "[" * 100000 + "]" * 100000 + "\nnodes: []\n"
+    deep_map = "".join("%sk%d:\n" % (" " * i, i) for i in range(3000))
+    deep_json = "[" * 200000 + "]" * 200000
+    deep_obj = '{"a":' * 100000 + "1" + "}" * 100000
+    nodes_yaml = SIM[:2] + ["--pods", "{pods.csv}", "--policy", "bestfit", "--seeds", "1",
+                            "--nodes"]
+    for name, fname, text in (("alias-bomb", "bomb.yaml", bomb),
+                              ("deep-flow-nesting", "deep.yaml", deep_yaml),
+                              ("deep-block-nesting", "deepmap.yaml", deep_map),
+                              ("deep-json-array", "deep.json", deep_json),
+                              ("deep-json-object", "deepo.json", deep_obj)):
+        c.append(Case(H, "simulate-nodes/" + name, nodes_yaml + ["{%s}" % fname],
+                      files={fname: text}, msg=[fname], timeout=30))
+    for name, fname, text in (("alias-bomb", "bomb.yaml", bomb.replace("nodes: []", "")),
+                              ("deep-flow-nesting", "deep.yaml",
+                               "source: " + "[" * 100000 + "]" * 100000 + "\n"),
+                              ("deep-block-nesting", "deepmap.yaml", deep_map),
+                              ("alias-in-price", "a.yaml",
+                               "gpu_usd_per_hour:\n  L4: &p 1.0\n  T4: *p\n" +
+                               "x: &x [" + ",".join(["*p"] * 1000) + "]\n")):
+        c.append(Case(H, "analyze-prices/" + name, ANALYZE + ["--prices", "{%s}" % fname],
+                      files={fname: text}, msg=[fname], timeout=30,
+                      exit=2))
+    for name, text in (("deep-json-array", deep_json), ("deep-json-object", deep_obj),
+                       ("deep-in-series", PROFILE_JSON.replace('"util_pct": [1, 2]',
+                                                               '"util_pct": [' + "[" * 100000 +
+                                                               "]" * 100000 + ', 2]'))):
+        c.append(Case(H, "analyze-input/" + name, ["analyze", "-i", "{deep.json}"],
+                      files={"deep.json": text}, msg=["deep.json"], timeout=30))
+    c.append(Case(H, "serve-sim-trace/deep-json-line", ["serve-sim", "--trace", "{d.jsonl}"],
+                  files={"d.jsonl": '{"timestamp": 0, "input_length": 10, "output_length": 1, '
+                                    '"hash_ids": ' + "[" * 100000 + "]" * 100000 + "}\n"},
+                  msg=["d.jsonl"], timeout=30))
+    c.append(Case(H, "serve-sim-trace/million-hash-ids", ["serve-sim", "--trace", "{h.jsonl}"],
+                  files={"h.jsonl": '{"timestamp": 0, "input_length": 100, "output_length": 1, '
+                                    '"hash_ids": [' + ",".join(["1"] * 1000000) + "]}\n"},
+                  msg=["h.jsonl"], timeout=30))
+    # Network inputs: a misbehaving Prometheus.
+    prom = ["profile", "-q", "--duration", "10", "--interval", "1", "--timeout", "2", "-o",
+            "{p.json}", "--prometheus", "http://127.0.0.1:{port}"]
+    for mode in ("drip", "drip_headers", "huge_length", "huge_length_stream", "chunked_endless",
+                 "huge_chunk_size", "huge_header", "many_headers"):
+        c.append(Case(H, "profile-prometheus/" + mode, prom, server=("http", mode), exit=1,
+                      msg=["127.0.0.1"], max_s=15, timeout=40))
+        c.append(Case(H, "profile-prometheus-live/" + mode, prom + ["--live"],
+                      server=("http", mode), exit=1, msg=["127.0.0.1"], max_s=15, timeout=40))
+    return c
+
+
+def bad_value_cases():
+    B = "bad-value"
+    c = [
+        Case(B, "simulate/policy-opt-nan", SIM[:-4] + ["--policy", "cas", "--seeds", "1",
+                                                       "--policy-opt", "sigmoid_scale=nan"],
+             msg=["sigmoid_scale"]),
+        Case(B, "simulate/policy-opt-inf", SIM[:-4] + ["--policy", "cas", "--seeds", "1",
+                                                       "--policy-opt", "sigmoid_scale=inf"],
+             msg=["sigmoid_scale"]),
+        Case(B, "simulate/policy-opt-zero", SIM[:-4] + ["--policy", "cas", "--seeds", "1",
+                                                        "--policy-opt", "sigmoid_scale=0"],
+             msg=["sigmoid_scale"]),
+        Case(B, "simulate/policy-opt-no-equals", SIM + ["--policy-opt", "oops"],
+             msg=["oops"]),
+        Case(B, "simulate/policy-opt-empty-key", SIM + ["--policy-opt", "=1"],
+             msg=["--policy-opt"]),
+        Case(B, "simulate/policy-empty", SIM[:-4] + ["--policy", "", "--seeds", "1"],
+             msg=["--policy"]),
+        Case(B, "simulate/policy-commas", SIM[:-4] + ["--policy", ",,", "--seeds", "1"],
+             msg=["--policy"]),
+        Case(B, "simulate/policy-invalid-utf8", SIM[:-4] + ["--policy",
+                                                            os.fsdecode(b"best\xfffit"),
+                                                            "--seeds", "1"],
+             msg=["--policy"]),
+        Case(B, "simulate/mode-invalid-utf8", SIM + ["--mode", os.fsdecode(b"\xff\xfe")],
+             msg=["--mode"]),
+        Case(B, "simulate/nodes-descriptor-ext-but-csv", SIM[:2] + ["--nodes", "{n.yaml}",
+                                                                    "--pods", "{pods.csv}"],
+             files={"n.yaml": NODES_CSV}, msg=["n.yaml"]),
+        Case(B, "analyze/policy-unknown", ANALYZE + ["--policy", "nope"], msg=["nope"]),
+        Case(B, "analyze/report-unknown", ANALYZE + ["--report", "nope"], msg=["nope"]),
+        Case(B, "analyze/prices-is-directory", ANALYZE + ["--prices", "{T}"], msg=["--prices"]),
+        Case(B, "analyze/input-is-directory", ["analyze", "-i", "{T}"], msg=["--input"]),
+        Case(B, "analyze/input-is-cwd", ["analyze", "-i", "."], msg=["."]),
+        Case(B, "profile/node-name-invalid-utf8",
+             ["profile", "-q", "--duration", "1", "--interval", "0.5", "--node-name",
+              os.fsdecode(b"node-\xff\xfe"), "-o", "{p.json}"], exit=(0, 2),
+             out=[("p.json", "profile")], msg=["--node-name"]),
+        Case(B, "profile/node-name-empty",
+             ["profile", "-q", "--duration", "1", "--interval", "0.5", "--node-name", "",
+              "-o", "{p.json}"], exit=(0, 2), out=[("p.json", "profile")],
+             msg=["--node-name"]),
+        Case(B, "profile/prometheus-not-a-url", PROFILE + ["--prometheus", "prom:9090"],
+             msg=["prom:9090"]),
+        Case(B, "profile/prometheus-bad-port", PROFILE + ["--prometheus", "http://h:99999"],
+             msg=["99999"]),
+        Case(B, "profile/prometheus-port-garbage", PROFILE + ["--prometheus", "http://h:x"],
+             msg=["http://h:x"]),
+        Case(B, "profile/prometheus-empty", PROFILE + ["--prometheus", ""],
+             msg=["--prometheus"]),
+        Case(B, "profile/prometheus-no-host", PROFILE + ["--prometheus", "http://:9090"],
+             msg=["--prometheus"]),
+        Case(B, "profile/prometheus-invalid-utf8",
+             PROFILE + ["--prometheus", os.fsdecode(b"http://\xff\xfe:9090")], exit=(1, 2),
+             msg=["--prometheus"], max_s=10),
+        Case(B, "serve-sim/model-unknown", SERVE + ["--model", "gpt-9"], msg=["gpt-9"]),
+        Case(B, "serve-sim/gpu-unknown", SERVE + ["--gpu", "b9000"], msg=["b9000"]),
+        Case(B, "serve-sim/batching-unknown", SERVE[:-2] + ["--batching", "dynamic"],
+             msg=["dynamic"]),
+        Case(B, "serve-sim/batching-empty", SERVE[:-2] + ["--batching", ""],
+             msg=["--batching"]),
+        Case(B, "serve-sim/prefix-cache-word", SERVE + ["--prefix-cache", "lots"],
+             msg=["--prefix-cache"]),
+        Case(B, "serve-sim/block-size-not-dividing-512",
+             ["serve-sim", "--trace", "{mooncake.jsonl}", "--block-size", "24"],
+             msg=["--block-size"]),
+        Case(B, "serve-sim/tp-exceeds-gpus-of-model", SERVE + ["--tp", "64", "--model",
+                                                               "llama-2-7b"],
+             exit=(0, 2), msg=["--tp"]),
+        Case(B, "serve-sim/trace-format-unknown", SERVE + ["--trace-format", "parquet"],
+             msg=["parquet"]),
+        Case(B, "costmodel-check/gpu-unknown", ["costmodel", "check", "--profile",
+                                                "{allreduce.csv}", "--gpu", "b9000"],
+             msg=["b9000"]),
+        Case(B, "costmodel-fit/eval-gpu-unknown", CM_FIT + ["--eval", "{allreduce.csv}",
+                                                            "--eval-gpu", "b9000"],
+             msg=["b9000"]),
+        Case(B, "costmodel-fit/train-workers-none-match", CM_FIT + ["--train-workers", "3"],
+             msg=["--train-workers"]),
+        Case(B, "costmodel-check/gpu-invalid-utf8",
+             ["costmodel", "check", "--profile", "{allreduce.csv}", "--gpu",
+              os.fsdecode(b"h\xff100")], msg=["--gpu"]),
+        Case(B, "clock-probe/server-empty", ["clock", "probe", "--server", ""],
+             msg=["--server"]),
+        Case(B, "clock-probe/server-bad-port", ["clock", "probe", "--server", "127.0.0.1:70000"],
+             msg=["70000"]),
+        Case(B, "clock-probe/server-port-garbage", ["clock", "probe", "--server",
+                                                    "127.0.0.1:ntp!"], msg=["127.0.0.1:ntp!"]),
+        Case(B, "clock-probe/server-ipv6-unclosed", ["clock", "probe", "--server", "[::1:123"],
+             msg=["[::1:123"]),
+        Case(B, "clock-probe/server-invalid-utf8",
+             ["clock", "probe", "--server", os.fsdecode(b"\xff\xfe.invalid"), "--samples", "1",
+              "--timeout-ms", "200"], exit=(1, 2), msg=["--server"], max_s=10),
+        Case(B, "clock-simulate/warmup-exceeds-samples", CLOCK_SIM + ["--samples", "8",
+                                                                      "--warmup", "100"],
+             msg=["--warmup"]),
+        Case(B, "bench-timers/impl-unknown", BENCH[:2] + ["--impl", "nope"], msg=["nope"]),
+        Case(B, "bench-timers/impl-empty", BENCH[:2] + ["--impl", ""], msg=["--impl"]),
+        Case(B, "version/format-unknown", ["version", "--format", "pdf"], msg=["pdf"]),
+        Case(B, "version/format-invalid-utf8", ["version", "--format", os.fsdecode(b"\xff")],
+             msg=["--format"]),
+    ]
+    return c
+
+
+def _prices(body):
+    return ANALYZE + ["--prices", "{pr.yaml}", "-o", "{o.json}"], {"pr.yaml": body}
+
+
+def garbage_cases():
+    G = "garbage"
+    c = []
+
+    def analyze_profile(name, text, want=2, msg=("p.json",), out=True, extra=()):
+        c.append(Case(G, "analyze-input/" + name,
+                      ["analyze", "-i", "{p.json}", "--idle-window", "2", "-o", "{o.json}"]
+                      + list(extra), files={"p.json": text}, exit=want, msg=list(msg),
+                      out=[("o.json", "json")] if out else []))
+
+    analyze_profile("util-1e308", profile_json(utils=((1e308, 2), (50, 60), (3, 4), (5, 6))),
+                    msg=["p.json", "/nodes/0/gpus/0/util_pct/0"])
+    analyze_profile("util-minus-50", profile_json(utils=((-50, 2), (50, 60), (3, 4), (5, 6))),
+                    msg=["p.json", "/nodes/0/gpus/0/util_pct/0"])
+    analyze_profile("util-100.5", profile_json(utils=((100.5, 2), (50, 60), (3, 4), (5, 6))),
+                    msg=["p.json", "/nodes/0/gpus/0/util_pct/0"])
+    analyze_profile("util-1e400", profile_json(utils=(("1e400", 2), (50, 60), (3, 4), (5, 6))),
+                    msg=["p.json", "/nodes/0/gpus/0/util_pct/0"])
+    analyze_profile("util-NaN-literal", profile_json(utils=(("NaN", 2), (50, 60), (3, 4),
+                                                            (5, 6))), msg=["p.json"])
+    analyze_profile("util-Infinity-literal", profile_json(utils=(("Infinity", 2), (50, 60),
+                                                                 (3, 4), (5, 6))),
+                    msg=["p.json"])
+    analyze_profile("zero-samples", profile_json(utils=(), names=(), timestamps="[]")
+                    .replace('"nodes": []', '"nodes": [{"name": "a", "gpus": [{"index": 0, '
+                                                '"model": "NVIDIA L4", "util_pct": []}]}]'),
+                    msg=["p.json"])
+    analyze_profile("no-nodes", profile_json(names=(), utils=()), msg=["p.json"])
+    analyze_profile("timestamps-decreasing", profile_json(timestamps="[1, 0]"),
+                    msg=["p.json", "/timestamps_s"])
+    analyze_profile("timestamps-equal", profile_json(timestamps="[0, 0]"),
+                    msg=["p.json", "/timestamps_s"])
+    analyze_profile("series-too-short", profile_json().replace('"util_pct": [1, 2]',
+                                                               '"util_pct": [1]'),
+                    msg=["p.json", "/nodes/0/gpus/0/util_pct"])
+    analyze_profile("version-2", PROFILE_JSON.replace('"version": 1', '"version": 2'),
+                    msg=["p.json", "version"])
+    analyze_profile("version-missing", PROFILE_JSON.replace('"version": 1, ', ''),
+                    msg=["p.json", "version"])
+    analyze_profile("duplicate-node-names", profile_json(names=("a", "a", "c", "d")),
+                    msg=["p.json", "/nodes/1"])
+    analyze_profile("duplicate-key", PROFILE_JSON.replace('"version": 1,',
+                                                          '"version": 1, "version": 1,'),
+                    msg=["p.json"])
+    analyze_profile("interval-negative", PROFILE_JSON.replace('"interval_s": 1',
+                                                              '"interval_s": -1'),
+                    msg=["p.json", "interval_s"])
+    analyze_profile("interval-zero", PROFILE_JSON.replace('"interval_s": 1', '"interval_s": 0'),
+                    want=(0, 2), msg=["p.json", "interval_s"])
+    analyze_profile("memory-negative", PROFILE_JSON.replace('"memory_mib": 65536',
+                                                            '"memory_mib": -1', 1),
+                    msg=["p.json", "memory_mib"])
+    analyze_profile("cpus-1e300", PROFILE_JSON.replace('"cpus": 8', '"cpus": 1e300', 1),
+                    msg=["p.json", "cpus"])
+    analyze_profile("gpu-index-gap", PROFILE_JSON.replace('"index": 0', '"index": 5', 1),
+                    msg=["p.json", "index"])
+    analyze_profile("pod-on-missing-gpu",
+                    profile_json(pods=['"p"']).replace('"gpu_ids": [0]', '"gpu_ids": [7]'),
+                    msg=["p.json", "gpu_ids"])
+    analyze_profile("pod-gpu-milli-2000",
+                    profile_json(pods=['"p"']).replace('"gpu_milli": 1000', '"gpu_milli": 2000'),
+                    msg=["p.json", "gpu_milli"])
+    analyze_profile("pod-num-gpus-negative",
+                    profile_json(pods=['"p"']).replace('"num_gpus": 1', '"num_gpus": -1'),
+                    msg=["p.json", "num_gpus"])
+    analyze_profile("util-string", PROFILE_JSON.replace('[1, 2]', '["1", 2]'),
+                    msg=["p.json", "/nodes/0/gpus/0/util_pct/0"])
+    analyze_profile("trailing-garbage", PROFILE_JSON + "}}", msg=["p.json"])
+    analyze_profile("top-level-array", "[1, 2, 3]", msg=["p.json"])
+    analyze_profile("bom", "\ufeff" + PROFILE_JSON, want=(0, 2), msg=["p.json"])
+    analyze_profile("source-invalid-utf8", os.fsdecode(
+        PROFILE_JSON.replace('"source": "t"', '"source": "t\xff"').encode("latin-1")),
+        want=(0, 2), msg=["p.json"])
+    analyze_profile("name-invalid-utf8-bytes", os.fsdecode(
+        profile_json(names=("a\xff\xfe", "b", "c", "d")).encode("latin-1")), want=(0, 2),
+        msg=["p.json"])
+    analyze_profile("name-lone-surrogate-escape", profile_json(names=('"a\\ud800"', "b", "c",
+                                                                      "d")),
+                    want=(0, 2), msg=["p.json"])
+    analyze_profile("name-empty", profile_json(names=('""', "b", "c", "d")), msg=["p.json",
+                                                                                   "/nodes/0"])
+    # Prices: every non-finite, negative or meaningless value is refused with its line.
+    for name, body, line in (
+            ("inf", "gpu_usd_per_hour:\n  L4: .inf\n", 2),
+            ("minus-inf", "gpu_usd_per_hour:\n  L4: -.inf\n", 2),
+            ("nan", "gpu_usd_per_hour:\n  L4: .nan\n", 2),
+            ("negative", "gpu_usd_per_hour:\n  L4: -1\n", 2),
+            ("huge", "gpu_usd_per_hour:\n  L4: 1e400\n", 2),
+            ("string", "gpu_usd_per_hour:\n  L4: cheap\n", 2),
+            ("list", "gpu_usd_per_hour:\n  L4: [1, 2]\n", 2),
+            ("hours-zero", "hours_per_month: 0\ngpu_usd_per_hour:\n  L4: 1\n", 1),
+            ("hours-negative", "hours_per_month: -730\n", 1),
+            ("hours-inf", "hours_per_month: .inf\n", 1),
+            ("hours-over-month", "hours_per_month: 745\n", 1),
+            ("duplicate-model", "gpu_usd_per_hour:\n  L4: 1\n  L4: 2\n", 3),
+            ("unknown-key", "gpu_usd_per_hr:\n  L4: 1\n", 1),
+            ("top-level-list", "- 1\n- 2\n", 1),
+            ("tab-indent", "gpu_usd_per_hour:\n\tL4: 1\n", 2),
+            ("empty-model-name", "gpu_usd_per_hour:\n  \"\": 1\n", 2)):
+        argv, files = _prices(body)
+        c.append(Case(G, "analyze-prices/" + name, argv, files=files,
+                      msg=["pr.yaml:%d" % line] if line else ["pr.yaml"]))
+    for name, body in (("source-invalid-utf8", b'source: "neg\xff\xfe rates"\n'),
+                       ("source-control-chars", b'source: "\\e[2J\\e[31mrates\\a"\n'),
+                       ("source-huge", b"source: " + b"s" * 100000 + b"\n")):
+        c.append(Case(G, "analyze-prices/" + name, ANALYZE + ["--prices", "{pr.yaml}"],
+                      files={"pr.yaml": body}, exit=(0, 2), msg=["pr.yaml"],
+                      absent=[("stdout", "\x1b"), ("stdout", "\x07")]))
+        c.append(Case(G, "analyze-prices/%s-json" % name, ANALYZE + ["--prices", "{pr.yaml}",
+                                                                     "-o", "{o.json}"],
+                      files={"pr.yaml": body}, exit=(0, 2), msg=["pr.yaml"],
+                      out=[("o.json", "json")]))
+    c.append(Case(G, "analyze-prices/empty-file", ANALYZE + ["--prices", "{pr.yaml}", "-o",
+                                                             "{o.json}"],
+                  files={"pr.yaml": ""}, exit=(0, 2), msg=["pr.yaml"],
+                  out=[("o.json", "json")]))
+    # Cluster descriptors.
+    def nodes_file(name, fname, text, want=2, msg=None):
+        c.append(Case(G, "simulate-nodes/" + name, SIM[:2] + ["--nodes", "{%s}" % fname,
+                                                             "--pods", "{pods.csv}", "--policy",
+                                                             "bestfit", "--seeds", "1", "-o",
+                                                             "{o.json}"],
+                      files={fname: text}, exit=want, msg=msg or [fname],
+                      out=[("o.json", "json")]))
+
+    nodes_file("csv-no-gpus", "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,65536,0,\n"
+               "n1,32000,65536,0,\n")
+    nodes_file("csv-64-gpu-models", "n.csv", "sn,cpu_milli,memory_mib,gpu,model\n" +
+               "".join("n%d,32000,65536,1,M%d\n" % (i, i) for i in range(64)))
+    nodes_file("csv-duplicate-names", "n.csv", "sn,cpu_milli,memory_mib,gpu,model\n"
+               "n0,32000,65536,2,T4\nn0,32000,65536,2,T4\n", msg=["n.csv:3"])
+    nodes_file("csv-gpu-minus-one", "n.csv", "sn,cpu_milli,memory_mib,gpu,model\n"
+               "n0,32000,65536,-1,T4\n", msg=["n.csv:2"])
+    nodes_file("csv-gpu-overflow", "n.csv", "sn,cpu_milli,memory_mib,gpu,model\n"
+               "n0,32000,65536,99999999999999999999,T4\n", msg=["n.csv:2"])
+    nodes_file("csv-gpu-huge", "n.csv", "sn,cpu_milli,memory_mib,gpu,model\n"
+               "n0,32000,65536,1000000000,T4\n", msg=["n.csv:2"])
+    nodes_file("csv-cpu-nan", "n.csv", "sn,cpu_milli,memory_mib,gpu,model\n"
+               "n0,nan,65536,2,T4\n", msg=["n.csv:2"])
+    nodes_file("csv-header-only", "n.csv", "sn,cpu_milli,memory_mib,gpu,model\n",
+               msg=["n.csv"])
+    nodes_file("csv-nul-byte", "n.csv", "sn,cpu_milli,memory_mib,gpu,model\n"
+               "n0,320\x0000,65536,2,T4\n", msg=["n.csv:2"])
+    nodes_file("csv-crlf", "n.csv", NODES_CSV.replace("\n", "\r\n"), want=0)
+    nodes_file("csv-bom", "n.csv", "\ufeff" + NODES_CSV, want=0)
+    nodes_file("csv-unknown-model", "n.csv", "sn,cpu_milli,memory_mib,gpu,model\n"
+               "n0,32000,65536,2,B9000\n", want=(0, 2))
+    nodes_file("csv-name-invalid-utf8", "n.csv", os.fsdecode(
+        b"sn,cpu_milli,memory_mib,gpu,model\nn\xff0,32000,65536,2,T4\n"), want=(0, 2))
+    nodes_file("csv-huge-line", "n.csv", "sn,cpu_milli,memory_mib,gpu,model\n"
+               "n0,%s,65536,2,T4\n" % ("9" * (2 << 20)), msg=["n.csv:2"])
+    nodes_file("yaml-no-nodes", "c.yaml", "name: x\nnodes: []\n")
+    nodes_file("yaml-no-gpus", "c.yaml", "nodes:\n  - name: a\n    numa_nodes:\n"
+               "      - {id: 0, cpu_milli: 1000, memory_mib: 1024}\n")
+    nodes_file("yaml-duplicate-node", "c.yaml", CLUSTER_YAML + CLUSTER_YAML.split("nodes:\n")[1],
+               msg=["c.yaml"])
+    nodes_file("yaml-gpu-milli-negative", "c.yaml",
+               CLUSTER_YAML.replace("capacity: {memory_mib: 15360}",
+                                    "capacity: {memory_mib: 15360, gpu_milli: -5}", 1),
+               msg=["c.yaml:10", "gpu_milli"])
+    nodes_file("yaml-price-inf", "c.yaml", CLUSTER_YAML.replace("price_usd_per_hour: 0.35",
+                                                                "price_usd_per_hour: .inf"),
+               msg=["c.yaml:3", "price_usd_per_hour"])
+    nodes_file("yaml-price-nan", "c.yaml", CLUSTER_YAML.replace("price_usd_per_hour: 0.35",
+                                                                "price_usd_per_hour: .nan"),
+               msg=["c.yaml:3", "price_usd_per_hour"])
+    nodes_file("yaml-price-negative", "c.yaml",
+               CLUSTER_YAML.replace("price_usd_per_hour: 0.35", "price_usd_per_hour: -1"),
+               msg=["c.yaml:3", "price_usd_per_hour"])
+    nodes_file("yaml-power-huge", "c.yaml", CLUSTER_YAML.replace("power_w: 70", "power_w: 1e400"),
+               msg=["c.yaml:3", "power_w"])
+    nodes_file("yaml-memory-overflow", "c.yaml",
+               CLUSTER_YAML.replace("memory_mib: 131072", "memory_mib: 99999999999999999999999"),
+               msg=["c.yaml:7", "memory_mib"])
+    nodes_file("yaml-17-gpus", "c.yaml", CLUSTER_YAML + "".join(
+        "      - {id: g%d, type: gpu, model: T4, capacity: {memory_mib: 15360}}\n" % i
+        for i in range(15)), msg=["c.yaml"])
+    nodes_file("yaml-unknown-key", "c.yaml", CLUSTER_YAML.replace("nodes:", "nodez:"),
+               msg=["c.yaml:4", "nodez"])
+    nodes_file("yaml-duplicate-key", "c.yaml", CLUSTER_YAML.replace("name: t\n",
+                                                                    "name: t\nname: u\n"),
+               msg=["c.yaml:2"])
+    nodes_file("yaml-name-invalid-utf8", "c.yaml", os.fsdecode(
+        CLUSTER_YAML.replace("node-a", "node-\xff").encode("latin-1")), want=(0, 2))
+    nodes_file("yaml-tab-indent", "c.yaml", CLUSTER_YAML.replace("  - name", "\t- name"),
+               msg=["c.yaml"])
+    nodes_file("yaml-64-models", "c.yaml", "gpu_models:\n" + "".join(
+        "  M%d: {memory_mib: 1024, price_usd_per_hour: 1, power_w: 1}\n" % i for i in range(64))
+        + "nodes:\n" + "".join(
+            "  - name: n%d\n    numa_nodes: [{id: 0, cpu_milli: 1000, memory_mib: 1024}]\n"
+            "    devices: [{id: g, type: gpu, model: M%d, capacity: {memory_mib: 1024}}]\n"
+            % (i, i) for i in range(64)), msg=["c.yaml"])
+    nodes_file("json-nan-literal", "c.json", CLUSTER_JSON.replace("0.35", "NaN"),
+               msg=["c.json"])
+    nodes_file("json-1e400", "c.json", CLUSTER_JSON.replace("0.35", "1e400"), msg=["c.json"])
+    nodes_file("json-duplicate-key", "c.json", CLUSTER_JSON.replace('"name": "t",',
+                                                                    '"name": "t", "name": "u",'),
+               msg=["c.json"])
+    nodes_file("json-string-for-int", "c.json", CLUSTER_JSON.replace('"cpu_milli": 32000',
+                                                                     '"cpu_milli": "32000"'),
+               msg=["c.json", "cpu_milli"])
+    # Pods and replays.
+    def pods_file(name, text, want=2, msg=None, mode=None, warn=None):
+        argv = SIM[:2] + ["--nodes", "{nodes.csv}", "--pods", "{p.csv}", "--policy", "bestfit",
+                          "--seeds", "1", "-o", "{o.json}"]
+        if mode:
+            argv += ["--mode", mode]
+        c.append(Case(G, "simulate-%s-pods/%s" % (mode or "fill", name), argv,
+                      files={"p.csv": text}, exit=want, msg=msg or ["p.csv"],
+                      out=[("o.json", "json")],
+                      present=[("stderr", warn)] if warn else []))
+
+    H = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+    pods_file("gpu-milli-1001", H + "p0,1000,1024,1,1001\n", msg=["p.csv:2", "gpu_milli"])
+    pods_file("sharing-pod-two-gpus", H + "p0,1000,1024,2,500\n", msg=["p.csv:2"])
+    pods_file("num-gpu-overflow", H + "p0,1000,1024,99999999999999999999,1000\n",
+              msg=["p.csv:2", "num_gpu"])
+    pods_file("num-gpu-1e9", H + "p0,1000,1024,1000000000,1000\n", msg=["p.csv:2", "num_gpu"])
+    pods_file("cpu-nan", H + "p0,nan,1024,1,1000\n", msg=["p.csv:2", "cpu_milli"])
+    pods_file("cpu-inf", H + "p0,inf,1024,1,1000\n", msg=["p.csv:2", "cpu_milli"])
+    pods_file("header-only", H, msg=["p.csv"])
+    pods_file("unknown-gpu-spec", PODS_FULL_HEADER + "p0,1000,1024,1,1000,H800,LS,Running,0,"
+              "100,0\np1,1000,1024,1,500,,LS,Running,0,100,0\n", want=0, warn="H800")
+    pods_file("duplicate-names", H + "p0,1000,1024,1,500\np0,1000,1024,1,500\n", want=(0, 2),
+              msg=["p.csv:3"])
+    pods_file("wrong-field-count", H + "p0,1000,1024\n", msg=["p.csv:2"])
+    pods_file("qos-unknown", PODS_FULL_HEADER + "p0,1000,1024,1,1000,,Platinum,Running,0,100,0\n",
+              want=(0, 2), msg=["p.csv:2", "qos"])
+    pods_file("all-same-creation-time", PODS_FULL_HEADER + "".join(
+        "r%d,1000,1024,1,1000,,LS,Running,100,200,100\n" % i for i in range(5)),
+        mode="replay", msg=["p.csv"])
+    pods_file("deletion-before-creation", PODS_FULL_HEADER +
+              "r0,1000,1024,1,1000,,LS,Running,100,50,100\n"
+              "r1,1000,1024,1,1000,,LS,Running,200,500,200\n", mode="replay",
+              msg=["p.csv:2", "deletion_time"])
+    pods_file("creation-negative", PODS_FULL_HEADER +
+              "r0,1000,1024,1,1000,,LS,Running,-100,50,0\n"
+              "r1,1000,1024,1,1000,,LS,Running,200,500,200\n", mode="replay",
+              want=(0, 2), msg=["p.csv:2", "creation_time"])
+    pods_file("creation-1e300", PODS_FULL_HEADER +
+              "r0,1000,1024,1,1000,,LS,Running,0,50,0\n"
+              "r1,1000,1024,1,1000,,LS,Running,1e300,1e301,0\n", mode="replay",
+              msg=["p.csv:3", "creation_time"])
+    pods_file("creation-nan", PODS_FULL_HEADER +
+              "r0,1000,1024,1,1000,,LS,Running,0,50,0\n"
+              "r1,1000,1024,1,1000,,LS,Running,nan,100,0\n", mode="replay",
+              msg=["p.csv:3", "creation_time"])
+    pods_file("no-creation-column", PODS_CSV, mode="replay", want=(0, 2), msg=["p.csv"])
+    pods_file("single-pod", PODS_FULL_HEADER + "r0,1000,1024,1,1000,,LS,Running,0,50,0\n",
+              mode="replay", msg=["p.csv"], want=(0, 2))
+    pods_file("churn-all-same-creation", PODS_FULL_HEADER + "".join(
+        "r%d,1000,1024,1,1000,,LS,Running,100,100,100\n" % i for i in range(5)),
+        mode="churn", msg=["p.csv"], want=(0, 2))
+    # LLM traces: dates, orders and token counts.
+    def trace(name, fname, text, want=2, msg=None, extra=()):
+        c.append(Case(G, "serve-sim-trace/" + name, ["serve-sim", "--trace", "{%s}" % fname,
+                                                     "-o", "{o.json}"] + list(extra),
+                      files={fname: text}, exit=want, msg=msg or [fname],
+                      out=[("o.json", "json")]))
+
+    AH = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+    for name, ts, want in (("feb-31", "2023-02-31 10:00:00", 2),
+                           ("feb-29-non-leap", "2023-02-29 10:00:00", 2),
+                           ("month-13", "2023-13-01 10:00:00", 2),
+                           ("hour-25", "2023-11-16 25:00:00", 2),
+                           ("minute-61", "2023-11-16 10:61:00", 2),
+                           ("day-zero", "2023-11-00 10:00:00", 2),
+                           ("year-garbage", "20x3-11-16 10:00:00", 2),
+                           ("fraction-garbage", "2023-11-16 10:00:00.12ab", 2),
+                           ("feb-29-leap-ok", "2024-02-29 10:00:00", 0)):
+        trace("azure-" + name, "a.csv", AH + ts + ",100,10\n", want=want,
+              msg=["a.csv:2", "TIMESTAMP"])
+    trace("azure-out-of-order", "a.csv", AH + "2023-11-16 18:15:50,100,10\n"
+          "2023-11-16 18:15:46,100,10\n", msg=["a.csv:3", "TIMESTAMP"])
+    trace("azure-zero-prompt", "a.csv", AH + "2023-11-16 18:15:50,0,10\n",
+          msg=["a.csv:2", "ContextTokens"])
+    trace("azure-negative-output", "a.csv", AH + "2023-11-16 18:15:50,10,-1\n",
+          msg=["a.csv:2", "GeneratedTokens"])
+    trace("azure-token-overflow", "a.csv", AH + "2023-11-16 18:15:50,99999999999999999999,1\n",
+          msg=["a.csv:2", "ContextTokens"])
+    trace("azure-header-only", "a.csv", AH, msg=["a.csv"])
+    trace("azure-crlf", "a.csv", AZURE_CSV.replace("\n", "\r\n"), want=0)
+    trace("azure-bom", "a.csv", "\ufeff" + AZURE_CSV, want=0)
+    trace("azure-huge-line", "a.csv", AH + "2023-11-16 18:15:50," + "9" * (2 << 20) + ",1\n",
+          msg=["a.csv:2"])
+    trace("mooncake-broken-json", "m.jsonl", '{"timestamp": 0, "input_length": 10,\n',
+          msg=["m.jsonl:1"])
+    trace("mooncake-too-many-hash-ids", "m.jsonl", '{"timestamp": 0, "input_length": 10, '
+          '"output_length": 1, "hash_ids": [1, 2, 3]}\n', msg=["m.jsonl:1", "hash_ids"])
+    trace("mooncake-timestamp-nan", "m.jsonl", '{"timestamp": NaN, "input_length": 10, '
+          '"output_length": 1, "hash_ids": [1]}\n', msg=["m.jsonl:1"])
+    trace("mooncake-timestamp-1e400", "m.jsonl", '{"timestamp": 1e400, "input_length": 10, '
+          '"output_length": 1, "hash_ids": [1]}\n', msg=["m.jsonl:1"])
+    trace("mooncake-timestamp-negative", "m.jsonl", '{"timestamp": -5, "input_length": 10, '
+          '"output_length": 1, "hash_ids": [1]}\n', want=(0, 2), msg=["m.jsonl:1"])
+    trace("mooncake-length-string", "m.jsonl", '{"timestamp": 0, "input_length": "10", '
+          '"output_length": 1, "hash_ids": [1]}\n', msg=["m.jsonl:1", "input_length"])
+    trace("mooncake-hash-id-huge", "m.jsonl", '{"timestamp": 0, "input_length": 10, '
+          '"output_length": 1, "hash_ids": [1e300]}\n', msg=["m.jsonl:1", "hash_ids"])
+    trace("mooncake-hash-id-negative", "m.jsonl", '{"timestamp": 0, "input_length": 10, '
+          '"output_length": 1, "hash_ids": [-1]}\n', want=(0, 2), msg=["m.jsonl:1"])
+    trace("sharegpt-zero-decode", "s.csv", "num_prefill_tokens,num_decode_tokens\n10,0\n",
+          msg=["s.csv:2", "num_decode_tokens"])
+    trace("sharegpt-float-tokens", "s.csv", "num_prefill_tokens,num_decode_tokens\n10.5,3\n",
+          msg=["s.csv:2", "num_prefill_tokens"])
+    trace("one-request", "a.csv", AH + "2023-11-16 18:15:50,100,10\n", want=0)
+    trace("all-one-timestamp", "a.csv", AH + "2023-11-16 18:15:50,100,10\n" * 50, want=0)
+    # Cost-model profiles.
+    def cm(name, text, want=2, msg=None, sub="check"):
+        c.append(Case(G, "costmodel-%s/%s" % (sub, name),
+                      ["costmodel", sub, "--profile", "{c.csv}", "--gpu", "h100", "-o",
+                       "{o.json}"], files={"c.csv": text}, exit=want, msg=msg or ["c.csv"],
+                      out=[("o.json", "json")]))
+
+    for sub in ("check", "fit"):
+        cm("only-inter-node-rows", allreduce_rows([(8, 2048, "0.1", 1), (16, 4096, "0.2", 1)]),
+           sub=sub)
+        cm("median-zero", allreduce_rows([(2, 2048, "0", 8), (4, 2048, "0.1", 8)]),
+           want=(0, 2), sub=sub, msg=["c.csv:2"])
+        cm("median-negative", allreduce_rows([(2, 2048, "-1", 8)]), sub=sub,
+           msg=["c.csv:2", "median"])
+        cm("median-nan", allreduce_rows([(2, 2048, "nan", 8)]), sub=sub,
+           msg=["c.csv:2", "median"])
+        cm("median-inf", allreduce_rows([(2, 2048, "inf", 8)]), sub=sub,
+           msg=["c.csv:2", "median"])
+        cm("workers-zero", allreduce_rows([(0, 2048, "0.1", 8)]), sub=sub,
+           msg=["c.csv:2", "num_workers"])
+        cm("header-only", ALLREDUCE_HEADER, sub=sub)
+        cm("no-known-columns", "a,b,c\n1,2,3\n", sub=sub)
+    return c
+
+
+def injection_cases():
+    I = "injection"
+    c = []
+    # HTML reports: the raw hostile string must never appear in the page.
+    for where, prof in (
+            ("node-name", profile_json(names=(HTML_BAD.replace('"', "'"), "b", "c", "d"))),
+            ("gpu-model", profile_json(model="NVIDIA " + HTML_BAD.replace('"', "'"))),
+            ("pod-name", profile_json(pods=['"%s"' % HTML_BAD.replace('"', "'")])),
+            ("source", profile_json(source='"%s"' % HTML_BAD.replace('"', "'"))),
+            ("comment-open", profile_json(names=("<!--<script>", "b", "c", "d"))),
+            ("attribute-quote", profile_json(names=('"x\\" onmouseover=\\"alert(1)"', "b", "c",
+                                                    "d"))),
+            ("u2028", profile_json(names=('"a\\u2028b</script>"', "b", "c", "d"))),
+    ):
+        c.append(Case(I, "analyze-html/" + where,
+                      ["analyze", "-i", "{p.json}", "--idle-window", "2", "--format", "html",
+                       "-o", "{r.html}"], files={"p.json": prof}, exit=0,
+                      out=[("r.html", "html")],
+                      absent=[("r.html", "<img src=x onerror"), ("r.html", "</script><img"),
+                              ("r.html", "<!--<script>"), ("r.html", '" onmouseover="')]))
+    c.append(Case(I, "analyze-html/prices-source",
+                  ["analyze", "-i", "{profile.json}", "--idle-window", "2", "--prices",
+                   "{pr.yaml}", "--format", "html", "-o", "{r.html}"],
+                  files={"pr.yaml": "source: \"%s\"\n" % HTML_BAD.replace('"', "'")}, exit=0,
+                  out=[("r.html", "html")], absent=[("r.html", "<img src=x onerror")]))
+    c.append(Case(I, "simulate-html/node-and-pod-names",
+                  SIM[:2] + ["--nodes", "{n.csv}", "--pods", "{p.csv}", "--policy", "bestfit",
+                             "--seeds", "1", "--format", "html", "-o", "{r.html}"],
+                  files={"n.csv": "sn,cpu_milli,memory_mib,gpu,model\n%s,32000,65536,2,T4\n"
+                                  % HTML_BAD.replace(",", ";"),
+                         "p.csv": "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+                                  "%s,1000,1024,1,500\n" % HTML_BAD.replace(",", ";")},
+                  exit=0, out=[("r.html", "html")], absent=[("r.html", "<img src=x onerror")]))
+    c.append(Case(I, "simulate-html/policy-opt-value",
+                  SIM[:-4] + ["--policy", "cas", "--seeds", "1", "--policy-opt",
+                              "x=" + HTML_BAD, "--format", "html", "-o", "{r.html}"],
+                  exit=2, msg=["--policy-opt"], absent=[("stderr", "\x1b")]))
+    # Terminal: control characters in names from inputs never reach stdout/stderr raw.
+    no_esc = [("stdout", "\x1b"), ("stderr", "\x1b"), ("stdout", "\x07"), ("stderr", "\x07"),
+              ("stdout", "\xc2\x9b".encode("latin-1")), ("stderr", "\xc2\x9b".encode("latin-1"))]
+    EV = ESC + "evil\x07\u009b2J"
+    c.append(Case(I, "analyze-text/node-name-ansi",
+                  ["analyze", "-i", "{p.json}", "--idle-window", "2"],
+                  files={"p.json": profile_json(names=(json_str(EV), "b", "c", "d"))},
+                  exit=0, out=[("stdout", "text")], absent=no_esc))
+    c.append(Case(I, "analyze-text/pod-name-ansi",
+                  ["analyze", "-i", "{p.json}", "--idle-window", "2"],
+                  files={"p.json": profile_json(pods=[json_str(EV)])},
+                  exit=0, out=[("stdout", "text")], absent=no_esc))
+    c.append(Case(I, "analyze-text/model-ansi",
+                  ["analyze", "-i", "{p.json}", "--idle-window", "2"],
+                  files={"p.json": profile_json(model=json_str("NVIDIA " + EV))},
+                  exit=0, out=[("stdout", "text")], absent=no_esc))
+    c.append(Case(I, "analyze-text/duplicate-ansi-name-error",
+                  ["analyze", "-i", "{p.json}"],
+                  files={"p.json": profile_json(names=(json_str(EV), json_str(EV), "c", "d"))},
+                  exit=2, msg=["p.json"], absent=no_esc))
+    c.append(Case(I, "simulate/pod-name-ansi-unknown-spec",
+                  SIM[:2] + ["--nodes", "{nodes.csv}", "--pods", "{p.csv}", "--policy",
+                             "bestfit", "--seeds", "1"],
+                  files={"p.csv": PODS_FULL_HEADER + EV + ",1000,1024,1,1000,H800,LS,Running,0,"
+                                  "100,0\np1,1000,1024,1,500,,LS,Running,0,100,0\n"},
+                  exit=(0, 2), msg=["p.csv"], absent=no_esc))
+    c.append(Case(I, "simulate/node-name-ansi-error",
+                  SIM[:2] + ["--nodes", "{n.csv}", "--pods", "{pods.csv}"],
+                  files={"n.csv": "sn,cpu_milli,memory_mib,gpu,model\n" + EV +
+                                  ",lots,65536,2,T4\n"},
+                  exit=2, msg=["n.csv:2"], absent=no_esc))
+    c.append(Case(I, "simulate/model-ansi",
+                  SIM[:2] + ["--nodes", "{n.csv}", "--pods", "{pods.csv}", "--policy",
+                             "bestfit", "--seeds", "1"],
+                  files={"n.csv": "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,65536,2," + EV +
+                                  "\n"},
+                  exit=(0, 2), msg=["n.csv"], absent=no_esc))
+    c.append(Case(I, "simulate/yaml-node-name-ansi",
+                  SIM[:2] + ["--nodes", "{c.yaml}", "--pods", "{pods.csv}", "--policy",
+                             "bestfit", "--seeds", "1"],
+                  files={"c.yaml": CLUSTER_YAML.replace("name: node-a",
+                                                        'name: "\\e[2J\\e[31mevil\\a"')},
+                  exit=(0, 2), msg=["c.yaml"], absent=no_esc))
+    c.append(Case(I, "simulate/yaml-bad-type-ansi-error",
+                  SIM[:2] + ["--nodes", "{c.yaml}", "--pods", "{pods.csv}"],
+                  files={"c.yaml": CLUSTER_YAML.replace("type: gpu", 'type: "\\e[2Jtpu"', 1)},
+                  exit=2, msg=["c.yaml:10"], absent=no_esc))
+    c.append(Case(I, "serve-sim/trace-field-ansi",
+                  ["serve-sim", "--trace", "{a.csv}"],
+                  files={"a.csv": "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                  "2023-11-16 18:15:50," + EV + ",1\n"},
+                  exit=2, msg=["a.csv:2"], absent=no_esc))
+    c.append(Case(I, "costmodel/column-ansi",
+                  ["costmodel", "check", "--gpu", "h100", "--profile", "{c.csv}"],
+                  files={"c.csv": ALLREDUCE_HEADER + "0,1,1,1," + EV + ",0,0,2,2048,all_reduce,8,8\n"},
+                  exit=2, msg=["c.csv:2"], absent=no_esc))
+    c.append(Case(I, "profile/node-name-ansi",
+                  ["profile", "--duration", "1", "--interval", "0.5", "--node-name", EV, "-o",
+                   "{p.json}"], exit=(0, 2), out=[("p.json", "profile")], absent=no_esc,
+                  msg=["--node-name"]))
+    c.append(Case(I, "profile-prometheus/node-name-ansi",
+                  ["profile", "-q", "--duration", "3", "--interval", "1", "--timeout", "3",
+                   "-o", "{p.json}", "--prometheus", "http://127.0.0.1:{port}"],
+                  server=("http", "ansi_name"), exit=(0, 1), out=[("p.json", "profile")],
+                  absent=no_esc, msg=["127.0.0.1"]))
+    c.append(Case(I, "profile-prometheus/credentials-not-printed",
+                  ["profile", "-q", "--duration", "3", "--timeout", "2", "-o", "{p.json}",
+                   "--prometheus", "http://admin:s3cr3t-pw@127.0.0.1:{port}"],
+                  server=("http", "http500"), exit=(1, 2), absent=[("stderr", "s3cr3t-pw")],
+                  msg=["127.0.0.1"]))
+    c.append(Case(I, "profile-prometheus/credentials-not-in-profile",
+                  ["profile", "-q", "--duration", "3", "--timeout", "2", "-o", "{p.json}",
+                   "--prometheus", "http://admin:s3cr3t-pw@127.0.0.1:{port}"],
+                  server=("http", "valid"), exit=(0, 1, 2),
+                  absent=[("stderr", "s3cr3t-pw"), ("p.json", "s3cr3t-pw")],
+                  msg=["127.0.0.1"]))
+    c.append(Case(I, "profile-prometheus/credentials-refused-port",
+                  ["profile", "-q", "--duration", "3", "--timeout", "2", "-o", "{p.json}",
+                   "--prometheus", "http://admin:s3cr3t-pw@127.0.0.1:1"], exit=(1, 2),
+                  absent=[("stderr", "s3cr3t-pw")], msg=["127.0.0.1"]))
+    c.append(Case(I, "clock-probe/kiss-of-death-ansi",
+                  ["clock", "probe", "--server", "127.0.0.1:{port}", "--samples", "1",
+                   "--timeout-ms", "500"], server=("sntp", "kod_ansi"), exit=1,
+                  msg=["127.0.0.1"], absent=no_esc))
+    c.append(Case(I, "clock-probe/server-name-ansi",
+                  ["clock", "probe", "--server", EV + ".invalid", "--samples", "1",
+                   "--timeout-ms", "200"], exit=(1, 2), msg=["evil"], absent=no_esc, max_s=10))
+    for cmd in (["simulate"], ["profile"], ["analyze"], ["serve-sim"], ["costmodel", "check"],
+                ["costmodel", "fit"], ["clock", "probe"], ["clock", "simulate"],
+                ["bench", "timers"], ["version"], ["completion"], ["help"]):
+        c.append(Case(I, "%s/unknown-flag-ansi" % "-".join(cmd), cmd + ["--" + EV],
+                      msg=["evil"], absent=no_esc))
+    c.append(Case(I, "top/unknown-command-ansi", [EV], msg=["evil"], absent=no_esc))
+    c.append(Case(I, "help/unknown-topic-ansi", ["help", EV], msg=["evil"], absent=no_esc))
+    c.append(Case(I, "version/format-ansi", ["version", "--format", EV], msg=["evil"],
+                  absent=no_esc))
+    return c
+
+
+def json_str(s):
+    import json
+    return json.dumps(s)
+
+
+def exit_code_cases():
+    E = "exit-code"
+    c = []
+    for typo, right in (("simulat", "simulate"), ("profil", "profile"), ("analyse", "analyze"),
+                        ("serve_sim", "serve-sim"), ("costmodle", "costmodel"),
+                        ("clokc", "clock"), ("bnech", "bench"), ("verison", "version"),
+                        ("hlep", "help"), ("completions", "completion")):
+        c.append(Case(E, "top/typo-" + typo, [typo], msg=["did you mean", right, typo]))
+    for parent, typo, right in (("costmodel", "chek", "check"), ("costmodel", "fitt", "fit"),
+                                ("clock", "prob", "probe"), ("clock", "simulat", "simulate"),
+                                ("bench", "timer", "timers")):
+        c.append(Case(E, "%s/typo-%s" % (parent, typo), [parent, typo], msg=[typo, right]))
+    c += [Case(E, "top/unknown-command", ["foo"], msg=["foo"]),
+          Case(E, "top/no-command", [], msg=[("seedance", "command")]),
+          Case(E, "top/empty-command", [""], msg=[("command", "seedance")]),
+          Case(E, "top/huge-command", ["x" * 100000], msg=["x"]),
+          Case(E, "top/unknown-global-flag", ["--verbose-max"], msg=["--verbose-max"]),
+          Case(E, "costmodel/no-subcommand", ["costmodel"], msg=[("check", "subcommand")]),
+          Case(E, "clock/no-subcommand", ["clock"], msg=[("probe", "subcommand")]),
+          Case(E, "bench/no-subcommand", ["bench"], msg=[("timers", "subcommand")])]
+    for cmd, typo, right in ((["simulate"], "--tnue", "--tune"),
+                             (WRITERS[5].argv, "--idle-utl", "--idle-util"),
+                             (["serve-sim"], "--tarce", "--trace"),
+                             (["profile"], "--duratoin", "--duration"),
+                             (["costmodel", "check"], "--gpuu", "--gpu"),
+                             (["costmodel", "fit"], "--roofline-exp", "--roofline-exponent"),
+                             (["clock", "probe"], "--servre", "--server"),
+                             (["clock", "simulate"], "--sample", "--samples"),
+                             (["bench", "timers"], "--timer", "--timers"),
+                             (["version"], "--fromat", "--format")):
+        c.append(Case(E, "%s/unknown-flag%s" % (command_of(cmd).replace(" ", "-"), typo),
+                      cmd + [typo, "1"], msg=[typo, right]))
+    for w in WRITERS:
+        for fmt in ("json", "csv", "html", "yaml", "table"):
+            c.append(Case(E, "%s/-o-%s-refused" % (w.key, fmt), w.argv + ["-o", fmt],
+                          msg=["--format"], server=w.server))
+        if w.format_flag:
+            c.append(Case(E, "%s/format-unknown" % w.key, w.argv + ["--format", "pdf"],
+                          msg=["pdf"], server=w.server))
+            c.append(Case(E, "%s/format-empty" % w.key, w.argv + ["--format", ""],
+                          msg=["--format"], server=w.server))
+        c.append(Case(E, "%s/extra-positional" % w.key, w.argv + ["stray"], msg=["stray"],
+                      server=w.server))
+        c.append(Case(E, "%s/huge-flag-value" % w.key, w.argv + ["--format", "j" * 100000],
+                      msg=["--format"], server=w.server))
+    c += [
+        Case(E, "serve-sim/missing-trace", ["serve-sim"], msg=["--trace"]),
+        Case(E, "analyze/missing-input", ["analyze"], msg=["--input"]),
+        Case(E, "profile/missing-output", ["profile", "--duration", "1"], msg=["--output"]),
+        Case(E, "costmodel-check/missing-gpu", ["costmodel", "check", "--profile",
+                                                "{allreduce.csv}"], msg=["--gpu"]),
+        Case(E, "costmodel-check/missing-profile", ["costmodel", "check", "--gpu", "h100"],
+             msg=["--profile"]),
+        Case(E, "clock-probe/missing-server", ["clock", "probe"], msg=["--server"]),
+        Case(E, "simulate/nodes-without-pods", ["simulate", "--nodes", "{nodes.csv}"],
+             msg=["--pods"]),
+        Case(E, "simulate/unknown-policy", SIM[:-4] + ["--policy", "nope"], msg=["nope"]),
+        Case(E, "simulate/unknown-policy-typo", SIM[:-4] + ["--policy", "bestfti"],
+             msg=["bestfti", "bestfit"]),
+        Case(E, "simulate/unknown-mode", SIM + ["--mode", "sideways"], msg=["--mode"]),
+        Case(E, "simulate/huge-policy", SIM[:-4] + ["--policy", "p" * 100000], msg=["--policy"]),
+        Case(E, "simulate/huge-seeds", SIM[:-2] + ["--seeds", "9" * 100000], msg=["--seeds"]),
+        Case(E, "simulate/cas-sigmoid-zero-names-option", SIM[:-4] +
+             ["--policy", "cas", "--seeds", "1", "--policy-opt", "sigmoid_scale=0"],
+             msg=["sigmoid_scale"]),
+        Case(E, "simulate/unknown-cas-option", SIM[:-4] +
+             ["--policy", "cas", "--seeds", "1", "--policy-opt", "nope=1"], msg=["nope"]),
+        Case(E, "simulate/dump-order-outside-fill", SIM_CHURN + ["--dump-order", "{o.csv}"],
+             msg=["--dump-order"]),
+        Case(E, "simulate/rng-reference-outside-fill", SIM_CHURN + ["--rng", "reference"],
+             msg=["--rng"]),
+        Case(E, "help/unknown-topic", ["help", "nosuch"], msg=["nosuch"]),
+        Case(E, "help/unknown-subtopic", ["help", "clock", "nosuch"], msg=["nosuch"]),
+        Case(E, "completion/unknown-shell", ["completion", "fish"], msg=["fish"]),
+        Case(E, "completion/no-shell", ["completion"], msg=[("shell", "bash")]),
+        Case(E, "version/extra-word", ["version", "extra"], msg=["extra"]),
+        Case(E, "global/max-input-size-too-small",
+             ["--max-input-size", "64", "simulate", "-q", "--nodes", "{nodes.csv}", "--pods",
+              "{pods.csv}"], msg=["nodes.csv"]),
+        Case(E, "clock-probe/connection-refused-exit-1",
+             ["clock", "probe", "--server", "127.0.0.1:1", "--samples", "1",
+              "--timeout-ms", "300"], exit=1, msg=["127.0.0.1"], max_s=8),
+        Case(E, "clock-probe/unresolvable-host",
+             ["clock", "probe", "--server", "no-such-host.invalid", "--samples", "1",
+              "--timeout-ms", "300"], exit=(1, 2), msg=["no-such-host.invalid"], max_s=15),
+        Case(E, "profile/prometheus-refused-exit-1",
+             ["profile", "-q", "--duration", "2", "--timeout", "1", "--prometheus",
+              "http://127.0.0.1:1", "-o", "{p.json}"], exit=1, msg=["127.0.0.1"], max_s=8),
+    ]
+    # Network replies that are well-formed HTTP but not what was asked for: exit 1, never abort.
+    prom = ["profile", "-q", "--duration", "5", "--interval", "1", "--timeout", "3", "-o",
+            "{p.json}", "--prometheus", "http://127.0.0.1:{port}"]
+    for mode in ("status5", "status_error", "data_null", "result_string", "wrong_types",
+                 "bad_points", "array_top", "http500", "http500_huge", "not_json", "deep_json",
+                 "deep_object", "empty_body", "redirect", "redirect_loop", "negative_length",
+                 "short_body", "close", "garbage", "invalid_utf8"):
+        c.append(Case(E, "profile-prometheus/" + mode, prom, server=("http", mode), exit=1,
+                      msg=["127.0.0.1"], max_s=15, timeout=30))
+    for mode in ("huge_value", "negative_value"):
+        c.append(Case("garbage", "profile-prometheus/" + mode, prom, server=("http", mode),
+                      exit=(0, 1), msg=["127.0.0.1"], out=[("p.json", "profile")], max_s=15))
+    c.append(Case("control", "profile-prometheus/valid", prom, server=("http", "valid"), exit=0,
+                  out=[("p.json", "profile")], max_s=15))
+    # SNTP replies: impossible timestamps are rejected and the next reply is used.
+    probe = ["clock", "probe", "--server", "127.0.0.1:{port}", "--samples", "2",
+             "--interval-ms", "0", "--timeout-ms", "500", "-o", "{o.json}"]
+    c.append(Case("control", "clock-probe/good-server", probe, server=("sntp", "good"), exit=0,
+                  out=[("o.json", "json")]))
+    c.append(Case("garbage", "clock-probe/bad-then-good-reply", probe,
+                  server=("sntp", "bad_then_good"), exit=0, out=[("o.json", "json")]))
+    c.append(Case("garbage", "clock-probe/flood-then-good-reply", probe,
+                  server=("sntp", "flood_then_good"), exit=0, out=[("o.json", "json")]))
+    for mode in ("tx_before_rx", "zero_tx", "zero_rx", "kod", "version7", "mode3", "stratum16",
+                 "leap3", "stale_origin", "negative_delay", "short", "long", "odd_length"):
+        c.append(Case("garbage", "clock-probe/" + mode, probe, server=("sntp", mode), exit=1,
+                      msg=["127.0.0.1"], max_s=10))
+    c.append(Case("garbage", "clock-probe/far-future", probe, server=("sntp", "far_future"),
+                  exit=(0, 1), msg=["127.0.0.1"], out=[("o.json", "json")], max_s=10))
+    return c
+
+
+def control_cases():
+    C = "control"
+    return [
+        Case(C, "version/table", ["version"], exit=0, out=[("stdout", "text")]),
+        Case(C, "version/json", ["version", "--format", "json"], exit=0,
+             out=[("stdout", "json")]),
+        Case(C, "help/top", ["help"], exit=0, out=[("stdout", "text")]),
+        Case(C, "help/simulate", ["help", "simulate"], exit=0, out=[("stdout", "text")],
+             present=[("stdout", "Exit status")]),
+        Case(C, "help/costmodel-check", ["help", "costmodel", "check"], exit=0,
+             out=[("stdout", "text")]),
+        Case(C, "completion/bash", ["completion", "bash"], exit=0, out=[("stdout", "text")]),
+        Case(C, "completion/zsh", ["completion", "zsh"], exit=0, out=[("stdout", "text")]),
+        Case(C, "simulate/html", SIM + ["--format", "html", "-o", "{r.html}"], exit=0,
+             out=[("r.html", "html")]),
+        Case(C, "simulate/yaml-descriptor", SIM[:2] + ["--nodes", "{cluster.yaml}", "--pods",
+                                                       "{pods.csv}", "--policy", "bestfit",
+                                                       "--seeds", "1", "-o", "{o.json}"],
+             exit=0, out=[("o.json", "json")]),
+        Case(C, "simulate/json-descriptor", SIM[:2] + ["--nodes", "{cluster.json}", "--pods",
+                                                       "{pods.csv}", "--policy", "bestfit",
+                                                       "--seeds", "1", "-o", "{o.json}"],
+             exit=0, out=[("o.json", "json")]),
+        Case(C, "analyze/html", ANALYZE + ["--idle-window", "2", "--format", "html", "-o",
+                                           "{r.html}"], exit=0, out=[("r.html", "html")]),
+        Case(C, "serve-sim/mooncake", ["serve-sim", "--trace", "{mooncake.jsonl}", "-o",
+                                       "{o.json}"], exit=0, out=[("o.json", "json")]),
+        Case(C, "serve-sim/sharegpt", SERVE_SHAREGPT + ["-o", "{o.json}"], exit=0,
+             out=[("o.json", "json")]),
+        Case(C, "costmodel-fit/eval", CM_FIT + ["--eval", "{allreduce.csv}", "-o", "{o.json}"],
+             exit=0, out=[("o.json", "json")]),
+        Case(C, "simulate/dump-order-csv", SIM + ["--dump-order", "{d.csv}"], exit=0,
+             out=[("d.csv", "csv")]),
+    ]
+
+
+def build(binary=None):
+    cases = []
+    cases += destroy_and_write_cases()
+    cases += secondary_output_cases()
+    cases += reader_cases()
+    cases += numeric_cases(NUMERIC_FLAGS + discovered_flags(binary))
+    cases += hang_cases()
+    cases += bad_value_cases()
+    cases += garbage_cases()
+    cases += injection_cases()
+    cases += exit_code_cases()
+    cases += control_cases()
+    return cases
