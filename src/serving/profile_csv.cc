@@ -2,12 +2,12 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "seedance/base/io.h"
+#include "seedance/base/text.h"
 #include "seedance/serving/calibration.h"
 #include "seedance/trace/input_error.h"
 
@@ -100,6 +100,14 @@ class Row {
     return static_cast<int64_t>(*v);
   }
 
+ public:
+  std::string_view source() const { return source_; }
+  std::string_view Text(const std::string& name) const {
+    const auto it = cols_.find(name);
+    return it == cols_.end() || it->second >= fields_.size() ? std::string_view()
+                                                             : fields_[it->second];
+  }
+
  private:
   std::string_view source_;
   int line_;
@@ -125,6 +133,10 @@ absl::Status ParseOperatorRow(const Row& r, int line, std::vector<ProfileSample>
     absl::StatusOr<bool> g = r.Bool("use_gated_mlp");
     if (!g.ok()) return g.status();
     gated = *g;
+  }
+  if (e < n_head) {
+    return FieldError(r.source(), line, "n_embd",
+                      absl::StrCat("must be at least n_head (", n_head, ")"), r.Text("n_embd"));
   }
   const int64_t hd = e / n_head;
   const int64_t q = std::max<int64_t>(1, n_head / tp) * hd;
@@ -216,7 +228,11 @@ absl::StatusOr<Profile> ParseProfileCsv(std::string_view text, std::string_view 
     if (Trim(line).empty()) continue;
     const std::vector<std::string_view> fields = Split(line);
     if (!have_header) {
-      for (size_t i = 0; i < fields.size(); ++i) cols[std::string(fields[i])] = i;
+      for (size_t i = 0; i < fields.size(); ++i) {
+        if (!cols.emplace(std::string(fields[i]), i).second) {
+          return FieldError(source, line_no, fields[i], "column appears twice in the header", "");
+        }
+      }
       have_header = true;
       if (cols.count("time_stats.all_reduce.median")) {
         profile.collective = true;
@@ -257,11 +273,11 @@ absl::StatusOr<Profile> ParseProfileCsv(std::string_view text, std::string_view 
 }
 
 absl::StatusOr<Profile> ReadProfileCsv(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(path + ": cannot open");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return ParseProfileCsv(buf.str(), path);
+  // The one reader: a directory, /dev/zero or a silent FIFO is an error naming the path and the
+  // OS error, not an "empty file".
+  absl::StatusOr<std::string> text = base::ReadInput(path, base::InputKind::kTrace);
+  if (!text.ok()) return text.status();
+  return ParseProfileCsv(*text, base::ForTerminal(path));
 }
 
 }  // namespace seedance::serving

@@ -6,9 +6,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <system_error>
 
@@ -17,6 +15,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "seedance/base/io.h"
+#include "seedance/base/text.h"
 #include "seedance/trace/input_error.h"
 #include "seedance/trace/line_scanner.h"
 
@@ -27,6 +27,8 @@ using trace::FieldError;
 using trace::LineError;
 
 constexpr int kMooncakeBlockTokens = 512;
+// Mooncake timestamps beyond this many milliseconds are garbage, not a trace.
+constexpr double kMaxTimestampMs = 1e15;
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -138,6 +140,12 @@ bool ParseDigits(std::string_view s, size_t pos, size_t len, int64_t* out) {
   return true;
 }
 
+int64_t DaysInMonth(int64_t y, int64_t m) {
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  return m == 2 && leap ? 29 : kDays[m - 1];
+}
+
 // "YYYY-MM-DD HH:MM:SS[.fraction]" -> whole seconds since the epoch and the fraction.
 bool ParseTimestamp(std::string_view s, int64_t* secs, double* frac) {
   int64_t y, mo, d, h, mi, se;
@@ -149,7 +157,9 @@ bool ParseTimestamp(std::string_view s, int64_t* secs, double* frac) {
       !ParseDigits(s, 11, 2, &h) || !ParseDigits(s, 14, 2, &mi) || !ParseDigits(s, 17, 2, &se)) {
     return false;
   }
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60) return false;
+  if (mo < 1 || mo > 12 || d < 1 || d > DaysInMonth(y, mo) || h > 23 || mi > 59 || se > 60) {
+    return false;  // 2023-02-31 is not a date
+  }
   *frac = 0;
   if (s.size() > 19) {
     if (s[19] != '.' || s.size() == 20) return false;
@@ -239,18 +249,21 @@ absl::StatusOr<RequestTrace> ParseMooncakeTrace(std::string_view text, std::stri
       auto it = j.find(key);
       if (it == j.end()) return FieldError(source, no, key, "missing key", line);
       if (!it->is_number_integer()) {
-        return FieldError(source, no, key, "expected an integer token count", it->dump());
+        return FieldError(source, no, key, "expected an integer token count", base::DumpJson(*it));
       }
-      return ParseLength(source, no, key, it->dump(), min, out);
+      return ParseLength(source, no, key, base::DumpJson(*it), min, out);
     };
     TraceRequest r;
     auto ts = j.find("timestamp");
     if (ts == j.end()) return FieldError(source, no, "timestamp", "missing key", line);
-    if (!ts->is_number() || !std::isfinite(ts->get<double>()) || ts->get<double>() < 0) {
-      return FieldError(source, no, "timestamp", "expected non-negative milliseconds", ts->dump());
+    if (!ts->is_number() || !std::isfinite(ts->get<double>()) || ts->get<double>() < 0 ||
+        ts->get<double>() > kMaxTimestampMs) {
+      return FieldError(source, no, "timestamp",
+                        "expected non-negative milliseconds below 1e15 (31,000 years)",
+                        base::DumpJson(*ts));
     }
     r.arrival_s = ts->get<double>() / 1000.0;
-    if (absl::Status s = CheckOrder(source, no, "timestamp", ts->dump(), prev, r.arrival_s);
+    if (absl::Status s = CheckOrder(source, no, "timestamp", base::DumpJson(*ts), prev, r.arrival_s);
         !s.ok()) {
       return s;
     }
@@ -260,7 +273,7 @@ absl::StatusOr<RequestTrace> ParseMooncakeTrace(std::string_view text, std::stri
     auto ids = j.find("hash_ids");
     if (ids == j.end()) return FieldError(source, no, "hash_ids", "missing key", line);
     if (!ids->is_array())
-      return FieldError(source, no, "hash_ids", "expected an array", ids->dump());
+      return FieldError(source, no, "hash_ids", "expected an array", base::DumpJson(*ids));
     const size_t max_blocks =
         static_cast<size_t>((r.prompt_tokens + kMooncakeBlockTokens - 1) / kMooncakeBlockTokens);
     if (ids->size() > max_blocks) {
@@ -272,7 +285,7 @@ absl::StatusOr<RequestTrace> ParseMooncakeTrace(std::string_view text, std::stri
     r.prefix_block_ids.reserve(ids->size());
     for (const auto& id : *ids) {
       if (!id.is_number_integer() || id.get<int64_t>() < 0) {
-        return FieldError(source, no, "hash_ids", "expected non-negative integers", id.dump());
+        return FieldError(source, no, "hash_ids", "expected non-negative integers", base::DumpJson(id));
       }
       r.prefix_block_ids.push_back(id.get<uint64_t>());
     }
@@ -319,11 +332,17 @@ absl::StatusOr<RequestTrace> ParseShareGptTrace(std::string_view text, std::stri
 
 absl::StatusOr<RequestTrace> ReadRequestTrace(const std::string& path,
                                               const TraceReadOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open the trace file"));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  const std::string text = buf.str();
+  // One reader for every input: a directory, /dev/zero or a silent FIFO is an error naming the
+  // path and the OS error, never "empty file" or "unknown trace format".
+  absl::StatusOr<std::string> text_or = base::ReadInput(path, base::InputKind::kTrace);
+  if (!text_or.ok()) return text_or.status();
+  const std::string& text = *text_or;
+  const std::string source = base::ForTerminal(path);
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return LineError(source, 1,
+                     text.empty() ? "empty trace file (expected a header or JSONL requests)"
+                                  : "blank trace file (expected a header or JSONL requests)");
+  }
   TraceFormat format = options.format;
   if (format == TraceFormat::kAuto) {
     if (path.size() >= 6 && (path.ends_with(".jsonl") || path.ends_with(".json"))) {
@@ -339,27 +358,31 @@ absl::StatusOr<RequestTrace> ReadRequestTrace(const std::string& path,
         format = TraceFormat::kMooncake;
       } else {
         return absl::InvalidArgumentError(absl::StrCat(
-            path,
+            source,
             ":1: unknown trace format: expected an Azure header (TIMESTAMP,ContextTokens,"
             "GeneratedTokens), a ShareGPT header (num_prefill_tokens,num_decode_tokens) or "
             "Mooncake JSONL (got '",
-            trace::QuoteValue(first), "')"));
+            trace::QuoteValue(first), "'; --trace-format names the format)"));
       }
     }
   }
   absl::StatusOr<RequestTrace> trace;
   switch (format) {
     case TraceFormat::kMooncake:
-      trace = ParseMooncakeTrace(text, path);
+      trace = ParseMooncakeTrace(text, source);
       break;
     case TraceFormat::kShareGpt:
-      trace = ParseShareGptTrace(text, path, options.poisson_rate, options.seed);
+      trace = ParseShareGptTrace(text, source, options.poisson_rate, options.seed);
       break;
     default:
-      trace = ParseAzureTrace(text, path);
+      trace = ParseAzureTrace(text, source);
       break;
   }
   if (!trace.ok()) return trace;
+  if (trace->requests.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": no requests (the trace has no data rows)"));
+  }
   if (options.max_requests > 0 &&
       static_cast<int64_t>(trace->requests.size()) > options.max_requests) {
     trace->requests.resize(static_cast<size_t>(options.max_requests));

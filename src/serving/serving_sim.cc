@@ -60,12 +60,39 @@ PrefixChains BuildPrefixChains(const RequestTrace& trace, int block_size) {
   return c;
 }
 
+absl::Status ValidateArrivals(const RequestTrace& trace, double rate_scale) {
+  double prev = 0;
+  for (size_t i = 0; i < trace.requests.size(); ++i) {
+    const double a = trace.requests[i].arrival_s;
+    if (!std::isfinite(a) || a < prev) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "request ", i + 1, " of ", trace.source, ": arrival time ", a,
+          " s is not finite or goes backwards (previous ", prev, " s)"));
+    }
+    prev = a;
+  }
+  const double span = trace.requests.empty() ? 0 : trace.requests.back().arrival_s / rate_scale;
+  if (!(span <= kMaxArrivalSpanS)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the trace's arrivals span ", span, " s at rate scale ", rate_scale,
+        "; at most ", kMaxArrivalSpanS,
+        " s can be simulated with sub-microsecond time resolution (raise the rate scale)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ServingResult> RunServingSim(const RequestTrace& trace, const ServingHardware& hw,
                                             const ServingSimOptions& options) {
   if (options.block_size <= 0) return absl::InvalidArgumentError("block size must be > 0");
   if (!(options.rate_scale > 0) || !std::isfinite(options.rate_scale)) {
     return absl::InvalidArgumentError(
         absl::StrCat("rate scale must be > 0 (got ", options.rate_scale, ")"));
+  }
+  if (absl::Status s = ValidateArrivals(trace, options.rate_scale); !s.ok()) return s;
+  if (options.kv_blocks > kMaxKvBlocks) {
+    return absl::InvalidArgumentError(absl::StrCat("a KV pool of ", options.kv_blocks,
+                                                   " blocks is more than the ", kMaxKvBlocks,
+                                                   " the simulator allocates"));
   }
   const bool caching = options.prefix_cache != PrefixCacheMode::kOff &&
                        options.mode == BatchingMode::kContinuous && trace.prefix_block_tokens > 0;

@@ -78,8 +78,18 @@ struct ServingResult {
   double mean_batch = 0;
 };
 
+// Longest arrival span (last arrival / rate scale) replayed: beyond it a double's resolution is
+// coarser than a microsecond and latencies would be garbage.
+inline constexpr double kMaxArrivalSpanS = 1e9;
+// Most KV blocks an explicit pool (ServingSimOptions::kv_blocks) may have.
+inline constexpr int64_t kMaxKvBlocks = int64_t{1} << 26;
+
+// Arrival times finite and non-decreasing, and the span at `rate_scale` at most
+// kMaxArrivalSpanS; kInvalidArgument otherwise.
+absl::Status ValidateArrivals(const RequestTrace& trace, double rate_scale);
+
 // Replays `trace` with one batching mode. Errors: invalid options (block size not dividing the
-// trace's prefix block, rate_scale <= 0, no KV blocks).
+// trace's prefix block, rate_scale <= 0, no KV blocks, ValidateArrivals, more than kMaxKvBlocks).
 absl::StatusOr<ServingResult> RunServingSim(const RequestTrace& trace, const ServingHardware& hw,
                                             const ServingSimOptions& options);
 
