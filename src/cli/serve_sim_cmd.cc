@@ -1,17 +1,21 @@
 // `seedance serve-sim`: trace-driven LLM serving simulator (docs/serving.md).
 #include <chrono>
-#include <cstdio>
-#include <fstream>
-#include <iostream>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "commands.h"
 #include "nlohmann/json.hpp"
+#include "seedance/base/build_info.h"
+#include "seedance/base/io.h"
+#include "seedance/base/text.h"
 #include "seedance/serving/cost_model.h"
 #include "seedance/serving/request_trace.h"
 #include "seedance/serving/serving_sim.h"
@@ -21,136 +25,328 @@ namespace {
 
 using namespace seedance::serving;  // NOLINT: a thin shell over one library
 
+const std::vector<std::string> kOutputFormats = {"table", "json", "csv"};
+const std::vector<std::string> kTraceFormats = {"auto", "azure", "mooncake", "sharegpt"};
+// Largest explicit KV pool --prefix-cache N accepts (blocks).
+constexpr int64_t kMaxPoolBlocks = int64_t{1} << 24;
+
 struct Flags {
   std::string trace, model = "llama-3-8b", gpu = "a100-80g", batching = "continuous,static";
-  std::string prefix_cache = "pool", preemption = "recompute", format = "auto", json;
+  std::string prefix_cache = "pool", preemption = "recompute", trace_format = "auto";
+  OutputFlags out;
+  std::string legacy_json;  // deprecated --json FILE: JSON to FILE besides the main output
   int tp = 1, block_size = 16, max_num_seqs = 256, max_batched_tokens = 2048;
   double rate_scale = 1.0, mem_util = 0.9, rate = 1.0, swap_gib = 4.0;
   int64_t static_max_len = 0, limit = 0;
   uint64_t seed = 42;
 };
 
-int Run(const Flags& f) {
-  ServingSimOptions base;
-  base.block_size = f.block_size;
-  base.rate_scale = f.rate_scale;
-  base.scheduler.max_num_seqs = f.max_num_seqs;
-  base.scheduler.max_num_batched_tokens = f.max_batched_tokens;
-  base.scheduler.static_reserve_tokens = f.static_max_len;
-  base.scheduler.preemption =
-      f.preemption == "swap" ? PreemptionMode::kSwap : PreemptionMode::kRecompute;
-  base.swap_space_bytes = static_cast<int64_t>(f.swap_gib * double(int64_t{1} << 30));
-  if (f.prefix_cache == "off") {
-    base.prefix_cache = PrefixCacheMode::kOff;
-  } else if (f.prefix_cache == "unbounded") {
-    base.prefix_cache = PrefixCacheMode::kUnbounded;
-  } else if (f.prefix_cache == "pool") {
-    base.prefix_cache = PrefixCacheMode::kPool;
-  } else if (int64_t n = 0; absl::SimpleAtoi(f.prefix_cache, &n) && n > 0) {
-    base.prefix_cache = PrefixCacheMode::kPool;
-    base.kv_blocks = n;
+// One simulated batching mode and the wall time it took.
+struct ModeRun {
+  ServingResult r;
+  double wall_s = 0;
+};
+
+// Everything the report needs besides the per-mode results.
+struct Report {
+  std::string trace;  // the path, printable
+  size_t requests = 0;
+  std::string model, gpu;
+  int tp = 1, block_size = 16;
+  double rate_scale = 1;
+  int64_t kv_pool_blocks = 0;
+  double kv_gib_per_gpu = 0;
+  bool has_prefix_ids = false;
+  double ideal_hit_ratio = 0;
+  std::vector<ModeRun> runs;
+};
+
+absl::Status ParsePrefixCache(const std::string& text, ServingSimOptions* o) {
+  if (text == "off") {
+    o->prefix_cache = PrefixCacheMode::kOff;
+  } else if (text == "unbounded") {
+    o->prefix_cache = PrefixCacheMode::kUnbounded;
+  } else if (text == "pool") {
+    o->prefix_cache = PrefixCacheMode::kPool;
   } else {
-    return UsageError(
-        "--prefix-cache: expected off, pool, unbounded or a block count N > 0, got '" +
-        f.prefix_cache + "'");
+    absl::StatusOr<int64_t> n = base::ParseInt64(text, "--prefix-cache", 1, kMaxPoolBlocks);
+    if (!n.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--prefix-cache: expected off, pool, unbounded or a block count N in 1..",
+          kMaxPoolBlocks, ", got '", base::ForTerminal(base::Clip(text, 64)), "'"));
+    }
+    o->prefix_cache = PrefixCacheMode::kPool;
+    o->kv_blocks = *n;
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<BatchingMode>> ParseModes(const std::string& text) {
   std::vector<BatchingMode> modes;
-  for (absl::string_view m : absl::StrSplit(f.batching, ',', absl::SkipEmpty())) {
-    if (m == "continuous")
+  for (absl::string_view m : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    if (m == "continuous") {
       modes.push_back(BatchingMode::kContinuous);
-    else if (m == "static")
+    } else if (m == "static") {
       modes.push_back(BatchingMode::kStatic);
-    else
-      return UsageError("--batching: expected continuous and/or static, got '" + std::string(m) +
-                        "'");
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--batching: expected continuous and/or static, got '",
+                       base::ForTerminal(base::Clip(std::string(m), 64)), "'"));
+    }
   }
-  if (modes.empty()) return UsageError("--batching: no mode given");
+  if (modes.empty()) return absl::InvalidArgumentError("--batching: no mode given");
+  return modes;
+}
+
+TraceFormat ToTraceFormat(const std::string& name) {
+  if (name == "azure") return TraceFormat::kAzure;
+  if (name == "mooncake") return TraceFormat::kMooncake;
+  if (name == "sharegpt") return TraceFormat::kShareGpt;
+  return TraceFormat::kAuto;
+}
+
+// A latency figure, or null when no request completed (the figure is undefined).
+nlohmann::ordered_json Defined(double v, const ServingResult& r) {
+  if (r.completed <= 0) return nullptr;
+  return v;
+}
+
+std::string RenderJson(const Report& rep) {
+  nlohmann::ordered_json j = base::JsonHeader("serve-sim/v1");
+  j["trace"] = rep.trace;
+  j["requests"] = rep.requests;
+  j["model"] = rep.model;
+  j["gpu"] = rep.gpu;
+  j["tensor_parallel"] = rep.tp;
+  j["rate_scale"] = rep.rate_scale;
+  j["block_size_tokens"] = rep.block_size;
+  j["kv_pool_blocks"] = rep.kv_pool_blocks;
+  j["kv_cache_gib_per_gpu"] = rep.kv_gib_per_gpu;
+  j["ideal_prefix_hit_ratio"] =
+      rep.has_prefix_ids ? nlohmann::ordered_json(rep.ideal_hit_ratio) : nullptr;
+  j["modes"] = nlohmann::ordered_json::array();
+  for (const ModeRun& m : rep.runs) {
+    const ServingResult& r = m.r;
+    j["modes"].push_back({{"mode", r.mode},
+                          {"throughput_rps", r.throughput_rps},
+                          {"throughput_tokens_per_s", r.throughput_tokens_per_s},
+                          {"ttft_p50_s", Defined(r.ttft_p50_s, r)},
+                          {"ttft_p99_s", Defined(r.ttft_p99_s, r)},
+                          {"tpot_p50_s", Defined(r.tpot_p50_s, r)},
+                          {"tpot_p99_s", Defined(r.tpot_p99_s, r)},
+                          {"max_concurrent_seqs", r.max_concurrent_seqs},
+                          {"kv_waste_pct", r.kv_waste_pct},
+                          {"preemptions", r.preemptions},
+                          {"prefix_hit_ratio", r.prefix_hit_ratio},
+                          {"completed_requests", r.completed},
+                          {"dropped_requests", r.dropped},
+                          {"iterations", r.iterations},
+                          {"wall_s", m.wall_s}});
+  }
+  return base::DumpJson(j, 2) + "\n";
+}
+
+std::string CsvNumber(double v, const ServingResult& r) {
+  return r.completed > 0 ? absl::StrFormat("%.6g", v) : "";
+}
+
+std::string RenderCsv(const Report& rep) {
+  std::string out =
+      "mode,throughput_rps,throughput_tokens_per_s,ttft_p50_s,ttft_p99_s,tpot_p50_s,tpot_p99_s,"
+      "max_concurrent_seqs,kv_waste_pct,preemptions,prefix_hit_ratio,completed_requests,"
+      "dropped_requests,iterations,wall_s\n";
+  for (const ModeRun& m : rep.runs) {
+    const ServingResult& r = m.r;
+    absl::StrAppend(&out, r.mode, ",", absl::StrFormat("%.6g", r.throughput_rps), ",",
+                    absl::StrFormat("%.6g", r.throughput_tokens_per_s), ",",
+                    CsvNumber(r.ttft_p50_s, r), ",", CsvNumber(r.ttft_p99_s, r), ",",
+                    CsvNumber(r.tpot_p50_s, r), ",", CsvNumber(r.tpot_p99_s, r), ",",
+                    r.max_concurrent_seqs, ",", absl::StrFormat("%.6g", r.kv_waste_pct), ",",
+                    r.preemptions, ",", absl::StrFormat("%.6g", r.prefix_hit_ratio), ",",
+                    r.completed, ",", r.dropped, ",", r.iterations, ",",
+                    absl::StrFormat("%.3f", m.wall_s), "\n");
+  }
+  return out;
+}
+
+std::string RenderTable(const Report& rep) {
+  // tools/serve_sim_sweep.sh reads columns 2 (req/s) and 5 (ttft99_s) of the mode rows.
+  std::string out = absl::StrFormat(
+      "serve-sim: %s, %d requests, %s on %s x%d, rate x%g, %d-token blocks\n", rep.trace,
+      rep.requests, rep.model, rep.gpu, rep.tp, rep.rate_scale, rep.block_size);
+  absl::StrAppend(&out, absl::StrFormat("%-10s %8s %9s %8s %8s %8s %8s %6s %6s %7s %6s %7s %7s %7s\n",
+                                        "mode", "req/s", "out_tok/s", "ttft50_s", "ttft99_s",
+                                        "tpot50_s", "tpot99_s", "maxseq", "waste%", "preempt",
+                                        "hit", "done", "iters", "wall_s"));
+  for (const ModeRun& m : rep.runs) {
+    const ServingResult& r = m.r;
+    if (r.completed > 0) {
+      absl::StrAppend(
+          &out,
+          absl::StrFormat(
+              "%-10s %8.3f %9.1f %8.3f %8.3f %8.4f %8.4f %6d %6.2f %7d %6.3f %7d %7d %7.2f\n",
+              r.mode, r.throughput_rps, r.throughput_tokens_per_s, r.ttft_p50_s, r.ttft_p99_s,
+              r.tpot_p50_s, r.tpot_p99_s, r.max_concurrent_seqs, r.kv_waste_pct, r.preemptions,
+              r.prefix_hit_ratio, r.completed, r.iterations, m.wall_s));
+    } else {
+      absl::StrAppend(
+          &out, absl::StrFormat("%-10s %8.3f %9.1f %8s %8s %8s %8s %6d %6.2f %7d %6.3f %7d %7d "
+                                "%7.2f\n",
+                                r.mode, r.throughput_rps, r.throughput_tokens_per_s, "-", "-", "-",
+                                "-", r.max_concurrent_seqs, r.kv_waste_pct, r.preemptions,
+                                r.prefix_hit_ratio, r.completed, r.iterations, m.wall_s));
+    }
+    if (r.dropped > 0) {
+      absl::StrAppend(&out, absl::StrFormat(
+                                "  %s: %d requests longer than the KV pool (%d blocks) were dropped\n",
+                                r.mode, r.dropped, r.kv_blocks));
+    }
+  }
+  absl::StrAppend(&out, absl::StrFormat("KV pool: %d blocks of %d tokens (%.1f GiB per GPU)\n",
+                                        rep.kv_pool_blocks, rep.block_size, rep.kv_gib_per_gpu));
+  if (rep.has_prefix_ids) {
+    absl::StrAppend(&out, absl::StrFormat("trace's own infinite-cache prefix hit ratio: %.4f\n",
+                                          rep.ideal_hit_ratio));
+  }
+  return out;
+}
+
+// The output format: --format (table/json/csv), else -o's extension, else table.
+absl::StatusOr<std::string> OutputFormat(const Flags& f) { return ResolveFormat(f.out, kOutputFormats); }
+
+int Run(const Flags& f) {
+  absl::StatusOr<std::string> format = OutputFormat(f);
+  if (!format.ok()) return Fail(format.status());
+  const std::string out_path = f.out.output.empty() ? "-" : f.out.output;
+  if (absl::Status s = base::CheckOutputsDistinct({{"--trace", f.trace}},
+                                                  {{"--output", out_path}, {"--json", f.legacy_json}});
+      !s.ok()) {
+    return Fail(s);
+  }
+  if (!f.legacy_json.empty() && f.legacy_json == out_path && out_path != "-") {
+    return UsageError("--json and --output name the same file '" + base::ForTerminal(out_path) +
+                      "'");
+  }
+
+  ServingSimOptions base_options;
+  base_options.block_size = f.block_size;
+  base_options.rate_scale = f.rate_scale;
+  base_options.scheduler.max_num_seqs = f.max_num_seqs;
+  base_options.scheduler.max_num_batched_tokens = f.max_batched_tokens;
+  base_options.scheduler.static_reserve_tokens = f.static_max_len;
+  base_options.scheduler.preemption =
+      f.preemption == "swap" ? PreemptionMode::kSwap : PreemptionMode::kRecompute;
+  base_options.swap_space_bytes = static_cast<int64_t>(f.swap_gib * double(int64_t{1} << 30));
+  if (absl::Status s = ParsePrefixCache(f.prefix_cache, &base_options); !s.ok()) return Fail(s);
+  absl::StatusOr<std::vector<BatchingMode>> modes = ParseModes(f.batching);
+  if (!modes.ok()) return Fail(modes.status());
 
   absl::StatusOr<ModelConfig> model = LookupModel(f.model);
   if (!model.ok()) return UsageError("--model: " + std::string(model.status().message()));
   absl::StatusOr<GpuSpec> gpu = LookupGpu(f.gpu);
   if (!gpu.ok()) return UsageError("--gpu: " + std::string(gpu.status().message()));
 
+  // Open the outputs before the work, so an unwritable one fails now, not after the run.
+  absl::StatusOr<std::unique_ptr<base::OutputFile>> out = base::OutputFile::Open(out_path);
+  if (!out.ok()) return Fail(out.status());
+  std::unique_ptr<base::OutputFile> legacy;
+  if (!f.legacy_json.empty()) {
+    auto l = base::OutputFile::Open(f.legacy_json);
+    if (!l.ok()) return Fail(l.status());
+    legacy = std::move(*l);
+  }
+
   TraceReadOptions ro;
   ro.poisson_rate = f.rate;
   ro.seed = f.seed;
   ro.max_requests = f.limit;
-  if (f.format == "azure")
-    ro.format = TraceFormat::kAzure;
-  else if (f.format == "mooncake")
-    ro.format = TraceFormat::kMooncake;
-  else if (f.format == "sharegpt")
-    ro.format = TraceFormat::kShareGpt;
+  ro.format = ToTraceFormat(f.trace_format);
   absl::StatusOr<RequestTrace> trace = ReadRequestTrace(f.trace, ro);
-  if (!trace.ok()) return UsageError(std::string(trace.status().message()));
-  if (trace->requests.empty()) return UsageError(f.trace + ": no requests");
+  if (!trace.ok()) return Fail(trace.status());
+  if (absl::Status s = ValidateArrivals(*trace, f.rate_scale); !s.ok()) {
+    return UsageError("--rate-scale " + base::FormatNumber(f.rate_scale) + ": " +
+                      std::string(s.message()));
+  }
 
   const CostModel cost(*model, *gpu, f.tp);
   const ServingHardware hw = HardwareFromCostModel(cost, f.mem_util);
-  if (base.kv_blocks <= 0 && hw.kv_cache_bytes < int64_t{f.block_size} * hw.kv_bytes_per_token) {
+  if (base_options.kv_blocks <= 0 &&
+      hw.kv_cache_bytes < int64_t{f.block_size} * hw.kv_bytes_per_token) {
     return UsageError("no GPU memory left for the KV cache: " + model->name + " does not fit " +
                       gpu->name + " x" + std::to_string(f.tp) + " at --mem-util " +
-                      std::to_string(f.mem_util) + " (try a larger --tp)");
+                      base::FormatNumber(f.mem_util) + " (try a larger --tp)");
   }
 
-  nlohmann::ordered_json out = {{"modes", nlohmann::ordered_json::array()}};
-  std::printf("serve-sim: %s, %zu requests, %s on %s x%d, rate x%g, %d-token blocks\n",
-              f.trace.c_str(), trace->requests.size(), model->name.c_str(), gpu->name.c_str(), f.tp,
-              f.rate_scale, f.block_size);
-  std::printf("%-10s %8s %9s %8s %8s %8s %8s %6s %6s %7s %6s %7s %7s %7s\n", "mode", "req/s",
-              "out_tok/s", "ttft50", "ttft99", "tpot50", "tpot99", "maxseq", "waste%", "preempt",
-              "hit", "done", "iters", "wall_s");
-  for (BatchingMode mode : modes) {
-    ServingSimOptions o = base;
+  Report rep;
+  rep.trace = base::ForTerminal(f.trace);
+  rep.requests = trace->requests.size();
+  rep.model = model->name;
+  rep.gpu = gpu->name;
+  rep.tp = f.tp;
+  rep.block_size = f.block_size;
+  rep.rate_scale = f.rate_scale;
+  rep.kv_pool_blocks = base_options.kv_blocks > 0
+                           ? base_options.kv_blocks
+                           : hw.kv_cache_bytes / (int64_t{f.block_size} * hw.kv_bytes_per_token);
+  rep.kv_gib_per_gpu = double(hw.kv_cache_bytes) / double(int64_t{1} << 30);
+  rep.has_prefix_ids = trace->prefix_block_tokens > 0;
+  if (rep.has_prefix_ids) rep.ideal_hit_ratio = IdealPrefixHitRatio(*trace);
+  for (BatchingMode mode : *modes) {
+    ServingSimOptions o = base_options;
     o.mode = mode;
     const auto t0 = std::chrono::steady_clock::now();
     absl::StatusOr<ServingResult> r = RunServingSim(*trace, hw, o);
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!r.ok()) {
-      if (r.status().code() == absl::StatusCode::kInvalidArgument) {
-        return UsageError(std::string(r.status().message()));
-      }
-      return RuntimeError(std::string(r.status().message()));
-    }
-    std::printf(
-        "%-10s %8.3f %9.1f %8.3f %8.3f %8.4f %8.4f %6lld %6.2f %7lld %6.3f %7lld %7lld %7.2f\n",
-        r->mode.c_str(), r->throughput_rps, r->throughput_tokens_per_s, r->ttft_p50_s,
-        r->ttft_p99_s, r->tpot_p50_s, r->tpot_p99_s, static_cast<long long>(r->max_concurrent_seqs),
-        r->kv_waste_pct, static_cast<long long>(r->preemptions), r->prefix_hit_ratio,
-        static_cast<long long>(r->completed), static_cast<long long>(r->iterations), wall);
-    if (r->dropped > 0) {
-      std::printf("  %s: %lld requests longer than the KV pool (%lld blocks) were dropped\n",
-                  r->mode.c_str(), static_cast<long long>(r->dropped),
-                  static_cast<long long>(r->kv_blocks));
-    }
-    out["modes"].push_back({{"mode", r->mode},
-                            {"throughput_rps", r->throughput_rps},
-                            {"throughput_tokens_per_s", r->throughput_tokens_per_s},
-                            {"ttft_p50_s", r->ttft_p50_s},
-                            {"ttft_p99_s", r->ttft_p99_s},
-                            {"tpot_p50_s", r->tpot_p50_s},
-                            {"tpot_p99_s", r->tpot_p99_s},
-                            {"max_concurrent_seqs", r->max_concurrent_seqs},
-                            {"kv_waste_pct", r->kv_waste_pct},
-                            {"preemptions", r->preemptions},
-                            {"prefix_hit_ratio", r->prefix_hit_ratio}});
+    if (!r.ok()) return Fail(r.status());
+    rep.runs.push_back({std::move(*r), wall});
   }
-  std::printf(
-      "KV pool: %lld blocks of %d tokens (%.1f GiB per GPU)\n",
-      static_cast<long long>(
-          base.kv_blocks > 0 ? base.kv_blocks
-                             : hw.kv_cache_bytes / (int64_t{f.block_size} * hw.kv_bytes_per_token)),
-      f.block_size, double(hw.kv_cache_bytes) / double(int64_t{1} << 30));
-  if (trace->prefix_block_tokens > 0) {
-    std::printf("trace's own infinite-cache prefix hit ratio: %.4f\n", IdealPrefixHitRatio(*trace));
+
+  std::string text;
+  if (*format == "json") {
+    text = RenderJson(rep);
+  } else if (*format == "csv") {
+    text = RenderCsv(rep);
+  } else {
+    text = RenderTable(rep);
   }
-  if (!f.json.empty()) {
-    std::ofstream file(f.json);
-    file << out.dump(2) << "\n";
-    if (!file) return RuntimeError("cannot write " + f.json);
+  if (absl::Status s = (*out)->Write(text); !s.ok()) return Fail(s);
+  if (absl::Status s = (*out)->Commit(); !s.ok()) return Fail(s);
+  if (legacy) {
+    if (absl::Status s = legacy->Write(RenderJson(rep)); !s.ok()) return Fail(s);
+    if (absl::Status s = legacy->Commit(); !s.ok()) return Fail(s);
   }
   return kExitOk;
+}
+
+std::string JoinNames(const std::vector<std::string>& names) { return absl::StrJoin(names, ", "); }
+
+// --format: the output format (table, json, csv); the old input-format values (auto, azure,
+// mooncake, sharegpt) still select the trace format for one release, with a warning.
+void AddFormatFlag(CLI::App* cmd, Flags* f) {
+  cmd->add_option_function<std::string>(
+         "--format",
+         [f](const std::string& v) {
+           for (const auto& t : kTraceFormats) {
+             if (v == t) {
+               Warn("--format " + v +
+                    " (a trace format) is deprecated and will be removed in the next release; "
+                    "use --trace-format " + v + " (--format now names the output format)");
+               f->trace_format = v;
+               return;
+             }
+           }
+           for (const auto& o : kOutputFormats) {
+             if (v == o) {
+               f->out.format = v;
+               return;
+             }
+           }
+           throw CLI::ValidationError("--format: expected one of table, json, csv, got '" +
+                                      base::ForTerminal(base::Clip(v, 64)) + "'");
+         },
+         "Output format: table, json, csv (default: from -o's extension, else table)")
+      ->type_name("FORMAT");
 }
 
 }  // namespace
@@ -168,79 +364,59 @@ Command AddServeSimCommand(CLI::App& app) {
       "(num_prefill_tokens,num_decode_tokens; Poisson arrivals at --rate). Bad input exits 2 "
       "naming file, line and field. See docs/serving.md.\n\nExamples:\n"
       "  seedance serve-sim --trace AzureLLMInferenceTrace_conv.csv --model llama-3-8b "
-      "--gpu a100-80g --json out.json\n"
+      "--gpu a100-80g -o out.json\n"
       "  seedance serve-sim --trace AzureLLMInferenceTrace_conv.csv --rate-scale 4 "
       "--batching continuous\n"
       "  seedance serve-sim --trace conversation_trace.jsonl --batching continuous "
-      "--prefix-cache unbounded\n"
+      "--prefix-cache unbounded --format csv\n"
       "  seedance serve-sim --trace sharegpt_8k_filtered_stats_llama2_tokenizer.csv --rate 2 "
-      "--limit 2000");
-  cmd->add_option("--trace", f->trace, "Request trace file")->required();
-  cmd->add_option(
-         "--model", f->model,
-         "Model: " +
-             [] {
-               std::string s;
-               for (const auto& m : KnownModels()) s += (s.empty() ? "" : ", ") + m;
-               return s;
-             }())
-      ->capture_default_str();
-  cmd->add_option(
-         "--gpu", f->gpu,
-         "GPU: " +
-             [] {
-               std::string s;
-               for (const auto& g : KnownGpus()) s += (s.empty() ? "" : ", ") + g;
-               return s;
-             }())
-      ->capture_default_str();
-  cmd->add_option("--tp", f->tp, "Tensor-parallel GPUs per replica")
+      "--limit 2000\n\n"
+      "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error.");
+  cmd->add_option("--trace", f->trace, "Request trace file ('-' = standard input)")
+      ->required()
+      ->type_name("FILE");
+  cmd->add_option("--trace-format", f->trace_format,
+                  "Trace format: auto (by extension and header), azure, mooncake, sharegpt")
       ->capture_default_str()
-      ->check(CLI::Range(1, 64));
+      ->check(CLI::IsMember(kTraceFormats));
+  cmd->add_option("-o,--output", f->out.output,
+                  "Write the report to FILE instead of standard output ('-' = stdout)")
+      ->type_name("FILE");
+  AddFormatFlag(cmd, f.get());
+  AddDeprecatedString(cmd, "--json", &f->legacy_json, "-o FILE --format json");
+  cmd->add_option("--model", f->model, "Model: " + JoinNames(KnownModels()))
+      ->capture_default_str();
+  cmd->add_option("--gpu", f->gpu, "GPU: " + JoinNames(KnownGpus()))->capture_default_str();
+  AddInt<int>(cmd, "--tp", &f->tp, 1, 64, "Tensor-parallel GPUs per replica (1..64)");
   cmd->add_option("--batching", f->batching, "Comma list of continuous, static")
       ->capture_default_str();
-  cmd->add_option("--rate-scale", f->rate_scale, "Speed arrivals up by X (inter-arrival / X)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  AddDouble(cmd, "--rate-scale", &f->rate_scale, base::Closed(1e-6, 1e6),
+            "Speed arrivals up by X (inter-arrival / X)");
   cmd->add_option("--prefix-cache", f->prefix_cache,
                   "off; pool (cached blocks share the cost model's KV pool, LRU eviction); "
-                  "unbounded (infinite cache); or N (a KV pool of N blocks, LRU eviction)")
+                  "unbounded (infinite cache); or N (a KV pool of N blocks, 1..16777216, LRU "
+                  "eviction)")
       ->capture_default_str();
-  cmd->add_option("--block-size", f->block_size, "KV block size in tokens")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
-  cmd->add_option("--max-num-seqs", f->max_num_seqs, "Running sequences per iteration")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--max-batched-tokens", f->max_batched_tokens,
-                  "Continuous: token budget per iteration (prefill chunk size)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 24));
+  AddInt<int>(cmd, "--block-size", &f->block_size, 1, 4096, "KV block size in tokens (1..4096)");
+  AddInt<int>(cmd, "--max-num-seqs", &f->max_num_seqs, 1, 1 << 20,
+              "Running sequences per iteration (1..1048576)");
+  AddInt<int>(cmd, "--max-batched-tokens", &f->max_batched_tokens, 1, 1 << 24,
+              "Continuous: token budget per iteration (prefill chunk size; 1..16777216)");
   cmd->add_option("--preemption", f->preemption, "Continuous: recompute or swap")
       ->capture_default_str()
       ->check(CLI::IsMember({"recompute", "swap"}));
-  cmd->add_option("--swap-gib", f->swap_gib, "CPU swap space for --preemption swap (GiB)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--static-max-len", f->static_max_len,
-                  "Static: tokens reserved per request (0 = the trace's longest request)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--mem-util", f->mem_util, "Fraction of GPU memory the runtime may use")
-      ->capture_default_str()
-      ->check(CLI::Range(0.05, 1.0));
-  cmd->add_option("--rate", f->rate, "ShareGPT traces: Poisson arrival rate (requests/s)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--seed", f->seed, "ShareGPT traces: seed of the arrival draws")
-      ->capture_default_str();
-  cmd->add_option("--limit", f->limit, "Replay only the first N requests (0 = all)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--format", f->format, "Trace format: auto, azure, mooncake, sharegpt")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "azure", "mooncake", "sharegpt"}));
-  cmd->add_option("--json", f->json, "Write {\"modes\": [...]} to this file");
+  AddDouble(cmd, "--swap-gib", &f->swap_gib, base::Closed(0, 1 << 20),
+            "CPU swap space for --preemption swap (GiB)");
+  AddInt<int64_t>(cmd, "--static-max-len", &f->static_max_len, 0, int64_t{1} << 30,
+                  "Static: tokens reserved per request (0 = the trace's longest request)");
+  AddDouble(cmd, "--mem-util", &f->mem_util, base::Closed(0.05, 1.0),
+            "Fraction of GPU memory the runtime may use");
+  AddDouble(cmd, "--rate", &f->rate, base::Closed(1e-6, 1e9),
+            "ShareGPT traces: Poisson arrival rate (requests/s)");
+  AddInt<uint64_t>(cmd, "--seed", &f->seed, 0, std::numeric_limits<uint64_t>::max(),
+                   "ShareGPT traces: seed of the arrival draws (0..2^64-1)");
+  AddInt<int64_t>(cmd, "--limit", &f->limit, 0, std::numeric_limits<int64_t>::max(),
+                  "Replay only the first N requests (0 = all)");
   Command c;
   c.app = cmd;
   c.run = [f] { return Run(*f); };

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end checks of `seedance serve-sim`: bad traces (missing column, negative length,
-# unsorted timestamps, broken JSONL) exit 2 naming file, line and field; good traces exit 0, print
-# the table and write the {"modes": [...]} JSON with exactly the contract's keys.
+# unsorted timestamps, broken JSONL, a directory, /dev/zero, an empty trace) exit 2 naming file,
+# line and field; bad flag values (NaN, inf, out of range, -1 seeds) exit 2 naming the flag; good
+# traces exit 0, print the table and write the serve-sim/v1 JSON with exactly the contract's keys;
+# -o/--format table|json|csv and the deprecated --json FILE / --format TRACE-FORMAT spellings.
 # Usage: serve_sim_cli_test.sh PATH/TO/seedance
 set -u
 bin="$1"
@@ -47,27 +49,128 @@ printf '{"timestamp": 9, "input_length": 600, "output_length": 5, "hash_ids": [0
 expect_error "unsorted jsonl" "unsorted.jsonl:2: field 'timestamp'" --trace "$tmp/unsorted.jsonl"
 printf 'a,b\n1,2\n' >"$tmp/unknown.csv"
 expect_error "unknown format" "unknown.csv:1: unknown trace format" --trace "$tmp/unknown.csv"
-expect_error "missing file" "cannot open" --trace "$tmp/nope.csv"
+expect_error "missing file" "nope.csv: cannot open" --trace "$tmp/nope.csv"
+mkdir "$tmp/dir.csv"
+expect_error "directory as trace" "dir.csv" --trace "$tmp/dir.csv"
+expect_error "/dev/zero as trace" "/dev/zero" --trace /dev/zero --max-input-size 1M
+: >"$tmp/empty.csv"
+expect_error "empty trace" "empty.csv:1: empty trace file" --trace "$tmp/empty.csv"
+printf '\n\n' >"$tmp/blank.csv"
+expect_error "blank trace" "blank.csv:1: blank trace file" --trace "$tmp/blank.csv"
+printf '%s\n' "$hdr" >"$tmp/header_only.csv"
+expect_error "header only" "header_only.csv: no requests" --trace "$tmp/header_only.csv"
+printf '%s\n2023-02-31 10:00:00,10,10\n' "$hdr" >"$tmp/feb31.csv"
+expect_error "impossible date" "feb31.csv:2: field 'TIMESTAMP'" --trace "$tmp/feb31.csv"
+printf '%s\n2023-11-16 18:15:46.1,nan,44\n' "$hdr" >"$tmp/nan.csv"
+expect_error "NaN token count" "nan.csv:2: field 'ContextTokens'" --trace "$tmp/nan.csv"
+printf '{"timestamp": 1e300, "input_length": 6, "output_length": 5, "hash_ids": [0]}\n' >"$tmp/huge.jsonl"
+expect_error "huge mooncake timestamp" "huge.jsonl:1: field 'timestamp'" --trace "$tmp/huge.jsonl"
+printf '{"timestamp": 1, "input_length": -6, "output_length": 5, "hash_ids": []}\n' >"$tmp/negm.jsonl"
+expect_error "negative mooncake length" "negm.jsonl:1: field 'input_length'" --trace "$tmp/negm.jsonl"
+printf '{"timestamp": 1, "input_length": 6.5, "output_length": 5, "hash_ids": []}\n' >"$tmp/fracm.jsonl"
+expect_error "fractional mooncake length" "fracm.jsonl:1: field 'input_length'" --trace "$tmp/fracm.jsonl"
 expect_error "bad model" "--model" --trace "$good" --model gpt-17
 expect_error "bad batching" "--batching" --trace "$good" --batching dynamic
 expect_error "model too big for one GPU" "does not fit" --trace "$good" --model llama-3-70b
 expect_error "bad prefix cache" "--prefix-cache" --trace "$good" --prefix-cache lots
 expect_error "bad rate scale" "rate-scale" --trace "$good" --rate-scale -1
+# Numeric flags: NaN, infinities, overflow and out-of-range values name the flag (and its range).
+while read -r flag value; do
+  expect_error "$flag $value" "$flag" --trace "$good" "$flag" "$value"
+done <<'CASES'
+--rate-scale nan
+--rate-scale inf
+--rate-scale 1e-300
+--rate-scale 1e300
+--rate-scale 0
+--rate nan
+--rate 0
+--rate 1e300
+--seed -1
+--seed 18446744073709551616
+--seed 1.5
+--tp 0
+--tp 65
+--tp 1e3
+--block-size 0
+--block-size 99999999999999999999
+--max-num-seqs -5
+--max-batched-tokens 0
+--swap-gib -1
+--swap-gib inf
+--static-max-len -1
+--mem-util nan
+--mem-util 1.5
+--limit -1
+--limit 9223372036854775808
+--prefix-cache 0
+--prefix-cache 99999999999
+--prefix-cache -3
+CASES
+expect_error "range is readable" "[1e-06, 1000000]" --trace "$good" --rate-scale 1e300
+# A trace spanning 317 years (or a small rate scale on a long one) is past what doubles resolve.
+printf '{"timestamp": 0, "input_length": 6, "output_length": 5, "hash_ids": [0]}\n{"timestamp": 1e13, "input_length": 6, "output_length": 5, "hash_ids": [0]}\n' >"$tmp/long.jsonl"
+expect_error "arrival span too long" "--rate-scale 1: the trace's arrivals span" --trace "$tmp/long.jsonl"
+printf '{"timestamp": 0, "input_length": 6, "output_length": 5, "hash_ids": [0]}\n{"timestamp": 1e9, "input_length": 6, "output_length": 5, "hash_ids": [0]}\n' >"$tmp/week.jsonl"
+expect_error "rate scale stretches time" "--rate-scale 0.0001" --trace "$tmp/week.jsonl" --rate-scale 0.0001
+out=$("$bin" serve-sim --trace "$tmp/week.jsonl" 2>&1)
+[[ $? -eq 0 ]] && ok "a 12-day trace replays" || bad "12-day trace: $out"
+expect_error "bad output format" "--format" --trace "$good" --format yaml
+expect_error "bad trace format" "--trace-format" --trace "$good" --trace-format csv
+expect_error "-o json is a format" "--format json" --trace "$good" -o json
+expect_error "output names the input" "--output" --trace "$good" -o "$good"
+expect_error "--json names the input" "--json" --trace "$good" --json "$good"
+out=$("$bin" serve-sim --trace "$good" -o "$tmp/nodir/out.json" 2>&1)
+rc=$?
+[[ $rc -eq 2 && "$out" == *nodir* ]] && ok "missing output directory fails up front" ||
+  bad "missing output directory: exit $rc ($out)"
+cmp -s "$good" <(
+  echo "$hdr"
+  for i in $(seq 10 59); do echo "2023-11-16 18:15:$i.5,$((100 + i * 7)),$((5 + i))"; done
+) && ok "input untouched" || bad "the trace was changed"
 
-out=$("$bin" serve-sim --trace "$good" --json "$tmp/out.json" 2>&1)
+keys='"mode":"continuous","throughput_rps":[^,]*,"throughput_tokens_per_s":[^,]*,"ttft_p50_s":[^,]*,"ttft_p99_s":[^,]*,"tpot_p50_s":[^,]*,"tpot_p99_s":[^,]*,"max_concurrent_seqs":[0-9]*,"kv_waste_pct":[^,]*,"preemptions":[0-9]*,"prefix_hit_ratio":[^,]*,"completed_requests":[0-9]*,"dropped_requests":[0-9]*,"iterations":[0-9]*,"wall_s":[^,}]*}'
+json_ok() {
+  local json
+  json=$(tr -d ' \n' <"$1")
+  [[ "$json" =~ ^\{\"schema_version\":\"serve-sim/v1\",\"seedance_version\":\"[^\"]*\",\"command_line\":\[ ]] &&
+    [[ "$json" =~ \"modes\":\[\{$keys,\{\"mode\":\"static\" ]]
+}
+out=$("$bin" serve-sim --trace "$good" -o "$tmp/out.json" 2>&1)
 rc=$?
 if [[ $rc -ne 0 ]]; then
   bad "good trace: exit $rc ($out)"
 else
   ok "good trace exits 0"
-  [[ "$out" == *continuous* && "$out" == *static* && "$out" == *ttft99* ]] && ok "table" ||
-    bad "table lacks modes: $out"
-  json=$(tr -d ' \n' <"$tmp/out.json")
-  keys='"mode":"continuous","throughput_rps":[^,]*,"throughput_tokens_per_s":[^,]*,"ttft_p50_s":[^,]*,"ttft_p99_s":[^,]*,"tpot_p50_s":[^,]*,"tpot_p99_s":[^,]*,"max_concurrent_seqs":[0-9]*,"kv_waste_pct":[^,]*,"preemptions":[0-9]*,"prefix_hit_ratio":[^,}]*}'
-  if [[ "$json" =~ ^\{\"modes\":\[\{$keys,\{\"mode\":\"static\" ]]; then ok "json contract"; else
-    bad "json contract: $json"
-  fi
+  [[ -z "$out" ]] && ok "-o FILE keeps stdout quiet" || bad "-o FILE printed: $out"
+  json_ok "$tmp/out.json" && ok "json contract (format from -o's extension)" ||
+    bad "json contract: $(cat "$tmp/out.json")"
 fi
+out=$("$bin" serve-sim --trace "$good" 2>&1)
+rc=$?
+[[ $rc -eq 0 && "$out" == *continuous* && "$out" == *static* && "$out" == *ttft99_s* ]] &&
+  ok "table" || bad "table: exit $rc ($out)"
+"$bin" serve-sim --trace "$good" --format json >"$tmp/stdout.json" 2>"$tmp/err" &&
+  json_ok "$tmp/stdout.json" && ok "--format json to stdout" || bad "--format json: $(cat "$tmp/err")"
+"$bin" serve-sim --trace "$good" --format csv -o - >"$tmp/out.csv" 2>"$tmp/err"
+rc=$?
+if [[ $rc -eq 0 && $(head -1 "$tmp/out.csv") == mode,throughput_rps,*,wall_s &&
+  $(wc -l <"$tmp/out.csv") -eq 3 ]]; then ok "csv"; else bad "csv: exit $rc $(cat "$tmp/out.csv" "$tmp/err")"; fi
+# Deprecated spellings still work one release, with a warning.
+out=$("$bin" serve-sim --trace "$good" --json "$tmp/old.json" 2>&1)
+rc=$?
+if [[ $rc -eq 0 && "$out" == *"--json is deprecated"* && "$out" == *ttft99_s* ]] &&
+  json_ok "$tmp/old.json"; then ok "deprecated --json FILE"; else bad "deprecated --json: exit $rc ($out)"; fi
+out=$("$bin" serve-sim --trace "$good" --format azure 2>&1)
+rc=$?
+[[ $rc -eq 0 && "$out" == *"--trace-format azure"* && "$out" == *continuous* ]] &&
+  ok "deprecated --format azure" || bad "deprecated --format azure: exit $rc ($out)"
+out=$("$bin" serve-sim --trace - --trace-format azure --batching continuous <"$good" 2>&1)
+rc=$?
+[[ $rc -eq 0 && "$out" == *continuous* ]] && ok "trace from stdin" || bad "stdin: exit $rc ($out)"
+out=$("$bin" serve-sim --trace "$good" >/dev/full 2>&1)
+rc=$?
+[[ $rc -eq 1 ]] && ok "/dev/full is exit 1" || bad "/dev/full: exit $rc ($out)"
 
 moon="$tmp/m.jsonl"
 {
@@ -83,7 +186,8 @@ if [[ $rc -eq 0 && "$out" == *" 0.838 "* ]]; then ok "mooncake prefix hits"; els
 fi
 
 help=$("$bin" serve-sim --help 2>&1)
-[[ "$help" == *Examples* && "$help" == *--rate-scale* ]] && ok "help teaches" || bad "help: $help"
+[[ "$help" == *Examples* && "$help" == *--rate-scale* && "$help" == *"Exit status"* &&
+  "$help" == *--trace-format* && "$help" != *"--json "* ]] && ok "help teaches" || bad "help: $help"
 
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]
