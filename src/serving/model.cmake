@@ -16,5 +16,12 @@ if(SEEDANCE_BUILD_FUZZ)
   target_compile_options(profile_csv_fuzz PRIVATE -fsanitize=fuzzer,address,undefined
                                                   -fno-omit-frame-pointer)
   target_link_options(profile_csv_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
-  target_link_libraries(profile_csv_fuzz PRIVATE absl::status absl::statusor absl::strings)
+  target_link_libraries(profile_csv_fuzz PRIVATE absl::status absl::statusor absl::strings
+                                              seedance_base)
+endif()
+
+if(SEEDANCE_BUILD_TESTS)
+  # `seedance costmodel check|fit` end to end: bad profiles and flags exit 2 naming them.
+  add_test(NAME costmodel_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/costmodel_cli_test.sh
+                                      $<TARGET_FILE:seedance>)
 endif()
