@@ -59,7 +59,7 @@ void BM_WallClockLateness(benchmark::State& state) {
   const bool realtime = state.range(0) != 0;
   seedance::engine::TimerLatenessResult r;
   for (auto _ : state) {
-    r = seedance::engine::RunTimerLateness(20'000, 1.0, 1'000'000, realtime);
+    r = seedance::engine::RunTimerLateness(20'000, 1.0, 1'000'000, realtime).value();
   }
   state.counters["tick_us"] = r.tick_ns / 1000.0;
   state.counters["p50_us"] = r.p50_us;

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "seedance/engine/timer_clock.h"
 #include "seedance/engine/timer_service.h"
 #include "seedance/engine/timer_wheel.h"
@@ -411,8 +412,22 @@ absl::StatusOr<std::vector<TimerBenchResult>> RunTimerBench(const std::vector<st
   return out;
 }
 
-TimerLatenessResult RunTimerLateness(size_t timers, double duration_s, int64_t tick_ns,
-                                     bool realtime, uint64_t seed) {
+absl::StatusOr<TimerLatenessResult> RunTimerLateness(size_t timers, double duration_s,
+                                                     int64_t tick_ns, bool realtime,
+                                                     uint64_t seed) {
+  if (tick_ns < kMinLatenessTickNs || tick_ns > kMaxLatenessTickNs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lateness run: tick of ", tick_ns, " ns outside ", kMinLatenessTickNs, "..",
+                     kMaxLatenessTickNs, " ns (below 1 us is under the clock's resolution)"));
+  }
+  if (!(duration_s >= 0 && duration_s <= kMaxLatenessSpanS)) {
+    return absl::InvalidArgumentError(absl::StrCat("lateness run: span of ", duration_s,
+                                                   " s outside 0..", kMaxLatenessSpanS, " s"));
+  }
+  if (timers > kMaxLatenessTimers) {
+    return absl::InvalidArgumentError(absl::StrCat("lateness run: ", timers,
+                                                   " timers, more than ", kMaxLatenessTimers));
+  }
   TimerService service({.tick_ns = tick_ns, .realtime_priority = realtime ? 10 : 0});
   service.Start();
   std::vector<int64_t> lateness(timers, 0);

@@ -77,11 +77,20 @@ struct TimerLatenessResult {
   bool realtime = false;  // the timer thread ran SCHED_FIFO
 };
 
+// Limits of RunTimerLateness: a tick below the clock's resolution (1 us) would make the timer
+// thread spin (and a tick of 0 divides by zero); the deadlines are spread over at most 600 s.
+inline constexpr int64_t kMinLatenessTickNs = 1'000;
+inline constexpr int64_t kMaxLatenessTickNs = 1'000'000'000;
+inline constexpr double kMaxLatenessSpanS = 600;
+inline constexpr size_t kMaxLatenessTimers = 10'000'000;
+
 // Wall clock: a started TimerService with `tick_ns`, `timers` timers scheduled from this thread
 // with deadlines spread over `duration_s`; waits until all fired. `realtime`: ask SCHED_FIFO for
-// the timer thread (see TimerServiceOptions::realtime_priority).
-TimerLatenessResult RunTimerLateness(size_t timers, double duration_s, int64_t tick_ns,
-                                     bool realtime = false, uint64_t seed = 1);
+// the timer thread (see TimerServiceOptions::realtime_priority). kInvalidArgument (nothing run)
+// when tick_ns, duration_s or timers is outside the limits above or duration_s is not finite.
+absl::StatusOr<TimerLatenessResult> RunTimerLateness(size_t timers, double duration_s,
+                                                     int64_t tick_ns, bool realtime = false,
+                                                     uint64_t seed = 1);
 
 }  // namespace seedance::engine
 
