@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "seedance/base/check.h"
 
 namespace seedance::core {
 
@@ -87,6 +88,9 @@ void ClusterState::RefreshGpuSummary(int n) {
   int free = 0;
   int32_t most = 0;
   for (int32_t left : gpu_left(n)) {
+    SEEDANCE_CHECK(left >= 0 && left <= kMilliGpu)
+        << "node '" << nodes_[n].name << "': a GPU has " << left << " milli left, outside 0.."
+        << kMilliGpu;
     free += left >= kMilliGpu;
     most = std::max(most, left);
   }
@@ -193,6 +197,7 @@ absl::Status ClusterState::Allocate(const PodShape& pod, const Placement& p) {
   ++pods_on_node_[n];
   ++version_[n];
   RefreshGpuSummary(n);
+  CheckAfterChange(n);
   return absl::OkStatus();
 }
 
@@ -211,22 +216,97 @@ absl::Status ClusterState::Release(const PodShape& pod, const Placement& p) {
           absl::StrCat(nodes_[n].name, ": release exceeds GPU ", p.gpus[i], " capacity"));
     }
   }
+  const int cls = pod.IsGpuSharing() ? 0 : pod.num_gpu;  // <= kMaxGpusPerNode: checked above
+  int16_t& class_count = class_counts_[static_cast<size_t>(n) * (kMaxGpusPerNode + 1) + cls];
+  if (pod.num_gpu > 0 && class_count == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        nodes_[n].name, ": release of a ", cls == 0 ? "GPU-sharing" : absl::StrCat(cls, "-GPU"),
+        " pod, none is bound there"));
+  }
   cpu_left_[n] += pod.cpu_milli;
   memory_left_[n] += pod.memory_mib;
   for (int i = 0; i < p.num_gpus; ++i) gl[p.gpus[i]] += pod.gpu_milli;
   gpu_allocated_milli_ -= pod.TotalGpuMilli();
   cpu_allocated_milli_ -= pod.cpu_milli;
-  if (pod.num_gpu > 0) {
-    int cls = pod.IsGpuSharing() ? 0 : pod.num_gpu;
-    if (cls <= kMaxGpusPerNode) {
-      int16_t& c = class_counts_[static_cast<size_t>(n) * (kMaxGpusPerNode + 1) + cls];
-      if (c > 0) --c;
-    }
-  }
+  if (pod.num_gpu > 0) --class_count;
   --pods_on_node_[n];
   ++version_[n];
   RefreshGpuSummary(n);
+  CheckAfterChange(n);
   return absl::OkStatus();
+}
+
+void ClusterState::CheckAfterChange(int n) const {
+  const NodeSpec& node = nodes_[n];
+  SEEDANCE_CHECK(cpu_left_[n] >= 0 && cpu_left_[n] <= node.cpu_milli)
+      << "node '" << node.name << "': " << cpu_left_[n] << " milli-CPU left of "
+      << node.cpu_milli;
+  SEEDANCE_CHECK(memory_left_[n] >= 0 && memory_left_[n] <= node.memory_mib)
+      << "node '" << node.name << "': " << memory_left_[n] << " MiB left of " << node.memory_mib;
+  SEEDANCE_CHECK(pods_on_node_[n] >= 0)
+      << "node '" << node.name << "': " << pods_on_node_[n] << " pods";
+  SEEDANCE_CHECK(cpu_allocated_milli_ >= 0 && cpu_allocated_milli_ <= cpu_capacity_milli_)
+      << "cluster: " << cpu_allocated_milli_ << " milli-CPU allocated of " << cpu_capacity_milli_;
+  SEEDANCE_CHECK(gpu_allocated_milli_ >= 0 && gpu_allocated_milli_ <= gpu_capacity_milli_)
+      << "cluster: " << gpu_allocated_milli_ << " milli-GPU allocated of " << gpu_capacity_milli_;
+}
+
+void ClusterState::CheckInvariants() const {
+  const size_t n = nodes_.size();
+  SEEDANCE_CHECK(cpu_left_.size() == n && memory_left_.size() == n && gpu_offset_.size() == n &&
+                 model_.size() == n && version_.size() == n && pods_on_node_.size() == n &&
+                 model_bit_.size() == n && free_gpus_.size() == n && max_gpu_left_.size() == n &&
+                 class_counts_.size() == n * (kMaxGpusPerNode + 1))
+      << "per-node arrays disagree on the number of nodes (" << n << ")";
+  int64_t cpu_capacity = 0, cpu_used = 0, gpu_capacity = 0, gpu_used = 0;
+  size_t next_gpu = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int node = static_cast<int>(i);
+    const NodeSpec& spec = nodes_[i];
+    CheckAfterChange(node);
+    SEEDANCE_CHECK(gpu_offset_[i] >= 0 && static_cast<size_t>(gpu_offset_[i]) == next_gpu &&
+                   next_gpu + static_cast<size_t>(spec.num_gpus) <= gpu_left_.size())
+        << "node '" << spec.name << "': GPUs at offset " << gpu_offset_[i] << ", expected "
+        << next_gpu << " (" << gpu_left_.size() << " GPUs in the cluster)";
+    next_gpu += static_cast<size_t>(spec.num_gpus);
+    int free = 0;
+    int32_t most = 0;
+    for (int32_t left : gpu_left(node)) {
+      SEEDANCE_CHECK(left >= 0 && left <= kMilliGpu)
+          << "node '" << spec.name << "': a GPU has " << left << " milli left";
+      free += left >= kMilliGpu;
+      most = std::max(most, left);
+      gpu_used += kMilliGpu - left;
+    }
+    SEEDANCE_CHECK(free_gpus_[i] == free && max_gpu_left_[i] == most)
+        << "node '" << spec.name << "': summary says " << free_gpus_[i] << " free GPUs and "
+        << max_gpu_left_[i] << " milli at most on one, the GPUs say " << free << " and " << most;
+    int classed = 0;
+    for (int16_t c : gpu_class_counts(node)) {
+      SEEDANCE_CHECK(c >= 0) << "node '" << spec.name << "': a GPU class count is " << c;
+      classed += c;
+    }
+    SEEDANCE_CHECK(classed <= pods_on_node_[i])
+        << "node '" << spec.name << "': " << classed << " GPU pods by class but "
+        << pods_on_node_[i] << " pods";
+    const GpuModelId m = model_[i];
+    SEEDANCE_CHECK(m == kNoGpuModel ||
+                   (m >= 0 && static_cast<size_t>(m) < model_names_.size() && spec.num_gpus > 0))
+        << "node '" << spec.name << "': GPU model id " << m << " of " << model_names_.size();
+    SEEDANCE_CHECK(model_bit_[i] == (m == kNoGpuModel ? 0 : uint64_t{1} << m))
+        << "node '" << spec.name << "': model bit disagrees with model id " << m;
+    cpu_capacity += spec.cpu_milli;
+    cpu_used += spec.cpu_milli - cpu_left_[i];
+    gpu_capacity += static_cast<int64_t>(spec.num_gpus) * kMilliGpu;
+  }
+  SEEDANCE_CHECK(next_gpu == gpu_left_.size())
+      << "nodes list " << next_gpu << " GPUs, the cluster holds " << gpu_left_.size();
+  SEEDANCE_CHECK(cpu_capacity == cpu_capacity_milli_ && gpu_capacity == gpu_capacity_milli_)
+      << "capacity totals " << cpu_capacity_milli_ << " milli-CPU, " << gpu_capacity_milli_
+      << " milli-GPU; the nodes add up to " << cpu_capacity << ", " << gpu_capacity;
+  SEEDANCE_CHECK(cpu_used == cpu_allocated_milli_ && gpu_used == gpu_allocated_milli_)
+      << "cluster says " << cpu_allocated_milli_ << " milli-CPU and " << gpu_allocated_milli_
+      << " milli-GPU allocated; the nodes hold " << cpu_used << " and " << gpu_used;
 }
 
 }  // namespace seedance::core

@@ -11,7 +11,27 @@
 #include <vector>
 
 namespace seedance::core {
+
+// Reaches the state's internals so the death tests can break an invariant the public API cannot
+// (that is what an invariant is); test-only, befriended in cluster_state.h.
+class ClusterStateTestPeer {
+ public:
+  static std::vector<int64_t>& cpu_left(ClusterState& s) { return s.cpu_left_; }
+  static std::vector<int64_t>& memory_left(ClusterState& s) { return s.memory_left_; }
+  static std::vector<int32_t>& gpu_left(ClusterState& s) { return s.gpu_left_; }
+  static std::vector<int32_t>& gpu_offset(ClusterState& s) { return s.gpu_offset_; }
+  static std::vector<int32_t>& pods_on_node(ClusterState& s) { return s.pods_on_node_; }
+  static std::vector<int16_t>& class_counts(ClusterState& s) { return s.class_counts_; }
+  static std::vector<int32_t>& free_gpus(ClusterState& s) { return s.free_gpus_; }
+  static std::vector<GpuModelId>& model(ClusterState& s) { return s.model_; }
+  static int64_t& cpu_allocated(ClusterState& s) { return s.cpu_allocated_milli_; }
+  static int64_t& gpu_allocated(ClusterState& s) { return s.gpu_allocated_milli_; }
+  static int64_t& cpu_capacity(ClusterState& s) { return s.cpu_capacity_milli_; }
+};
+
 namespace {
+
+using Peer = ClusterStateTestPeer;
 
 NodeSpec Node(std::string name, int64_t cpu_milli, int64_t memory_mib, int32_t num_gpus,
               std::string model) {
@@ -82,6 +102,96 @@ class ClusterStateTest : public ::testing::Test {
 
   ClusterState state_;
 };
+
+// ---- Invariants (docs/reliability.md#invariants): one death test per check ---------------
+
+using ClusterStateDeathTest = ClusterStateTest;
+
+TEST_F(ClusterStateDeathTest, NodeCpuBeyondCapacityIsCaught) {
+  Peer::cpu_left(state_)[0] = 32100;  // as if a pod had been released twice
+  EXPECT_DEATH((void)state_.Allocate(Pod(50, 0), On(0)),
+               "invariant violated.*node 'n0': 32050 milli-CPU left of 32000");
+}
+
+TEST_F(ClusterStateDeathTest, NodeMemoryBeyondCapacityIsCaught) {
+  Peer::memory_left(state_)[0] = 65636;
+  EXPECT_DEATH((void)state_.Allocate(Pod(0, 50), On(0)), "node 'n0': 65586 MiB left of 65536");
+}
+
+TEST_F(ClusterStateDeathTest, ClusterCpuOverAllocationIsCaught) {
+  Peer::cpu_allocated(state_) = state_.cpu_capacity_milli();
+  EXPECT_DEATH((void)state_.Allocate(Pod(100, 0), On(0)),
+               "cluster: 120100 milli-CPU allocated of 120000");
+}
+
+TEST_F(ClusterStateDeathTest, ClusterGpuOverAllocationIsCaught) {
+  Peer::gpu_allocated(state_) = state_.gpu_capacity_milli();
+  EXPECT_DEATH((void)state_.Allocate(Pod(0, 0, 1, 1000), On(0, {0})),
+               "cluster: 15000 milli-GPU allocated of 14000");
+}
+
+TEST_F(ClusterStateDeathTest, GpuMilliOutOfRangeIsCaught) {
+  Peer::gpu_left(state_)[0] = 1500;
+  EXPECT_DEATH((void)state_.Allocate(Pod(0, 0, 1, 300), On(0, {0})),
+               "node 'n0': a GPU has 1200 milli left, outside 0..1000");
+}
+
+TEST_F(ClusterStateDeathTest, NegativePodCountIsCaught) {
+  Peer::pods_on_node(state_)[0] = -5;
+  EXPECT_DEATH((void)state_.Allocate(Pod(1, 1), On(0)), "node 'n0': -4 pods");
+}
+
+TEST_F(ClusterStateDeathTest, AuditCatchesAStaleGpuSummary) {
+  state_.CheckInvariants();
+  Peer::free_gpus(state_)[0] = 3;
+  EXPECT_DEATH(state_.CheckInvariants(),
+               "node 'n0': summary says 3 free GPUs and 1000 milli at most on one, the GPUs say 4");
+}
+
+TEST_F(ClusterStateDeathTest, AuditCatchesAllocatedTotalsThatDisagreeWithTheNodes) {
+  Peer::cpu_left(state_)[1] -= 1000;
+  EXPECT_DEATH(state_.CheckInvariants(),
+               "cluster says 0 milli-CPU and 0 milli-GPU allocated; the nodes hold 1000 and 0");
+}
+
+TEST_F(ClusterStateDeathTest, AuditCatchesCapacityTotalsThatDisagreeWithTheNodes) {
+  Peer::cpu_capacity(state_) += 1;
+  EXPECT_DEATH(state_.CheckInvariants(), "capacity totals 120001 milli-CPU");
+}
+
+TEST_F(ClusterStateDeathTest, AuditCatchesMoreClassedPodsThanPods) {
+  Peer::class_counts(state_)[1] = 1;  // n0: one 1-GPU pod, but no pod bound
+  EXPECT_DEATH(state_.CheckInvariants(), "node 'n0': 1 GPU pods by class but 0 pods");
+}
+
+TEST_F(ClusterStateDeathTest, AuditCatchesAnInvalidGpuModelId) {
+  Peer::model(state_)[2] = 5;
+  EXPECT_DEATH(state_.CheckInvariants(), "node 'n2': GPU model id 5 of 2");
+}
+
+TEST_F(ClusterStateDeathTest, AuditCatchesMisplacedGpuIndices) {
+  Peer::gpu_offset(state_)[1] = 1;
+  EXPECT_DEATH(state_.CheckInvariants(), "node 'n1': GPUs at offset 1, expected 4");
+}
+
+// Unbinding must mirror a binding: a release of a pod class that is not on the node is refused
+// (a status for the caller; Framework::Release turns it into an invariant failure).
+TEST_F(ClusterStateTest, ReleaseOfAPodClassNotBoundIsRejected) {
+  ASSERT_TRUE(state_.Allocate(Pod(100, 100, 1, 600), On(0, {0})).ok());
+  ASSERT_TRUE(state_.Allocate(Pod(100, 100), On(0)).ok());
+  ASSERT_TRUE(state_.Release(Pod(50, 50, 1, 300), On(0, {0})).ok());
+  const Snapshot before = Snap(state_);
+  const absl::Status st = state_.Release(Pod(50, 50, 1, 300), On(0, {0}));
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(std::string(st.message()), "n0: release of a GPU-sharing pod, none is bound there");
+  EXPECT_EQ(Snap(state_), before);
+  // Two 1-GPU pods do not make a 2-GPU pod.
+  ASSERT_TRUE(state_.Allocate(Pod(0, 0, 1, 1000), On(0, {1})).ok());
+  ASSERT_TRUE(state_.Allocate(Pod(0, 0, 1, 1000), On(0, {2})).ok());
+  EXPECT_EQ(std::string(state_.Release(Pod(0, 0, 2, 1000), On(0, {1, 2})).message()),
+            "n0: release of a 2-GPU pod, none is bound there");
+  state_.CheckInvariants();
+}
 
 // ---- Create ------------------------------------------------------------------------------
 
@@ -494,6 +604,7 @@ TEST(ClusterStatePropertyTest, RandomAllocateReleaseKeepsExactAccounting) {
       }
     }
     CheckInvariants(s, live);
+    s.CheckInvariants();
     if (HasFatalFailure()) FAIL() << "invariant broken at step " << step;
   }
   // The walk must have exercised both paths.

@@ -6,6 +6,12 @@
 // Each node carries a version number that changes on every allocation or release, so that
 // callers (score caches in `sched`) can tell when what they computed for a node is stale.
 //
+// Invariants, checked in every build (SEEDANCE_CHECK: a bug aborts with what broke): after each
+// Allocate/Release the node's CPU, memory and per-GPU milli stay within 0..capacity and the
+// cluster's allocated CPU and GPU milli within 0..capacity (O(GPUs of the node)); a Release must
+// match a pod class bound on the node (else a FailedPrecondition status). CheckInvariants() audits
+// the whole state in O(nodes + GPUs).
+//
 // Thread-safety: not thread-safe. One ClusterState belongs to one scheduling loop; concurrent
 // readers need external synchronisation.
 #ifndef SEEDANCE_CORE_CLUSTER_STATE_H_
@@ -147,8 +153,18 @@ class ClusterState {
   int64_t cpu_allocated_milli() const { return cpu_allocated_milli_; }
   int total_gpus() const { return static_cast<int>(gpu_left_.size()); }
 
+  // Audits every node and the cluster totals (capacities, what is left against what is
+  // allocated, the per-node GPU summaries and class counts, model ids) and dies on the first
+  // broken invariant. O(nodes + GPUs): for tests and coarse checkpoints, not per decision.
+  void CheckInvariants() const;
+
  private:
+  // Test-only: defined in cluster_state_test.cc, breaks internal state for the death tests.
+  friend class ClusterStateTestPeer;
   ClusterState() = default;
+  // Dies unless node n and the cluster totals are within capacity (the O(1) + O(GPUs) share of
+  // CheckInvariants, run after every change).
+  void CheckAfterChange(int n) const;
   absl::Status CheckPlacement(const PodShape& pod, const Placement& p) const;
   bool FitsSlow(int n, const PodShape& pod) const;
   void RefreshGpuSummary(int n);
