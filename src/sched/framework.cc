@@ -1,10 +1,10 @@
 #include "seedance/sched/framework.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <numeric>
 #include <utility>
+
+#include "seedance/base/check.h"
 
 namespace seedance::sched {
 
@@ -153,7 +153,14 @@ Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state
           scores_[i] = entries ? Cached(entries[n], gen | state.version(n), plugin, cycle, state, n)
                                : plugin.Score(cycle, state, n);
         }
-        if (plugin.HasNormalize()) plugin.NormalizeScore(scores_);
+        if (plugin.HasNormalize()) {
+          plugin.NormalizeScore(scores_);
+          for (const int64_t v : scores_) {
+            SEEDANCE_CHECK(v >= kMinNodeScore && v <= kMaxNodeScore)
+                << "score plugin '" << plugin.Name() << "' normalised a score to " << v
+                << ", outside " << kMinNodeScore << ".." << kMaxNodeScore;
+          }
+        }
         const int64_t w = profile_.scores[s].weight;
         for (size_t i = 0; i < feasible_.size(); ++i) totals_[i] += w * scores_[i];
       }
@@ -187,19 +194,25 @@ Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state
   out.placement.node = best_node;
 
   // Reserve: choose GPUs.
+  bool reserved = false;  // Unreserve pairs with a successful Reserve only
   if (pod.num_gpu > 0) {
     if (!profile_.reserve || !profile_.reserve->Reserve(cycle, state, &out.placement)) {
       out.code = Code::kError;
       out.reason = "reserve could not choose GPUs on the selected node";
       return out;
     }
+    reserved = true;
+    // Bind only where Filter passed and Score chose.
+    SEEDANCE_CHECK(out.placement.node == best_node)
+        << "reserve plugin '" << profile_.reserve->Name() << "' moved the pod from node "
+        << best_node << " (filtered and scored) to node " << out.placement.node;
   } else {
     out.placement.num_gpus = 0;
   }
 
   // Bind.
   if (absl::Status st = state.Allocate(pod, out.placement); !st.ok()) {
-    if (profile_.reserve) profile_.reserve->Unreserve(cycle, out.placement);
+    if (reserved) profile_.reserve->Unreserve(cycle, out.placement);
     out.code = Code::kError;
     out.reason = std::string(st.message());
     return out;
@@ -212,11 +225,8 @@ Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state
 void Framework::Release(const core::PodShape& pod, const core::Placement& placement,
                         core::ClusterState& state) {
   absl::Status st = state.Release(pod, placement);
-  if (!st.ok()) {
-    // A release that does not match an allocation is a bug in the caller.
-    std::fprintf(stderr, "seedance: invariant broken: %s\n", std::string(st.message()).c_str());
-    std::abort();
-  }
+  // A release that does not match an allocation is a bug in the caller.
+  SEEDANCE_CHECK(st.ok()) << "release of a pod that is not bound as given: " << st.message();
   for (auto& o : profile_.observers) o->OnReleased(pod, placement, state);
 }
 

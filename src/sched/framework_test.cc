@@ -176,6 +176,57 @@ class FrameworkTest : public ::testing::Test {
   std::shared_ptr<FirstFitReserve> reserve_;
 };
 
+// ---- Invariants (docs/reliability.md#invariants): one death test per check -----------------
+
+using FrameworkDeathTest = FrameworkTest;
+
+// A reserve plugin that (wrongly) moves the pod to the next node before choosing GPUs there.
+class MovingReserve : public FirstFitReserve {
+ public:
+  bool Reserve(CycleState& cycle, const ClusterState& s, Placement* p) override {
+    p->node = (p->node + 1) % s.num_nodes();
+    return FirstFitReserve::Reserve(cycle, s, p);
+  }
+};
+
+TEST_F(FrameworkDeathTest, BindOnANodeThatWasNotChosenIsCaught) {
+  Profile p = WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{10, 30, 20}), 1}});
+  p.reserve = std::make_shared<MovingReserve>();
+  Framework fw = Make(std::move(p));
+  EXPECT_DEATH(fw.Schedule(Gpu(1, 500), state_),
+               "invariant violated.*reserve plugin 'FirstFitReserve' moved the pod from node 1 "
+               "\\(filtered and scored\\) to node 2");
+}
+
+TEST_F(FrameworkDeathTest, NormalisedScoreOutOfRangeIsCaught) {
+  // ReversingScore maps v to 100 - v: a raw 150 comes out as -50.
+  Framework fw = Make(WithScores(
+      {{std::make_shared<ReversingScore>(std::vector<int64_t>{150, 0, 0}), 1}}));
+  EXPECT_DEATH(fw.Schedule(Cpu(100), state_),
+               "score plugin 'TableScore' normalised a score to -50, outside 0..100");
+}
+
+TEST_F(FrameworkDeathTest, ReleaseOfAPodClassNotBoundIsCaught) {
+  Framework fw = Make(WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{9, 0, 0}),
+                                   1}}));
+  const Outcome out = fw.Schedule(Gpu(1, 1000), state_);
+  ASSERT_TRUE(out.ok()) << out.reason;
+  // Same GPU, same milli in total, but a GPU-sharing pod was never bound there.
+  EXPECT_DEATH(fw.Release(Gpu(1, 500), out.placement, state_),
+               "release of a pod that is not bound as given: n0: release of a GPU-sharing pod");
+}
+
+// Unreserve pairs with a successful Reserve: a CPU-only pod never reserved, so a failed bind
+// (here a negative request, which every node "fits") must not unreserve.
+TEST_F(FrameworkTest, UnreserveOnlyFollowsASuccessfulReserve) {
+  Framework fw =
+      Make(WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{1, 2, 3}), 1}}));
+  const Outcome out = fw.Schedule(Cpu(-5), state_);
+  EXPECT_EQ(out.code, Code::kError);
+  EXPECT_EQ(reserve_->reserves, 0);
+  EXPECT_EQ(reserve_->unreserves, 0);
+}
+
 // ---- Selection -----------------------------------------------------------------------------
 
 TEST_F(FrameworkTest, HighestTotalScoreWins) {
@@ -451,7 +502,7 @@ TEST_F(FrameworkTest, ReleaseOfUnboundPodAborts) {
   Framework fw = Make(WithScores({}));
   Placement p;
   p.node = 0;
-  EXPECT_DEATH(fw.Release(Cpu(100), p, state_), "invariant broken");
+  EXPECT_DEATH(fw.Release(Cpu(100), p, state_), "invariant violated.*not bound");
 }
 
 // ---- Node order and codes ------------------------------------------------------------------
