@@ -20,3 +20,10 @@ if(SEEDANCE_BUILD_FUZZ)
   target_link_libraries(ntp_fuzz PRIVATE absl::status absl::statusor absl::strings Threads::Threads
                                          seedance_base)
 endif()
+
+if(SEEDANCE_BUILD_TESTS)
+  # `seedance clock probe|simulate` and `bench timers` flags and outputs end to end, including a
+  # probe against a UDP server on 127.0.0.1 whose first reply is impossible.
+  add_test(NAME clock_bench_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/clock_bench_cli_test.sh
+                                        $<TARGET_FILE:seedance>)
+endif()

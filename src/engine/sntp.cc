@@ -133,6 +133,14 @@ absl::StatusOr<NtpPacket> ParseNtpPacket(std::span<const uint8_t> bytes) {
   return p;
 }
 
+bool HasKissCode(const NtpPacket& packet) {
+  for (int i = 0; i < 4; ++i) {
+    const char c = static_cast<char>((packet.reference_id >> (24 - 8 * i)) & 0xff);
+    if (c < 0x20 || c >= 0x7f) return false;
+  }
+  return true;
+}
+
 std::string KissCode(const NtpPacket& packet) {
   std::string code(4, '?');
   for (int i = 0; i < 4; ++i) {
@@ -152,6 +160,11 @@ absl::Status ValidateSntpReply(const NtpPacket& r, NtpTimestamp request_transmit
         absl::StrCat("ntp reply: field 'mode': ", r.mode, ", expected 4 (server)"));
   }
   if (r.stratum == 0) {
+    if (!HasKissCode(r)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ntp reply: field 'stratum': 0 without a kiss code (reference id 0x",
+          absl::Hex(r.reference_id, absl::kZeroPad8), " is not four ASCII letters)"));
+    }
     const std::string code = KissCode(r);
     std::string meaning = "unknown kiss code";
     if (code == "RATE") meaning = "rate exceeded: poll less often";
@@ -178,6 +191,34 @@ absl::Status ValidateSntpReply(const NtpPacket& r, NtpTimestamp request_transmit
         absl::StrCat("ntp reply: field 'originate_timestamp': ", r.originate_ts,
                      " does not match the request's transmit timestamp ", request_transmit,
                      " (stale or forged reply)"));
+  }
+  return CheckReplyTimestamps(r);
+}
+
+absl::Status CheckReplyTimestamps(const NtpPacket& r) {
+  if (r.reference_ts == 0) {
+    return absl::UnavailableError(
+        "ntp reply: field 'reference_timestamp': zero, server clock never synchronised");
+  }
+  const double hold_s = NtpDiffSeconds(r.transmit_ts, r.receive_ts);
+  if (hold_s < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ntp reply: field 'transmit_timestamp': ", -hold_s,
+                     " s before the receive timestamp (impossible: the server sent the reply "
+                     "before it received the request)"));
+  }
+  if (hold_s > kMaxServerHoldS) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ntp reply: field 'transmit_timestamp': ", hold_s,
+        " s after the receive timestamp (the server claims to have held the request longer than "
+        "any request waits for a reply)"));
+  }
+  if (NtpDiffSeconds(r.reference_ts, r.transmit_ts) > kMaxReferenceLeadS) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ntp reply: field 'reference_timestamp': ",
+                     NtpDiffSeconds(r.reference_ts, r.transmit_ts),
+                     " s after the transmit timestamp (the server cannot have synchronised in "
+                     "its own future)"));
   }
   return absl::OkStatus();
 }
@@ -281,10 +322,19 @@ absl::StatusOr<SntpResult> SntpClient::Query() {
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.timeout_ms);
   std::array<uint8_t, kNtpMaxPacketSize + 4> buf{};
+  // A reply that fails a check is remembered and the client keeps listening until the deadline:
+  // a forged or broken packet must not hide the server's real reply.
+  absl::Status rejected = absl::OkStatus();
   while (true) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
+      if (!rejected.ok()) {
+        return absl::Status(rejected.code(),
+                            absl::StrCat("sntp ", where, ": no valid reply within ",
+                                         options_.timeout_ms, " ms; rejected: ",
+                                         rejected.message()));
+      }
       return absl::DeadlineExceededError(
           absl::StrCat("sntp ", where, ": no reply within ", options_.timeout_ms, " ms"));
     }
@@ -304,19 +354,25 @@ absl::StatusOr<SntpResult> SntpClient::Query() {
     }
     auto packet = ParseNtpPacket(std::span<const uint8_t>(buf.data(), static_cast<size_t>(n)));
     if (!packet.ok()) {
-      return absl::Status(packet.status().code(),
-                          absl::StrCat("sntp ", where, ": ", packet.status().message()));
+      rejected = packet.status();
+      continue;
     }
     if (packet->originate_ts != t1) {
       continue;  // a late reply to an earlier request, or a forged one (even a forged kiss)
     }
-    if (absl::Status s = ValidateSntpReply(*packet, t1); !s.ok()) {
-      return absl::Status(s.code(), absl::StrCat("sntp ", where, ": ", s.message()));
+    absl::Status valid = ValidateSntpReply(*packet, t1);
+    if (!valid.ok() && packet->stratum == 0 && HasKissCode(*packet)) {
+      // A kiss-o'-death that answers this very request: stop asking.
+      return absl::Status(valid.code(), absl::StrCat("sntp ", where, ": ", valid.message()));
+    }
+    if (!valid.ok()) {
+      rejected = valid;
+      continue;
     }
     auto sample = SampleFromTimestamps(t1, packet->receive_ts, packet->transmit_ts, t4);
     if (!sample.ok()) {
-      return absl::Status(sample.status().code(),
-                          absl::StrCat("sntp ", where, ": ", sample.status().message()));
+      rejected = sample.status();
+      continue;
     }
     return SntpResult{*sample, *packet};
   }

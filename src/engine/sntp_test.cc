@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
+#include <memory>
 #include <functional>
 #include <thread>
 #include <vector>
@@ -156,12 +158,33 @@ TEST(SntpReplyTest, RejectsEachMalformedField) {
          p.reference_id = Code("RSTR");
        },
        absl::StatusCode::kUnavailable, "kiss-o'-death 'RSTR' (access restricted"},
-      {"kod unprintable",
+      {"kod unknown code",
+       [](NtpPacket& p) {
+         p.stratum = 0;
+         p.reference_id = Code("ABCD");
+       },
+       absl::StatusCode::kUnavailable, "'ABCD' (unknown kiss code)"},
+      {"stratum 0 without a kiss code",
        [](NtpPacket& p) {
          p.stratum = 0;
          p.reference_id = 0x00ff4142;
        },
-       absl::StatusCode::kUnavailable, "'??AB' (unknown kiss code)"},
+       absl::StatusCode::kInvalidArgument, "0 without a kiss code (reference id 0x00ff4142"},
+      {"transmit before receive",
+       [](NtpPacket& p) { p.transmit_ts = p.receive_ts - (1ULL << 31); },
+       absl::StatusCode::kInvalidArgument, "0.5 s before the receive timestamp"},
+      {"transmit an era before receive",
+       [](NtpPacket& p) { p.transmit_ts = p.receive_ts - (100ULL << 32); },
+       absl::StatusCode::kInvalidArgument, "100 s before the receive timestamp"},
+      {"server holds the request for an hour",
+       [](NtpPacket& p) { p.transmit_ts = p.receive_ts + (3600ULL << 32); },
+       absl::StatusCode::kInvalidArgument, "3600 s after the receive timestamp"},
+      {"zero reference",
+       [](NtpPacket& p) { p.reference_ts = 0; },
+       absl::StatusCode::kUnavailable, "'reference_timestamp': zero"},
+      {"reference in the future",
+       [](NtpPacket& p) { p.reference_ts = p.transmit_ts + (5ULL << 32); },
+       absl::StatusCode::kInvalidArgument, "5 s after the transmit timestamp"},
   };
   for (const Case& c : cases) {
     NtpPacket p = GoodReply();
@@ -173,6 +196,35 @@ TEST(SntpReplyTest, RejectsEachMalformedField) {
     EXPECT_EQ(s.code(), c.code) << c.name << ": " << s;
     EXPECT_THAT(s.message(), HasSubstr(c.want)) << c.name;
   }
+}
+
+// The boundaries of the timestamp checks are accepted: the server replies in the tick it received
+// the request, or holds it exactly the longest allowed time; its reference is its transmit time.
+TEST(SntpReplyTest, AcceptsBoundaryTimestamps) {
+  struct Case {
+    const char* name;
+    std::function<void(NtpPacket&)> mutate;
+  };
+  const std::vector<Case> cases = {
+      {"transmit == receive", [](NtpPacket& p) { p.transmit_ts = p.receive_ts; }},
+      {"longest hold",
+       [](NtpPacket& p) {
+         p.transmit_ts = p.receive_ts + (static_cast<uint64_t>(kMaxServerHoldS) << 32);
+       }},
+      {"reference == transmit", [](NtpPacket& p) { p.reference_ts = p.transmit_ts; }},
+      {"printable unknown kiss code is still a kiss", [](NtpPacket&) {}},
+  };
+  for (const Case& c : cases) {
+    NtpPacket p = GoodReply();
+    c.mutate(p);
+    EXPECT_TRUE(ValidateSntpReply(p, kT1).ok()) << c.name << ": " << ValidateSntpReply(p, kT1);
+  }
+  NtpPacket kiss = GoodReply();
+  kiss.stratum = 0;
+  kiss.reference_id = Code("RATE");
+  EXPECT_TRUE(HasKissCode(kiss));
+  kiss.reference_id = 0x52415400;  // "RAT\0"
+  EXPECT_FALSE(HasKissCode(kiss));
 }
 
 TEST(SntpSampleTest, OffsetAndDelayFollowRfc4330) {
@@ -220,8 +272,13 @@ TEST(HostPortTest, ParsesNamesAddressesAndPorts) {
 // A UDP server on a loopback port that answers each request with whatever `reply` makes of it.
 class FakeServer {
  public:
+  using Packets = std::vector<std::vector<uint8_t>>;
   explicit FakeServer(std::function<std::vector<uint8_t>(const NtpPacket&)> reply)
-      : reply_(std::move(reply)) {
+      : FakeServer(std::function<Packets(const NtpPacket&)>(
+            [reply = std::move(reply)](const NtpPacket& req) { return Packets{reply(req)}; })) {}
+  // Answers each request with every packet `replies` returns, in order.
+  explicit FakeServer(std::function<Packets(const NtpPacket&)> replies)
+      : reply_(std::move(replies)) {
     fd_ = socket(AF_INET, SOCK_DGRAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -252,12 +309,13 @@ class FakeServer {
       if (n <= 0) continue;
       auto req = ParseNtpPacket(std::span<const uint8_t>(buf.data(), size_t(n)));
       if (!req.ok()) continue;
-      const std::vector<uint8_t> out = reply_(*req);
-      if (out.empty()) continue;  // stay silent
-      sendto(fd_, out.data(), out.size(), 0, reinterpret_cast<sockaddr*>(&from), len);
+      for (const std::vector<uint8_t>& out : reply_(*req)) {
+        if (out.empty()) continue;  // stay silent
+        sendto(fd_, out.data(), out.size(), 0, reinterpret_cast<sockaddr*>(&from), len);
+      }
     }
   }
-  std::function<std::vector<uint8_t>(const NtpPacket&)> reply_;
+  std::function<Packets(const NtpPacket&)> reply_;
   int fd_ = -1;
   uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
@@ -311,10 +369,70 @@ TEST(SntpClientTest, ReportsKissOfDeath) {
 
 TEST(SntpClientTest, ReportsShortPacket) {
   FakeServer server([](const NtpPacket&) { return std::vector<uint8_t>(20, 0x24); });
-  SntpClient client({"127.0.0.1", server.port(), 2000});
+  SntpClient client({"127.0.0.1", server.port(), 300});
   auto r = client.Query();
   ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.status().message(), HasSubstr("size 20 bytes"));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("rejected: ntp packet: size 20 bytes"));
+}
+
+// Replies with impossible timestamps, each answering the request (originate matches).
+std::vector<std::vector<uint8_t>> ImpossibleReplies(const NtpPacket& req) {
+  NtpPacket backwards = ReplyTo(req);
+  backwards.transmit_ts = backwards.receive_ts - (1ULL << 32);  // sent 1 s before received
+  NtpPacket never_synced = ReplyTo(req);
+  never_synced.reference_ts = 0;
+  NtpPacket no_code = ReplyTo(req);
+  no_code.stratum = 0;
+  no_code.reference_id = 0x01020304;
+  return {Bytes(backwards), Bytes(never_synced), Bytes(no_code),
+          std::vector<uint8_t>(20, 0x24)};
+}
+
+// A forged or broken reply that arrives first does not hide the server's real one.
+TEST(SntpClientTest, UsesTheNextReplyAfterImpossibleOnes) {
+  FakeServer server(std::function<FakeServer::Packets(const NtpPacket&)>([](const NtpPacket& req) {
+    FakeServer::Packets out = ImpossibleReplies(req);
+    out.push_back(Bytes(ReplyTo(req)));
+    return out;
+  }));
+  SntpClient client({"127.0.0.1", server.port(), 5000});
+  auto r = client.Query();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->reply.stratum, 2);
+  EXPECT_GE(NtpDiffSeconds(r->reply.transmit_ts, r->reply.receive_ts), 0);
+}
+
+TEST(SntpClientTest, OnlyImpossibleRepliesAreAnErrorNamingTheLastRejection) {
+  FakeServer server(std::function<FakeServer::Packets(const NtpPacket&)>([](const NtpPacket& req) {
+    NtpPacket backwards = ReplyTo(req);
+    backwards.transmit_ts = backwards.receive_ts - (1ULL << 32);
+    return FakeServer::Packets{Bytes(backwards)};
+  }));
+  SntpClient client({"127.0.0.1", server.port(), 300});
+  auto r = client.Query();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("no valid reply within 300 ms; rejected"));
+  EXPECT_THAT(r.status().message(), HasSubstr("before the receive timestamp"));
+}
+
+// The next query after a rejected one starts afresh: a server whose first answer is impossible
+// and whose second is good gives one error, then a sample.
+TEST(SntpClientTest, NextQueryAfterARejectedOneSucceeds) {
+  auto count = std::make_shared<std::atomic<int>>(0);
+  FakeServer server(std::function<FakeServer::Packets(const NtpPacket&)>(
+      [count](const NtpPacket& req) {
+        if (count->fetch_add(1) == 0) return ImpossibleReplies(req);
+        return FakeServer::Packets{Bytes(ReplyTo(req))};
+      }));
+  SntpClient client({"127.0.0.1", server.port(), 300});
+  auto first = client.Query();
+  ASSERT_FALSE(first.ok());
+  EXPECT_THAT(first.status().message(), HasSubstr("rejected"));
+  SntpClient patient({"127.0.0.1", server.port(), 5000});
+  auto second = patient.Query();
+  ASSERT_TRUE(second.ok()) << second.status();
 }
 
 TEST(SntpClientTest, TimesOutOnASilentServer) {

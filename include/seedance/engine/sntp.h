@@ -66,14 +66,28 @@ NtpPacket MakeSntpRequest(NtpTimestamp transmit);
 // whether the packet is a usable reply: see ValidateSntpReply.
 absl::StatusOr<NtpPacket> ParseNtpPacket(std::span<const uint8_t> bytes);
 
+// Whether the reference id of a stratum-0 packet is a kiss code (four printable ASCII bytes).
+bool HasKissCode(const NtpPacket& packet);
 // The kiss code of a stratum-0 packet ("RATE", "DENY", ...), non-printable bytes as '?'.
 std::string KissCode(const NtpPacket& packet);
 
 // RFC 4330 section 5 checks of a reply to a request whose transmit timestamp was
 // `request_transmit`: version 3 or 4, mode 4 (server), leap != 3, stratum 1..15 (stratum 0 is a
 // kiss-o'-death: the message names the code, e.g. RATE, DENY, RSTR), non-zero receive and transmit
-// timestamps, and originate == request_transmit (otherwise the reply is stale or forged).
+// timestamps, and originate == request_transmit (otherwise the reply is stale or forged); then
+// CheckReplyTimestamps. Stratum 0 without a kiss code (reference id not four ASCII letters) is a
+// malformed reply (kInvalidArgument), not a kiss-o'-death.
 absl::Status ValidateSntpReply(const NtpPacket& reply, NtpTimestamp request_transmit);
+
+// Longest time a server may claim to have held a request (transmit - receive), and how far the
+// reference timestamp may lie after the transmit timestamp; beyond them a reply is impossible.
+inline constexpr double kMaxServerHoldS = 60;
+inline constexpr double kMaxReferenceLeadS = 1;
+
+// The server's timestamps must be possible: a non-zero reference timestamp (zero: the server was
+// never synchronised, kUnavailable), transmit at or after receive and at most kMaxServerHoldS
+// later, and a reference timestamp not after the transmit timestamp (kInvalidArgument).
+absl::Status CheckReplyTimestamps(const NtpPacket& reply);
 
 // One exchange, reduced to what clock estimation needs.
 struct ClockSample {
@@ -103,9 +117,12 @@ struct SntpResult {
 class SntpClient {
  public:
   explicit SntpClient(SntpOptions options) : options_(std::move(options)) {}
-  // Sends one request and waits up to timeout_ms for a valid reply; replies that fail
-  // ValidateSntpReply on the originate check are ignored (stale), any other bad reply is returned
-  // as the error. Resolution, socket and timeout failures are errors too.
+  // Sends one request and waits up to timeout_ms for a valid reply. Replies whose originate does
+  // not match are ignored (stale or forged); a kiss-o'-death answering this request is returned
+  // at once (kUnavailable). Any other bad reply (malformed, impossible timestamps, negative delay)
+  // is set aside and the client keeps listening: the first valid reply before the deadline wins;
+  // at the deadline the error is the last rejection (its code; the message says "rejected"), or
+  // kDeadlineExceeded when nothing came. Resolution and socket failures are kUnavailable.
   absl::StatusOr<SntpResult> Query();
 
  private:
