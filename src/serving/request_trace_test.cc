@@ -1,15 +1,25 @@
 #include "seedance/serving/request_trace.h"
 
-#include <string>
+#include <unistd.h>
 
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "seedance/serving/calibration.h"
+#include "seedance/serving/serving_sim.h"
 #include "seedance/trace/csv_reader.h"
 
 namespace seedance::serving {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(AzureTraceTest, ParsesRelativeArrivalsAndLengths) {
   auto t = ParseAzureTrace(
@@ -69,7 +79,22 @@ INSTANTIATE_TEST_SUITE_P(
                               "bad.csv:2: field 'TIMESTAMP': expected YYYY-MM-DD"},
                       BadCase{"ShortRow", std::string(kHeader) + "2023-01-01 00:00:05,5\n",
                               "bad.csv:2: expected 3 fields, got 2"},
-                      BadCase{"Empty", "", "bad.csv:1: empty file"}),
+                      BadCase{"Empty", "", "bad.csv:1: empty file"},
+                      BadCase{"February31", std::string(kHeader) + "2023-02-31 00:00:00,5,3\n",
+                              "bad.csv:2: field 'TIMESTAMP': expected YYYY-MM-DD"},
+                      BadCase{"February29NotALeapYear",
+                              std::string(kHeader) + "2023-02-29 00:00:00,5,3\n",
+                              "bad.csv:2: field 'TIMESTAMP'"},
+                      BadCase{"April31", std::string(kHeader) + "2023-04-31 00:00:00,5,3\n",
+                              "bad.csv:2: field 'TIMESTAMP'"},
+                      BadCase{"Year1900NotLeap",
+                              std::string(kHeader) + "1900-02-29 00:00:00,5,3\n",
+                              "bad.csv:2: field 'TIMESTAMP'"},
+                      BadCase{"NaNLength", std::string(kHeader) + "2023-01-01 00:00:00,nan,3\n",
+                              "bad.csv:2: field 'ContextTokens': expected an integer"},
+                      BadCase{"HugeLength",
+                              std::string(kHeader) + "2023-01-01 00:00:00,99999999999999999999,3\n",
+                              "bad.csv:2: field 'ContextTokens'"}),
     [](const auto& info) { return info.param.name; });
 
 TEST(MooncakeTraceTest, ParsesHashIdsAndMilliseconds) {
@@ -129,6 +154,130 @@ TEST(ShareGptTraceTest, PoissonArrivalsAtTheRequestedRate) {
 TEST(ReadRequestTraceTest, MissingFileIsNotFound) {
   auto t = ReadRequestTrace("/nonexistent/trace.csv");
   EXPECT_EQ(t.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(t.status().message()), HasSubstr("/nonexistent/trace.csv"));
+}
+
+TEST(AzureTraceTest, AcceptsLeapDays) {
+  for (const char* day : {"2024-02-29 00:00:00", "2000-02-29 12:00:00", "2023-12-31 23:59:59"}) {
+    auto t = ParseAzureTrace(std::string(kHeader) + day + ",5,3\n", "ok.csv");
+    EXPECT_TRUE(t.ok()) << day << ": " << t.status();
+  }
+}
+
+TEST(MooncakeTraceTest, RejectsTimestampsBeyondAnyTrace) {
+  for (const char* ts : {"1e300", "1.5e15"}) {
+    auto t = ParseMooncakeTrace(absl::StrCat("{\"timestamp\": ", ts,
+                                             ", \"input_length\": 6, \"output_length\": 5, "
+                                             "\"hash_ids\": [0]}\n"),
+                                "m.jsonl");
+    ASSERT_FALSE(t.ok()) << ts;
+    EXPECT_THAT(std::string(t.status().message()), HasSubstr("m.jsonl:1: field 'timestamp'"));
+  }
+}
+
+// Files that are not traces: each an exit-2 error naming the file and what is wrong, never
+// "unknown trace format (got '')".
+class ReadRequestTraceFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("request_trace_test_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_ / "a_directory.csv");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ReadRequestTraceFileTest, RejectsNonTracesNamingTheFile) {
+  struct Case {
+    const char* name;
+    std::string text;  // ignored for the directory
+    const char* want;
+  };
+  const std::vector<Case> cases = {
+      {"empty.csv", "", "empty.csv:1: empty trace file"},
+      {"blank.csv", "\n \n", "blank.csv:1: blank trace file"},
+      {"header_only.csv", kHeader, "header_only.csv: no requests"},
+      {"header_only.jsonl", "\n", "header_only.jsonl:1: blank trace file"},
+      {"sharegpt_header.csv", "num_prefill_tokens,num_decode_tokens\n",
+       "sharegpt_header.csv: no requests"},
+      {"garbage.csv", std::string("\x01\x02binary\n", 9), "garbage.csv:1: unknown trace format"},
+  };
+  for (const Case& c : cases) {
+    auto t = ReadRequestTrace(Write(c.name, c.text));
+    ASSERT_FALSE(t.ok()) << c.name;
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << c.name;
+    EXPECT_THAT(std::string(t.status().message()), HasSubstr(c.want)) << c.name;
+  }
+  auto d = ReadRequestTrace((dir_ / "a_directory.csv").string());
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(d.status().message()), HasSubstr("a_directory.csv"));
+  EXPECT_THAT(std::string(d.status().message()), Not(HasSubstr("unknown trace format")));
+}
+
+TEST(ValidateArrivalsTest, RefusesSpansBeyondTheTimeResolution) {
+  RequestTrace trace;
+  trace.source = "t.csv";
+  trace.requests.resize(2);
+  trace.requests[1].arrival_s = 1000;
+  struct Case {
+    double rate_scale;
+    bool ok;
+  };
+  for (const Case& c : {Case{1, true}, Case{1e-6, true}, Case{1e-7, false}, Case{1e6, true}}) {
+    const absl::Status s = ValidateArrivals(trace, c.rate_scale);
+    EXPECT_EQ(s.ok(), c.ok) << c.rate_scale << ": " << s;
+    if (!c.ok) {
+      EXPECT_THAT(std::string(s.message()), HasSubstr("rate scale"));
+    }
+  }
+  trace.requests[0].arrival_s = std::nan("");
+  EXPECT_THAT(std::string(ValidateArrivals(trace, 1).message()), HasSubstr("not finite"));
+  trace.requests[0].arrival_s = 2000;
+  EXPECT_THAT(std::string(ValidateArrivals(trace, 1).message()), HasSubstr("goes backwards"));
+}
+
+// The profile reader's meaning checks (the calibration tests cover the parse itself).
+TEST(ProfileCsvMeaningTest, RejectsDuplicateColumnsAndImpossibleShapes) {
+  const std::string header =
+      "time_stats.mlp_up_proj.median,n_head,n_kv_head,n_embd,n_expanded_embd,num_tokens,"
+      "num_tensor_parallel_workers\n";
+  struct Case {
+    const char* name;
+    std::string text;
+    const char* want;
+  };
+  const std::vector<Case> cases = {
+      {"duplicate", "n_head,n_head,time_stats.add.median\n1,2,3\n",
+       "p.csv:1: field 'n_head': column appears twice"},
+      {"narrow embedding", header + "0.2,64,8,32,14336,16,1\n", "p.csv:2: field 'n_embd'"},
+      {"nan time", header + "nan,32,8,4096,14336,16,1\n",
+       "p.csv:2: field 'time_stats.mlp_up_proj.median'"},
+      {"inf time", header + "inf,32,8,4096,14336,16,1\n",
+       "p.csv:2: field 'time_stats.mlp_up_proj.median'"},
+      {"negative tokens", header + "0.2,32,8,4096,14336,-16,1\n", "p.csv:2: field 'num_tokens'"},
+  };
+  for (const Case& c : cases) {
+    auto p = ParseProfileCsv(c.text, "p.csv");
+    ASSERT_FALSE(p.ok()) << c.name;
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << c.name;
+    EXPECT_THAT(std::string(p.status().message()), HasSubstr(c.want)) << c.name;
+  }
+  EXPECT_TRUE(ParseProfileCsv(header + "0.2,32,8,4096,14336,16,1\n", "p.csv").ok());
+}
+
+TEST(ProfileCsvMeaningTest, ReadNamesTheOsError) {
+  auto p = ReadProfileCsv("/");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(p.status().message()), HasSubstr("/"));
+  EXPECT_THAT(std::string(p.status().message()), Not(HasSubstr("empty file")));
 }
 
 // The public traces: every row parses, and the Mooncake trace reproduces its README's figures.
