@@ -2,7 +2,6 @@
 #include "seedance/serving/cost_model.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cctype>
 #include <cmath>
 
