@@ -46,6 +46,26 @@ class BatchSchedulerTest : public ::testing::Test {
   }
 };
 
+// The static scheduler appends within the blocks it reserved at admission; were they taken
+// behind its back (here: forked, so the next write must copy a shared block in a full pool),
+// the append fails and that is a bug, caught in every build.
+using BatchSchedulerDeathTest = BatchSchedulerTest;
+
+TEST_F(BatchSchedulerDeathTest, StaticAppendBeyondItsReservationIsCaught) {
+  std::vector<SchedRequest> reqs = {{4, 4, {}}};
+  auto s = NewStaticScheduler(reqs, Opts(64), Kv(2));  // 7 tokens reserved: the whole pool
+  s->Arrive(0);
+  ASSERT_EQ(s->Schedule().work.size(), 1u);
+  s->Complete(1);
+  KvBlockManager& kv = const_cast<KvBlockManager&>(s->kv());  // test-only
+  EXPECT_DEATH(
+      {
+        kv.Fork(0);
+        s->Schedule();
+      },
+      "invariant violated.*request 0: 1 tokens did not fit its static reservation");
+}
+
 TEST_F(BatchSchedulerTest, ChunkedPrefillThenOneTokenPerIteration) {
   std::vector<SchedRequest> reqs = {{10, 3, {}}};
   auto s = NewContinuousScheduler(reqs, Opts(4), Kv(16));
