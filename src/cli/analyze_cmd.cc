@@ -100,7 +100,12 @@ Command AddAnalyzeCommand(CLI::App& app) {
       ->add_option("--format", f->out.format,
                    "Output format: table, json, html (default: from -o's extension, else table)")
       ->type_name("FORMAT")
-      ->check(CLI::IsMember({"table", "json", "html", "text"}));
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            if (v == "table" || v == "json" || v == "html" || v == "text") return "";
+            return "--format: expected table, json or html, got '" + base::ForTerminal(v) + "'";
+          },
+          "", "FORMAT"));
   AddDouble(cmd.app, "--idle-util", &f->options.idle_gpu_util_pct, base::Closed(0, 100),
             "idle: every GPU below this utilisation (%)");
   AddDuration(cmd.app, "--idle-window", &f->options.idle_window_s, 1, base::NonNegative(1e11),
