@@ -175,9 +175,9 @@ Command AddProfileCommand(CLI::App& app) {
       "  seedance profile --duration 10m -o cluster.json --prometheus http://prom:9090\n"
       "  seedance profile --duration 30 -o - | seedance analyze -i -\n"
       "The output is opened before sampling starts (an unwritable -o fails at once); a device or\n"
-      "FIFO is written through, a symlink followed. Ctrl-C writes what was gathered.\n"
-      "Exit status: 0 ok, 1 I/O or runtime failure (e.g. Prometheus unreachable within\n"
-      "--timeout, a malformed Prometheus reply), 2 usage or input error.");
+      "FIFO is written through, a symlink followed. Ctrl-C writes what was gathered. Prometheus\n"
+      "unreachable, slower than --timeout in total, or answering malformed JSON is exit 1.\n"
+      "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error.");
   cmd.run = [flags] { return Profile(*flags); };
   return cmd;
 }
