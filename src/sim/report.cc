@@ -3,8 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "seedance/base/build_info.h"
+#include "seedance/base/text.h"
 
 namespace seedance::sim {
 namespace {
@@ -15,27 +20,25 @@ std::string Fmt(const char* fmt, double a, double b = 0) {
   return buf;
 }
 
-std::string HtmlEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+using base::HtmlEscape;
+
+// A JSON number, or null when the value is undefined (NaN) or not finite.
+nlohmann::ordered_json Num(double v) {
+  if (!std::isfinite(v)) return nullptr;
+  return v;
+}
+// Rounded to 3 decimals for curves.
+nlohmann::ordered_json Rounded(double v) {
+  if (!std::isfinite(v)) return nullptr;
+  return std::round(v * 1000) / 1000;
+}
+
+// "mean ± sd", "mean" for one run, "n/a" when undefined.
+std::string FormatMeanSd(const char* fmt, const MeanSd& m) {
+  if (!std::isfinite(m.mean)) return "n/a";
+  if (!std::isfinite(m.sd)) return Fmt(fmt, m.mean);
+  const std::string f = std::string(fmt) + " ± " + fmt;
+  return Fmt(f.c_str(), m.mean, m.sd);
 }
 
 struct Column {
@@ -140,8 +143,13 @@ std::string RenderChart(const std::vector<Series>& series, double x0, double x1,
 
 }  // namespace
 
-MeanSd Summarize(const std::vector<double>& v) {
+MeanSd Summarize(const std::vector<double>& values) {
   MeanSd m;
+  std::vector<double> v;
+  for (double x : values) {
+    if (std::isfinite(x)) v.push_back(x);
+  }
+  m.n = static_cast<int>(v.size());
   if (v.empty()) return m;
   double s = 0;
   for (double x : v) s += x;
@@ -154,60 +162,68 @@ MeanSd Summarize(const std::vector<double>& v) {
   return m;
 }
 
-nlohmann::json ToJson(const std::vector<PolicyRuns>& results, const ReportMeta& meta) {
-  nlohmann::json doc;
-  doc["meta"] = {{"mode", std::string(ModeName(meta.mode))},
-                 {"nodes", meta.nodes_source},
-                 {"pods", meta.pods_source},
-                 {"seeds", meta.seeds},
-                 {"tune", meta.options.tune},
-                 {"rng", meta.options.rng == RngKind::kReference ? "reference" : "seedance"},
-                 {"load", meta.options.load},
-                 {"load_basis", meta.options.load_basis == LoadBasis::kExact ? "exact" : "means"},
-                 {"duration_h", meta.options.duration_h},
-                 {"warmup_h", meta.options.warmup_h},
-                 {"time_scale", meta.options.time_scale},
-                 {"total_wall_s", meta.total_wall_s}};
-  nlohmann::json policies = nlohmann::json::array();
+nlohmann::ordered_json ToJson(const std::vector<PolicyRuns>& results, const ReportMeta& meta) {
+  using Json = nlohmann::ordered_json;
+  const bool fill = meta.mode == Mode::kFill;
+  const bool churn = meta.mode == Mode::kChurn;
+  const bool replay = meta.mode == Mode::kReplay;
+  const SimOptions& o = meta.options;
+  Json doc = base::JsonHeader(kSimulateSchema);
+  Json options = Json::object();
+  for (const auto& [key, value] : o.policy_params) options[key] = value;
+  doc["meta"] = {
+      {"mode", std::string(ModeName(meta.mode))},
+      {"nodes", meta.nodes_source},
+      {"pods", meta.pods_source},
+      {"seeds", meta.seeds},
+      {"rng", fill ? Json(o.rng == RngKind::kReference ? "reference" : "seedance") : Json()},
+      {"tune", fill ? Num(o.tune) : Json()},
+      {"load", churn ? Num(o.load) : Json()},
+      {"load_basis", churn ? Json(o.load_basis == LoadBasis::kExact ? "exact" : "means") : Json()},
+      {"duration_h", churn || (replay && o.duration_h > 0) ? Num(o.duration_h) : Json()},
+      {"warmup_h", !fill && o.warmup_h >= 0 ? Num(o.warmup_h) : Json()},
+      {"time_scale", replay ? Num(o.time_scale) : Json()},
+      {"policy_options", options},
+      {"total_wall_s", Num(meta.total_wall_s)}};
+  Json policies = Json::array();
   for (const PolicyRuns& p : results) {
-    nlohmann::json summary = nlohmann::json::object();
+    Json summary = Json::object();
     for (const Column& c : Columns(meta.mode)) {
       if (c.json_key.empty()) continue;
       MeanSd m = Summarize(Values(p, c.field));
-      summary[c.json_key] = {{"mean", m.mean}, {"sd", m.sd}};
+      summary[c.json_key] = {{"mean", Num(m.mean)}, {"sd", Num(m.sd)}, {"runs", m.n}};
     }
-    nlohmann::json runs = nlohmann::json::array();
+    Json runs = Json::array();
     for (const RunResult& r : p.runs) {
-      nlohmann::json j = {{"seed", r.seed},
-                          {"pods_arrived", r.pods_arrived},
-                          {"pods_scheduled", r.pods_scheduled},
-                          {"wall_s", r.wall_s}};
-      if (meta.mode == Mode::kFill) {
+      Json j = {{"seed", r.seed},
+                {"pods_arrived", r.pods_arrived},
+                {"pods_scheduled", r.pods_scheduled},
+                {"wall_s", Num(r.wall_s)}};
+      if (fill) {
         j["pods_failed"] = r.pods_failed;
-        j["unalloc_gpu_pct_at_100"] = r.unalloc_gpu_pct_at_100;
-        j["unalloc_gpu_pct_at_130"] = r.unalloc_gpu_pct_at_130;
-        j["frag_ratio_pct_at_90"] = r.frag_ratio_pct_at_90;
-        nlohmann::json arrived = nlohmann::json::array(), alloc = nlohmann::json::array(),
-                       frag = nlohmann::json::array();
+        j["unalloc_gpu_pct_at_100"] = Num(r.unalloc_gpu_pct_at_100);
+        j["unalloc_gpu_pct_at_130"] = Num(r.unalloc_gpu_pct_at_130);
+        j["frag_ratio_pct_at_90"] = Num(r.frag_ratio_pct_at_90);
+        Json arrived = Json::array(), alloc = Json::array(), frag = Json::array();
         for (const CurvePoint& c : r.curve) {
           arrived.push_back(c.arrived_pct);
-          alloc.push_back(std::round(c.alloc_pct * 1000) / 1000);
-          frag.push_back(std::round(c.frag_ratio_pct * 1000) / 1000);
+          alloc.push_back(Rounded(c.alloc_pct));
+          frag.push_back(Rounded(c.frag_ratio_pct));
         }
         j["curve"] = {{"arrived_pct", arrived}, {"alloc_pct", alloc}, {"frag_ratio_pct", frag}};
       } else {
-        j["unalloc_gpu_pct_steady"] = r.unalloc_gpu_pct_steady;
-        j["queue_delay_p50_s"] = r.queue_delay_p50_s;
-        j["queue_delay_p99_s"] = r.queue_delay_p99_s;
+        j["unalloc_gpu_pct_steady"] = Num(r.unalloc_gpu_pct_steady);
+        j["queue_delay_p50_s"] = Num(r.queue_delay_p50_s);
+        j["queue_delay_p99_s"] = Num(r.queue_delay_p99_s);
         j["pods_waiting_at_end"] = r.pods_waiting_at_end;
-        j["idle_gpu_hours"] = r.idle_gpu_hours;
-        j["idle_cost_usd"] = r.idle_cost_usd;
-        j["measured_hours"] = r.measured_hours;
-        j["offered_load_exact"] = r.offered_load_exact;
-        nlohmann::json hours = nlohmann::json::array(), unalloc = nlohmann::json::array();
+        j["idle_gpu_hours"] = Num(r.idle_gpu_hours);
+        j["idle_cost_usd"] = Num(r.idle_cost_usd);
+        j["measured_hours"] = Num(r.measured_hours);
+        j["offered_load_exact"] = churn ? Num(r.offered_load_exact) : Json();
+        Json hours = Json::array(), unalloc = Json::array();
         for (const auto& [h, u] : r.unalloc_series) {
-          hours.push_back(std::round(h * 1000) / 1000);
-          unalloc.push_back(std::round(u * 1000) / 1000);
+          hours.push_back(Rounded(h));
+          unalloc.push_back(Rounded(u));
         }
         j["series"] = {{"hours", hours}, {"unalloc_gpu_pct", unalloc}};
       }
@@ -219,6 +235,70 @@ nlohmann::json ToJson(const std::vector<PolicyRuns>& results, const ReportMeta& 
   return doc;
 }
 
+std::string RenderCsv(const std::vector<PolicyRuns>& results, const ReportMeta& meta) {
+  const bool fill = meta.mode == Mode::kFill;
+  struct Field {
+    const char* header;
+    std::function<std::string(const RunResult&)> value;
+  };
+  auto num = [](double v, const char* fmt) { return std::isfinite(v) ? Fmt(fmt, v) : ""; };
+  auto integer = [](int64_t v) { return std::to_string(v); };
+  std::vector<Field> fields = {
+      {"pods_arrived", [&](const RunResult& r) { return integer(r.pods_arrived); }},
+      {"pods_scheduled", [&](const RunResult& r) { return integer(r.pods_scheduled); }}};
+  if (fill) {
+    fields.push_back({"pods_failed", [&](const RunResult& r) { return integer(r.pods_failed); }});
+    fields.push_back({"unalloc_gpu_pct_at_100",
+                      [&](const RunResult& r) { return num(r.unalloc_gpu_pct_at_100, "%.6g"); }});
+    fields.push_back({"unalloc_gpu_pct_at_130",
+                      [&](const RunResult& r) { return num(r.unalloc_gpu_pct_at_130, "%.6g"); }});
+    fields.push_back({"frag_ratio_pct_at_90",
+                      [&](const RunResult& r) { return num(r.frag_ratio_pct_at_90, "%.6g"); }});
+  } else {
+    fields.push_back({"unalloc_gpu_pct_steady",
+                      [&](const RunResult& r) { return num(r.unalloc_gpu_pct_steady, "%.6g"); }});
+    fields.push_back({"queue_delay_p50_s",
+                      [&](const RunResult& r) { return num(r.queue_delay_p50_s, "%.6g"); }});
+    fields.push_back({"queue_delay_p99_s",
+                      [&](const RunResult& r) { return num(r.queue_delay_p99_s, "%.6g"); }});
+    fields.push_back({"pods_waiting_at_end",
+                      [&](const RunResult& r) { return integer(r.pods_waiting_at_end); }});
+    fields.push_back(
+        {"idle_gpu_hours", [&](const RunResult& r) { return num(r.idle_gpu_hours, "%.6g"); }});
+    fields.push_back(
+        {"idle_cost_usd", [&](const RunResult& r) { return num(r.idle_cost_usd, "%.2f"); }});
+    fields.push_back(
+        {"measured_hours", [&](const RunResult& r) { return num(r.measured_hours, "%.6g"); }});
+    if (meta.mode == Mode::kChurn) {
+      fields.push_back({"offered_load_exact",
+                        [&](const RunResult& r) { return num(r.offered_load_exact, "%.6g"); }});
+    }
+  }
+  fields.push_back({"wall_s", [&](const RunResult& r) { return num(r.wall_s, "%.6g"); }});
+  std::string out = "policy,seed,mode";
+  for (const Field& f : fields) absl::StrAppend(&out, ",", f.header);
+  out += "\n";
+  for (const PolicyRuns& p : results) {
+    for (const RunResult& r : p.runs) {
+      absl::StrAppend(&out, CsvField(p.name), ",", r.seed, ",", std::string(ModeName(meta.mode)));
+      for (const Field& f : fields) absl::StrAppend(&out, ",", f.value(r));
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+std::string CsvField(std::string_view v) {
+  const std::string s = base::SanitizeUtf8(v);
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
 std::string RenderTable(const std::vector<PolicyRuns>& results, const ReportMeta& meta) {
   std::vector<Column> cols = Columns(meta.mode);
   std::vector<std::vector<std::string>> rows;
@@ -228,12 +308,8 @@ std::string RenderTable(const std::vector<PolicyRuns>& results, const ReportMeta
   header.push_back("wall s");
   rows.push_back(header);
   for (const PolicyRuns& p : results) {
-    std::vector<std::string> row = {p.name};
-    for (const Column& c : cols) {
-      MeanSd m = Summarize(Values(p, c.field));
-      std::string f = std::string(c.fmt) + " ± " + c.fmt;
-      row.push_back(Fmt(f.c_str(), m.mean, m.sd));
-    }
+    std::vector<std::string> row = {base::ForTerminal(base::Clip(p.name, 40))};
+    for (const Column& c : cols) row.push_back(FormatMeanSd(c.fmt, Summarize(Values(p, c.field))));
     if (meta.mode != Mode::kFill) {
       std::vector<double> w;
       for (const RunResult& r : p.runs) w.push_back(static_cast<double>(r.pods_waiting_at_end));
@@ -345,9 +421,7 @@ std::string RenderHtml(const std::vector<PolicyRuns>& results, const ReportMeta&
   for (const PolicyRuns& p : results) {
     html << "<tr><td>" << HtmlEscape(p.name) << "</td>";
     for (const Column& c : cols) {
-      MeanSd m = Summarize(Values(p, c.field));
-      std::string f = std::string(c.fmt) + " ± " + c.fmt;
-      html << "<td>" << Fmt(f.c_str(), m.mean, m.sd) << "</td>";
+      html << "<td>" << HtmlEscape(FormatMeanSd(c.fmt, Summarize(Values(p, c.field)))) << "</td>";
     }
     html << "</tr>";
   }

@@ -7,15 +7,18 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "seedance/base/text.h"
+
 namespace seedance::sim {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 class ReportTest : public testing::Test {
  protected:
@@ -103,16 +106,27 @@ TEST_F(ReportTest, SummarizeGivesMeanAndSampleSd) {
   EXPECT_DOUBLE_EQ(m.sd, std::sqrt(20.0 / 3.0));  // n - 1 in the denominator
 }
 
-TEST_F(ReportTest, SummarizeOfOneValueHasZeroSd) {
+TEST_F(ReportTest, SummarizeOfOneValueHasUndefinedSd) {
   const MeanSd m = Summarize({3.25});
   EXPECT_DOUBLE_EQ(m.mean, 3.25);
-  EXPECT_DOUBLE_EQ(m.sd, 0.0);
+  EXPECT_TRUE(std::isnan(m.sd));
+  EXPECT_EQ(m.n, 1);
 }
 
-TEST_F(ReportTest, SummarizeOfNothingIsZero) {
+TEST_F(ReportTest, SummarizeOfNothingIsUndefined) {
   const MeanSd m = Summarize({});
-  EXPECT_DOUBLE_EQ(m.mean, 0.0);
-  EXPECT_DOUBLE_EQ(m.sd, 0.0);
+  EXPECT_TRUE(std::isnan(m.mean));
+  EXPECT_TRUE(std::isnan(m.sd));
+  EXPECT_EQ(m.n, 0);
+}
+
+TEST_F(ReportTest, SummarizeSkipsUndefinedValues) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const MeanSd m = Summarize({nan, 2, nan, 4});
+  EXPECT_DOUBLE_EQ(m.mean, 3.0);
+  EXPECT_DOUBLE_EQ(m.sd, std::sqrt(2.0));
+  EXPECT_EQ(m.n, 2);
+  EXPECT_TRUE(std::isnan(Summarize({nan, nan}).mean));
 }
 
 TEST_F(ReportTest, SummarizeOfEqualValuesHasZeroSd) {
@@ -147,7 +161,8 @@ TEST_F(ReportTest, FillSummaryHasExactlyTheThreeFillKeysWithMeanAndSd) {
   EXPECT_EQ(Keys(a), (std::set<std::string>{"unalloc_gpu_pct_at_100", "unalloc_gpu_pct_at_130",
                                             "frag_ratio_pct_at_90"}));
   for (const auto& [key, value] : a.items()) {
-    EXPECT_EQ(Keys(value), (std::set<std::string>{"mean", "sd"})) << key;
+    EXPECT_EQ(Keys(value), (std::set<std::string>{"mean", "sd", "runs"})) << key;
+    EXPECT_EQ(value["runs"], 4) << key;
   }
   const double sd = std::sqrt(20.0 / 3.0);
   EXPECT_DOUBLE_EQ(a["unalloc_gpu_pct_at_100"]["mean"].get<double>(), 5.0);
@@ -157,7 +172,7 @@ TEST_F(ReportTest, FillSummaryHasExactlyTheThreeFillKeysWithMeanAndSd) {
   EXPECT_DOUBLE_EQ(a["frag_ratio_pct_at_90"]["mean"].get<double>(), 7.0);
   const json& b = doc["policies"][1]["summary"];
   EXPECT_DOUBLE_EQ(b["unalloc_gpu_pct_at_100"]["mean"].get<double>(), 7.0);
-  EXPECT_DOUBLE_EQ(b["unalloc_gpu_pct_at_100"]["sd"].get<double>(), 0.0);
+  EXPECT_TRUE(b["unalloc_gpu_pct_at_100"]["sd"].is_null()) << b.dump();  // one run: no sd
 }
 
 TEST_F(ReportTest, ChurnSummaryHasExactlyTheThreeChurnKeys) {
@@ -168,7 +183,7 @@ TEST_F(ReportTest, ChurnSummaryHasExactlyTheThreeChurnKeys) {
                                               "queue_delay_p99_s"}))
         << ModeName(mode);
     for (const auto& [key, value] : a.items()) {
-      EXPECT_EQ(Keys(value), (std::set<std::string>{"mean", "sd"})) << key;
+      EXPECT_EQ(Keys(value), (std::set<std::string>{"mean", "sd", "runs"})) << key;
     }
     EXPECT_DOUBLE_EQ(a["unalloc_gpu_pct_steady"]["mean"].get<double>(), 5.0);
     EXPECT_DOUBLE_EQ(a["queue_delay_p50_s"]["mean"].get<double>(), 50.0);
@@ -218,6 +233,48 @@ TEST_F(ReportTest, ChurnRunsCarryTheirSeries) {
   }
 }
 
+TEST_F(ReportTest, JsonStartsWithTheSchemaHeader) {
+  const json doc = ToJson(FillResults(), Meta(Mode::kFill));
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : doc.items()) keys.push_back(k);
+  ASSERT_GE(keys.size(), 3u);
+  EXPECT_EQ(keys[0], "schema_version");
+  EXPECT_EQ(keys[1], "seedance_version");
+  EXPECT_EQ(keys[2], "command_line");
+  EXPECT_EQ(doc["schema_version"], "simulate/v1");
+}
+
+TEST_F(ReportTest, JsonWritesUndefinedValuesAsNull) {
+  std::vector<PolicyRuns> results = FillResults();
+  for (RunResult& r : results[0].runs) r.unalloc_gpu_pct_at_130 = std::nan("");
+  const json doc = ToJson(results, Meta(Mode::kFill));
+  EXPECT_TRUE(doc["policies"][0]["runs"][0]["unalloc_gpu_pct_at_130"].is_null());
+  EXPECT_TRUE(doc["policies"][0]["summary"]["unalloc_gpu_pct_at_130"]["mean"].is_null());
+  EXPECT_EQ(doc["policies"][0]["summary"]["unalloc_gpu_pct_at_130"]["runs"], 0);
+  // Options the mode does not use are null, not their defaults.
+  EXPECT_TRUE(doc["meta"]["load"].is_null());
+  EXPECT_TRUE(doc["meta"]["duration_h"].is_null());
+  EXPECT_DOUBLE_EQ(doc["meta"]["tune"].get<double>(), 1.3);
+  const json churn = ToJson(ChurnResults(), Meta(Mode::kChurn));
+  EXPECT_TRUE(churn["meta"]["tune"].is_null());
+  EXPECT_TRUE(churn["meta"]["warmup_h"].is_null());  // the default warm-up
+  EXPECT_DOUBLE_EQ(churn["meta"]["duration_h"].get<double>(), 72.0);
+}
+
+TEST_F(ReportTest, WritersSurviveInvalidUtf8InNames) {
+  std::vector<PolicyRuns> results = FillResults();
+  results[0].name = "bad\xff\xfe";
+  ReportMeta meta = Meta(Mode::kFill);
+  meta.nodes_source = "nodes\xc3(.csv";
+  const json doc = ToJson(results, meta);
+  const std::string text = base::DumpJson(doc, 1);
+  EXPECT_TRUE(base::IsValidUtf8(text));
+  EXPECT_NE(text.find("bad\xef\xbf\xbd"), std::string::npos);
+  EXPECT_TRUE(base::IsValidUtf8(RenderHtml(results, meta)));
+  EXPECT_TRUE(base::IsValidUtf8(RenderCsv(results, meta)));
+  EXPECT_TRUE(base::IsValidUtf8(RenderTable(results, meta)));
+}
+
 TEST_F(ReportTest, JsonRoundTripsThroughText) {
   const json doc = ToJson(FillResults(), Meta(Mode::kFill));
   EXPECT_EQ(json::parse(doc.dump()), doc);
@@ -246,7 +303,69 @@ TEST_F(ReportTest, TableShowsMeanAndSd) {
   const std::string table = RenderTable(FillResults(), Meta(Mode::kFill));
   // Policy "a": unalloc @100 mean 5.00, sd sqrt(20/3) = 2.58.
   EXPECT_NE(table.find("5.00 ± 2.58"), std::string::npos) << table;
-  EXPECT_NE(table.find("7.00 ± 0.00"), std::string::npos) << table;
+  // Policy "b" has one run: a mean without an sd.
+  const std::string row_b = table.substr(table.find("\nb "));
+  EXPECT_NE(row_b.find(" 7.00 "), std::string::npos) << table;
+  EXPECT_EQ(row_b.find("7.00 ±"), std::string::npos) << table;
+}
+
+TEST_F(ReportTest, TableShowsUndefinedFiguresAsNotAvailable) {
+  std::vector<PolicyRuns> results = FillResults();
+  for (RunResult& r : results[1].runs) r.unalloc_gpu_pct_at_130 = std::nan("");
+  const std::string table = RenderTable(results, Meta(Mode::kFill));
+  EXPECT_NE(table.find("n/a"), std::string::npos) << table;
+  EXPECT_EQ(table.find("nan"), std::string::npos) << table;
+}
+
+TEST_F(ReportTest, TableStripsControlCharactersFromNames) {
+  std::vector<PolicyRuns> results = FillResults();
+  results[0].name = "evil\x1b[31m\r\xff";
+  const std::string table = RenderTable(results, Meta(Mode::kFill));
+  EXPECT_EQ(table.find('\x1b'), std::string::npos) << table;
+  EXPECT_EQ(table.find('\r'), std::string::npos) << table;
+  EXPECT_NE(table.find("evil\\x1B[31m"), std::string::npos) << table;
+}
+
+// ---------------------------------------------------------------- CSV
+
+TEST_F(ReportTest, CsvHasOneRowPerPolicyAndSeedWithUnitNamedColumns) {
+  for (Mode mode : {Mode::kFill, Mode::kChurn, Mode::kReplay}) {
+    const std::vector<PolicyRuns> results = mode == Mode::kFill ? FillResults() : ChurnResults();
+    const std::string csv = RenderCsv(results, Meta(mode));
+    std::vector<std::string> lines;
+    std::istringstream in(csv);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    ASSERT_EQ(lines.size(), 1u + 4u + 1u) << csv;  // header, a's four seeds, b's one
+    const std::string want_header =
+        mode == Mode::kFill
+            ? "policy,seed,mode,pods_arrived,pods_scheduled,pods_failed,unalloc_gpu_pct_at_100,"
+              "unalloc_gpu_pct_at_130,frag_ratio_pct_at_90,wall_s"
+            : std::string(
+                  "policy,seed,mode,pods_arrived,pods_scheduled,unalloc_gpu_pct_steady,"
+                  "queue_delay_p50_s,queue_delay_p99_s,pods_waiting_at_end,"
+                  "idle_gpu_hours,idle_cost_usd,measured_hours,") +
+                  (mode == Mode::kChurn ? "offered_load_exact," : "") + "wall_s";
+    EXPECT_EQ(lines[0], want_header) << ModeName(mode);
+    EXPECT_EQ(lines[1].rfind("a,42," + std::string(ModeName(mode)) + ",", 0), 0u) << lines[1];
+    EXPECT_EQ(lines[5].rfind("b,42,", 0), 0u) << lines[5];
+  }
+}
+
+TEST_F(ReportTest, CsvLeavesUndefinedValuesEmptyAndQuotesNames) {
+  std::vector<PolicyRuns> results = FillResults();
+  results[0].name = "a,\"b\"";
+  results[1].runs[0].unalloc_gpu_pct_at_130 = std::nan("");
+  const std::string csv = RenderCsv(results, Meta(Mode::kFill));
+  EXPECT_NE(csv.find("\n\"a,\"\"b\"\"\",42,fill,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nb,42,fill,100,90,10,7,,9,0.5\n"), std::string::npos) << csv;
+}
+
+TEST(CsvFieldTest, QuotesOnlyWhenNeededAndRepairsUtf8) {
+  EXPECT_EQ(CsvField("plain"), "plain");
+  EXPECT_EQ(CsvField("a,b"), "\"a,b\"");
+  EXPECT_EQ(CsvField("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(CsvField("two\nlines"), "\"two\nlines\"");
+  EXPECT_EQ(CsvField("bad\xff"), "bad\xef\xbf\xbd");
 }
 
 // ---------------------------------------------------------------- HTML
@@ -274,6 +393,46 @@ TEST_F(ReportTest, HtmlHasAnSvgAndATableAndNothingActive) {
     EXPECT_EQ(Count(lower, "<polyline"), charts * results.size()) << ModeName(mode);
   }
 }
+
+struct HtmlCase {
+  std::string name;
+  std::string policy, nodes, pods;
+};
+
+class HtmlEscapeTest : public testing::TestWithParam<HtmlCase> {};
+
+TEST_P(HtmlEscapeTest, NoNameCanAddMarkup) {
+  const HtmlCase& c = GetParam();
+  std::vector<PolicyRuns> results = {PolicyRuns{c.policy, {}}};
+  for (int i = 0; i < 3; ++i) results[0].runs.push_back(RunResult{});
+  ReportMeta meta;
+  meta.nodes_source = c.nodes;
+  meta.pods_source = c.pods;
+  meta.seeds = {1, 2, 3};
+  const std::string html = RenderHtml(results, meta);
+  std::string lower = html;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  EXPECT_EQ(lower.find("<script"), std::string::npos) << html;
+  EXPECT_EQ(lower.find("</script"), std::string::npos) << html;
+  EXPECT_EQ(lower.find("<img"), std::string::npos) << html;
+  // Every attribute value is single-quoted; no name may close one.
+  for (const std::string& name : {c.policy, c.nodes, c.pods}) {
+    if (name.find('\'') != std::string::npos) {
+      EXPECT_EQ(html.find(name), std::string::npos) << name;
+    }
+  }
+  EXPECT_TRUE(base::IsValidUtf8(html));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Names, HtmlEscapeTest,
+    testing::Values(HtmlCase{"ScriptInPolicy", "</script><img src=x onerror=alert(1)>", "n.csv",
+                             "p.csv"},
+                    HtmlCase{"ScriptInNodesFile", "fgd", "<script>alert(1)</script>.csv", "p.csv"},
+                    HtmlCase{"QuotesInPodsFile", "fgd", "n.csv", "p'\" onmouseover='alert(1).csv"},
+                    HtmlCase{"AmpersandAndInvalidUtf8", "a&b\xff", "n&amp;.csv", "\xc3(.csv"}),
+    [](const testing::TestParamInfo<HtmlCase>& info) { return info.param.name; });
 
 TEST_F(ReportTest, HtmlEscapesPolicyNames) {
   std::vector<PolicyRuns> results = FillResults();

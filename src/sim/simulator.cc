@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <queue>
@@ -25,6 +26,11 @@ using core::PodShape;
 using core::PodSpec;
 
 std::string_view kModeNames[] = {"fill", "churn", "replay"};
+
+constexpr double kUndefined = std::numeric_limits<double>::quiet_NaN();
+
+// Longest simulated span Run accepts for a window or a warm-up (10 years).
+constexpr double kMaxSimulatedHours = 87600;
 
 // Resolves each pod's gpu_spec against the cluster's model table.
 std::vector<PodSpec> ResolvePods(const std::vector<PodSpec>& pods, const ClusterState& state) {
@@ -50,6 +56,7 @@ absl::StatusOr<sched::Framework> MakeFramework(const std::string& policy,
   if (!profile.ok()) return profile.status();
   sched::FrameworkOptions fo;
   fo.seed = o.seed;
+  fo.score_cache = o.score_cache;
   fo.node_order = node_order.empty() ? sched::Framework::RandomNodeOrder(state.num_nodes(), o.seed)
                                      : std::move(node_order);
   return sched::Framework(std::move(*profile), std::move(fo));
@@ -125,8 +132,9 @@ ReferenceOrder DrawReferenceOrder(const std::vector<PodSpec>& trace, const Clust
   return out;
 }
 
+// NaN (undefined) for no values.
 double Percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
+  if (v.empty()) return kUndefined;
   std::sort(v.begin(), v.end());
   const double pos = q * static_cast<double>(v.size() - 1);
   const size_t lo = static_cast<size_t>(std::floor(pos));
@@ -142,6 +150,25 @@ struct FillSetup {
   sched::TargetWorkload measure;
 };
 
+// Fill needs GPU demand, and its resampling must stay within kMaxRunArrivals pods.
+absl::Status CheckFill(const std::vector<PodSpec>& trace, double capacity, const SimOptions& o) {
+  double trace_gpu = 0;
+  for (const PodSpec& p : trace) trace_gpu += static_cast<double>(p.shape.TotalGpuMilli());
+  if (trace_gpu <= 0) return absl::InvalidArgumentError("no pod in the trace asks for a GPU");
+  // Resampling adds pods of the trace's mean GPU request until tune x capacity is reached.
+  const double mean_gpu = trace_gpu / static_cast<double>(trace.size());
+  const double expected =
+      static_cast<double>(trace.size()) + std::max(0.0, o.tune * capacity - trace_gpu) / mean_gpu;
+  if (!(expected <= static_cast<double>(kMaxRunArrivals))) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "fill at --tune %g needs about %.3g pods (the pods ask for %.3g GPU on average), more "
+        "than the limit of %d per run; use a lower --tune",
+        o.tune, expected, mean_gpu / 1000, kMaxRunArrivals));
+  }
+
+  return absl::OkStatus();
+}
+
 absl::StatusOr<FillSetup> SetUpFill(const Workload& w, const SimOptions& o,
                                     const ClusterState& state) {
   std::vector<PodSpec> trace = ResolvePods(w.pods, state);
@@ -149,9 +176,7 @@ absl::StatusOr<FillSetup> SetUpFill(const Workload& w, const SimOptions& o,
   const double capacity = static_cast<double>(state.gpu_capacity_milli());
   if (capacity <= 0) return absl::InvalidArgumentError("the cluster has no GPUs");
 
-  bool any_gpu = false;
-  for (const PodSpec& p : trace) any_gpu = any_gpu || p.shape.TotalGpuMilli() > 0;
-  if (!any_gpu) return absl::InvalidArgumentError("no pod in the trace asks for a GPU");
+  if (absl::Status st = CheckFill(trace, capacity, o); !st.ok()) return st;
 
   FillSetup s;
   if (o.rng == RngKind::kReference) {
@@ -236,12 +261,13 @@ absl::StatusOr<RunResult> RunFill(const Workload& w, const std::string& policy, 
         {k, alloc_sum[k] / static_cast<double>(cnt[k]), frag_sum[k] / static_cast<double>(cnt[k])});
   }
   auto at = [&](int k, bool frag) -> double {
-    // The point itself, else the nearest recorded point below it (sparse traces).
+    // The point itself, else the nearest recorded point below it (sparse traces: one large pod
+    // may step over k). Undefined (NaN) when arrived demand never reached k.
     const CurvePoint* best = nullptr;
     for (const CurvePoint& c : r.curve) {
       if (c.arrived_pct <= k) best = &c;
     }
-    if (!best) return frag ? 0 : 100;
+    if (!best || r.curve.back().arrived_pct < k) return kUndefined;
     return frag ? best->frag_ratio_pct : 100.0 - best->alloc_pct;
   };
   r.unalloc_gpu_pct_at_100 = at(100, false);
@@ -257,6 +283,120 @@ struct Arrival {
   int trace_index;
 };
 
+std::string Hours(double seconds) { return absl::StrFormat("%.6g h", seconds / 3600); }
+
+// Churn's arrival process: Poisson at the rate that offers `load`, over [0, end_s), of which
+// [0, warmup_s) is warm-up.
+struct ChurnPlan {
+  std::vector<int> eligible;  // pods with a lifetime
+  double mean_life_s = 0;
+  double rate = 0;  // pods per second
+  double offered_load_exact = 0;
+  double warmup_s = 0;
+  double end_s = 0;
+};
+
+absl::StatusOr<ChurnPlan> PlanChurn(const std::vector<PodSpec>& trace, double capacity,
+                                    const SimOptions& o) {
+  ChurnPlan c;
+  double life_sum = 0, gpu_sum = 0, gpu_seconds_sum = 0;
+  for (int i = 0; i < static_cast<int>(trace.size()); ++i) {
+    const PodSpec& p = trace[i];
+    if (p.deletion_s < 0 || p.deletion_s < p.creation_s) continue;
+    c.eligible.push_back(i);
+    life_sum += static_cast<double>(p.deletion_s - p.creation_s);
+    gpu_sum += static_cast<double>(p.shape.TotalGpuMilli());
+    gpu_seconds_sum += static_cast<double>(p.shape.TotalGpuMilli()) *
+                       static_cast<double>(p.deletion_s - p.creation_s);
+  }
+  if (c.eligible.empty() || life_sum <= 0 || gpu_sum <= 0) {
+    return absl::InvalidArgumentError(
+        "churn mode needs pods with creation and deletion times and some GPU demand");
+  }
+  const double n = static_cast<double>(c.eligible.size());
+  c.mean_life_s = life_sum / n;
+  const double mean_gpu = gpu_sum / n;
+  // Offered GPU load. The definition is rate x mean lifetime x mean GPU request /
+  // capacity. On the trace, pods that ask for more GPU also live longer (E[L*G] = 1.18
+  // E[L] E[G] on the default trace), so the GPU-time actually offered is higher than that;
+  // load_basis kExact uses E[L*G] instead. Both are reported.
+  const double mean_gpu_seconds = gpu_seconds_sum / n;
+  const double denom =
+      o.load_basis == LoadBasis::kExact ? mean_gpu_seconds : c.mean_life_s * mean_gpu;
+  if (!(denom > 0)) {
+    return absl::InvalidArgumentError(
+        "churn mode needs GPU pods with a positive lifetime (every GPU pod ends when it starts)");
+  }
+  c.rate = o.load * capacity / denom;
+  c.offered_load_exact = c.rate * mean_gpu_seconds / capacity;
+  c.warmup_s = o.warmup_h >= 0 ? o.warmup_h * 3600 : std::min(3 * c.mean_life_s, 7 * 86400.0);
+  c.end_s = c.warmup_s + o.duration_h * 3600;
+  // Expected arrivals: the warm start's Poisson(rate x mean lifetime) plus rate x end_s.
+  const double expected = c.rate * ((o.warm_start ? c.mean_life_s : 0) + c.end_s);
+  if (!(expected <= static_cast<double>(kMaxRunArrivals))) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "churn at load %g over %s (warm-up %s) needs about %.3g arrivals, more than the limit "
+        "of %d per run; use a shorter --duration or --warmup, or a lower --load",
+        o.load, Hours(c.end_s - c.warmup_s), Hours(c.warmup_s), expected, kMaxRunArrivals));
+  }
+  return c;
+}
+
+// Replay's arrivals: the trace's own times from its first creation, divided by time_scale.
+struct ReplayPlan {
+  std::vector<Arrival> arrivals;  // by time
+  double warmup_s = 0;
+  double end_s = 0;
+};
+
+absl::StatusOr<ReplayPlan> PlanReplay(const std::vector<PodSpec>& trace, const SimOptions& o) {
+  ReplayPlan r;
+  const double scale = o.time_scale;
+  int64_t t0 = INT64_MAX;
+  for (const PodSpec& p : trace) t0 = std::min(t0, p.creation_s);
+  r.arrivals.reserve(trace.size());
+  for (int i = 0; i < static_cast<int>(trace.size()); ++i) {
+    const PodSpec& p = trace[i];
+    const double life = p.deletion_s >= p.creation_s
+                            ? static_cast<double>(p.deletion_s - p.creation_s) / scale
+                            : -1.0;
+    r.arrivals.push_back({static_cast<double>(p.creation_s - t0) / scale, life, i});
+  }
+  std::stable_sort(r.arrivals.begin(), r.arrivals.end(),
+                   [](const Arrival& a, const Arrival& b) { return a.time_s < b.time_s; });
+  const double span = r.arrivals.back().time_s;
+  if (!std::isfinite(span)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("replay: the trace's creation times divided by --time-scale %g "
+                        "overflow; use a larger --time-scale",
+                        scale));
+  }
+  if (!(span > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("replay needs pods created at different times: all ", trace.size(),
+                     " pods are created at ", t0, " s, so the replayed window is empty"));
+  }
+  r.warmup_s = o.warmup_h >= 0 ? o.warmup_h * 3600 : 0.0;
+  if (r.warmup_s >= span) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("replay: --warmup ", Hours(r.warmup_s),
+                     " leaves nothing to measure: the last pod arrives at ", Hours(span)));
+  }
+  // The whole trace ends just after its last arrival, so that arrival is replayed too.
+  const double whole = std::nextafter(span, INFINITY);
+  r.end_s = o.duration_h > 0 ? std::min(whole, r.warmup_s + o.duration_h * 3600) : whole;
+  const auto first_measured =
+      std::lower_bound(r.arrivals.begin(), r.arrivals.end(), r.warmup_s,
+                       [](const Arrival& a, double t) { return a.time_s < t; });
+  if (first_measured == r.arrivals.end() || !(first_measured->time_s < r.end_s)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "replay: no pod arrives in the measured window [", Hours(r.warmup_s), ", ", Hours(r.end_s),
+        "); give a longer --duration (the next arrival is at ",
+        first_measured == r.arrivals.end() ? Hours(span) : Hours(first_measured->time_s), ")"));
+  }
+  return r;
+}
+
 absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy,
                                     const SimOptions& o, ClusterState state) {
   RunResult r;
@@ -270,34 +410,13 @@ absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy
   std::vector<Arrival> arrivals;
   double warmup_s = 0, end_s = 0;
   if (o.mode == Mode::kChurn) {
-    std::vector<int> eligible;
-    double life_sum = 0, gpu_sum = 0, gpu_seconds_sum = 0;
-    for (int i = 0; i < static_cast<int>(trace.size()); ++i) {
-      const PodSpec& p = trace[i];
-      if (p.deletion_s < 0 || p.deletion_s < p.creation_s) continue;
-      eligible.push_back(i);
-      life_sum += static_cast<double>(p.deletion_s - p.creation_s);
-      gpu_sum += static_cast<double>(p.shape.TotalGpuMilli());
-      gpu_seconds_sum += static_cast<double>(p.shape.TotalGpuMilli()) *
-                         static_cast<double>(p.deletion_s - p.creation_s);
-    }
-    if (eligible.empty() || life_sum <= 0 || gpu_sum <= 0) {
-      return absl::InvalidArgumentError(
-          "churn mode needs pods with creation and deletion times and some GPU demand");
-    }
-    const double mean_life = life_sum / static_cast<double>(eligible.size());
-    const double mean_gpu = gpu_sum / static_cast<double>(eligible.size());
-    // Offered GPU load. The definition is rate x mean lifetime x mean GPU request /
-    // capacity. On the trace, pods that ask for more GPU also live longer (E[L*G] = 1.18
-    // E[L] E[G] on the default trace), so the GPU-time actually offered is higher than that;
-    // load_basis kExact uses E[L*G] instead. Both are reported.
-    const double mean_gpu_seconds = gpu_seconds_sum / static_cast<double>(eligible.size());
-    const double denom =
-        o.load_basis == LoadBasis::kExact ? mean_gpu_seconds : mean_life * mean_gpu;
-    const double rate = o.load * capacity / denom;  // pods per second
-    r.offered_load_exact = rate * mean_gpu_seconds / capacity;
-    warmup_s = o.warmup_h >= 0 ? o.warmup_h * 3600 : std::min(3 * mean_life, 7 * 86400.0);
-    end_s = warmup_s + o.duration_h * 3600;
+    absl::StatusOr<ChurnPlan> plan = PlanChurn(trace, capacity, o);
+    if (!plan.ok()) return plan.status();
+    const std::vector<int>& eligible = plan->eligible;
+    r.offered_load_exact = plan->offered_load_exact;
+    warmup_s = plan->warmup_s;
+    end_s = plan->end_s;
+    const double rate = plan->rate;
     // Start in steady state: an M/G/inf system holds Poisson(rate x mean lifetime) pods, each
     // drawn length-biased (a long-lived pod is more likely to be present) with a uniformly
     // distributed age. Without this, heavy-tailed lifetimes (trace: median 9 min, mean 7 h)
@@ -308,9 +427,9 @@ absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy
         lifetimes.push_back(static_cast<double>(trace[i].deletion_s - trace[i].creation_s));
       }
       std::discrete_distribution<size_t> biased(lifetimes.begin(), lifetimes.end());
-      std::poisson_distribution<int64_t> count(rate * mean_life);
+      std::poisson_distribution<int64_t> count(rate * plan->mean_life_s);
       std::uniform_real_distribution<double> unit(0, 1);
-      const int64_t n0 = count(rng);
+      const int64_t n0 = std::min<int64_t>(count(rng), kMaxRunArrivals);
       for (int64_t k = 0; k < n0; ++k) {
         const size_t j = biased(rng);
         arrivals.push_back({0.0, lifetimes[j] * unit(rng), eligible[j]});
@@ -318,29 +437,20 @@ absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy
     }
     std::exponential_distribution<double> gap(rate);
     std::uniform_int_distribution<size_t> pick(0, eligible.size() - 1);
+    // PlanChurn bounds the expected count well below the hard stop.
     for (double t = gap(rng); t < end_s; t += gap(rng)) {
+      if (static_cast<int64_t>(arrivals.size()) >= 2 * kMaxRunArrivals) {
+        return absl::InternalError("churn: arrival stream ran past twice its expected size");
+      }
       const int i = eligible[pick(rng)];
       arrivals.push_back({t, static_cast<double>(trace[i].deletion_s - trace[i].creation_s), i});
     }
   } else {
-    const double scale = o.time_scale > 0 ? o.time_scale : 1.0;
-    int64_t t0 = INT64_MAX;
-    for (const PodSpec& p : trace) t0 = std::min(t0, p.creation_s);
-    for (int i = 0; i < static_cast<int>(trace.size()); ++i) {
-      const PodSpec& p = trace[i];
-      const double life = p.deletion_s >= p.creation_s
-                              ? static_cast<double>(p.deletion_s - p.creation_s) / scale
-                              : -1.0;
-      arrivals.push_back({static_cast<double>(p.creation_s - t0) / scale, life, i});
-    }
-    std::stable_sort(arrivals.begin(), arrivals.end(),
-                     [](const Arrival& a, const Arrival& b) { return a.time_s < b.time_s; });
-    warmup_s = o.warmup_h >= 0 ? o.warmup_h * 3600 : 0.0;
-    const double span = arrivals.empty() ? 0 : arrivals.back().time_s;
-    // The whole trace ends just after its last arrival, so that arrival is replayed too.
-    const double whole = std::nextafter(span, INFINITY);
-    end_s = o.duration_h > 0 ? std::min(whole, warmup_s + o.duration_h * 3600) : whole;
-    if (end_s <= warmup_s) end_s = whole;
+    absl::StatusOr<ReplayPlan> plan = PlanReplay(trace, o);
+    if (!plan.ok()) return plan.status();
+    arrivals = std::move(plan->arrivals);
+    warmup_s = plan->warmup_s;
+    end_s = plan->end_s;
   }
 
   absl::StatusOr<sched::Framework> fw = MakeFramework(policy, TypicalOf(trace, o), state, o);
@@ -378,9 +488,15 @@ absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy
   int64_t queued = 0;
 
   double last_t = 0, unalloc_integral = 0, cost_integral = 0;
-  const double window = std::max(end_s - warmup_s, 1e-9);
-  const double sample_every = window / 240;
-  double next_sample = warmup_s;
+  // Positive: PlanChurn and PlanReplay refuse an empty window.
+  const double window = end_s - warmup_s;
+  // The series samples the window at kSamples + 1 evenly spaced points, counted by index so
+  // that no rounding can keep the loop below from advancing.
+  constexpr int kSamples = 240;
+  int next_sample_index = 0;
+  auto sample_time = [&](int k) {
+    return k == kSamples ? end_s : warmup_s + window * k / kSamples;
+  };
   std::vector<double> delays;
 
   auto advance = [&](double t) {
@@ -392,11 +508,11 @@ absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy
       unalloc_integral += unalloc * (t - lo);
       cost_integral += idle_cost_rate * (t - lo) / 3600.0;
     }
-    while (next_sample <= t && next_sample <= end_s) {
+    while (next_sample_index <= kSamples && sample_time(next_sample_index) <= t) {
       r.unalloc_series.push_back(
-          {(next_sample - warmup_s) / 3600.0,
+          {(sample_time(next_sample_index) - warmup_s) / 3600.0,
            100.0 * (capacity - static_cast<double>(state.gpu_allocated_milli())) / capacity});
-      next_sample += sample_every;
+      ++next_sample_index;
     }
     last_t = t;
   };
@@ -482,11 +598,64 @@ absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy
   return r;
 }
 
+// The options' own ranges, whatever the caller (the CLI checks them too, naming its flags).
+absl::Status CheckOptions(const SimOptions& o) {
+  auto bad = [](std::string_view what, double v, std::string_view range) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s must be %s (got %g)", std::string(what), std::string(range), v));
+  };
+  if (!(o.tune >= 0.01 && o.tune <= 100)) return bad("tune", o.tune, "in [0.01, 100]");
+  if (o.mode == Mode::kChurn) {
+    if (!(o.load >= 0.001 && o.load <= 100)) return bad("load", o.load, "in [0.001, 100]");
+    if (!(o.duration_h > 0 && o.duration_h <= kMaxSimulatedHours)) {
+      return bad("churn duration (hours)", o.duration_h, "in (0, 87600]");
+    }
+  }
+  if (o.mode == Mode::kReplay) {
+    if (!(o.time_scale >= 1e-6 && o.time_scale <= 1e9)) {
+      return bad("time_scale", o.time_scale, "in [1e-06, 1e+09]");
+    }
+    if (!(o.duration_h <= kMaxSimulatedHours) || std::isnan(o.duration_h)) {
+      return bad("replay duration (hours)", o.duration_h, "<= 87600 (<= 0: the whole trace)");
+    }
+  }
+  if (!(o.warmup_h <= kMaxSimulatedHours) || std::isnan(o.warmup_h)) {
+    return bad("warm-up (hours)", o.warmup_h, "<= 87600 (< 0: the default)");
+  }
+  if (!(o.typical_coverage_pct > 0 && o.typical_coverage_pct <= 100)) {
+    return bad("typical_coverage_pct", o.typical_coverage_pct, "in (0, 100]");
+  }
+  if (o.rng == RngKind::kReference && o.mode != Mode::kFill) {
+    return absl::InvalidArgumentError(
+        "the reference random stream exists only for fill mode (the FGD simulator has no "
+        "churn or replay)");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::Status CheckRun(const Workload& workload, const SimOptions& options) {
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  absl::StatusOr<ClusterState> state = ClusterState::Create(workload.nodes);
+  if (!state.ok()) return state.status();
+  if (workload.nodes.empty()) return absl::InvalidArgumentError("the node list is empty");
+  if (workload.pods.empty()) return absl::InvalidArgumentError("the pod list is empty");
+  if (state->gpu_capacity_milli() <= 0)
+    return absl::InvalidArgumentError("the cluster has no GPUs");
+  const std::vector<PodSpec> trace = ResolvePods(workload.pods, *state);
+  const double capacity = static_cast<double>(state->gpu_capacity_milli());
+  if (options.mode == Mode::kFill) return CheckFill(trace, capacity, options);
+  if (options.mode == Mode::kChurn) {
+    return PlanChurn(trace, capacity, options).status();
+  }
+  return PlanReplay(trace, options).status();
+}
 
 std::string_view ModeName(Mode mode) { return kModeNames[static_cast<int>(mode)]; }
 
 absl::StatusOr<FillPlan> PlanFill(const Workload& workload, const SimOptions& options) {
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
   absl::StatusOr<ClusterState> state = ClusterState::Create(workload.nodes);
   if (!state.ok()) return state.status();
   absl::StatusOr<FillSetup> setup = SetUpFill(workload, options, *state);
@@ -501,11 +670,7 @@ absl::StatusOr<FillPlan> PlanFill(const Workload& workload, const SimOptions& op
 absl::StatusOr<RunResult> Run(const Workload& workload, const std::string& policy,
                               const SimOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  if (options.rng == RngKind::kReference && options.mode != Mode::kFill) {
-    return absl::InvalidArgumentError(
-        "the reference random stream exists only for fill mode (the FGD simulator has no "
-        "churn or replay)");
-  }
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
   absl::StatusOr<ClusterState> state = ClusterState::Create(workload.nodes);
   if (!state.ok()) return state.status();
   absl::StatusOr<RunResult> r = options.mode == Mode::kFill

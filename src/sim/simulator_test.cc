@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <limits>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -408,6 +411,191 @@ TEST_F(SimulatorTest, FillWithoutGpuDemandIsAnError) {
   absl::StatusOr<RunResult> r = sim::Run(w, "bestfit", Fill(42));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+}
+
+// ---------------------------------------------------------------- refused up front
+
+struct RefusedCase {
+  std::string name;
+  std::function<void(Workload*, SimOptions*)> change;
+  std::string want;  // substring of the message
+};
+
+std::ostream& operator<<(std::ostream& os, const RefusedCase& c) { return os << c.name; }
+
+class RefusedTest : public testing::TestWithParam<RefusedCase> {};
+
+// Every case is refused by CheckRun, and by Run and (fill) PlanFill with the same status, before
+// any work: none of them may loop or allocate without bound.
+TEST_P(RefusedTest, CheckRunAndRunRefuseWithInvalidArgument) {
+  const RefusedCase& c = GetParam();
+  Workload w = BuiltinWorkload();
+  SimOptions o;
+  c.change(&w, &o);
+  const absl::Status check = CheckRun(w, o);
+  ASSERT_FALSE(check.ok());
+  EXPECT_EQ(check.code(), absl::StatusCode::kInvalidArgument) << check;
+  EXPECT_NE(check.message().find(c.want), std::string_view::npos) << check;
+  absl::StatusOr<RunResult> run = sim::Run(w, "bestfit", o);
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status(), check);
+  if (o.mode == Mode::kFill) {
+    EXPECT_EQ(PlanFill(w, o).status(), check);
+  }
+}
+
+const double kNan = std::numeric_limits<double>::quiet_NaN();
+const double kInf = std::numeric_limits<double>::infinity();
+
+// All pods created at `t`.
+void SameCreationTime(Workload* w, int64_t t) {
+  for (core::PodSpec& p : w->pods) {
+    p.deletion_s = t + (p.deletion_s - p.creation_s);
+    p.creation_s = t;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Options, RefusedTest,
+    testing::Values(
+        RefusedCase{"TuneNan", [](Workload*, SimOptions* o) { o->tune = kNan; }, "tune"},
+        RefusedCase{"TuneZero", [](Workload*, SimOptions* o) { o->tune = 0; }, "tune"},
+        RefusedCase{"TuneInf", [](Workload*, SimOptions* o) { o->tune = kInf; }, "tune"},
+        RefusedCase{"ChurnDurationZero",
+                    [](Workload*, SimOptions* o) {
+                      o->mode = Mode::kChurn;
+                      o->duration_h = 0;
+                    },
+                    "churn duration"},
+        RefusedCase{"ChurnDurationInf",
+                    [](Workload*, SimOptions* o) {
+                      o->mode = Mode::kChurn;
+                      o->duration_h = kInf;
+                    },
+                    "churn duration"},
+        RefusedCase{"ChurnLoadNan",
+                    [](Workload*, SimOptions* o) {
+                      o->mode = Mode::kChurn;
+                      o->load = kNan;
+                    },
+                    "load"},
+        RefusedCase{"WarmupHuge",
+                    [](Workload*, SimOptions* o) {
+                      o->mode = Mode::kChurn;
+                      o->warmup_h = 1e300;
+                    },
+                    "warm-up"},
+        RefusedCase{"ReplayTimeScaleTiny",
+                    [](Workload*, SimOptions* o) {
+                      o->mode = Mode::kReplay;
+                      o->time_scale = 1e-300;
+                    },
+                    "time_scale"},
+        RefusedCase{"ReplayTimeScaleNan",
+                    [](Workload*, SimOptions* o) {
+                      o->mode = Mode::kReplay;
+                      o->time_scale = kNan;
+                    },
+                    "time_scale"},
+        RefusedCase{"ReferenceStreamOutsideFill",
+                    [](Workload*, SimOptions* o) {
+                      o->mode = Mode::kChurn;
+                      o->rng = RngKind::kReference;
+                    },
+                    "only for fill"},
+        RefusedCase{"ChurnTooManyArrivals",
+                    [](Workload*, SimOptions* o) {
+                      o->mode = Mode::kChurn;
+                      o->load = 100;
+                      o->duration_h = 87600;
+                    },
+                    "more than the limit of 5000000 per run"},
+        RefusedCase{"FillTooManyPods",
+                    [](Workload* w, SimOptions* o) {
+                      for (core::PodSpec& p : w->pods) {
+                        p.shape.num_gpu = 1;
+                        p.shape.gpu_milli = 1;
+                      }
+                      o->tune = 100;
+                    },
+                    "more than the limit of 5000000 per run"},
+        RefusedCase{"ReplayAllPodsCreatedAtOnce",
+                    [](Workload* w, SimOptions* o) {
+                      SameCreationTime(w, 1000);
+                      o->mode = Mode::kReplay;
+                      o->duration_h = -1;
+                    },
+                    "are created at 1000 s, so the replayed window is empty"},
+        RefusedCase{"ReplayOnePod",
+                    [](Workload* w, SimOptions* o) {
+                      w->pods.resize(1);
+                      o->mode = Mode::kReplay;
+                    },
+                    "replayed window is empty"},
+        RefusedCase{"ReplayWarmupPastTheLastArrival",
+                    [](Workload*, SimOptions* o) {
+                      o->mode = Mode::kReplay;
+                      o->warmup_h = 1000;
+                    },
+                    "leaves nothing to measure"},
+        RefusedCase{"ReplayWindowShorterThanOneGap",
+                    [](Workload* w, SimOptions* o) {
+                      w->pods.resize(2);
+                      w->pods[0].creation_s = 0;
+                      w->pods[1].creation_s = 7200;
+                      o->mode = Mode::kReplay;
+                      o->warmup_h = 0.5;
+                      o->duration_h = 0.5;
+                    },
+                    "no pod arrives in the measured window"},
+        RefusedCase{"ClusterWithoutGpus",
+                    [](Workload* w, SimOptions*) {
+                      for (core::NodeSpec& n : w->nodes) {
+                        n.num_gpus = 0;
+                        n.gpu_model.clear();
+                      }
+                    },
+                    "no GPUs"},
+        RefusedCase{"TooManyGpuModels",
+                    [](Workload* w, SimOptions*) {
+                      for (size_t i = 0; i < w->nodes.size(); ++i) {
+                        w->nodes[i].gpu_model = "M" + std::to_string(i);
+                      }
+                    },
+                    "distinct GPU models"}),
+    [](const testing::TestParamInfo<RefusedCase>& info) { return info.param.name; });
+
+TEST_F(SimulatorTest, CheckRunAcceptsTheDefaults) {
+  for (const SimOptions& o : {Fill(42), Churn(42), Replay(10)}) {
+    EXPECT_TRUE(CheckRun(Builtin(), o).ok()) << ModeName(o.mode) << ": " << CheckRun(Builtin(), o);
+  }
+}
+
+// A window far shorter than the warm-up used to add sample intervals too small to move the
+// sample time, looping for ever; the series now always has a bounded number of points.
+TEST_F(SimulatorTest, ChurnWithATinyWindowTerminatesWithABoundedSeries) {
+  SimOptions o = Churn(42);
+  o.warmup_h = 20;
+  o.duration_h = 1e-12;
+  const RunResult r = MustRun(Builtin(), "bestfit", o);
+  EXPECT_LE(r.unalloc_series.size(), 241u);
+  EXPECT_GE(r.unalloc_gpu_pct_steady, 0);
+  EXPECT_LE(r.unalloc_gpu_pct_steady, 100);
+}
+
+TEST_F(SimulatorTest, ChurnSeriesHasTheDocumentedSamples) {
+  const RunResult r = MustRun(Builtin(), "bestfit", Churn(42));
+  EXPECT_EQ(r.unalloc_series.size(), 241u);
+  EXPECT_DOUBLE_EQ(r.unalloc_series.back().first, r.measured_hours);
+}
+
+TEST_F(SimulatorTest, FillFiguresBeyondTheArrivedDemandAreUndefined) {
+  SimOptions o = Fill(42);
+  o.tune = 1.0;
+  const RunResult r = MustRun(Builtin(), "bestfit", o);
+  EXPECT_FALSE(std::isnan(r.unalloc_gpu_pct_at_100));
+  EXPECT_FALSE(std::isnan(r.frag_ratio_pct_at_90));
+  EXPECT_TRUE(std::isnan(r.unalloc_gpu_pct_at_130)) << r.unalloc_gpu_pct_at_130;
 }
 
 TEST(ModeNameTest, NamesEveryMode) {

@@ -64,6 +64,7 @@ struct SimOptions {
   double typical_coverage_pct = 95.0;
   // Tuning knobs passed to the policy factory.
   std::map<std::string, std::string> policy_params;
+  bool score_cache = true;  // false: every Score recomputed (the cache must be invisible)
 };
 
 // One point of a fill curve: means over the events whose arrived demand rounds to `arrived_pct`.
@@ -113,6 +114,17 @@ struct FillPlan {
   std::vector<int> node_order;
 };
 absl::StatusOr<FillPlan> PlanFill(const Workload& workload, const SimOptions& options);
+
+// Most pods one run may replay (fill: the trace plus resampled pods; churn: the warm start plus
+// the expected arrivals), so that no option makes a run's time or memory unbounded.
+inline constexpr int64_t kMaxRunArrivals = 5'000'000;
+// The checks Run makes before it starts, so callers can refuse bad input up front: options
+// finite and within range (tune [0.01, 100]; churn: load [0.001, 100], duration (0, 87600] h;
+// replay: time_scale [1e-6, 1e9]; warm-up <= 87600 h), a cluster with GPUs and at most
+// kMaxGpuModels - 1 models, GPU demand, at most kMaxRunArrivals pods, and in replay a non-empty
+// measured window (pods created at different times, a warm-up before the last arrival, and at
+// least one arrival inside [warm-up, warm-up + duration)). kInvalidArgument with the reason.
+absl::Status CheckRun(const Workload& workload, const SimOptions& options);
 
 // Built-in deterministic cluster and workload used when no files are given (docs/simulator.md):
 // 96 nodes (48 x 8-GPU, 32 x 2-GPU, 16 x 4-GPU over three GPU models) and pods drawn from a
