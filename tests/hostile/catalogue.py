@@ -334,8 +334,9 @@ def secondary_output_cases():
                   WRITERS[8].argv + ["--eval", "{e.csv}", "-o", "{e.csv}"],
                   files={"e.csv": ALLREDUCE_CSV}, msg=["e.csv"]))
     c.append(Case("write-fail", "profile/unwritable-found-before-sampling",
-                  ["profile", "-q", "--duration", "30", "--interval", "1", "-o", "/dev/full"],
-                  exit=1, msg=["/dev/full"], max_s=40))
+                  ["profile", "-q", "--duration", "60", "--interval", "1", "-o", "{ro/p.json}"],
+                  exit=1, setup=[("dir", "ro"), ("chmod", "ro", 0o555)], msg=["ro/p.json"],
+                  max_s=8))
     c.append(Case("write-fail", "profile/missing-dir-found-at-once",
                   ["profile", "-q", "--duration", "60", "--interval", "1", "-o", "{no/p.json}"],
                   exit=2, msg=["no/p.json"], max_s=8))
@@ -359,8 +360,9 @@ def secondary_output_cases():
 # Input readers: every input flag gets the same bad files.
 
 class Reader:
-    def __init__(self, key, argv, slot, flag, empty_ok=False):
+    def __init__(self, key, argv, slot, flag, empty_ok=False, by_extension=False):
         self.empty_ok = empty_ok
+        self.by_extension = by_extension  # the format comes from the name: no stdin controls
         self.key = key
         self.argv = argv   # with "{IN}" where the input goes
         self.slot = slot   # fixture name that {IN} replaces in control runs
@@ -370,6 +372,12 @@ class Reader:
 READERS = [
     Reader("simulate-nodes", ["simulate", "-q", "--nodes", "IN", "--pods", "{pods.csv}",
                               "--policy", "bestfit", "--seeds", "1"], "nodes.csv", "--nodes"),
+    Reader("simulate-nodes-yaml", ["simulate", "-q", "--nodes", "IN", "--pods", "{pods.csv}",
+                                   "--policy", "bestfit", "--seeds", "1"], "cluster.yaml",
+           "--nodes", by_extension=True),
+    Reader("simulate-nodes-json", ["simulate", "-q", "--nodes", "IN", "--pods", "{pods.csv}",
+                                   "--policy", "bestfit", "--seeds", "1"], "cluster.json",
+           "--nodes", by_extension=True),
     Reader("simulate-pods", ["simulate", "-q", "--nodes", "{nodes.csv}", "--pods", "IN",
                              "--policy", "bestfit", "--seeds", "1"], "pods.csv", "--pods"),
     Reader("simulate-replay-pods", ["simulate", "-q", "--nodes", "{nodes.csv}", "--pods", "IN",
@@ -380,6 +388,10 @@ READERS = [
            "prices.yaml", "--prices", empty_ok=True),
     Reader("serve-sim-trace", ["serve-sim", "--trace", "IN", "--batching", "continuous"],
            "azure.csv", "--trace"),
+    Reader("serve-sim-mooncake", ["serve-sim", "--trace", "IN", "--batching", "continuous"],
+           "mooncake.jsonl", "--trace"),
+    Reader("serve-sim-sharegpt", ["serve-sim", "--trace", "IN", "--batching", "continuous"],
+           "sharegpt.csv", "--trace"),
     Reader("costmodel-check-profile", ["costmodel", "check", "--gpu", "h100", "--profile", "IN"],
            "allreduce.csv", "--profile"),
     Reader("costmodel-fit-profile", ["costmodel", "fit", "--gpu", "h100", "--profile", "IN"],
@@ -387,6 +399,10 @@ READERS = [
     Reader("costmodel-fit-eval", ["costmodel", "fit", "--gpu", "h100", "--profile",
                                   "{allreduce.csv}", "--eval", "IN"], "allreduce.csv", "--eval"),
 ]
+
+
+SLOW_READERS = ("simulate-nodes", "analyze-input", "analyze-prices", "serve-sim-trace",
+                "costmodel-check-profile")
 
 
 def _with(argv, value):
@@ -404,19 +420,23 @@ def reader_cases():
             c.append(Case(cls, "%s/%s" % (k, name), _with(r.argv, value), **kw))
 
         add("control", "valid", "{%s}" % r.slot, exit=0)
-        add("control", "stdin-dash", "-", exit=0, stdin=FIXTURES[r.slot])
-        add("control", "dev-stdin", "/dev/stdin", exit=0, stdin=FIXTURES[r.slot])
-        add("control", "fifo-with-writer", "{in.fifo}", exit=0,
-            setup=[("fifo_feed", "in.fifo", r.slot)])
+        if not r.by_extension:
+            add("control", "stdin-dash", "-", exit=0, stdin=FIXTURES[r.slot])
+            add("control", "dev-stdin", "/dev/stdin", exit=0, stdin=FIXTURES[r.slot])
+            add("control", "fifo-with-writer", "{in.fifo}", exit=0,
+                setup=[("fifo_feed", "in.fifo", r.slot)])
         add("exit-code", "missing-file", "{nothere%s}" % ext, msg=["nothere" + ext])
         add("bad-value", "directory", "{adir}", setup=[("dir", "adir")], msg=["adir"])
         add("hang", "dev-zero", "/dev/zero", msg=["/dev/zero"], timeout=60)
-        add("hang", "stdin-dev-zero", "-", stdin=("path", "/dev/zero"),
-            msg=[("standard input", "stdin", "-")], timeout=60)
-        add("hang", "fifo-no-writer", "{in.fifo}", setup=[("fifo", "in.fifo")],
-            msg=["in.fifo"], max_s=15)
-        add("hang", "fifo-silent-writer", "{in.fifo}", setup=[("fifo_held", "in.fifo")],
-            msg=["in.fifo"], max_s=16)
+        # The same reader serves every input: the slow cases (10 s FIFO timeout, 1 GiB of
+        # zeros) run for one input of each command.
+        if k in SLOW_READERS:
+            add("hang", "stdin-dev-zero", "-", stdin=("path", "/dev/zero"),
+                msg=[("standard input", "stdin", "-")], timeout=60)
+            add("hang", "fifo-no-writer", "{in.fifo}", setup=[("fifo", "in.fifo")],
+                msg=["in.fifo"], max_s=15)
+            add("hang", "fifo-silent-writer", "{in.fifo}", setup=[("fifo_held", "in.fifo")],
+                msg=["in.fifo"], max_s=16)
         empty = (0, 2) if r.empty_ok else 2
         add("bad-value", "empty-file", "{empty%s}" % ext, files={"empty" + ext: ""},
             msg=["empty" + ext], exit=empty)
@@ -448,7 +468,8 @@ def reader_cases():
 
 SIM = ["simulate", "-q", "--nodes", "{nodes.csv}", "--pods", "{pods.csv}", "--policy", "bestfit",
        "--seeds", "1"]
-SIM_CHURN = SIM + ["--mode", "churn"]
+SIM_CHURN = ["simulate", "-q", "--nodes", "{nodes.csv}", "--pods", "{pods_replay.csv}",
+             "--policy", "bestfit", "--seeds", "1", "--mode", "churn"]
 SIM_REPLAY = ["simulate", "-q", "--nodes", "{nodes.csv}", "--pods", "{pods_replay.csv}",
               "--policy", "bestfit", "--seeds", "1", "--mode", "replay"]
 PROFILE = ["profile", "-q", "-o", "{p.json}"]
@@ -491,8 +512,8 @@ NUMERIC_FLAGS = [
     (CM_FIT, "--roofline-exponent", "float", False),
     (CM_FIT, "--train-workers", "int", False),
     (PROBE, "--samples", "int", False),
-    (PROBE, "--interval-ms", "int", False),
-    (PROBE, "--timeout-ms", "int", False),
+    (PROBE, "--interval-ms", "duration", False),
+    (PROBE, "--timeout-ms", "duration", False),
     (CLOCK_SIM, "--drift-ppm", "float", True),
     (CLOCK_SIM, "--jitter-us", "float", False),
     (CLOCK_SIM, "--outlier-pct", "float", False),
@@ -513,6 +534,7 @@ BAD_ALWAYS = [("nan", "nan"), ("inf", "inf"), ("-inf", "-inf"), ("infinity", "In
               ("overflow", "99999999999999999999999")]
 BAD_NONNEG = [("minus-one", "-1")]
 BAD_INT = [("fraction", "1.5"), ("int64-plus-one", "9223372036854775808")]
+BAD_UINT = [("fraction", "1.5"), ("uint64-plus-one", "18446744073709551616")]
 
 
 def numeric_cases(flags):
@@ -521,8 +543,10 @@ def numeric_cases(flags):
         values = list(BAD_ALWAYS)
         if not neg_ok:
             values += BAD_NONNEG
-        if kind in ("int", "uint"):
+        if kind == "int":
             values += BAD_INT
+        elif kind == "uint":
+            values += BAD_UINT
         cmd = command_of(base)
         for vname, v in values:
             c.append(Case("bad-value", "%s/%s=%s" % (cmd.replace(" ", "-"), flag, vname),
@@ -628,7 +652,7 @@ def hang_cases():
                       out=[("o.json", "json")]))
     for name, v, want in seeds[:8]:
         c.append(Case(H, "clock-simulate/seeds-%s" % name,
-                      ["clock", "simulate", "--samples", "8", "--seeds", v, "-o", "{o.json}"],
+                      ["clock", "simulate", "--samples", "16", "--seeds", v, "-o", "{o.json}"],
                       exit=want, msg=["--seeds"], out=[("o.json", "json")]))
     c += [
         Case(H, "profile/interval-1us-long-duration",
@@ -778,8 +802,10 @@ def bad_value_cases():
              files={"n.yaml": NODES_CSV}, msg=["n.yaml"]),
         Case(B, "analyze/policy-unknown", ANALYZE + ["--policy", "nope"], msg=["nope"]),
         Case(B, "analyze/report-unknown", ANALYZE + ["--report", "nope"], msg=["nope"]),
-        Case(B, "analyze/prices-is-directory", ANALYZE + ["--prices", "{T}"], msg=["--prices"]),
-        Case(B, "analyze/input-is-directory", ["analyze", "-i", "{T}"], msg=["--input"]),
+        Case(B, "analyze/prices-is-directory", ANALYZE + ["--prices", "{T}"],
+             msg=[("--prices", "{T}")]),
+        Case(B, "analyze/input-is-directory", ["analyze", "-i", "{T}"],
+             msg=[("--input", "{T}")]),
         Case(B, "analyze/input-is-cwd", ["analyze", "-i", "."], msg=["."]),
         Case(B, "profile/node-name-invalid-utf8",
              ["profile", "-q", "--duration", "1", "--interval", "0.5", "--node-name",
@@ -795,13 +821,14 @@ def bad_value_cases():
              msg=["99999"]),
         Case(B, "profile/prometheus-port-garbage", PROFILE + ["--prometheus", "http://h:x"],
              msg=["http://h:x"]),
-        Case(B, "profile/prometheus-empty", PROFILE + ["--prometheus", ""],
-             msg=["--prometheus"]),
+        Case(B, "profile/prometheus-empty", ["profile", "-q", "--duration", "1", "--interval",
+                                             "0.5", "-o", "{p.json}", "--prometheus", ""],
+             exit=(0, 2), msg=["--prometheus"], out=[("p.json", "profile")]),
         Case(B, "profile/prometheus-no-host", PROFILE + ["--prometheus", "http://:9090"],
              msg=["--prometheus"]),
         Case(B, "profile/prometheus-invalid-utf8",
              PROFILE + ["--prometheus", os.fsdecode(b"http://\xff\xfe:9090")], exit=(1, 2),
-             msg=["--prometheus"], max_s=10),
+             msg=[("--prometheus", "prometheus")], max_s=10),
         Case(B, "serve-sim/model-unknown", SERVE + ["--model", "gpt-9"], msg=["gpt-9"]),
         Case(B, "serve-sim/gpu-unknown", SERVE + ["--gpu", "b9000"], msg=["b9000"]),
         Case(B, "serve-sim/batching-unknown", SERVE[:-2] + ["--batching", "dynamic"],
@@ -834,12 +861,12 @@ def bad_value_cases():
         Case(B, "clock-probe/server-bad-port", ["clock", "probe", "--server", "127.0.0.1:70000"],
              msg=["70000"]),
         Case(B, "clock-probe/server-port-garbage", ["clock", "probe", "--server",
-                                                    "127.0.0.1:ntp!"], msg=["127.0.0.1:ntp!"]),
+                                                    "127.0.0.1:ntp!"], msg=["ntp!"]),
         Case(B, "clock-probe/server-ipv6-unclosed", ["clock", "probe", "--server", "[::1:123"],
              msg=["[::1:123"]),
         Case(B, "clock-probe/server-invalid-utf8",
              ["clock", "probe", "--server", os.fsdecode(b"\xff\xfe.invalid"), "--samples", "1",
-              "--timeout-ms", "200"], exit=(1, 2), msg=["--server"], max_s=10),
+              "--timeout-ms", "200"], exit=(1, 2), msg=[("--server", ".invalid")], max_s=10),
         Case(B, "clock-simulate/warmup-exceeds-samples", CLOCK_SIM + ["--samples", "8",
                                                                       "--warmup", "100"],
              msg=["--warmup"]),
@@ -899,7 +926,7 @@ def garbage_cases():
                     msg=["p.json", "/nodes/1"])
     analyze_profile("duplicate-key", PROFILE_JSON.replace('"version": 1,',
                                                           '"version": 1, "version": 1,'),
-                    msg=["p.json"])
+                    want=(0, 2), msg=["p.json"])
     analyze_profile("interval-negative", PROFILE_JSON.replace('"interval_s": 1',
                                                               '"interval_s": -1'),
                     msg=["p.json", "interval_s"])
@@ -952,7 +979,7 @@ def garbage_cases():
             ("hours-over-month", "hours_per_month: 745\n", 1),
             ("duplicate-model", "gpu_usd_per_hour:\n  L4: 1\n  L4: 2\n", 3),
             ("unknown-key", "gpu_usd_per_hr:\n  L4: 1\n", 1),
-            ("top-level-list", "- 1\n- 2\n", 1),
+            ("top-level-list", "- 1\n- 2\n", 0),
             ("tab-indent", "gpu_usd_per_hour:\n\tL4: 1\n", 2),
             ("empty-model-name", "gpu_usd_per_hour:\n  \"\": 1\n", 2)):
         argv, files = _prices(body)
@@ -1015,7 +1042,7 @@ def garbage_cases():
     nodes_file("yaml-gpu-milli-negative", "c.yaml",
                CLUSTER_YAML.replace("capacity: {memory_mib: 15360}",
                                     "capacity: {memory_mib: 15360, gpu_milli: -5}", 1),
-               msg=["c.yaml:10", "gpu_milli"])
+               msg=["c.yaml:9", "gpu_milli"])
     nodes_file("yaml-price-inf", "c.yaml", CLUSTER_YAML.replace("price_usd_per_hour: 0.35",
                                                                 "price_usd_per_hour: .inf"),
                msg=["c.yaml:3", "price_usd_per_hour"])
@@ -1073,7 +1100,8 @@ def garbage_cases():
     pods_file("sharing-pod-two-gpus", H + "p0,1000,1024,2,500\n", msg=["p.csv:2"])
     pods_file("num-gpu-overflow", H + "p0,1000,1024,99999999999999999999,1000\n",
               msg=["p.csv:2", "num_gpu"])
-    pods_file("num-gpu-1e9", H + "p0,1000,1024,1000000000,1000\n", msg=["p.csv:2", "num_gpu"])
+    pods_file("num-gpu-1e9", H + "p0,1000,1024,1000000000,1000\n", want=(0, 2),
+              msg=["p.csv:2", "num_gpu"])
     pods_file("cpu-nan", H + "p0,nan,1024,1,1000\n", msg=["p.csv:2", "cpu_milli"])
     pods_file("cpu-inf", H + "p0,inf,1024,1,1000\n", msg=["p.csv:2", "cpu_milli"])
     pods_file("header-only", H, msg=["p.csv"])
@@ -1271,7 +1299,7 @@ def injection_cases():
     c.append(Case(I, "simulate/yaml-bad-type-ansi-error",
                   SIM[:2] + ["--nodes", "{c.yaml}", "--pods", "{pods.csv}"],
                   files={"c.yaml": CLUSTER_YAML.replace("type: gpu", 'type: "\\e[2Jtpu"', 1)},
-                  exit=2, msg=["c.yaml:10"], absent=no_esc))
+                  exit=2, msg=["c.yaml:9"], absent=no_esc))
     c.append(Case(I, "serve-sim/trace-field-ansi",
                   ["serve-sim", "--trace", "{a.csv}"],
                   files={"a.csv": "TIMESTAMP,ContextTokens,GeneratedTokens\n"
@@ -1279,7 +1307,8 @@ def injection_cases():
                   exit=2, msg=["a.csv:2"], absent=no_esc))
     c.append(Case(I, "costmodel/column-ansi",
                   ["costmodel", "check", "--gpu", "h100", "--profile", "{c.csv}"],
-                  files={"c.csv": ALLREDUCE_HEADER + "0,1,1,1," + EV + ",0,0,2,2048,all_reduce,8,8\n"},
+                  files={"c.csv": ALLREDUCE_HEADER + "0,1,1,1," + EV +
+                                  ",0,0,2,2048,all_reduce,8,8\n"},
                   exit=2, msg=["c.csv:2"], absent=no_esc))
     c.append(Case(I, "profile/node-name-ansi",
                   ["profile", "--duration", "1", "--interval", "0.5", "--node-name", EV, "-o",
@@ -1312,9 +1341,10 @@ def injection_cases():
     c.append(Case(I, "clock-probe/server-name-ansi",
                   ["clock", "probe", "--server", EV + ".invalid", "--samples", "1",
                    "--timeout-ms", "200"], exit=(1, 2), msg=["evil"], absent=no_esc, max_s=10))
-    for cmd in (["simulate"], ["profile"], ["analyze"], ["serve-sim"], ["costmodel", "check"],
-                ["costmodel", "fit"], ["clock", "probe"], ["clock", "simulate"],
-                ["bench", "timers"], ["version"], ["completion"], ["help"]):
+    for w in WRITERS:  # required flags given, so the unknown flag is what gets reported
+        c.append(Case(I, "%s/unknown-flag-ansi" % w.key, w.argv + ["-o", "{x.json}", "--" + EV],
+                      msg=["evil"], absent=no_esc, server=w.server))
+    for cmd in (["completion", "bash"], ["help", "simulate"]):
         c.append(Case(I, "%s/unknown-flag-ansi" % "-".join(cmd), cmd + ["--" + EV],
                       msg=["evil"], absent=no_esc))
     c.append(Case(I, "top/unknown-command-ansi", [EV], msg=["evil"], absent=no_esc))
@@ -1370,9 +1400,10 @@ def exit_code_cases():
                           msg=["pdf"], server=w.server))
             c.append(Case(E, "%s/format-empty" % w.key, w.argv + ["--format", ""],
                           msg=["--format"], server=w.server))
-        c.append(Case(E, "%s/extra-positional" % w.key, w.argv + ["stray"], msg=["stray"],
-                      server=w.server))
-        c.append(Case(E, "%s/huge-flag-value" % w.key, w.argv + ["--format", "j" * 100000],
+        c.append(Case(E, "%s/extra-positional" % w.key, w.argv + ["-o", "{x.json}", "stray"],
+                      msg=["stray"], server=w.server))
+        c.append(Case(E, "%s/huge-flag-value" % w.key,
+                      w.argv + ["-o", "{x.json}", "--format", "j" * 100000],
                       msg=["--format"], server=w.server))
     c += [
         Case(E, "serve-sim/missing-trace", ["serve-sim"], msg=["--trace"]),
@@ -1486,6 +1517,46 @@ def control_cases():
     ]
 
 
+# Mutants: each reader's valid input with one field or number replaced by a hostile token,
+# chosen by a fixed seed. No row was written for them: they are the "inputs not seen". Each must
+# exit 0 (with a valid output) or 2 (an input error), never crash, hang or exit 1.
+CSV_TOKENS = ["nan", "-1", "1e309", "", "99999999999999999999", "-0", "1e-320", ESC + "x",
+              "\udcff", '"', "9" * 5000, "0x10", " 1", "+5", "1_000", "inf", "\x00", "1,2"]
+JSON_TOKENS = ["NaN", "-1", "1e309", "null", '"x"', "[]", "{}", "1e-320", "-0",
+               "99999999999999999999", "true", '"\\u001b[2J"', "1e308", "-1e308",
+               "[" * 5000 + "]" * 5000, '"\\ud800"']
+
+
+def _mutate(text, rnd):
+    import re
+    if text.lstrip().startswith(("{", "[")) or "\n  " in text or text.startswith(("name:",
+                                                                                   "source:")):
+        spans = [m.span() for m in re.finditer(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", text)]
+        a, b = spans[rnd.randrange(len(spans))]
+        return text[:a] + rnd.choice(JSON_TOKENS) + text[b:]
+    lines = text.split("\n")
+    r = rnd.randrange(1, max(2, len([l for l in lines if l])))
+    fields = lines[r].split(",")
+    fields[rnd.randrange(len(fields))] = rnd.choice(CSV_TOKENS)
+    lines[r] = ",".join(fields)
+    return "\n".join(lines)
+
+
+def mutant_cases(per_reader=12):
+    import random
+    c = []
+    for r in READERS:
+        rnd = random.Random("seedance-hostile-" + r.key)
+        ext = os.path.splitext(r.slot)[1]
+        for i in range(per_reader):
+            text = _mutate(FIXTURES[r.slot], rnd)
+            c.append(Case("garbage", "%s/mutant-%d" % (r.key, i),
+                          _with(r.argv, "{m%s}" % ext) + ["-o", "{o.json}"],
+                          files={"m" + ext: text}, exit=(0, 2), msg=["m" + ext],
+                          out=[("o.json", "json")]))
+    return c
+
+
 def build(binary=None):
     cases = []
     cases += destroy_and_write_cases()
@@ -1498,4 +1569,5 @@ def build(binary=None):
     cases += injection_cases()
     cases += exit_code_cases()
     cases += control_cases()
+    cases += mutant_cases()
     return cases

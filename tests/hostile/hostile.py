@@ -420,42 +420,30 @@ def _walk(root):
 
 
 class FifoReader:
-    """Reads a FIFO without blocking the driver, until the command has exited."""
+    """Reads a FIFO for the command. The driver also holds a write end, so the reader never sees
+    a spurious end of file before the command opens the FIFO; finish() drops it and drains."""
 
     def __init__(self, path):
-        self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        self.rfd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        self.wfd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        os.set_blocking(self.rfd, True)
         self.data = bytearray()
-        self.done = threading.Event()
-        self.proc_exited = threading.Event()
         self.thread = threading.Thread(target=self._loop, daemon=True)
         self.thread.start()
 
     def _loop(self):
         try:
-            while True:
-                r, _, _ = select.select([self.fd], [], [], 0.05)
-                if r:
-                    try:
-                        chunk = os.read(self.fd, 1 << 16)
-                    except BlockingIOError:
-                        chunk = None
-                    if chunk:
-                        self.data += chunk
-                        if len(self.data) > FSIZE_LIMIT:
-                            return
-                        continue
-                    if self.proc_exited.is_set():
-                        return
-                    time.sleep(0.02)
-                elif self.proc_exited.is_set():
+            while len(self.data) <= FSIZE_LIMIT:
+                chunk = os.read(self.rfd, 1 << 16)
+                if not chunk:
                     return
+                self.data += chunk
         finally:
-            os.close(self.fd)
-            self.done.set()
+            os.close(self.rfd)
 
     def finish(self):
-        self.proc_exited.set()
-        self.done.wait(5)
+        os.close(self.wfd)
+        self.thread.join(5)
         return bytes(self.data)
 
 
@@ -619,20 +607,11 @@ class Runner:
                 self._write_file(d, name, step[2])
             else:
                 raise ValueError("unknown setup step %r" % (step,))
-        if nobody:
+        if nobody:  # the case's files belong to nobody, with the modes the case gave them
             os.chmod(work, 0o755)
-            os.chmod(d, 0o777)
-            for rel, p in _walk(d).items():
-                if os.path.isdir(p) and not os.path.islink(p):
-                    if os.stat(p).st_mode & 0o777 not in (0o555,):
-                        os.chmod(p, 0o777)
-                elif os.path.isfile(p) and not os.path.islink(p):
-                    if os.stat(p).st_mode & 0o222:
-                        os.chmod(p, 0o644)
-                elif not os.path.islink(p):
-                    st = os.lstat(p)
-                    if stat.S_ISFIFO(st.st_mode) or stat.S_ISCHR(st.st_mode):
-                        os.chmod(p, 0o666)
+            os.lchown(d, NOBODY, NOBODY)
+            for p in _walk(d).values():
+                os.lchown(p, NOBODY, NOBODY)
         before = {rel: _snapshot(p) for rel, p in _walk(d).items()}
 
         stdin = subprocess.DEVNULL
@@ -774,7 +753,8 @@ class Runner:
             long_lines = [len(l) for l in err.split(b"\n") if len(l) > MAX_LINE]
             if long_lines:
                 return res("unclear-message", "a %d-byte message line" % long_lines[0])
-            if re.search(r"\d{40}", text):
+            unquoted = re.sub(r"'[^'\n]*'|\"[^\"\n]*\"", "", text)  # echoed input is fine
+            if re.search(r"\d{40}", unquoted):
                 return res("unclear-message", "a 40-digit number in the message")
             for alts in msgs:
                 if not any(a in text for a in alts):
@@ -856,7 +836,9 @@ def main():
     results = []
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
-            futs = [ex.submit(runner.run, c) for c in cases]
+            # Slow cases first, so that the two workers finish together.
+            order = sorted(cases, key=lambda c: -(c.max_s or c.timeout or 0))
+            futs = [ex.submit(runner.run, c) for c in order]
             for fut in concurrent.futures.as_completed(futs):
                 r = fut.result()
                 results.append(r)
@@ -884,6 +866,12 @@ def main():
         by_outcome[r.outcome] = by_outcome.get(r.outcome, 0) + 1
     print("hostile: cases per class: " +
           ", ".join("%s %d" % (k, counts[k]) for k in sorted(counts)))
+    by_command = {}
+    for r in failed:
+        by_command[r.case.command] = by_command.get(r.case.command, 0) + 1
+    if by_command:
+        print("hostile: failures by command: " +
+              ", ".join("%s %d" % (k, v) for k, v in sorted(by_command.items())))
     if by_outcome:
         print("hostile: failures by outcome: " +
               ", ".join("%s %d" % (k, v) for k, v in sorted(by_outcome.items())))
