@@ -136,7 +136,9 @@ HUGE_LINE = "x" * (2 << 20)         # a 2 MB field
 class Case:
     def __init__(self, cls, name, argv, exit=2, msg=(), stdin=None, files=None, setup=(),
                  out=(), mutable=(), absent=(), present=(), timeout=None, max_s=None,
-                 nobody=False, server=None, env=None, stdout=None, command=None):
+                 nobody=False, server=None, env=None, stdout=None, command=None,
+                 no_new_files=False):
+        self.no_new_files = no_new_files
         self.cls = cls
         self.name = name
         self.argv = list(argv)
@@ -276,6 +278,22 @@ def destroy_and_write_cases():
             setup=[("socket", "sock.json")], msg=["sock.json"])
         add("write-fail", "proc-file", ["-o", "/proc/version"], exit=(1, 2),
             msg=["/proc/version"])
+        add("write-fail", "full-disk", ["-o", "{full/out.json}"], exit=1,
+            setup=[("full_fs", "full")], msg=["full/out.json"])
+        add("write-fail", "full-disk-keeps-old-file", ["-o", "{full/out.json}"], exit=1,
+            setup=[("full_fs", "full", ("full/out.json", old))], msg=["full/out.json"])
+        add("destroy", "dev-stdout-pipe", ["-o", "/dev/stdout"] + fj, exit=0, stdout="pipe",
+            out=[("stdout", w.fmt)], no_new_files=True)
+        add("destroy", "dev-fd-1-pipe", ["-o", "/dev/fd/1"] + fj, exit=0, stdout="pipe",
+            out=[("stdout", w.fmt)], no_new_files=True)
+        add("destroy", "dev-stderr", ["-o", "/dev/stderr"], exit=0, no_new_files=True)
+        add("destroy", "dash-no-stray-files", ["-o", "-"] + fj, exit=0, stdout="pipe",
+            out=[("stdout", w.fmt)], no_new_files=True)
+        add("destroy", "dir-symlink", ["-o", "{dl/out.json}"], exit=0,
+            setup=[("dir", "real"), ("symlink", "dl", "real")], out=[("real/out.json", w.fmt)])
+        add("destroy", "symlink-loop", ["-o", "{loop.json}"], exit=2,
+            setup=[("symlink", "loop.json", "loop2"), ("symlink", "loop2", "loop.json")],
+            msg=["loop.json"])
         if k in ("version", "analyze", "clock-simulate"):
             add("destroy", "invalid-utf8-path", ["-o", os.fsdecode(b"{T}/out\xff\xfe.json")],
                 exit=0, out=[(os.fsdecode(b"out\xff\xfe.json"), w.fmt)])
@@ -448,6 +466,11 @@ def reader_cases():
             msg=["no"])
         add("injection", "ansi-in-path", "{T}/" + ESC + "evil" + ext, msg=["evil"],
             absent=[("stderr", "\x1b")])
+        add("bad-value", "trailing-slash", "{%s}/" % r.slot, msg=[r.slot])
+        add("bad-value", "name-too-long", "{T}/" + "a" * 300 + ext, msg=["aaaa"])
+        add("bad-value", "symlink-loop", "{loop%s}" % ext, msg=["loop" + ext],
+            setup=[("symlink", "loop" + ext, "loop2"), ("symlink", "loop2", "loop" + ext)])
+        add("write-fail", "read-error", "/proc/self/mem", exit=1, msg=["/proc/self/mem"])
         add("exit-code", "huge-single-line", "{long%s}" % ext, files={"long" + ext: HUGE_LINE},
             msg=["long" + ext])
         add("write-fail", "unreadable-file", "{locked%s}" % ext, nobody=True,
@@ -535,6 +558,9 @@ BAD_ALWAYS = [("nan", "nan"), ("inf", "inf"), ("-inf", "-inf"), ("infinity", "In
 BAD_NONNEG = [("minus-one", "-1")]
 BAD_INT = [("fraction", "1.5"), ("int64-plus-one", "9223372036854775808")]
 BAD_UINT = [("fraction", "1.5"), ("uint64-plus-one", "18446744073709551616")]
+BAD_DURATION = [("unit-garbage", "5mm"), ("unit-only", "h"), ("inf-unit", "infh"),
+                ("nan-unit", "nanms"), ("overflow-unit", "1e309s"), ("mixed-sign", "1h-30m"),
+                ("fullwidth-digit", "\uff15s")]
 
 
 def numeric_cases(flags):
@@ -547,6 +573,10 @@ def numeric_cases(flags):
             values += BAD_INT
         elif kind == "uint":
             values += BAD_UINT
+        elif kind == "duration":
+            values += BAD_DURATION
+            if not neg_ok:
+                values += [("negative-unit", "-5m")]
         cmd = command_of(base)
         for vname, v in values:
             c.append(Case("bad-value", "%s/%s=%s" % (cmd.replace(" ", "-"), flag, vname),
@@ -554,6 +584,8 @@ def numeric_cases(flags):
             # the same value through --flag=VALUE, for a sample of the values
         c.append(Case("bad-value", "%s/%s=nan-equals-form" % (cmd.replace(" ", "-"), flag),
                       base + ["%s=nan" % flag], msg=[flag]))
+        c.append(Case("bad-value", "%s/%s=repeated-then-nan" % (cmd.replace(" ", "-"), flag),
+                      base + [flag, "1", flag, "nan"], msg=[flag]))
     c += [Case("bad-value", "global/--max-input-size=%s" % n, ["--max-input-size", v, "version"],
                msg=["--max-input-size"])
           for n, v in (("nan", "nan"), ("zero", "0"), ("minus", "-1"), ("unit", "1Z"),

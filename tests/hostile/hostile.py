@@ -330,6 +330,10 @@ class Invalid(Exception):
     pass
 
 
+class Skip(Exception):
+    """The machine cannot set the case up (e.g. no permission to mount a tmpfs)."""
+
+
 def _reject_constant(name):
     raise Invalid("non-standard JSON constant %s" % name)
 
@@ -516,6 +520,8 @@ class Runner:
         os.mkdir(d)
         try:
             return self._run(case, work, d)
+        except Skip as e:
+            return Result(case, "skipped", str(e), None, b"", case.argv, 0)
         except Exception as e:  # a bug in the driver or the catalogue: report, never hide
             return Result(case, "driver-error", "%s: %s" % (type(e).__name__, e), None, b"",
                           case.argv, 0)
@@ -563,6 +569,14 @@ class Runner:
                 server.close()
 
     def _run_with(self, case, work, d, port, feeders, readers):
+        mounts = []
+        try:
+            return self._run_mounted(case, work, d, port, feeders, readers, mounts)
+        finally:
+            for m in mounts:
+                subprocess.run(["umount", "-l", m], capture_output=True)
+
+    def _run_mounted(self, case, work, d, port, feeders, readers, mounts):
         used = set()
         argv = [self.binary] + [self._subst(d, a, port, used) for a in case.argv]
         msgs = [tuple(self._subst(d, a, port, set()) for a in (m if isinstance(m, tuple) else (m,)))
@@ -597,6 +611,23 @@ class Runner:
                 os.link(self._path(d, step[2]), p)
             elif what == "dir":
                 os.makedirs(p, exist_ok=True)
+            elif what == "full_fs":  # a 16 KiB tmpfs, filled: every write gets ENOSPC
+                os.makedirs(p, exist_ok=True)
+                r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", p],
+                                   capture_output=True)
+                if r.returncode != 0:
+                    raise Skip("cannot mount a tmpfs here (%s)" %
+                               r.stderr.decode(errors="replace").strip())
+                mounts.append(p)
+                for extra in step[2:]:
+                    self._write_file(d, extra[0], extra[1])
+                try:
+                    with open(os.path.join(p, ".filler"), "wb") as f:
+                        while True:
+                            f.write(b"\0" * 4096)
+                            f.flush()
+                except OSError:
+                    pass
             elif what == "socket":
                 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 s.bind(p)
@@ -609,6 +640,7 @@ class Runner:
                 raise ValueError("unknown setup step %r" % (step,))
         if nobody:  # the case's files belong to nobody, with the modes the case gave them
             os.chmod(work, 0o755)
+            os.lchown(work, NOBODY, NOBODY)
             os.lchown(d, NOBODY, NOBODY)
             for p in _walk(d).values():
                 os.lchown(p, NOBODY, NOBODY)
@@ -627,13 +659,19 @@ class Runner:
                 stdin = open(sp, "rb")
         out_path = os.path.join(work, "stdout")
         err_path = os.path.join(work, "stderr")
-        if case.stdout:
+        if case.stdout == "pipe":
+            stdout = subprocess.PIPE
+        elif case.stdout:
             if not stat.S_ISCHR(os.stat(case.stdout).st_mode):
                 raise RuntimeError("%s is not a character device; refusing to run" % case.stdout)
             stdout = open(case.stdout, "wb")
         else:
             stdout = open(out_path, "wb")
         stderr = open(err_path, "wb")
+        if nobody:  # so that /dev/stdout and /dev/stderr can be reopened by the command
+            for f in (stdout, stderr):
+                if hasattr(f, "fileno") and os.path.isfile(f.name):
+                    os.fchown(f.fileno(), NOBODY, NOBODY)
         limit = case.timeout or DEFAULT_TIMEOUT_S
         t0 = time.monotonic()
         hung = False
@@ -641,11 +679,17 @@ class Runner:
             proc = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, cwd=d,
                                     env=self._env(case), start_new_session=True,
                                     preexec_fn=self._limits(nobody))
+            piped = b""
             try:
-                rc = proc.wait(timeout=limit)
+                if case.stdout == "pipe":
+                    piped = proc.communicate(timeout=limit)[0] or b""
+                    rc = proc.returncode
+                else:
+                    rc = proc.wait(timeout=limit)
             except subprocess.TimeoutExpired:
                 hung = True
                 os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate() if case.stdout == "pipe" else None
                 rc = proc.wait()
             try:  # reap anything the command left in its process group
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -653,7 +697,7 @@ class Runner:
                 pass
         finally:
             for f in (stdin, stdout, stderr):
-                if hasattr(f, "close"):
+                if hasattr(f, "close") and not isinstance(f, int):
                     f.close()
         elapsed = time.monotonic() - t0
         reader_data = {}
@@ -672,7 +716,9 @@ class Runner:
         with open(err_path, "rb") as f:
             err = f.read()
         out = b""
-        if not case.stdout:
+        if case.stdout == "pipe":
+            out = piped
+        elif not case.stdout:
             with open(out_path, "rb") as f:
                 out = f.read()
         res = lambda outcome, detail: Result(case, outcome, detail, rc, err, argv, elapsed)  # noqa
@@ -725,6 +771,11 @@ class Runner:
         if temps:
             return res("partial-output-left", "temp file(s) left: %s" % ", ".join(temps))
         # 5. output
+        if rc == 0 and case.no_new_files:
+            expected = {t for t, _ in case.out}
+            new = [rel for rel in after if rel not in before and rel not in expected]
+            if new:
+                return res("partial-output-left", "stray file(s) created: %s" % ", ".join(new))
         if rc == 0:
             for target, fmt in case.out:
                 if target == "stdout":
@@ -842,7 +893,9 @@ def main():
             for fut in concurrent.futures.as_completed(futs):
                 r = fut.result()
                 results.append(r)
-                if r.outcome:
+                if r.outcome == "skipped":
+                    print("SKIP %-12s %s: %s" % (r.case.cls, r.case.name, r.detail), flush=True)
+                elif r.outcome:
                     tail = r.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
                     print("FAIL %-12s %s: %s: %s | %s" % (r.case.cls, r.case.name, r.outcome,
                                                           r.detail, tail[0][:300]), flush=True)
@@ -851,6 +904,8 @@ def main():
                           flush=True)
     finally:
         shutil.rmtree(base_tmp, ignore_errors=True)
+    skipped = [r for r in results if r.outcome == "skipped"]
+    results = [r for r in results if r.outcome != "skipped"]
     failed = [r for r in results if r.outcome]
     if args.failures:
         with open(args.failures, "w") as f:
@@ -876,6 +931,8 @@ def main():
         print("hostile: failures by outcome: " +
               ", ".join("%s %d" % (k, v) for k, v in sorted(by_outcome.items())))
     print("hostile: %.0f s%s" % (time.monotonic() - t0, " (sanitized build)" if asan else ""))
+    if skipped:
+        print("hostile: %d skipped (the machine cannot set them up)" % len(skipped))
     print("hostile: %d passed, %d failed" % (len(results) - len(failed), len(failed)))
     return 1 if failed else 0
 
