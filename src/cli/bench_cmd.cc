@@ -85,10 +85,9 @@ std::string RenderTable(const TimersFlags& f, const std::vector<engine::TimerBen
     absl::StrAppend(&text, absl::StrFormat("%-11s %10d %22.0f %16.0f %10s\n", r.impl, r.resident,
                                            r.schedule_cancel_pairs_per_s, r.expire_per_s, ratio));
   }
-  absl::StrAppend(&text, absl::StrFormat("(medians of %d repetitions; rates per second of %s)\n",
-                                         f.repetitions,
-                                         f.wall_clock ? "wall-clock time"
-                                                      : "the measuring thread's CPU time"));
+  absl::StrAppend(
+      &text, absl::StrFormat("(medians of %d repetitions; rates per second of %s)\n", f.repetitions,
+                             f.wall_clock ? "wall-clock time" : "the measuring thread's CPU time"));
   if (lateness != nullptr) {
     absl::StrAppend(
         &text,
@@ -102,9 +101,9 @@ std::string RenderTable(const TimersFlags& f, const std::vector<engine::TimerBen
 }
 
 int RunTimers(const TimersFlags& f) {
-  absl::StatusOr<std::string> format =
-      f.legacy_json && f.out.format.empty() ? absl::StatusOr<std::string>("json")
-                                            : ResolveFormat(f.out, kFormats);
+  absl::StatusOr<std::string> format = f.legacy_json && f.out.format.empty()
+                                           ? absl::StatusOr<std::string>("json")
+                                           : ResolveFormat(f.out, kFormats);
   if (!format.ok()) return Fail(format.status());
   std::vector<std::string> impls;
   if (f.impls != "all") {
@@ -167,12 +166,12 @@ void AddTimersFlags(CLI::App* timers, TimersFlags* flags) {
   AddDuration(timers, "--min-time", &flags->min_time_s, 1, base::Positive(60),
               "time per pairs measurement, at most 60s");
   AddInt<size_t>(timers, "--lateness-timers", &flags->lateness_timers, 0,
-                 engine::kMaxLatenessTimers, "timers in the lateness run (0..10000000; 0 skips it)");
+                 engine::kMaxLatenessTimers,
+                 "timers in the lateness run (0..10000000; 0 skips it)");
   AddDuration(timers, "--lateness-s", &flags->lateness_s, 1,
               base::Closed(0, engine::kMaxLatenessSpanS),
               "time the lateness run spreads deadlines over, at most 600s; 0 skips it");
-  AddDuration(timers, "--tick-ms", &flags->tick_s, 1e-3,
-              base::Closed(1e-6, 1.0),
+  AddDuration(timers, "--tick-ms", &flags->tick_s, 1e-3, base::Closed(1e-6, 1.0),
               "wheel tick of the lateness run, 1us..1s (a tick below the clock's 1 us "
               "resolution is refused)");
   timers->add_flag("--realtime", flags->realtime,
@@ -190,7 +189,7 @@ void AddTimersFlags(CLI::App* timers, TimersFlags* flags) {
 Command AddBenchCommand(CLI::App& app) {
   Command cmd;
   cmd.app = app.add_subcommand("bench", "Side-by-side benchmarks of the scheduling engine");
-  cmd.app->require_subcommand(1);
+  // No require_subcommand(1): it would hide a mistyped subcommand (`bench timer`).
   cmd.app->footer(
       "Subcommands:\n  timers   TimerWheel vs Boost.Asio, libevent and a std heap\n\n"
       "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error.");

@@ -54,6 +54,7 @@ std::string OutputPath(const OutputFlags& out) { return out.output.empty() ? "-"
 struct SimulateFlags {
   double drift_ppm = 10, jitter_us = 50, outlier_pct = 10, poll_s = 1;
   int samples = 64, warmup = 8, window = 64;
+  CLI::Option* warmup_opt = nullptr;  // to tell a given --warmup from the default
   std::vector<uint64_t> seeds = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
   std::string seeds_text = "1-15";
   OutputFlags out;
@@ -92,28 +93,31 @@ std::string SimulateTable(const SimulateFlags& f, const std::vector<EstimatorSco
   absl::StrAppend(&text, absl::StrFormat("%-10s %10s %10s %14s %16s\n", "estimator", "bias_us",
                                          "rms_us", "p99_|err|_us", "freq_error_ppm"));
   for (const EstimatorScore& s : med) {
-    absl::StrAppend(&text, absl::StrFormat("%-10s %10.2f %10.2f %14.2f %16.3f\n", s.estimator,
-                                           s.bias_us, s.rms_us, s.p99_abs_error_us,
-                                           s.freq_error_ppm));
+    absl::StrAppend(&text,
+                    absl::StrFormat("%-10s %10.2f %10.2f %14.2f %16.3f\n", s.estimator, s.bias_us,
+                                    s.rms_us, s.p99_abs_error_us, s.freq_error_ppm));
   }
   return text;
 }
 
-int Simulate(const SimulateFlags& f) {
+int Simulate(SimulateFlags f) {
   absl::StatusOr<std::string> format = Format(f.out, f.legacy_json);
   if (!format.ok()) return Fail(format.status());
+  // The default warmup (8) leaves at least half of a short run scored; a given one is kept.
+  if (f.warmup_opt == nullptr || f.warmup_opt->count() == 0)
+    f.warmup = std::min(f.warmup, f.samples / 2);
   if (f.warmup >= f.samples) {
     return UsageError("clock simulate: --warmup " + std::to_string(f.warmup) +
                       " leaves no scored samples out of --samples " + std::to_string(f.samples));
   }
-  const double work = static_cast<double>(f.seeds.size()) * f.samples *
-                      std::min(f.window, f.samples);
+  const double work =
+      static_cast<double>(f.seeds.size()) * f.samples * std::min(f.window, f.samples);
   if (work > kMaxSimulateWork) {
-    return UsageError(absl::StrCat(
-        "clock simulate: --seeds (", f.seeds.size(), " seeds) x --samples ", f.samples,
-        " x --window ", f.window, " is ", base::FormatNumber(work),
-        " estimator updates, more than the ", base::FormatNumber(kMaxSimulateWork),
-        " one run may take; use fewer seeds or samples"));
+    return UsageError(
+        absl::StrCat("clock simulate: --seeds (", f.seeds.size(), " seeds) x --samples ", f.samples,
+                     " x --window ", f.window, " is ", base::FormatNumber(work),
+                     " estimator updates, more than the ", base::FormatNumber(kMaxSimulateWork),
+                     " one run may take; use fewer seeds or samples"));
   }
   auto out = base::OutputFile::Open(OutputPath(f.out));
   if (!out.ok()) return Fail(out.status());
@@ -153,6 +157,7 @@ int Simulate(const SimulateFlags& f) {
 
 struct ProbeFlags {
   std::string server;
+  CLI::Option* server_opt = nullptr;
   int samples = 8;
   double interval_s = 1.0, timeout_s = 1.0;
   OutputFlags out;
@@ -187,8 +192,8 @@ std::string ProbeJson(const ProbeReport& r) {
 std::string ProbeSummary(const ProbeReport& r) {
   std::string text = absl::StrFormat("\nserver %s stratum %d, %d of %d samples\n", r.server,
                                      r.stratum, r.ok, r.requested);
-  absl::StrAppend(&text, absl::StrFormat(
-                             "offset %+.1f us (server - local; estimator at the last sample)\n",
+  absl::StrAppend(
+      &text, absl::StrFormat("offset %+.1f us (server - local; estimator at the last sample)\n",
                              r.offset_us));
   absl::StrAppend(&text, absl::StrFormat("delay  %.1f us (minimum round trip)\n", r.min_delay_us));
   if (r.has_drift) {
@@ -209,6 +214,9 @@ bool StopAfter(const absl::Status& s, int ok_so_far) {
 }
 
 int Probe(const ProbeFlags& f) {
+  if (f.server.empty() && f.server_opt != nullptr && f.server_opt->count() == 0) {
+    return UsageError("clock probe: --server HOST[:PORT] is required");
+  }
   absl::StatusOr<std::string> format = Format(f.out, f.legacy_json);
   if (!format.ok()) return Fail(format.status());
   const double total_s = f.samples * (f.interval_s + f.timeout_s);
@@ -220,8 +228,9 @@ int Probe(const ProbeFlags& f) {
   }
   engine::SntpOptions options;
   uint16_t port = 123;
+  const std::string shown_server = "'" + base::ForTerminal(base::Clip(f.server, 256)) + "'";
   if (absl::Status s = engine::ParseHostPort(f.server, 123, &options.host, &port); !s.ok()) {
-    return UsageError("clock probe: --server: " + std::string(s.message()));
+    return UsageError("clock probe: --server " + shown_server + ": " + std::string(s.message()));
   }
   options.port = port;
   options.timeout_ms = std::max(1, static_cast<int>(std::lround(f.timeout_s * 1000)));
@@ -262,7 +271,8 @@ int Probe(const ProbeFlags& f) {
     }
   }
   if (rep.ok == 0) {
-    return Fail(absl::UnavailableError("clock probe: no usable reply: " + last_error));
+    return Fail(absl::UnavailableError("clock probe: --server " + shown_server +
+                                       ": no usable reply: " + last_error));
   }
   rep.stratum = last.reply.stratum;
   rep.offset_us = est->OffsetAt(last.sample.local_time_s) * 1e6;
@@ -276,8 +286,9 @@ int Probe(const ProbeFlags& f) {
 }
 
 void AddProbeFlags(CLI::App* probe, ProbeFlags* pf) {
-  probe->add_option("--server", pf->server, "NTP server HOST, HOST:PORT or [IPv6]:PORT")
-      ->required();
+  // Required, checked in Probe: CLI11's "--server is required" would hide a mistyped flag.
+  pf->server_opt = probe->add_option("--server", pf->server,
+                                     "NTP server HOST, HOST:PORT or [IPv6]:PORT (required)");
   AddInt<int>(probe, "--samples", &pf->samples, 1, 10000, "Number of requests (1..10000)");
   AddDuration(probe, "--interval-ms", &pf->interval_s, 1e-3, base::Closed(0, 3600),
               "Time between requests, at most 1h");
@@ -297,8 +308,10 @@ void AddSimulateFlags(CLI::App* sim, SimulateFlags* sf) {
   AddInt<int>(sim, "--samples", &sf->samples, 2, 1000000, "Polls per run (2..1000000)");
   AddDuration(sim, "--poll-s", &sf->poll_s, 1, base::Closed(0.001, 3600),
               "Time between polls, 1ms..1h");
-  AddInt<int>(sim, "--warmup", &sf->warmup, 0, 1000000,
-              "Polls not scored at the start (both windows filling; 0..1000000)");
+  sf->warmup_opt = AddInt<int>(sim, "--warmup", &sf->warmup, 0, 1000000,
+                               "Polls not scored at the start (both windows filling; 0..1000000, "
+                               "below --samples; by default 8, or half of --samples when fewer "
+                               "than 16)");
   AddInt<int>(sim, "--window", &sf->window, 2, 100000,
               "Samples in the Seedance estimator's regression window (2..100000)");
   AddSeeds(sim, "--seeds", &sf->seeds, &sf->seeds_text, "Seeds: N, A-B or a comma list");
@@ -311,7 +324,7 @@ void AddSimulateFlags(CLI::App* sim, SimulateFlags* sf) {
 Command AddClockCommand(CLI::App& app) {
   CLI::App* clock = app.add_subcommand(
       "clock", "Probe an NTP server, or score the clock-offset estimators on a simulated clock");
-  clock->require_subcommand(1);
+  // No require_subcommand(1): it would hide a mistyped subcommand (`clock prob`).
   clock->footer(
       "Examples:\n"
       "  seedance clock probe --server pool.ntp.org --samples 8\n"

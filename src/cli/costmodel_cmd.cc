@@ -50,9 +50,20 @@ std::string OutputPath(const CostmodelFlags& f) {
   return f.out.output.empty() ? "-" : f.out.output;
 }
 
+absl::Status CheckRequired(const CostmodelFlags& f, const char* sub) {
+  if (f.profile.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("costmodel ", sub, ": --profile FILE is required"));
+  }
+  if (f.gpu.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("costmodel ", sub, ": --gpu GPU is required"));
+  }
+  return absl::OkStatus();
+}
+
 // Loads the profile and the GPU; errors name the flag or the file.
-absl::Status Load(const std::string& path, const std::string& gpu_flag,
-                  const std::string& gpu_name, sv::Profile& profile, sv::GpuSpec& gpu) {
+absl::Status Load(const std::string& path, const std::string& gpu_flag, const std::string& gpu_name,
+                  sv::Profile& profile, sv::GpuSpec& gpu) {
   absl::StatusOr<sv::GpuSpec> g = sv::LookupGpu(gpu_name);
   if (!g.ok()) {
     return absl::InvalidArgumentError(gpu_flag + ": " + std::string(g.status().message()));
@@ -80,10 +91,11 @@ absl::Status Emit(std::unique_ptr<base::OutputFile>& out, const std::string& tex
 }
 
 int Check(const CostmodelFlags& f) {
+  if (absl::Status s = CheckRequired(f, "check"); !s.ok()) return Fail(s);
   absl::StatusOr<std::string> format = Format(f);
   if (!format.ok()) return Fail(format.status());
-  if (absl::Status s = base::CheckOutputsDistinct({{"--profile", f.profile}},
-                                                  {{"--output", OutputPath(f)}});
+  if (absl::Status s =
+          base::CheckOutputsDistinct({{"--profile", f.profile}}, {{"--output", OutputPath(f)}});
       !s.ok()) {
     return Fail(s);
   }
@@ -174,16 +186,17 @@ std::string FitTable(const nlohmann::ordered_json& j) {
   }
   row("held-out", j["held_out"]);
   if (!j["eval"].is_null()) {
-    absl::StrAppend(&text, absl::StrFormat("%-9s %8d %10s  (%s on %s)\n", "eval",
-                                           j["eval"]["rows"].get<int64_t>(),
-                                           num(j["eval"]["mape_pct"]),
-                                           j["eval"]["profile"].get<std::string>(),
-                                           j["eval"]["gpu"].get<std::string>()));
+    absl::StrAppend(
+        &text,
+        absl::StrFormat("%-9s %8d %10s  (%s on %s)\n", "eval", j["eval"]["rows"].get<int64_t>(),
+                        num(j["eval"]["mape_pct"]), j["eval"]["profile"].get<std::string>(),
+                        j["eval"]["gpu"].get<std::string>()));
   }
   return text;
 }
 
 int Fit(const CostmodelFlags& f) {
+  if (absl::Status s = CheckRequired(f, "fit"); !s.ok()) return Fail(s);
   absl::StatusOr<std::string> format = Format(f);
   if (!format.ok()) return Fail(format.status());
   if (absl::Status s = base::CheckOutputsDistinct(
@@ -243,10 +256,11 @@ int Fit(const CostmodelFlags& f) {
     j["train"]["elementwise_mape_pct"] = Mape(sv::MapePct(train_e, gpu, p), train_e.size());
   }
   const auto held_h = headline(held);
-  j["held_out"] = held_h.empty() ? nlohmann::ordered_json(nullptr)
-                                 : nlohmann::ordered_json{
-                                       {"rows", held_h.size()},
-                                       {"mape_pct", Mape(sv::MapePct(held_h, gpu, p), held_h.size())}};
+  j["held_out"] =
+      held_h.empty()
+          ? nlohmann::ordered_json(nullptr)
+          : nlohmann::ordered_json{{"rows", held_h.size()},
+                                   {"mape_pct", Mape(sv::MapePct(held_h, gpu, p), held_h.size())}};
   j["eval"] = nullptr;
   if (!f.eval_profile.empty()) {
     const auto rows = headline(sv::Filter(other.samples, usable));
@@ -287,7 +301,8 @@ Command AddCostmodelCommand(CLI::App& app) {
       "Compare the GPU cost model with measured operator profiles (Vidur's schema: per-layer\n"
       "operator medians or NCCL all-reduce medians), or refit its constants. See\n"
       "docs/serving-model.md.");
-  cmd.app->require_subcommand(1);
+  // No require_subcommand(1): CLI11's "A subcommand is required" would hide a mistyped one
+  // (`costmodel chek`); the action below reports a missing subcommand.
   cmd.app->footer(
       "Examples:\n"
       "  seedance costmodel check --profile DATA/llm-traces/vidur-profiling/a100/"
@@ -295,7 +310,8 @@ Command AddCostmodelCommand(CLI::App& app) {
       "  seedance costmodel check --profile DATA/llm-traces/vidur-profiling/h100/"
       "dgx_all_reduce.csv --gpu h100 --format json\n"
       "  seedance costmodel fit --profile .../a100/Llama-2-7b-hf_mlp.csv --gpu a100-80g \\\n"
-      "      --train-workers 1,2 --eval .../h100/Llama-2-7b-hf_mlp.csv --eval-gpu h100 -o fit.json\n"
+      "      --train-workers 1,2 --eval .../h100/Llama-2-7b-hf_mlp.csv --eval-gpu h100 -o "
+      "fit.json\n"
       "DATA is the public data folder (../shared/data). A bad file, column or value is reported\n"
       "as FILE:LINE: field 'NAME'.\n\n"
       "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error.");
@@ -305,11 +321,13 @@ Command AddCostmodelCommand(CLI::App& app) {
       "MAPE of the built-in (calibrated) model against a profile: the four projection GEMMs of an\n"
       "operator file, or the intra-node rows of an all-reduce file. A summary with the\n"
       "per-operator error, or --format json (schema costmodel-check/v1).");
-  check->add_option("--profile", f->profile, "profile CSV (Vidur schema; '-' = standard input)")
-      ->required()
+  // --profile and --gpu are required, checked in the action so that a mistyped flag is reported.
+  check
+      ->add_option("--profile", f->profile,
+                   "profile CSV (Vidur schema; '-' = standard input; required)")
       ->type_name("FILE");
-  check->add_option("--gpu", f->gpu, "GPU the profile was measured on (a100-80g, h100, ...)")
-      ->required();
+  check->add_option("--gpu", f->gpu,
+                    "GPU the profile was measured on (a100-80g, h100, ...; required)");
   AddOutputFlags(check, &f->out, kFormats);
   AddDeprecatedFlag(check, "--json", &f->legacy_json, "--format json");
   check->footer(
@@ -324,10 +342,9 @@ Command AddCostmodelCommand(CLI::App& app) {
       "efficiencies) to a profile by minimising MAPE, and report the error on the training rows,\n"
       "on the held-out rows (those whose TP degree / all-reduce size is not in --train-workers)\n"
       "and on another profile (--eval, e.g. another GPU). --format json: schema costmodel-fit/v1.");
-  fit->add_option("--profile", f->profile, "profile CSV to fit on ('-' = standard input)")
-      ->required()
+  fit->add_option("--profile", f->profile, "profile CSV to fit on ('-' = standard input; required)")
       ->type_name("FILE");
-  fit->add_option("--gpu", f->gpu, "GPU the profile was measured on")->required();
+  fit->add_option("--gpu", f->gpu, "GPU the profile was measured on (required)");
   AddTrainWorkers(fit, &f->train_workers);
   fit->add_option("--eval", f->eval_profile, "another profile to evaluate the fit on")
       ->type_name("FILE");

@@ -71,9 +71,9 @@ absl::Status ParsePrefixCache(const std::string& text, ServingSimOptions* o) {
   } else {
     absl::StatusOr<int64_t> n = base::ParseInt64(text, "--prefix-cache", 1, kMaxPoolBlocks);
     if (!n.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--prefix-cache: expected off, pool, unbounded or a block count N in 1..",
-          kMaxPoolBlocks, ", got '", base::ForTerminal(base::Clip(text, 64)), "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--prefix-cache: expected off, pool, unbounded or a block count N in 1..",
+                       kMaxPoolBlocks, ", got '", base::ForTerminal(base::Clip(text, 64)), "'"));
     }
     o->prefix_cache = PrefixCacheMode::kPool;
     o->kv_blocks = *n;
@@ -174,20 +174,19 @@ std::string RenderTable(const Report& rep) {
   std::string out = absl::StrFormat(
       "serve-sim: %s, %d requests, %s on %s x%d, rate x%g, %d-token blocks\n", rep.trace,
       rep.requests, rep.model, rep.gpu, rep.tp, rep.rate_scale, rep.block_size);
-  absl::StrAppend(&out, absl::StrFormat("%-10s %8s %9s %8s %8s %8s %8s %6s %6s %7s %6s %7s %7s %7s\n",
-                                        "mode", "req/s", "out_tok/s", "ttft50_s", "ttft99_s",
-                                        "tpot50_s", "tpot99_s", "maxseq", "waste%", "preempt",
-                                        "hit", "done", "iters", "wall_s"));
+  absl::StrAppend(
+      &out, absl::StrFormat("%-10s %8s %9s %8s %8s %8s %8s %6s %6s %7s %6s %7s %7s %7s\n", "mode",
+                            "req/s", "out_tok/s", "ttft50_s", "ttft99_s", "tpot50_s", "tpot99_s",
+                            "maxseq", "waste%", "preempt", "hit", "done", "iters", "wall_s"));
   for (const ModeRun& m : rep.runs) {
     const ServingResult& r = m.r;
     if (r.completed > 0) {
       absl::StrAppend(
-          &out,
-          absl::StrFormat(
-              "%-10s %8.3f %9.1f %8.3f %8.3f %8.4f %8.4f %6d %6.2f %7d %6.3f %7d %7d %7.2f\n",
-              r.mode, r.throughput_rps, r.throughput_tokens_per_s, r.ttft_p50_s, r.ttft_p99_s,
-              r.tpot_p50_s, r.tpot_p99_s, r.max_concurrent_seqs, r.kv_waste_pct, r.preemptions,
-              r.prefix_hit_ratio, r.completed, r.iterations, m.wall_s));
+          &out, absl::StrFormat(
+                    "%-10s %8.3f %9.1f %8.3f %8.3f %8.4f %8.4f %6d %6.2f %7d %6.3f %7d %7d %7.2f\n",
+                    r.mode, r.throughput_rps, r.throughput_tokens_per_s, r.ttft_p50_s, r.ttft_p99_s,
+                    r.tpot_p50_s, r.tpot_p99_s, r.max_concurrent_seqs, r.kv_waste_pct,
+                    r.preemptions, r.prefix_hit_ratio, r.completed, r.iterations, m.wall_s));
     } else {
       absl::StrAppend(
           &out, absl::StrFormat("%-10s %8.3f %9.1f %8s %8s %8s %8s %6d %6.2f %7d %6.3f %7d %7d "
@@ -197,9 +196,10 @@ std::string RenderTable(const Report& rep) {
                                 r.prefix_hit_ratio, r.completed, r.iterations, m.wall_s));
     }
     if (r.dropped > 0) {
-      absl::StrAppend(&out, absl::StrFormat(
-                                "  %s: %d requests longer than the KV pool (%d blocks) were dropped\n",
-                                r.mode, r.dropped, r.kv_blocks));
+      absl::StrAppend(
+          &out,
+          absl::StrFormat("  %s: %d requests longer than the KV pool (%d blocks) were dropped\n",
+                          r.mode, r.dropped, r.kv_blocks));
     }
   }
   absl::StrAppend(&out, absl::StrFormat("KV pool: %d blocks of %d tokens (%.1f GiB per GPU)\n",
@@ -211,15 +211,20 @@ std::string RenderTable(const Report& rep) {
   return out;
 }
 
+std::string TraceName(const std::string& path) { return base::ForTerminal(path); }
+
 // The output format: --format (table/json/csv), else -o's extension, else table.
-absl::StatusOr<std::string> OutputFormat(const Flags& f) { return ResolveFormat(f.out, kOutputFormats); }
+absl::StatusOr<std::string> OutputFormat(const Flags& f) {
+  return ResolveFormat(f.out, kOutputFormats);
+}
 
 int Run(const Flags& f) {
+  if (f.trace.empty()) return UsageError("serve-sim: --trace FILE is required");
   absl::StatusOr<std::string> format = OutputFormat(f);
   if (!format.ok()) return Fail(format.status());
   const std::string out_path = f.out.output.empty() ? "-" : f.out.output;
-  if (absl::Status s = base::CheckOutputsDistinct({{"--trace", f.trace}},
-                                                  {{"--output", out_path}, {"--json", f.legacy_json}});
+  if (absl::Status s = base::CheckOutputsDistinct(
+          {{"--trace", f.trace}}, {{"--output", out_path}, {"--json", f.legacy_json}});
       !s.ok()) {
     return Fail(s);
   }
@@ -268,6 +273,13 @@ int Run(const Flags& f) {
                       std::string(s.message()));
   }
 
+  if (trace->prefix_block_tokens > 0 && trace->prefix_block_tokens % f.block_size != 0 &&
+      base_options.prefix_cache != PrefixCacheMode::kOff) {
+    return UsageError(absl::StrCat("--block-size ", f.block_size,
+                                   ": must divide the trace's prefix block of ",
+                                   trace->prefix_block_tokens, " tokens (", TraceName(f.trace),
+                                   " has hash ids; or use --prefix-cache off)"));
+  }
   const CostModel cost(*model, *gpu, f.tp);
   const ServingHardware hw = HardwareFromCostModel(cost, f.mem_util);
   if (base_options.kv_blocks <= 0 &&
@@ -331,7 +343,8 @@ void AddFormatFlag(CLI::App* cmd, Flags* f) {
              if (v == t) {
                Warn("--format " + v +
                     " (a trace format) is deprecated and will be removed in the next release; "
-                    "use --trace-format " + v + " (--format now names the output format)");
+                    "use --trace-format " +
+                    v + " (--format now names the output format)");
                f->trace_format = v;
                return;
              }
@@ -372,8 +385,8 @@ Command AddServeSimCommand(CLI::App& app) {
       "  seedance serve-sim --trace sharegpt_8k_filtered_stats_llama2_tokenizer.csv --rate 2 "
       "--limit 2000\n\n"
       "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error.");
-  cmd->add_option("--trace", f->trace, "Request trace file ('-' = standard input)")
-      ->required()
+  // Required, but checked in Run: CLI11's "--trace is required" would hide a mistyped flag.
+  cmd->add_option("--trace", f->trace, "Request trace file ('-' = standard input; required)")
       ->type_name("FILE");
   cmd->add_option("--trace-format", f->trace_format,
                   "Trace format: auto (by extension and header), azure, mooncake, sharegpt")
@@ -384,8 +397,7 @@ Command AddServeSimCommand(CLI::App& app) {
       ->type_name("FILE");
   AddFormatFlag(cmd, f.get());
   AddDeprecatedString(cmd, "--json", &f->legacy_json, "-o FILE --format json");
-  cmd->add_option("--model", f->model, "Model: " + JoinNames(KnownModels()))
-      ->capture_default_str();
+  cmd->add_option("--model", f->model, "Model: " + JoinNames(KnownModels()))->capture_default_str();
   cmd->add_option("--gpu", f->gpu, "GPU: " + JoinNames(KnownGpus()))->capture_default_str();
   AddInt<int>(cmd, "--tp", &f->tp, 1, 64, "Tensor-parallel GPUs per replica (1..64)");
   cmd->add_option("--batching", f->batching, "Comma list of continuous, static")
@@ -413,8 +425,9 @@ Command AddServeSimCommand(CLI::App& app) {
             "Fraction of GPU memory the runtime may use");
   AddDouble(cmd, "--rate", &f->rate, base::Closed(1e-6, 1e9),
             "ShareGPT traces: Poisson arrival rate (requests/s)");
-  AddInt<uint64_t>(cmd, "--seed", &f->seed, 0, std::numeric_limits<uint64_t>::max(),
-                   "ShareGPT traces: seed of the arrival draws (0..2^64-1)");
+  AddInt<uint64_t>(cmd, "--seed", &f->seed, 0,
+                   static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
+                   "ShareGPT traces: seed of the arrival draws (0..2^63-1)");
   AddInt<int64_t>(cmd, "--limit", &f->limit, 0, std::numeric_limits<int64_t>::max(),
                   "Replay only the first N requests (0 = all)");
   Command c;

@@ -89,6 +89,14 @@ CASES
 
 expect "range printed readably" 2 "(0, 60]" bench timers --min-time 1e300
 expect "warmup leaves no samples" 2 "--warmup" clock simulate --samples 8 --warmup 8
+expect "default warmup shrinks for short runs" 0 '"warmup": 4' clock simulate --samples 8 \
+  --seeds 18446744073709551615 --format json
+expect "mistyped subcommand is named" 2 "prob" clock prob
+expect "mistyped flag is named" 2 "--servre" clock probe --servre 127.0.0.1
+expect "missing --server" 2 "--server HOST[:PORT] is required" clock probe
+expect "bad port names the server" 2 "127.0.0.1:ntp!" clock probe --server '127.0.0.1:ntp!'
+expect "bench without a subcommand" 2 "timers" bench
+expect "mistyped bench subcommand is named" 2 "timer" bench timer
 expect "simulation too large" 2 "estimator updates" clock simulate --samples 1000000 \
   --window 100000 --seeds 1-1000
 expect "probe too long" 2 "24 h" clock probe --server 127.0.0.1:9 --samples 10000 \
@@ -123,7 +131,7 @@ out=$("$bin" bench timers --timers 1000 --impl seedance --repetitions 1 --min-ti
   --lateness-s 0 >/dev/full 2>&1)
 rc=$?
 [[ $rc -eq 1 ]] && ok "bench to /dev/full is exit 1" || bad "bench /dev/full: exit $rc ($out)"
-expect "probe unreachable" 1 "no usable reply" clock probe --server 127.0.0.1:9 --samples 1 \
+expect "probe unreachable" 1 "--server '127.0.0.1:9': no usable reply" clock probe --server 127.0.0.1:9 --samples 1 \
   --timeout-ms 200
 
 # A real UDP server on 127.0.0.1: the first reply's transmit time precedes its receive time

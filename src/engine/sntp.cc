@@ -161,9 +161,9 @@ absl::Status ValidateSntpReply(const NtpPacket& r, NtpTimestamp request_transmit
   }
   if (r.stratum == 0) {
     if (!HasKissCode(r)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ntp reply: field 'stratum': 0 without a kiss code (reference id 0x",
-          absl::Hex(r.reference_id, absl::kZeroPad8), " is not four ASCII letters)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("ntp reply: field 'stratum': 0 without a kiss code (reference id 0x",
+                       absl::Hex(r.reference_id, absl::kZeroPad8), " is not four ASCII letters)"));
     }
     const std::string code = KissCode(r);
     std::string meaning = "unknown kiss code";
@@ -214,11 +214,10 @@ absl::Status CheckReplyTimestamps(const NtpPacket& r) {
         "any request waits for a reply)"));
   }
   if (NtpDiffSeconds(r.reference_ts, r.transmit_ts) > kMaxReferenceLeadS) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ntp reply: field 'reference_timestamp': ",
-                     NtpDiffSeconds(r.reference_ts, r.transmit_ts),
-                     " s after the transmit timestamp (the server cannot have synchronised in "
-                     "its own future)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ntp reply: field 'reference_timestamp': ", NtpDiffSeconds(r.reference_ts, r.transmit_ts),
+        " s after the transmit timestamp (the server cannot have synchronised in "
+        "its own future)"));
   }
   return absl::OkStatus();
 }
@@ -330,10 +329,10 @@ absl::StatusOr<SntpResult> SntpClient::Query() {
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       if (!rejected.ok()) {
-        return absl::Status(rejected.code(),
-                            absl::StrCat("sntp ", where, ": no valid reply within ",
-                                         options_.timeout_ms, " ms; rejected: ",
-                                         rejected.message()));
+        return absl::Status(
+            rejected.code(),
+            absl::StrCat("sntp ", where, ": no valid reply within ", options_.timeout_ms,
+                         " ms; rejected: ", rejected.message()));
       }
       return absl::DeadlineExceededError(
           absl::StrCat("sntp ", where, ": no reply within ", options_.timeout_ms, " ms"));

@@ -8,8 +8,8 @@
 
 #include <array>
 #include <atomic>
-#include <memory>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -170,8 +170,7 @@ TEST(SntpReplyTest, RejectsEachMalformedField) {
          p.reference_id = 0x00ff4142;
        },
        absl::StatusCode::kInvalidArgument, "0 without a kiss code (reference id 0x00ff4142"},
-      {"transmit before receive",
-       [](NtpPacket& p) { p.transmit_ts = p.receive_ts - (1ULL << 31); },
+      {"transmit before receive", [](NtpPacket& p) { p.transmit_ts = p.receive_ts - (1ULL << 31); },
        absl::StatusCode::kInvalidArgument, "0.5 s before the receive timestamp"},
       {"transmit an era before receive",
        [](NtpPacket& p) { p.transmit_ts = p.receive_ts - (100ULL << 32); },
@@ -179,9 +178,8 @@ TEST(SntpReplyTest, RejectsEachMalformedField) {
       {"server holds the request for an hour",
        [](NtpPacket& p) { p.transmit_ts = p.receive_ts + (3600ULL << 32); },
        absl::StatusCode::kInvalidArgument, "3600 s after the receive timestamp"},
-      {"zero reference",
-       [](NtpPacket& p) { p.reference_ts = 0; },
-       absl::StatusCode::kUnavailable, "'reference_timestamp': zero"},
+      {"zero reference", [](NtpPacket& p) { p.reference_ts = 0; }, absl::StatusCode::kUnavailable,
+       "'reference_timestamp': zero"},
       {"reference in the future",
        [](NtpPacket& p) { p.reference_ts = p.transmit_ts + (5ULL << 32); },
        absl::StatusCode::kInvalidArgument, "5 s after the transmit timestamp"},
@@ -385,8 +383,7 @@ std::vector<std::vector<uint8_t>> ImpossibleReplies(const NtpPacket& req) {
   NtpPacket no_code = ReplyTo(req);
   no_code.stratum = 0;
   no_code.reference_id = 0x01020304;
-  return {Bytes(backwards), Bytes(never_synced), Bytes(no_code),
-          std::vector<uint8_t>(20, 0x24)};
+  return {Bytes(backwards), Bytes(never_synced), Bytes(no_code), std::vector<uint8_t>(20, 0x24)};
 }
 
 // A forged or broken reply that arrives first does not hide the server's real one.
@@ -421,8 +418,8 @@ TEST(SntpClientTest, OnlyImpossibleRepliesAreAnErrorNamingTheLastRejection) {
 // and whose second is good gives one error, then a sample.
 TEST(SntpClientTest, NextQueryAfterARejectedOneSucceeds) {
   auto count = std::make_shared<std::atomic<int>>(0);
-  FakeServer server(std::function<FakeServer::Packets(const NtpPacket&)>(
-      [count](const NtpPacket& req) {
+  FakeServer server(
+      std::function<FakeServer::Packets(const NtpPacket&)>([count](const NtpPacket& req) {
         if (count->fetch_add(1) == 0) return ImpossibleReplies(req);
         return FakeServer::Packets{Bytes(ReplyTo(req))};
       }));

@@ -425,8 +425,8 @@ absl::StatusOr<TimerLatenessResult> RunTimerLateness(size_t timers, double durat
                                                    " s outside 0..", kMaxLatenessSpanS, " s"));
   }
   if (timers > kMaxLatenessTimers) {
-    return absl::InvalidArgumentError(absl::StrCat("lateness run: ", timers,
-                                                   " timers, more than ", kMaxLatenessTimers));
+    return absl::InvalidArgumentError(
+        absl::StrCat("lateness run: ", timers, " timers, more than ", kMaxLatenessTimers));
   }
   TimerService service({.tick_ns = tick_ns, .realtime_priority = realtime ? 10 : 0});
   service.Start();

@@ -58,6 +58,11 @@ expect "negative tokens" 2 "neg.csv:2: field 'num_tokens'" check --profile "$tmp
 printf '%s\n0.1,0.2,0.01,64,8,32,14336,128256,True,16,1\n' "$hdr" >"$tmp/narrow.csv"
 expect "embedding narrower than the heads" 2 "narrow.csv:2: field 'n_embd'" \
   check --profile "$tmp/narrow.csv" --gpu a100-80g
+expect "missing --profile" 2 "--profile FILE is required" check --gpu h100
+expect "missing --gpu" 2 "--gpu GPU is required" fit --profile "$prof"
+expect "mistyped flag is named" 2 "--gpuu" check --profile "$prof" --gpuu h100
+expect "mistyped subcommand is named" 2 "chek" chek --profile "$prof" --gpu h100
+expect "no subcommand" 2 "check or fit"
 expect "unknown gpu" 2 "--gpu" check --profile "$prof" --gpu b9000
 expect "unknown eval gpu" 2 "--eval-gpu" fit --profile "$prof" --gpu a100-80g --eval "$prof" \
   --eval-gpu b9000

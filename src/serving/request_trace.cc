@@ -29,6 +29,35 @@ using trace::LineError;
 constexpr int kMooncakeBlockTokens = 512;
 // Mooncake timestamps beyond this many milliseconds are garbage, not a trace.
 constexpr double kMaxTimestampMs = 1e15;
+// A Mooncake line nests two levels (the object and hash_ids); deeper input is refused before the
+// JSON parser sees it (a 100000-deep line would exhaust the stack).
+constexpr int kMaxJsonDepth = 64;
+
+// The deepest bracket nesting of a JSON text, ignoring brackets inside strings.
+int JsonDepth(std::string_view text) {
+  int depth = 0, max_depth = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      max_depth = std::max(max_depth, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return max_depth;
+}
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -82,12 +111,23 @@ absl::StatusOr<CsvLayout> MatchHeader(std::string_view header, int64_t line_no,
   return layout;
 }
 
+// A value quoted back in a message: long digit runs are cut so that a message never carries a
+// 40-digit number.
+std::string ShownValue(std::string_view s) {
+  constexpr size_t kMax = 24;
+  if (s.size() <= kMax) return std::string(s);
+  return absl::StrCat(trace::AbslView(s.substr(0, kMax)), "... (", s.size(), " characters)");
+}
+
 absl::Status ParseLength(std::string_view source, int64_t line, std::string_view field,
                          std::string_view s, int64_t min, int32_t* out) {
   int64_t v = 0;
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec == std::errc::result_out_of_range) {
+    return FieldError(source, line, field, "too large for a token count", ShownValue(s));
+  }
   if (ec != std::errc() || ptr != s.data() + s.size()) {
-    return FieldError(source, line, field, "expected an integer token count", s);
+    return FieldError(source, line, field, "expected an integer token count", ShownValue(s));
   }
   if (v < 0) return FieldError(source, line, field, "must be non-negative", s);
   if (v < min) return FieldError(source, line, field, absl::StrCat("must be >= ", min), s);
@@ -208,7 +248,8 @@ absl::StatusOr<RequestTrace> ParseAzureTrace(std::string_view text, std::string_
     int64_t secs;
     double frac;
     if (!ParseTimestamp(ts, &secs, &frac)) {
-      return FieldError(source, no, "TIMESTAMP", "expected YYYY-MM-DD HH:MM:SS[.fff]", ts);
+      return FieldError(source, no, "TIMESTAMP", "expected YYYY-MM-DD HH:MM:SS[.fff]",
+                        ShownValue(ts));
     }
     if (trace.requests.empty()) {
       secs0 = secs;
@@ -239,6 +280,10 @@ absl::StatusOr<RequestTrace> ParseMooncakeTrace(std::string_view text, std::stri
   int64_t no = 0;
   double prev = 0;
   while (lines.Next(&line, &no)) {
+    if (JsonDepth(line) > kMaxJsonDepth) {
+      return LineError(source, no,
+                       absl::StrCat("JSON nested deeper than ", kMaxJsonDepth, " levels"));
+    }
     nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) {
       return LineError(
@@ -263,7 +308,8 @@ absl::StatusOr<RequestTrace> ParseMooncakeTrace(std::string_view text, std::stri
                         base::DumpJson(*ts));
     }
     r.arrival_s = ts->get<double>() / 1000.0;
-    if (absl::Status s = CheckOrder(source, no, "timestamp", base::DumpJson(*ts), prev, r.arrival_s);
+    if (absl::Status s =
+            CheckOrder(source, no, "timestamp", base::DumpJson(*ts), prev, r.arrival_s);
         !s.ok()) {
       return s;
     }
@@ -285,7 +331,8 @@ absl::StatusOr<RequestTrace> ParseMooncakeTrace(std::string_view text, std::stri
     r.prefix_block_ids.reserve(ids->size());
     for (const auto& id : *ids) {
       if (!id.is_number_integer() || id.get<int64_t>() < 0) {
-        return FieldError(source, no, "hash_ids", "expected non-negative integers", base::DumpJson(id));
+        return FieldError(source, no, "hash_ids", "expected non-negative integers",
+                          base::DumpJson(id));
       }
       r.prefix_block_ids.push_back(id.get<uint64_t>());
     }

@@ -63,38 +63,35 @@ TEST_P(AzureBadInputTest, NamesFileLineAndField) {
 constexpr char kHeader[] = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
 INSTANTIATE_TEST_SUITE_P(
     Cases, AzureBadInputTest,
-    ::testing::Values(BadCase{"MissingColumn", "TIMESTAMP,ContextTokens\n2023-01-01 00:00:00,5\n",
-                              "bad.csv:1: field 'GeneratedTokens': missing column"},
-                      BadCase{"NegativeLength", std::string(kHeader) + "2023-01-01 00:00:00,-5,3\n",
-                              "bad.csv:2: field 'ContextTokens': must be non-negative (got '-5')"},
-                      BadCase{"ZeroOutput", std::string(kHeader) + "2023-01-01 00:00:00,5,0\n",
-                              "bad.csv:2: field 'GeneratedTokens': must be >= 1"},
-                      BadCase{"NotANumber", std::string(kHeader) + "2023-01-01 00:00:00,5,x\n",
-                              "bad.csv:2: field 'GeneratedTokens': expected an integer"},
-                      BadCase{"Unsorted",
-                              std::string(kHeader) +
-                                  "2023-01-01 00:00:05,5,3\n\n2023-01-01 00:00:01,5,3\n",
-                              "bad.csv:4: field 'TIMESTAMP': timestamps must not decrease"},
-                      BadCase{"BadTimestamp", std::string(kHeader) + "yesterday,5,3\n",
-                              "bad.csv:2: field 'TIMESTAMP': expected YYYY-MM-DD"},
-                      BadCase{"ShortRow", std::string(kHeader) + "2023-01-01 00:00:05,5\n",
-                              "bad.csv:2: expected 3 fields, got 2"},
-                      BadCase{"Empty", "", "bad.csv:1: empty file"},
-                      BadCase{"February31", std::string(kHeader) + "2023-02-31 00:00:00,5,3\n",
-                              "bad.csv:2: field 'TIMESTAMP': expected YYYY-MM-DD"},
-                      BadCase{"February29NotALeapYear",
-                              std::string(kHeader) + "2023-02-29 00:00:00,5,3\n",
-                              "bad.csv:2: field 'TIMESTAMP'"},
-                      BadCase{"April31", std::string(kHeader) + "2023-04-31 00:00:00,5,3\n",
-                              "bad.csv:2: field 'TIMESTAMP'"},
-                      BadCase{"Year1900NotLeap",
-                              std::string(kHeader) + "1900-02-29 00:00:00,5,3\n",
-                              "bad.csv:2: field 'TIMESTAMP'"},
-                      BadCase{"NaNLength", std::string(kHeader) + "2023-01-01 00:00:00,nan,3\n",
-                              "bad.csv:2: field 'ContextTokens': expected an integer"},
-                      BadCase{"HugeLength",
-                              std::string(kHeader) + "2023-01-01 00:00:00,99999999999999999999,3\n",
-                              "bad.csv:2: field 'ContextTokens'"}),
+    ::testing::Values(
+        BadCase{"MissingColumn", "TIMESTAMP,ContextTokens\n2023-01-01 00:00:00,5\n",
+                "bad.csv:1: field 'GeneratedTokens': missing column"},
+        BadCase{"NegativeLength", std::string(kHeader) + "2023-01-01 00:00:00,-5,3\n",
+                "bad.csv:2: field 'ContextTokens': must be non-negative (got '-5')"},
+        BadCase{"ZeroOutput", std::string(kHeader) + "2023-01-01 00:00:00,5,0\n",
+                "bad.csv:2: field 'GeneratedTokens': must be >= 1"},
+        BadCase{"NotANumber", std::string(kHeader) + "2023-01-01 00:00:00,5,x\n",
+                "bad.csv:2: field 'GeneratedTokens': expected an integer"},
+        BadCase{"Unsorted",
+                std::string(kHeader) + "2023-01-01 00:00:05,5,3\n\n2023-01-01 00:00:01,5,3\n",
+                "bad.csv:4: field 'TIMESTAMP': timestamps must not decrease"},
+        BadCase{"BadTimestamp", std::string(kHeader) + "yesterday,5,3\n",
+                "bad.csv:2: field 'TIMESTAMP': expected YYYY-MM-DD"},
+        BadCase{"ShortRow", std::string(kHeader) + "2023-01-01 00:00:05,5\n",
+                "bad.csv:2: expected 3 fields, got 2"},
+        BadCase{"Empty", "", "bad.csv:1: empty file"},
+        BadCase{"February31", std::string(kHeader) + "2023-02-31 00:00:00,5,3\n",
+                "bad.csv:2: field 'TIMESTAMP': expected YYYY-MM-DD"},
+        BadCase{"February29NotALeapYear", std::string(kHeader) + "2023-02-29 00:00:00,5,3\n",
+                "bad.csv:2: field 'TIMESTAMP'"},
+        BadCase{"April31", std::string(kHeader) + "2023-04-31 00:00:00,5,3\n",
+                "bad.csv:2: field 'TIMESTAMP'"},
+        BadCase{"Year1900NotLeap", std::string(kHeader) + "1900-02-29 00:00:00,5,3\n",
+                "bad.csv:2: field 'TIMESTAMP'"},
+        BadCase{"NaNLength", std::string(kHeader) + "2023-01-01 00:00:00,nan,3\n",
+                "bad.csv:2: field 'ContextTokens': expected an integer"},
+        BadCase{"HugeLength", std::string(kHeader) + "2023-01-01 00:00:00,99999999999999999999,3\n",
+                "bad.csv:2: field 'ContextTokens'"}),
     [](const auto& info) { return info.param.name; });
 
 TEST(MooncakeTraceTest, ParsesHashIdsAndMilliseconds) {
@@ -173,6 +170,40 @@ TEST(MooncakeTraceTest, RejectsTimestampsBeyondAnyTrace) {
     ASSERT_FALSE(t.ok()) << ts;
     EXPECT_THAT(std::string(t.status().message()), HasSubstr("m.jsonl:1: field 'timestamp'"));
   }
+}
+
+TEST(MooncakeTraceTest, RefusesDeepNestingAndClipsHugeNumbers) {
+  struct Case {
+    const char* name;
+    std::string line;
+    const char* want;
+  };
+  const std::vector<Case> cases = {
+      {"deep",
+       R"({"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": )" +
+           std::string(100000, '[') + std::string(100000, ']') + "}",
+       "m.jsonl:1: JSON nested deeper than 64 levels"},
+      // Brackets inside strings do not count.
+      {"brackets in a string",
+       R"({"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [], "x": ")" +
+           std::string(100, '[') + R"("} garbage)",
+       "m.jsonl:1: expected one JSON object per line"},
+  };
+  for (const Case& c : cases) {
+    auto t = ParseMooncakeTrace(c.line + "\n", "m.jsonl");
+    ASSERT_FALSE(t.ok()) << c.name;
+    EXPECT_THAT(std::string(t.status().message()), HasSubstr(c.want)) << c.name;
+  }
+  auto ok = ParseMooncakeTrace(
+      R"({"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [], "x": ")" +
+          std::string(100, '[') + "\"}\n",
+      "m.jsonl");
+  EXPECT_TRUE(ok.ok()) << ok.status();
+  auto huge = ParseAzureTrace(
+      std::string(kHeader) + "2023-01-01 00:00:00," + std::string(60, '9') + ",3\n", "a.csv");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_THAT(std::string(huge.status().message()), HasSubstr("too large"));
+  EXPECT_THAT(std::string(huge.status().message()), Not(HasSubstr(std::string(40, '9'))));
 }
 
 // Files that are not traces: each an exit-2 error naming the file and what is wrong, never

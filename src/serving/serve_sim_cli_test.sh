@@ -29,6 +29,8 @@ expect_error() {
 
 hdr='TIMESTAMP,ContextTokens,GeneratedTokens'
 good="$tmp/good.csv"
+moon_early="$tmp/early.jsonl"
+printf '{"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": [0, 1]}\n' >"$moon_early"
 {
   echo "$hdr"
   for i in $(seq 10 59); do echo "2023-11-16 18:15:$i.5,$((100 + i * 7)),$((5 + i))"; done
@@ -88,6 +90,7 @@ done <<'CASES'
 --rate 1e300
 --seed -1
 --seed 18446744073709551616
+--seed 9223372036854775808
 --seed 1.5
 --tp 0
 --tp 65
@@ -115,6 +118,15 @@ printf '{"timestamp": 0, "input_length": 6, "output_length": 5, "hash_ids": [0]}
 expect_error "rate scale stretches time" "--rate-scale 0.0001" --trace "$tmp/week.jsonl" --rate-scale 0.0001
 out=$("$bin" serve-sim --trace "$tmp/week.jsonl" 2>&1)
 [[ $? -eq 0 ]] && ok "a 12-day trace replays" || bad "12-day trace: $out"
+python3 -c 'print("{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": " + "[" * 100000 + "]" * 100000 + "}")' >"$tmp/deep.jsonl" 2>/dev/null &&
+  expect_error "deeply nested JSON line" "deep.jsonl:1: JSON nested deeper than 64" --trace "$tmp/deep.jsonl"
+printf '%s\n2023-11-16 18:15:46.1,%s,44\n' "$hdr" "$(printf '9%.0s' $(seq 1 60))" >"$tmp/long_number.csv"
+out=$("$bin" serve-sim --trace "$tmp/long_number.csv" 2>&1)
+[[ $? -eq 2 && "$out" == *"long_number.csv:2: field 'ContextTokens'"* && ! "$out" =~ [0-9]{40} ]] &&
+  ok "a 60-digit count is clipped in the message" || bad "60-digit count: $out"
+expect_error "block size must divide 512" "--block-size 24" --trace "$moon_early" --block-size 24
+expect_error "mistyped flag is named" "--tarce" --tarce "$good"
+expect_error "missing --trace" "--trace FILE is required"
 expect_error "bad output format" "--format" --trace "$good" --format yaml
 expect_error "bad trace format" "--trace-format" --trace "$good" --trace-format csv
 expect_error "-o json is a format" "--format json" --trace "$good" -o json
