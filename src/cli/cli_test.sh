@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end checks of the seedance CLI: bad input exits 2 with FILE:LINE: field '...';
-# good input exits 0 and writes the JSON and HTML it was asked for.
+# good input exits 0 and writes what -o/--format (and the deprecated --json/--report) ask for;
+# outputs never replace an input; numeric flags and options that would make a run unbounded are
+# refused up front.
 # Usage: cli_test.sh PATH/TO/seedance
 set -u
 bin="$1"
@@ -11,6 +13,7 @@ pass=0
 
 pods="$tmp/pods.csv"
 printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,1,500\np1,2000,2048,1,1000\n' >"$pods"
+printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1,1,1,1\n' >"$tmp/tiny.csv"
 nodes="$tmp/nodes.csv"
 printf 'sn,cpu_milli,memory_mib,gpu,model\nn0,32000,65536,2,T4\nn1,32000,65536,4,V100M32\n' >"$nodes"
 
@@ -76,6 +79,129 @@ if "$bin" simulate -q --nodes "$nodes" --pods "$pods" --policy bestfit --seeds 1
 else
   echo "FAIL dump order"; cat "$tmp/stdout" "$tmp/order.csv"; fail=$((fail + 1))
 fi
+
+# ---- simulate: the output convention (-o/--format, deprecated --json/--report aliases)
+# check NAME COMMAND...: passes when the command (a shell snippet) succeeds.
+check() {
+  local name=$1
+  shift
+  if (eval "$@") >"$tmp/check.out" 2>&1; then
+    echo "ok   $name"; pass=$((pass + 1))
+  else
+    echo "FAIL $name"; cat "$tmp/check.out"; fail=$((fail + 1))
+  fi
+}
+sim() { "$bin" simulate -q --nodes "$nodes" --pods "$pods" --policy bestfit,cas --seeds 1-2 "$@"; }
+
+check "default output is the table on stdout" \
+  'sim >"$tmp/t.txt" && grep -q "^policy " "$tmp/t.txt" && grep -q "^cas " "$tmp/t.txt" &&
+   grep -q "^4 runs (2 policies x 2 seeds)" "$tmp/t.txt"'
+check "-o FILE.json writes JSON with the schema header first" \
+  'sim -o "$tmp/o.json" >"$tmp/so" && [[ ! -s "$tmp/so" ]] &&
+   head -2 "$tmp/o.json" | grep -q "\"schema_version\": \"simulate/v1\"" &&
+   grep -q "\"seedance_version\"" "$tmp/o.json" && grep -q "\"command_line\"" "$tmp/o.json"'
+check "--format json to stdout" \
+  'sim --format json | grep -q "\"unalloc_gpu_pct_at_100\""'
+check "--format csv: one row per policy x seed, unit-named columns" \
+  'sim --format csv >"$tmp/o.csv" && head -1 "$tmp/o.csv" | grep -q "^policy,seed,mode,pods_arrived,pods_scheduled,pods_failed,unalloc_gpu_pct_at_100,unalloc_gpu_pct_at_130,frag_ratio_pct_at_90,wall_s$" &&
+   [[ $(wc -l <"$tmp/o.csv") -eq 5 ]]'
+check "-o FILE.html writes the HTML report" 'sim -o "$tmp/o.html" && grep -q "<svg" "$tmp/o.html"'
+check "deprecated --json and --report in one run write both, warn, keep the table" \
+  'sim --json "$tmp/d.json" --report "$tmp/d.html" >"$tmp/d.out" 2>"$tmp/d.err" &&
+   grep -q "schema_version" "$tmp/d.json" && grep -q "<svg" "$tmp/d.html" && grep -q "^cas " "$tmp/d.out" &&
+   grep -q "\-\-json is deprecated" "$tmp/d.err" && grep -q "\-\-report is deprecated" "$tmp/d.err"'
+check "--score-cache off gives the same placements" \
+  'sim --policy bestfit,fgd --format csv --score-cache off | cut -d, -f1-9 >"$tmp/off" &&
+   sim --policy bestfit,fgd --format csv --score-cache on | cut -d, -f1-9 >"$tmp/on" && cmp -s "$tmp/on" "$tmp/off"'
+check "no arguments (make demo) prints the table" \
+  '"$bin" simulate -q >"$tmp/demo" && grep -q "^cas " "$tmp/demo" && grep -q "^70 runs" "$tmp/demo"'
+cp "$nodes" "$tmp/nodes.keep"
+expect_error "output naming an input" "refusing to overwrite an input" --nodes "$nodes" --pods "$pods" -o "$nodes"
+expect_error "deprecated output naming an input" "refusing to overwrite an input" --nodes "$nodes" --pods "$pods" --report "$pods"
+check "the input survived" 'cmp -s "$nodes" "$tmp/nodes.keep"'
+expect_error "two outputs naming one file" "is also the output of" --nodes "$nodes" --pods "$pods" -o "$tmp/same.json" --json "$tmp/same.json"
+expect_error "-o json is refused" "-o takes a file name" -o json
+expect_error "unknown format" "--format" --format yaml
+expect_error "dump order outside fill via -o too" "--dump-order" --mode replay --dump-order "$tmp/x.csv"
+check "unwritable output fails before any run" \
+  '! "$bin" simulate -q -o /nonexistent-dir/x.json 2>"$tmp/e" && grep -q "/nonexistent-dir/x.json" "$tmp/e"'
+check "a full disk is exit 1" \
+  '"$bin" simulate -q --policy bestfit --seeds 1 -o /dev/full 2>"$tmp/e"; [[ $? -eq 1 ]] && grep -q "/dev/full" "$tmp/e"'
+check "a FIFO output is written through, not replaced" \
+  'mkfifo "$tmp/fifo" && { cat "$tmp/fifo" >"$tmp/fifo.got" & } && sleep 0.2 &&
+   sim --format csv -o "$tmp/fifo" && wait && [[ -p "$tmp/fifo" ]] && grep -q "^policy,seed" "$tmp/fifo.got"'
+check "--dump-order goes through the writer (stdout with -)" \
+  '"$bin" simulate -q --nodes "$nodes" --pods "$pods" --policy bestfit --seeds 1 --dump-order - -o "$tmp/t2.txt" |
+   head -1 | grep -q "^seed,position,name"'
+
+# ---- simulate: numeric flags and options that would make a run unbounded
+expect_error "churn --duration 0" "--duration" --mode churn --duration 0
+expect_error "--duration inf" "--duration" --mode churn --duration inf
+expect_error "--duration nan" "--duration" --mode churn --duration nan
+expect_error "--warmup 1e300" "--warmup" --mode churn --warmup 1e300
+expect_error "--warmup negative" "--warmup" --mode churn --warmup -1
+expect_error "--seed -1" "--seeds" --seed -1
+expect_error "seed range past 2^64-1" "--seeds" --seeds 18446744073709551615-18446744073709551616
+expect_error "--jobs out of range" "--jobs" --jobs 100000
+expect_error "--jobs negative" "--jobs" --jobs -1
+expect_error "--tune nan" "--tune" --tune nan
+expect_error "--tune inf" "--tune" --tune inf
+expect_error "--tune 0" "--tune" --tune 0
+expect_error "--load garbage" "--load" --mode churn --load 1.2x
+expect_error "--time-scale 0" "--time-scale" --mode replay --time-scale 0
+expect_error "too many runs" "more than the limit" --seeds 1-5000
+expect_error "churn event cap" "more than the limit of 5000000" --mode churn --load 100 --duration 87600h
+{ echo 'sn,cpu_milli,memory_mib,gpu,model'; for i in $(seq 0 99); do echo "n$i,1000,1024,8,T4"; done; } >"$tmp/big.csv"
+expect_error "fill pod cap" "more than the limit of 5000000" --tune 100 --nodes "$tmp/big.csv" --pods "$tmp/tiny.csv"
+expect_error "--policy-opt nan names the key" "sigmoid_scale" --policy cas --policy-opt sigmoid_scale=nan
+expect_error "--policy-opt inf names the key" "sigmoid_scale" --policy cas --policy-opt sigmoid_scale=inf
+expect_error "--policy-opt garbage names the key" "sigmoid_scale" --policy cas --policy-opt sigmoid_scale=lots
+expect_error "--policy-opt without =" "KEY=VALUE" --policy cas --policy-opt sigmoid_scale
+expect_error "--score-cache maybe" "--score-cache" --score-cache maybe
+check "--duration takes suffixes" \
+  '"$bin" simulate -q --mode churn --policy bestfit --seeds 1 --duration 90m --warmup 30m --format json |
+   grep -q "\"duration_h\": 1.5"'
+
+# ---- simulate: input meaning (file and line named, exit 2)
+printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time\np0,1000,1024,1,500,100,200\np1,1000,1024,1,500,100,300\n' >"$tmp/sametime.csv"
+expect_error "replay with one creation time" "sametime.csv: replay needs pods created at different times" \
+  --nodes "$nodes" --pods "$tmp/sametime.csv" --mode replay
+printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time\np0,1000,1024,1,500,0,200\np1,1000,1024,1,500,36000,36100\n' >"$tmp/gap.csv"
+expect_error "replay window without an arrival" "gap.csv: replay: no pod arrives in the measured window" \
+  --nodes "$nodes" --pods "$tmp/gap.csv" --mode replay --warmup 1h --duration 1h
+printf 'sn,cpu_milli,memory_mib,gpu,model\nn0,1,1,1,T4\nn0,1,1,1,T4\n' >"$tmp/dupnode.csv"
+expect_error "duplicate node name" "dupnode.csv:3: field 'sn': duplicate node name (first at line 2)" \
+  --nodes "$tmp/dupnode.csv" --pods "$pods"
+printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1,1,0,0\np0,1,1,0,0\n' >"$tmp/duppod.csv"
+expect_error "duplicate pod name" "duppod.csv:3: field 'name': duplicate pod name (first at line 2)" \
+  --nodes "$nodes" --pods "$tmp/duppod.csv"
+printf 'sn,cpu_milli,memory_mib,gpu,model\nn0,1000,1024,0,\n' >"$tmp/nogpu.csv"
+expect_error "cluster without GPUs names the file" "nogpu.csv: the cluster has no GPUs" \
+  --nodes "$tmp/nogpu.csv" --pods "$pods"
+{ echo 'sn,cpu_milli,memory_mib,gpu,model'; for i in $(seq 0 70); do echo "n$i,1000,1024,1,M$i"; done; } >"$tmp/models.csv"
+expect_error "more than 63 GPU models names the file" "models.csv: more than 63 distinct GPU models" \
+  --nodes "$tmp/models.csv" --pods "$pods"
+expect_error "directory as --nodes" "is a directory" --nodes "$tmp" --pods "$pods"
+expect_error "directory as --pods" "is a directory" --nodes "$nodes" --pods "$tmp"
+{ echo 'name,cpu_milli,memory_mib,num_gpu,gpu_milli'; printf 'p0,%s,1,0,0\n' "$(head -c 2000000 /dev/zero | tr '\0' 9)"; } >"$tmp/huge.csv"
+check "a 2 MB value gives a short message" \
+  '! "$bin" simulate -q --nodes "$nodes" --pods "$tmp/huge.csv" 2>"$tmp/e" && [[ $(wc -c <"$tmp/e") -lt 1000 ]]'
+printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\np0,1000,1024,1,500,H100\np1,1000,1024,1,500,T4\n' >"$tmp/spec.csv"
+check "unknown gpu_spec model is a warning with file:line" \
+  '"$bin" simulate -q --nodes "$nodes" --pods "$tmp/spec.csv" --policy bestfit --seeds 1 >/dev/null 2>"$tmp/e" &&
+   grep -q "warning: .*spec.csv:2: field .gpu_spec.: .H100. is not a GPU model of the cluster" "$tmp/e"'
+printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\np\xff\x1b[31m,1000,1024,1,500,\xfe\x1b]0;x\x07\np1,1000,1024,1,500,T4\n' >"$tmp/bytes.csv"
+check "invalid UTF-8 and escapes in names: valid JSON, clean terminal" \
+  '"$bin" simulate -q --nodes "$nodes" --pods "$tmp/bytes.csv" --policy bestfit --seeds 1 --format json >"$tmp/b.json" 2>"$tmp/e" &&
+   python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$tmp/b.json" && ! grep -q $'"'"'\x1b'"'"' "$tmp/e" &&
+   "$bin" simulate -q --nodes "$nodes" --pods "$tmp/bytes.csv" --policy bestfit --seeds 1 --dump-order "$tmp/b.order" >/dev/null 2>&1'
+printf 'name: t\nl0: &l0 [x, x, x, x, x, x, x, x, x, x]\n' >"$tmp/bomb.yaml"
+for i in 1 2 3 4 5 6 7 8 9; do printf 'l%s: &l%s [*l%s, *l%s, *l%s, *l%s, *l%s, *l%s, *l%s, *l%s, *l%s, *l%s]\n' $i $i $((i-1)) $((i-1)) $((i-1)) $((i-1)) $((i-1)) $((i-1)) $((i-1)) $((i-1)) $((i-1)) $((i-1)); done >>"$tmp/bomb.yaml"
+expect_error "YAML alias bomb" "bomb.yaml:7: the document expands to more than 1000000 nodes" --nodes "$tmp/bomb.yaml" --pods "$pods"
+{ printf '{"nodes": '; printf '[%.0s' $(seq 100); printf ']%.0s' $(seq 100); printf '}'; } >"$tmp/deep.json"
+expect_error "deep JSON descriptor" "deep.json: nodes[0]" --nodes "$tmp/deep.json" --pods "$pods"
+printf 'name: t\nnodes: []\n' >"$tmp/empty.yaml"
+expect_error "descriptor with no nodes" "empty.yaml: no nodes" --nodes "$tmp/empty.yaml" --pods "$pods"
 
 # expect_rc NAME WANT_RC WANT_SUBSTRING ARGS...: any subcommand, exit status and output.
 expect_rc() {

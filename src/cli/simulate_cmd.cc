@@ -1,10 +1,14 @@
 // `seedance simulate`: replays a workload against placement policies (docs/simulator.md).
+//
+// Everything that can be refused is refused before the first run starts: flag values (while
+// CLI11 parses), outputs that name an input or cannot be opened, unreadable or inconsistent
+// inputs, policy options, and options that would make a run unbounded (sim::CheckRun).
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <iostream>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -12,11 +16,16 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/status/status.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "commands.h"
+#include "seedance/base/io.h"
+#include "seedance/base/text.h"
 #include "seedance/core/resource_descriptor.h"
+#include "seedance/sched/frag.h"
 #include "seedance/sched/registry.h"
 #include "seedance/sim/report.h"
 #include "seedance/sim/simulator.h"
@@ -26,6 +35,30 @@ namespace seedance::cli {
 namespace {
 
 using seedance::sim::Mode;
+
+const std::vector<std::string> kFormats = {"table", "json", "csv", "html"};
+// Runs (policies x seeds) in one invocation; each run keeps its curve in memory for the report.
+constexpr size_t kMaxRuns = 10000;
+// Longest --duration / --warmup: 10 years of simulated time (sim::CheckRun's bound).
+constexpr double kMaxSimulatedSeconds = 87600.0 * 3600;
+constexpr int kMaxJobs = 1024;
+
+// All flag values; they live as long as the returned action, which outlives parsing.
+struct Flags {
+  std::string nodes, pods, policy = "all", mode = "fill", rng = "seedance";
+  std::string load_basis = "means", score_cache = "on";
+  std::string seeds_text = "42-51";
+  std::vector<uint64_t> seeds;
+  OutputFlags out;
+  std::string json, report, dump_order;  // --json and --report are deprecated aliases
+  std::vector<std::string> policy_opts;
+  seedance::sim::SimOptions options;
+  double duration_s = 72 * 3600.0;
+  double warmup_s = -1;  // < 0: the mode's default
+  int jobs = 0;
+  bool quiet = false;
+  CLI::Option* duration_opt = nullptr;
+};
 
 class Progress {
  public:
@@ -37,7 +70,8 @@ class Progress {
     const int width = 30;
     const int filled = static_cast<int>(width * done_ / total_);
     std::fprintf(stderr, "\r[%s%s] %zu/%zu %-24s", std::string(filled, '#').c_str(),
-                 std::string(width - filled, '.').c_str(), done_, total_, label.c_str());
+                 std::string(width - filled, '.').c_str(), done_, total_,
+                 base::ForTerminal(label).c_str());
     if (done_ == total_) std::fprintf(stderr, "\r%*s\r", width + 40, "");
     std::fflush(stderr);
   }
@@ -48,229 +82,374 @@ class Progress {
   bool enabled_;
 };
 
-// A CSV field, quoted when it holds a separator, quote or line break (RFC 4180).
-std::string CsvField(const std::string& v) {
-  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
-  std::string out = "\"";
-  for (char c : v) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
+// `status` with "PREFIX: " in front of its message, keeping its code (and so its exit status).
+absl::Status Prefixed(const std::string& prefix, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat(prefix, ": ", status.message()));
 }
 
-// Writes fill mode's arrival order for each seed as CSV, so the replay can be analysed outside
-// the simulator (tools/analysis/fill_floor.py bounds any policy on exactly these sequences).
-int DumpFillOrder(const seedance::sim::Workload& workload, seedance::sim::SimOptions options,
-                  const std::vector<uint64_t>& seeds, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) return UsageError(path + ": cannot write");
-  out << "seed,position,name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,arrived_gpu_milli\n";
-  for (uint64_t seed : seeds) {
-    options.seed = seed;
-    absl::StatusOr<seedance::sim::FillPlan> plan = seedance::sim::PlanFill(workload, options);
-    if (!plan.ok()) {
-      std::cerr << "seedance: " << plan.status().message() << "\n";
-      return kExitUsage;
-    }
-    int64_t arrived = 0;
-    for (size_t i = 0; i < plan->pods.size(); ++i) {
-      const seedance::core::PodSpec& p = plan->pods[i];
-      arrived += p.shape.TotalGpuMilli();
-      out << seed << ',' << i << ',' << CsvField(p.name) << ',' << p.shape.cpu_milli << ','
-          << p.shape.memory_mib << ',' << p.shape.num_gpu << ',' << p.shape.gpu_milli << ','
-          << CsvField(p.gpu_spec) << ',' << arrived << '\n';
-    }
-  }
-  out.flush();
-  if (!out) return UsageError(path + ": cannot write");
-  return 0;
+// An input name as it appears in messages: control characters escaped, clipped.
+std::string Shown(const std::string& name) { return base::ForTerminal(base::Clip(name, 200)); }
+
+bool IsDescriptor(const std::string& path) {
+  return absl::EndsWith(path, ".yaml") || absl::EndsWith(path, ".yml") ||
+         absl::EndsWith(path, ".json");
 }
 
-int Simulate(const std::string& nodes_path, const std::string& pods_path,
-             const std::string& policy_list, const std::string& mode_name,
-             const std::string& seeds_text, seedance::sim::SimOptions options,
-             const std::vector<std::string>& policy_opts, const std::string& json_path,
-             const std::string& report_path, const std::string& dump_order_path, int jobs,
-             bool quiet) {
-  // Inputs.
-  seedance::sim::Workload workload;
-  std::string nodes_source = "builtin", pods_source = "builtin";
-  if (nodes_path.empty() != pods_path.empty()) {
-    return UsageError("--nodes and --pods go together (or give neither for the built-in demo)");
+// Reads --nodes and --pods (or the built-in workload) and checks what the runs need of them: a
+// valid cluster with GPUs and at most kMaxGpuModels - 1 models. Warns about gpu_spec models the
+// cluster lacks.
+absl::StatusOr<seedance::sim::Workload> LoadWorkload(const Flags& f) {
+  if (f.nodes.empty() != f.pods.empty()) {
+    return absl::InvalidArgumentError(
+        "--nodes and --pods go together (or give neither for the built-in demo)");
   }
-  if (nodes_path.empty()) {
-    workload = seedance::sim::BuiltinWorkload();
+  seedance::sim::Workload w;
+  std::vector<int64_t> pod_lines;
+  if (f.nodes.empty()) {
+    w = seedance::sim::BuiltinWorkload();
   } else {
     absl::StatusOr<std::vector<seedance::core::NodeSpec>> nodes;
-    if (absl::EndsWith(nodes_path, ".yaml") || absl::EndsWith(nodes_path, ".yml") ||
-        absl::EndsWith(nodes_path, ".json")) {
+    if (IsDescriptor(f.nodes)) {
       // A Unified Resource Descriptor (docs/formats.md) instead of a node CSV.
-      auto cluster = seedance::core::LoadClusterDescriptor(nodes_path);
-      if (!cluster.ok()) return UsageError(std::string(cluster.status().message()));
+      auto cluster = seedance::core::LoadClusterDescriptor(f.nodes);
+      if (!cluster.ok()) return cluster.status();
       nodes = seedance::core::ToNodeSpecs(*cluster);
+      if (!nodes.ok()) return Prefixed(Shown(f.nodes), nodes.status());
     } else {
-      nodes = seedance::trace::ReadNodeCsv(nodes_path);
+      nodes = seedance::trace::ReadNodeCsv(f.nodes);
+      if (!nodes.ok()) return nodes.status();
     }
-    if (!nodes.ok()) return UsageError(std::string(nodes.status().message()));
-    auto pods = seedance::trace::ReadPodCsv(pods_path);
-    if (!pods.ok()) return UsageError(std::string(pods.status().message()));
-    if (nodes->empty()) return UsageError(nodes_path + ": no nodes");
-    if (pods->empty()) return UsageError(pods_path + ": no pods");
-    workload.nodes = std::move(*nodes);
-    workload.pods = std::move(*pods);
-    nodes_source = nodes_path;
-    pods_source = pods_path;
+    auto pods = seedance::trace::ReadPodCsv(f.pods, &pod_lines);
+    if (!pods.ok()) return pods.status();
+    if (nodes->empty()) return absl::InvalidArgumentError(Shown(f.nodes) + ": no nodes");
+    if (pods->empty()) return absl::InvalidArgumentError(Shown(f.pods) + ": no pods");
+    w.nodes = std::move(*nodes);
+    w.pods = std::move(*pods);
+    w.name = f.pods;
   }
-  if (mode_name == "fill")
-    options.mode = Mode::kFill;
-  else if (mode_name == "churn")
-    options.mode = Mode::kChurn;
-  else if (mode_name == "replay")
-    options.mode = Mode::kReplay;
-  else
-    return UsageError("--mode: expected fill, churn or replay, got '" + mode_name + "'");
-
-  std::vector<uint64_t> seeds;
-  if (!ParseSeedList(seeds_text, &seeds)) {
-    return UsageError("--seeds: expected N, A-B or a comma list, got '" + seeds_text + "'");
+  const std::string nodes_name = f.nodes.empty() ? "built-in cluster" : Shown(f.nodes);
+  absl::StatusOr<seedance::core::ClusterState> state =
+      seedance::core::ClusterState::Create(w.nodes);
+  if (!state.ok()) return Prefixed(nodes_name, state.status());
+  if (state->gpu_capacity_milli() <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(nodes_name, ": the cluster has no GPUs (", w.nodes.size(),
+                     " nodes, none with a GPU); the simulator places GPU pods"));
   }
-
-  if (!dump_order_path.empty()) {
-    if (options.mode != Mode::kFill) return UsageError("--dump-order: only for --mode fill");
-    const int rc = DumpFillOrder(workload, options, seeds, dump_order_path);
-    if (rc != 0) return rc;
+  if (!f.pods.empty()) {
+    for (const std::string& warning :
+         seedance::trace::UnknownGpuModelWarnings(w.pods, pod_lines, f.pods, state->gpu_models())) {
+      Warn(warning);
+    }
   }
+  return w;
+}
 
+// The --policy list: names, or "all" for the six reference policies plus cas.
+absl::StatusOr<std::vector<std::string>> ParsePolicies(const std::string& list) {
   const auto& registry = seedance::sched::Registry::Builtins();
   std::vector<std::string> policies;
-  for (absl::string_view p : absl::StrSplit(policy_list, ',', absl::SkipEmpty())) {
+  for (absl::string_view p : absl::StrSplit(list, ',', absl::SkipEmpty())) {
+    std::vector<std::string> names;
     if (p == "all") {
-      for (const auto& n : seedance::sched::ReferencePolicyNames()) policies.push_back(n);
-      policies.push_back("cas");
+      names = seedance::sched::ReferencePolicyNames();
+      names.push_back("cas");
     } else {
       std::string name(p);
       if (!registry.Contains(name)) {
         std::string known;
         for (const auto& n : registry.Names()) known += (known.empty() ? "" : ", ") + n;
-        return UsageError("--policy: unknown policy '" + name + "' (known: " + known + ", all)");
+        return absl::InvalidArgumentError("--policy: unknown policy '" + Shown(name) +
+                                          "' (known: " + known + ", all)");
       }
-      policies.push_back(name);
+      names.push_back(name);
+    }
+    for (std::string& n : names) {
+      if (std::find(policies.begin(), policies.end(), n) == policies.end()) {
+        policies.push_back(std::move(n));
+      }
     }
   }
-  if (policies.empty()) return UsageError("--policy: no policy given");
-  for (const std::string& kv : policy_opts) {
+  if (policies.empty()) return absl::InvalidArgumentError("--policy: no policy given");
+  return policies;
+}
+
+// --policy-opt KEY=VALUE into options->policy_params, then each policy built once with them so
+// that an unknown key or a bad value is refused (with the policy's own status code) before any
+// run starts.
+absl::Status ApplyPolicyOptions(const std::vector<std::string>& kvs,
+                                const std::vector<std::string>& policies,
+                                const seedance::sim::Workload& workload,
+                                seedance::sim::SimOptions* options) {
+  for (const std::string& kv : kvs) {
     const size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return UsageError("--policy-opt: expected KEY=VALUE, got '" + kv + "'");
+      return absl::InvalidArgumentError("--policy-opt: expected KEY=VALUE, got '" + Shown(kv) +
+                                        "'");
     }
-    options.policy_params[kv.substr(0, eq)] = kv.substr(eq + 1);
+    options->policy_params[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  seedance::sched::PolicyContext ctx;
+  ctx.oracle_workload = seedance::sched::TypicalShapes(seedance::sched::CountShapes(workload.pods),
+                                                       options->typical_coverage_pct);
+  ctx.params = options->policy_params;
+  for (const std::string& policy : policies) {
+    auto profile = seedance::sched::Registry::Builtins().Create(policy, ctx);
+    if (!profile.ok()) return Prefixed(policy, profile.status());
+  }
+  return absl::OkStatus();
+}
+
+// Fill mode's arrival order for each seed as CSV, so the replay can be analysed outside the
+// simulator (tools/analysis/fill_floor.py bounds any policy on exactly these sequences).
+absl::StatusOr<std::string> FillOrderCsv(const seedance::sim::Workload& workload,
+                                         seedance::sim::SimOptions options,
+                                         const std::vector<uint64_t>& seeds) {
+  using seedance::sim::CsvField;
+  std::string out =
+      "seed,position,name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,arrived_gpu_milli\n";
+  for (uint64_t seed : seeds) {
+    options.seed = seed;
+    absl::StatusOr<seedance::sim::FillPlan> plan = seedance::sim::PlanFill(workload, options);
+    if (!plan.ok()) return plan.status();
+    int64_t arrived = 0;
+    for (size_t i = 0; i < plan->pods.size(); ++i) {
+      const seedance::core::PodSpec& p = plan->pods[i];
+      arrived += p.shape.TotalGpuMilli();
+      absl::StrAppend(&out, seed, ",", i, ",", CsvField(p.name), ",", p.shape.cpu_milli, ",",
+                      p.shape.memory_mib, ",", p.shape.num_gpu, ",", p.shape.gpu_milli, ",",
+                      CsvField(p.gpu_spec), ",", arrived, "\n");
+    }
+  }
+  return out;
+}
+
+// Turns the flags into SimOptions; refuses combinations the flag parsers cannot see.
+absl::StatusOr<seedance::sim::SimOptions> ResolveOptions(const Flags& f) {
+  seedance::sim::SimOptions o = f.options;
+  if (f.mode == "fill") {
+    o.mode = Mode::kFill;
+  } else if (f.mode == "churn") {
+    o.mode = Mode::kChurn;
+  } else {
+    o.mode = Mode::kReplay;
+  }
+  o.load_basis =
+      f.load_basis == "exact" ? seedance::sim::LoadBasis::kExact : seedance::sim::LoadBasis::kMeans;
+  if (f.rng == "reference") {
+    if (o.mode != Mode::kFill) {
+      return absl::InvalidArgumentError("--rng reference: only for --mode fill");
+    }
+    o.rng = seedance::sim::RngKind::kReference;
+  }
+  o.duration_h = f.duration_s / 3600;
+  if (o.mode == Mode::kChurn && !(f.duration_s > 0)) {
+    return absl::InvalidArgumentError(
+        "--duration: churn needs a measured window > 0 (got 0; e.g. --duration 72h)");
+  }
+  // Replay: no --duration (or 0) is the whole trace.
+  if (o.mode == Mode::kReplay && (f.duration_opt->count() == 0 || f.duration_s == 0)) {
+    o.duration_h = -1;
+  }
+  o.warmup_h = f.warmup_s < 0 ? -1 : f.warmup_s / 3600;
+  o.score_cache = f.score_cache == "on";
+  if (!f.dump_order.empty() && o.mode != Mode::kFill) {
+    return absl::InvalidArgumentError("--dump-order: only for --mode fill");
+  }
+  return o;
+}
+
+// An output opened before the runs, with the text to write once they are done.
+struct Output {
+  std::string flag;
+  std::string format;
+  std::unique_ptr<base::OutputFile> file;
+};
+
+absl::Status OpenOutputs(const Flags& f, const std::string& format, std::vector<Output>* outs) {
+  std::vector<base::NamedPath> named = {{"--output", f.out.output},
+                                        {"--json", f.json},
+                                        {"--report", f.report},
+                                        {"--dump-order", f.dump_order}};
+  std::vector<base::NamedPath> inputs = {{"--nodes", f.nodes}, {"--pods", f.pods}};
+  std::vector<base::NamedPath> outputs;
+  for (const auto& n : named) {
+    if (!n.path.empty()) outputs.push_back(n);
+  }
+  if (absl::Status s = base::CheckOutputsDistinct(inputs, outputs); !s.ok()) return s;
+  // Two outputs naming one file would overwrite each other.
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    for (size_t j = i + 1; j < outputs.size(); ++j) {
+      if (outputs[i].path == "-" && outputs[j].path == "-") {
+        return absl::InvalidArgumentError(
+            absl::StrCat(outputs[i].flag, " and ", outputs[j].flag, " both name standard output"));
+      }
+      if (absl::Status s = base::CheckOutputsDistinct({outputs[i]}, {outputs[j]}); !s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(outputs[j].flag, " and ", outputs[i].flag, " name the same file"));
+      }
+    }
+  }
+  auto open = [&](const std::string& flag, const std::string& path,
+                  const std::string& fmt) -> absl::Status {
+    auto file = base::OutputFile::Open(path);
+    if (!file.ok()) return Prefixed(flag, file.status());
+    outs->push_back({flag, fmt, std::move(*file)});
+    return absl::OkStatus();
+  };
+  const std::string main_path = f.out.output.empty() ? "-" : f.out.output;
+  if (absl::Status s = open("--output", main_path, format); !s.ok()) return s;
+  if (!f.json.empty()) {
+    if (absl::Status s = open("--json", f.json, "json"); !s.ok()) return s;
+  }
+  if (!f.report.empty()) {
+    if (absl::Status s = open("--report", f.report, "html"); !s.ok()) return s;
+  }
+  if (!f.dump_order.empty()) {
+    if (absl::Status s = open("--dump-order", f.dump_order, "order"); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+std::string Render(const std::string& format, const std::vector<seedance::sim::PolicyRuns>& results,
+                   const seedance::sim::ReportMeta& meta, const std::string& summary) {
+  if (format == "json") return base::DumpJson(seedance::sim::ToJson(results, meta), 1) + "\n";
+  if (format == "csv") return seedance::sim::RenderCsv(results, meta);
+  if (format == "html") return seedance::sim::RenderHtml(results, meta);
+  return seedance::sim::RenderTable(results, meta) + summary;
+}
+
+int Simulate(const Flags& f) {
+  absl::StatusOr<std::string> format = ResolveFormat(f.out, kFormats);
+  if (!format.ok()) return Fail(format.status());
+  absl::StatusOr<seedance::sim::SimOptions> options = ResolveOptions(f);
+  if (!options.ok()) return Fail(options.status());
+  std::vector<uint64_t> seeds = f.seeds;
+  absl::StatusOr<std::vector<std::string>> policies = ParsePolicies(f.policy);
+  if (!policies.ok()) return Fail(policies.status());
+  if (policies->size() * seeds.size() > kMaxRuns) {
+    return UsageError(absl::StrCat("--policy x --seeds: ", policies->size(), " x ", seeds.size(),
+                                   " runs, more than the limit of ", kMaxRuns));
+  }
+
+  // Outputs are checked against the inputs before anything is read, and opened before the runs.
+  std::vector<Output> outs;
+  if (absl::Status s = OpenOutputs(f, *format, &outs); !s.ok()) return Fail(s);
+
+  absl::StatusOr<seedance::sim::Workload> workload = LoadWorkload(f);
+  if (!workload.ok()) return Fail(workload.status());
+  if (absl::Status s = ApplyPolicyOptions(f.policy_opts, *policies, *workload, &*options);
+      !s.ok()) {
+    return Fail(s);
+  }
+  const std::string pods_name = f.pods.empty() ? "built-in workload" : Shown(f.pods);
+  if (absl::Status s = seedance::sim::CheckRun(*workload, *options); !s.ok()) {
+    return Fail(Prefixed(pods_name, s));
+  }
+
+  std::string order_csv;
+  if (!f.dump_order.empty()) {
+    absl::StatusOr<std::string> csv = FillOrderCsv(*workload, *options, seeds);
+    if (!csv.ok()) return Fail(Prefixed(pods_name, csv.status()));
+    order_csv = std::move(*csv);
   }
 
   // Runs, spread over worker threads.
   struct Task {
     size_t policy;
-    uint64_t seed;
+    size_t seed_index;
   };
   std::vector<Task> tasks;
-  for (size_t p = 0; p < policies.size(); ++p) {
-    for (uint64_t s : seeds) tasks.push_back({p, s});
+  for (size_t p = 0; p < policies->size(); ++p) {
+    for (size_t s = 0; s < seeds.size(); ++s) tasks.push_back({p, s});
   }
-  std::vector<seedance::sim::PolicyRuns> results(policies.size());
-  for (size_t p = 0; p < policies.size(); ++p) {
-    results[p].name = policies[p];
+  std::vector<seedance::sim::PolicyRuns> results(policies->size());
+  for (size_t p = 0; p < policies->size(); ++p) {
+    results[p].name = (*policies)[p];
     results[p].runs.resize(seeds.size());
   }
+  int jobs = f.jobs;
   if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   jobs = std::min<int>(jobs, static_cast<int>(tasks.size()));
-  Progress progress(tasks.size(), !quiet && isatty(STDERR_FILENO));
+  Progress progress(tasks.size(), !f.quiet && isatty(STDERR_FILENO));
   std::atomic<size_t> next{0};
   std::mutex err_mu;
-  std::string first_error;
+  absl::Status first_error;
   const auto start = std::chrono::steady_clock::now();
   auto worker = [&] {
     for (size_t i = next++; i < tasks.size(); i = next++) {
-      seedance::sim::SimOptions o = options;
-      o.seed = tasks[i].seed;
-      auto r = seedance::sim::Run(workload, policies[tasks[i].policy], o);
+      const std::string& policy = (*policies)[tasks[i].policy];
+      seedance::sim::SimOptions o = *options;
+      o.seed = seeds[tasks[i].seed_index];
+      auto r = seedance::sim::Run(*workload, policy, o);
       if (!r.ok()) {
         std::lock_guard<std::mutex> lock(err_mu);
-        if (first_error.empty())
-          first_error = policies[tasks[i].policy] + ": " + std::string(r.status().message());
+        if (first_error.ok()) first_error = Prefixed(policy, r.status());
         continue;
       }
-      const size_t seed_idx = i % seeds.size();
-      results[tasks[i].policy].runs[seed_idx] = std::move(*r);
-      progress.Tick(policies[tasks[i].policy] + " seed " + std::to_string(tasks[i].seed));
+      results[tasks[i].policy].runs[tasks[i].seed_index] = std::move(*r);
+      progress.Tick(policy + " seed " + std::to_string(o.seed));
     }
   };
   std::vector<std::thread> threads;
   for (int j = 0; j < jobs; ++j) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
-  if (!first_error.empty()) {
-    std::cerr << "seedance: " << first_error << "\n";
-    return first_error.find("unknown cas option") != std::string::npos ||
-                   first_error.find("not a number") != std::string::npos
-               ? kExitUsage
-               : kExitFailure;
-  }
+  if (!first_error.ok()) return Fail(first_error);
 
   seedance::sim::ReportMeta meta;
-  meta.nodes_source = nodes_source;
-  meta.pods_source = pods_source;
-  meta.mode = options.mode;
-  meta.options = options;
+  meta.nodes_source = f.nodes.empty() ? "builtin" : f.nodes;
+  meta.pods_source = f.pods.empty() ? "builtin" : f.pods;
+  meta.mode = options->mode;
+  meta.options = *options;
   meta.seeds = seeds;
   meta.total_wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string summary =
+      absl::StrFormat("%zu runs (%zu policies x %zu seeds) in %.2f s wall on %d thread(s)\n",
+                      tasks.size(), policies->size(), seeds.size(), meta.total_wall_s, jobs);
 
-  std::cout << seedance::sim::RenderTable(results, meta);
-  std::printf("%zu runs (%zu policies x %zu seeds) in %.2f s wall on %d thread(s)\n", tasks.size(),
-              policies.size(), seeds.size(), meta.total_wall_s, jobs);
-  if (!json_path.empty()) {
-    std::ofstream out(json_path);
-    out << seedance::sim::ToJson(results, meta).dump(1) << "\n";
-    if (!out) return UsageError(json_path + ": cannot write");
+  for (Output& out : outs) {
+    const std::string text =
+        out.format == "order" ? order_csv : Render(out.format, results, meta, summary);
+    if (absl::Status s = out.file->Write(text); !s.ok()) return Fail(s);
   }
-  if (!report_path.empty()) {
-    std::ofstream out(report_path);
-    out << seedance::sim::RenderHtml(results, meta);
-    if (!out) return UsageError(report_path + ": cannot write");
+  for (Output& out : outs) {
+    if (absl::Status s = out.file->Commit(); !s.ok()) return Fail(s);
   }
+  if (*format != "table" && !f.quiet) std::fputs(summary.c_str(), stderr);
   return 0;
 }
 
 }  // namespace
 
 Command AddSimulateCommand(CLI::App& app) {
-  // Flag values live as long as the returned action, which outlives parsing.
-  struct Flags {
-    std::string nodes, pods, policy = "all", mode = "fill", seeds = "42-51", json, report,
-                             dump_order;
-    std::vector<std::string> policy_opts;
-    seedance::sim::SimOptions options;
-    int jobs = 0;
-    bool quiet = false;
-    std::string load_basis = "means";
-    std::string rng = "seedance";
-  };
   auto f = std::make_shared<Flags>();
+  f->seeds = *base::ParseSeedList(f->seeds_text, "--seeds");
   CLI::App* sim = app.add_subcommand(
       "simulate", "Replay a workload against placement policies and compare them");
   sim->footer(
       "With no arguments it runs every policy on a built-in deterministic cluster and "
-      "workload.\n\nExamples:\n"
+      "workload and prints the table.\n\n"
+      "Examples:\n"
+      "  seedance simulate\n"
       "  seedance simulate --nodes openb_node_list_gpu_node.csv --pods openb_pod_list_default.csv "
       "\\\n"
-      "      --policy fgd,bestfit,cas --mode fill --seeds 42-51 --tune 1.3 --json out.json "
-      "--report out.html\n"
-      "  seedance simulate --nodes N.csv --pods P.csv --mode churn --load 1.2 --seeds 42-46\n"
-      "  seedance simulate --nodes N.csv --pods P.csv --mode replay --time-scale 1");
+      "      --policy fgd,bestfit,cas --mode fill --seeds 42-51 --tune 1.3 -o out.json\n"
+      "  seedance simulate --nodes N.csv --pods P.csv --format html -o report.html\n"
+      "  seedance simulate --nodes N.csv --pods P.csv --mode churn --load 1.2 --duration 72h "
+      "--seeds 42-46\n"
+      "  seedance simulate --nodes N.csv --pods P.csv --mode replay --time-scale 1 --format csv\n\n"
+      "Limits: at most 10,000 runs (policies x seeds); a run replays at most 5,000,000 pods "
+      "(fill: trace plus resampled; churn: expected arrivals); --duration and --warmup at most "
+      "87600h.\n\n"
+      "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error.");
   sim->add_option("--nodes", f->nodes,
                   "Node CSV (sn,cpu_milli,memory_mib,gpu,model), or a cluster descriptor "
-                  "(.yaml/.yml/.json, docs/formats.md)");
+                  "(.yaml/.yml/.json, docs/formats.md)")
+      ->type_name("FILE");
   sim->add_option("--pods", f->pods,
-                  "Pod CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,qos,...])");
+                  "Pod CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,qos,...])")
+      ->type_name("FILE");
   sim->add_option("--policy", f->policy,
                   "Comma list of random, dotprod, clustering, packing, bestfit, fgd, cas; "
                   "'all' = the six reference policies plus cas")
@@ -278,63 +457,57 @@ Command AddSimulateCommand(CLI::App& app) {
   sim->add_option("--mode", f->mode,
                   "fill (paper protocol), churn (Poisson arrivals with "
                   "departures) or replay (trace times)")
-      ->capture_default_str();
-  sim->add_option("--seeds", f->seeds, "Seeds: N, A-B or a comma list")->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fill", "churn", "replay"}));
+  AddSeeds(sim, "--seeds,--seed", &f->seeds, &f->seeds_text,
+           "Seeds: N, A-B or a comma list (at most 100000)");
   sim->add_option("--rng", f->rng,
                   "fill: random stream for pod and tie-break node order. 'seedance' "
                   "(mt19937_64) or 'reference' (Go math/rand drawn as the FGD authors' "
                   "simulator does, so seeds 42-51 replay the paper's runs)")
       ->capture_default_str()
       ->check(CLI::IsMember({"seedance", "reference"}));
-  sim->add_option("--tune", f->options.tune,
-                  "fill: replayed GPU demand as a multiple of GPU capacity")
-      ->capture_default_str()
-      ->check(CLI::Range(0.01, 100.0));
-  sim->add_option("--load", f->options.load, "churn: offered GPU load (1.0 = capacity)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.001, 100.0));
+  AddDouble(sim, "--tune", &f->options.tune, base::Closed(0.01, 100),
+            "fill: replayed GPU demand as a multiple of GPU capacity");
+  AddDouble(sim, "--load", &f->options.load, base::Closed(0.001, 100),
+            "churn: offered GPU load (1.0 = capacity)");
   sim->add_option("--load-basis", f->load_basis,
                   "churn: 'means' (rate x mean lifetime x mean GPU / capacity, default) or "
                   "'exact' (rate x E[lifetime x GPU] / capacity)")
       ->capture_default_str()
       ->check(CLI::IsMember({"means", "exact"}));
-  CLI::Option* duration_opt =
-      sim->add_option(
-             "--duration", f->options.duration_h,
-             "churn/replay: measured window in simulated hours (replay: <=0 = whole trace)")
-          ->capture_default_str();
-  sim->add_option("--warmup", f->options.warmup_h,
-                  "churn/replay: warm-up hours before measuring (<0: churn 3 mean lifetimes, "
-                  "replay 0)")
-      ->capture_default_str();
-  sim->add_option("--time-scale", f->options.time_scale, "replay: divide trace times by this")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  f->duration_opt =
+      AddDuration(sim, "--duration", &f->duration_s, 3600, base::NonNegative(kMaxSimulatedSeconds),
+                  "churn/replay: measured window of simulated time; churn needs > 0, replay "
+                  "without it (or with 0) replays the whole trace");
+  AddDuration(sim, "--warmup", &f->warmup_s, 3600, base::NonNegative(kMaxSimulatedSeconds),
+              "churn/replay: warm-up before measuring (default: churn 3 mean lifetimes, capped "
+              "at 7 days; replay 0)")
+      ->default_str("auto");
+  AddDouble(sim, "--time-scale", &f->options.time_scale, base::Closed(1e-6, 1e9),
+            "replay: divide trace times by this");
   sim->add_option("--policy-opt", f->policy_opts,
-                  "Policy knob KEY=VALUE (repeatable; see docs/cas.md)");
-  sim->add_option("--json", f->json,
-                  "Write results (summaries and per-seed curves) to this JSON file");
-  sim->add_option("--report", f->report, "Write an offline HTML report with the curves");
+                  "Policy knob KEY=VALUE (repeatable; see docs/cas.md)")
+      ->type_name("KEY=VALUE");
+  sim->add_option("--score-cache", f->score_cache,
+                  "Reuse cacheable scores between decisions: on (default) or off (every score "
+                  "recomputed; results must be identical)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
+  AddOutputFlags(sim, &f->out, kFormats,
+                 "Write the results to FILE ('-' = standard output, the default)");
   sim->add_option("--dump-order", f->dump_order,
                   "fill: also write each seed's pod arrival order to this CSV (seed,position,"
-                  "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,arrived_gpu_milli)");
-  sim->add_option("-j,--jobs", f->jobs, "Worker threads (default: all cores)");
-  sim->add_flag("-q,--quiet", f->quiet, "No progress bar");
+                  "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,arrived_gpu_milli)")
+      ->type_name("FILE");
+  AddDeprecatedString(sim, "--json", &f->json, "-o FILE --format json");
+  AddDeprecatedString(sim, "--report", &f->report, "-o FILE --format html");
+  AddInt<int>(sim, "-j,--jobs", &f->jobs, 0, kMaxJobs, "Worker threads (0 = all cores)");
+  sim->add_flag("-q,--quiet", f->quiet, "No progress bar and no summary line on stderr");
 
   Command cmd;
   cmd.app = sim;
-  cmd.run = [f, duration_opt]() -> int {
-    seedance::sim::SimOptions options = f->options;
-    if (f->mode == "replay" && duration_opt->count() == 0) options.duration_h = -1;  // whole trace
-    options.load_basis = f->load_basis == "exact" ? seedance::sim::LoadBasis::kExact
-                                                  : seedance::sim::LoadBasis::kMeans;
-    if (f->rng == "reference") {
-      if (f->mode != "fill") return UsageError("--rng reference: only for --mode fill");
-      options.rng = seedance::sim::RngKind::kReference;
-    }
-    return Simulate(f->nodes, f->pods, f->policy, f->mode, f->seeds, options, f->policy_opts,
-                    f->json, f->report, f->dump_order, f->jobs, f->quiet);
-  };
+  cmd.run = [f]() -> int { return Simulate(*f); };
   return cmd;
 }
 

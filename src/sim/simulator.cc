@@ -260,6 +260,8 @@ absl::StatusOr<RunResult> RunFill(const Workload& w, const std::string& policy, 
     r.curve.push_back(
         {k, alloc_sum[k] / static_cast<double>(cnt[k]), frag_sum[k] / static_cast<double>(cnt[k])});
   }
+  // Arrived demand at the end, as the curve rounds it (the last points may lie past the curve).
+  const int64_t reached_pct = std::llround(100.0 * arrived / capacity);
   auto at = [&](int k, bool frag) -> double {
     // The point itself, else the nearest recorded point below it (sparse traces: one large pod
     // may step over k). Undefined (NaN) when arrived demand never reached k.
@@ -267,7 +269,7 @@ absl::StatusOr<RunResult> RunFill(const Workload& w, const std::string& policy, 
     for (const CurvePoint& c : r.curve) {
       if (c.arrived_pct <= k) best = &c;
     }
-    if (!best || r.curve.back().arrived_pct < k) return kUndefined;
+    if (!best || reached_pct < k) return kUndefined;
     return frag ? best->frag_ratio_pct : 100.0 - best->alloc_pct;
   };
   r.unalloc_gpu_pct_at_100 = at(100, false);

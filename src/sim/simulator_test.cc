@@ -590,9 +590,12 @@ TEST_F(SimulatorTest, ChurnSeriesHasTheDocumentedSamples) {
 }
 
 TEST_F(SimulatorTest, FillFiguresBeyondTheArrivedDemandAreUndefined) {
+  // A trace smaller than the cluster, resampled up to 100% of capacity: never 130%.
+  Workload w = Builtin();
+  w.pods.resize(200);
   SimOptions o = Fill(42);
   o.tune = 1.0;
-  const RunResult r = MustRun(Builtin(), "bestfit", o);
+  const RunResult r = MustRun(w, "bestfit", o);
   EXPECT_FALSE(std::isnan(r.unalloc_gpu_pct_at_100));
   EXPECT_FALSE(std::isnan(r.frag_ratio_pct_at_90));
   EXPECT_TRUE(std::isnan(r.unalloc_gpu_pct_at_130)) << r.unalloc_gpu_pct_at_130;
