@@ -834,6 +834,17 @@ class Runner:
 
 # ----------------------------------------------------------------------------------------------
 
+IDLE_SERVER_MODES = ("drip", "drip_headers", "huge_length", "huge_chunk_size", "silent")
+
+
+def is_idle(case):
+    """A case whose command spends its time waiting, not computing."""
+    if case.server and case.server[1] in IDLE_SERVER_MODES:
+        return True
+    return any(step[0] in ("fifo", "fifo_held") and step[1].startswith("in.")
+               for step in case.setup)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("binary", nargs="?")
@@ -886,10 +897,15 @@ def main():
     t0 = time.monotonic()
     results = []
     try:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
-            # Slow cases first, so that the two workers finish together.
-            order = sorted(cases, key=lambda c: -(c.max_s or c.timeout or 0))
-            futs = [ex.submit(runner.run, c) for c in order]
+        # Cases that mostly wait (a silent FIFO, a dripping server) run in their own pool, so
+        # they do not hold the --jobs workers; slow cases first, so the workers finish together.
+        idle = [c for c in cases if is_idle(c)]
+        busy = sorted((c for c in cases if not is_idle(c)),
+                      key=lambda c: -(c.max_s or c.timeout or 0))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex, \
+                concurrent.futures.ThreadPoolExecutor(max_workers=4) as ex_idle:
+            futs = [ex_idle.submit(runner.run, c) for c in idle]
+            futs += [ex.submit(runner.run, c) for c in busy]
             for fut in concurrent.futures.as_completed(futs):
                 r = fut.result()
                 results.append(r)
