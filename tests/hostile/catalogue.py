@@ -161,23 +161,30 @@ class Case:
         self.id = "%s/%s" % (cls, name)
 
 
+COMMANDS = {"simulate": (), "profile": (), "analyze": (), "serve-sim": (),
+            "costmodel": ("check", "fit"), "clock": ("probe", "simulate"), "bench": ("timers",),
+            "version": (), "help": (), "completion": ()}
+
+
 def command_of(argv):
+    """The (sub)command a case runs, for grouping: 'simulate churn', 'clock probe', 'top'."""
     words = [a for a in argv if isinstance(a, str)]
     i = 0
     while i < len(words) and words[i].startswith("-"):  # global flags
         i += 2 if words[i] == "--max-input-size" else 1
-    if i >= len(words):
-        return "(none)"
+    if i >= len(words) or words[i] not in COMMANDS:
+        return "top"
     cmd = words[i]
-    if cmd in ("costmodel", "clock", "bench") and i + 1 < len(words) and \
-            not words[i + 1].startswith("-"):
-        cmd += " " + words[i + 1]
+    subs = COMMANDS[cmd]
+    if subs:
+        sub = words[i + 1] if i + 1 < len(words) else ""
+        return cmd + " " + sub if sub in subs else cmd
     if cmd == "simulate":
         mode = "fill"
         if "--mode" in words:
             j = words.index("--mode")
-            mode = words[j + 1] if j + 1 < len(words) else "?"
-        cmd += " " + mode
+            mode = words[j + 1] if j + 1 < len(words) else ""
+        return cmd + " " + mode if mode in ("fill", "churn", "replay") else cmd
     return cmd
 
 
