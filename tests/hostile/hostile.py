@@ -603,8 +603,11 @@ class Runner:
                     feeders.append(FifoFeeder(p, catalogue.FIXTURES[step[2]].encode()))
             elif what == "fifo_reader_late":
                 pass
-            elif what == "chardev":
-                os.mknod(p, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+            elif what == "chardev":  # /dev/null's numbers, made here so nothing real is at risk
+                try:
+                    os.mknod(p, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+                except PermissionError as e:
+                    raise Skip("cannot make a character device here (%s)" % e)
             elif what == "symlink":
                 os.symlink(step[2], p)
             elif what == "hardlink":
