@@ -30,8 +30,7 @@ struct AnalyzeFlags {
 int Analyze(AnalyzeFlags f) {
   namespace cost = seedance::cost;
   if (f.report != "cost-savings") {
-    return UsageError("--report: expected cost-savings, got '" + base::ForTerminal(f.report) +
-                      "'");
+    return UsageError("--report: expected cost-savings, got '" + base::ForTerminal(f.report) + "'");
   }
   if (f.out.format == "text") {
     Warn("--format text is deprecated; use --format table");
@@ -58,8 +57,8 @@ int Analyze(AnalyzeFlags f) {
   auto report = cost::Analyze(*profile, prices, f.options);
   if (!report.ok()) {
     const std::string where = f.input == "-" ? "<stdin>" : f.input;
-    return Fail(absl::Status(report.status().code(),
-                             absl::StrCat(where, ": ", report.status().message())));
+    return Fail(
+        absl::Status(report.status().code(), absl::StrCat(where, ": ", report.status().message())));
   }
   const std::string text = *format == "json"   ? cost::RenderJson(*report, *profile)
                            : *format == "html" ? cost::RenderHtml(*report, *profile)
@@ -92,8 +91,9 @@ Command AddAnalyzeCommand(CLI::App& app) {
       ->add_option("--prices", f->prices,
                    "YAML price table laid over the built-in one (docs/cost.md)")
       ->type_name("FILE");
-  cmd.app->add_option("-o,--output", f->out.output,
-                      "write the report to FILE instead of standard output ('-' = stdout)")
+  cmd.app
+      ->add_option("-o,--output", f->out.output,
+                   "write the report to FILE instead of standard output ('-' = stdout)")
       ->type_name("FILE");
   // --format: table, json or html; `text` (the old name of table) is accepted with a warning.
   cmd.app
@@ -114,8 +114,7 @@ Command AddAnalyzeCommand(CLI::App& app) {
             "an allocated GPU below this mean utilisation is under-used (%)");
   AddDouble(cmd.app, "--drain-max-util", &f->options.drain_max_gpu_util_pct, base::Closed(0, 100),
             "only nodes below this mean GPU utilisation are drained (%)");
-  AddDouble(cmd.app, "--target-util-cap", &f->options.target_gpu_util_cap_pct,
-            base::Closed(0, 100),
+  AddDouble(cmd.app, "--target-util-cap", &f->options.target_gpu_util_cap_pct, base::Closed(0, 100),
             "a move may not push a target GPU's projected utilisation above this (%)");
   cmd.app
       ->add_option("--policy", f->options.policy,

@@ -50,16 +50,15 @@ constexpr size_t kMaxPrometheusRangePoints = 11'000;
 absl::Status CheckPlan(const ProfileFlags& f, bool history) {
   namespace tm = seedance::telemetry;
   if (!(f.duration_s >= f.interval_s)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--duration (", base::FormatNumber(f.duration_s),
-                     " s) must be at least --interval (", base::FormatNumber(f.interval_s), " s)"));
+    return absl::InvalidArgumentError(absl::StrCat("--duration (", base::FormatNumber(f.duration_s),
+                                                   " s) must be at least --interval (",
+                                                   base::FormatNumber(f.interval_s), " s)"));
   }
   const double samples = std::floor(f.duration_s / f.interval_s + 1e-9);
   const size_t cap = history ? kMaxPrometheusRangePoints : tm::kMaxProfileSamples;
   if (!(samples <= static_cast<double>(cap))) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--duration / --interval asks for ", base::FormatNumber(samples), " samples; at most ",
-        cap,
+        "--duration / --interval asks for ", base::FormatNumber(samples), " samples; at most ", cap,
         history ? " from Prometheus history (its per-series limit); use a longer --interval or "
                   "--live"
                 : " per profile; use a longer --interval or a shorter --duration"));

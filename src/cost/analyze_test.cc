@@ -220,8 +220,7 @@ TEST_F(AnalyzeTest, OptionsOutsideTheirRangesAreRefused) {
       {"idle nan", [](AnalyzeOptions* o, double v) { o->idle_gpu_util_pct = v; }, nan},
       {"idle 101", [](AnalyzeOptions* o, double v) { o->idle_gpu_util_pct = v; }, 101},
       {"underused -1", [](AnalyzeOptions* o, double v) { o->underused_gpu_util_pct = v; }, -1},
-      {"drain inf",
-       [](AnalyzeOptions* o, double v) { o->drain_max_gpu_util_pct = v; },
+      {"drain inf", [](AnalyzeOptions* o, double v) { o->drain_max_gpu_util_pct = v; },
        std::numeric_limits<double>::infinity()},
       {"cap nan", [](AnalyzeOptions* o, double v) { o->target_gpu_util_cap_pct = v; }, nan},
       {"window nan", [](AnalyzeOptions* o, double v) { o->idle_window_s = v; }, nan},
@@ -239,7 +238,7 @@ TEST_F(AnalyzeTest, OptionsOutsideTheirRangesAreRefused) {
 TEST_F(AnalyzeTest, ReportsEscapeNamesForTheirContext) {
   Profile p = Cluster();
   const std::string evil = "</script><img src=x onerror=alert(1)>\x1b[31m";
-  p.nodes[2].name = evil;  // an idle node: it is named in every section
+  p.nodes[2].name = evil;     // an idle node: it is named in every section
   p.source = "src \xff\xfe";  // invalid UTF-8
   const Report r = Run(p);
   const std::string html = RenderHtml(r, p);
@@ -288,14 +287,16 @@ TEST(PricesTest, MeaninglessPricesAreRefusedWithTheirLine) {
     const char* want;
   };
   const Case cases[] = {
-      {"inf", "gpu_usd_per_hour:\n  L4: .inf\n", "p.yaml:2: gpu_usd_per_hour.L4: expected a non-negative"},
+      {"inf", "gpu_usd_per_hour:\n  L4: .inf\n",
+       "p.yaml:2: gpu_usd_per_hour.L4: expected a non-negative"},
       {"-inf", "gpu_usd_per_hour:\n  L4: -.inf\n", "p.yaml:2: gpu_usd_per_hour.L4:"},
       {"nan", "gpu_usd_per_hour:\n  L4: .nan\n", "p.yaml:2: gpu_usd_per_hour.L4:"},
       {"negative", "gpu_usd_per_hour:\n  L4: -1\n", "p.yaml:2: gpu_usd_per_hour.L4:"},
       {"huge", "gpu_usd_per_hour:\n  L4: 1e300\n", "at most 10000"},
       {"text", "gpu_usd_per_hour:\n  L4: cheap\n", "p.yaml:2: gpu_usd_per_hour.L4:"},
       {"list", "gpu_usd_per_hour:\n  L4: [1, 2]\n", "p.yaml:2: gpu_usd_per_hour.L4:"},
-      {"hours nan", "hours_per_month: .nan\n", "p.yaml:1: hours_per_month: expected a number in (0, 744]"},
+      {"hours nan", "hours_per_month: .nan\n",
+       "p.yaml:1: hours_per_month: expected a number in (0, 744]"},
       {"hours 0", "hours_per_month: 0\n", "p.yaml:1: hours_per_month:"},
       {"hours inf", "hours_per_month: .inf\n", "p.yaml:1: hours_per_month:"},
       {"twice", "gpu_usd_per_hour:\n  L4: 1\n  NVIDIA L4: 2\n",
@@ -305,8 +306,10 @@ TEST(PricesTest, MeaninglessPricesAreRefusedWithTheirLine) {
       {"not a map", "- 1\n- 2\n", "p.yaml: expected a mapping"},
       {"source map", "source: {a: 1}\n", "p.yaml:1: source: expected a string"},
       {"bad yaml", "gpu_usd_per_hour: [\n", "p.yaml:2: invalid YAML"},
-      {"deep", std::string(100000, '[') + std::string(100000, ']'), "p.yaml:1: nested deeper than 32"},
-      {"deep block", [] {
+      {"deep", std::string(100000, '[') + std::string(100000, ']'),
+       "p.yaml:1: nested deeper than 32"},
+      {"deep block",
+       [] {
          std::string t;
          for (int i = 0; i < 2000; ++i) t += "- ";
          return t + "1\n";

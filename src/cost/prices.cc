@@ -105,9 +105,9 @@ absl::Status CheckNesting(std::string_view text, const std::string& source) {
       if ((c == ']' || c == '}') && flow > 0) --flow;
       if (c == '-' && i + 1 < text.size() && (text[i + 1] == ' ' || text[i + 1] == '\t')) ++depth;
       if (flow + depth > kMaxPriceNesting) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            source, ":", line, ": nested deeper than ", kMaxPriceNesting,
-            " levels (a price table is a flat mapping; see docs/cost.md)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(source, ":", line, ": nested deeper than ", kMaxPriceNesting,
+                         " levels (a price table is a flat mapping; see docs/cost.md)"));
       }
     }
     if (i < text.size()) ++i;  // the newline
@@ -132,8 +132,8 @@ absl::StatusOr<PriceTable> ParsePrices(std::string_view text, const std::string&
     return absl::StrCat(source, ":", n.Mark().line + 1, ": ", base::Clip(field), ": ");
   };
   if (!doc.IsMap()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": expected a mapping (source, hours_per_month, gpu_usd_per_hour)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": expected a mapping (source, hours_per_month, gpu_usd_per_hour)"));
   }
   PriceTable t = base;
   std::set<std::string> seen_keys;
@@ -171,16 +171,17 @@ absl::StatusOr<PriceTable> ParsePrices(std::string_view text, const std::string&
           double price = -1;
           if (!g->second.IsScalar() || !YAML::convert<double>::decode(g->second, price) ||
               !(price >= 0 && price <= kMaxGpuUsdPerHour)) {
-            return absl::InvalidArgumentError(absl::StrCat(
-                where(g->second, field), "expected a non-negative number (USD per GPU-hour) of at most ",
-                kMaxGpuUsdPerHour));
+            return absl::InvalidArgumentError(
+                absl::StrCat(where(g->second, field),
+                             "expected a non-negative number (USD per GPU-hour) of at most ",
+                             kMaxGpuUsdPerHour));
           }
           const std::string canonical = CanonicalGpuModel(model);
           const int line = g->first.Mark().line + 1;
           if (auto [prev, fresh] = lines.emplace(canonical, line); !fresh) {
-            return absl::InvalidArgumentError(
-                absl::StrCat(where(g->first, field), "priced twice (model ", canonical,
-                             ", also line ", prev->second, ")"));
+            return absl::InvalidArgumentError(absl::StrCat(where(g->first, field),
+                                                           "priced twice (model ", canonical,
+                                                           ", also line ", prev->second, ")"));
           }
           t.gpu_usd_per_hour[canonical] = price;
         }

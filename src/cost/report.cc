@@ -147,9 +147,10 @@ std::string RenderText(const Report& r, const Profile& p) {
       &out, "\nPods with CPUs and GPUs on different NUMA nodes: ", r.numa_mismatches.size(), "\n");
   for (size_t i = 0; i < r.numa_mismatches.size() && i < kMaxListed; ++i) {
     const NumaMismatch& m = r.numa_mismatches[i];
-    absl::StrAppend(&out, "  ", Term(p.nodes[m.node].name), ": pod ", Term(m.pod), " has CPUs on NUMA ",
-                    Join(m.cpu_numa_nodes), " and GPUs on NUMA ", Join(m.gpu_numa_nodes),
-                    "; pin its CPUs to NUMA ", Join(m.gpu_numa_nodes), "\n");
+    absl::StrAppend(&out, "  ", Term(p.nodes[m.node].name), ": pod ", Term(m.pod),
+                    " has CPUs on NUMA ", Join(m.cpu_numa_nodes), " and GPUs on NUMA ",
+                    Join(m.gpu_numa_nodes), "; pin its CPUs to NUMA ", Join(m.gpu_numa_nodes),
+                    "\n");
   }
   if (r.numa_mismatches.size() > kMaxListed) {
     absl::StrAppend(&out, "  ... and ", r.numa_mismatches.size() - kMaxListed, " more\n");

@@ -209,9 +209,9 @@ class Reader {
     }
     const double d = v->template get<double>();
     if (!(d >= range.lo && d <= range.hi)) {
-      Fail(ptr + "/" + key, absl::StrCat(base::FormatNumber(d), " is outside ",
-                                         base::FormatNumber(range.lo), "..",
-                                         base::FormatNumber(range.hi), " (", range.unit, ")"));
+      Fail(ptr + "/" + key,
+           absl::StrCat(base::FormatNumber(d), " is outside ", base::FormatNumber(range.lo), "..",
+                        base::FormatNumber(range.hi), " (", range.unit, ")"));
       return;
     }
     *out = d;
@@ -480,9 +480,9 @@ class Reader {
     auto pod = [&](const PodInfo& x, const std::string& ptr) {
       auto [it, fresh] = pods.emplace(std::make_pair(x.namespace_name, x.name), ptr);
       if (!fresh) {
-        Fail(ptr + "/name", absl::StrCat("duplicate pod '",
-                                         x.namespace_name.empty() ? "" : x.namespace_name + "/",
-                                         base::Clip(x.name), "' (also at ", it->second, ")"));
+        Fail(ptr + "/name",
+             absl::StrCat("duplicate pod '", x.namespace_name.empty() ? "" : x.namespace_name + "/",
+                          base::Clip(x.name), "' (also at ", it->second, ")"));
       }
       return ok();
     };

@@ -81,11 +81,14 @@ TEST(ProfileJsonTest, NamesTheJsonPathOfEachProblem) {
       {"negative timestamp", "[0, 1, 2]", "[-5, 1, 2]", "p.json: /timestamps_s/0: -5 is outside"},
       {"negative start", "\"interval_s\": 1", "\"interval_s\": 1, \"start_unix_s\": -1",
        "p.json: /start_unix_s: -1 is outside 0..100000000000 (Unix seconds)"},
-      {"zero interval", "\"interval_s\": 1", "\"interval_s\": 0", "p.json: /interval_s: must be > 0"},
+      {"zero interval", "\"interval_s\": 1", "\"interval_s\": 0",
+       "p.json: /interval_s: must be > 0"},
       {"schema version", "\"version\": 1", "\"version\": 1, \"schema_version\": \"trace/v9\"",
        "p.json: /schema_version: expected \"profile/v1\""},
-      {"empty node name", "\"name\": \"n0\"", "\"name\": \"\"", "p.json: /nodes/0/name: empty node name"},
-      {"duplicate pod", "\"pending_pods\": [{\"name\": \"q\"", "\"pending_pods\": [{\"name\": \"p\"",
+      {"empty node name", "\"name\": \"n0\"", "\"name\": \"\"",
+       "p.json: /nodes/0/name: empty node name"},
+      {"duplicate pod", "\"pending_pods\": [{\"name\": \"q\"",
+       "\"pending_pods\": [{\"name\": \"p\"",
        "p.json: /pending_pods/0/name: duplicate pod 'p' (also at /nodes/0/pods/0)"},
   };
   for (const BadCase& c : cases) {

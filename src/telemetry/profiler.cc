@@ -30,9 +30,9 @@ absl::StatusOr<Profile> Profiler::Run() {
   if (collectors_.empty()) return absl::InvalidArgumentError("no collector");
   const double planned_d = std::floor(options_.duration_s / options_.interval_s + 1e-9);
   if (!(planned_d <= static_cast<double>(kMaxProfileSamples))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "duration / interval = ", base::FormatNumber(planned_d), " samples; at most ",
-        kMaxProfileSamples, " (use a longer interval or a shorter duration)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("duration / interval = ", base::FormatNumber(planned_d), " samples; at most ",
+                     kMaxProfileSamples, " (use a longer interval or a shorter duration)"));
   }
   const size_t planned = static_cast<size_t>(planned_d);
   Profile profile;

@@ -66,10 +66,14 @@ std::string PercentDecode(std::string_view s) {
   for (size_t i = 0; i < s.size(); ++i) {
     int hi = 0, lo = 0;
     auto hex = [](char c, int* v) {
-      if (c >= '0' && c <= '9') *v = c - '0';
-      else if (c >= 'a' && c <= 'f') *v = c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F') *v = c - 'A' + 10;
-      else return false;
+      if (c >= '0' && c <= '9')
+        *v = c - '0';
+      else if (c >= 'a' && c <= 'f')
+        *v = c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F')
+        *v = c - 'A' + 10;
+      else
+        return false;
       return true;
     };
     if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1], &hi) && hex(s[i + 2], &lo)) {
@@ -151,8 +155,8 @@ class PromClient {
       return absl::InvalidArgumentError(absl::StrCat("--prometheus ", shown_url_, ": no host"));
     }
     if (!(options_.timeout_s > 0 && options_.timeout_s <= 600)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--timeout ", base::FormatNumber(options_.timeout_s), ": expected (0, 600]"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--timeout ", base::FormatNumber(options_.timeout_s), ": expected (0, 600]"));
     }
     client_ = std::make_unique<httplib::Client>(host, port);
     if (!user.empty() || !password.empty()) client_->set_basic_auth(user, password);
@@ -204,9 +208,8 @@ class PromClient {
   absl::StatusOr<std::string> Call(const std::string& path, const httplib::Params& params) {
     using Clock = std::chrono::steady_clock;
     const auto t0 = Clock::now();
-    const auto deadline =
-        t0 + std::chrono::duration_cast<Clock::duration>(
-                 std::chrono::duration<double>(options_.timeout_s));
+    const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(options_.timeout_s));
     std::mutex mu;
     std::condition_variable cv;
     bool done = false;
@@ -254,21 +257,21 @@ class PromClient {
     watchdog.join();
     const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
     const std::string what = absl::StrCat("prometheus ", shown_url_, ": ", prefix_, path);
-    const std::string timing = absl::StrCat("gave up after ", base::FormatNumber(std::round(waited * 10) / 10),
-                                            " s; timeout ", base::FormatNumber(options_.timeout_s), " s");
+    const std::string timing =
+        absl::StrCat("gave up after ", base::FormatNumber(std::round(waited * 10) / 10),
+                     " s; timeout ", base::FormatNumber(options_.timeout_s), " s");
     if (too_big) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat(what, ": reply larger than ", max_bytes, " bytes (the limit); query a "
-                       "smaller cluster or a shorter range"));
+      return absl::ResourceExhaustedError(absl::StrCat(what, ": reply larger than ", max_bytes,
+                                                       " bytes (the limit); query a "
+                                                       "smaller cluster or a shorter range"));
     }
     if (expired.load()) {
       return absl::DeadlineExceededError(
           absl::StrCat(what, ": cannot query: no complete reply within --timeout (", timing, ")"));
     }
     if (!res) {
-      return absl::UnavailableError(absl::StrCat(what, ": cannot query: ",
-                                                 httplib::to_string(res.error()), " (", timing,
-                                                 ")"));
+      return absl::UnavailableError(absl::StrCat(
+          what, ": cannot query: ", httplib::to_string(res.error()), " (", timing, ")"));
     }
     if (status != 200) {
       std::string msg = absl::StrCat(what, ": HTTP ", status);
@@ -410,7 +413,8 @@ class PrometheusCollector : public Collector {
       PodInfo& p = it->second.info;
       // Each term is at most 2^40 (or 2^20 GPUs), and the sums are capped the same way, so no
       // server can make them overflow.
-      if (res == "cpu") p.cpu_milli = std::min(p.cpu_milli + Quantity(s.value * 1000), int64_t{1} << 40);
+      if (res == "cpu")
+        p.cpu_milli = std::min(p.cpu_milli + Quantity(s.value * 1000), int64_t{1} << 40);
       if (res == "memory") {
         p.memory_mib = std::min(p.memory_mib + Quantity(s.value / (1 << 20)), int64_t{1} << 40);
       }
@@ -501,7 +505,8 @@ class PrometheusCollector : public Collector {
       }
     }
     for (const auto& s : values["mem_used"]) {
-      if (NodeProfile* n = node_at(s.metric)) n->mem_used_mib[i] = Within(s.value / (1 << 20), 0, 1e15);
+      if (NodeProfile* n = node_at(s.metric))
+        n->mem_used_mib[i] = Within(s.value / (1 << 20), 0, 1e15);
     }
     return absl::OkStatus();
   }

@@ -334,12 +334,13 @@ class FixedReply {
  public:
   FixedReply(std::string body, int status = 200) {
     port_ = server_.bind_to_any_port("127.0.0.1");
-    server_.Get("/api/v1/query", [body, status](const httplib::Request& req,
-                                                httplib::Response& res) {
-      if (req.has_header("Authorization")) last_auth() = req.get_header_value("Authorization");
-      res.status = status;
-      res.set_content(body, "application/json");
-    });
+    server_.Get("/api/v1/query",
+                [body, status](const httplib::Request& req, httplib::Response& res) {
+                  if (req.has_header("Authorization"))
+                    last_auth() = req.get_header_value("Authorization");
+                  res.status = status;
+                  res.set_content(body, "application/json");
+                });
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     while (!server_.is_running()) std::this_thread::yield();
   }
@@ -386,11 +387,14 @@ TEST(PrometheusHostileServerTest, WrongTypesAnywhereAreDataLossNamingTheJsonPath
        "/data/result/0/metric/gpu: expected a string"},
       {R"({"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}}]}})",
        "/data/result/0/value: missing"},
-      {R"({"status": "success", "data": {"resultType": "vector", "result": [{"value": [1, 2]}]}})",
+      {R"({"status": "success", "data": {"resultType": "vector",
+          "result": [{"value": [1, 2]}]}})",
        "/data/result/0/value/1: expected a string holding a number"},
-      {R"({"status": "success", "data": {"resultType": "vector", "result": [{"value": ["x", "2"]}]}})",
+      {R"({"status": "success", "data": {"resultType": "vector",
+          "result": [{"value": ["x", "2"]}]}})",
        "/data/result/0/value/0: expected a number"},
-      {R"({"status": "success", "data": {"resultType": "vector", "result": [{"value": [1, "abc"]}]}})",
+      {R"({"status": "success", "data": {"resultType": "vector",
+          "result": [{"value": [1, "abc"]}]}})",
        "/data/result/0/value/1: expected a number"},
       {R"({"status": "success", "data": {"resultType": "vector", "result": [{"value": [1]}]}})",
        "/data/result/0/value: expected [time"},

@@ -18,8 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else {
     const double step = 1 + (mode >> 1);
     const double start = 1700000000;
-    auto r = in::ParseRangeResponse(body, "fuzz /api/v1/query_range", start, start + 10 * step,
-                                    step);
+    auto r =
+        in::ParseRangeResponse(body, "fuzz /api/v1/query_range", start, start + 10 * step, step);
     if (r.ok() && r->size() != 11) std::abort();
   }
   (void)in::PrometheusErrorMessage(body);
