@@ -17,11 +17,14 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "fgd.h"
 #include "policies.h"
+#include "seedance/base/parse.h"
+#include "seedance/base/text.h"
 
 namespace seedance::sched::internal {
 namespace {
@@ -57,81 +60,84 @@ struct CasOptions {
   int balance_gpu_pods = 1;
 };
 
+// One knob: its name, the accepted range, and where it goes. Integer choices take 0..choice_max.
+struct Knob {
+  const char* name;
+  base::NumRange range;
+  int choice_max;  // -1: a real number
+  double CasOptions::*real;
+  int CasOptions::*choice;
+};
+
+const std::vector<Knob>& Knobs() {
+  static const std::vector<Knob>* knobs = new std::vector<Knob>{
+      {"coverage_pct", {0, 100, true, false}, -1, &CasOptions::coverage_pct, nullptr},
+      {"min_rebuild_arrivals", base::Positive(), -1, &CasOptions::min_rebuild_arrivals, nullptr},
+      {"rebuild_fraction", base::NonNegative(), -1, &CasOptions::rebuild_fraction, nullptr},
+      {"raw_delta", {}, 1, nullptr, &CasOptions::raw_delta},
+      {"sigmoid_scale", base::Positive(), -1, &CasOptions::sigmoid_scale, nullptr},
+      {"delta_quantum", base::Positive(), -1, &CasOptions::delta_quantum, nullptr},
+      {"gpu_choice", {}, 2, nullptr, &CasOptions::gpu_choice},
+      {"cpu_pods", {}, 2, nullptr, &CasOptions::cpu_pods},
+      {"cpu_headroom_ratio", base::Positive(), -1, &CasOptions::cpu_headroom_ratio, nullptr},
+      {"balance_gpu_pods", {}, 2, nullptr, &CasOptions::balance_gpu_pods},
+  };
+  return *knobs;
+}
+
+std::vector<std::string> KnobNames() {
+  std::vector<std::string> names;
+  for (const Knob& k : Knobs()) names.push_back(k.name);
+  return names;
+}
+
+// Every value is checked strictly (no NaN, infinities, trailing text or out-of-range values):
+// kInvalidArgument naming the option, the accepted range and the value.
 absl::Status ParseOptions(const std::map<std::string, std::string>& params, CasOptions* o) {
   for (const auto& kv : params) {
     // Named references rather than structured bindings: clang 14 (the fuzz build) cannot capture
-    // structured bindings in the lambdas below.
-    const std::string& k = kv.first;
-    const std::string& v = kv.second;
-    double d = 0;
-    if (!absl::SimpleAtod(v, &d) || !std::isfinite(d)) {
+    // structured bindings in lambdas.
+    const std::string& key = kv.first;
+    const std::string& value = kv.second;
+    const std::string flag = absl::StrCat("--policy-opt ", base::ForTerminal(base::Clip(key, 40)));
+    auto knob =
+        std::find_if(Knobs().begin(), Knobs().end(), [&](const Knob& k) { return key == k.name; });
+    if (knob == Knobs().end()) {
+      const std::string guess = base::ClosestMatch(key, KnobNames());
       return absl::InvalidArgumentError(
-          absl::StrCat("cas option ", k, ": not a number: '", v, "'"));
+          absl::StrCat(flag, ": unknown cas option '", base::ForTerminal(base::Clip(key, 40)), "'",
+                       guess.empty() ? "" : absl::StrCat(" (did you mean '", guess, "'?)"),
+                       "; known: ", absl::StrJoin(KnobNames(), ", ")));
     }
-    auto positive = [&]() -> absl::Status {
-      if (d > 0) return absl::OkStatus();
-      return absl::InvalidArgumentError(absl::StrCat("cas option ", k, ": must be > 0, got ", v));
-    };
-    auto choice = [&](int hi) -> absl::Status {
-      if (d == std::floor(d) && d >= 0 && d <= hi) return absl::OkStatus();
-      return absl::InvalidArgumentError(
-          absl::StrCat("cas option ", k, ": must be an integer 0..", hi, ", got ", v));
-    };
-    absl::Status st;
-    if (k == "coverage_pct") {
-      st = d > 0 && d <= 100
-               ? absl::OkStatus()
-               : absl::InvalidArgumentError("cas option coverage_pct: must be in (0, 100]");
-      o->coverage_pct = d;
-    } else if (k == "min_rebuild_arrivals") {
-      st = positive();
-      o->min_rebuild_arrivals = d;
-    } else if (k == "rebuild_fraction") {
-      st = d >= 0 ? absl::OkStatus()
-                  : absl::InvalidArgumentError("cas option rebuild_fraction: must be >= 0");
-      o->rebuild_fraction = d;
-    } else if (k == "raw_delta") {
-      st = choice(1);
-      o->raw_delta = static_cast<int>(d);
-    } else if (k == "sigmoid_scale") {
-      st = positive();
-      o->sigmoid_scale = d;
-    } else if (k == "delta_quantum") {
-      st = positive();
-      o->delta_quantum = d;
-    } else if (k == "gpu_choice") {
-      st = choice(2);
-      o->gpu_choice = static_cast<int>(d);
-    } else if (k == "cpu_pods") {
-      st = choice(2);
-      o->cpu_pods = static_cast<int>(d);
-    } else if (k == "balance_gpu_pods") {
-      st = choice(2);
-      o->balance_gpu_pods = static_cast<int>(d);
-    } else if (k == "cpu_headroom_ratio") {
-      st = positive();
-      o->cpu_headroom_ratio = d;
+    if (knob->choice_max >= 0) {
+      absl::StatusOr<int64_t> v = base::ParseInt64(value, flag, 0, knob->choice_max);
+      if (!v.ok()) return absl::InvalidArgumentError(v.status().message());
+      o->*(knob->choice) = static_cast<int>(*v);
     } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown cas option '", k,
-                       "' (known: coverage_pct, min_rebuild_arrivals, rebuild_fraction, raw_delta, "
-                       "sigmoid_scale, delta_quantum, gpu_choice, cpu_pods, cpu_headroom_ratio, "
-                       "balance_gpu_pods)"));
+      absl::StatusOr<double> v = base::ParseDouble(value, flag, knob->range);
+      if (!v.ok()) return absl::InvalidArgumentError(v.status().message());
+      o->*(knob->real) = *v;
     }
-    if (!st.ok()) return st;
   }
   return absl::OkStatus();
 }
 
+// The score is primary x kSecondaryRange + secondary, split over two score plugins so that the
+// cache contract holds: CasPlugin scores primary x kSecondaryRange, which depends only on the
+// node, the pod and the learned target workload (its epoch moves on every rebuild), and is
+// cached; CasBalanceScore scores the CPU-balance secondary, which also reads the learned CPU per
+// GPU (it moves on every GPU-pod arrival) and the CPU regime, and is recomputed every cycle. The
+// secondary is the same for every GPU of a node, so the best sharing GPU's total is the best
+// primary plus the node's secondary: the sum equals the one-plugin score exactly.
 class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugin {
  public:
   explicit CasPlugin(CasOptions o) : opt_(o) {}
   std::string_view Name() const override { return "CostAwareScore"; }
   bool Cacheable() const override { return true; }
+  // Moves whenever the learned target workload (all the cached primary reads) is rebuilt.
   uint64_t Epoch() const override { return epoch_; }
 
   void OnArrival(const PodShape& pod) override {
-    const bool spread_before = spread_cpu_pods_;
     counts_[std::make_tuple(pod.cpu_milli, pod.gpu_milli, pod.num_gpu, pod.gpu_model_mask)] += 1;
     all_cpu_milli_ += static_cast<double>(pod.cpu_milli);
     all_gpu_milli_ += static_cast<double>(pod.TotalGpuMilli());
@@ -142,7 +148,6 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
     ++seen_;
     ++since_rebuild_;
     UpdateCpuRegime();
-    if (spread_cpu_pods_ != spread_before) ++epoch_;  // cached scores depend on the regime
     if (since_rebuild_ >= std::max(opt_.min_rebuild_arrivals, opt_.rebuild_fraction * seen_)) {
       Rebuild();
     }
@@ -152,18 +157,20 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
     if (cluster_cpu_per_gpu_ < 0 && s.gpu_capacity_milli() > 0) {
       cluster_cpu_per_gpu_ =
           static_cast<double>(s.cpu_capacity_milli()) / static_cast<double>(s.gpu_capacity_milli());
-      const bool before = spread_cpu_pods_;
       UpdateCpuRegime();
-      if (spread_cpu_pods_ != before) ++epoch_;
     }
   }
 
+  // primary x kSecondaryRange (the best sharing GPU's for a sharing pod).
   int64_t Score(const CycleState& c, const ClusterState& s, int n) override {
     const PodShape& pod = *c.pod;
-    if (!pod.IsGpuSharing()) return Combine(s, n, pod, eval_.Delta(s, n, pod));
+    if (!pod.IsGpuSharing()) return Primary(eval_.Delta(s, n, pod)) * kSecondaryRange;
     return BestSharingGpuScore(
-        s, n, pod, [&](int i) { return Combine(s, n, pod, eval_.Delta(s, n, pod, i)); });
+        s, n, pod, [&](int i) { return Primary(eval_.Delta(s, n, pod, i)) * kSecondaryRange; });
   }
+
+  // The CPU-balance secondary in [0, kSecondaryRange): CasBalanceScore's score.
+  int64_t Secondary(const ClusterState& s, int n, const PodShape& pod) const;
 
   bool Reserve(CycleState& c, const ClusterState& s, Placement* p) override {
     const PodShape& pod = *c.pod;
@@ -219,40 +226,15 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
         all_cpu_milli_ / all_gpu_milli_ < opt_.cpu_headroom_ratio * cluster_cpu_per_gpu_;
   }
 
-  // Primary: the fragmentation gradient; secondary (for CPU-only pods when spreading): CPU
-  // surplus. Returned as primary x kSecondaryRange + secondary.
+  // Primary: the fragmentation gradient.
+  int64_t Primary(double delta) const {
+    return opt_.raw_delta
+               ? static_cast<int64_t>(std::floor(std::clamp(delta / opt_.delta_quantum, -1e9, 1e9)))
+               : static_cast<int64_t>(1.0 / (1.0 + std::exp(-delta / opt_.sigmoid_scale)) * 100.0);
+  }
+  // The whole score: primary x kSecondaryRange + secondary.
   int64_t Combine(const ClusterState& s, int n, const PodShape& pod, double delta) const {
-    const int64_t primary =
-        opt_.raw_delta
-            ? static_cast<int64_t>(std::floor(std::clamp(delta / opt_.delta_quantum, -1e9, 1e9)))
-            : static_cast<int64_t>(1.0 / (1.0 + std::exp(-delta / opt_.sigmoid_scale)) * 100.0);
-    int64_t secondary = 0;
-    const bool balance_gpu_pod =
-        pod.num_gpu > 0 &&
-        (opt_.balance_gpu_pods == 2 || (opt_.balance_gpu_pods == 1 && spread_cpu_pods_));
-    const bool spread_cpu_pod = pod.num_gpu == 0 && spread_cpu_pods_;
-    if (balance_gpu_pod || spread_cpu_pod) {
-      // CPU surplus after placement: CPU left minus what the idle GPUs left will need.
-      int64_t gpu_left = -pod.TotalGpuMilli();
-      for (int32_t v : s.gpu_left(n)) gpu_left += v;
-      const double cpu_per_gpu =
-          gpu_pods_gpu_milli_ > 0 ? gpu_pods_cpu_milli_ / gpu_pods_gpu_milli_ : 0.0;
-      const double surplus = static_cast<double>(s.cpu_left(n) - pod.cpu_milli) -
-                             static_cast<double>(gpu_left) * cpu_per_gpu;
-      if (balance_gpu_pod) {
-        // Keep CPU in proportion to idle GPU: smallest |surplus| first.
-        const int64_t units = static_cast<int64_t>(std::abs(surplus) / 100.0);
-        secondary = std::max<int64_t>(0, kSecondaryRange - 1 - units);
-      } else if (surplus >= 0) {
-        // Most surplus first: keeps every node's CPU in proportion to its idle GPUs.
-        secondary = kSecondaryRange / 2 + std::min<int64_t>(static_cast<int64_t>(surplus / 100.0),
-                                                            kSecondaryRange / 2 - 1);
-      } else {
-        // No node can spare CPU: hurt the node with the fewest idle GPUs.
-        secondary = std::max<int64_t>(0, kSecondaryRange / 2 - 1 - gpu_left / 10);
-      }
-    }
-    return primary * kSecondaryRange + secondary;
+    return Primary(delta) * kSecondaryRange + Secondary(s, n, pod);
   }
 
   CasOptions opt_;
@@ -268,7 +250,56 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
   bool spread_cpu_pods_ = true;
 };
 
+// Secondary (GPU pods while balancing, CPU-only pods while spreading): CPU surplus.
+int64_t CasPlugin::Secondary(const ClusterState& s, int n, const PodShape& pod) const {
+  const bool balance_gpu_pod =
+      pod.num_gpu > 0 &&
+      (opt_.balance_gpu_pods == 2 || (opt_.balance_gpu_pods == 1 && spread_cpu_pods_));
+  const bool spread_cpu_pod = pod.num_gpu == 0 && spread_cpu_pods_;
+  if (!balance_gpu_pod && !spread_cpu_pod) return 0;
+  // CPU surplus after placement: CPU left minus what the idle GPUs left will need.
+  int64_t gpu_left = -pod.TotalGpuMilli();
+  for (int32_t v : s.gpu_left(n)) gpu_left += v;
+  const double cpu_per_gpu =
+      gpu_pods_gpu_milli_ > 0 ? gpu_pods_cpu_milli_ / gpu_pods_gpu_milli_ : 0.0;
+  const double surplus = static_cast<double>(s.cpu_left(n) - pod.cpu_milli) -
+                         static_cast<double>(gpu_left) * cpu_per_gpu;
+  if (balance_gpu_pod) {
+    // Keep CPU in proportion to idle GPU: smallest |surplus| first.
+    const int64_t units = static_cast<int64_t>(std::abs(surplus) / 100.0);
+    return std::max<int64_t>(0, kSecondaryRange - 1 - units);
+  }
+  if (surplus >= 0) {
+    // Most surplus first: keeps every node's CPU in proportion to its idle GPUs.
+    return kSecondaryRange / 2 +
+           std::min<int64_t>(static_cast<int64_t>(surplus / 100.0), kSecondaryRange / 2 - 1);
+  }
+  // No node can spare CPU: hurt the node with the fewest idle GPUs.
+  return std::max<int64_t>(0, kSecondaryRange / 2 - 1 - gpu_left / 10);
+}
+
+// Not cacheable: reads what CasPlugin learns on every arrival. Scored after CasPlugin, whose
+// PreScore sets the CPU regime it reads.
+class CasBalanceScore : public ScorePlugin {
+ public:
+  explicit CasBalanceScore(std::shared_ptr<const CasPlugin> cas) : cas_(std::move(cas)) {}
+  std::string_view Name() const override { return "CostAwareCpuBalance"; }
+  int64_t Score(const CycleState& c, const ClusterState& s, int n) override {
+    return cas_->Secondary(s, n, *c.pod);
+  }
+
+ private:
+  std::shared_ptr<const CasPlugin> cas_;
+};
+
 }  // namespace
+
+std::vector<std::string> CasOptionNames() { return KnobNames(); }
+
+absl::Status CheckCasOptions(const std::map<std::string, std::string>& params) {
+  CasOptions unused;
+  return ParseOptions(params, &unused);
+}
 
 absl::StatusOr<Profile> MakeCas(const PolicyContext& ctx) {
   CasOptions o;
@@ -277,6 +308,7 @@ absl::StatusOr<Profile> MakeCas(const PolicyContext& ctx) {
   Profile p;
   p.name = "cas";
   p.scores.push_back({plugin, 1});
+  p.scores.push_back({std::make_shared<CasBalanceScore>(plugin), 1});
   p.reserve = plugin;
   p.observers.push_back(plugin);
   return p;

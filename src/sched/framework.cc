@@ -35,6 +35,8 @@ Framework::Framework(Profile profile, FrameworkOptions options)
   cache_.resize(profile_.scores.size());
   cache_epoch_.assign(profile_.scores.size(), 0);
   cache_gen_.assign(profile_.scores.size(), 1);
+  cycle_entries_.assign(profile_.scores.size(), nullptr);
+  cycle_gen_.assign(profile_.scores.size(), 0);
 }
 
 std::vector<int> Framework::RandomNodeOrder(int num_nodes, uint64_t seed) {
@@ -71,6 +73,104 @@ Framework::CacheEntry* Framework::CacheFor(size_t scorer, int shape_id) {
   return cache.data() + static_cast<size_t>(shape_id) * cache_nodes_;
 }
 
+void Framework::SyncCacheTo(const core::ClusterState& state) {
+  if (cache_nodes_ == state.num_nodes() && cache_state_ == &state) return;
+  // Versions are per ClusterState object: scores made for another object (or size) are void.
+  cache_nodes_ = state.num_nodes();
+  cache_state_ = &state;
+  for (auto& c : cache_) c.clear();
+}
+
+void Framework::PrepareScorers(CycleState& cycle, const core::ClusterState& state, int shape_id) {
+  // Every PreScore runs before any Score, so a scorer may read what another's PreScore set.
+  for (size_t s = 0; s < profile_.scores.size(); ++s) {
+    ScorePlugin& plugin = *profile_.scores[s].plugin;
+    plugin.PreScore(cycle, state);
+    const bool cached = options_.score_cache && plugin.Cacheable();
+    if (cached && plugin.Epoch() != cache_epoch_[s]) {
+      cache_epoch_[s] = plugin.Epoch();
+      ++cache_gen_[s];
+    }
+    cycle_entries_[s] = cached ? CacheFor(s, shape_id) : nullptr;
+    cycle_gen_[s] = static_cast<uint64_t>(cache_gen_[s]) << 32;
+  }
+}
+
+int Framework::SelectUnnormalized(const CycleState& cycle, const core::ClusterState& state) {
+  const size_t num_scorers = profile_.scores.size();
+  int best_node = -1;
+  int64_t best = 0;
+  int best_rank = 0;
+  auto consider = [&](int n, int64_t v) {
+    if (best_node < 0 || v > best || (v == best && rank_[n] < best_rank)) {
+      best = v;
+      best_node = n;
+      best_rank = rank_[n];
+    }
+  };
+  if (num_scorers == 1) {
+    // The common case (every reference policy), kept tight.
+    ScorePlugin& plugin = *profile_.scores[0].plugin;
+    const int64_t w = profile_.scores[0].weight;
+    if (CacheEntry* entries = cycle_entries_[0]) {
+      const uint64_t gen = cycle_gen_[0];
+      for (int n : feasible_) {
+        consider(n, w * Cached(entries[n], gen | state.version(n), plugin, cycle, state, n));
+      }
+    } else {
+      for (int n : feasible_) consider(n, w * plugin.Score(cycle, state, n));
+    }
+    return best_node;
+  }
+  for (int n : feasible_) {
+    int64_t v = 0;
+    for (size_t s = 0; s < num_scorers; ++s) {
+      ScorePlugin& plugin = *profile_.scores[s].plugin;
+      CacheEntry* entries = cycle_entries_[s];
+      const int64_t x =
+          entries ? Cached(entries[n], cycle_gen_[s] | state.version(n), plugin, cycle, state, n)
+                  : plugin.Score(cycle, state, n);
+      v += profile_.scores[s].weight * x;
+    }
+    consider(n, v);
+  }
+  return best_node;
+}
+
+int Framework::SelectNormalized(const CycleState& cycle, const core::ClusterState& state) {
+  totals_.assign(feasible_.size(), 0);
+  scores_.resize(feasible_.size());
+  for (size_t s = 0; s < profile_.scores.size(); ++s) {
+    ScorePlugin& plugin = *profile_.scores[s].plugin;
+    CacheEntry* entries = cycle_entries_[s];
+    const uint64_t gen = cycle_gen_[s];
+    for (size_t i = 0; i < feasible_.size(); ++i) {
+      const int n = feasible_[i];
+      scores_[i] = entries ? Cached(entries[n], gen | state.version(n), plugin, cycle, state, n)
+                           : plugin.Score(cycle, state, n);
+    }
+    if (plugin.HasNormalize()) {
+      plugin.NormalizeScore(scores_);
+      for (const int64_t v : scores_) {
+        SEEDANCE_CHECK(v >= kMinNodeScore && v <= kMaxNodeScore)
+            << "score plugin '" << plugin.Name() << "' normalised a score to " << v << ", outside "
+            << kMinNodeScore << ".." << kMaxNodeScore;
+      }
+    }
+    const int64_t w = profile_.scores[s].weight;
+    for (size_t i = 0; i < feasible_.size(); ++i) totals_[i] += w * scores_[i];
+  }
+  // Highest total, first in node order on ties.
+  size_t best = 0;
+  for (size_t i = 1; i < feasible_.size(); ++i) {
+    if (totals_[i] > totals_[best] ||
+        (totals_[i] == totals_[best] && rank_[feasible_[i]] < rank_[feasible_[best]])) {
+      best = i;
+    }
+  }
+  return feasible_[best];
+}
+
 Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state) {
   Outcome out;
   const int num_nodes = state.num_nodes();
@@ -82,98 +182,36 @@ Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state
     rank_.assign(num_nodes, 0);
     for (int i = 0; i < num_nodes; ++i) rank_[options_.node_order[i]] = i;
   }
-  if (cache_nodes_ != num_nodes) {
-    cache_nodes_ = num_nodes;
-    for (auto& c : cache_) c.clear();
-  }
+  SyncCacheTo(state);
   CycleState cycle;
   cycle.pod = &pod;
   cycle.rng = &rng_;
-  const int shape_id = ShapeId(pod);
 
-  // Nodes are visited in index order (sequential memory); ties are settled by rank_, the
-  // position in the configured node order, so the result equals a scan in that order.
-  int best_node = -1;
-  if (profile_.filters.empty() && profile_.scores.size() == 1 &&
-      profile_.scores[0].plugin->Cacheable() && !profile_.scores[0].plugin->HasNormalize()) {
-    // Fast path: one cacheable score, nothing to normalise: filter, score and select in one pass.
-    ScorePlugin& plugin = *profile_.scores[0].plugin;
-    feasible_.clear();
-    state.FeasibleNodes(pod, &feasible_);
-    cycle.feasible = feasible_;
-    plugin.PreScore(cycle, state);
-    if (plugin.Epoch() != cache_epoch_[0]) {
-      cache_epoch_[0] = plugin.Epoch();
-      ++cache_gen_[0];
-    }
-    CacheEntry* entries = CacheFor(0, shape_id);
-    const uint64_t gen = static_cast<uint64_t>(cache_gen_[0]) << 32;
-    int64_t best = 0;
-    int best_rank = 0;
+  // Filter.
+  feasible_.clear();
+  state.FeasibleNodes(pod, &feasible_);
+  if (!profile_.filters.empty()) {
+    size_t kept = 0;
     for (int n : feasible_) {
-      const int64_t v = Cached(entries[n], gen | state.version(n), plugin, cycle, state, n);
-      if (best_node < 0 || v > best || (v == best && rank_[n] < best_rank)) {
-        best = v;
-        best_node = n;
-        best_rank = rank_[n];
+      bool ok = true;
+      for (size_t f = 0; ok && f < profile_.filters.size(); ++f) {
+        ok = profile_.filters[f]->Filter(cycle, state, n);
       }
+      if (ok) feasible_[kept++] = n;
     }
-  } else {
-    // Filter.
-    feasible_.clear();
-    state.FeasibleNodes(pod, &feasible_);
-    if (!profile_.filters.empty()) {
-      size_t kept = 0;
-      for (int n : feasible_) {
-        bool ok = true;
-        for (size_t f = 0; ok && f < profile_.filters.size(); ++f) {
-          ok = profile_.filters[f]->Filter(cycle, state, n);
-        }
-        if (ok) feasible_[kept++] = n;
-      }
-      feasible_.resize(kept);
-    }
-    if (!feasible_.empty()) {
-      cycle.feasible = feasible_;
-      // Score.
-      totals_.assign(feasible_.size(), 0);
-      for (size_t s = 0; s < profile_.scores.size(); ++s) {
-        ScorePlugin& plugin = *profile_.scores[s].plugin;
-        plugin.PreScore(cycle, state);
-        const bool cacheable = plugin.Cacheable();
-        if (cacheable && plugin.Epoch() != cache_epoch_[s]) {
-          cache_epoch_[s] = plugin.Epoch();
-          ++cache_gen_[s];
-        }
-        scores_.resize(feasible_.size());
-        CacheEntry* entries = cacheable ? CacheFor(s, shape_id) : nullptr;
-        const uint64_t gen = static_cast<uint64_t>(cache_gen_[s]) << 32;
-        for (size_t i = 0; i < feasible_.size(); ++i) {
-          const int n = feasible_[i];
-          scores_[i] = entries ? Cached(entries[n], gen | state.version(n), plugin, cycle, state, n)
-                               : plugin.Score(cycle, state, n);
-        }
-        if (plugin.HasNormalize()) {
-          plugin.NormalizeScore(scores_);
-          for (const int64_t v : scores_) {
-            SEEDANCE_CHECK(v >= kMinNodeScore && v <= kMaxNodeScore)
-                << "score plugin '" << plugin.Name() << "' normalised a score to " << v
-                << ", outside " << kMinNodeScore << ".." << kMaxNodeScore;
-          }
-        }
-        const int64_t w = profile_.scores[s].weight;
-        for (size_t i = 0; i < feasible_.size(); ++i) totals_[i] += w * scores_[i];
-      }
-      // Select: highest total, first in node order on ties.
-      size_t best = 0;
-      for (size_t i = 1; i < feasible_.size(); ++i) {
-        if (totals_[i] > totals_[best] ||
-            (totals_[i] == totals_[best] && rank_[feasible_[i]] < rank_[feasible_[best]])) {
-          best = i;
-        }
-      }
-      best_node = feasible_[best];
-    }
+    feasible_.resize(kept);
+  }
+
+  // PreScore, Score and select. Nodes are visited in index order (sequential memory); ties are
+  // settled by rank_, the position in the configured node order, so the result equals a scan in
+  // that order.
+  int best_node = -1;
+  if (!feasible_.empty()) {
+    cycle.feasible = feasible_;
+    PrepareScorers(cycle, state, ShapeId(pod));
+    bool normalize = false;
+    for (const auto& s : profile_.scores) normalize = normalize || s.plugin->HasNormalize();
+    best_node = normalize ? SelectNormalized(cycle, state) : SelectUnnormalized(cycle, state);
   }
   if (best_node < 0) {
     out.code = Code::kUnschedulable;

@@ -200,15 +200,15 @@ TEST_F(FrameworkDeathTest, BindOnANodeThatWasNotChosenIsCaught) {
 
 TEST_F(FrameworkDeathTest, NormalisedScoreOutOfRangeIsCaught) {
   // ReversingScore maps v to 100 - v: a raw 150 comes out as -50.
-  Framework fw = Make(WithScores(
-      {{std::make_shared<ReversingScore>(std::vector<int64_t>{150, 0, 0}), 1}}));
+  Framework fw =
+      Make(WithScores({{std::make_shared<ReversingScore>(std::vector<int64_t>{150, 0, 0}), 1}}));
   EXPECT_DEATH(fw.Schedule(Cpu(100), state_),
                "score plugin 'TableScore' normalised a score to -50, outside 0..100");
 }
 
 TEST_F(FrameworkDeathTest, ReleaseOfAPodClassNotBoundIsCaught) {
-  Framework fw = Make(WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{9, 0, 0}),
-                                   1}}));
+  Framework fw =
+      Make(WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{9, 0, 0}), 1}}));
   const Outcome out = fw.Schedule(Gpu(1, 1000), state_);
   ASSERT_TRUE(out.ok()) << out.reason;
   // Same GPU, same milli in total, but a GPU-sharing pod was never bound there.
@@ -458,6 +458,46 @@ TEST_F(FrameworkTest, NonCacheableScoreIsCalledEveryCycle) {
   reserve_->fail = true;
   for (int i = 0; i < 3; ++i) EXPECT_EQ(fw.Schedule(Gpu(1, 500), state_).code, Code::kError);
   EXPECT_EQ(score->total_calls(), 9);
+}
+
+TEST_F(FrameworkTest, ScoreCacheOffRecomputesCacheableScoresEveryCycle) {
+  auto score = std::make_shared<TableScore>(std::vector<int64_t>{30, 20, 10}, true);
+  FrameworkOptions o;
+  o.score_cache = false;
+  Framework fw(WithScores({{score, 1}}), std::move(o));
+  reserve_->fail = true;
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(fw.Schedule(Gpu(1, 500), state_).code, Code::kError);
+  EXPECT_EQ(score->total_calls(), 9);
+}
+
+// A cached scorer and an uncached one in the same profile: the cached one is scored once per
+// node version, the other every cycle, and the weighted sum decides.
+TEST_F(FrameworkTest, CachedAndUncachedScorersCombine) {
+  auto cached = std::make_shared<TableScore>(std::vector<int64_t>{10, 20, 30}, true);
+  auto live = std::make_shared<TableScore>(std::vector<int64_t>{0, 0, 0}, false);
+  Framework fw = Make(WithScores({{cached, 1}, {live, 2}}));
+  reserve_->fail = true;
+  EXPECT_EQ(fw.Schedule(Gpu(1, 500), state_).code, Code::kError);
+  EXPECT_EQ(live->seen_feasible(), (std::vector<int>{0, 1, 2}));
+  live->set_table({11, 0, 0});  // 10 + 2 x 11 = 32 beats 30
+  reserve_->fail = false;
+  Outcome out = fw.Schedule(Gpu(1, 500), state_);
+  ASSERT_TRUE(out.ok()) << out.reason;
+  EXPECT_EQ(out.placement.node, 0);
+  EXPECT_EQ(cached->total_calls(), 3);
+  EXPECT_EQ(live->total_calls(), 6);
+}
+
+// Versions belong to one ClusterState object: scores cached for one are not reused for another
+// whose nodes happen to carry the same versions.
+TEST_F(FrameworkTest, CachedScoresAreDroppedForAnotherClusterStateObject) {
+  auto score = std::make_shared<TableScore>(std::vector<int64_t>{30, 20, 10}, true);
+  Framework fw = Make(WithScores({{score, 1}}));
+  reserve_->fail = true;
+  EXPECT_EQ(fw.Schedule(Gpu(1, 500), state_).code, Code::kError);
+  ClusterState other = state_;
+  EXPECT_EQ(fw.Schedule(Gpu(1, 500), other).code, Code::kError);
+  EXPECT_EQ(score->total_calls(), 6);
 }
 
 // ---- Observers and Release -----------------------------------------------------------------

@@ -8,7 +8,10 @@
 #include <limits>
 #include <memory>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "fgd.h"
+#include "seedance/base/text.h"
 
 namespace seedance::sched::internal {
 namespace {
@@ -248,23 +251,42 @@ bool ChooseBestFitGpus(const ClusterState& s, const PodShape& pod, Placement* p)
   return true;
 }
 
-absl::StatusOr<Profile> MakeRandom(const PolicyContext&) {
+absl::Status CheckReferencePolicyOptions(const PolicyContext& ctx, const std::string& policy) {
+  const std::vector<std::string> cas = CasOptionNames();
+  for (const auto& kv : ctx.params) {
+    if (std::find(cas.begin(), cas.end(), kv.first) == cas.end()) {
+      const std::string key = base::ForTerminal(base::Clip(kv.first, 40));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--policy-opt ", key, ": unknown option '", key, "' (", policy,
+                       " takes no options; cas takes ", absl::StrJoin(cas, ", "), ")"));
+    }
+  }
+  return CheckCasOptions(ctx.params);
+}
+
+absl::StatusOr<Profile> MakeRandom(const PolicyContext& ctx) {
+  if (absl::Status st = CheckReferencePolicyOptions(ctx, "random"); !st.ok()) return st;
   auto plugin = std::make_shared<RandomPlugin>();
   return SingleScore("random", plugin, plugin);
 }
-absl::StatusOr<Profile> MakeDotProd(const PolicyContext&) {
+absl::StatusOr<Profile> MakeDotProd(const PolicyContext& ctx) {
+  if (absl::Status st = CheckReferencePolicyOptions(ctx, "dotprod"); !st.ok()) return st;
   return SingleScore("dotprod", std::make_shared<DotProdPlugin>(), nullptr);
 }
-absl::StatusOr<Profile> MakeClustering(const PolicyContext&) {
+absl::StatusOr<Profile> MakeClustering(const PolicyContext& ctx) {
+  if (absl::Status st = CheckReferencePolicyOptions(ctx, "clustering"); !st.ok()) return st;
   return SingleScore("clustering", std::make_shared<ClusteringPlugin>(), nullptr);
 }
-absl::StatusOr<Profile> MakePacking(const PolicyContext&) {
+absl::StatusOr<Profile> MakePacking(const PolicyContext& ctx) {
+  if (absl::Status st = CheckReferencePolicyOptions(ctx, "packing"); !st.ok()) return st;
   return SingleScore("packing", std::make_shared<PackingPlugin>(), nullptr);
 }
-absl::StatusOr<Profile> MakeBestFit(const PolicyContext&) {
+absl::StatusOr<Profile> MakeBestFit(const PolicyContext& ctx) {
+  if (absl::Status st = CheckReferencePolicyOptions(ctx, "bestfit"); !st.ok()) return st;
   return SingleScore("bestfit", std::make_shared<BestFitPlugin>(), nullptr);
 }
 absl::StatusOr<Profile> MakeFgd(const PolicyContext& ctx) {
+  if (absl::Status st = CheckReferencePolicyOptions(ctx, "fgd"); !st.ok()) return st;
   if (ctx.oracle_workload.empty()) {
     return absl::InvalidArgumentError("fgd needs the target workload (typical task shapes)");
   }

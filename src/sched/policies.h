@@ -2,6 +2,10 @@
 #ifndef SEEDANCE_SCHED_POLICIES_H_
 #define SEEDANCE_SCHED_POLICIES_H_
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "seedance/core/cluster_state.h"
 #include "seedance/sched/framework.h"
@@ -16,6 +20,16 @@ bool ChooseBestFitGpus(const core::ClusterState& s, const core::PodShape& pod, c
 // Lowest-indexed fully free GPUs (the reference's AllocateExclusiveGpuId).
 bool ChooseExclusiveGpus(const core::ClusterState& s, const core::PodShape& pod,
                          core::Placement* p);
+
+// cas's option names, and a check of `params` as cas options (kInvalidArgument naming the
+// option, its accepted range and the value).
+std::vector<std::string> CasOptionNames();
+absl::Status CheckCasOptions(const std::map<std::string, std::string>& params);
+
+// The reference policies take no options. A run comparing several policies hands the same
+// options to each, so cas's options are accepted (checked, then unused); any other key is
+// kInvalidArgument naming it.
+absl::Status CheckReferencePolicyOptions(const PolicyContext& ctx, const std::string& policy);
 
 absl::StatusOr<Profile> MakeRandom(const PolicyContext& ctx);
 absl::StatusOr<Profile> MakeDotProd(const PolicyContext& ctx);

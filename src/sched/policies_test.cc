@@ -3,6 +3,7 @@
 // shows the scores the reference would give, so a failure points at the formula that drifted.
 #include "policies.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <initializer_list>
@@ -24,6 +25,8 @@ using core::ClusterState;
 using core::NodeSpec;
 using core::Placement;
 using core::PodShape;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 PodShape Cpu(int64_t cpu_milli) {
   PodShape p;
@@ -451,6 +454,79 @@ TEST_F(PolicyTest, CasRejectsUnknownOrMalformedOptions) {
   }
 }
 
+// --policy-opt values are checked strictly: the message names the option, the accepted range and
+// the value, and the code is kInvalidArgument (exit 2 in the CLI).
+TEST_F(PolicyTest, CasOptionErrorsNameTheOptionTheRangeAndTheValue) {
+  struct Case {
+    std::string key, value;
+    std::vector<std::string> want;  // substrings of the message
+  };
+  const std::vector<Case> cases = {
+      {"sigmoid_scale", "0", {"--policy-opt sigmoid_scale", "> 0", "'0'"}},
+      {"sigmoid_scale", "-3", {"sigmoid_scale", "> 0", "'-3'"}},
+      {"sigmoid_scale", "nan", {"sigmoid_scale", "finite number", "'nan'"}},
+      {"sigmoid_scale", "inf", {"sigmoid_scale", "finite number", "'inf'"}},
+      {"sigmoid_scale", "-inf", {"sigmoid_scale", "finite number", "'-inf'"}},
+      {"sigmoid_scale", "1e400", {"sigmoid_scale", "finite number", "'1e400'"}},
+      {"sigmoid_scale", "3000x", {"sigmoid_scale", "'3000x'"}},
+      {"sigmoid_scale", "", {"sigmoid_scale", "''"}},
+      {"sigmoid_scale", " 3000", {"sigmoid_scale", "' 3000'"}},
+      {"sigmoid_scale", "0x10", {"sigmoid_scale", "'0x10'"}},
+      {"delta_quantum", "0", {"delta_quantum", "> 0"}},
+      {"min_rebuild_arrivals", "0", {"min_rebuild_arrivals", "> 0"}},
+      {"cpu_headroom_ratio", "0", {"cpu_headroom_ratio", "> 0"}},
+      {"rebuild_fraction", "-0.1", {"rebuild_fraction", ">= 0", "'-0.1'"}},
+      {"coverage_pct", "0", {"coverage_pct", "(0, 100]", "'0'"}},
+      {"coverage_pct", "150", {"coverage_pct", "(0, 100]", "'150'"}},
+      {"cpu_pods", "3", {"cpu_pods", "[0, 2]", "'3'"}},
+      {"cpu_pods", "1.5", {"cpu_pods", "[0, 2]", "'1.5'"}},
+      {"raw_delta", "-1", {"raw_delta", "[0, 1]", "'-1'"}},
+      {"gpu_choice", "99999999999999999999999", {"gpu_choice", "[0, 2]"}},
+      {"balance_gpu_pods", "two", {"balance_gpu_pods", "[0, 2]", "'two'"}},
+      {"sigmoid_scal",
+       "3000",
+       {"unknown cas option 'sigmoid_scal'", "did you mean 'sigmoid_scale'"}},
+      {"nope\x1b[2J", "1", {"unknown cas option 'nope\\x1B[2J'"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.key + "=" + c.value);
+    PolicyContext ctx;
+    ctx.params = {{c.key, c.value}};
+    absl::Status st = Registry::Builtins().Create("cas", ctx).status();
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+    for (const std::string& w : c.want) EXPECT_THAT(std::string(st.message()), HasSubstr(w));
+    EXPECT_THAT(std::string(st.message()), Not(HasSubstr("\x1b")));
+  }
+  // Edge values inside the ranges are accepted.
+  PolicyContext ok;
+  ok.params = {{"coverage_pct", "100"},
+               {"rebuild_fraction", "0"},
+               {"sigmoid_scale", "1e-9"},
+               {"cpu_pods", "0"},
+               {"raw_delta", "1"}};
+  EXPECT_TRUE(Registry::Builtins().Create("cas", ok).ok());
+}
+
+// The reference policies take no options: cas's are accepted (a multi-policy run hands the same
+// options to each) but still checked; anything else is an error naming the key.
+TEST_F(PolicyTest, ReferencePoliciesRefuseUnknownOptionsAndCheckCasOnes) {
+  for (const std::string& name : ReferencePolicyNames()) {
+    SCOPED_TRACE(name);
+    PolicyContext ctx = Context();
+    ctx.params = {{"nope", "1"}};
+    absl::Status st = Registry::Builtins().Create(name, ctx).status();
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(st.message()), HasSubstr("--policy-opt nope"));
+    EXPECT_THAT(std::string(st.message()), HasSubstr(name + " takes no options"));
+    ctx.params = {{"sigmoid_scale", "2000"}};
+    EXPECT_TRUE(Registry::Builtins().Create(name, ctx).ok());
+    ctx.params = {{"sigmoid_scale", "nan"}};
+    st = Registry::Builtins().Create(name, ctx).status();
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(st.message()), HasSubstr("sigmoid_scale"));
+  }
+}
+
 TEST_F(PolicyTest, CasWithoutHistoryBalancesCpu) {
   // No oracle (cas must not need one) and no arrivals: every gradient is 0, so CPU balance
   // decides. With no GPU pods seen yet the CPU a GPU needs is taken as 0, so a GPU pod goes
@@ -542,6 +618,71 @@ TEST_F(PolicyTest, CasLearnsTargetWorkloadFromArrivals) {
     Outcome out = fw.Schedule(Share(300), s);
     ASSERT_TRUE(out.ok()) << out.reason;
     EXPECT_EQ(Gpus(out.placement), c.want_gpus);
+  }
+}
+
+// The score cache must not see cas's learned CPU per GPU go stale (issue 11): it moves on every
+// GPU-pod arrival without a rebuild. n0 (64 cores) and n1 (16 cores), 8 GPUs each; no workload
+// learnt yet, so every gradient ties and CPU balance decides. After one 1-core GPU pod the ratio
+// is 1 core per GPU and the pod goes to n1 (least surplus); one 15-core GPU pod later it is 8, so
+// the next pod belongs on n0 (surplus 7 cores against n1's -34): a score of n0 cached at ratio 1
+// (surplus 56 cores) would send it to n1 again.
+TEST_F(PolicyTest, CasDecisionsDoNotDependOnTheScoreCacheWhenTheLearnedCpuPerGpuMoves) {
+  const std::vector<NodeSpec> nodes = {{"n0", 64000, 524288, 8, "A", 0, 0},
+                                       {"n1", 16000, 524288, 8, "A", 0, 0}};
+  for (bool cache : {true, false}) {
+    SCOPED_TRACE(cache ? "cache on" : "cache off");
+    PolicyContext ctx;
+    ctx.params = {{"min_rebuild_arrivals", "1000"}, {"balance_gpu_pods", "2"}};
+    auto profile = Registry::Builtins().Create("cas", ctx);
+    ASSERT_TRUE(profile.ok()) << profile.status();
+    FrameworkOptions o;
+    o.score_cache = cache;
+    Framework fw(*std::move(profile), std::move(o));
+    ClusterState s = Cluster(nodes, {});
+    fw.NotifyArrival(Whole(1, 1000));
+    Outcome first = fw.Schedule(Whole(1, 1000), s);
+    ASSERT_TRUE(first.ok()) << first.reason;
+    EXPECT_EQ(first.placement.node, 1);
+    fw.NotifyArrival(Whole(1, 15000));
+    Outcome second = fw.Schedule(Whole(1, 1000), s);
+    ASSERT_TRUE(second.ok()) << second.reason;
+    EXPECT_EQ(second.placement.node, 0);
+  }
+}
+
+// Every built-in policy makes the same decisions with the score cache on and off on a mixed
+// stream with departures (the data-driven score_cache_test does this on the public trace).
+TEST_F(PolicyTest, EveryPolicyDecidesTheSameWithTheScoreCacheOff) {
+  for (const std::string& name : Registry::Builtins().Names()) {
+    SCOPED_TRACE(name);
+    std::vector<std::vector<int>> decisions[2];
+    for (int cache = 0; cache < 2; ++cache) {
+      auto profile = Registry::Builtins().Create(name, Context());
+      ASSERT_TRUE(profile.ok()) << profile.status();
+      FrameworkOptions o;
+      o.score_cache = cache == 1;
+      Framework fw(*std::move(profile), std::move(o));
+      ClusterState s = Cluster(MixedNodes(), {});
+      const PodShape shapes[] = {Share(300, 2000), Whole(1, 6000), Share(700),
+                                 Whole(2, 500),    Cpu(3000),      Share(450, 9000)};
+      std::vector<std::pair<PodShape, Placement>> live;
+      for (int i = 0; i < 300; ++i) {
+        const PodShape& pod = shapes[(i * 7) % 6];
+        fw.NotifyArrival(pod);
+        Outcome out = fw.Schedule(pod, s);
+        ASSERT_NE(out.code, Code::kError) << out.reason;
+        std::vector<int> d = {static_cast<int>(out.code), out.placement.node};
+        for (int g : Gpus(out.placement)) d.push_back(g);
+        decisions[cache].push_back(std::move(d));
+        if (out.ok()) live.emplace_back(pod, out.placement);
+        if (i % 3 == 2 && !live.empty()) {  // a departure every third pod, oldest first
+          fw.Release(live.front().first, live.front().second, s);
+          live.erase(live.begin());
+        }
+      }
+    }
+    EXPECT_EQ(decisions[0], decisions[1]);
   }
 }
 

@@ -10,9 +10,14 @@
 // order, a fixed permutation of the nodes (the FGD reference simulator sorts nodes by a name
 // carrying a seeded random prefix). Scores are integers, as in Kubernetes.
 //
-// Plugins whose Score depends only on the node's state and the pod's request may declare
-// themselves Cacheable(); the framework then reuses a score until the node changes or the
-// plugin's Epoch() moves (a plugin that learns bumps its epoch when its model changes).
+// The score cache. A plugin whose Score depends only on node n's allocation (what
+// ClusterState::version(n) tracks), the pod's cpu_milli, num_gpu, gpu_milli and gpu_model_mask,
+// and its own Epoch() may declare itself Cacheable(); the framework then reuses a score until
+// the node's version or the plugin's epoch moves. A plugin that learns must bump its epoch
+// whenever anything Score reads changes, or keep the part that reads fast-moving learned state
+// in a separate, non-cacheable plugin (cas does this with its CPU-balance term). The cache must
+// be invisible: FrameworkOptions::score_cache = false recomputes every score and must give the
+// same decisions (score_cache_test runs every built-in policy both ways).
 //
 // Thread-safety: a Framework is used by one scheduling loop at a time.
 #ifndef SEEDANCE_SCHED_FRAMEWORK_H_
@@ -80,7 +85,8 @@ class ScorePlugin : public virtual Plugin {
   // If true, NormalizeScore maps the feasible nodes' scores into [0, 100].
   virtual bool HasNormalize() const { return false; }
   virtual void NormalizeScore(std::span<int64_t> /*scores*/) const {}
-  // True if Score depends only on node n's state, the pod's cpu/GPU request and Epoch().
+  // True if Score depends only on node n's allocation, the pod's cpu/GPU request and model
+  // mask, and Epoch() (see the score cache above).
   virtual bool Cacheable() const { return false; }
   virtual uint64_t Epoch() const { return 0; }
 };
@@ -122,6 +128,9 @@ struct FrameworkOptions {
   uint64_t seed = 42;
   // Tie-break order: node_order[i] is the i-th node to consider. Empty = index order.
   std::vector<int> node_order;
+  // Reuse the scores of Cacheable() plugins (the default). false: every score is recomputed
+  // every cycle; decisions are the same, only slower (a check that the cache is invisible).
+  bool score_cache = true;
 };
 
 class Framework {
@@ -132,7 +141,9 @@ class Framework {
 
   // Tells observers a pod arrived (call once per pod, before its first Schedule).
   void NotifyArrival(const core::PodShape& pod);
-  // Runs one scheduling cycle and, on success, binds the pod into `state`.
+  // Runs one scheduling cycle and, on success, binds the pod into `state`. Cached scores belong
+  // to the ClusterState object last scheduled on: passing a different object drops them.
+  // REQUIRES: `state` changes only through Allocate/Release between calls (so versions move).
   Outcome Schedule(const core::PodShape& pod, core::ClusterState& state);
   // Releases a bound pod from `state` and tells observers. REQUIRES: it was bound.
   void Release(const core::PodShape& pod, const core::Placement& placement,
@@ -162,6 +173,16 @@ class Framework {
   // The entry's score if its stamp (cache generation | node version) matches, else a new one.
   static int64_t Cached(CacheEntry& e, uint64_t stamp, ScorePlugin& plugin, const CycleState& cycle,
                         const core::ClusterState& state, int n);
+  // Drops every cached score if the cluster (object or size) is not the one they were made for.
+  void SyncCacheTo(const core::ClusterState& state);
+  // Calls each scorer's PreScore and prepares its cache: entries for this pod's shape (nullptr
+  // when the scorer is not cached) and the stamp's generation bits.
+  void PrepareScorers(CycleState& cycle, const core::ClusterState& state, int shape_id);
+  // One pass over the feasible nodes: weighted sum of every scorer, best total, first in node
+  // order on ties. For profiles without filters or normalisation.
+  int SelectUnnormalized(const CycleState& cycle, const core::ClusterState& state);
+  // Scores, normalises and sums per scorer, then selects. Returns the best node.
+  int SelectNormalized(const CycleState& cycle, const core::ClusterState& state);
 
   Profile profile_;
   FrameworkOptions options_;
@@ -172,6 +193,10 @@ class Framework {
   std::vector<uint64_t> cache_epoch_;
   std::vector<uint32_t> cache_gen_;
   int cache_nodes_ = 0;
+  const core::ClusterState* cache_state_ = nullptr;
+  // Per scorer, for the current cycle (PrepareScorers).
+  std::vector<CacheEntry*> cycle_entries_;
+  std::vector<uint64_t> cycle_gen_;
   std::vector<int> rank_;  // rank_[node] = position in options_.node_order
   std::vector<int> feasible_;
   std::vector<int64_t> scores_;
