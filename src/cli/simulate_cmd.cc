@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -266,6 +267,20 @@ struct Output {
   std::unique_ptr<base::OutputFile> file;
 };
 
+// Where `path` finally leads through symlinks (which may not exist yet), made absolute.
+std::string FinalTarget(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec);
+  for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(p, ec)); ++hops) {
+    const fs::path link = fs::read_symlink(p, ec);
+    if (ec) break;
+    p = link.is_absolute() ? link : p.parent_path() / link;
+  }
+  const fs::path dir = fs::weakly_canonical(p.parent_path(), ec);
+  return ec ? p.lexically_normal().string() : (dir / p.filename()).string();
+}
+
 absl::Status OpenOutputs(const Flags& f, const std::string& format, std::vector<Output>* outs) {
   std::vector<base::NamedPath> named = {{"--output", f.out.output},
                                         {"--json", f.json},
@@ -285,8 +300,14 @@ absl::Status OpenOutputs(const Flags& f, const std::string& format, std::vector<
             absl::StrCat(outputs[i].flag, " and ", outputs[j].flag, " both name standard output"));
       }
       if (absl::Status s = base::CheckOutputsDistinct({outputs[i]}, {outputs[j]}); !s.ok()) {
+        return s;
+      }
+      // Files that do not exist yet have no inode to compare: compare where their symlinks lead.
+      if (outputs[i].path != "-" && outputs[j].path != "-" &&
+          FinalTarget(outputs[i].path) == FinalTarget(outputs[j].path)) {
         return absl::InvalidArgumentError(
-            absl::StrCat(outputs[j].flag, " and ", outputs[i].flag, " name the same file"));
+            absl::StrCat(outputs[j].flag, " ", Shown(outputs[j].path), " and ", outputs[i].flag,
+                         " ", Shown(outputs[i].path), " name the same file"));
       }
     }
   }

@@ -303,6 +303,10 @@ absl::Status ParsePodRow(const Row& row, core::PodSpec* pod) {
   }
   if (absl::Status s = ParseTime(row, kPodCreationTime, 0, &pod->creation_s); !s.ok()) return s;
   if (absl::Status s = ParseTime(row, kPodDeletionTime, -1, &pod->deletion_s); !s.ok()) return s;
+  if (pod->deletion_s >= 0 && pod->deletion_s < pod->creation_s) {
+    return row.Error(kPodDeletionTime,
+                     absl::StrCat("must not be before creation_time (", pod->creation_s, ")"));
+  }
   if (absl::Status s = ParseTime(row, kPodScheduledTime, -1, &pod->scheduled_s); !s.ok()) {
     return s;
   }

@@ -157,6 +157,11 @@ const ParseCase kCases[] = {
     {"PodEmptyFile", Kind::kPod, "", false, "src.csv:1: empty file: expected a header row"},
     {"PodBinaryValueIsEscaped", Kind::kPod, Cat(kShortPodHeader, "p0,\x01\x7f,2,1,1000\n"), false,
      "src.csv:2: field 'cpu_milli': expected an integer (got '\\x01\\x7f')"},
+    {"PodDeletionBeforeCreation", Kind::kPod,
+     Cat(kPodHeader, "p0,1,2,1,1000,,LS,Running,100,50,100\n"), false,
+     "src.csv:2: field 'deletion_time': must not be before creation_time (100) (got '50')"},
+    {"PodDeletionAtCreation", Kind::kPod,
+     Cat(kPodHeader, "p0,1,2,1,1000,,LS,Running,100,100,100\n"), true, ""},
     // Names are unique within a file; the error names both lines.
     {"NodeDuplicateName", Kind::kNode,
      Cat(kNodeHeader, "n0,1,2,1,T4\nn1,1,2,1,T4\n\nn0,1,2,1,T4\n"), false,

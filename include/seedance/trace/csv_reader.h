@@ -41,7 +41,8 @@ absl::StatusOr<std::vector<core::NodeSpec>> ParseNodeCsv(std::string_view text,
 // ClusterState::ModelMask(pod.gpu_spec). Checks a non-empty name, quantities >= 0, gpu_milli in
 // 0..1000, gpu_milli == 0 exactly when num_gpu == 0, and gpu_milli == 1000 when num_gpu > 1. Times
 // are integer seconds (a decimal is rounded down); an empty or absent creation_time is 0, an empty
-// or absent deletion_time/scheduled_time is -1. priority comes from qos: LS 3, Guaranteed 2,
+// or absent deletion_time/scheduled_time is -1; a deletion_time before creation_time is an error.
+// priority comes from qos: LS 3, Guaranteed 2,
 // Burstable 1, BE 0, anything else (including empty) 1.
 absl::StatusOr<std::vector<core::PodSpec>> ParsePodCsv(std::string_view text,
                                                        std::string_view source,
