@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -89,6 +90,13 @@ absl::StatusOr<std::string> ReadAll(int fd, const std::string& path, InputKind k
     out.append(buf, static_cast<size_t>(n));
   }
   return out;
+}
+
+// /dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N name an open descriptor, not a file
+// to replace.
+bool IsDescriptorAlias(const std::string& path) {
+  return path == "/dev/stdin" || path == "/dev/stdout" || path == "/dev/stderr" || path.rfind("/dev/fd/", 0) == 0 ||
+         path.rfind("/proc/self/fd/", 0) == 0;
 }
 
 std::string DirName(const std::string& path) {
@@ -184,7 +192,9 @@ absl::StatusOr<std::string> ReadInput(const std::string& path, InputKind kind) {
         Shown(path), ": ", st.st_size, " bytes is larger than the ", FormatBytes(InputLimit(kind)),
         " limit for ", InputKindName(kind), " inputs (raise it with --max-input-size)"));
   }
-  const bool fifo = S_ISFIFO(st.st_mode);
+  // A named FIFO may never get a writer: it is opened without blocking and read with an idle
+  // timeout. A descriptor alias (/dev/stdin of a pipe) is the caller's own stream and blocks.
+  const bool fifo = S_ISFIFO(st.st_mode) && !IsDescriptorAlias(path);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | (fifo ? O_NONBLOCK : 0));
   if (fd < 0) return OpenError(path, "open", errno);
   absl::StatusOr<std::string> text = ReadAll(fd, path, kind, fifo ? kFifoIdleTimeoutS : 0);
@@ -201,13 +211,24 @@ absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& 
     out->fd_ = STDOUT_FILENO;
     return out;
   }
-  absl::StatusOr<std::string> target = ResolveSymlinks(path);
-  if (!target.ok()) return target.status();
-  out->target_ = *target;
+  // The kernel resolves the path first: that handles /dev/stdout and /proc/self/fd/N, whose
+  // link text ("pipe:[123]") names no file. A path that does not exist (yet) may still be a
+  // dangling symlink, followed by hand to the file it will create.
   struct stat st;
-  const bool exists = ::stat(out->target_.c_str(), &st) == 0;
+  bool exists = ::stat(path.c_str(), &st) == 0;
   if (!exists && errno != ENOENT) return OpenError(path, "write", errno);
-  if (exists && !S_ISREG(st.st_mode)) {
+  if (exists && S_ISREG(st.st_mode) && !IsDescriptorAlias(path)) {
+    char resolved[PATH_MAX];
+    if (::realpath(path.c_str(), resolved) == nullptr) return OpenError(path, "write", errno);
+    out->target_ = resolved;
+  } else if (exists) {
+    out->target_ = path;  // written through below
+  } else {
+    absl::StatusOr<std::string> target = ResolveSymlinks(path);
+    if (!target.ok()) return target.status();
+    out->target_ = *target;
+  }
+  if (exists && (!S_ISREG(st.st_mode) || IsDescriptorAlias(path))) {
     if (S_ISDIR(st.st_mode)) {
       return absl::InvalidArgumentError(absl::StrCat(Shown(path), ": is a directory"));
     }
@@ -216,10 +237,12 @@ absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& 
           Shown(path), ": is a ", S_ISSOCK(st.st_mode) ? "socket" : "block device",
           "; refusing to write to it (give a regular file or -)"));
     }
-    // Character devices and FIFOs are written through, never replaced.
+    // Character devices, FIFOs and descriptor aliases are written through, never replaced; a
+    // descriptor alias of a regular file (> file, >> file) is appended to, as the shell left it.
     const bool fifo = S_ISFIFO(st.st_mode);
-    const int fd =
-        ::open(out->target_.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | (fifo ? O_NONBLOCK : 0));
+    const int flags = O_WRONLY | O_CLOEXEC | O_NOCTTY | (fifo ? O_NONBLOCK : 0) |
+                      (S_ISREG(st.st_mode) ? O_APPEND : 0);
+    const int fd = ::open(path.c_str(), flags);
     if (fd < 0 && fifo && errno == ENXIO) {
       return absl::UnavailableError(
           absl::StrCat(Shown(path), ": cannot write: no process is reading this FIFO"));
@@ -236,7 +259,8 @@ absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& 
     return absl::NotFoundError(
         absl::StrCat(Shown(path), ": cannot write: directory ", Shown(dir), " does not exist"));
   }
-  std::string temp = dir + "/." + BaseName(out->target_) + ".seedance-XXXXXX";
+  // The temporary name stays short enough for a target name at NAME_MAX.
+  std::string temp = dir + "/." + BaseName(out->target_).substr(0, 100) + ".seedance-XXXXXX";
   const int fd = ::mkstemp(temp.data());
   if (fd < 0) return OpenError(path, "write", errno);
   mode_t mode;

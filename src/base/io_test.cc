@@ -120,6 +120,25 @@ TEST_F(IoTest, FullDeviceFailsWithTheOsError) {
   EXPECT_NE(s.message().find("No space left on device"), std::string::npos) << s;
 }
 
+TEST_F(IoTest, DescriptorAliasOfAPipeIsWrittenThrough) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const std::string alias = "/proc/self/fd/" + std::to_string(fds[1]);
+  ASSERT_TRUE(WriteOutput(alias, "via the alias").ok());
+  ::close(fds[1]);
+  char buf[64];
+  const ssize_t n = ::read(fds[0], buf, sizeof buf);
+  ::close(fds[0]);
+  EXPECT_EQ(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0), "via the alias");
+}
+
+TEST_F(IoTest, NameAtNameMaxIsWritten) {
+  const std::string name(255 - 5, 'n');
+  ASSERT_TRUE(WriteOutput(Path(name + ".json"), "{}").ok());
+  EXPECT_EQ(Slurp(Path(name + ".json")), "{}");
+  EXPECT_EQ(Entries(), 0u);
+}
+
 TEST_F(IoTest, MissingDirectoryAndDirectoryTargetAreErrors) {
   EXPECT_EQ(OutputFile::Open(Path("nope/out.json")).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(OutputFile::Open(dir_).status().code(), absl::StatusCode::kInvalidArgument);

@@ -17,18 +17,59 @@ namespace {
 namespace cli = seedance::cli;
 namespace base = seedance::base;
 
-// "unknown command 'simulat'; did you mean 'simulate'?" before CLI11 sees the arguments.
-int CheckCommandName(const CLI::App& app, int argc, char** argv) {
-  if (argc < 2 || argv[1][0] == '-') return cli::kExitOk;
+std::vector<std::string> SubcommandNames(const CLI::App* app) {
   std::vector<std::string> names;
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-    if (sub->get_name() == argv[1]) return cli::kExitOk;
+  for (const CLI::App* sub : app->get_subcommands([](const CLI::App*) { return true; })) {
     names.push_back(sub->get_name());
   }
-  const std::string near = base::ClosestMatch(argv[1], names);
-  return cli::UsageError("unknown command '" + base::ForTerminal(base::Clip(argv[1])) + "'" +
-                         (near.empty() ? "" : "; did you mean '" + near + "'?") +
-                         "\nRun 'seedance help' for the list of commands.");
+  return names;
+}
+
+const CLI::App* FindSubcommand(const CLI::App* app, const std::string& name) {
+  for (const CLI::App* sub : app->get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->get_name() == name) return sub;
+  }
+  return nullptr;
+}
+
+// "unknown command 'simulat'; did you mean 'simulate'?" (also for subcommands such as
+// `clock prob`, and for an unknown flag before any command) before CLI11 sees the arguments,
+// whose own message would only say that a subcommand is required.
+int CheckCommandNames(const CLI::App& app, int argc, char** argv) {
+  int i = 1;
+  // Root flags before the command.
+  while (i < argc && argv[i][0] == '-') {
+    const std::string flag = argv[i];
+    if (flag == "-h" || flag == "--help" || flag == "--version") return cli::kExitOk;
+    if (flag == "--max-input-size") {
+      i += 2;
+    } else if (flag.rfind("--max-input-size=", 0) == 0) {
+      i += 1;
+    } else {
+      const std::string near =
+          base::ClosestMatch(flag.substr(0, flag.find('=')), {"--max-input-size", "--version", "--help"});
+      return cli::UsageError("unknown flag '" + base::ForTerminal(base::Clip(flag)) + "'" +
+                             (near.empty() ? "" : "; did you mean " + near + "?") +
+                             "\nRun 'seedance help' for the commands and global flags.");
+    }
+  }
+  const CLI::App* current = &app;
+  std::string path;
+  for (; i < argc && argv[i][0] != '-'; ++i) {
+    const std::vector<std::string> names = SubcommandNames(current);
+    if (names.empty()) return cli::kExitOk;  // positional arguments from here on
+    const CLI::App* next = FindSubcommand(current, argv[i]);
+    if (next == nullptr) {
+      const std::string near = base::ClosestMatch(argv[i], names);
+      return cli::UsageError("unknown command '" + path + base::ForTerminal(base::Clip(argv[i])) +
+                             "'" + (near.empty() ? "" : "; did you mean '" + path + near + "'?") +
+                             "\nRun 'seedance help" + (path.empty() ? "" : " " + path.substr(0, path.size() - 1)) +
+                             "' for the list of commands.");
+    }
+    current = next;
+    path += next->get_name() + " ";
+  }
+  return cli::kExitOk;
 }
 
 // CLI11's message for a parse error, with "did you mean" for an unknown flag.
@@ -96,7 +137,7 @@ int main(int argc, char** argv) {
       cli::AddBenchCommand(app),
   };
   for (cli::Command& c : cli::AddMetaCommands(app)) commands.push_back(std::move(c));
-  if (int rc = CheckCommandName(app, argc, argv); rc != cli::kExitOk) return rc;
+  if (int rc = CheckCommandNames(app, argc, argv); rc != cli::kExitOk) return rc;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
