@@ -181,6 +181,9 @@ expect_error "cluster without GPUs names the file" "nogpu.csv: the cluster has n
 { echo 'sn,cpu_milli,memory_mib,gpu,model'; for i in $(seq 0 70); do echo "n$i,1000,1024,1,M$i"; done; } >"$tmp/models.csv"
 expect_error "more than 63 GPU models names the file" "models.csv: more than 63 distinct GPU models" \
   --nodes "$tmp/models.csv" --pods "$pods"
+expect_error "both inputs from stdin" "cannot both read standard input" --nodes - --pods - </dev/null
+check "--pods - reads standard input" \
+  '"$bin" simulate -q --nodes "$nodes" --pods - --policy bestfit --seeds 1 <"$pods" | grep -q "^bestfit "'
 expect_error "directory as --nodes" "is a directory" --nodes "$tmp" --pods "$pods"
 expect_error "directory as --pods" "is a directory" --nodes "$nodes" --pods "$tmp"
 { echo 'name,cpu_milli,memory_mib,num_gpu,gpu_milli'; printf 'p0,%s,1,0,0\n' "$(head -c 2000000 /dev/zero | tr '\0' 9)"; } >"$tmp/huge.csv"

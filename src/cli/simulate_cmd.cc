@@ -104,6 +104,9 @@ absl::StatusOr<seedance::sim::Workload> LoadWorkload(const Flags& f) {
     return absl::InvalidArgumentError(
         "--nodes and --pods go together (or give neither for the built-in demo)");
   }
+  if (f.nodes == "-" && f.pods == "-") {
+    return absl::InvalidArgumentError("--nodes and --pods cannot both read standard input");
+  }
   seedance::sim::Workload w;
   std::vector<int64_t> pod_lines;
   if (f.nodes.empty()) {
