@@ -5,6 +5,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "commands.h"
 #include "options.h"
 #include "seedance/base/io.h"
@@ -12,6 +13,7 @@
 #include "seedance/base/text.h"
 #include "seedance/cost/analyze.h"
 #include "seedance/cost/prices.h"
+#include "seedance/sched/registry.h"
 #include "seedance/telemetry/profile.h"
 
 namespace seedance::cli {
@@ -31,6 +33,14 @@ int Analyze(AnalyzeFlags f) {
   namespace cost = seedance::cost;
   if (f.report != "cost-savings") {
     return UsageError("--report: expected cost-savings, got '" + base::ForTerminal(f.report) + "'");
+  }
+  const auto& registry = seedance::sched::Registry::Builtins();
+  if (!registry.Contains(f.options.policy)) {
+    std::string msg = "--policy: unknown placement policy '" + base::ForTerminal(f.options.policy) +
+                      "' (expected one of " + absl::StrJoin(registry.Names(), ", ") + ")";
+    const std::string near = base::ClosestMatch(f.options.policy, registry.Names());
+    if (!near.empty()) msg += "; did you mean " + near + "?";
+    return UsageError(msg);
   }
   if (f.out.format == "text") {
     Warn("--format text is deprecated; use --format table");

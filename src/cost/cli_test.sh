@@ -135,6 +135,8 @@ check "--format text (deprecated)" 0 "deprecated" "$BIN" analyze -i "$T/good.jso
 check "-o FILE.html" 0 "wrote" "$BIN" analyze -i "$T/good.json" -o "$T/r.html"
 if grep -q "<canvas" "$T/r.html"; then echo "ok   html by extension"; else echo "FAIL html ext"; fail=1; fi
 check "json header" 0 '"schema_version": "analyze/v1"' "$BIN" analyze -i "$T/good.json" --format json
+check "unknown policy" 2 "--policy: unknown placement policy 'bestfitt'" "$BIN" analyze \
+  -i "$T/good.json" --policy bestfitt
 check "-o json refused" 2 "-o takes a file name" "$BIN" analyze -i "$T/good.json" -o json
 check "analyze -i dir" 2 "$T" "$BIN" analyze -i "$T"
 check "analyze --prices dir" 2 "$T" "$BIN" analyze -i "$T/good.json" --prices "$T"
