@@ -21,6 +21,38 @@ uint64_t Mix64(uint64_t x) {
   return x;
 }
 
+// Failure reports of the hot-path checks, out of line and cold, so that inline each check is a
+// compare and a branch. Each reports through SEEDANCE_CHECK: what broke, the values, abort.
+[[noreturn, gnu::cold, gnu::noinline]] void DieSeqNotLive(KvSeqId seq, const char* op,
+                                                          size_t issued) {
+  const bool sequence_is_live = false;
+  SEEDANCE_CHECK(sequence_is_live)
+      << op << " on sequence " << seq << ", which is not live (freed twice, or never created; "
+      << issued << " ids issued)";
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void DieBlockCount(int64_t referenced, size_t free,
+                                                          int64_t cached, int64_t pool) {
+  const bool referenced_plus_free_plus_cached_is_pool = false;
+  SEEDANCE_CHECK(referenced_plus_free_plus_cached_is_pool)
+      << "KV block count not conserved: " << referenced << " referenced + " << free << " free + "
+      << cached << " cached != " << pool << " blocks";
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void DieBadBlock(const char* what, BlockId b, int32_t ref,
+                                                        const char* more) {
+  const bool block_state_consistent = false;
+  SEEDANCE_CHECK(block_state_consistent)
+      << "block " << b << " " << what << " ref count " << ref << more;
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void DiePoolExhausted(int64_t referenced,
+                                                             int64_t num_blocks) {
+  const bool pool_has_room = false;
+  SEEDANCE_CHECK(pool_has_room) << "KV pool exhausted: a block was allocated with " << referenced
+                                << " of " << num_blocks << " referenced and nothing free or cached";
+}
+
 }  // namespace
 
 uint64_t ChainHash(uint64_t prev, uint64_t key) {
@@ -65,19 +97,19 @@ KvSeqId KvBlockManager::CreateSequence() {
   return id;
 }
 
-KvBlockManager::Seq& KvBlockManager::LiveSeq(KvSeqId seq, const char* op) {
-  SEEDANCE_CHECK(seq >= 0 && static_cast<size_t>(seq) < seqs_.size() && seqs_[seq].live)
-      << op << " on sequence " << seq << ", which is not live (freed twice, or never created; "
-      << seqs_.size() << " ids issued)";
+inline KvBlockManager::Seq& KvBlockManager::LiveSeq(KvSeqId seq, const char* op) {
+  if (seq < 0 || static_cast<size_t>(seq) >= seqs_.size() || !seqs_[seq].live) [[unlikely]] {
+    DieSeqNotLive(seq, op, seqs_.size());
+  }
   return seqs_[seq];
 }
 
-void KvBlockManager::CheckBlockCount() const {
+inline void KvBlockManager::CheckBlockCount() const {
   const int64_t pool = static_cast<int64_t>(ref_.size());
   const int64_t unreferenced = static_cast<int64_t>(free_list_.size()) + lru_size_;
-  SEEDANCE_CHECK(referenced_blocks_ >= 0 && referenced_blocks_ + unreferenced == pool)
-      << "KV block count not conserved: " << referenced_blocks_ << " referenced + "
-      << free_list_.size() << " free + " << lru_size_ << " cached != " << pool << " blocks";
+  if (referenced_blocks_ < 0 || referenced_blocks_ + unreferenced != pool) [[unlikely]] {
+    DieBlockCount(referenced_blocks_, free_list_.size(), lru_size_, pool);
+  }
 }
 
 KvSeqId KvBlockManager::Fork(KvSeqId parent) {
@@ -101,7 +133,6 @@ void KvBlockManager::FreeSequence(KvSeqId seq) {
   s.live = false;
   --live_seqs_;
   free_seq_ids_.push_back(seq);
-  CheckBlockCount();
 }
 
 int64_t KvBlockManager::NumAllocatableBlocks() const { return num_blocks_ - referenced_blocks_; }
@@ -119,14 +150,15 @@ int64_t KvBlockManager::BlocksNeededFor(KvSeqId seq, int64_t num_tokens) const {
   return need;
 }
 
-BlockId KvBlockManager::AllocateBlock() {
+[[gnu::always_inline]] inline BlockId KvBlockManager::AllocateBlock() {
   BlockId b;
   if (!free_list_.empty()) {
     b = free_list_.back();
     free_list_.pop_back();
-    SEEDANCE_CHECK(ref_[b] == 0 && !hashed_[b])
-        << "block " << b << " on the free list has ref count " << ref_[b]
-        << (hashed_[b] ? " and is registered in the prefix cache" : "");
+    if (ref_[b] != 0 || hashed_[b]) [[unlikely]] {
+      DieBadBlock("on the free list has", b, ref_[b],
+                  hashed_[b] ? " and is registered in the prefix cache" : "");
+    }
   } else if (unbounded_) {
     b = static_cast<BlockId>(ref_.size());
     ref_.push_back(0);
@@ -138,11 +170,12 @@ BlockId KvBlockManager::AllocateBlock() {
   } else {
     // Evict the least recently released cached block.
     b = lru_head_;
-    SEEDANCE_CHECK(b != kNone) << "KV pool exhausted: a block was allocated with "
-                               << referenced_blocks_ << " of " << num_blocks_
-                               << " referenced and nothing free or cached";
-    SEEDANCE_CHECK(ref_[b] == 0) << "cached block " << b << " in the LRU list has ref count "
-                                 << ref_[b];
+    if (b == kNone) [[unlikely]] {
+      DiePoolExhausted(referenced_blocks_, num_blocks_);
+    }
+    if (ref_[b] != 0) [[unlikely]] {
+      DieBadBlock("cached in the LRU list has", b, ref_[b], "");
+    }
     LruRemove(b);
     cached_.erase(hash_[b]);
     hashed_[b] = 0;
@@ -152,12 +185,14 @@ BlockId KvBlockManager::AllocateBlock() {
   ref_[b] = 1;
   filled_[b] = 0;
   ++referenced_blocks_;
+  CheckBlockCount();
   return b;
 }
 
-void KvBlockManager::ReleaseBlock(BlockId b) {
-  SEEDANCE_CHECK(ref_[b] > 0) << "block " << b << " released with ref count " << ref_[b]
-                               << " (double free)";
+[[gnu::always_inline]] inline void KvBlockManager::ReleaseBlock(BlockId b) {
+  if (ref_[b] <= 0) [[unlikely]] {
+    DieBadBlock("released with", b, ref_[b], " (double free)");
+  }
   if (--ref_[b] > 0) return;
   --referenced_blocks_;
   used_slots_ -= filled_[b];
@@ -167,6 +202,7 @@ void KvBlockManager::ReleaseBlock(BlockId b) {
     filled_[b] = 0;
     free_list_.push_back(b);
   }
+  CheckBlockCount();
 }
 
 void KvBlockManager::LruPushBack(BlockId b) {
@@ -206,7 +242,6 @@ bool KvBlockManager::Reserve(KvSeqId seq, int64_t num_tokens) {
   if (need <= 0) return true;
   if (need > NumAllocatableBlocks()) return false;
   GrowTo(s, num_tokens);
-  CheckBlockCount();
   return true;
 }
 
@@ -237,7 +272,6 @@ bool KvBlockManager::AppendTokens(KvSeqId seq, int64_t n) {
   }
   used_slots_ += n;
   s.num_tokens = total;
-  CheckBlockCount();
   return true;
 }
 

@@ -75,7 +75,7 @@ TEST(KvBlockManagerDeathTest, ReferencedBlockInLruIsCaught) {
   ASSERT_EQ(m.num_cached_blocks(), 1);
   Peer::ref(m)[0] = 1;
   const KvSeqId b = m.CreateSequence();
-  EXPECT_DEATH((void)m.AppendTokens(b, 1), "cached block 0 in the LRU list has ref count 1");
+  EXPECT_DEATH((void)m.AppendTokens(b, 1), "block 0 cached in the LRU list has ref count 1");
 }
 
 TEST(KvBlockManagerDeathTest, AllocationFromAnEmptyPoolIsCaught) {

@@ -20,8 +20,9 @@
 // and O(1) to look up the block of a token.
 // Invariants: every build checks, with SEEDANCE_CHECK (process abort, a bug), that operations
 // name live sequences (no double free), that a released block's ref count is positive, that a
-// block taken from the free or LRU list is unreferenced, and after every mutation that
-// referenced + free + cached blocks make up the pool. CheckInvariants() audits everything in O(n).
+// block taken from the free or LRU list is unreferenced, and whenever a block is allocated or
+// becomes unreferenced that referenced + free + cached blocks make up the pool (each check a
+// compare and a branch; the report is out of line). CheckInvariants() audits everything in O(n).
 // Thread-safety: none; one scheduler owns one manager.
 #pragma once
 
@@ -116,11 +117,13 @@ class KvBlockManager {
   };
 
   // The live sequence `seq`; dies naming `op` when it is freed or was never created.
-  Seq& LiveSeq(KvSeqId seq, const char* op);
-  // Dies unless referenced + free + cached blocks add up to the pool (O(1)).
-  void CheckBlockCount() const;
-  BlockId AllocateBlock();
-  void ReleaseBlock(BlockId b);
+  inline Seq& LiveSeq(KvSeqId seq, const char* op);
+  // Dies unless referenced + free + cached blocks add up to the pool (O(1); run whenever a block
+  // is allocated or becomes unreferenced).
+  inline void CheckBlockCount() const;
+  // Hot paths, inline in kv_block_manager.cc.
+  inline BlockId AllocateBlock();
+  inline void ReleaseBlock(BlockId b);
   void LruPushBack(BlockId b);
   void LruRemove(BlockId b);
   void GrowTo(Seq& s, int64_t num_tokens);  // REQUIRES: enough allocatable blocks
