@@ -171,6 +171,8 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
 
   // The CPU-balance secondary in [0, kSecondaryRange): CasBalanceScore's score.
   int64_t Secondary(const ClusterState& s, int n, const PodShape& pod) const;
+  // Secondaries lie in [0, kSecondaryRange).
+  static constexpr int64_t kSecondaryRange = int64_t{1} << 21;
 
   bool Reserve(CycleState& c, const ClusterState& s, Placement* p) override {
     const PodShape& pod = *c.pod;
@@ -195,8 +197,6 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
   }
 
  private:
-  static constexpr int64_t kSecondaryRange = int64_t{1} << 21;
-
   void Rebuild() {
     std::vector<ShapeCount> counts;
     counts.reserve(counts_.size());
@@ -287,6 +287,7 @@ class CasBalanceScore : public ScorePlugin {
   int64_t Score(const CycleState& c, const ClusterState& s, int n) override {
     return cas_->Secondary(s, n, *c.pod);
   }
+  int64_t ScoreBound() const override { return CasPlugin::kSecondaryRange; }
 
  private:
   std::shared_ptr<const CasPlugin> cas_;

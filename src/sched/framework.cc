@@ -122,6 +122,51 @@ int Framework::SelectUnnormalized(const CycleState& cycle, const core::ClusterSt
     }
     return best_node;
   }
+  // When every uncached scorer is bounded, score the cached ones first: a node whose cached sum
+  // plus the most the uncached ones could add is below the best cached sum cannot win (the node
+  // holding that sum totals at least as much), so its uncached scores are not computed.
+  bool bounded = true;
+  int64_t slack = 0;
+  for (size_t s = 0; s < num_scorers && bounded; ++s) {
+    if (cycle_entries_[s]) continue;
+    const int64_t bound = profile_.scores[s].plugin->ScoreBound();
+    const int64_t w = profile_.scores[s].weight;
+    bounded = bound > 0 && w >= 0;
+    slack += w * (bound - 1);
+  }
+  if (bounded) {
+    partial_.resize(feasible_.size());
+    int64_t top = 0;
+    for (size_t i = 0; i < feasible_.size(); ++i) {
+      const int n = feasible_[i];
+      int64_t v = 0;
+      for (size_t s = 0; s < num_scorers; ++s) {
+        if (CacheEntry* entries = cycle_entries_[s]) {
+          v += profile_.scores[s].weight * Cached(entries[n], cycle_gen_[s] | state.version(n),
+                                                  *profile_.scores[s].plugin, cycle, state, n);
+        }
+      }
+      partial_[i] = v;
+      if (i == 0 || v > top) top = v;
+    }
+    for (size_t i = 0; i < feasible_.size(); ++i) {
+      if (partial_[i] + slack < top) continue;
+      const int n = feasible_[i];
+      int64_t v = partial_[i];
+      for (size_t s = 0; s < num_scorers; ++s) {
+        if (!cycle_entries_[s]) {
+          ScorePlugin& plugin = *profile_.scores[s].plugin;
+          const int64_t x = plugin.Score(cycle, state, n);
+          SEEDANCE_CHECK(x >= 0 && x < plugin.ScoreBound())
+              << "score plugin '" << plugin.Name() << "' scored " << x << ", outside its bound [0, "
+              << plugin.ScoreBound() << ")";
+          v += profile_.scores[s].weight * x;
+        }
+      }
+      consider(n, v);
+    }
+    return best_node;
+  }
   for (int n : feasible_) {
     int64_t v = 0;
     for (size_t s = 0; s < num_scorers; ++s) {

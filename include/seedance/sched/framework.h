@@ -89,6 +89,10 @@ class ScorePlugin : public virtual Plugin {
   // mask, and Epoch() (see the score cache above).
   virtual bool Cacheable() const { return false; }
   virtual uint64_t Epoch() const { return 0; }
+  // If > 0, every Score lies in [0, ScoreBound()). Lets the framework skip scoring, with an
+  // uncached plugin, the nodes whose other (cached) scores already rule them out; the decision
+  // is the same. Score must then have no side effects that matter. 0: no bound.
+  virtual int64_t ScoreBound() const { return 0; }
 };
 
 class ReservePlugin : public virtual Plugin {
@@ -197,7 +201,8 @@ class Framework {
   // Per scorer, for the current cycle (PrepareScorers).
   std::vector<CacheEntry*> cycle_entries_;
   std::vector<uint64_t> cycle_gen_;
-  std::vector<int> rank_;  // rank_[node] = position in options_.node_order
+  std::vector<int64_t> partial_;  // per feasible node: the weighted sum of the cached scores
+  std::vector<int> rank_;         // rank_[node] = position in options_.node_order
   std::vector<int> feasible_;
   std::vector<int64_t> scores_;
   std::vector<int64_t> totals_;
