@@ -39,6 +39,38 @@ int64_t CheckedTick(const TimerWheelOptions& options) {
       << ", levels " << options.levels;
   return options.tick_ns;
 }
+
+// Failure reports of the hot-path checks, out of line and cold, so that inline each check is a
+// compare and a branch. Each reports through SEEDANCE_CHECK: what broke, the values, abort.
+[[noreturn, gnu::cold, gnu::noinline]] void DieFreeWithNonePending(uint32_t index) {
+  const bool a_timer_is_pending = false;
+  SEEDANCE_CHECK(a_timer_is_pending) << "timer " << index << " freed while no timer is pending";
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void DieMisplaced(uint32_t index, uint32_t bucket,
+                                                         uint32_t pos) {
+  const bool timer_is_where_it_says = false;
+  SEEDANCE_CHECK(timer_is_where_it_says)
+      << "pending timer " << index << " is not where it says it is (bucket " << bucket
+      << ", position " << pos << ")";
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void DieBehind(uint32_t index, uint64_t expiry_tick,
+                                                      uint64_t cur_tick) {
+  const bool expiry_tick_not_behind_the_wheel = false;
+  SEEDANCE_CHECK(expiry_tick_not_behind_the_wheel)
+      << "timer " << index << " due at tick " << expiry_tick << " inserted behind the wheel (tick "
+      << cur_tick << "): it would never fire";
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void DieEarly(uint32_t index, int64_t deadline_ns,
+                                                     int64_t now_ns, uint32_t bucket,
+                                                     uint64_t cur_tick) {
+  const bool deadline_reached = false;
+  SEEDANCE_CHECK(deadline_reached)
+      << "timer " << index << " due at " << deadline_ns << " ns fires early, at " << now_ns
+      << " ns (bucket " << bucket << ", tick " << cur_tick << ")";
+}
 }  // namespace
 
 struct TimerWheel::Node {
@@ -104,7 +136,9 @@ inline uint32_t TimerWheel::Allocate() {
 }
 
 inline void TimerWheel::Free(uint32_t index) {
-  SEEDANCE_CHECK(size_ > 0) << "timer " << index << " freed while no timer is pending";
+  if (size_ == 0) [[unlikely]] {
+    DieFreeWithNonePending(index);
+  }
   Node& n = At(index);
   n.cb = nullptr;
   n.state = kFree;
@@ -136,10 +170,10 @@ inline void TimerWheel::Link(uint32_t index, uint32_t bucket) {
 inline void TimerWheel::Unlink(uint32_t index) {
   Node& n = At(index);
   const uint32_t bucket = n.bucket;
-  SEEDANCE_CHECK(bucket < buckets_.size() && n.pos < buckets_[bucket].size() &&
-                 buckets_[bucket][n.pos] == index)
-      << "pending timer " << index << " is not where it says it is (bucket " << bucket
-      << ", position " << n.pos << ")";
+  if (bucket >= buckets_.size() || n.pos >= buckets_[bucket].size() ||
+      buckets_[bucket][n.pos] != index) [[unlikely]] {
+    DieMisplaced(index, bucket, n.pos);
+  }
   std::vector<uint32_t>& b = buckets_[bucket];
   const uint32_t last = b.back();  // swap-remove: O(1)
   b[n.pos] = last;
@@ -156,9 +190,9 @@ inline void TimerWheel::Unlink(uint32_t index) {
 // it lands in the level-0 bucket about to fire). Level L is the highest 6-bit group in which the
 // expiry tick differs from the current tick.
 inline void TimerWheel::Insert(uint32_t index, uint64_t expiry_tick) {
-  SEEDANCE_CHECK(expiry_tick >= cur_tick_)
-      << "timer " << index << " due at tick " << expiry_tick << " inserted behind the wheel (tick "
-      << cur_tick_ << "): it would never fire";
+  if (expiry_tick < cur_tick_) [[unlikely]] {
+    DieBehind(index, expiry_tick, cur_tick_);
+  }
   At(index).expiry_tick = expiry_tick;
   const uint64_t x = expiry_tick ^ cur_tick_;
   const int level = x < 64 ? 0 : (63 - std::countl_zero(x)) / kBits;
@@ -248,9 +282,9 @@ size_t TimerWheel::FireList(uint32_t bucket, int64_t up_to_ns) {
     const uint32_t index = ids[i];
     Node& n = At(index);
     if (whole || n.deadline_ns <= up_to_ns) {
-      SEEDANCE_CHECK(n.deadline_ns <= now_ns_)
-          << "timer " << index << " due at " << n.deadline_ns << " ns fires early, at "
-          << now_ns_ << " ns (bucket " << bucket << ", tick " << cur_tick_ << ")";
+      if (n.deadline_ns > now_ns_) [[unlikely]] {
+        DieEarly(index, n.deadline_ns, now_ns_, bucket, cur_tick_);
+      }
       keys.push_back(Key{n.deadline_ns, n.seq, index, n.generation});
       n.state = kFiring;
       n.bucket = kNone;
