@@ -43,6 +43,23 @@ struct EventAccess {
   }
 };
 
+namespace {
+// Failure reports of the dispatch-path checks, out of line and cold, so that inline each check is
+// a compare and a branch. Each reports through SEEDANCE_CHECK: what broke, the values, abort.
+[[noreturn, gnu::cold, gnu::noinline]] void DieAlreadyRunning(int priority) {
+  const bool task_not_running = false;
+  SEEDANCE_CHECK(task_not_running)
+      << "task of priority " << priority << " resumed while it already runs";
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void DieWorkerPriority(int advertised, int priority) {
+  const bool worker_priority_is_its_tasks = false;
+  SEEDANCE_CHECK(worker_priority_is_its_tasks)
+      << "worker advertises priority " << advertised << " while its task has priority " << priority
+      << ": preemption would misjudge it";
+}
+}  // namespace
+
 void ReleaseTask(TaskControl* t) {
   if (t->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) t->handle.destroy();
 }
@@ -163,9 +180,12 @@ struct NanoScheduler::Impl {
       w->dispatches.store(w->dispatches.load(std::memory_order_relaxed) + 1,
                           std::memory_order_relaxed);
       ++runs;
-      const bool already_running = t->running.exchange(true, std::memory_order_acquire);
-      SEEDANCE_CHECK(!already_running)
-          << "task of priority " << t->priority << " resumed while it already runs";
+      // A load and a store, not an atomic exchange: cheap, and a second worker resuming the same
+      // task is still caught unless both pass the load in the same instant.
+      if (t->running.load(std::memory_order_relaxed)) [[unlikely]] {
+        nano_internal::DieAlreadyRunning(t->priority);
+      }
+      t->running.store(true, std::memory_order_relaxed);
       t->handle.resume();
       // Suspended now: whatever AfterSuspend hands it to may resume it on another worker.
       t->running.store(false, std::memory_order_release);
@@ -177,9 +197,10 @@ struct NanoScheduler::Impl {
   // Applies what the suspended task asked for; returns the task to run next without going back
   // to the queues, if any.
   TaskControl* AfterSuspend(Worker* w, TaskControl* t) {
-    SEEDANCE_CHECK(w->running_priority.load(std::memory_order_relaxed) == t->priority)
-        << "worker advertises priority " << w->running_priority.load(std::memory_order_relaxed)
-        << " while its task has priority " << t->priority << ": preemption would misjudge it";
+    if (const int advertised = w->running_priority.load(std::memory_order_relaxed);
+        advertised != t->priority) [[unlikely]] {
+      nano_internal::DieWorkerPriority(advertised, t->priority);
+    }
     switch (w->action) {
       case Action::kYield: {
         std::lock_guard<std::mutex> lock(mu);
