@@ -4,9 +4,9 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <string_view>
 
+#include "seedance/base/check.h"
 #include "seedance/cost/prices.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -15,8 +15,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto table = seedance::cost::ParsePrices(text, "fuzz.yaml", base);
   if (!table.ok()) return 0;
   for (const auto& [model, price] : table->gpu_usd_per_hour) {
-    if (!(std::isfinite(price) && price >= 0)) std::abort();
+    SEEDANCE_CHECK(std::isfinite(price) && price >= 0)
+        << "a parsed price table holds " << price << " $/h for " << model;
   }
-  if (!(table->hours_per_month > 0 && table->hours_per_month <= 744)) std::abort();
+  SEEDANCE_CHECK(table->hours_per_month > 0 && table->hours_per_month <= 744)
+      << "a parsed price table holds " << table->hours_per_month << " hours per month";
   return 0;
 }

@@ -3,10 +3,10 @@
 // grid). The first byte picks the reader and the range's step.
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <string_view>
 
 #include "prometheus_response.h"
+#include "seedance/base/check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
@@ -20,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const double start = 1700000000;
     auto r =
         in::ParseRangeResponse(body, "fuzz /api/v1/query_range", start, start + 10 * step, step);
-    if (r.ok() && r->size() != 11) std::abort();
+    SEEDANCE_CHECK(!r.ok() || r->size() == 11)
+        << "a range of 10 steps parsed into " << r->size() << " points, not 11";
   }
   (void)in::PrometheusErrorMessage(body);
   return 0;
