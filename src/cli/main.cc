@@ -89,7 +89,24 @@ std::string FailureMessage(const CLI::App* root, const CLI::Error& e) {
     }
   }
   std::string msg = base::ForTerminal(base::Clip(e.what(), 2048), true);
-  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+  // CLI11 checks required flags before unknown ones, so a mistyped required flag would only be
+  // reported as missing; name the unknown flag instead.
+  std::string unknown;
+  std::vector<std::string> leftovers = app->remaining();
+  if (app != root) {
+    for (const std::string& r : root->remaining()) leftovers.push_back(r);  // fallthrough
+  }
+  for (const std::string& extra : leftovers) {
+    if (extra.rfind("-", 0) == 0) {
+      unknown = extra;
+      break;
+    }
+  }
+  const bool required = dynamic_cast<const CLI::RequiredError*>(&e) != nullptr;
+  if (required && !unknown.empty()) {
+    msg = "unknown flag '" + base::ForTerminal(base::Clip(unknown)) + "' (and " + msg + ")";
+  }
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr || (required && !unknown.empty())) {
     std::vector<std::string> flags;
     for (const CLI::Option* opt : app->get_options()) {
       if (opt->get_group().empty()) continue;
