@@ -90,7 +90,7 @@ for t in "${TRACES[@]}"; do
     echo "== $t: all policies, seeds $SEEDS, $rng stream -> $out" >&2
     start_ns=$(date +%s%N)
     "$SEEDANCE" simulate -q --nodes "$NODES" --pods "$CSV_DIR/openb_pod_list_${t}.csv" \
-      --policy all --seeds "$SEEDS" --rng "$rng" --json "$out" "${JOB_ARGS[@]}" >&2
+      --policy all --seeds "$SEEDS" --rng "$rng" -o "$out" --format json "${JOB_ARGS[@]}" >&2
     end_ns=$(date +%s%N)
     wall_ms=$(( (end_ns - start_ns) / 1000000 ))
     printf '%s\t%s\t%s\t%d.%03d\n' "$t" "$rng" "$out" $((wall_ms / 1000)) $((wall_ms % 1000)) \
