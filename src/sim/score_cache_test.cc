@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
@@ -56,6 +57,9 @@ const Workload* LoadDefaultTrace(std::string* missing, std::string* error) {
   return workload;
 }
 
+// Exact equality, with an undefined figure (NaN) equal to another undefined one.
+bool Same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+
 // The first difference between two runs of the same policy and seed, or "" if none.
 std::string FirstDifference(const RunResult& on, const RunResult& off) {
   auto differ = [](const std::string& what, auto a, auto b) {
@@ -77,18 +81,18 @@ std::string FirstDifference(const RunResult& on, const RunResult& off) {
     const std::string at = " at point " + std::to_string(i);
     if (a.arrived_pct != b.arrived_pct)
       return differ("arrived_pct" + at, a.arrived_pct, b.arrived_pct);
-    if (a.alloc_pct != b.alloc_pct) return differ("alloc_pct" + at, a.alloc_pct, b.alloc_pct);
-    if (a.frag_ratio_pct != b.frag_ratio_pct) {
+    if (!Same(a.alloc_pct, b.alloc_pct)) return differ("alloc_pct" + at, a.alloc_pct, b.alloc_pct);
+    if (!Same(a.frag_ratio_pct, b.frag_ratio_pct)) {
       return differ("frag_ratio_pct" + at, a.frag_ratio_pct, b.frag_ratio_pct);
     }
   }
-  if (on.unalloc_gpu_pct_at_100 != off.unalloc_gpu_pct_at_100) {
+  if (!Same(on.unalloc_gpu_pct_at_100, off.unalloc_gpu_pct_at_100)) {
     return differ("unalloc_gpu_pct_at_100", on.unalloc_gpu_pct_at_100, off.unalloc_gpu_pct_at_100);
   }
-  if (on.unalloc_gpu_pct_at_130 != off.unalloc_gpu_pct_at_130) {
+  if (!Same(on.unalloc_gpu_pct_at_130, off.unalloc_gpu_pct_at_130)) {
     return differ("unalloc_gpu_pct_at_130", on.unalloc_gpu_pct_at_130, off.unalloc_gpu_pct_at_130);
   }
-  if (on.frag_ratio_pct_at_90 != off.frag_ratio_pct_at_90) {
+  if (!Same(on.frag_ratio_pct_at_90, off.frag_ratio_pct_at_90)) {
     return differ("frag_ratio_pct_at_90", on.frag_ratio_pct_at_90, off.frag_ratio_pct_at_90);
   }
   return "";
