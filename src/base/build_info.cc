@@ -17,6 +17,19 @@
 namespace seedance::base {
 namespace {
 
+// "http://user:secret@host/x" -> "http://<redacted>@host/x": credentials in a URL argument never
+// reach an output document.
+std::string RedactCredentials(std::string arg) {
+  for (size_t scheme = arg.find("://"); scheme != std::string::npos;
+       scheme = arg.find("://", scheme + 3)) {
+    const size_t start = scheme + 3;
+    const size_t end = arg.find_first_of("/?#", start);
+    const size_t at = arg.rfind('@', end == std::string::npos ? arg.size() : end);
+    if (at != std::string::npos && at >= start) arg.replace(start, at - start, "<redacted>");
+  }
+  return arg;
+}
+
 std::vector<std::string>& MutableCommandLine() {
   static std::vector<std::string> argv;
   return argv;
@@ -43,7 +56,9 @@ const BuildInfo& GetBuildInfo() {
 void SetCommandLine(int argc, const char* const* argv) {
   auto& v = MutableCommandLine();
   v.clear();
-  for (int i = 0; i < argc; ++i) v.push_back(SanitizeUtf8(argv[i] == nullptr ? "" : argv[i]));
+  for (int i = 0; i < argc; ++i) {
+    v.push_back(RedactCredentials(SanitizeUtf8(argv[i] == nullptr ? "" : argv[i])));
+  }
 }
 
 const std::vector<std::string>& CommandLine() { return MutableCommandLine(); }

@@ -94,6 +94,24 @@ absl::StatusOr<std::string> ReadAll(int fd, const std::string& path, InputKind k
 
 // /dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N name an open descriptor, not a file
 // to replace.
+// The descriptor number named by /dev/stdin|stdout|stderr, /dev/fd/N or /proc/self/fd/N, or -1.
+int DescriptorOf(const std::string& path) {
+  if (path == "/dev/stdin") return 0;
+  if (path == "/dev/stdout") return 1;
+  if (path == "/dev/stderr") return 2;
+  for (const char* prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    const std::string p = prefix;
+    if (path.rfind(p, 0) != 0 || path.size() == p.size() || path.size() > p.size() + 9) continue;
+    int n = 0;
+    for (size_t i = p.size(); i < path.size(); ++i) {
+      if (path[i] < '0' || path[i] > '9') return -1;
+      n = n * 10 + (path[i] - '0');
+    }
+    return n;
+  }
+  return -1;
+}
+
 bool IsDescriptorAlias(const std::string& path) {
   return path == "/dev/stdin" || path == "/dev/stdout" || path == "/dev/stderr" || path.rfind("/dev/fd/", 0) == 0 ||
          path.rfind("/proc/self/fd/", 0) == 0;
@@ -214,6 +232,15 @@ absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& 
   // The kernel resolves the path first: that handles /dev/stdout and /proc/self/fd/N, whose
   // link text ("pipe:[123]") names no file. A path that does not exist (yet) may still be a
   // dangling symlink, followed by hand to the file it will create.
+  // /dev/stdout, /dev/fd/N and friends are the process's own descriptors: duplicated, never
+  // reopened (reopening a pipe through /proc needs permissions the descriptor already has).
+  if (const int alias = DescriptorOf(path); alias >= 0) {
+    const int fd = ::fcntl(alias, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0) return OpenError(path, "write", errno);
+    out->fd_ = fd;
+    out->target_ = path;
+    return out;
+  }
   struct stat st;
   bool exists = ::stat(path.c_str(), &st) == 0;
   if (!exists && errno != ENOENT) return OpenError(path, "write", errno);
@@ -286,6 +313,7 @@ OutputFile::~OutputFile() {
 absl::Status OutputFile::Write(std::string_view data) {
   if (done_) return absl::FailedPreconditionError(absl::StrCat(Shown(path_), ": already closed"));
   if (is_stdout_) return WriteStdout(data);
+  if (temp_.empty()) std::fflush(stdout);  // a descriptor alias may share stdout's stream
   absl::Status s = WriteFd(fd_, data, Shown(path_));
   if (!s.ok()) {
     ::close(fd_);

@@ -277,7 +277,16 @@ std::string ClosestMatch(std::string_view word, const std::vector<std::string>& 
     }
   }
   const size_t allowed = std::max<size_t>(2, word.size() / 3);
-  return best_d <= allowed && best_d < word.size() ? best : "";
+  if (best_d <= allowed && best_d < word.size()) return best;
+  // A word that starts exactly one candidate ("--roofline-exp") is an abbreviation of it.
+  std::string prefix_of;
+  for (const std::string& c : candidates) {
+    if (word.size() >= 3 && c.size() > word.size() && c.compare(0, word.size(), word) == 0) {
+      if (!prefix_of.empty()) return "";
+      prefix_of = c;
+    }
+  }
+  return prefix_of;
 }
 
 }  // namespace seedance::base

@@ -80,6 +80,9 @@ TEST(ClosestMatchTest, SuggestsTyposOnly) {
   EXPECT_EQ(ClosestMatch("simulat", cmds), "simulate");
   EXPECT_EQ(ClosestMatch("analyse", cmds), "analyze");
   EXPECT_EQ(ClosestMatch("foo", cmds), "");
+  EXPECT_EQ(ClosestMatch("--roofline-exp", {"--roofline-exponent", "--profile"}),
+            "--roofline-exponent");
+  EXPECT_EQ(ClosestMatch("--pro", {"--profile", "--prometheus"}), "");
 }
 
 }  // namespace

@@ -98,6 +98,8 @@ int Profile(const ProfileFlags& f) {
   namespace tm = seedance::telemetry;
   const bool history = !f.prometheus.empty() && !f.live;
   if (absl::Status s = CheckPlan(f, history); !s.ok()) return Fail(s);
+  // `-o json` is a format name where a file name belongs (kubectl habit): refused with a hint.
+  if (auto name = ResolveFormat({f.output, ""}, {"json"}); !name.ok()) return Fail(name.status());
   // The output first, so that an unwritable -o fails now and not after the whole run.
   auto out = base::OutputFile::Open(f.output);
   if (!out.ok()) return Fail(out.status());

@@ -232,6 +232,10 @@ absl::StatusOr<Report> Analyze(const Profile& profile, const PriceTable& prices,
         "the profile has no samples (timestamps_s is empty), so there is nothing to analyse; "
         "profile for longer (was it interrupted before the first sample?)");
   }
+  if (profile.nodes.empty()) {
+    return absl::InvalidArgumentError(
+        "the profile has no nodes (/nodes is empty), so there is nothing to analyse");
+  }
   Report report;
   report.options = options;
   report.hours_per_month = prices.hours_per_month;

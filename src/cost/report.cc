@@ -110,7 +110,7 @@ std::string RenderText(const Report& r, const Profile& p) {
                   " s, no pending pod that fits): ", r.idle_nodes.size(), "\n");
   for (const IdleNode& i : r.idle_nodes) {
     absl::StrAppend(&out, "  ", Term(p.nodes[i.node].name), ": idle ", std::llround(i.idle_s),
-                    " s (GPU max ", Pct(i.max_util_pct), "), ", ModelOf(p, i.node), ", ",
+                    " s (GPU max ", Pct(i.max_util_pct), "), ", Term(ModelOf(p, i.node)), ", ",
                     Plural(i.pods, "pod", "pods"), ", costs ", FormatUsd(i.usd_per_month),
                     "/month\n");
   }

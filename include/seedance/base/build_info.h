@@ -18,7 +18,8 @@ struct BuildInfo {
 };
 const BuildInfo& GetBuildInfo();
 
-// Records argv for JsonHeader; the CLI calls it first thing in main(). Not thread-safe.
+// Records argv for JsonHeader; the CLI calls it first thing in main(). Credentials in URL
+// arguments (scheme://user:pass@host) are replaced by "<redacted>". Not thread-safe.
 void SetCommandLine(int argc, const char* const* argv);
 const std::vector<std::string>& CommandLine();
 
