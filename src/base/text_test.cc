@@ -32,6 +32,12 @@ TEST(TextTest, HtmlContexts) {
   EXPECT_EQ(nlohmann::json::parse(s)["n"], "</script><img onerror=alert(1)>");
 }
 
+TEST(TextTest, JsonNestingDepthIgnoresStringsAndStopsPastTheLimit) {
+  EXPECT_EQ(JsonNestingDepth("{\"a\": [1, {\"b\": \"[[[\\\"{\"}]}", 10), 3);
+  EXPECT_EQ(JsonNestingDepth(std::string(100000, '['), 64), 65);
+  EXPECT_EQ(JsonNestingDepth("42", 64), 0);
+}
+
 TEST(TextTest, ClipCutsAtCharacterBoundary) {
   EXPECT_EQ(Clip("abcdef", 3), "abc...");
   EXPECT_EQ(Clip("\xC3\xA9\xC3\xA9", 3), "\xC3\xA9...");

@@ -33,32 +33,6 @@ constexpr double kMaxTimestampMs = 1e15;
 // JSON parser sees it (a 100000-deep line would exhaust the stack).
 constexpr int kMaxJsonDepth = 64;
 
-// The deepest bracket nesting of a JSON text, ignoring brackets inside strings.
-int JsonDepth(std::string_view text) {
-  int depth = 0, max_depth = 0;
-  bool in_string = false, escaped = false;
-  for (const char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      max_depth = std::max(max_depth, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return max_depth;
-}
-
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
@@ -280,7 +254,7 @@ absl::StatusOr<RequestTrace> ParseMooncakeTrace(std::string_view text, std::stri
   int64_t no = 0;
   double prev = 0;
   while (lines.Next(&line, &no)) {
-    if (JsonDepth(line) > kMaxJsonDepth) {
+    if (base::JsonNestingDepth(line, kMaxJsonDepth) > kMaxJsonDepth) {
       return LineError(source, no,
                        absl::StrCat("JSON nested deeper than ", kMaxJsonDepth, " levels"));
     }

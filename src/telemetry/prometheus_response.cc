@@ -14,34 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-// The deepest nesting of arrays and objects in `body`, outside strings; stops counting past
-// `limit`.
-int NestingDepth(std::string_view body, int limit) {
-  int depth = 0, max_depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : body) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) max_depth = depth;
-      if (max_depth > limit) return max_depth;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return max_depth;
-}
-
 class ReplyReader {
  public:
   explicit ReplyReader(std::string_view where) : where_(where) {}
@@ -58,7 +30,7 @@ class ReplyReader {
       return Bad("/", absl::StrCat("reply of ", body.size(), " bytes is over the ",
                                    kMaxPrometheusResponseBytes >> 20, " MiB limit"));
     }
-    if (NestingDepth(body, kMaxPrometheusJsonDepth) > kMaxPrometheusJsonDepth) {
+    if (base::JsonNestingDepth(body, kMaxPrometheusJsonDepth) > kMaxPrometheusJsonDepth) {
       return Bad("/", absl::StrCat("nested deeper than ", kMaxPrometheusJsonDepth, " levels"));
     }
     *doc = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
@@ -192,7 +164,7 @@ absl::StatusOr<std::vector<PromVector>> ParseRangeResponse(std::string_view body
 
 std::string PrometheusErrorMessage(std::string_view body) {
   if (body.size() > kMaxPrometheusResponseBytes ||
-      NestingDepth(body, kMaxPrometheusJsonDepth) > kMaxPrometheusJsonDepth) {
+      base::JsonNestingDepth(body, kMaxPrometheusJsonDepth) > kMaxPrometheusJsonDepth) {
     return "";
   }
   const json doc = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);

@@ -35,6 +35,11 @@ std::string JsonForScript(const nlohmann::ordered_json& j);
 std::string DumpJson(const nlohmann::json& j, int indent = -1);
 std::string DumpJson(const nlohmann::ordered_json& j, int indent = -1);
 
+// The deepest nesting of arrays and objects in the JSON text `json`, ignoring brackets inside
+// strings; stops scanning once the depth passes `limit` (then returns a value > limit). Lets a
+// reader refuse a deeply nested document before a recursive parser exhausts the stack.
+int JsonNestingDepth(std::string_view json, int limit);
+
 // Shortens `s` to at most `max_bytes` (cutting at a UTF-8 boundary) and appends "..." when cut;
 // for quoting user values in messages so a 2 MB line never becomes a 2 MB message.
 std::string Clip(std::string_view s, size_t max_bytes = 80);
