@@ -12,51 +12,222 @@ namespace seedance::core {
 absl::StatusOr<ClusterState> ClusterState::Create(std::vector<NodeSpec> nodes) {
   ClusterState s;
   const size_t n = nodes.size();
+  s.nodes_.reserve(n);
   s.cpu_left_.reserve(n);
   s.memory_left_.reserve(n);
   s.gpu_offset_.reserve(n);
   s.model_.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    const NodeSpec& node = nodes[i];
-    if (node.cpu_milli < 0 || node.memory_mib < 0 || node.num_gpus < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("node '", node.name, "': negative capacity"));
-    }
-    if (node.num_gpus > kMaxGpusPerNode) {
-      return absl::InvalidArgumentError(absl::StrCat("node '", node.name, "': ", node.num_gpus,
-                                                     " GPUs, at most ", kMaxGpusPerNode));
-    }
-    GpuModelId model = kNoGpuModel;
-    if (node.num_gpus > 0 && !node.gpu_model.empty()) {
-      model = s.ModelId(node.gpu_model);
-      if (model == kNoGpuModel) {
-        if (static_cast<int>(s.model_names_.size()) >= kMaxGpuModels - 1) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("more than ", kMaxGpuModels - 1, " distinct GPU models"));
-        }
-        model = static_cast<GpuModelId>(s.model_names_.size());
-        s.model_names_.push_back(node.gpu_model);
-      }
-    }
-    s.cpu_left_.push_back(node.cpu_milli);
-    s.memory_left_.push_back(node.memory_mib);
-    s.gpu_offset_.push_back(static_cast<int32_t>(s.gpu_left_.size()));
-    for (int g = 0; g < node.num_gpus; ++g) s.gpu_left_.push_back(kMilliGpu);
-    s.model_.push_back(model);
-    s.gpu_capacity_milli_ += static_cast<int64_t>(node.num_gpus) * kMilliGpu;
-    s.cpu_capacity_milli_ += node.cpu_milli;
+  s.by_name_.reserve(n);
+  for (NodeSpec& node : nodes) {
+    absl::StatusOr<int> added = s.AddNode(std::move(node));
+    if (!added.ok()) return added.status();
   }
-  s.nodes_ = std::move(nodes);
-  s.version_.assign(n, 0);
-  s.class_counts_.assign(n * (kMaxGpusPerNode + 1), 0);
-  s.pods_on_node_.assign(n, 0);
-  s.model_bit_.assign(n, 0);
-  for (size_t i = 0; i < n; ++i) {
-    if (s.model_[i] != kNoGpuModel) s.model_bit_[i] = uint64_t{1} << s.model_[i];
-  }
-  s.free_gpus_.assign(n, 0);
-  s.max_gpu_left_.assign(n, 0);
-  for (size_t i = 0; i < n; ++i) s.RefreshGpuSummary(static_cast<int>(i));
   return s;
+}
+
+absl::Status ClusterState::ValidateSpec(const NodeSpec& node) {
+  auto error = [&](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat("node '", node.name, "': ", parts...));
+  };
+  if (node.cpu_milli < 0 || node.memory_mib < 0 || node.num_gpus < 0) {
+    return error("negative capacity");
+  }
+  if (node.num_gpus > kMaxGpusPerNode) {
+    return error(node.num_gpus, " GPUs, at most ", kMaxGpusPerNode);
+  }
+  for (const Taint& t : node.taints) {
+    if (t.key.empty()) return error("a taint has an empty key");
+    if (t.effect != kTaintNoSchedule && t.effect != kTaintPreferNoSchedule &&
+        t.effect != kTaintNoExecute) {
+      return error("taint '", t.key, "' has effect '", t.effect, "'; expected ",
+                   std::string(kTaintNoSchedule), ", ", std::string(kTaintPreferNoSchedule),
+                   " or ", std::string(kTaintNoExecute));
+    }
+  }
+  const NodeTopology& topo = node.topology;
+  for (size_t i = 0; i < topo.numa.size(); ++i) {
+    const NumaInfo& numa = topo.numa[i];
+    if (numa.id < 0) return error("NUMA node id ", numa.id, " is negative");
+    if (numa.cpu_milli < 0 || numa.memory_mib < 0) {
+      return error("NUMA node ", numa.id, " has a negative capacity");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (topo.numa[j].id == numa.id) return error("NUMA node id ", numa.id, " listed twice");
+    }
+  }
+  if (!topo.gpus.empty() && topo.gpus.size() != static_cast<size_t>(node.num_gpus)) {
+    return error("topology describes ", topo.gpus.size(), " GPUs, the node has ", node.num_gpus);
+  }
+  for (size_t g = 0; g < topo.gpus.size(); ++g) {
+    const int numa = topo.gpus[g].numa_node;
+    if (numa == -1) continue;
+    const bool listed = std::any_of(topo.numa.begin(), topo.numa.end(),
+                                    [&](const NumaInfo& info) { return info.id == numa; });
+    if (!listed) return error("GPU ", g, " is on NUMA node ", numa, ", which the node does not list");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<GpuModelId> ClusterState::ModelFor(const NodeSpec& spec, bool add) {
+  if (spec.num_gpus == 0 || spec.gpu_model.empty()) return kNoGpuModel;
+  GpuModelId model = ModelId(spec.gpu_model);
+  if (model != kNoGpuModel || !add) return model;
+  if (static_cast<int>(model_names_.size()) >= kMaxGpuModels - 1) {
+    return absl::InvalidArgumentError(absl::StrCat("node '", spec.name, "': more than ",
+                                                   kMaxGpuModels - 1, " distinct GPU models"));
+  }
+  model_names_.push_back(spec.gpu_model);
+  return static_cast<GpuModelId>(model_names_.size() - 1);
+}
+
+static bool HasBlockingTaint(const NodeSpec& spec) {
+  return std::any_of(spec.taints.begin(), spec.taints.end(),
+                     [](const Taint& t) { return t.Blocks(); });
+}
+
+void ClusterState::SetBlocked(int n, uint8_t bits) {
+  num_blocked_ += (bits != 0) - (blocked_[n] != 0);
+  blocked_[n] = bits;
+}
+
+absl::StatusOr<int> ClusterState::AddNode(NodeSpec spec) {
+  if (absl::Status st = ValidateSpec(spec); !st.ok()) return st;
+  if (by_name_.contains(absl::string_view(spec.name.data(), spec.name.size()))) {
+    return absl::AlreadyExistsError(absl::StrCat("node '", spec.name, "' already exists"));
+  }
+  absl::StatusOr<GpuModelId> model = ModelFor(spec, /*add=*/true);
+  if (!model.ok()) return model.status();
+  // Nothing fails from here on.
+  const int n = num_nodes();
+  cpu_left_.push_back(spec.cpu_milli);
+  memory_left_.push_back(spec.memory_mib);
+  gpu_offset_.push_back(static_cast<int32_t>(gpu_left_.size()));
+  gpu_left_.insert(gpu_left_.end(), static_cast<size_t>(spec.num_gpus), kMilliGpu);
+  model_.push_back(*model);
+  model_bit_.push_back(*model == kNoGpuModel ? 0 : uint64_t{1} << *model);
+  version_.push_back(0);
+  class_counts_.insert(class_counts_.end(), kMaxGpusPerNode + 1, 0);
+  pods_on_node_.push_back(0);
+  free_gpus_.push_back(0);
+  max_gpu_left_.push_back(0);
+  blocked_.push_back(0);
+  gpu_capacity_milli_ += static_cast<int64_t>(spec.num_gpus) * kMilliGpu;
+  cpu_capacity_milli_ += spec.cpu_milli;
+  by_name_.emplace(spec.name, n);
+  ++num_live_;
+  SetBlocked(n, HasBlockingTaint(spec) ? kBlockedTainted : 0);
+  nodes_.push_back(std::move(spec));
+  RefreshGpuSummary(n);
+  CheckAfterChange(n);
+  return n;
+}
+
+void ClusterState::ResizeGpus(int n, int count) {
+  const int old = nodes_[n].num_gpus;
+  const auto at = gpu_left_.begin() + gpu_offset_[n] + std::min(old, count);
+  if (count < old) {
+    gpu_left_.erase(at, at + (old - count));
+  } else {
+    gpu_left_.insert(at, static_cast<size_t>(count - old), kMilliGpu);
+  }
+  for (size_t m = static_cast<size_t>(n) + 1; m < gpu_offset_.size(); ++m) {
+    gpu_offset_[m] += count - old;
+  }
+  nodes_[n].num_gpus = count;
+}
+
+absl::Status ClusterState::UpdateNode(int n, NodeSpec spec) {
+  if (n < 0 || n >= num_nodes() || !alive(n)) {
+    return absl::NotFoundError(absl::StrCat("no live node in slot ", n));
+  }
+  NodeSpec& old = nodes_[n];
+  if (spec.name != old.name) {
+    return absl::InvalidArgumentError(absl::StrCat("node '", old.name, "': an update may not rename it (to '",
+                                                   spec.name, "')"));
+  }
+  if (absl::Status st = ValidateSpec(spec); !st.ok()) return st;
+  const int64_t cpu_used = old.cpu_milli - cpu_left_[n];
+  const int64_t memory_used = old.memory_mib - memory_left_[n];
+  if (spec.cpu_milli < cpu_used || spec.memory_mib < memory_used) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "node '", old.name, "': new capacity ", spec.cpu_milli, " milli-CPU, ", spec.memory_mib,
+        " MiB is below what is allocated (", cpu_used, " milli-CPU, ", memory_used, " MiB)"));
+  }
+  absl::StatusOr<GpuModelId> known = ModelFor(spec, /*add=*/false);
+  const bool new_model_name = (spec.num_gpus > 0 && !spec.gpu_model.empty() &&
+                               *known == kNoGpuModel);
+  const bool gpus_change = spec.num_gpus != old.num_gpus || new_model_name || *known != model_[n];
+  if (gpus_change) {
+    bool busy = false;
+    for (int16_t c : gpu_class_counts(n)) busy = busy || c != 0;
+    for (int32_t left : gpu_left(n)) busy = busy || left != kMilliGpu;
+    if (busy) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("node '", old.name, "': GPU count or model may not change while a GPU pod ",
+                       "is bound (", old.num_gpus, " ", old.gpu_model, " -> ", spec.num_gpus, " ",
+                       spec.gpu_model, ")"));
+    }
+  }
+  absl::StatusOr<GpuModelId> model = ModelFor(spec, /*add=*/true);
+  if (!model.ok()) return model.status();
+  // Nothing fails from here on.
+  cpu_left_[n] += spec.cpu_milli - old.cpu_milli;
+  memory_left_[n] += spec.memory_mib - old.memory_mib;
+  cpu_capacity_milli_ += spec.cpu_milli - old.cpu_milli;
+  gpu_capacity_milli_ += static_cast<int64_t>(spec.num_gpus - old.num_gpus) * kMilliGpu;
+  if (spec.num_gpus != old.num_gpus) ResizeGpus(n, spec.num_gpus);
+  model_[n] = *model;
+  model_bit_[n] = *model == kNoGpuModel ? 0 : uint64_t{1} << *model;
+  SetBlocked(n, static_cast<uint8_t>((blocked_[n] & kBlockedCordoned) |
+                                     (HasBlockingTaint(spec) ? kBlockedTainted : 0)));
+  old = std::move(spec);
+  ++version_[n];
+  RefreshGpuSummary(n);
+  CheckAfterChange(n);
+  return absl::OkStatus();
+}
+
+absl::Status ClusterState::RemoveNode(int n) {
+  if (n < 0 || n >= num_nodes() || !alive(n)) {
+    return absl::NotFoundError(absl::StrCat("no live node in slot ", n));
+  }
+  if (pods_on_node_[n] != 0) {
+    return absl::FailedPreconditionError(absl::StrCat("node '", nodes_[n].name, "' has ",
+                                                      pods_on_node_[n], " pods bound"));
+  }
+  NodeSpec& spec = nodes_[n];
+  cpu_capacity_milli_ -= spec.cpu_milli;
+  gpu_capacity_milli_ -= static_cast<int64_t>(spec.num_gpus) * kMilliGpu;
+  ResizeGpus(n, 0);
+  cpu_left_[n] = 0;
+  memory_left_[n] = 0;
+  model_[n] = kNoGpuModel;
+  model_bit_[n] = 0;
+  by_name_.erase(absl::string_view(spec.name.data(), spec.name.size()));
+  --num_live_;
+  SetBlocked(n, kBlockedDead);
+  NodeSpec dead;
+  dead.name = std::move(spec.name);
+  spec = std::move(dead);
+  ++version_[n];
+  RefreshGpuSummary(n);
+  CheckAfterChange(n);
+  return absl::OkStatus();
+}
+
+void ClusterState::SetCordoned(int n, bool cordoned) {
+  SEEDANCE_CHECK(n >= 0 && n < num_nodes() && alive(n))
+      << "SetCordoned(" << n << "): not a live node (" << num_nodes() << " slots)";
+  const uint8_t bits = static_cast<uint8_t>(cordoned ? blocked_[n] | kBlockedCordoned
+                                                     : blocked_[n] & ~kBlockedCordoned);
+  if (bits == blocked_[n]) return;
+  SetBlocked(n, bits);
+  ++version_[n];
+}
+
+int ClusterState::FindNode(std::string_view name) const {
+  auto it = by_name_.find(absl::string_view(name.data(), name.size()));
+  return it == by_name_.end() ? -1 : it->second;
 }
 
 GpuModelId ClusterState::ModelId(std::string_view name) const {
@@ -98,6 +269,31 @@ void ClusterState::RefreshGpuSummary(int n) {
   max_gpu_left_[n] = most;
 }
 
+template <bool kWithBlocked>
+void ClusterState::FeasibleSimple(const PodShape& pod, int* dst, size_t* count_out) const {
+  const int n = num_nodes();
+  size_t count = 0;
+  const int64_t* cpu = cpu_left_.data();
+  const int64_t* mem = memory_left_.data();
+  const uint64_t* bit = model_bit_.data();
+  const uint8_t* blocked = blocked_.data();
+  // GPU test as one comparison: whole GPUs against the free count, a share against the
+  // largest room on one GPU, nothing for CPU-only pods.
+  const int32_t* gpu = pod.gpu_milli >= kMilliGpu ? free_gpus_.data() : max_gpu_left_.data();
+  const int32_t gpu_need =
+      pod.num_gpu == 0 ? INT32_MIN : (pod.gpu_milli >= kMilliGpu ? pod.num_gpu : pod.gpu_milli);
+  const uint64_t mask = pod.gpu_model_mask;
+  const bool any_model = mask == 0;
+  for (int i = 0; i < n; ++i) {
+    bool ok = (cpu[i] >= pod.cpu_milli) & (mem[i] >= pod.memory_mib) & (gpu[i] >= gpu_need) &
+              (any_model | ((bit[i] & mask) != 0));
+    if constexpr (kWithBlocked) ok = ok & (blocked[i] == 0);
+    dst[count] = i;
+    count += ok;
+  }
+  *count_out = count;
+}
+
 void ClusterState::FeasibleNodes(const PodShape& pod, std::vector<int>* out) const {
   const int n = num_nodes();
   const size_t base = out->size();
@@ -109,24 +305,11 @@ void ClusterState::FeasibleNodes(const PodShape& pod, std::vector<int>* out) con
     for (int i = 0; i < n; ++i) {
       if (Fits(i, pod)) dst[count++] = i;
     }
-    out->resize(base + count);
-    return;
-  }
-  const int64_t* cpu = cpu_left_.data();
-  const int64_t* mem = memory_left_.data();
-  const uint64_t* bit = model_bit_.data();
-  // GPU test as one comparison: whole GPUs against the free count, a share against the
-  // largest room on one GPU, nothing for CPU-only pods.
-  const int32_t* gpu = pod.gpu_milli >= kMilliGpu ? free_gpus_.data() : max_gpu_left_.data();
-  const int32_t gpu_need =
-      pod.num_gpu == 0 ? INT32_MIN : (pod.gpu_milli >= kMilliGpu ? pod.num_gpu : pod.gpu_milli);
-  const uint64_t mask = pod.gpu_model_mask;
-  const bool any_model = mask == 0;
-  for (int i = 0; i < n; ++i) {
-    const bool ok = (cpu[i] >= pod.cpu_milli) & (mem[i] >= pod.memory_mib) & (gpu[i] >= gpu_need) &
-                    (any_model | ((bit[i] & mask) != 0));
-    dst[count] = i;
-    count += ok;
+  } else if (num_blocked_ == 0) {
+    // Every node schedulable (the simulator's case): the pass without the blocked_ test.
+    FeasibleSimple<false>(pod, dst, &count);
+  } else {
+    FeasibleSimple<true>(pod, dst, &count);
   }
   out->resize(base + count);
 }
@@ -171,6 +354,9 @@ absl::Status ClusterState::CheckPlacement(const PodShape& pod, const Placement& 
 absl::Status ClusterState::Allocate(const PodShape& pod, const Placement& p) {
   if (absl::Status st = CheckPlacement(pod, p); !st.ok()) return st;
   const int n = p.node;
+  if (!alive(n)) {
+    return absl::FailedPreconditionError(absl::StrCat(nodes_[n].name, ": node was removed"));
+  }
   if (cpu_left_[n] < pod.cpu_milli) {
     return absl::FailedPreconditionError(absl::StrCat(nodes_[n].name, ": not enough CPU"));
   }
@@ -256,14 +442,32 @@ void ClusterState::CheckInvariants() const {
   SEEDANCE_CHECK(cpu_left_.size() == n && memory_left_.size() == n && gpu_offset_.size() == n &&
                  model_.size() == n && version_.size() == n && pods_on_node_.size() == n &&
                  model_bit_.size() == n && free_gpus_.size() == n && max_gpu_left_.size() == n &&
-                 class_counts_.size() == n * (kMaxGpusPerNode + 1))
+                 blocked_.size() == n && class_counts_.size() == n * (kMaxGpusPerNode + 1))
       << "per-node arrays disagree on the number of nodes (" << n << ")";
   int64_t cpu_capacity = 0, cpu_used = 0, gpu_capacity = 0, gpu_used = 0;
   size_t next_gpu = 0;
+  int live = 0, blocked = 0;
   for (size_t i = 0; i < n; ++i) {
     const int node = static_cast<int>(i);
     const NodeSpec& spec = nodes_[i];
     CheckAfterChange(node);
+    blocked += blocked_[i] != 0;
+    if (alive(node)) {
+      ++live;
+      SEEDANCE_CHECK(FindNode(spec.name) == node)
+          << "node '" << spec.name << "' in slot " << i << ": the name index says slot "
+          << FindNode(spec.name);
+      SEEDANCE_CHECK(tainted(node) == HasBlockingTaint(spec) && (blocked_[i] & kBlockedDead) == 0 &&
+                     blocked_[i] <= (kBlockedCordoned | kBlockedTainted))
+          << "node '" << spec.name << "': schedulability bits " << int{blocked_[i]}
+          << " disagree with its taints";
+    } else {
+      SEEDANCE_CHECK(blocked_[i] == kBlockedDead && spec.cpu_milli == 0 && spec.memory_mib == 0 &&
+                     spec.num_gpus == 0 && spec.labels.empty() && spec.taints.empty() &&
+                     pods_on_node_[i] == 0 && model_[i] == kNoGpuModel &&
+                     FindNode(spec.name) != node)
+          << "dead slot " << i << " ('" << spec.name << "') is not empty";
+    }
     SEEDANCE_CHECK(gpu_offset_[i] >= 0 && static_cast<size_t>(gpu_offset_[i]) == next_gpu &&
                    next_gpu + static_cast<size_t>(spec.num_gpus) <= gpu_left_.size())
         << "node '" << spec.name << "': GPUs at offset " << gpu_offset_[i] << ", expected "
@@ -299,6 +503,11 @@ void ClusterState::CheckInvariants() const {
     cpu_used += spec.cpu_milli - cpu_left_[i];
     gpu_capacity += static_cast<int64_t>(spec.num_gpus) * kMilliGpu;
   }
+  SEEDANCE_CHECK(live == num_live_ && by_name_.size() == static_cast<size_t>(live) &&
+                 blocked == num_blocked_)
+      << "counts: " << num_live_ << " live nodes, " << by_name_.size() << " names, "
+      << num_blocked_ << " unschedulable; the slots hold " << live << " live, " << blocked
+      << " unschedulable";
   SEEDANCE_CHECK(next_gpu == gpu_left_.size())
       << "nodes list " << next_gpu << " GPUs, the cluster holds " << gpu_left_.size();
   SEEDANCE_CHECK(cpu_capacity == cpu_capacity_milli_ && gpu_capacity == gpu_capacity_milli_)

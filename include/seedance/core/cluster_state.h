@@ -1,16 +1,34 @@
 // Cluster state with exact integer accounting.
 //
-// A ClusterState holds a fixed set of nodes and what is allocated on them: milli-CPU, MiB of
-// memory and milli-GPU per GPU device. Every allocation is checked before it is applied, so no
-// quantity ever goes negative or over capacity; a rejected allocation leaves the state untouched.
-// Each node carries a version number that changes on every allocation or release, so that
-// callers (score caches in `sched`) can tell when what they computed for a node is stale.
+// A ClusterState holds a set of nodes and what is allocated on them: milli-CPU, MiB of memory
+// and milli-GPU per GPU device. Every allocation is checked before it is applied, so no quantity
+// ever goes negative or over capacity; a rejected allocation leaves the state untouched. Each
+// node carries a version number that changes on every allocation, release or change of the node
+// (UpdateNode, SetCordoned, RemoveNode), so that callers (score caches in `sched`) can tell when
+// what they computed for a node is stale.
+//
+// Node identity. Nodes live in slots indexed 0..num_nodes()-1; a slot's index never changes, so
+// an index held by a caller (a placement, a score cache entry, a node order) stays valid while
+// nodes are added and removed. AddNode appends a slot; RemoveNode turns a slot dead: it keeps its
+// index and its name (for messages) but has zero capacity, no GPUs and no labels, fits nothing,
+// and its name is free again (FindNode no longer finds it; a node added later under that name
+// gets a new slot). Names are unique among the live nodes; FindNode is a hash lookup.
+//
+// Schedulability. Fits and FeasibleNodes accept a node only if it is alive, not cordoned
+// (SetCordoned) and has no taint with effect NoSchedule or NoExecute. Pods carry no tolerations
+// yet, so such a taint keeps every new pod off the node; PreferNoSchedule does not block (no
+// scorer reads it yet). Allocate does not look at cordons or taints (it is the commit of a
+// decision already made, and recovery re-applies bindings to cordoned nodes); it refuses a dead
+// node. While every node is schedulable (the simulator's case) FeasibleNodes runs the same
+// branch-free pass it always did; otherwise it adds one byte per node to the pass.
 //
 // Invariants, checked in every build (SEEDANCE_CHECK: a bug aborts with what broke): after each
-// Allocate/Release the node's CPU, memory and per-GPU milli stay within 0..capacity and the
-// cluster's allocated CPU and GPU milli within 0..capacity (O(GPUs of the node)); a Release must
-// match a pod class bound on the node (else a FailedPrecondition status). CheckInvariants() audits
-// the whole state in O(nodes + GPUs).
+// Allocate/Release/AddNode/UpdateNode/RemoveNode the node's CPU, memory and per-GPU milli stay
+// within 0..capacity and the cluster's allocated CPU and GPU milli within 0..capacity
+// (O(GPUs of the node)); a Release must match a pod class bound on the node (else a
+// FailedPrecondition status). CheckInvariants() audits the whole state in O(nodes + GPUs),
+// including the name index, the dead slots (empty, unnamed in the index) and the count of
+// unschedulable nodes.
 //
 // Thread-safety: not thread-safe. One ClusterState belongs to one scheduling loop; concurrent
 // readers need external synchronisation.
@@ -19,11 +37,13 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
@@ -66,7 +86,52 @@ struct PodSpec {
   int64_t scheduled_s = -1;
 };
 
-// A node's static description.
+// Taint effects, as in Kubernetes.
+inline constexpr std::string_view kTaintNoSchedule = "NoSchedule";
+inline constexpr std::string_view kTaintPreferNoSchedule = "PreferNoSchedule";
+inline constexpr std::string_view kTaintNoExecute = "NoExecute";
+
+// A node taint. key non-empty; effect one of the kTaint* names (checked by AddNode/UpdateNode).
+// NoSchedule and NoExecute keep every new pod off the node (pods have no tolerations yet).
+struct Taint {
+  std::string key;
+  std::string value;
+  std::string effect;
+
+  // True for NoSchedule and NoExecute.
+  bool Blocks() const { return effect == kTaintNoSchedule || effect == kTaintNoExecute; }
+  bool operator==(const Taint&) const = default;
+};
+
+// One NUMA node of a machine: its id (unique within the node, >= 0) and its share of the node's
+// CPU and memory.
+struct NumaInfo {
+  int id = 0;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+
+  bool operator==(const NumaInfo&) const = default;
+};
+
+// Where one GPU is attached.
+struct GpuTopology {
+  int numa_node = -1;        // a NumaInfo::id of the same node; -1 = unknown
+  std::string nvlink_group;  // GPUs sharing a non-empty group are NVLink-connected
+  std::string pci_address;   // "0000:3b:00.0"; empty = unknown
+
+  bool operator==(const GpuTopology&) const = default;
+};
+
+// A node's topology. Both lists may be empty (unknown). gpus is empty or has exactly one entry
+// per GPU, gpus[i] describing GPU device i (the device index of Placement::gpus).
+struct NodeTopology {
+  std::vector<NumaInfo> numa;
+  std::vector<GpuTopology> gpus;
+
+  bool operator==(const NodeTopology&) const = default;
+};
+
+// A node's description: capacity, identity, labels, taints and topology.
 struct NodeSpec {
   std::string name;
   int64_t cpu_milli = 0;
@@ -75,6 +140,13 @@ struct NodeSpec {
   std::string gpu_model;  // empty for CPU-only nodes
   double cost_usd_per_hour = 0.0;
   double power_w = 0.0;
+  // "= {}": aggregate initialisers that stop after power_w stay free of missing-initialiser
+  // warnings.
+  std::map<std::string, std::string> labels = {};
+  std::vector<Taint> taints = {};
+  NodeTopology topology = {};
+
+  bool operator==(const NodeSpec&) const = default;
 };
 
 // Where a pod landed: node index and the GPU device indices it uses on that node.
@@ -88,11 +160,44 @@ struct Placement {
 
 class ClusterState {
  public:
-  // REQUIRES: every node has non-negative capacities and at most kMaxGpusPerNode GPUs, and
-  // the cluster has at most kMaxGpuModels distinct GPU models (checked by Create).
+  // The nodes in slots 0..nodes.size()-1, each checked as AddNode checks it (Create({}) is an
+  // empty cluster). Errors as AddNode's, the first failing node's.
   static absl::StatusOr<ClusterState> Create(std::vector<NodeSpec> nodes);
 
+  // Adds a node in a new slot (index num_nodes()) and returns the index. Errors, state
+  // unchanged: AlreadyExists if a live node has the name; InvalidArgument for a negative
+  // capacity, more than kMaxGpusPerNode GPUs, a full GPU model table, a taint with an empty key
+  // or an unknown effect, or a topology that does not match the node (gpus neither empty nor one
+  // per GPU, duplicate or negative NUMA ids, a GPU on a NUMA node the node does not list).
+  absl::StatusOr<int> AddNode(NodeSpec spec);
+  // Replaces live node n's spec (capacity, labels, taints, topology, cost, power) keeping what
+  // is allocated, and bumps version(n). Errors, state unchanged: NotFound if n is not a live
+  // slot; InvalidArgument if spec.name differs from the node's or the spec is invalid (as for
+  // AddNode); FailedPrecondition if the new CPU or memory capacity is below what is allocated,
+  // or the GPU count or model changes while a GPU pod is bound on the node. A new GPU model
+  // takes a new id in the model table (ids are never reused).
+  absl::Status UpdateNode(int n, NodeSpec spec);
+  // Turns live node n into a dead slot (see above) and bumps version(n). NotFound if n is not a
+  // live slot; FailedPrecondition while pods are bound on it (release them first: a drain).
+  absl::Status RemoveNode(int n);
+  // Cordons (true) or uncordons node n; a cordoned node fits no new pod, its bound pods stay.
+  // Bumps version(n) when the flag changes. REQUIRES: n is a live slot (dies otherwise).
+  void SetCordoned(int n, bool cordoned);
+  bool cordoned(int n) const { return (blocked_[n] & kBlockedCordoned) != 0; }
+  bool alive(int n) const { return (blocked_[n] & kBlockedDead) == 0; }
+  // True if node n has a NoSchedule or NoExecute taint.
+  bool tainted(int n) const { return (blocked_[n] & kBlockedTainted) != 0; }
+  // Alive, not cordoned, not tainted: a node new pods may go to.
+  bool schedulable(int n) const { return blocked_[n] == 0; }
+  // Slot index of the live node named `name`, or -1. O(1) (hash map).
+  int FindNode(std::string_view name) const;
+
+  // Slots, dead ones included (indices are stable). Loop over 0..num_nodes()-1 and skip
+  // !alive(n) where dead slots matter (they have zero capacity, so sums need not).
   int num_nodes() const { return static_cast<int>(nodes_.size()); }
+  int num_live_nodes() const { return num_live_; }
+  // Nodes that are not schedulable (dead, cordoned or tainted).
+  int num_unschedulable_nodes() const { return num_blocked_; }
   const NodeSpec& node(int n) const { return nodes_[n]; }
   const std::vector<NodeSpec>& nodes() const { return nodes_; }
 
@@ -125,8 +230,9 @@ class ClusterState {
     if (pod.gpu_model_mask == 0) return true;
     return model_[n] != kNoGpuModel && ((pod.gpu_model_mask >> model_[n]) & 1u);
   }
-  // True if the pod fits on node n: model, CPU, memory, and enough GPUs with room.
+  // True if the pod fits on node n: schedulable, model, CPU, memory, and enough GPUs with room.
   bool Fits(int n, const PodShape& pod) const {
+    if (blocked_[n] != 0) return false;
     if (!Accessible(n, pod)) return false;
     if (cpu_left_[n] < pod.cpu_milli || memory_left_[n] < pod.memory_mib) return false;
     if (pod.num_gpu == 0) return true;
@@ -142,7 +248,8 @@ class ClusterState {
   int32_t max_gpu_left(int n) const { return max_gpu_left_[n]; }
 
   // Places the pod on placement.node using exactly the listed GPUs.
-  // Fails (state unchanged) if anything would go negative or the GPU list is invalid.
+  // Fails (state unchanged) if anything would go negative, the GPU list is invalid or the node
+  // is dead. Cordons and taints are not checked (see above).
   absl::Status Allocate(const PodShape& pod, const Placement& placement);
   // Undoes an Allocate. Fails (state unchanged) if it would exceed capacity.
   absl::Status Release(const PodShape& pod, const Placement& placement);
@@ -151,6 +258,7 @@ class ClusterState {
   int64_t gpu_allocated_milli() const { return gpu_allocated_milli_; }
   int64_t cpu_capacity_milli() const { return cpu_capacity_milli_; }
   int64_t cpu_allocated_milli() const { return cpu_allocated_milli_; }
+  // GPUs of the live nodes (dead slots hold none).
   int total_gpus() const { return static_cast<int>(gpu_left_.size()); }
 
   // Audits every node and the cluster totals (capacities, what is left against what is
@@ -162,6 +270,23 @@ class ClusterState {
   // Test-only: defined in cluster_state_test.cc, breaks internal state for the death tests.
   friend class ClusterStateTestPeer;
   ClusterState() = default;
+  // blocked_ bits: why a node is not schedulable.
+  static constexpr uint8_t kBlockedDead = 1;
+  static constexpr uint8_t kBlockedCordoned = 2;
+  static constexpr uint8_t kBlockedTainted = 4;
+  // The checks AddNode and UpdateNode share (capacity, GPUs, taints, topology).
+  static absl::Status ValidateSpec(const NodeSpec& spec);
+  // The model id for `name` (kNoGpuModel for ""), adding it to the table if `add`; an error
+  // when the table is full.
+  absl::StatusOr<GpuModelId> ModelFor(const NodeSpec& spec, bool add);
+  // Sets blocked_[n] and keeps num_blocked_ in step.
+  void SetBlocked(int n, uint8_t bits);
+  // Gives node n `count` GPUs, all free, moving the GPUs of later nodes. REQUIRES: every GPU of
+  // node n is free.
+  void ResizeGpus(int n, int count);
+  // Branch-free feasibility pass; with_blocked also tests blocked_.
+  template <bool kWithBlocked>
+  void FeasibleSimple(const PodShape& pod, int* dst, size_t* count) const;
   // Dies unless node n and the cluster totals are within capacity (the O(1) + O(GPUs) share of
   // CheckInvariants, run after every change).
   void CheckAfterChange(int n) const;
@@ -181,7 +306,11 @@ class ClusterState {
   std::vector<uint64_t> model_bit_;  // 1 << model, 0 for nodes without a GPU model
   std::vector<int32_t> free_gpus_;
   std::vector<int32_t> max_gpu_left_;
+  std::vector<uint8_t> blocked_;  // kBlocked* bits per node; 0 = schedulable
   std::vector<std::string> model_names_;
+  absl::flat_hash_map<std::string, int> by_name_;  // live nodes only
+  int num_live_ = 0;
+  int num_blocked_ = 0;
   int64_t gpu_capacity_milli_ = 0;
   int64_t gpu_allocated_milli_ = 0;
   int64_t cpu_capacity_milli_ = 0;
