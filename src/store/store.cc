@@ -1,0 +1,729 @@
+// The SQLite-backed store. See include/seedance/store/store.h and docs/state.md.
+#include "seedance/store/store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <mutex>
+#include <string_view>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "seedance/base/build_info.h"
+
+namespace seedance::store {
+namespace {
+
+constexpr char kDbName[] = "state.db";
+constexpr char kInitName[] = "state.db.init";
+constexpr char kLockName[] = "lock";
+
+// Meta keys.
+constexpr char kMetaRevision[] = "revision";
+constexpr char kMetaPolicy[] = "policy_text";
+constexpr char kMetaDropped[] = "events_dropped_through";
+
+constexpr const char* kSchema[] = {
+    "CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value ANY) STRICT",
+    "CREATE TABLE nodes(name TEXT PRIMARY KEY NOT NULL, spec_json TEXT NOT NULL,"
+    " cordoned INTEGER NOT NULL, revision INTEGER NOT NULL) STRICT",
+    "CREATE TABLE pods(uid TEXT PRIMARY KEY NOT NULL, ns TEXT NOT NULL, name TEXT NOT NULL,"
+    " spec_json TEXT NOT NULL, phase TEXT NOT NULL, node TEXT NOT NULL, gpus_json TEXT NOT NULL,"
+    " revision INTEGER NOT NULL) STRICT",
+    "CREATE TABLE events(revision INTEGER PRIMARY KEY NOT NULL, type TEXT NOT NULL,"
+    " object_json TEXT NOT NULL) STRICT",
+};
+
+std::string Errno(int err) { return std::strerror(err); }
+
+// An OS error on PATH as a Status: permission problems are PermissionDenied, the rest Unavailable.
+absl::Status OsError(int err, const std::string& what, const std::string& path) {
+  std::string msg = absl::StrCat(path, ": ", what, ": ", Errno(err));
+  if (err == EACCES || err == EPERM || err == EROFS) return absl::PermissionDeniedError(msg);
+  return absl::UnavailableError(msg);
+}
+
+// An SQLite result code as a Status naming the file.
+absl::Status SqliteStatus(int rc, sqlite3* db, const std::string& path, std::string_view what) {
+  std::string detail = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  std::string msg = absl::StrCat(path, ": ", std::string(what), ": ", detail);
+  switch (rc & 0xff) {
+    case SQLITE_CORRUPT:
+      return absl::DataLossError(absl::StrCat(msg, " (the state database is corrupt)"));
+    case SQLITE_NOTADB:
+      return absl::FailedPreconditionError(
+          absl::StrCat(msg, " (not a Seedance state database)"));
+    case SQLITE_FULL:
+      return absl::ResourceExhaustedError(absl::StrCat(msg, " (disk full)"));
+    case SQLITE_PERM:
+    case SQLITE_READONLY:
+    case SQLITE_AUTH:
+      return absl::PermissionDeniedError(msg);
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return absl::UnavailableError(absl::StrCat(msg, " (locked by another process)"));
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+      return absl::UnavailableError(msg);
+    default:
+      return absl::InternalError(msg);
+  }
+}
+
+// Owns a prepared statement; Reset() after each use keeps it for the next.
+class Stmt {
+ public:
+  Stmt() = default;
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  sqlite3_stmt*& ptr() { return stmt_; }
+  sqlite3_stmt* get() const { return stmt_; }
+  void Reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+void BindText(sqlite3_stmt* s, int i, const std::string& v) {
+  sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+}
+
+std::string ColumnText(sqlite3_stmt* s, int i) {
+  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s, i));
+  if (p == nullptr) return std::string();
+  return std::string(p, static_cast<size_t>(sqlite3_column_bytes(s, i)));
+}
+
+// A connection that closes itself.
+struct DbCloser {
+  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+};
+using DbPtr = std::unique_ptr<sqlite3, DbCloser>;
+
+absl::StatusOr<DbPtr> OpenDb(const std::string& path, int flags) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &raw, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  DbPtr db(raw);
+  if (rc != SQLITE_OK) return SqliteStatus(rc, db.get(), path, "cannot open");
+  sqlite3_extended_result_codes(db.get(), 1);
+  sqlite3_busy_timeout(db.get(), 5000);
+  return db;
+}
+
+absl::Status Exec(sqlite3* db, const std::string& path, const std::string& sql) {
+  char* err = nullptr;
+  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  if (err != nullptr) sqlite3_free(err);
+  if (rc != SQLITE_OK) return SqliteStatus(rc, db, path, sql);
+  return absl::OkStatus();
+}
+
+absl::Status Prepare(sqlite3* db, const std::string& path, const char* sql, Stmt* stmt) {
+  int rc = sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt->ptr(), nullptr);
+  if (rc == SQLITE_OK) return absl::OkStatus();
+  if ((rc & 0xff) == SQLITE_ERROR) {
+    // "no such table" / "no such column": our application id but not our schema.
+    return absl::DataLossError(absl::StrCat(path, ": the schema is damaged (", sqlite3_errmsg(db),
+                                            "); refusing to use it"));
+  }
+  return SqliteStatus(rc, db, path, "cannot prepare a statement");
+}
+
+// Runs a statement returning one integer (a PRAGMA); `out` is left alone when it returns no row.
+absl::Status QueryInt(sqlite3* db, const std::string& path, const char* sql, int64_t* out) {
+  Stmt s;
+  int rc = sqlite3_prepare_v2(db, sql, -1, &s.ptr(), nullptr);
+  if (rc != SQLITE_OK) return SqliteStatus(rc, db, path, sql);
+  rc = sqlite3_step(s.get());
+  if (rc == SQLITE_ROW) {
+    *out = sqlite3_column_int64(s.get(), 0);
+    return absl::OkStatus();
+  }
+  if (rc == SQLITE_DONE) return absl::OkStatus();
+  return SqliteStatus(rc, db, path, sql);
+}
+
+absl::StatusOr<std::string> QueryText(sqlite3* db, const std::string& path, const char* sql) {
+  Stmt s;
+  int rc = sqlite3_prepare_v2(db, sql, -1, &s.ptr(), nullptr);
+  if (rc != SQLITE_OK) return SqliteStatus(rc, db, path, sql);
+  rc = sqlite3_step(s.get());
+  if (rc == SQLITE_ROW) return ColumnText(s.get(), 0);
+  if (rc == SQLITE_DONE) return std::string();
+  return SqliteStatus(rc, db, path, sql);
+}
+
+absl::Status FsyncPath(const std::string& path, bool directory) {
+  int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+  if (fd < 0) return OsError(errno, "cannot open to fsync", path);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) return OsError(err, "fsync failed", path);
+  return absl::OkStatus();
+}
+
+// mkdir -p with mode 0700 for every directory it creates.
+absl::Status EnsureDir(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("state directory ", dir, " exists and is not a directory"));
+    }
+    return absl::OkStatus();
+  }
+  if (errno != ENOENT) return OsError(errno, "cannot stat the state directory", dir);
+  size_t slash = dir.find_last_of('/');
+  if (slash != std::string::npos && slash > 0) {
+    absl::Status parent = EnsureDir(dir.substr(0, slash));
+    if (!parent.ok()) return parent;
+  }
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return OsError(errno, "cannot create the state directory", dir);
+  }
+  return absl::OkStatus();
+}
+
+// Holds DIR/lock with flock(LOCK_EX) for the store's life; the file says who holds it.
+absl::StatusOr<int> AcquireLock(const std::string& dir) {
+  const std::string path = absl::StrCat(dir, "/", kLockName);
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return OsError(errno, "cannot open the lock file", path);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    if (err != EWOULDBLOCK) {
+      ::close(fd);
+      return OsError(err, "cannot lock", path);
+    }
+    char buf[64] = {};
+    ssize_t n = ::pread(fd, buf, sizeof(buf) - 1, 0);
+    ::close(fd);
+    std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+    if (holder.empty() || holder.find_first_not_of("0123456789") != std::string::npos) {
+      holder = "unknown";
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        "state directory ", dir, " is in use by another seedance server (pid ", holder,
+        ", holding ", path, "); two servers cannot share one --state directory"));
+  }
+  std::string pid = absl::StrCat(::getpid(), "\n");
+  if (::ftruncate(fd, 0) != 0 ||
+      ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    int err = errno;
+    ::close(fd);
+    return OsError(err, "cannot write the lock file", path);
+  }
+  return fd;
+}
+
+// Builds a complete, empty state database at DIR/state.db.init and renames it to DIR/state.db,
+// so state.db, whenever it exists, is a whole Seedance database (a crash mid-creation leaves
+// only the .init file, which the next Open discards).
+absl::Status CreateFresh(const std::string& dir, const std::string& db_path) {
+  const std::string tmp = absl::StrCat(dir, "/", kInitName);
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    std::string p = tmp + suffix;
+    if (::unlink(p.c_str()) != 0 && errno != ENOENT) {
+      return OsError(errno, "cannot remove a leftover file", p);
+    }
+  }
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return OsError(errno, "cannot create", tmp);
+  ::close(fd);
+  {
+    auto db = OpenDb(tmp, SQLITE_OPEN_READWRITE);
+    if (!db.ok()) return db.status();
+    std::string sql = absl::StrFormat(
+        "PRAGMA application_id=%d; PRAGMA user_version=%d; PRAGMA journal_mode=WAL;",
+        kApplicationId, kSchemaVersion);
+    absl::Status s = Exec(db->get(), tmp, sql);
+    if (!s.ok()) return s;
+    std::string schema = "BEGIN IMMEDIATE;";
+    for (const char* t : kSchema) absl::StrAppend(&schema, t, ";");
+    absl::StrAppend(&schema, "INSERT INTO meta(key, value) VALUES('", kMetaRevision, "', 0), ('",
+                    kMetaDropped, "', 0), ('", kMetaPolicy, "', ''), ('created_by', 'seedance ",
+                    base::GetBuildInfo().version, "'), ('created_unix_s', unixepoch()); COMMIT;");
+    s = Exec(db->get(), tmp, schema);
+    if (!s.ok()) return s;
+    int rc = sqlite3_close(db->release());
+    if (rc != SQLITE_OK) return SqliteStatus(rc, nullptr, tmp, "cannot close");
+  }
+  absl::Status s = FsyncPath(tmp, false);
+  if (!s.ok()) return s;
+  if (::rename(tmp.c_str(), db_path.c_str()) != 0) return OsError(errno, "cannot rename", tmp);
+  return FsyncPath(dir, true);
+}
+
+// Refuses anything but a whole Seedance state database before SQLite touches it.
+absl::Status CheckHeader(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return OsError(errno, "cannot open", path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return OsError(err, "cannot stat", path);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::FailedPreconditionError(absl::StrCat(path, ": not a regular file"));
+  }
+  char header[100] = {};
+  ssize_t n = ::pread(fd, header, sizeof(header), 0);
+  ::close(fd);
+  static constexpr char kMagic[] = "SQLite format 3";  // 16 bytes with its NUL
+  if (n < 16 || std::memcmp(header, kMagic, sizeof(kMagic)) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": not an SQLite database (", n <= 0 ? std::string("empty file") : "wrong header",
+        "); refusing to use it as Seedance state. Move it away or choose another --state "
+        "directory"));
+  }
+  if (n < 100) {
+    return absl::DataLossError(absl::StrCat(path, ": truncated SQLite header (", n,
+                                            " bytes); the state database is corrupt"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckIdentity(sqlite3* db, const std::string& path) {
+  int64_t app_id = 0, version = 0;
+  absl::Status s = QueryInt(db, path, "PRAGMA application_id", &app_id);
+  if (s.ok()) s = QueryInt(db, path, "PRAGMA user_version", &version);
+  if (!s.ok()) return s;
+  if (app_id != kApplicationId) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s: an SQLite database of another application (application_id 0x%08x, Seedance's is "
+        "0x%08x); refusing to use it. Move it away or choose another --state directory",
+        path, static_cast<uint32_t>(app_id), static_cast<uint32_t>(kApplicationId)));
+  }
+  if (version > kSchemaVersion) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s: schema version %d is newer than this seedance supports (%d); it was written by a "
+        "newer seedance: run that version (or a newer one)",
+        path, version, kSchemaVersion));
+  }
+  if (version < 1) {
+    return absl::DataLossError(absl::StrFormat(
+        "%s: Seedance application id but schema version %d; the state database is corrupt",
+        path, version));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status QuickCheck(sqlite3* db, const std::string& path) {
+  Stmt s;
+  int rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(5)", -1, &s.ptr(), nullptr);
+  if (rc != SQLITE_OK) return SqliteStatus(rc, db, path, "quick_check");
+  std::string problems;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+    std::string line = ColumnText(s.get(), 0);
+    if (line == "ok") continue;
+    absl::StrAppend(&problems, problems.empty() ? "" : "; ", line);
+  }
+  if (rc != SQLITE_DONE) return SqliteStatus(rc, db, path, "quick_check");
+  if (!problems.empty()) {
+    return absl::DataLossError(absl::StrCat(path, ": the state database is corrupt (quick_check: ",
+                                            problems, "); refusing to use it"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool Batch::empty() const {
+  return put_nodes.empty() && delete_nodes.empty() && put_pods.empty() && delete_pods.empty() &&
+         events.empty() && !policy_text.has_value();
+}
+
+struct Store::Impl {
+  std::string dir;
+  std::string path;
+  StoreOptions options;
+  int lock_fd = -1;
+
+  std::mutex writer_mu;  // guards the writer connection and its statements
+  DbPtr writer;
+  Stmt begin, commit, rollback, put_node, del_node, put_pod, del_pod, put_event, set_meta,
+      nth_event, trim_events;
+  absl::Status broken;  // set after a failed COMMIT: the store refuses further commits
+
+  std::mutex reader_mu;  // guards the reader connection
+  DbPtr reader;
+  Stmt events_since;
+
+  ~Impl() {
+    // Statements before their connections.
+    for (Stmt* s : {&begin, &commit, &rollback, &put_node, &del_node, &put_pod, &del_pod,
+                    &put_event, &set_meta, &nth_event, &trim_events, &events_since}) {
+      sqlite3_finalize(s->ptr());
+      s->ptr() = nullptr;
+    }
+    reader.reset();
+    writer.reset();
+    if (lock_fd >= 0) ::close(lock_fd);
+  }
+
+  absl::Status PrepareAll() {
+    sqlite3* w = writer.get();
+    struct {
+      Stmt* stmt;
+      const char* sql;
+    } const statements[] = {
+        {&begin, "BEGIN IMMEDIATE"},
+        {&commit, "COMMIT"},
+        {&rollback, "ROLLBACK"},
+        {&put_node,
+         "INSERT INTO nodes(name, spec_json, cordoned, revision) VALUES(?1, ?2, ?3, ?4) "
+         "ON CONFLICT(name) DO UPDATE SET spec_json = excluded.spec_json, "
+         "cordoned = excluded.cordoned, revision = excluded.revision"},
+        {&del_node, "DELETE FROM nodes WHERE name = ?1"},
+        {&put_pod,
+         "INSERT INTO pods(uid, ns, name, spec_json, phase, node, gpus_json, revision) "
+         "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(uid) DO UPDATE SET "
+         "ns = excluded.ns, name = excluded.name, spec_json = excluded.spec_json, "
+         "phase = excluded.phase, node = excluded.node, gpus_json = excluded.gpus_json, "
+         "revision = excluded.revision"},
+        {&del_pod, "DELETE FROM pods WHERE uid = ?1"},
+        {&put_event, "INSERT INTO events(revision, type, object_json) VALUES(?1, ?2, ?3)"},
+        {&set_meta,
+         "INSERT INTO meta(key, value) VALUES(?1, ?2) "
+         "ON CONFLICT(key) DO UPDATE SET value = excluded.value"},
+        {&nth_event, "SELECT revision FROM events ORDER BY revision LIMIT 1 OFFSET ?1"},
+        {&trim_events, "DELETE FROM events WHERE revision <= ?1"},
+    };
+    for (const auto& s : statements) {
+      absl::Status st = Prepare(w, path, s.sql, s.stmt);
+      if (!st.ok()) return st;
+    }
+    return Prepare(reader.get(), path,
+                   "SELECT revision, type, object_json FROM events WHERE revision > ?1 "
+                   "ORDER BY revision LIMIT ?2",
+                   &events_since);
+  }
+
+  // Steps a statement that returns no rows, then resets it.
+  absl::Status Run(Stmt& s, std::string_view what) {
+    int rc = sqlite3_step(s.get());
+    absl::Status st =
+        rc == SQLITE_DONE ? absl::OkStatus() : SqliteStatus(rc, writer.get(), path, what);
+    s.Reset();
+    return st;
+  }
+
+  absl::Status SetMetaInt(const char* key, int64_t value) {
+    sqlite3_bind_text(set_meta.get(), 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(set_meta.get(), 2, value);
+    return Run(set_meta, "cannot write the metadata");
+  }
+};
+
+Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)), db_path_(impl_->path) {}
+Store::~Store() = default;
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir_in, StoreOptions o) {
+  if (dir_in.empty()) return absl::InvalidArgumentError("--state: the directory name is empty");
+  if (o.event_retention < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("event retention must be at least 1 (got ", o.event_retention, ")"));
+  }
+  std::string dir = dir_in;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+
+  auto impl = std::make_unique<Impl>();
+  impl->dir = dir;
+  impl->path = absl::StrCat(dir, "/", kDbName);
+  impl->options = o;
+  const std::string& path = impl->path;
+
+  absl::Status s = EnsureDir(dir);
+  if (!s.ok()) return s;
+  absl::StatusOr<int> lock = AcquireLock(dir);
+  if (!lock.ok()) return lock.status();
+  impl->lock_fd = *lock;
+
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT) return OsError(errno, "cannot stat", path);
+    s = CreateFresh(dir, path);
+    if (!s.ok()) return s;
+  }
+  s = CheckHeader(path);
+  if (!s.ok()) return s;
+
+  auto writer = OpenDb(path, SQLITE_OPEN_READWRITE);
+  if (!writer.ok()) return writer.status();
+  impl->writer = std::move(*writer);
+  sqlite3* w = impl->writer.get();
+  s = CheckIdentity(w, path);
+  if (!s.ok()) return s;
+  absl::StatusOr<std::string> mode = QueryText(w, path, "PRAGMA journal_mode=WAL");
+  if (!mode.ok()) return mode.status();
+  if (*mode != "wal") {
+    return absl::UnavailableError(
+        absl::StrCat(path, ": cannot switch to WAL mode (journal_mode is ", *mode, ")"));
+  }
+  s = Exec(w, path,
+           "PRAGMA synchronous=FULL; PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY; "
+           "PRAGMA journal_size_limit=67108864; PRAGMA foreign_keys=OFF;");
+  if (!s.ok()) return s;
+  if (o.verify_on_open) {
+    s = QuickCheck(w, path);
+    if (!s.ok()) return s;
+  }
+
+  auto reader = OpenDb(path, SQLITE_OPEN_READONLY);
+  if (!reader.ok()) return reader.status();
+  impl->reader = std::move(*reader);
+  s = impl->PrepareAll();
+  if (!s.ok()) return s;
+
+  int64_t revision = 0, dropped = 0, count = 0, last = 0;
+  s = QueryInt(w, path, "SELECT value FROM meta WHERE key = 'revision'", &revision);
+  if (s.ok()) {
+    s = QueryInt(w, path, "SELECT value FROM meta WHERE key = 'events_dropped_through'", &dropped);
+  }
+  if (s.ok()) s = QueryInt(w, path, "SELECT count(*) FROM events", &count);
+  if (s.ok()) s = QueryInt(w, path, "SELECT coalesce(max(revision), 0) FROM events", &last);
+  if (!s.ok()) return s;
+  if (last > revision) {
+    return absl::DataLossError(absl::StrCat(path, ": an event has revision ", last,
+                                            " above the revision counter ", revision,
+                                            "; the state database is inconsistent"));
+  }
+
+  std::unique_ptr<Store> store(new Store(std::move(impl)));
+  store->revision_ = revision;
+  store->dropped_through_ = dropped;
+  store->event_count_ = count;
+  store->last_event_revision_ = last;
+  return store;
+}
+
+absl::StatusOr<Snapshot> Store::Load() {
+  std::lock_guard<std::mutex> lock(impl_->writer_mu);
+  sqlite3* w = impl_->writer.get();
+  const std::string& path = impl_->path;
+  absl::Status s = Exec(w, path, "BEGIN");  // one read snapshot for everything
+  if (!s.ok()) return s;
+  auto read = [&]() -> absl::StatusOr<Snapshot> {
+    Snapshot snap;
+    Stmt nodes, pods, meta;
+    absl::Status st = Prepare(
+        w, path, "SELECT name, spec_json, cordoned, revision FROM nodes ORDER BY rowid", &nodes);
+    if (st.ok()) {
+      st = Prepare(w, path,
+                   "SELECT uid, ns, name, spec_json, phase, node, gpus_json, revision FROM pods "
+                   "ORDER BY rowid",
+                   &pods);
+    }
+    if (st.ok()) st = Prepare(w, path, "SELECT key, value FROM meta", &meta);
+    if (!st.ok()) return st;
+    int rc;
+    while ((rc = sqlite3_step(nodes.get())) == SQLITE_ROW) {
+      sqlite3_stmt* q = nodes.get();
+      NodeRecord& n = snap.nodes.emplace_back();
+      n.name = ColumnText(q, 0);
+      n.spec_json = ColumnText(q, 1);
+      n.cordoned = sqlite3_column_int64(q, 2) != 0;
+      n.revision = sqlite3_column_int64(q, 3);
+    }
+    if (rc != SQLITE_DONE) return SqliteStatus(rc, w, path, "cannot read the nodes");
+    while ((rc = sqlite3_step(pods.get())) == SQLITE_ROW) {
+      sqlite3_stmt* q = pods.get();
+      PodRecord& p = snap.pods.emplace_back();
+      p.uid = ColumnText(q, 0);
+      p.ns = ColumnText(q, 1);
+      p.name = ColumnText(q, 2);
+      p.spec_json = ColumnText(q, 3);
+      p.phase = ColumnText(q, 4);
+      p.node = ColumnText(q, 5);
+      p.gpus_json = ColumnText(q, 6);
+      p.revision = sqlite3_column_int64(q, 7);
+    }
+    if (rc != SQLITE_DONE) return SqliteStatus(rc, w, path, "cannot read the pods");
+    while ((rc = sqlite3_step(meta.get())) == SQLITE_ROW) {
+      std::string key = ColumnText(meta.get(), 0);
+      if (key == kMetaRevision) snap.revision = sqlite3_column_int64(meta.get(), 1);
+      if (key == kMetaPolicy) snap.policy_text = ColumnText(meta.get(), 1);
+    }
+    if (rc != SQLITE_DONE) return SqliteStatus(rc, w, path, "cannot read the metadata");
+    return snap;
+  };
+  absl::StatusOr<Snapshot> snap = read();
+  absl::Status end = Exec(w, path, "COMMIT");
+  if (!snap.ok()) return snap.status();
+  if (!end.ok()) return end;
+  return snap;
+}
+
+absl::Status Store::Commit(const Batch& batch) {
+  std::lock_guard<std::mutex> lock(impl_->writer_mu);
+  if (!impl_->broken.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        impl_->path, ": the store is unusable after an earlier failed commit (",
+        impl_->broken.message(), "); restart to recover from disk"));
+  }
+  // Validate everything before writing anything.
+  const int64_t current = revision_.load();
+  if (batch.revision < current) {
+    return absl::InvalidArgumentError(absl::StrCat("batch revision ", batch.revision,
+                                                   " is below the store's revision ", current));
+  }
+  int64_t last = last_event_revision_.load();
+  for (const EventRecord& e : batch.events) {
+    if (e.revision <= last) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "event revision ", e.revision, " is not above the previous event's ", last));
+    }
+    if (e.revision > batch.revision) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "event revision ", e.revision, " is above the batch revision ", batch.revision));
+    }
+    last = e.revision;
+  }
+  for (const NodeRecord& n : batch.put_nodes) {
+    if (n.name.empty()) return absl::InvalidArgumentError("a node record has an empty name");
+  }
+  for (const PodRecord& p : batch.put_pods) {
+    if (p.uid.empty()) return absl::InvalidArgumentError("a pod record has an empty uid");
+  }
+  if (batch.empty() && batch.revision == current) return absl::OkStatus();
+  return CommitLocked(batch);
+}
+
+absl::Status Store::CommitLocked(const Batch& batch) {
+  Impl& m = *impl_;
+  absl::Status s = m.Run(m.begin, "cannot begin a transaction");
+  if (!s.ok()) return s;
+
+  int64_t count = event_count_.load();
+  int64_t dropped = dropped_through_.load();
+  auto apply = [&]() -> absl::Status {
+    for (const NodeRecord& n : batch.put_nodes) {
+      sqlite3_stmt* q = m.put_node.get();
+      BindText(q, 1, n.name);
+      BindText(q, 2, n.spec_json);
+      sqlite3_bind_int(q, 3, n.cordoned ? 1 : 0);
+      sqlite3_bind_int64(q, 4, n.revision);
+      absl::Status st = m.Run(m.put_node, "cannot write a node");
+      if (!st.ok()) return st;
+    }
+    for (const std::string& name : batch.delete_nodes) {
+      BindText(m.del_node.get(), 1, name);
+      absl::Status st = m.Run(m.del_node, "cannot delete a node");
+      if (!st.ok()) return st;
+    }
+    for (const PodRecord& p : batch.put_pods) {
+      sqlite3_stmt* q = m.put_pod.get();
+      BindText(q, 1, p.uid);
+      BindText(q, 2, p.ns);
+      BindText(q, 3, p.name);
+      BindText(q, 4, p.spec_json);
+      BindText(q, 5, p.phase);
+      BindText(q, 6, p.node);
+      BindText(q, 7, p.gpus_json);
+      sqlite3_bind_int64(q, 8, p.revision);
+      absl::Status st = m.Run(m.put_pod, "cannot write a pod");
+      if (!st.ok()) return st;
+    }
+    for (const std::string& uid : batch.delete_pods) {
+      BindText(m.del_pod.get(), 1, uid);
+      absl::Status st = m.Run(m.del_pod, "cannot delete a pod");
+      if (!st.ok()) return st;
+    }
+    for (const EventRecord& e : batch.events) {
+      sqlite3_stmt* q = m.put_event.get();
+      sqlite3_bind_int64(q, 1, e.revision);
+      BindText(q, 2, e.type);
+      BindText(q, 3, e.object_json);
+      absl::Status st = m.Run(m.put_event, "cannot write an event");
+      if (!st.ok()) return st;
+    }
+    count += static_cast<int64_t>(batch.events.size());
+    if (count > m.options.event_retention) {
+      // Drop the oldest events beyond the retention: find the newest revision to drop.
+      const int64_t excess = count - m.options.event_retention;
+      sqlite3_stmt* q = m.nth_event.get();
+      sqlite3_bind_int64(q, 1, excess - 1);
+      int rc = sqlite3_step(q);
+      int64_t through = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
+      m.nth_event.Reset();
+      if (rc != SQLITE_ROW) return SqliteStatus(rc, m.writer.get(), m.path, "cannot trim events");
+      sqlite3_bind_int64(m.trim_events.get(), 1, through);
+      absl::Status st = m.Run(m.trim_events, "cannot trim events");
+      if (!st.ok()) return st;
+      count -= excess;
+      dropped = through;
+      st = m.SetMetaInt(kMetaDropped, dropped);
+      if (!st.ok()) return st;
+    }
+    if (batch.revision != revision_.load()) {
+      absl::Status st = m.SetMetaInt(kMetaRevision, batch.revision);
+      if (!st.ok()) return st;
+    }
+    if (batch.policy_text.has_value()) {
+      sqlite3_bind_text(m.set_meta.get(), 1, kMetaPolicy, -1, SQLITE_STATIC);
+      BindText(m.set_meta.get(), 2, *batch.policy_text);
+      absl::Status st = m.Run(m.set_meta, "cannot write the policy");
+      if (!st.ok()) return st;
+    }
+    return absl::OkStatus();
+  };
+
+  s = apply();
+  if (!s.ok()) {
+    absl::Status rb = m.Run(m.rollback, "cannot roll back");
+    if (!rb.ok()) m.broken = rb;
+    return s;
+  }
+  s = m.Run(m.commit, "cannot commit");
+  if (!s.ok()) {
+    // After a failed COMMIT (an fsync error, say) the file's state is unknown: refuse more.
+    if (!sqlite3_get_autocommit(m.writer.get())) (void)m.Run(m.rollback, "cannot roll back");
+    m.broken = s;
+    return s;
+  }
+  revision_ = batch.revision;
+  event_count_ = count;
+  dropped_through_ = dropped;
+  if (!batch.events.empty()) last_event_revision_ = batch.events.back().revision;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<EventRecord>> Store::EventsSince(int64_t after_revision,
+                                                            size_t limit) {
+  std::vector<EventRecord> out;
+  if (limit == 0) return out;
+  std::lock_guard<std::mutex> lock(impl_->reader_mu);
+  sqlite3_stmt* q = impl_->events_since.get();
+  sqlite3_bind_int64(q, 1, after_revision);
+  sqlite3_bind_int64(q, 2, limit > static_cast<size_t>(INT64_MAX) ? INT64_MAX
+                                                                   : static_cast<int64_t>(limit));
+  int rc;
+  while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+    EventRecord& e = out.emplace_back();
+    e.revision = sqlite3_column_int64(q, 0);
+    e.type = ColumnText(q, 1);
+    e.object_json = ColumnText(q, 2);
+  }
+  impl_->events_since.Reset();
+  if (rc != SQLITE_DONE) {
+    return SqliteStatus(rc, impl_->reader.get(), impl_->path, "cannot read the events");
+  }
+  return out;
+}
+
+}  // namespace seedance::store
