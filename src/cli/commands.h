@@ -29,6 +29,7 @@ Command AddProfileCommand(CLI::App& app);    // profile_cmd.cc   (telemetry)
 Command AddAnalyzeCommand(CLI::App& app);    // analyze_cmd.cc   (cost)
 Command AddServeSimCommand(CLI::App& app);   // serve_sim_cmd.cc (serving)
 Command AddCostmodelCommand(CLI::App& app);  // costmodel_cmd.cc (serving: costmodel check)
+Command AddServerCommand(CLI::App& app);     // server_cmd.cc    (server: the live scheduler)
 
 // version, help, completion (meta_cmd.cc); they read `app`'s command tree when they run.
 std::vector<Command> AddMetaCommands(CLI::App& app);

@@ -128,6 +128,17 @@ std::string FailureMessage(const CLI::App* root, const CLI::Error& e) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Installed as `seedanced` too: that name is `seedance server`.
+  std::vector<char*> args(argv, argv + argc);
+  const std::string self = argc > 0 ? argv[0] : "";
+  static char server_word[] = "server";
+  if (self.size() >= 9 && self.compare(self.size() - 9, 9, "seedanced") == 0 &&
+      (self.size() == 9 || self[self.size() - 10] == '/')) {
+    args.insert(args.begin() + 1, server_word);
+  }
+  argc = static_cast<int>(args.size());
+  args.push_back(nullptr);
+  argv = args.data();
   base::SetCommandLine(argc, argv);
   CLI::App app{
       "Seedance: cost-aware GPU cluster scheduler, simulator and inference runtime.\n"
@@ -152,6 +163,9 @@ int main(int argc, char** argv) {
       cli::AddSimulateCommand(app), cli::AddProfileCommand(app),   cli::AddAnalyzeCommand(app),
       cli::AddServeSimCommand(app), cli::AddCostmodelCommand(app), cli::AddClockCommand(app),
       cli::AddBenchCommand(app),
+#ifdef SEEDANCE_WITH_SERVER
+      cli::AddServerCommand(app),
+#endif
   };
   for (cli::Command& c : cli::AddMetaCommands(app)) commands.push_back(std::move(c));
   if (int rc = CheckCommandNames(app, argc, argv); rc != cli::kExitOk) return rc;
