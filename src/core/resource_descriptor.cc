@@ -257,6 +257,11 @@ class Reader {
              }},
         });
   }
+  // One node (and its GPU models) outside a cluster document: ParseNodeDescriptorJson.
+  void ReadOneNode(const V& v, const V* models, const std::string& path, ClusterDescriptor* c) {
+    if (models != nullptr) ReadGpuModels(*models, Child(path, "gpu_models"), &c->gpu_models);
+    ReadNode(v, path, &c->nodes.emplace_back());
+  }
 
  private:
   using ReadFn = std::function<void(const V&, const std::string&)>;
@@ -665,20 +670,24 @@ void ValidateNode(const ClusterDescriptor& c, const NodeDescriptor& node, const 
   }
 }
 
-void ValidateInto(const ClusterDescriptor& c, Diagnostics& diag) {
+// The GPU model table, at `path` ("gpu_models" in a cluster document).
+void ValidateModels(const ClusterDescriptor& c, const std::string& path, Diagnostics& diag) {
   for (const auto& [key, m] : c.gpu_models) {
     if (key.empty()) {
-      diag.Add("gpu_models", "model names must not be empty");
+      diag.Add(path, "model names must not be empty");
       continue;
     }
-    const std::string p = Child("gpu_models", key);
+    const std::string p = Child(path, key);
     if (m.name != key)
       diag.Add(Child(p, "name"), MustBe(absl::StrCat("the key ", Quote(key)), Quote(m.name)));
     CheckNonNegative(diag, Child(p, "memory_mib"), m.memory_mib);
     CheckNonNegativeFinite(diag, Child(p, "price_usd_per_hour"), m.price_usd_per_hour);
     CheckNonNegativeFinite(diag, Child(p, "power_w"), m.power_w);
   }
+}
 
+void ValidateInto(const ClusterDescriptor& c, Diagnostics& diag) {
+  ValidateModels(c, "gpu_models", diag);
   std::map<std::string, size_t> name_first;
   std::map<std::string, size_t> nvlink_owner;
   for (size_t i = 0; i < c.nodes.size(); ++i) {
@@ -1129,6 +1138,23 @@ absl::StatusOr<ClusterDescriptor> ParseClusterJson(std::string_view text, std::s
   ClusterDescriptor c;
   Reader<JsonView>(&diag, nullptr).ReadCluster(JsonView(root), &c);
   return Finish(std::move(c), diag);
+}
+
+absl::StatusOr<ClusterDescriptor> ParseNodeDescriptorJson(const Json& node, const Json* gpu_models,
+                                                          std::string_view path) {
+  Diagnostics diag("", nullptr);
+  const std::string root(path);
+  ClusterDescriptor c;
+  const JsonView models = gpu_models != nullptr ? JsonView(*gpu_models) : JsonView(node);
+  Reader<JsonView>(&diag, nullptr)
+      .ReadOneNode(JsonView(node), gpu_models != nullptr ? &models : nullptr, root, &c);
+  if (diag.ok()) {
+    ValidateModels(c, Child(root, "gpu_models"), diag);
+    std::map<std::string, size_t> nvlink_owner;
+    ValidateNode(c, c.nodes[0], root, &nvlink_owner, 0, diag);
+  }
+  if (!diag.ok()) return diag.ToStatus();
+  return c;
 }
 
 absl::StatusOr<ClusterDescriptor> ParseClusterYaml(std::string_view text, std::string_view source) {

@@ -26,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "nlohmann/json_fwd.hpp"
 #include "seedance/core/cluster_state.h"
 
 namespace seedance::core {
@@ -144,6 +145,14 @@ inline constexpr int64_t kMaxDescriptorNodes = 1'000'000;
                                                                  std::string_view source);
 [[nodiscard]] absl::StatusOr<ClusterDescriptor> ParseClusterYaml(std::string_view text,
                                                                  std::string_view source);
+// One node of a descriptor (an element of `nodes`, already parsed from JSON: duplicate keys and
+// nesting depth are the caller's to refuse) with the GPU models it may use (`gpu_models` as in
+// the descriptor, or nullptr for none), read and validated by the rules of ParseClusterJson.
+// Error paths start at `path`: with "$", "$.devices[0].model" and "$.gpu_models.A100.power_w".
+// Returns a descriptor holding exactly that node and those models (for the API's node bodies).
+[[nodiscard]] absl::StatusOr<ClusterDescriptor> ParseNodeDescriptorJson(
+    const nlohmann::ordered_json& node, const nlohmann::ordered_json* gpu_models,
+    std::string_view path);
 // Reads `path` with base::ReadInput (kind kDescriptor: a 64 MiB cap by default, directories and
 // endless devices refused) and parses it by extension: .json, or .yaml / .yml. Read errors keep
 // ReadInput's codes (NotFound for a missing file); InvalidArgument for any other extension or bad
