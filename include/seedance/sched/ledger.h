@@ -1,0 +1,140 @@
+// The pod ledger: every pod the scheduler knows, its identity, phase and placement.
+//
+// Pods have a UID (unique), a namespace/name (unique when the name is set; a pod with an empty
+// name is not indexed by name, so the simulator's anonymous pods cost no name key), a priority,
+// labels and room for a gang id. The ledger records each placement (node, GPU indices; milli
+// per GPU is the shape's gpu_milli) and lists the pods on a node or on one GPU in time
+// proportional to the number of pods on that node.
+//
+// Phases follow kube-scheduler's cache: a placement is first Assumed (its resources held by the
+// caller in the ClusterState, the binder not yet heard from), then Bound when the binder
+// confirms, or Forgotten (back to Pending) when the bind fails or its deadline passes
+// (ExpiredAssumptions lists those). Assumed and Bound pods both occupy their node.
+//
+// The ledger does not touch the ClusterState: the caller allocates and releases resources and
+// keeps the two in step. Pointers returned by Find, FindByName, PodsOnNode and PodsOnGpu stay
+// valid until that pod is removed (other pods coming and going do not move it).
+//
+// Invariants, checked in every build (SEEDANCE_CHECK): the uid, name and node indexes agree with
+// the pods; CheckInvariants() audits everything in O(pods).
+//
+// Thread-safety: none. One loop owns a ledger.
+#ifndef SEEDANCE_SCHED_LEDGER_H_
+#define SEEDANCE_SCHED_LEDGER_H_
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "seedance/core/cluster_state.h"
+
+namespace seedance::sched {
+
+enum class PodPhase { kPending, kAssumed, kBound };
+inline constexpr int kNumPodPhases = 3;
+std::string_view PodPhaseName(PodPhase phase);  // "Pending", "Assumed", "Bound"
+
+struct PodInfo {
+  std::string uid, name, ns;  // ns = namespace
+  int32_t priority = 0;
+  std::map<std::string, std::string> labels;
+  std::string gang;      // empty = none (room for gangs)
+  std::string gpu_spec;  // "A100|H100"; empty = any
+  core::PodShape shape;  // cpu_milli, memory_mib, num_gpu, gpu_milli (per GPU), model mask
+  PodPhase phase = PodPhase::kPending;
+  core::Placement placement;  // valid when Assumed or Bound; node -1 when Pending
+  int64_t revision = 0;       // revision of the last change
+  int64_t created_unix_ns = 0;
+  int64_t assume_deadline_ns = 0;  // Assumed only
+};
+
+class PodLedger {
+ public:
+  PodLedger() = default;
+  PodLedger(const PodLedger&) = delete;
+  PodLedger& operator=(const PodLedger&) = delete;
+  PodLedger(PodLedger&&) = default;
+  PodLedger& operator=(PodLedger&&) = default;
+
+  // Adds a pod. InvalidArgument for an empty uid or, for an Assumed or Bound pod, a placement
+  // without a node or with more than kMaxGpusPerNode GPUs (a Pending pod's placement is
+  // cleared); AlreadyExists when the uid, or the namespace/name, is taken.
+  absl::Status Add(PodInfo pod);
+  // nullptr if absent.
+  const PodInfo* Find(std::string_view uid) const;
+  const PodInfo* FindByName(std::string_view ns, std::string_view name) const;
+
+  // Pending -> Assumed on the placement, expiring at deadline_ns. NotFound, FailedPrecondition
+  // (not Pending), InvalidArgument (placement without a node or with a bad GPU count).
+  absl::Status Assume(std::string_view uid, const core::Placement& placement,
+                      int64_t deadline_ns);
+  // Assumed -> Bound (the binder confirmed). NotFound, FailedPrecondition (not Assumed).
+  absl::Status Bind(std::string_view uid);
+  // Assumed -> Pending (bind failed or timed out); the placement is dropped. NotFound,
+  // FailedPrecondition (not Assumed).
+  absl::Status Forget(std::string_view uid);
+  absl::Status SetRevision(std::string_view uid, int64_t revision);
+  // Removes the pod and returns it as it was. NotFound.
+  absl::StatusOr<PodInfo> Remove(std::string_view uid);
+
+  // Assumed and Bound pods on the node (any order), in O(pods on the node).
+  std::vector<const PodInfo*> PodsOnNode(int node) const;
+  // Those of them that use GPU `gpu` of the node, in O(pods on the node).
+  std::vector<const PodInfo*> PodsOnGpu(int node, int gpu) const;
+  // Number of Assumed and Bound pods on the node, O(1).
+  size_t num_pods_on_node(int node) const;
+  // UIDs of the Assumed pods whose deadline is at or before now_ns, earliest deadline first,
+  // in O(expired + log pods).
+  std::vector<std::string> ExpiredAssumptions(int64_t now_ns) const;
+
+  size_t size() const { return size_; }
+  size_t count(PodPhase phase) const { return counts_[static_cast<int>(phase)]; }
+
+  // Calls f(const PodInfo&) for every pod, in slot order.
+  template <class F>
+  void ForEach(F&& f) const {
+    for (const Slot& s : slots_) {
+      if (s.live) f(s.pod);
+    }
+  }
+
+  // Audits every index against the pods, O(pods); aborts on a broken invariant.
+  void CheckInvariants() const;
+
+ private:
+  struct Slot {
+    PodInfo pod;
+    bool live = false;
+    uint32_t pos_on_node = 0;  // index in nodes_[pod.placement.node] when placed
+  };
+
+  Slot* FindSlot(std::string_view uid);
+  uint32_t SlotOf(const Slot* s) const;
+  static std::string NameKey(std::string_view ns, std::string_view name);
+  static absl::Status CheckPlacement(std::string_view uid, const core::Placement& p);
+  void AttachToNode(uint32_t slot);
+  void DetachFromNode(uint32_t slot);
+  void SetPhase(Slot& s, PodPhase phase);
+
+  std::deque<Slot> slots_;  // stable addresses; freed slots are reused
+  std::vector<uint32_t> free_;
+  absl::flat_hash_map<std::string, uint32_t> by_uid_;
+  absl::flat_hash_map<std::string, uint32_t> by_name_;
+  std::vector<std::vector<uint32_t>> nodes_;  // node -> slots of its Assumed/Bound pods
+  std::set<std::pair<int64_t, uint32_t>> assumed_;  // (deadline, slot)
+  size_t size_ = 0;
+  std::array<size_t, kNumPodPhases> counts_{};
+};
+
+}  // namespace seedance::sched
+
+#endif  // SEEDANCE_SCHED_LEDGER_H_

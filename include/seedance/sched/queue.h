@@ -1,0 +1,169 @@
+// The scheduling queue: pending pods in three sub-queues, like kube-scheduler's PriorityQueue.
+//
+//   active         pods to try now, best first by the QueueSort order (QueueOptions::less;
+//                  default: higher priority first, then earlier arrival).
+//   backoff        pods that failed and wait out an exponential backoff before they are tried
+//                  again: initial_backoff_s x 2^(attempts-1), capped at max_backoff_s (1 s .. 10 s
+//                  by default, as kube-scheduler's). A backoff of 0 disables it.
+//   unschedulable  pods that failed with nothing changed since; only an event that may make
+//                  them fit (OnEvent) or Flush after max_unschedulable_s moves them on.
+//
+// Equivalence groups. Pods with the same non-zero QueuedPod::group are declared equivalent for
+// scheduling (same requirements): OnEvent asks its hint once per group (with the group's best
+// pod) and moves the whole group, and a failed attempt with no event since the pop sends the
+// group's other active pods back to unschedulable with it (they would fail the same way). With
+// backoff disabled these moves cost O(log n) per group, whatever its size, which is what lets the
+// simulator keep 100,000 waiting pods. group 0 = no group: hints are asked per pod.
+//
+// Times are seconds on the caller's clock (wall time in the server, simulated time in the
+// simulator). Ids must be unique among the pods in the queue.
+//
+// Thread-safety: none. One loop owns a queue.
+#ifndef SEEDANCE_SCHED_QUEUE_H_
+#define SEEDANCE_SCHED_QUEUE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace seedance::sched {
+
+struct QueuedPod {
+  uint64_t id = 0;
+  int32_t priority = 0;
+  uint64_t seq = 0;  // arrival order
+  int attempts = 0;  // failed attempts so far (AddUnschedulable counts them)
+  uint64_t group = 0;  // equivalence group; 0 = none (see above)
+  // Set by Pop: the queue's event count when the pod was popped (AddUnschedulable compares it).
+  uint64_t popped_at_event = 0;
+};
+
+// The QueueSort extension point: true if a should be tried before b. Must be a strict weak
+// order; pods it leaves equal are tried by id.
+using QueueLess = std::function<bool(const QueuedPod&, const QueuedPod&)>;
+QueueLess PriorityThenArrival();  // default: higher priority first, then lower seq
+
+struct QueueOptions {
+  double initial_backoff_s = 1;
+  double max_backoff_s = 10;
+  double max_unschedulable_s = 300;
+  QueueLess less;  // empty: PriorityThenArrival()
+};
+
+enum class QueueEvent { kNodeAdded, kNodeUpdated, kPodDeleted };
+std::string_view QueueEventName(QueueEvent e);  // "NodeAdded", "NodeUpdated", "PodDeleted"
+
+class SchedulingQueue {
+ public:
+  explicit SchedulingQueue(QueueOptions o = {});
+  ~SchedulingQueue();
+  SchedulingQueue(SchedulingQueue&&) noexcept;
+  SchedulingQueue& operator=(SchedulingQueue&&) noexcept;
+
+  // A new pod: active. An id already queued is replaced.
+  void Add(QueuedPod pod, double now_s);
+  // The best active pod, after moving the backoff pods that are due to active. nullopt when
+  // none is active.
+  std::optional<QueuedPod> Pop(double now_s);
+  // After a failed attempt (attempts + 1): to backoff (or active, once its backoff has passed)
+  // if an event arrived since the pod was popped, else to unschedulable - and then, for a pod
+  // in a group, the group's pods still active go to unschedulable too.
+  void AddUnschedulable(QueuedPod pod, double now_s);
+  // An event that may make pods fit: moves the unschedulable pods for which hint(pod) is true
+  // (all if no hint; asked once per group) to backoff, or to active if their backoff has passed.
+  void OnEvent(QueueEvent e, double now_s, const std::function<bool(const QueuedPod&)>& hint = {});
+  // Removes the pod from whichever sub-queue holds it; false if none does.
+  bool Remove(uint64_t id);
+  // Backoff pods that are due -> active; unschedulable pods whose arrival or last failed
+  // attempt is more than max_unschedulable_s ago -> active (or backoff if theirs has not
+  // passed). O(queued pods): call it now and then (kube-scheduler: every 30 s).
+  void Flush(double now_s);
+
+  size_t active_size() const { return sizes_[kActive]; }
+  size_t backoff_size() const { return sizes_[kBackoff]; }
+  size_t unschedulable_size() const { return sizes_[kUnschedulable]; }
+  size_t size() const { return index_.size(); }
+  bool Contains(uint64_t id) const { return index_.contains(id); }
+  // Earliest backoff expiry; nullopt when nothing is in backoff.
+  std::optional<double> NextWakeup() const;
+  // How long a pod waits after its n-th failed attempt (0 when backoff is disabled).
+  double BackoffFor(int attempts) const;
+  // Events seen so far.
+  uint64_t events() const { return events_; }
+
+  // Calls f(const QueuedPod&) for every queued pod, any order.
+  template <class F>
+  void ForEach(F&& f) const {
+    for (const auto& [id, e] : index_) f(e.pod);
+  }
+
+  // Audits every index against the sub-queues; aborts on a broken invariant.
+  void CheckInvariants() const;
+
+ private:
+  enum Sub { kActive = 0, kBackoff = 1, kUnschedulable = 2 };
+  struct PodLess {
+    const QueueLess* less;
+    bool operator()(const QueuedPod& a, const QueuedPod& b) const;
+  };
+  // Key of a group: (group, 0) for grouped pods, (0, id) for a pod without a group.
+  using GroupKey = std::pair<uint64_t, uint64_t>;
+  struct Group {
+    GroupKey key;
+    std::set<QueuedPod, PodLess> pods;
+    Sub where;
+    double max_backoff_until = 0;  // an upper bound of its pods' backoff expiry
+  };
+  struct Entry {
+    QueuedPod pod;           // the same copy as in its group
+    Group* group = nullptr;  // null: in backoff; else the sub-queue is group->where
+    double backoff_until = 0;
+    double last_change_s = 0;  // when it was added or last failed (Flush)
+  };
+  struct HeadLess {
+    const QueueLess* less;
+    bool operator()(const Group* a, const Group* b) const;
+  };
+  using GroupMap = std::map<GroupKey, std::unique_ptr<Group>>;
+
+  static GroupKey KeyOf(const QueuedPod& p) {
+    return p.group != 0 ? GroupKey{p.group, 0} : GroupKey{0, p.id};
+  }
+  GroupMap& MapOf(Sub s) { return s == kActive ? active_ : unschedulable_; }
+  // Puts an indexed, detached pod into sub-queue s (kActive or kUnschedulable).
+  void InsertGrouped(Entry& e, Sub s);
+  void InsertBackoff(Entry& e);
+  // Takes the pod out of its sub-queue (the index entry stays).
+  void Detach(Entry& e);
+  // Moves a whole group to sub-queue `to` (kActive or kUnschedulable), merging with a group of
+  // the same key there (the smaller into the larger).
+  void MoveGroup(Group* g, Sub to, double now_s);
+  // Moves an unschedulable group out after an event: whole to active when every pod's backoff
+  // has passed, else pod by pod.
+  void Release(Group* g, double now_s);
+  void EraseGroup(Group* g);
+  void ActiveOrderErase(Group* g);
+  void ActiveOrderInsert(Group* g);
+  void MoveDueBackoff(double now_s);
+
+  QueueOptions options_;
+  std::unique_ptr<QueueLess> less_;  // stable address for the comparators
+  absl::flat_hash_map<uint64_t, Entry> index_;
+  GroupMap active_, unschedulable_;
+  std::set<Group*, HeadLess> active_order_;  // active groups by their best pod
+  std::set<std::pair<double, uint64_t>> backoff_;  // (expiry, id)
+  size_t sizes_[3] = {0, 0, 0};
+  uint64_t events_ = 0;
+};
+
+}  // namespace seedance::sched
+
+#endif  // SEEDANCE_SCHED_QUEUE_H_

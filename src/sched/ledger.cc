@@ -1,0 +1,279 @@
+#include "seedance/sched/ledger.h"
+
+#include "absl/strings/str_cat.h"
+#include "seedance/base/check.h"
+
+namespace seedance::sched {
+namespace {
+
+absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+std::string Quoted(std::string_view uid) { return absl::StrCat("pod '", Sv(uid), "'"); }
+
+bool Placed(PodPhase phase) { return phase != PodPhase::kPending; }
+
+}  // namespace
+
+std::string_view PodPhaseName(PodPhase phase) {
+  switch (phase) {
+    case PodPhase::kPending:
+      return "Pending";
+    case PodPhase::kAssumed:
+      return "Assumed";
+    case PodPhase::kBound:
+      return "Bound";
+  }
+  SEEDANCE_UNREACHABLE();
+  return "";
+}
+
+std::string PodLedger::NameKey(std::string_view ns, std::string_view name) {
+  // Length-prefixed, so no namespace or name can make two pairs collide.
+  return absl::StrCat(ns.size(), ":", Sv(ns), Sv(name));
+}
+
+absl::Status PodLedger::CheckPlacement(std::string_view uid, const core::Placement& p) {
+  if (p.node < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(Quoted(uid), ": placement has no node"));
+  }
+  if (p.num_gpus < 0 || p.num_gpus > core::kMaxGpusPerNode) {
+    return absl::InvalidArgumentError(absl::StrCat(Quoted(uid), ": placement lists ",
+                                                   p.num_gpus, " GPUs (at most ",
+                                                   core::kMaxGpusPerNode, ")"));
+  }
+  return absl::OkStatus();
+}
+
+PodLedger::Slot* PodLedger::FindSlot(std::string_view uid) {
+  auto it = by_uid_.find(Sv(uid));
+  return it == by_uid_.end() ? nullptr : &slots_[it->second];
+}
+
+const PodInfo* PodLedger::Find(std::string_view uid) const {
+  auto it = by_uid_.find(Sv(uid));
+  return it == by_uid_.end() ? nullptr : &slots_[it->second].pod;
+}
+
+const PodInfo* PodLedger::FindByName(std::string_view ns, std::string_view name) const {
+  if (name.empty()) return nullptr;
+  auto it = by_name_.find(NameKey(ns, name));
+  return it == by_name_.end() ? nullptr : &slots_[it->second].pod;
+}
+
+void PodLedger::SetPhase(Slot& s, PodPhase phase) {
+  --counts_[static_cast<int>(s.pod.phase)];
+  ++counts_[static_cast<int>(phase)];
+  s.pod.phase = phase;
+}
+
+void PodLedger::AttachToNode(uint32_t slot) {
+  Slot& s = slots_[slot];
+  const size_t node = static_cast<size_t>(s.pod.placement.node);
+  if (nodes_.size() <= node) nodes_.resize(node + 1);
+  s.pos_on_node = static_cast<uint32_t>(nodes_[node].size());
+  nodes_[node].push_back(slot);
+}
+
+void PodLedger::DetachFromNode(uint32_t slot) {
+  Slot& s = slots_[slot];
+  std::vector<uint32_t>& list = nodes_[static_cast<size_t>(s.pod.placement.node)];
+  SEEDANCE_CHECK(s.pos_on_node < list.size() && list[s.pos_on_node] == slot)
+      << "ledger node index out of step for pod " << s.pod.uid;
+  const uint32_t last = list.back();
+  list[s.pos_on_node] = last;
+  slots_[last].pos_on_node = s.pos_on_node;
+  list.pop_back();
+}
+
+absl::Status PodLedger::Add(PodInfo pod) {
+  if (pod.uid.empty()) return absl::InvalidArgumentError("pod has an empty uid");
+  if (by_uid_.contains(pod.uid)) {
+    return absl::AlreadyExistsError(absl::StrCat(Quoted(pod.uid), " already exists"));
+  }
+  std::string name_key;
+  if (!pod.name.empty()) {
+    name_key = NameKey(pod.ns, pod.name);
+    if (by_name_.contains(name_key)) {
+      return absl::AlreadyExistsError(absl::StrCat("a pod named '", pod.ns, "/", pod.name,
+                                                   "' already exists"));
+    }
+  }
+  if (Placed(pod.phase)) {
+    if (absl::Status st = CheckPlacement(pod.uid, pod.placement); !st.ok()) return st;
+  } else {
+    pod.placement = core::Placement{};
+    pod.assume_deadline_ns = 0;
+  }
+  uint32_t slot;
+  if (!free_.empty()) {
+    slot = free_.back();
+    free_.pop_back();
+  } else {
+    slot = static_cast<uint32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  Slot& s = slots_[slot];
+  s.pod = std::move(pod);
+  s.live = true;
+  by_uid_.emplace(s.pod.uid, slot);
+  if (!name_key.empty()) by_name_.emplace(std::move(name_key), slot);
+  ++counts_[static_cast<int>(s.pod.phase)];
+  ++size_;
+  if (Placed(s.pod.phase)) AttachToNode(slot);
+  if (s.pod.phase == PodPhase::kAssumed) assumed_.emplace(s.pod.assume_deadline_ns, slot);
+  return absl::OkStatus();
+}
+
+uint32_t PodLedger::SlotOf(const Slot* s) const { return by_uid_.find(s->pod.uid)->second; }
+
+absl::Status PodLedger::Assume(std::string_view uid, const core::Placement& placement,
+                               int64_t deadline_ns) {
+  Slot* s = FindSlot(uid);
+  if (!s) return absl::NotFoundError(absl::StrCat(Quoted(uid), " not found"));
+  if (s->pod.phase != PodPhase::kPending) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        Quoted(uid), " is ", Sv(PodPhaseName(s->pod.phase)), ", not Pending: it cannot be assumed"));
+  }
+  if (absl::Status st = CheckPlacement(uid, placement); !st.ok()) return st;
+  const uint32_t slot = SlotOf(s);
+  s->pod.placement = placement;
+  s->pod.assume_deadline_ns = deadline_ns;
+  SetPhase(*s, PodPhase::kAssumed);
+  AttachToNode(slot);
+  assumed_.emplace(deadline_ns, slot);
+  return absl::OkStatus();
+}
+
+absl::Status PodLedger::Bind(std::string_view uid) {
+  Slot* s = FindSlot(uid);
+  if (!s) return absl::NotFoundError(absl::StrCat(Quoted(uid), " not found"));
+  if (s->pod.phase != PodPhase::kAssumed) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        Quoted(uid), " is ", Sv(PodPhaseName(s->pod.phase)), ", not Assumed: it cannot be bound"));
+  }
+  assumed_.erase({s->pod.assume_deadline_ns, SlotOf(s)});
+  s->pod.assume_deadline_ns = 0;
+  SetPhase(*s, PodPhase::kBound);
+  return absl::OkStatus();
+}
+
+absl::Status PodLedger::Forget(std::string_view uid) {
+  Slot* s = FindSlot(uid);
+  if (!s) return absl::NotFoundError(absl::StrCat(Quoted(uid), " not found"));
+  if (s->pod.phase != PodPhase::kAssumed) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        Quoted(uid), " is ", Sv(PodPhaseName(s->pod.phase)), ", not Assumed: it cannot be forgotten"));
+  }
+  const uint32_t slot = SlotOf(s);
+  assumed_.erase({s->pod.assume_deadline_ns, slot});
+  DetachFromNode(slot);
+  s->pod.placement = core::Placement{};
+  s->pod.assume_deadline_ns = 0;
+  SetPhase(*s, PodPhase::kPending);
+  return absl::OkStatus();
+}
+
+absl::Status PodLedger::SetRevision(std::string_view uid, int64_t revision) {
+  Slot* s = FindSlot(uid);
+  if (!s) return absl::NotFoundError(absl::StrCat(Quoted(uid), " not found"));
+  s->pod.revision = revision;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PodInfo> PodLedger::Remove(std::string_view uid) {
+  auto it = by_uid_.find(Sv(uid));
+  if (it == by_uid_.end()) return absl::NotFoundError(absl::StrCat(Quoted(uid), " not found"));
+  const uint32_t slot = it->second;
+  Slot& s = slots_[slot];
+  if (s.pod.phase == PodPhase::kAssumed) assumed_.erase({s.pod.assume_deadline_ns, slot});
+  if (Placed(s.pod.phase)) DetachFromNode(slot);
+  if (!s.pod.name.empty()) by_name_.erase(NameKey(s.pod.ns, s.pod.name));
+  by_uid_.erase(it);
+  --counts_[static_cast<int>(s.pod.phase)];
+  --size_;
+  PodInfo out = std::move(s.pod);
+  s.pod = PodInfo{};
+  s.live = false;
+  free_.push_back(slot);
+  return out;
+}
+
+std::vector<const PodInfo*> PodLedger::PodsOnNode(int node) const {
+  std::vector<const PodInfo*> out;
+  if (node < 0 || static_cast<size_t>(node) >= nodes_.size()) return out;
+  const std::vector<uint32_t>& list = nodes_[static_cast<size_t>(node)];
+  out.reserve(list.size());
+  for (uint32_t slot : list) out.push_back(&slots_[slot].pod);
+  return out;
+}
+
+std::vector<const PodInfo*> PodLedger::PodsOnGpu(int node, int gpu) const {
+  std::vector<const PodInfo*> out;
+  if (node < 0 || static_cast<size_t>(node) >= nodes_.size()) return out;
+  for (uint32_t slot : nodes_[static_cast<size_t>(node)]) {
+    const core::Placement& p = slots_[slot].pod.placement;
+    for (int8_t g : p.gpu_ids()) {
+      if (g == gpu) {
+        out.push_back(&slots_[slot].pod);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+size_t PodLedger::num_pods_on_node(int node) const {
+  if (node < 0 || static_cast<size_t>(node) >= nodes_.size()) return 0;
+  return nodes_[static_cast<size_t>(node)].size();
+}
+
+std::vector<std::string> PodLedger::ExpiredAssumptions(int64_t now_ns) const {
+  std::vector<std::string> out;
+  for (const auto& [deadline, slot] : assumed_) {
+    if (deadline > now_ns) break;
+    out.push_back(slots_[slot].pod.uid);
+  }
+  return out;
+}
+
+void PodLedger::CheckInvariants() const {
+  std::array<size_t, kNumPodPhases> counts{};
+  size_t live = 0, placed = 0, assumed = 0, named = 0;
+  for (uint32_t slot = 0; slot < slots_.size(); ++slot) {
+    const Slot& s = slots_[slot];
+    if (!s.live) continue;
+    ++live;
+    ++counts[static_cast<int>(s.pod.phase)];
+    auto it = by_uid_.find(s.pod.uid);
+    SEEDANCE_CHECK(it != by_uid_.end() && it->second == slot)
+        << "uid index out of step for pod " << s.pod.uid;
+    if (!s.pod.name.empty()) {
+      ++named;
+      auto n = by_name_.find(NameKey(s.pod.ns, s.pod.name));
+      SEEDANCE_CHECK(n != by_name_.end() && n->second == slot)
+          << "name index out of step for pod " << s.pod.uid;
+    }
+    if (Placed(s.pod.phase)) {
+      ++placed;
+      const size_t node = static_cast<size_t>(s.pod.placement.node);
+      SEEDANCE_CHECK(node < nodes_.size() && s.pos_on_node < nodes_[node].size() &&
+                     nodes_[node][s.pos_on_node] == slot)
+          << "node index out of step for pod " << s.pod.uid;
+    } else {
+      SEEDANCE_CHECK(s.pod.placement.node == -1) << "pending pod " << s.pod.uid << " has a node";
+    }
+    if (s.pod.phase == PodPhase::kAssumed) {
+      ++assumed;
+      SEEDANCE_CHECK(assumed_.contains({s.pod.assume_deadline_ns, slot}))
+          << "assumed pod " << s.pod.uid << " missing from the deadline index";
+    }
+  }
+  size_t on_nodes = 0;
+  for (const std::vector<uint32_t>& list : nodes_) on_nodes += list.size();
+  SEEDANCE_CHECK(live == size_ && counts == counts_) << "pod counts out of step";
+  SEEDANCE_CHECK(by_uid_.size() == live && by_name_.size() == named) << "index sizes";
+  SEEDANCE_CHECK(on_nodes == placed && assumed_.size() == assumed) << "node/deadline index sizes";
+  SEEDANCE_CHECK(free_.size() + live == slots_.size()) << "free list out of step";
+}
+
+}  // namespace seedance::sched

@@ -1,0 +1,308 @@
+#include "seedance/sched/queue.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "seedance/base/check.h"
+
+namespace seedance::sched {
+
+QueueLess PriorityThenArrival() {
+  return [](const QueuedPod& a, const QueuedPod& b) {
+    if (a.priority != b.priority) return a.priority > b.priority;
+    return a.seq < b.seq;
+  };
+}
+
+std::string_view QueueEventName(QueueEvent e) {
+  switch (e) {
+    case QueueEvent::kNodeAdded:
+      return "NodeAdded";
+    case QueueEvent::kNodeUpdated:
+      return "NodeUpdated";
+    case QueueEvent::kPodDeleted:
+      return "PodDeleted";
+  }
+  SEEDANCE_UNREACHABLE();
+  return "";
+}
+
+bool SchedulingQueue::PodLess::operator()(const QueuedPod& a, const QueuedPod& b) const {
+  if ((*less)(a, b)) return true;
+  if ((*less)(b, a)) return false;
+  return a.id < b.id;
+}
+
+bool SchedulingQueue::HeadLess::operator()(const Group* a, const Group* b) const {
+  const PodLess pod_less{less};
+  const QueuedPod& ha = *a->pods.begin();
+  const QueuedPod& hb = *b->pods.begin();
+  if (pod_less(ha, hb)) return true;
+  if (pod_less(hb, ha)) return false;
+  return a->key < b->key;
+}
+
+SchedulingQueue::SchedulingQueue(QueueOptions o)
+    : options_(std::move(o)),
+      less_(std::make_unique<QueueLess>(options_.less ? options_.less : PriorityThenArrival())),
+      active_order_(HeadLess{less_.get()}) {
+  SEEDANCE_CHECK(!(options_.initial_backoff_s < 0) && !(options_.max_backoff_s < 0))
+      << "negative backoff";
+}
+
+SchedulingQueue::~SchedulingQueue() = default;
+SchedulingQueue::SchedulingQueue(SchedulingQueue&&) noexcept = default;
+SchedulingQueue& SchedulingQueue::operator=(SchedulingQueue&&) noexcept = default;
+
+double SchedulingQueue::BackoffFor(int attempts) const {
+  if (attempts <= 0 || !(options_.initial_backoff_s > 0)) return 0;
+  double d = options_.initial_backoff_s;
+  for (int i = 1; i < attempts && d < options_.max_backoff_s; ++i) d *= 2;
+  return std::min(d, options_.max_backoff_s);
+}
+
+void SchedulingQueue::ActiveOrderErase(Group* g) {
+  const size_t erased = active_order_.erase(g);
+  SEEDANCE_CHECK(erased == 1) << "active group missing from the order";
+}
+
+void SchedulingQueue::ActiveOrderInsert(Group* g) {
+  const bool inserted = active_order_.insert(g).second;
+  SEEDANCE_CHECK(inserted) << "active group ordered twice";
+}
+
+void SchedulingQueue::EraseGroup(Group* g) {
+  GroupMap& m = MapOf(g->where);
+  auto it = m.find(g->key);
+  SEEDANCE_CHECK(it != m.end() && it->second.get() == g) << "group missing from its map";
+  m.erase(it);
+}
+
+void SchedulingQueue::InsertGrouped(Entry& e, Sub s) {
+  GroupMap& m = MapOf(s);
+  const GroupKey key = KeyOf(e.pod);
+  auto it = m.find(key);
+  Group* g;
+  if (it == m.end()) {
+    auto fresh = std::make_unique<Group>(
+        Group{key, std::set<QueuedPod, PodLess>(PodLess{less_.get()}), s, 0});
+    g = fresh.get();
+    m.emplace(key, std::move(fresh));
+  } else {
+    g = it->second.get();
+    if (s == kActive) ActiveOrderErase(g);
+  }
+  g->pods.insert(e.pod);
+  g->max_backoff_until = std::max(g->max_backoff_until, e.backoff_until);
+  if (s == kActive) ActiveOrderInsert(g);
+  e.group = g;
+  ++sizes_[s];
+}
+
+void SchedulingQueue::InsertBackoff(Entry& e) {
+  backoff_.emplace(e.backoff_until, e.pod.id);
+  e.group = nullptr;
+  ++sizes_[kBackoff];
+}
+
+void SchedulingQueue::Detach(Entry& e) {
+  if (e.group == nullptr) {
+    const size_t erased = backoff_.erase({e.backoff_until, e.pod.id});
+    SEEDANCE_CHECK(erased == 1) << "pod " << e.pod.id << " missing from backoff";
+    --sizes_[kBackoff];
+    return;
+  }
+  Group* g = e.group;
+  const Sub s = g->where;
+  if (s == kActive) ActiveOrderErase(g);
+  const size_t erased = g->pods.erase(e.pod);
+  SEEDANCE_CHECK(erased == 1) << "pod " << e.pod.id << " missing from its group";
+  --sizes_[s];
+  e.group = nullptr;
+  if (g->pods.empty()) {
+    EraseGroup(g);
+  } else if (s == kActive) {
+    ActiveOrderInsert(g);
+  }
+}
+
+void SchedulingQueue::MoveGroup(Group* g, Sub to, double /*now_s*/) {
+  const Sub from = g->where;
+  SEEDANCE_CHECK(from != to && to != kBackoff) << "bad group move";
+  GroupMap& src = MapOf(from);
+  auto sit = src.find(g->key);
+  SEEDANCE_CHECK(sit != src.end() && sit->second.get() == g) << "group missing from its map";
+  std::unique_ptr<Group> owned = std::move(sit->second);
+  src.erase(sit);
+  if (from == kActive) ActiveOrderErase(g);
+  const size_t n = g->pods.size();
+  sizes_[from] -= n;
+  sizes_[to] += n;
+  GroupMap& dst = MapOf(to);
+  auto dit = dst.find(g->key);
+  if (dit == dst.end()) {
+    g->where = to;
+    dst.emplace(g->key, std::move(owned));
+    if (to == kActive) ActiveOrderInsert(g);
+    return;
+  }
+  Group* t = dit->second.get();
+  if (to == kActive) ActiveOrderErase(t);
+  // Merge the smaller into the larger; only the moved pods' index entries change.
+  Group* big = g->pods.size() > t->pods.size() ? g : t;
+  Group* small = big == g ? t : g;
+  for (const QueuedPod& p : small->pods) index_.find(p.id)->second.group = big;
+  big->pods.merge(small->pods);
+  SEEDANCE_CHECK(small->pods.empty()) << "a pod queued twice";
+  big->max_backoff_until = std::max(big->max_backoff_until, small->max_backoff_until);
+  big->where = to;
+  if (big == g) dit->second = std::move(owned);  // destroys t
+  if (to == kActive) ActiveOrderInsert(big);
+}
+
+void SchedulingQueue::Release(Group* g, double now_s) {
+  if (g->max_backoff_until <= now_s) {
+    MoveGroup(g, kActive, now_s);
+    return;
+  }
+  std::vector<uint64_t> ids;
+  ids.reserve(g->pods.size());
+  for (const QueuedPod& p : g->pods) ids.push_back(p.id);
+  for (uint64_t id : ids) {
+    Entry& e = index_.find(id)->second;
+    Detach(e);
+    if (e.backoff_until <= now_s) {
+      InsertGrouped(e, kActive);
+    } else {
+      InsertBackoff(e);
+    }
+  }
+}
+
+void SchedulingQueue::MoveDueBackoff(double now_s) {
+  while (!backoff_.empty() && backoff_.begin()->first <= now_s) {
+    Entry& e = index_.find(backoff_.begin()->second)->second;
+    Detach(e);
+    InsertGrouped(e, kActive);
+  }
+}
+
+void SchedulingQueue::Add(QueuedPod pod, double now_s) {
+  Remove(pod.id);
+  Entry& e = index_[pod.id];
+  e.pod = pod;
+  e.backoff_until = now_s;
+  e.last_change_s = now_s;
+  InsertGrouped(e, kActive);
+}
+
+std::optional<QueuedPod> SchedulingQueue::Pop(double now_s) {
+  MoveDueBackoff(now_s);
+  if (active_order_.empty()) return std::nullopt;
+  Group* g = *active_order_.begin();
+  QueuedPod pod = *g->pods.begin();
+  auto it = index_.find(pod.id);
+  SEEDANCE_CHECK(it != index_.end()) << "active pod " << pod.id << " not indexed";
+  Detach(it->second);
+  index_.erase(it);
+  pod.popped_at_event = events_;
+  return pod;
+}
+
+void SchedulingQueue::AddUnschedulable(QueuedPod pod, double now_s) {
+  Remove(pod.id);
+  ++pod.attempts;
+  Entry& e = index_[pod.id];
+  e.pod = pod;
+  e.backoff_until = now_s + BackoffFor(pod.attempts);
+  e.last_change_s = now_s;
+  if (events_ > pod.popped_at_event) {
+    // Something changed while it was being tried: it may fit now.
+    if (e.backoff_until <= now_s) {
+      InsertGrouped(e, kActive);
+    } else {
+      InsertBackoff(e);
+    }
+    return;
+  }
+  InsertGrouped(e, kUnschedulable);
+  if (pod.group == 0) return;
+  auto it = active_.find(KeyOf(pod));
+  if (it != active_.end()) MoveGroup(it->second.get(), kUnschedulable, now_s);
+}
+
+void SchedulingQueue::OnEvent(QueueEvent /*e*/, double now_s,
+                              const std::function<bool(const QueuedPod&)>& hint) {
+  ++events_;
+  std::vector<Group*> wake;
+  for (const auto& [key, g] : unschedulable_) {
+    if (!hint || hint(*g->pods.begin())) wake.push_back(g.get());
+  }
+  for (Group* g : wake) Release(g, now_s);
+}
+
+bool SchedulingQueue::Remove(uint64_t id) {
+  auto it = index_.find(id);
+  if (it == index_.end()) return false;
+  Detach(it->second);
+  index_.erase(it);
+  return true;
+}
+
+void SchedulingQueue::Flush(double now_s) {
+  MoveDueBackoff(now_s);
+  std::vector<uint64_t> stale;
+  for (const auto& [id, e] : index_) {
+    if (e.group != nullptr && e.group->where == kUnschedulable &&
+        now_s - e.last_change_s > options_.max_unschedulable_s) {
+      stale.push_back(id);
+    }
+  }
+  std::sort(stale.begin(), stale.end());
+  for (uint64_t id : stale) {
+    Entry& e = index_.find(id)->second;
+    Detach(e);
+    if (e.backoff_until <= now_s) {
+      InsertGrouped(e, kActive);
+    } else {
+      InsertBackoff(e);
+    }
+  }
+}
+
+std::optional<double> SchedulingQueue::NextWakeup() const {
+  if (backoff_.empty()) return std::nullopt;
+  return backoff_.begin()->first;
+}
+
+void SchedulingQueue::CheckInvariants() const {
+  size_t counted[3] = {0, 0, 0};
+  for (const auto& [id, e] : index_) {
+    SEEDANCE_CHECK(e.pod.id == id) << "index key " << id << " holds pod " << e.pod.id;
+    if (e.group == nullptr) {
+      ++counted[kBackoff];
+      SEEDANCE_CHECK(backoff_.contains({e.backoff_until, id})) << "pod " << id << " lost";
+      continue;
+    }
+    ++counted[e.group->where];
+    SEEDANCE_CHECK(e.group->pods.contains(e.pod) && e.group->key == KeyOf(e.pod))
+        << "pod " << id << " not in its group";
+  }
+  size_t in_groups[3] = {0, 0, 0};
+  for (Sub s : {kActive, kUnschedulable}) {
+    const GroupMap& m = s == kActive ? active_ : unschedulable_;
+    for (const auto& [key, g] : m) {
+      SEEDANCE_CHECK(!g->pods.empty() && g->where == s && g->key == key) << "bad group";
+      in_groups[s] += g->pods.size();
+      if (s == kActive) SEEDANCE_CHECK(active_order_.contains(g.get())) << "unordered group";
+    }
+  }
+  in_groups[kBackoff] = backoff_.size();
+  for (int s = 0; s < 3; ++s) {
+    SEEDANCE_CHECK(counted[s] == sizes_[s] && in_groups[s] == sizes_[s])
+        << "sub-queue " << s << " size out of step";
+  }
+  SEEDANCE_CHECK(active_order_.size() == active_.size()) << "active order size";
+}
+
+}  // namespace seedance::sched
