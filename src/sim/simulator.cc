@@ -236,6 +236,7 @@ absl::StatusOr<RunResult> RunFill(const Workload& w, const std::string& policy, 
       return absl::InternalError(absl::StrCat(policy, ": ", out.reason));
     }
     ++r.pods_arrived;
+    if (o.record_placements) r.placements.push_back(out.ok() ? out.placement : core::Placement{});
     if (out.ok()) {
       ++r.pods_scheduled;
       const int n = out.placement.node;

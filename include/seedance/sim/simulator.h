@@ -65,6 +65,9 @@ struct SimOptions {
   // Tuning knobs passed to the policy factory.
   std::map<std::string, std::string> policy_params;
   bool score_cache = true;  // false: every Score recomputed (the cache must be invisible)
+  // kFill: keep every pod's placement in RunResult::placements (the live scheduler's
+  // same-decisions test compares them with the server's).
+  bool record_placements = false;
 };
 
 // One point of a fill curve: means over the events whose arrived demand rounds to `arrived_pct`.
@@ -87,6 +90,8 @@ struct RunResult {
   double unalloc_gpu_pct_at_100 = 0;
   double unalloc_gpu_pct_at_130 = 0;
   double frag_ratio_pct_at_90 = 0;
+  // kFill with record_placements: one per pod of PlanFill's order; node -1 = not placed.
+  std::vector<core::Placement> placements;
   // kChurn / kReplay.
   double unalloc_gpu_pct_steady = 0;
   double queue_delay_p50_s = 0;
