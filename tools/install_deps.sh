@@ -25,6 +25,7 @@ PACKAGES=(
   chrony
   libhwloc-dev
   libcpp-httplib-dev
+  libsqlite3-dev
   prometheus
   python3
 )

@@ -9,8 +9,10 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <string_view>
 #include <utility>
 
@@ -364,13 +366,68 @@ struct Store::Impl {
   DbPtr reader;
   Stmt events_since;
 
+  // Background checkpointer: copies the WAL into state.db on its own connection so that
+  // commits never wait for a checkpoint's writes and fsync.
+  DbPtr checkpointer;
+  std::thread checkpoint_thread;
+  std::mutex checkpoint_mu;
+  std::condition_variable checkpoint_cv;
+  bool checkpoint_wanted = false;  // guarded by checkpoint_mu
+  bool stopping = false;           // guarded by checkpoint_mu
+
+  // sqlite3_wal_hook: runs in the committing thread after each commit.
+  static int OnWalCommit(void* arg, sqlite3* db, const char*, int wal_pages) {
+    auto* self = static_cast<Impl*>(arg);
+    if (wal_pages >= 16 * self->options.checkpoint_pages) {
+      // The background checkpoints never caught up with a moment without new frames (so the
+      // WAL could not restart): checkpoint here, between two commits, to bound the WAL.
+      (void)sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+      return SQLITE_OK;
+    }
+    if (wal_pages >= self->options.checkpoint_pages) {
+      {
+        std::lock_guard<std::mutex> lock(self->checkpoint_mu);
+        self->checkpoint_wanted = true;
+      }
+      self->checkpoint_cv.notify_one();
+    }
+    return SQLITE_OK;
+  }
+
+  void CheckpointLoop() {
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(checkpoint_mu);
+        checkpoint_cv.wait(lock, [&] { return checkpoint_wanted || stopping; });
+        if (stopping) return;
+        checkpoint_wanted = false;
+      }
+      // PASSIVE: never blocks the writer; a failure is harmless (the WAL keeps the data, the
+      // next checkpoint or the clean close retries).
+      (void)sqlite3_wal_checkpoint_v2(checkpointer.get(), nullptr, SQLITE_CHECKPOINT_PASSIVE,
+                                      nullptr, nullptr);
+    }
+  }
+
+  void StopCheckpointer() {
+    if (!checkpoint_thread.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(checkpoint_mu);
+      stopping = true;
+    }
+    checkpoint_cv.notify_one();
+    checkpoint_thread.join();
+  }
+
   ~Impl() {
+    StopCheckpointer();
     // Statements before their connections.
     for (Stmt* s : {&begin, &commit, &rollback, &put_node, &del_node, &put_pod, &del_pod,
                     &put_event, &set_meta, &nth_event, &trim_events, &events_since}) {
       sqlite3_finalize(s->ptr());
       s->ptr() = nullptr;
     }
+    checkpointer.reset();
     reader.reset();
     writer.reset();
     if (lock_fd >= 0) ::close(lock_fd);
@@ -435,6 +492,10 @@ Store::~Store() = default;
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir_in, StoreOptions o) {
   if (dir_in.empty()) return absl::InvalidArgumentError("--state: the directory name is empty");
+  if (o.checkpoint_pages < 0 || o.checkpoint_pages > (1 << 20)) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint pages must be in 0..1048576 (got ",
+                                                   o.checkpoint_pages, ")"));
+  }
   if (o.event_retention < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("event retention must be at least 1 (got ", o.event_retention, ")"));
@@ -477,7 +538,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir_in, St
   }
   s = Exec(w, path,
            "PRAGMA synchronous=FULL; PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY; "
-           "PRAGMA journal_size_limit=67108864; PRAGMA foreign_keys=OFF;");
+           "PRAGMA journal_size_limit=67108864; PRAGMA mmap_size=1073741824;");
   if (!s.ok()) return s;
   if (o.verify_on_open) {
     s = QuickCheck(w, path);
@@ -489,6 +550,18 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir_in, St
   impl->reader = std::move(*reader);
   s = impl->PrepareAll();
   if (!s.ok()) return s;
+  if (o.checkpoint_pages > 0) {
+    auto checkpointer = OpenDb(path, SQLITE_OPEN_READWRITE);
+    if (!checkpointer.ok()) return checkpointer.status();
+    impl->checkpointer = std::move(*checkpointer);
+    s = Exec(impl->checkpointer.get(), path, "PRAGMA synchronous=FULL");
+    if (!s.ok()) return s;
+    s = Exec(w, path, "PRAGMA wal_autocheckpoint=0");
+    if (!s.ok()) return s;
+    sqlite3_wal_hook(w, &Impl::OnWalCommit, impl.get());
+    Impl* raw = impl.get();
+    impl->checkpoint_thread = std::thread([raw] { raw->CheckpointLoop(); });
+  }
 
   int64_t revision = 0, dropped = 0, count = 0, last = 0;
   s = QueryInt(w, path, "SELECT value FROM meta WHERE key = 'revision'", &revision);

@@ -389,6 +389,44 @@ TEST(StoreTest, OpenRefusesBadArguments) {
   auto s = Store::Open(t.state(), o);
   EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.status().message()), HasSubstr("retention"));
+  StoreOptions c;
+  c.checkpoint_pages = -1;
+  s = Store::Open(t.state(), c);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("checkpoint pages"));
+}
+
+TEST(StoreTest, TheWalStaysBoundedUnderContinuousCommits) {
+  for (int pages : {0, 10}) {  // SQLite's own checkpoint, and the background checkpointer
+    SCOPED_TRACE("checkpoint_pages " + std::to_string(pages));
+    TempDir t;
+    StoreOptions o;
+    o.checkpoint_pages = pages;
+    auto store = MustOpen(t.state(), o);
+    ASSERT_NE(store, nullptr);
+    int64_t rev = 0;
+    for (int c = 0; c < 300; ++c) {
+      Batch b;
+      for (int i = 0; i < 16; ++i) {
+        ++rev;
+        b.put_pods.push_back(Pod(std::to_string(rev), rev));
+      }
+      b.events = {Event(rev)};
+      b.revision = rev;
+      ASSERT_TRUE(store->Commit(b).ok());
+    }
+    // Without checkpoints the WAL would hold every page written (~2,000 here).
+    const auto wal = std::filesystem::file_size(t.db() + "-wal");
+    const uint64_t bound_pages = pages == 0 ? 1100 : 100 * static_cast<uint64_t>(pages);
+    EXPECT_LT(wal, bound_pages * (4096 + 24)) << wal;
+    auto snap = store->Load();
+    ASSERT_TRUE(snap.ok());
+    EXPECT_EQ(snap->pods.size(), 300u * 16);
+    store.reset();
+    store = MustOpen(t.state(), o);
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(store->Load()->pods.size(), 300u * 16);
+  }
 }
 
 TEST(StoreTest, CreatesMissingParentDirectoriesAndAcceptsATrailingSlash) {

@@ -5,7 +5,8 @@
 //
 // Thread safety: Load and Commit are serialised by an internal mutex (one writer connection);
 // EventsSince runs on its own reader connection and may be called from any thread concurrently
-// with Commit; oldest_event_revision and revision are lock-free.
+// with Commit; oldest_event_revision and revision are lock-free. A background thread checkpoints
+// the WAL (StoreOptions::checkpoint_pages).
 #pragma once
 
 #include <atomic>
@@ -71,6 +72,12 @@ struct StoreOptions {
   // PRAGMA quick_check on Open (O(file size), about 0.1 s per 100,000 pods): refuse a corrupt
   // file before serving from it. Off only for benchmarks of the other steps.
   bool verify_on_open = true;
+  // A background thread checkpoints the WAL into state.db (PASSIVE, on its own connection) once
+  // it holds this many pages (4 KiB each), so no Commit waits for a checkpoint's writes and
+  // fsync. Should the WAL still reach 16 times this (the background checkpoints never caught up
+  // with a quiet moment), Commit checkpoints itself once. 0: SQLite's automatic checkpoint in
+  // the committing thread instead (every 1,000 pages).
+  int checkpoint_pages = 1000;
 };
 
 // The database's identity: PRAGMA application_id ("SDNC") and user_version.
