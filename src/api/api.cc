@@ -257,6 +257,11 @@ absl::Status FieldError(std::string_view field, std::string_view message) {
   return s;
 }
 
+absl::Status internal::AttachField(absl::Status s, std::string_view field) {
+  if (!s.ok()) s.SetPayload(Sv(kFieldPayload), absl::Cord(Sv(field)));
+  return s;
+}
+
 std::string FieldOf(const absl::Status& s) {
   if (s.ok()) return "";
   if (auto field = s.GetPayload(Sv(kFieldPayload))) {
@@ -347,6 +352,10 @@ std::string ErrorBody(const absl::Status& s) {
 
 absl::StatusOr<Json> ParseJsonBody(std::string_view body) {
   if (body.size() > kMaxBodyBytes) return BodyTooLargeError(body.size(), kMaxBodyBytes);
+  return internal::ParseJsonText(body);
+}
+
+absl::StatusOr<Json> internal::ParseJsonText(std::string_view body) {
   if (base::JsonNestingDepth(body, kMaxBodyDepth) > kMaxBodyDepth) {
     return FieldError("$", absl::StrCat("nested deeper than ", kMaxBodyDepth, " levels"));
   }

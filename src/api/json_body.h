@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 
 namespace seedance::api::internal {
@@ -27,6 +28,12 @@ std::string IndexPath(std::string_view path, size_t i);
 std::string Describe(const Json& v);
 // "\"text\"" clipped, for messages.
 std::string QuoteForMessage(std::string_view s);
+
+// `s` remembering `field` as the JSON path FieldOf returns (the message is left as it is).
+absl::Status AttachField(absl::Status s, std::string_view field);
+
+// ParseJsonBody without the size limit (depth, duplicate keys, UTF-8; errors name the path).
+absl::StatusOr<Json> ParseJsonText(std::string_view text);
 
 // Refuses keys of `obj` (an object) that are not in `allowed`, with a did-you-mean.
 absl::Status CheckKeys(const Json& obj, std::string_view path,

@@ -217,9 +217,10 @@ absl::Status DecodeDescriptorForm(const Json& root, core::NodeSpec* spec) {
 absl::StatusOr<NodeRequest> DecodeNodeRequest(std::string_view name_in_path,
                                               std::string_view body) {
   if (!IsDnsSubdomain(name_in_path)) {
-    return FieldError("name", absl::StrCat("the node name in the path must be a DNS-1123 name: "
-                                           "lower-case letters, digits, '-' and '.', starting "
-                                           "and ending alphanumeric, at most 253 (got ",
+    return FieldError("name", absl::StrCat("must be a DNS-1123 name (the node's name, from the "
+                                           "request path): lower-case letters, digits, '-' and "
+                                           "'.', starting and ending alphanumeric, at most 253 "
+                                           "(got ",
                                            internal::QuoteForMessage(name_in_path), ")"));
   }
   absl::StatusOr<Json> parsed = ParseJsonBody(body);

@@ -1191,6 +1191,22 @@ absl::StatusOr<ClusterDescriptor> ParseClusterYaml(std::string_view text, std::s
   return Finish(std::move(c), diag);
 }
 
+absl::Status CheckYamlLimits(std::string_view text, std::string_view source) {
+  Diagnostics diag(source, nullptr);
+  try {
+    std::istringstream in{std::string(text)};
+    YAML::Parser parser(in);
+    YamlLimitCheck check(MaxNodesFor(text));
+    while (parser.HandleNextDocument(check)) {
+    }
+  } catch (const LimitExceeded& e) {
+    diag.AddAt(e.line, e.path, e.message);
+  } catch (const YAML::Exception& e) {
+    diag.AddAt(MarkLine(e.mark), "", absl::StrCat("invalid YAML: ", e.msg));
+  }
+  return diag.ToStatus();
+}
+
 absl::StatusOr<ClusterDescriptor> LoadClusterDescriptor(const std::string& path) {
   const size_t dot = path.find_last_of('.');
   const size_t slash = path.find_last_of('/');

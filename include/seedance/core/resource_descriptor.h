@@ -153,6 +153,10 @@ inline constexpr int64_t kMaxDescriptorNodes = 1'000'000;
 [[nodiscard]] absl::StatusOr<ClusterDescriptor> ParseNodeDescriptorJson(
     const nlohmann::ordered_json& node, const nlohmann::ordered_json* gpu_models,
     std::string_view path);
+// The limits above (depth, alias-expanded size) checked over every document of a YAML text
+// before any tree is built, for other YAML readers: InvalidArgument "SOURCE:LINE: message"
+// (also for YAML that does not parse).
+[[nodiscard]] absl::Status CheckYamlLimits(std::string_view text, std::string_view source);
 // Reads `path` with base::ReadInput (kind kDescriptor: a 64 MiB cap by default, directories and
 // endless devices refused) and parses it by extension: .json, or .yaml / .yml. Read errors keep
 // ReadInput's codes (NotFound for a missing file); InvalidArgument for any other extension or bad

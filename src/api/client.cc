@@ -1,0 +1,337 @@
+// The client commands' HTTP client (client.h) over cpp-httplib.
+#include "seedance/api/client.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "httplib.h"
+#include "json_body.h"
+#include "seedance/api/api.h"
+#include "seedance/base/build_info.h"
+#include "seedance/base/io.h"
+#include "seedance/base/parse.h"
+#include "seedance/base/text.h"
+
+namespace seedance::api {
+namespace {
+
+using internal::Sv;
+
+constexpr int kMaxReplyDepth = 256;
+
+std::string EnvOr(const char* name, std::string fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : std::move(fallback);
+}
+
+bool IsHostChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
+}
+
+absl::Status UrlError(std::string_view url, std::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat("--server ",
+                                                 base::Clip(RedactUrl(url), 200), ": ", Sv(why)));
+}
+
+absl::StatusCode CodeForHttp(int http) {
+  switch (http) {
+    case 400:
+      return absl::StatusCode::kInvalidArgument;
+    case 401:
+      return absl::StatusCode::kUnauthenticated;
+    case 403:
+      return absl::StatusCode::kPermissionDenied;
+    case 404:
+      return absl::StatusCode::kNotFound;
+    case 409:
+      return absl::StatusCode::kFailedPrecondition;
+    case 410:
+      return absl::StatusCode::kOutOfRange;
+    case 413:
+    case 429:
+      return absl::StatusCode::kResourceExhausted;
+    case 501:
+      return absl::StatusCode::kUnimplemented;
+    case 503:
+      return absl::StatusCode::kUnavailable;
+    case 504:
+      return absl::StatusCode::kDeadlineExceeded;
+    default:
+      return http >= 400 && http < 500 ? absl::StatusCode::kInvalidArgument
+                                       : absl::StatusCode::kInternal;
+  }
+}
+
+// The status a non-2xx reply stands for, from its error body when it has one.
+absl::Status ReplyError(int http, const std::string& body) {
+  absl::StatusCode code = CodeForHttp(http);
+  std::string message;
+  std::string field;
+  if (base::JsonNestingDepth(body, kMaxReplyDepth) <= kMaxReplyDepth) {
+    const nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("error") && j["error"].is_object()) {
+      const nlohmann::json& e = j["error"];
+      if (e.contains("code") && e["code"].is_string()) {
+        const absl::StatusCode named = StatusCodeFromName(e["code"].get<std::string>());
+        if (named != absl::StatusCode::kUnknown && named != absl::StatusCode::kOk) code = named;
+      }
+      if (e.contains("message") && e["message"].is_string()) message = e["message"];
+      if (e.contains("field") && e["field"].is_string()) field = e["field"];
+    }
+  }
+  if (message.empty()) {
+    message = body.empty() ? absl::StrCat("HTTP ", http, " with no error body")
+                           : base::Clip(body, 300);
+  }
+  // The message travels to a terminal: no control characters beyond newlines.
+  absl::Status s(code, absl::StrCat("error from server (", Sv(StatusCodeName(code)), ", HTTP ", http,
+                                    "): ", base::Clip(message, 4096)));
+  if (!field.empty()) s = internal::AttachField(std::move(s), field);
+  return WithHttpStatus(std::move(s), http);
+}
+
+absl::StatusOr<std::string> ReadToken(const std::string& path) {
+  absl::StatusOr<std::string> text = base::ReadInput(path, base::InputKind::kConfig);
+  if (!text.ok()) {
+    // ReadInput names the path and the OS error, never the contents.
+    return absl::Status(text.status().code(),
+                        absl::StrCat("--token-file: ", text.status().message()));
+  }
+  std::string token(absl::StripAsciiWhitespace(*text));
+  if (token.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--token-file ", path, ": the file is empty"));
+  }
+  if (token.size() > 4096) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--token-file ", path, ": longer than 4096 bytes; it must hold one token"));
+  }
+  for (char c : token) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u == 0x7f) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--token-file ", path,
+          ": must hold one token on one line (no spaces or control characters inside)"));
+    }
+  }
+  return token;
+}
+
+}  // namespace
+
+std::string RedactUrl(std::string_view url) {
+  const size_t scheme = url.find("://");
+  const size_t start = scheme == std::string_view::npos ? 0 : scheme + 3;
+  const size_t end = url.find_first_of("/?#", start);
+  const std::string_view authority =
+      url.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+  const size_t at = authority.rfind('@');
+  if (at == std::string_view::npos) return std::string(url);
+  return absl::StrCat(Sv(url.substr(0, start)), "<redacted>", Sv(url.substr(start + at)));
+}
+
+absl::StatusOr<ServerUrl> ParseServerUrl(std::string_view url) {
+  ServerUrl out;
+  const size_t sep = url.find("://");
+  if (sep == std::string_view::npos) {
+    return UrlError(url, "must be http://HOST[:PORT] or https://HOST[:PORT]");
+  }
+  out.scheme = absl::AsciiStrToLower(Sv(url.substr(0, sep)));
+  if (out.scheme != "http" && out.scheme != "https") {
+    return UrlError(url, "the scheme must be http or https");
+  }
+  std::string_view rest = url.substr(sep + 3);
+  const size_t end = rest.find_first_of("/?#");
+  std::string_view authority = rest.substr(0, end);
+  if (end != std::string_view::npos && rest.substr(end) != "/") {
+    return UrlError(url, "a path, query or fragment is not supported (give the server's root)");
+  }
+  if (authority.find('@') != std::string_view::npos) {
+    return UrlError(url, "credentials in the URL are not supported; use --token-file");
+  }
+  std::string_view port_text;
+  if (!authority.empty() && authority.front() == '[') {
+    const size_t close = authority.find(']');
+    if (close == std::string_view::npos) return UrlError(url, "unterminated IPv6 address");
+    out.host = std::string(authority.substr(1, close - 1));
+    for (char c : out.host) {
+      if (!absl::ascii_isxdigit(static_cast<unsigned char>(c)) && c != ':' && c != '.') {
+        return UrlError(url, "invalid IPv6 address");
+      }
+    }
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return UrlError(url, "expected :PORT after the IPv6 address");
+      port_text = after.substr(1);
+      if (port_text.empty()) return UrlError(url, "empty port");
+    }
+  } else {
+    const size_t colon = authority.rfind(':');
+    out.host = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) {
+      port_text = authority.substr(colon + 1);
+      if (port_text.empty()) return UrlError(url, "empty port");
+    }
+    for (char c : out.host) {
+      if (!IsHostChar(c)) return UrlError(url, "invalid host name");
+    }
+  }
+  if (out.host.empty()) return UrlError(url, "no host");
+  out.port = out.scheme == "https" ? 443 : 80;
+  if (!port_text.empty()) {
+    int port = 0;
+    bool digits = port_text.size() <= 5;
+    for (char c : port_text) digits &= absl::ascii_isdigit(static_cast<unsigned char>(c));
+    if (!digits || !absl::SimpleAtoi(Sv(port_text), &port) || port < 1 || port > 65535) {
+      return UrlError(url, "the port must be an integer in 1..65535");
+    }
+    out.port = port;
+  }
+  const std::string host_for_url =
+      out.host.find(':') != std::string::npos ? absl::StrCat("[", out.host, "]") : out.host;
+  out.display = absl::StrCat(out.scheme, "://", host_for_url, ":", out.port);
+  return out;
+}
+
+std::string UrlEncode(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (char c : s) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (absl::ascii_isalnum(u) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out.push_back(c);
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[u >> 4]);
+      out.push_back(kHex[u & 15]);
+    }
+  }
+  return out;
+}
+
+Client::Client(Client&&) noexcept = default;
+Client& Client::operator=(Client&&) noexcept = default;
+Client::~Client() = default;
+
+absl::StatusOr<Client> Client::Create(std::string url, std::string token_file) {
+  ClientOptions o;
+  o.url = std::move(url);
+  o.token_file = std::move(token_file);
+  return Create(std::move(o));
+}
+
+absl::StatusOr<Client> Client::Create(ClientOptions options) {
+  if (options.url.empty()) options.url = EnvOr("SEEDANCE_SERVER", std::string(kDefaultServer));
+  if (options.token_file.empty()) options.token_file = EnvOr("SEEDANCE_TOKEN_FILE", "");
+  if (!(options.timeout_s > 0) || options.timeout_s > 86400) {
+    return absl::InvalidArgumentError("client timeout must be in (0, 86400] seconds");
+  }
+  absl::StatusOr<ServerUrl> url = ParseServerUrl(options.url);
+  if (!url.ok()) return url.status();
+  Client c;
+  c.url_ = *std::move(url);
+  if (!options.token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadToken(options.token_file);
+    if (!token.ok()) return token.status();
+    c.token_ = *std::move(token);
+  }
+  c.http_ = std::make_unique<httplib::Client>(c.url_.display);
+  if (!c.http_->is_valid()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--server ", c.url_.display, ": cannot set up a client for this URL"));
+  }
+  if (!options.ca_file.empty()) c.http_->set_ca_cert_path(options.ca_file.c_str());
+  c.options_ = std::move(options);
+  return c;
+}
+
+absl::StatusOr<nlohmann::json> Client::Call(std::string_view method, std::string_view path,
+                                            const std::string& body) {
+  const auto timeout = std::chrono::microseconds(
+      static_cast<int64_t>(options_.timeout_s * 1e6));
+  const time_t sec = static_cast<time_t>(timeout.count() / 1000000);
+  const time_t usec = static_cast<time_t>(timeout.count() % 1000000);
+  http_->set_connection_timeout(sec, usec);
+  http_->set_read_timeout(sec, usec);
+  http_->set_write_timeout(sec, usec);
+
+  httplib::Request req;
+  req.method = std::string(method);
+  req.path = std::string(path);
+  req.body = body;
+  req.headers.emplace("Accept", "application/json");
+  req.headers.emplace("User-Agent", "seedance/" + base::GetBuildInfo().version);
+  if (!body.empty()) req.headers.emplace("Content-Type", "application/json");
+  if (!token_.empty()) req.headers.emplace("Authorization", "Bearer " + token_);
+  std::string reply;
+  bool too_large = false;
+  const size_t cap = options_.max_reply_bytes;
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    if (n > cap - reply.size()) {
+      too_large = true;
+      return false;
+    }
+    reply.append(data, n);
+    return true;
+  };
+
+  // A watchdog holds the whole call to the deadline: the per-read timeouts alone would let a
+  // server that trickles bytes keep the call going for ever.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  bool fired = false;
+  httplib::Client* http = http_.get();
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, timeout, [&] { return done; })) {
+      fired = true;
+      http->stop();
+    }
+  });
+  httplib::Response res;
+  httplib::Error error = httplib::Error::Success;
+  const bool sent = http_->send(req, res, error);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  watchdog.join();
+
+  const std::string where = absl::StrCat(Sv(method), " ", url_.display, base::Clip(path, 200));
+  if (too_large) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(where, ": the reply is larger than ", cap, " bytes"));
+  }
+  if (fired || error == httplib::Error::ConnectionTimeout) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        where, ": no complete reply within ", base::FormatNumber(options_.timeout_s), " s"));
+  }
+  if (!sent) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot reach ", url_.display, " (", httplib::to_string(error),
+        "); is `seedance server` running there? (--server URL or SEEDANCE_SERVER)"));
+  }
+  if (res.status < 200 || res.status > 299) return ReplyError(res.status, reply);
+  if (reply.empty()) return nlohmann::json(nullptr);
+  if (base::JsonNestingDepth(reply, kMaxReplyDepth) > kMaxReplyDepth) {
+    return absl::DataLossError(absl::StrCat(where, ": the reply nests deeper than ",
+                                            kMaxReplyDepth, " levels"));
+  }
+  nlohmann::json j = nlohmann::json::parse(reply, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return absl::DataLossError(absl::StrCat(where, ": the reply is not JSON: ",
+                                            base::ForTerminal(base::Clip(reply, 120))));
+  }
+  return j;
+}
+
+}  // namespace seedance::api
