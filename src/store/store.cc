@@ -58,7 +58,8 @@ absl::Status SqliteStatus(int rc, sqlite3* db, const std::string& path, std::str
   std::string msg = absl::StrCat(path, ": ", std::string(what), ": ", detail);
   switch (rc & 0xff) {
     case SQLITE_CORRUPT:
-      return absl::DataLossError(absl::StrCat(msg, " (the state database is corrupt)"));
+      return absl::DataLossError(
+          absl::StrCat(msg, " (the state database is corrupt); refusing to use it"));
     case SQLITE_NOTADB:
       return absl::FailedPreconditionError(
           absl::StrCat(msg, " (not a Seedance state database)"));
@@ -269,6 +270,28 @@ absl::Status CreateFresh(const std::string& dir, const std::string& db_path) {
   return FsyncPath(dir, true);
 }
 
+// Refuses a database that is not Seedance's (application_id) or is newer than this build.
+absl::Status CheckIds(const std::string& path, int64_t app_id, int64_t version) {
+  if (app_id != kApplicationId) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s: an SQLite database of another application (application_id 0x%08x, Seedance's is "
+        "0x%08x); refusing to use it. Move it away or choose another --state directory",
+        path, static_cast<uint32_t>(app_id), static_cast<uint32_t>(kApplicationId)));
+  }
+  if (version > kSchemaVersion) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s: schema version %d is newer than this seedance supports (%d); it was written by a "
+        "newer seedance: run that version (or a newer one)",
+        path, version, kSchemaVersion));
+  }
+  if (version < 1) {
+    return absl::DataLossError(absl::StrFormat(
+        "%s: Seedance application id but schema version %d; the state database is corrupt",
+        path, version));
+  }
+  return absl::OkStatus();
+}
+
 // Refuses anything but a whole Seedance state database before SQLite touches it.
 absl::Status CheckHeader(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -297,7 +320,14 @@ absl::Status CheckHeader(const std::string& path) {
     return absl::DataLossError(absl::StrCat(path, ": truncated SQLite header (", n,
                                             " bytes); the state database is corrupt"));
   }
-  return absl::OkStatus();
+  // The header's user_version (offset 60) and application_id (offset 68), big-endian: refuse a
+  // foreign or newer file before SQLite opens it (opening could replay its WAL into it).
+  auto be32 = [&](int at) {
+    const auto* u = reinterpret_cast<const unsigned char*>(header + at);
+    return static_cast<int32_t>((uint32_t{u[0]} << 24) | (uint32_t{u[1]} << 16) |
+                                (uint32_t{u[2]} << 8) | uint32_t{u[3]});
+  };
+  return CheckIds(path, be32(68), be32(60));
 }
 
 absl::Status CheckIdentity(sqlite3* db, const std::string& path) {
@@ -305,24 +335,7 @@ absl::Status CheckIdentity(sqlite3* db, const std::string& path) {
   absl::Status s = QueryInt(db, path, "PRAGMA application_id", &app_id);
   if (s.ok()) s = QueryInt(db, path, "PRAGMA user_version", &version);
   if (!s.ok()) return s;
-  if (app_id != kApplicationId) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "%s: an SQLite database of another application (application_id 0x%08x, Seedance's is "
-        "0x%08x); refusing to use it. Move it away or choose another --state directory",
-        path, static_cast<uint32_t>(app_id), static_cast<uint32_t>(kApplicationId)));
-  }
-  if (version > kSchemaVersion) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "%s: schema version %d is newer than this seedance supports (%d); it was written by a "
-        "newer seedance: run that version (or a newer one)",
-        path, version, kSchemaVersion));
-  }
-  if (version < 1) {
-    return absl::DataLossError(absl::StrFormat(
-        "%s: Seedance application id but schema version %d; the state database is corrupt",
-        path, version));
-  }
-  return absl::OkStatus();
+  return CheckIds(path, app_id, version);
 }
 
 absl::Status QuickCheck(sqlite3* db, const std::string& path) {
@@ -330,18 +343,34 @@ absl::Status QuickCheck(sqlite3* db, const std::string& path) {
   int rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(5)", -1, &s.ptr(), nullptr);
   if (rc != SQLITE_OK) return SqliteStatus(rc, db, path, "quick_check");
   std::string problems;
+  bool bad = false;
   while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
-    std::string line = ColumnText(s.get(), 0);
-    if (line == "ok") continue;
-    absl::StrAppend(&problems, problems.empty() ? "" : "; ", line);
+    // Lines such as "*** in database main ***\nPage 3: btreeInitPage() returns error code 11".
+    std::string text = ColumnText(s.get(), 0);
+    if (text == "ok") continue;
+    bad = true;
+    size_t start = 0;
+    while (start <= text.size()) {
+      size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      std::string line = text.substr(start, end - start);
+      start = end + 1;
+      if (line.empty() || line == "ok" || line.rfind("*** ", 0) == 0) continue;
+      absl::StrAppend(&problems, problems.empty() ? "" : "; ", line);
+    }
   }
   if (rc != SQLITE_DONE) return SqliteStatus(rc, db, path, "quick_check");
-  if (!problems.empty()) {
+  if (bad) {
     return absl::DataLossError(absl::StrCat(path, ": the state database is corrupt (quick_check: ",
-                                            problems, "); refusing to use it"));
+                                            problems.empty() ? "failed" : problems,
+                                            "); refusing to use it"));
   }
   return absl::OkStatus();
 }
+
+struct Counters {
+  int64_t revision = 0, dropped = 0, count = 0, last = 0;
+};
 
 }  // namespace
 
@@ -419,9 +448,73 @@ struct Store::Impl {
     checkpoint_thread.join();
   }
 
-  ~Impl() {
+  // Opens the connections, checks the file (identity, WAL, quick_check, schema) and reads the
+  // counters. Until everything passed, closing the writer does not checkpoint a WAL into the
+  // file.
+  absl::Status Connect(Counters* out) {
+    auto w_or = OpenDb(path, SQLITE_OPEN_READWRITE);
+    if (!w_or.ok()) return w_or.status();
+    writer = std::move(*w_or);
+    sqlite3* w = writer.get();
+    sqlite3_db_config(w, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    absl::Status s = CheckIdentity(w, path);
+    if (!s.ok()) return s;
+    absl::StatusOr<std::string> mode = QueryText(w, path, "PRAGMA journal_mode=WAL");
+    if (!mode.ok()) return mode.status();
+    if (*mode != "wal") {
+      return absl::UnavailableError(
+          absl::StrCat(path, ": cannot switch to WAL mode (journal_mode is ", *mode, ")"));
+    }
+    s = Exec(w, path,
+             "PRAGMA synchronous=FULL; PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY; "
+             "PRAGMA journal_size_limit=67108864; PRAGMA mmap_size=1073741824;");
+    if (!s.ok()) return s;
+    if (options.verify_on_open) {
+      s = QuickCheck(w, path);
+      if (!s.ok()) return s;
+    }
+    auto r_or = OpenDb(path, SQLITE_OPEN_READONLY);
+    if (!r_or.ok()) return r_or.status();
+    reader = std::move(*r_or);
+    s = PrepareAll();
+    if (!s.ok()) return s;
+    s = ReadCounters(out);
+    if (!s.ok()) return s;
+    if (options.checkpoint_pages > 0) {
+      auto c_or = OpenDb(path, SQLITE_OPEN_READWRITE);
+      if (!c_or.ok()) return c_or.status();
+      checkpointer = std::move(*c_or);
+      s = Exec(checkpointer.get(), path, "PRAGMA synchronous=FULL");
+      if (s.ok()) s = Exec(w, path, "PRAGMA wal_autocheckpoint=0");
+      if (!s.ok()) return s;
+    }
+    sqlite3_db_config(w, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, nullptr);  // ours: tidy on close
+    return absl::OkStatus();
+  }
+
+  absl::Status ReadCounters(Counters* c) {
+    sqlite3* w = writer.get();
+    absl::Status s = QueryInt(w, path, "SELECT value FROM meta WHERE key = 'revision'",
+                              &c->revision);
+    if (s.ok()) {
+      s = QueryInt(w, path, "SELECT value FROM meta WHERE key = 'events_dropped_through'",
+                   &c->dropped);
+    }
+    if (s.ok()) s = QueryInt(w, path, "SELECT count(*) FROM events", &c->count);
+    if (s.ok()) s = QueryInt(w, path, "SELECT coalesce(max(revision), 0) FROM events", &c->last);
+    if (!s.ok()) return s;
+    if (c->last > c->revision) {
+      return absl::DataLossError(absl::StrCat(path, ": an event has revision ", c->last,
+                                              " above the revision counter ", c->revision,
+                                              "; the state database is inconsistent"));
+    }
+    return absl::OkStatus();
+  }
+
+  // Stops the checkpointer, finalizes the statements and closes the connections (the writer
+  // last, so that its close checkpoints and removes the WAL when allowed).
+  void Disconnect() {
     StopCheckpointer();
-    // Statements before their connections.
     for (Stmt* s : {&begin, &commit, &rollback, &put_node, &del_node, &put_pod, &del_pod,
                     &put_event, &set_meta, &nth_event, &trim_events, &events_since}) {
       sqlite3_finalize(s->ptr());
@@ -430,6 +523,10 @@ struct Store::Impl {
     checkpointer.reset();
     reader.reset();
     writer.reset();
+  }
+
+  ~Impl() {
+    Disconnect();
     if (lock_fd >= 0) ::close(lock_fd);
   }
 
@@ -524,64 +621,32 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir_in, St
   s = CheckHeader(path);
   if (!s.ok()) return s;
 
-  auto writer = OpenDb(path, SQLITE_OPEN_READWRITE);
-  if (!writer.ok()) return writer.status();
-  impl->writer = std::move(*writer);
-  sqlite3* w = impl->writer.get();
-  s = CheckIdentity(w, path);
-  if (!s.ok()) return s;
-  absl::StatusOr<std::string> mode = QueryText(w, path, "PRAGMA journal_mode=WAL");
-  if (!mode.ok()) return mode.status();
-  if (*mode != "wal") {
-    return absl::UnavailableError(
-        absl::StrCat(path, ": cannot switch to WAL mode (journal_mode is ", *mode, ")"));
+  // SQLite creates state.db-wal and -shm when it opens the file; if the file is then refused,
+  // remove them again (when they were not there before and the WAL is empty).
+  const bool had_wal = ::access((path + "-wal").c_str(), F_OK) == 0;
+  const bool had_shm = ::access((path + "-shm").c_str(), F_OK) == 0;
+  Counters counters;
+  s = impl->Connect(&counters);
+  if (!s.ok()) {
+    impl->Disconnect();
+    struct stat wal;
+    if (!had_wal && ::stat((path + "-wal").c_str(), &wal) == 0 && wal.st_size == 0) {
+      ::unlink((path + "-wal").c_str());
+      if (!had_shm) ::unlink((path + "-shm").c_str());
+    }
+    return s;
   }
-  s = Exec(w, path,
-           "PRAGMA synchronous=FULL; PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY; "
-           "PRAGMA journal_size_limit=67108864; PRAGMA mmap_size=1073741824;");
-  if (!s.ok()) return s;
-  if (o.verify_on_open) {
-    s = QuickCheck(w, path);
-    if (!s.ok()) return s;
-  }
-
-  auto reader = OpenDb(path, SQLITE_OPEN_READONLY);
-  if (!reader.ok()) return reader.status();
-  impl->reader = std::move(*reader);
-  s = impl->PrepareAll();
-  if (!s.ok()) return s;
   if (o.checkpoint_pages > 0) {
-    auto checkpointer = OpenDb(path, SQLITE_OPEN_READWRITE);
-    if (!checkpointer.ok()) return checkpointer.status();
-    impl->checkpointer = std::move(*checkpointer);
-    s = Exec(impl->checkpointer.get(), path, "PRAGMA synchronous=FULL");
-    if (!s.ok()) return s;
-    s = Exec(w, path, "PRAGMA wal_autocheckpoint=0");
-    if (!s.ok()) return s;
-    sqlite3_wal_hook(w, &Impl::OnWalCommit, impl.get());
     Impl* raw = impl.get();
+    sqlite3_wal_hook(raw->writer.get(), &Impl::OnWalCommit, raw);
     impl->checkpoint_thread = std::thread([raw] { raw->CheckpointLoop(); });
   }
 
-  int64_t revision = 0, dropped = 0, count = 0, last = 0;
-  s = QueryInt(w, path, "SELECT value FROM meta WHERE key = 'revision'", &revision);
-  if (s.ok()) {
-    s = QueryInt(w, path, "SELECT value FROM meta WHERE key = 'events_dropped_through'", &dropped);
-  }
-  if (s.ok()) s = QueryInt(w, path, "SELECT count(*) FROM events", &count);
-  if (s.ok()) s = QueryInt(w, path, "SELECT coalesce(max(revision), 0) FROM events", &last);
-  if (!s.ok()) return s;
-  if (last > revision) {
-    return absl::DataLossError(absl::StrCat(path, ": an event has revision ", last,
-                                            " above the revision counter ", revision,
-                                            "; the state database is inconsistent"));
-  }
-
   std::unique_ptr<Store> store(new Store(std::move(impl)));
-  store->revision_ = revision;
-  store->dropped_through_ = dropped;
-  store->event_count_ = count;
-  store->last_event_revision_ = last;
+  store->revision_ = counters.revision;
+  store->dropped_through_ = counters.dropped;
+  store->event_count_ = counters.count;
+  store->last_event_revision_ = counters.last;
   return store;
 }
 

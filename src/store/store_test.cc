@@ -514,6 +514,49 @@ TEST(StoreRefusalTest, PlainSqliteDatabaseWithoutApplicationId) {
                 "application_id 0x00000000");
 }
 
+// Runs SQL on a WAL-mode database and leaves the WAL un-checkpointed beside it (as a crashed
+// program would).
+void RawSqlLeavingWal(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  char* err = nullptr;
+  int rc = sqlite3_exec(db, ("PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0; " + sql).c_str(),
+                        nullptr, nullptr, &err);
+  EXPECT_EQ(rc, SQLITE_OK) << (err != nullptr ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+  ASSERT_TRUE(std::filesystem::exists(path + "-wal"));
+}
+
+TEST(StoreRefusalTest, ForeignDatabaseWithAHotWalIsNotTouched) {
+  TempDir t;
+  std::filesystem::create_directories(t.state());
+  RawSql(t.db(), "PRAGMA application_id=42; CREATE TABLE t(x);");
+  RawSqlLeavingWal(t.db(), "INSERT INTO t VALUES(1); INSERT INTO t VALUES(2);");
+  const std::string db = ReadAll(t.db()), wal = ReadAll(t.db() + "-wal");
+  auto s = Store::Open(t.state());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("another application"));
+  EXPECT_EQ(ReadAll(t.db()), db);
+  EXPECT_EQ(ReadAll(t.db() + "-wal"), wal);
+}
+
+TEST(StoreRefusalTest, NewerSchemaVersionStillInTheWal) {
+  TempDir t;
+  { ASSERT_NE(MustOpen(t.state()), nullptr); }
+  // A newer seedance bumped the version and crashed before checkpointing: only SQLite sees it.
+  RawSqlLeavingWal(t.db(), "PRAGMA user_version=9; CREATE TABLE extra(x);");
+  const std::string db = ReadAll(t.db()), wal = ReadAll(t.db() + "-wal");
+  auto s = Store::Open(t.state());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("schema version 9 is newer"));
+  EXPECT_EQ(ReadAll(t.db()), db) << "the refused file was not checkpointed into";
+  EXPECT_EQ(ReadAll(t.db() + "-wal"), wal);
+}
+
 TEST(StoreRefusalTest, NewerSchemaVersion) {
   TempDir t;
   { ASSERT_NE(MustOpen(t.state()), nullptr); }
