@@ -27,6 +27,13 @@ class ClusterStateTestPeer {
   static int64_t& cpu_allocated(ClusterState& s) { return s.cpu_allocated_milli_; }
   static int64_t& gpu_allocated(ClusterState& s) { return s.gpu_allocated_milli_; }
   static int64_t& cpu_capacity(ClusterState& s) { return s.cpu_capacity_milli_; }
+  static std::vector<uint8_t>& blocked(ClusterState& s) { return s.blocked_; }
+  static std::vector<NodeSpec>& nodes(ClusterState& s) { return s.nodes_; }
+  static int& num_live(ClusterState& s) { return s.num_live_; }
+  static void Rename(ClusterState& s, const std::string& from, int slot) {
+    s.by_name_.erase(from);
+    s.by_name_.emplace(from + "-other", slot);
+  }
 };
 
 namespace {
@@ -191,6 +198,41 @@ TEST_F(ClusterStateTest, ReleaseOfAPodClassNotBoundIsRejected) {
   EXPECT_EQ(std::string(state_.Release(Pod(0, 0, 2, 1000), On(0, {1, 2})).message()),
             "n0: release of a 2-GPU pod, none is bound there");
   state_.CheckInvariants();
+}
+
+// Dynamic nodes: the checks added with AddNode/RemoveNode/SetCordoned.
+TEST_F(ClusterStateDeathTest, SetCordonedOnADeadSlotIsCaught) {
+  ASSERT_TRUE(state_.RemoveNode(2).ok());
+  EXPECT_DEATH(state_.SetCordoned(2, true), "SetCordoned\\(2\\): not a live node \\(4 slots\\)");
+}
+
+TEST_F(ClusterStateDeathTest, SetCordonedOutOfRangeIsCaught) {
+  EXPECT_DEATH(state_.SetCordoned(4, true), "SetCordoned\\(4\\): not a live node");
+  EXPECT_DEATH(state_.SetCordoned(-1, false), "SetCordoned\\(-1\\): not a live node");
+}
+
+TEST_F(ClusterStateDeathTest, AuditCatchesABrokenNameIndex) {
+  Peer::Rename(state_, "n1", 1);
+  EXPECT_DEATH(state_.CheckInvariants(), "node 'n1' in slot 1: the name index says slot -1");
+}
+
+TEST_F(ClusterStateDeathTest, AuditCatchesSchedulabilityBitsThatDisagreeWithTaints) {
+  Peer::blocked(state_)[3] = 4;  // tainted, but n3 has no taint
+  EXPECT_DEATH(state_.CheckInvariants(),
+               "node 'n3': schedulability bits 4 disagree with its taints");
+}
+
+TEST_F(ClusterStateDeathTest, AuditCatchesADeadSlotThatIsNotEmpty) {
+  ASSERT_TRUE(state_.RemoveNode(2).ok());
+  Peer::nodes(state_)[2].labels["zone"] = "a";
+  EXPECT_DEATH(state_.CheckInvariants(), "dead slot 2 \\('n2'\\) is not empty");
+}
+
+TEST_F(ClusterStateDeathTest, AuditCatchesLiveAndUnschedulableCountsThatDisagree) {
+  ++Peer::num_live(state_);
+  EXPECT_DEATH(state_.CheckInvariants(),
+               "counts: 5 live nodes, 4 names, 0 unschedulable; the slots hold 4 live, 0 "
+               "unschedulable");
 }
 
 // ---- Create ------------------------------------------------------------------------------
@@ -631,6 +673,393 @@ TEST(ClusterStateCreateTest, RejectsPlacementListingMoreThanSixteenGpus) {
   EXPECT_EQ(s.Release(Pod(0, 0, kMaxGpusPerNode + 1, 1000), p).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(Snap(s) == before);
+}
+
+
+// ---- Dynamic nodes -------------------------------------------------------------------------
+
+NodeSpec Tainted(NodeSpec n, std::string effect) {
+  n.taints.push_back({"dedicated", "infra", std::move(effect)});
+  return n;
+}
+
+// Every node index the pod fits on, by calling Fits on each (FeasibleNodes must agree).
+std::vector<int> FitsEach(const ClusterState& s, const PodShape& pod) {
+  std::vector<int> out;
+  for (int n = 0; n < s.num_nodes(); ++n) {
+    if (s.Fits(n, pod)) out.push_back(n);
+  }
+  return out;
+}
+
+std::vector<int> Feasible(const ClusterState& s, const PodShape& pod) {
+  std::vector<int> out;
+  s.FeasibleNodes(pod, &out);
+  EXPECT_EQ(out, FitsEach(s, pod));
+  return out;
+}
+
+TEST(ClusterStateDynamicTest, EmptyClusterGrowsByAddNode) {
+  ClusterState s = *ClusterState::Create({});
+  EXPECT_EQ(s.num_nodes(), 0);
+  EXPECT_EQ(s.num_live_nodes(), 0);
+  EXPECT_EQ(s.FindNode("a"), -1);
+  EXPECT_TRUE(Feasible(s, Pod(1, 1)).empty());
+  absl::StatusOr<int> a = s.AddNode(Node("a", 4000, 8192, 2, "A100"));
+  absl::StatusOr<int> b = s.AddNode(Node("b", 2000, 4096, 0, ""));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, 0);
+  EXPECT_EQ(*b, 1);
+  EXPECT_EQ(s.FindNode("a"), 0);
+  EXPECT_EQ(s.FindNode("b"), 1);
+  EXPECT_EQ(s.num_live_nodes(), 2);
+  EXPECT_EQ(s.cpu_capacity_milli(), 6000);
+  EXPECT_EQ(s.gpu_capacity_milli(), 2000);
+  EXPECT_EQ(s.total_gpus(), 2);
+  EXPECT_EQ(s.gpu_models(), std::vector<std::string>{"A100"});
+  EXPECT_EQ(Feasible(s, Pod(1000, 1000)), (std::vector<int>{0, 1}));
+  EXPECT_EQ(Feasible(s, Pod(1000, 1000, 1, 500)), std::vector<int>{0});
+  ASSERT_TRUE(s.Allocate(Pod(1000, 1000, 2, 1000), On(0, {0, 1})).ok());
+  s.CheckInvariants();
+}
+
+TEST(ClusterStateDynamicTest, AddNodeRejectsInvalidSpecsAndLeavesStateUnchanged) {
+  struct Case {
+    std::string name;
+    NodeSpec node;
+    absl::StatusCode code;
+    std::string message;
+  };
+  NodeSpec topo_count = Node("t1", 1000, 1000, 2, "A");
+  topo_count.topology.gpus.resize(1);
+  NodeSpec numa_twice = Node("t2", 1000, 1000, 0, "");
+  numa_twice.topology.numa = {{0, 500, 500}, {0, 500, 500}};
+  NodeSpec numa_negative = Node("t3", 1000, 1000, 0, "");
+  numa_negative.topology.numa = {{-2, 500, 500}};
+  NodeSpec numa_capacity = Node("t4", 1000, 1000, 0, "");
+  numa_capacity.topology.numa = {{0, -1, 500}};
+  NodeSpec gpu_numa = Node("t5", 1000, 1000, 1, "A");
+  gpu_numa.topology.numa = {{0, 1000, 1000}};
+  gpu_numa.topology.gpus = {{.numa_node = 1}};
+  NodeSpec empty_key = Node("t6", 1000, 1000, 0, "");
+  empty_key.taints = {{"", "", "NoSchedule"}};
+  const std::vector<Case> cases = {
+      {"name taken", Node("n1", 1000, 1000, 0, ""), absl::StatusCode::kAlreadyExists,
+       "node 'n1' already exists"},
+      {"17 GPUs", Node("big", 1000, 1000, kMaxGpusPerNode + 1, "A"),
+       absl::StatusCode::kInvalidArgument, "node 'big': 17 GPUs, at most 16"},
+      {"negative cpu", Node("neg", -1, 1000, 0, ""), absl::StatusCode::kInvalidArgument,
+       "node 'neg': negative capacity"},
+      {"unknown taint effect", Tainted(Node("te", 1000, 1000, 0, ""), "NoWay"),
+       absl::StatusCode::kInvalidArgument,
+       "node 'te': taint 'dedicated' has effect 'NoWay'; expected NoSchedule, PreferNoSchedule "
+       "or NoExecute"},
+      {"empty taint key", empty_key, absl::StatusCode::kInvalidArgument,
+       "node 't6': a taint has an empty key"},
+      {"GPU topology count", topo_count, absl::StatusCode::kInvalidArgument,
+       "node 't1': topology describes 1 GPUs, the node has 2"},
+      {"NUMA id twice", numa_twice, absl::StatusCode::kInvalidArgument,
+       "node 't2': NUMA node id 0 listed twice"},
+      {"NUMA id negative", numa_negative, absl::StatusCode::kInvalidArgument,
+       "node 't3': NUMA node id -2 is negative"},
+      {"NUMA capacity negative", numa_capacity, absl::StatusCode::kInvalidArgument,
+       "node 't4': NUMA node 0 has a negative capacity"},
+      {"GPU on unlisted NUMA node", gpu_numa, absl::StatusCode::kInvalidArgument,
+       "node 't5': GPU 0 is on NUMA node 1, which the node does not list"},
+  };
+  ClusterState s = *ClusterState::Create({Node("n0", 1000, 1000, 1, "A"), Node("n1", 1000, 1000, 0, "")});
+  const Snapshot before = Snap(s);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    absl::StatusOr<int> got = s.AddNode(c.node);
+    ASSERT_FALSE(got.ok());
+    EXPECT_EQ(got.status().code(), c.code);
+    EXPECT_EQ(got.status().message(), c.message);
+    EXPECT_TRUE(Snap(s) == before);
+    EXPECT_EQ(s.num_nodes(), 2);
+    EXPECT_EQ(s.gpu_models().size(), 1u);
+    s.CheckInvariants();
+  }
+}
+
+TEST(ClusterStateDynamicTest, CreateRefusesDuplicateNames) {
+  auto s = ClusterState::Create({Node("x", 1000, 1000, 0, ""), Node("x", 1000, 1000, 0, "")});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(s.status().message(), "node 'x' already exists");
+}
+
+TEST(ClusterStateDynamicTest, AddNodeWhenTheModelTableIsFullIsRejected) {
+  std::vector<NodeSpec> nodes;
+  for (int i = 0; i < kMaxGpuModels - 1; ++i) {
+    nodes.push_back(Node("n" + std::to_string(i), 1000, 1000, 1, "M" + std::to_string(i)));
+  }
+  ClusterState s = *ClusterState::Create(nodes);
+  absl::StatusOr<int> got = s.AddNode(Node("last", 1000, 1000, 1, "one-too-many"));
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.num_nodes(), kMaxGpuModels - 1);
+  // A known model still goes in; so does a node of an unknown model whose GPUs are absent.
+  EXPECT_TRUE(s.AddNode(Node("again", 1000, 1000, 1, "M3")).ok());
+  EXPECT_TRUE(s.AddNode(Node("cpu", 1000, 1000, 0, "one-too-many")).ok());
+  s.CheckInvariants();
+}
+
+TEST_F(ClusterStateTest, CordonedNodeFitsNothingNewButKeepsItsPods) {
+  ASSERT_TRUE(state_.Allocate(Pod(1000, 1000, 1, 1000), On(0, {0})).ok());
+  const uint32_t version = state_.version(0);
+  state_.SetCordoned(0, true);
+  EXPECT_TRUE(state_.cordoned(0));
+  EXPECT_FALSE(state_.schedulable(0));
+  EXPECT_TRUE(state_.alive(0));
+  EXPECT_EQ(state_.num_unschedulable_nodes(), 1);
+  EXPECT_NE(state_.version(0), version);
+  EXPECT_FALSE(state_.Fits(0, Pod(1, 1)));
+  EXPECT_EQ(Feasible(state_, Pod(1, 1)), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(Feasible(state_, Pod(1, 1, 2, 500)), (std::vector<int>{1, 3}));  // the slow path
+  EXPECT_EQ(Feasible(state_, Pod(1, 1, 1, 500)), (std::vector<int>{1, 3}));
+  // Cordoning twice is one change; the pod stays and can still be released or added to
+  // (recovery re-applies bindings to cordoned nodes).
+  const uint32_t cordoned_version = state_.version(0);
+  state_.SetCordoned(0, true);
+  EXPECT_EQ(state_.version(0), cordoned_version);
+  EXPECT_EQ(state_.num_pods(0), 1);
+  ASSERT_TRUE(state_.Allocate(Pod(1000, 1000, 1, 1000), On(0, {1})).ok());
+  ASSERT_TRUE(state_.Release(Pod(1000, 1000, 1, 1000), On(0, {0})).ok());
+  state_.CheckInvariants();
+  state_.SetCordoned(0, false);
+  EXPECT_FALSE(state_.cordoned(0));
+  EXPECT_EQ(state_.num_unschedulable_nodes(), 0);
+  EXPECT_EQ(Feasible(state_, Pod(1, 1)), (std::vector<int>{0, 1, 2, 3}));
+  state_.CheckInvariants();
+}
+
+TEST(ClusterStateDynamicTest, NoScheduleAndNoExecuteTaintsBlockPreferNoScheduleDoesNot) {
+  ClusterState s = *ClusterState::Create({Tainted(Node("ns", 1000, 1000, 1, "A"), "NoSchedule"),
+                                          Tainted(Node("ne", 1000, 1000, 1, "A"), "NoExecute"),
+                                          Tainted(Node("pref", 1000, 1000, 1, "A"), "PreferNoSchedule"),
+                                          Node("plain", 1000, 1000, 1, "A")});
+  EXPECT_TRUE(s.tainted(0));
+  EXPECT_TRUE(s.tainted(1));
+  EXPECT_FALSE(s.tainted(2));
+  EXPECT_EQ(s.num_unschedulable_nodes(), 2);
+  EXPECT_EQ(Feasible(s, Pod(1, 1)), (std::vector<int>{2, 3}));
+  EXPECT_EQ(Feasible(s, Pod(1, 1, 1, 1000)), (std::vector<int>{2, 3}));
+  // Lifting the taint by an update makes the node schedulable again; a cordon survives it.
+  s.SetCordoned(1, true);
+  ASSERT_TRUE(s.UpdateNode(0, Node("ns", 1000, 1000, 1, "A")).ok());
+  ASSERT_TRUE(s.UpdateNode(1, Node("ne", 1000, 1000, 1, "A")).ok());
+  EXPECT_FALSE(s.tainted(0));
+  EXPECT_FALSE(s.tainted(1));
+  EXPECT_TRUE(s.cordoned(1));
+  EXPECT_EQ(Feasible(s, Pod(1, 1)), (std::vector<int>{0, 2, 3}));
+  s.CheckInvariants();
+}
+
+TEST_F(ClusterStateTest, RemoveNodeNeedsAnEmptyNodeThenLeavesADeadSlot) {
+  const Placement p = On(1, {1});
+  ASSERT_TRUE(state_.Allocate(Pod(1000, 1000, 1, 1000), p).ok());
+  absl::Status busy = state_.RemoveNode(1);
+  EXPECT_EQ(busy.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(busy.message(), "node 'n1' has 1 pods bound");
+  EXPECT_TRUE(state_.alive(1));
+  ASSERT_TRUE(state_.Release(Pod(1000, 1000, 1, 1000), p).ok());
+  const uint32_t version = state_.version(1);
+  ASSERT_TRUE(state_.RemoveNode(1).ok());
+  EXPECT_FALSE(state_.alive(1));
+  EXPECT_FALSE(state_.schedulable(1));
+  EXPECT_NE(state_.version(1), version);
+  EXPECT_EQ(state_.num_nodes(), 4);  // the slot stays
+  EXPECT_EQ(state_.num_live_nodes(), 3);
+  EXPECT_EQ(state_.FindNode("n1"), -1);
+  EXPECT_EQ(state_.node(1).name, "n1");
+  EXPECT_EQ(state_.node(1).num_gpus, 0);
+  EXPECT_EQ(state_.total_gpus(), 12);
+  EXPECT_EQ(state_.cpu_capacity_milli(), 32000 + 8000 + 64000);
+  EXPECT_EQ(state_.gpu_capacity_milli(), 12 * kMilliGpu);
+  // A dead slot fits nothing, even an empty pod, and takes no allocation.
+  EXPECT_FALSE(state_.Fits(1, Pod(0, 0)));
+  EXPECT_EQ(Feasible(state_, Pod(0, 0)), (std::vector<int>{0, 2, 3}));
+  EXPECT_EQ(state_.Allocate(Pod(0, 0), On(1)).code(), absl::StatusCode::kFailedPrecondition);
+  // The GPUs of later nodes moved: n3's are still addressed by its own indices.
+  ASSERT_TRUE(state_.Allocate(Pod(0, 0, 1, 300), On(3, {7})).ok());
+  EXPECT_EQ(state_.gpu_left(3)[7], 700);
+  state_.CheckInvariants();
+  // Removing again, or updating, a dead slot is NotFound; so is an index out of range.
+  EXPECT_EQ(state_.RemoveNode(1).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(state_.RemoveNode(9).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(state_.UpdateNode(1, Node("n1", 1, 1, 0, "")).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(state_.UpdateNode(-1, Node("n1", 1, 1, 0, "")).code(), absl::StatusCode::kNotFound);
+  // The name is free: a node added under it gets a new slot.
+  absl::StatusOr<int> again = state_.AddNode(Node("n1", 1000, 1000, 2, "B"));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, 4);
+  EXPECT_EQ(state_.FindNode("n1"), 4);
+  EXPECT_EQ(state_.ModelId("B"), 1);  // model ids are never reused or renumbered
+  state_.CheckInvariants();
+}
+
+TEST_F(ClusterStateTest, UpdateNodeKeepsAllocationsAndChangesCapacity) {
+  ASSERT_TRUE(state_.Allocate(Pod(10000, 20000, 1, 400), On(0, {2})).ok());
+  NodeSpec bigger = Node("n0", 40000, 70000, 4, "A");
+  bigger.labels = {{"zone", "b"}};
+  bigger.topology.numa = {{0, 40000, 70000}};
+  bigger.topology.gpus = {{0, "g", "0000:01:00.0"}, {0, "g", ""}, {-1, "", ""}, {0, "", ""}};
+  const uint32_t version = state_.version(0);
+  ASSERT_TRUE(state_.UpdateNode(0, bigger).ok());
+  EXPECT_NE(state_.version(0), version);
+  EXPECT_EQ(state_.node(0), bigger);
+  EXPECT_EQ(state_.cpu_left(0), 30000);
+  EXPECT_EQ(state_.memory_left(0), 50000);
+  EXPECT_EQ(Gpus(0), (std::vector<int32_t>{1000, 1000, 600, 1000}));
+  EXPECT_EQ(state_.cpu_capacity_milli(), 40000 + 16000 + 8000 + 64000);
+  state_.CheckInvariants();
+  // Shrinking to exactly what is allocated is allowed; below it is not.
+  EXPECT_TRUE(state_.UpdateNode(0, Node("n0", 10000, 20000, 4, "A")).ok());
+  EXPECT_EQ(state_.cpu_left(0), 0);
+  absl::Status below = state_.UpdateNode(0, Node("n0", 9999, 20000, 4, "A"));
+  EXPECT_EQ(below.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(below.message(),
+            "node 'n0': new capacity 9999 milli-CPU, 20000 MiB is below what is allocated "
+            "(10000 milli-CPU, 20000 MiB)");
+  EXPECT_EQ(state_.UpdateNode(0, Node("n0", 10000, 19999, 4, "A")).code(),
+            absl::StatusCode::kFailedPrecondition);
+  // GPU count or model may not change under a GPU pod.
+  const Snapshot before = Snap(state_);
+  absl::Status gpus = state_.UpdateNode(0, Node("n0", 10000, 20000, 8, "A"));
+  EXPECT_EQ(gpus.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(gpus.message(),
+            "node 'n0': GPU count or model may not change while a GPU pod is bound (4 A -> 8 A)");
+  EXPECT_EQ(state_.UpdateNode(0, Node("n0", 10000, 20000, 4, "B")).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(state_.UpdateNode(0, Node("n0", 10000, 20000, 4, "C")).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(state_.gpu_models().size(), 2u);  // the refused update added no model
+  // Renaming and invalid specs are refused too.
+  EXPECT_EQ(state_.UpdateNode(0, Node("other", 10000, 20000, 4, "A")).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(state_.UpdateNode(0, Tainted(Node("n0", 10000, 20000, 4, "A"), "Bad")).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Snap(state_) == before);
+  state_.CheckInvariants();
+}
+
+TEST_F(ClusterStateTest, UpdateNodeChangesGpusOfANodeWithoutGpuPods) {
+  // A CPU-only pod on n1 does not hold its GPUs.
+  ASSERT_TRUE(state_.Allocate(Pod(1000, 1000), On(1)).ok());
+  ASSERT_TRUE(state_.Allocate(Pod(0, 0, 2, 1000), On(3, {6, 7})).ok());
+  ASSERT_TRUE(state_.UpdateNode(1, Node("n1", 16000, 32768, 6, "C")).ok());
+  EXPECT_EQ(state_.node(1).num_gpus, 6);
+  EXPECT_EQ(state_.model(1), state_.ModelId("C"));
+  EXPECT_EQ(Gpus(1), std::vector<int32_t>(6, 1000));
+  EXPECT_EQ(state_.total_gpus(), 18);
+  EXPECT_EQ(state_.gpu_capacity_milli(), 18 * kMilliGpu);
+  // n3's GPUs moved with the offsets and kept their allocation.
+  EXPECT_EQ(Gpus(3), (std::vector<int32_t>{1000, 1000, 1000, 1000, 1000, 1000, 0, 0}));
+  const uint64_t c = uint64_t{1} << state_.ModelId("C");
+  EXPECT_EQ(Feasible(state_, Pod(0, 0, 6, 1000, c)), std::vector<int>{1});
+  state_.CheckInvariants();
+  // Down to no GPUs at all.
+  ASSERT_TRUE(state_.UpdateNode(1, Node("n1", 16000, 32768, 0, "")).ok());
+  EXPECT_EQ(state_.model(1), kNoGpuModel);
+  EXPECT_EQ(state_.total_gpus(), 12);
+  EXPECT_TRUE(Feasible(state_, Pod(0, 0, 1, 1000, c)).empty());
+  ASSERT_TRUE(state_.Release(Pod(0, 0, 2, 1000), On(3, {6, 7})).ok());
+  state_.CheckInvariants();
+}
+
+TEST(ClusterStateDynamicTest, UpdateNodeWhenTheModelTableIsFullIsRejected) {
+  std::vector<NodeSpec> nodes;
+  for (int i = 0; i < kMaxGpuModels - 1; ++i) {
+    nodes.push_back(Node("n" + std::to_string(i), 1000, 1000, 1, "M" + std::to_string(i)));
+  }
+  ClusterState s = *ClusterState::Create(nodes);
+  absl::Status st = s.UpdateNode(0, Node("n0", 1000, 1000, 1, "one-too-many"));
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.node(0).gpu_model, "M0");
+  s.CheckInvariants();
+}
+
+// Random walk over every operation: after each step FeasibleNodes equals Fits on each node,
+// and the audit holds.
+TEST(ClusterStatePropertyTest, RandomNodeChurnKeepsFeasibilityAndAccounting) {
+  std::mt19937_64 rng(1213);
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  ClusterState s = *ClusterState::Create({});
+  std::vector<LivePod> live;
+  int next_name = 0, adds = 0, removes = 0, updates = 0, cordons = 0, binds = 0;
+  const int gpu_choices[] = {0, 1, 2, 4, 8};
+  auto random_spec = [&](std::string name) {
+    NodeSpec n = Node(std::move(name), 1000 * uniform(4, 64), 1024 * uniform(4, 64),
+                      gpu_choices[uniform(0, 4)], uniform(0, 1) ? "A" : "B");
+    if (uniform(0, 5) == 0) n.taints.push_back({"k", "", uniform(0, 1) ? "NoSchedule" : "PreferNoSchedule"});
+    return n;
+  };
+  for (int step = 0; step < 4000; ++step) {
+    const int op = uniform(0, 9);
+    const int n = s.num_nodes() == 0 ? -1 : uniform(0, s.num_nodes() - 1);
+    if (op == 0 || n < 0) {
+      ASSERT_TRUE(s.AddNode(random_spec("n" + std::to_string(next_name++))).ok());
+      ++adds;
+    } else if (op == 1 && s.alive(n)) {
+      // Drain, then remove.
+      for (size_t i = 0; i < live.size();) {
+        if (live[i].placement.node == n) {
+          ASSERT_TRUE(s.Release(live[i].pod, live[i].placement).ok());
+          live[i] = live.back();
+          live.pop_back();
+        } else {
+          ++i;
+        }
+      }
+      ASSERT_TRUE(s.RemoveNode(n).ok());
+      ++removes;
+    } else if (op == 2 && s.alive(n)) {
+      updates += s.UpdateNode(n, random_spec(s.node(n).name)).ok();
+    } else if (op == 3 && s.alive(n)) {
+      s.SetCordoned(n, !s.cordoned(n));
+      ++cordons;
+    } else if (op <= 5 && !live.empty()) {
+      const size_t i = static_cast<size_t>(uniform(0, static_cast<int>(live.size()) - 1));
+      ASSERT_TRUE(s.Release(live[i].pod, live[i].placement).ok());
+      live[i] = live.back();
+      live.pop_back();
+    } else {
+      PodShape pod = Pod(250 * uniform(0, 16), 256 * uniform(0, 16));
+      const int kind = uniform(0, 3);
+      if (kind == 1) {
+        pod.num_gpu = 1;
+        pod.gpu_milli = 50 * uniform(1, 19);
+      } else if (kind >= 2) {
+        pod.num_gpu = 1 << uniform(0, 2);
+        pod.gpu_milli = kind == 2 ? kMilliGpu : 500;
+      }
+      std::vector<int> fit;
+      s.FeasibleNodes(pod, &fit);
+      ASSERT_EQ(fit, FitsEach(s, pod)) << "step " << step;
+      for (int f : fit) ASSERT_TRUE(s.schedulable(f)) << "step " << step;
+      if (!fit.empty()) {
+        Placement p = On(fit[static_cast<size_t>(uniform(0, static_cast<int>(fit.size()) - 1))]);
+        std::span<const int32_t> gpus = s.gpu_left(p.node);
+        for (int g = 0; g < static_cast<int>(gpus.size()) && p.num_gpus < pod.num_gpu; ++g) {
+          if (gpus[g] >= pod.gpu_milli) p.gpus[p.num_gpus++] = static_cast<int8_t>(g);
+        }
+        ASSERT_TRUE(s.Allocate(pod, p).ok()) << "step " << step;
+        live.push_back({pod, p});
+        ++binds;
+      }
+    }
+    CheckInvariants(s, live);
+    s.CheckInvariants();
+    if (HasFatalFailure()) FAIL() << "invariant broken at step " << step;
+  }
+  EXPECT_GT(adds, 100);
+  EXPECT_GT(removes, 50);
+  EXPECT_GT(updates, 50);
+  EXPECT_GT(cordons, 100);
+  EXPECT_GT(binds, 500);
+  RecordProperty("adds", adds);
+  RecordProperty("removes", removes);
 }
 
 }  // namespace

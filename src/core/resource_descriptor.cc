@@ -1051,6 +1051,16 @@ absl::StatusOr<NodeSpec> NodeDescriptor::ToNodeSpec(const ClusterDescriptor& clu
     spec.cost_usd_per_hour = it->second.price_usd_per_hour * spec.num_gpus;
     spec.power_w = it->second.power_w * spec.num_gpus;
   }
+  spec.labels = labels;
+  spec.topology.numa.reserve(numa_nodes.size());
+  for (const NumaNode& numa : numa_nodes) {
+    spec.topology.numa.push_back({numa.id, numa.cpu_milli, numa.memory_mib});
+  }
+  // One entry per GPU, in device order: GPU device i of the NodeSpec is the i-th kGpu device.
+  for (const Device& d : devices) {
+    if (d.type != DeviceType::kGpu) continue;
+    spec.topology.gpus.push_back({d.binding.numa_node, d.nvlink_group, d.binding.pci_address});
+  }
   return spec;
 }
 

@@ -190,6 +190,16 @@ TEST(ExampleFilesTest, ExampleConvertsToNodeSpecs) {
   }
   EXPECT_DOUBLE_EQ((*specs)[0].cost_usd_per_hour, 8 * 3.67);
   EXPECT_DOUBLE_EQ((*specs)[1].power_w, 8 * 700.0);
+  for (size_t i = 0; i < specs->size(); ++i) {
+    const NodeDescriptor& node = c->nodes[i];
+    EXPECT_EQ((*specs)[i].labels, node.labels);
+    EXPECT_EQ((*specs)[i].topology.numa.size(), node.numa_nodes.size());
+    EXPECT_EQ((*specs)[i].topology.gpus.size(), 8u);
+  }
+  // The example's topology is one ClusterState accepts.
+  absl::StatusOr<ClusterState> state = ClusterState::Create(*specs);
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->num_live_nodes(), 2);
 }
 
 // The first fenced block of `language` in `markdown`.
@@ -731,6 +741,41 @@ INSTANTIATE_TEST_SUITE_P(Nodes, ToNodeSpecTest, testing::ValuesIn(NodeSpecCases(
                          [](const testing::TestParamInfo<NodeSpecCase>& info) {
                            return info.param.name;
                          });
+
+TEST(ToNodeSpecTopologyTest, CarriesNumaGpuAttachmentNvlinkAndLabelsInDeviceOrder) {
+  NodeDescriptor n = Node("topo", {Numa(0, 64000, 524288), Numa(3, 32000, 1024)});
+  n.labels = {{"zone", "a"}, {"rack", "r7"}};
+  // GPUs interleaved with other devices: GPU i of the NodeSpec is the i-th GPU device.
+  n.devices.push_back(Other("cpu0", DeviceType::kCpu, {{"cores", 16}}));
+  n.devices.push_back(Gpu("gpu-a", "A100", 3, "nvl-1"));
+  n.devices.push_back(Other("fpga0", DeviceType::kFpga, {{"lut_count", 1}}));
+  n.devices.push_back(Gpu("gpu-b", "A100", 0, ""));
+  n.devices.push_back(Gpu("gpu-c", "A100", -1, "nvl-1"));
+  n.devices[1].binding.pci_address = "0000:3b:00.0";
+  n.devices[3].binding.pci_address = "0000:5e:00.0";
+  absl::StatusOr<NodeSpec> got = n.ToNodeSpec(PricedCluster());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->labels, n.labels);
+  EXPECT_TRUE(got->taints.empty());
+  const std::vector<NumaInfo> want_numa = {{0, 64000, 524288}, {3, 32000, 1024}};
+  EXPECT_EQ(got->topology.numa, want_numa);
+  const std::vector<GpuTopology> want_gpus = {
+      {3, "nvl-1", "0000:3b:00.0"}, {0, "", "0000:5e:00.0"}, {-1, "nvl-1", ""}};
+  EXPECT_EQ(got->topology.gpus, want_gpus);
+  // The scheduler's state accepts what the descriptor yields.
+  absl::StatusOr<ClusterState> state = ClusterState::Create({*got});
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->node(0), *got);
+}
+
+TEST(ToNodeSpecTopologyTest, NodeWithoutGpusHasNumaButNoGpuTopology) {
+  NodeDescriptor n = Node("cpu", {Numa(0, 16000, 8192)});
+  absl::StatusOr<NodeSpec> got = n.ToNodeSpec(PricedCluster());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->topology.numa.size(), 1u);
+  EXPECT_TRUE(got->topology.gpus.empty());
+  EXPECT_TRUE(got->labels.empty());
+}
 
 TEST(ToNodeSpecErrorTest, RejectsMixedGpuModels) {
   NodeDescriptor n = Node("mixed", {Numa(0, 1000, 1024)});

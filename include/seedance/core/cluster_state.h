@@ -93,10 +93,11 @@ inline constexpr std::string_view kTaintNoExecute = "NoExecute";
 
 // A node taint. key non-empty; effect one of the kTaint* names (checked by AddNode/UpdateNode).
 // NoSchedule and NoExecute keep every new pod off the node (pods have no tolerations yet).
+// (The "= {}" on members here and below keeps partial designated initialisers warning-free.)
 struct Taint {
-  std::string key;
-  std::string value;
-  std::string effect;
+  std::string key = {};
+  std::string value = {};
+  std::string effect = {};
 
   // True for NoSchedule and NoExecute.
   bool Blocks() const { return effect == kTaintNoSchedule || effect == kTaintNoExecute; }
@@ -116,8 +117,8 @@ struct NumaInfo {
 // Where one GPU is attached.
 struct GpuTopology {
   int numa_node = -1;        // a NumaInfo::id of the same node; -1 = unknown
-  std::string nvlink_group;  // GPUs sharing a non-empty group are NVLink-connected
-  std::string pci_address;   // "0000:3b:00.0"; empty = unknown
+  std::string nvlink_group = {};  // GPUs sharing a non-empty group are NVLink-connected
+  std::string pci_address = {};   // "0000:3b:00.0"; empty = unknown
 
   bool operator==(const GpuTopology&) const = default;
 };
@@ -125,8 +126,8 @@ struct GpuTopology {
 // A node's topology. Both lists may be empty (unknown). gpus is empty or has exactly one entry
 // per GPU, gpus[i] describing GPU device i (the device index of Placement::gpus).
 struct NodeTopology {
-  std::vector<NumaInfo> numa;
-  std::vector<GpuTopology> gpus;
+  std::vector<NumaInfo> numa = {};
+  std::vector<GpuTopology> gpus = {};
 
   bool operator==(const NodeTopology&) const = default;
 };

@@ -102,8 +102,11 @@ struct NodeDescriptor {
   // node mixes GPU models.
   absl::StatusOr<std::string> GpuModel() const;
 
-  // The scheduler's view of this node: name, CpuMilli, MemoryMib, NumGpus, GpuModel, and
-  // cost_usd_per_hour / power_w = the GPU model's price / power times the number of GPUs.
+  // The scheduler's view of this node: name, CpuMilli, MemoryMib, NumGpus, GpuModel,
+  // cost_usd_per_hour / power_w = the GPU model's price / power times the number of GPUs, the
+  // labels, and the topology: every NUMA node (id, cpu_milli, memory_mib) and, per GPU in device
+  // order (the i-th GPU device is GPU i of the NodeSpec), its NUMA node, NVLink group and PCI
+  // address. No taints (the descriptor has none).
   // Fails if the node mixes GPU models, has more than kMaxGpusPerNode GPUs, or names a GPU model
   // missing from cluster.gpu_models.
   // REQUIRES: the descriptor passed Validate (sums must not overflow).
