@@ -1,5 +1,9 @@
 #include "seedance/policy/policy.h"
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -388,6 +392,26 @@ TEST(ParsePolicyErrorTest, NamesFromTheFileAreSafeToPrint) {
   const std::string msg = ErrorOf("profiles: [{name: a, policy: \"\\e[31mred\"}]\n");
   EXPECT_THAT(msg, HasSubstr("unknown policy '\\x1B[31mred'"));
   EXPECT_EQ(msg.find('\x1b'), std::string::npos);
+}
+
+TEST(ExamplesTest, EveryExamplePolicyParses) {
+  const char* root = std::getenv("SEEDANCE_SOURCE_DIR");
+  ASSERT_NE(root, nullptr) << "ctest sets SEEDANCE_SOURCE_DIR";
+  const std::filesystem::path dir = std::filesystem::path(root) / "examples" / "policy";
+  int parsed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".yaml") continue;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    absl::StatusOr<Policy> p = ParsePolicy(text.str(), entry.path().string());
+    EXPECT_TRUE(p.ok()) << p.status();
+    if (p.ok()) {
+      EXPECT_FALSE(p->rules.empty()) << entry.path();
+    }
+    ++parsed;
+  }
+  EXPECT_GE(parsed, 2);
 }
 
 TEST(ActionKindNameTest, Names) {
