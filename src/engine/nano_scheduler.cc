@@ -377,6 +377,13 @@ JoinHandle NanoScheduler::Spawn(Task task, int priority) {
 
 void NanoScheduler::MakeReady(TaskControl* t, bool front) { impl_->MakeReady(t, front); }
 
+void NanoScheduler::SetReadyBitForTesting(int priority) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  const uint64_t bit = uint64_t{1} << std::clamp(priority, 0, kMaxPriority);
+  m.ready_mask.store(m.ready_mask.load(std::memory_order_relaxed) | bit, std::memory_order_relaxed);
+}
+
 size_t NanoScheduler::RunUntilIdle() {
   Impl& m = *impl_;
   SEEDANCE_CHECK(m.manual != nullptr) << "RunUntilIdle() is for manual mode (workers = 0), this "

@@ -155,6 +155,22 @@ TEST(NanoSchedulerDeathTest, TaskInAnotherPrioritysQueueIsCaught) {
       "task of priority 9 in the ready queue of priority 2");
 }
 
+// Push sets a queue's ready bit when it gives the queue a head, Pop clears it when it takes the
+// last one, whatever the tasks' own fields say; so no corrupted task reaches this state and it
+// comes from the test-only SetReadyBitForTesting: a dispatch must not follow a bit to an empty
+// queue.
+TEST(NanoSchedulerDeathTest, ReadyBitOfAnEmptyQueueIsCaught) {
+  EXPECT_DEATH(
+      {
+        NanoScheduler sched({.workers = 0});
+        std::vector<std::string> log;
+        JoinHandle h = sched.Spawn(Record(&log, "a"), 3);
+        sched.SetReadyBitForTesting(9);
+        sched.RunUntilIdle();
+      },
+      "invariant violated.*ready bit 9 set on an empty queue");
+}
+
 TEST(NanoSchedulerDeathTest, WorkerPriorityOutOfStepWithItsTaskIsCaught) {
   EXPECT_DEATH(
       {

@@ -457,6 +457,12 @@ void TimerWheel::CorruptForTesting(TimerHandle handle, TestCorruption field, int
     case TestCorruption::kSize:
       size_ += static_cast<size_t>(value);
       return;
+    case TestCorruption::kBucketEntry:
+      buckets_[n.bucket][n.pos] = static_cast<uint32_t>(value);
+      return;
+    case TestCorruption::kFreeListHead:
+      slab_->free_head = static_cast<uint32_t>(value);
+      return;
   }
 }
 

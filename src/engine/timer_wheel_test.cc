@@ -103,6 +103,47 @@ TEST(TimerWheelDeathTest, AuditCatchesASizeMismatch) {
   EXPECT_DEATH(wheel.CheckInvariants(), "1 timers in buckets, size\\(\\) says 2");
 }
 
+TEST(TimerWheelDeathTest, AuditCatchesABucketNamingATimerBeyondTheSlab) {
+  TimerWheel wheel({.tick_ns = kMs});
+  const TimerHandle h = wheel.Schedule(5 * kMs, [] {});
+  wheel.CorruptForTesting(h, Corrupt::kBucketEntry, 99);  // one timer slot in use
+  EXPECT_DEATH(wheel.CheckInvariants(), "bucket 5 holds timer 99, beyond the slab");
+}
+
+TEST(TimerWheelDeathTest, AuditCatchesATimerThatDoesNotKnowItsPosition) {
+  TimerWheel wheel({.tick_ns = kMs});
+  const TimerHandle h = wheel.Schedule(5 * kMs, [] {});
+  wheel.CorruptForTesting(h, Corrupt::kPosition, 7);
+  EXPECT_DEATH(wheel.CheckInvariants(),
+               "timer 0 in bucket 5 at 0 says state 1, bucket 5, position 7");
+}
+
+// The free-list walk: a pending timer on the free list would be handed out again while it
+// waits; a slot neither free nor pending is lost for good.
+TEST(TimerWheelDeathTest, AuditCatchesAPendingTimerOnTheFreeList) {
+  TimerWheel wheel({.tick_ns = kMs});
+  const TimerHandle h = wheel.Schedule(5 * kMs, [] {});
+  wheel.CorruptForTesting(h, Corrupt::kFreeListHead, h.index);
+  EXPECT_DEATH(wheel.CheckInvariants(), "timer slot 0 on the free list is not free");
+}
+
+TEST(TimerWheelDeathTest, AuditCatchesATimerSlotNeitherFreeNorPending) {
+  TimerWheel wheel({.tick_ns = kMs});
+  const TimerHandle a = wheel.Schedule(5 * kMs, [] {});
+  const TimerHandle b = wheel.Schedule(6 * kMs, [] {});
+  ASSERT_TRUE(wheel.Cancel(a));                            // slot 0 is now free
+  wheel.CorruptForTesting(b, Corrupt::kFreeListHead, -1);  // and now lost
+  EXPECT_DEATH(wheel.CheckInvariants(), "0 free \\+ 1 pending timer slots, 2 in use");
+}
+
+TEST(TimerWheelDeathTest, CorruptionOfATimerNotPendingIsRefused) {
+  TimerWheel wheel({.tick_ns = kMs});
+  const TimerHandle h = wheel.Schedule(5 * kMs, [] {});
+  ASSERT_TRUE(wheel.Cancel(h));
+  EXPECT_DEATH(wheel.CorruptForTesting(h, Corrupt::kSize, 1),
+               "CorruptForTesting needs a pending timer");
+}
+
 TEST(TimerWheelDeathTest, AuditFromInsideACallbackIsCaught) {
   TimerWheel wheel({.tick_ns = kMs});
   wheel.Schedule(kMs, [&wheel] { wheel.CheckInvariants(); });

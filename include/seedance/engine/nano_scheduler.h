@@ -200,6 +200,10 @@ class NanoScheduler {
 
   // Internal (awaitables, events, timers): makes a suspended task ready again.
   void MakeReady(nano_internal::TaskControl* t, bool front = false);
+  // Test-only, for the death test of the ready-queue check: sets the ready bit of `priority`
+  // (clamped to 0..kMaxPriority) whatever its queue holds. Every other call keeps a queue's bit
+  // and its contents in step, whatever the tasks' own fields say, so none can produce this state.
+  void SetReadyBitForTesting(int priority);
   struct Impl;  // internal
 
  private:

@@ -94,8 +94,18 @@ class TimerWheel {
   // up. Not from inside a callback. The hot paths check their O(1) share of this in every build.
   void CheckInvariants() const;
   // Test-only, for the death tests of those checks: overwrites one internal field of the pending
-  // timer `handle` (kPendingBit clears the bit of its bucket; kSize adds `value` to size()).
-  enum class TestCorruption { kDeadlineNs, kExpiryTick, kPosition, kPendingBit, kSize };
+  // timer `handle` (kPendingBit clears the bit of its bucket; kSize adds `value` to size();
+  // kBucketEntry makes its entry in its bucket's array name timer `value`; kFreeListHead makes
+  // the free list start at timer `value`, -1 for none).
+  enum class TestCorruption {
+    kDeadlineNs,
+    kExpiryTick,
+    kPosition,
+    kPendingBit,
+    kSize,
+    kBucketEntry,
+    kFreeListHead
+  };
   void CorruptForTesting(TimerHandle handle, TestCorruption field, int64_t value);
 
   size_t size() const { return size_; }
