@@ -1,14 +1,13 @@
 // Durable state throughput and restart cost of seedance_store (SQLite, WAL, synchronous=FULL).
 //
-// BM_Commit/pods:N/bg_checkpoint:B: each iteration commits one batch of N new pods (upserts with a typical 200-byte
-// spec) and N events, fsync'd before Commit returns - what the server's group commit does for N
-// requests. items_per_second is pods/s; commits_per_second is batches/s; p50/p99/max_ms are
-// single-Commit latencies. bg_checkpoint:1 is the default background checkpointer, 0 SQLite's
-// automatic checkpoint inside the committing call.
-// BM_BindCommit/64: 64 existing pods updated to Bound plus 64 events (the binding half).
-// BM_Load/N: Load() of a store holding N pods and 1,213 nodes (after a clean reopen);
-// BM_OpenLoad/N: Open (lock, identity checks, quick_check) + Load, i.e. the store's share of a
-// server restart.
+// BM_Commit/pods:N/bg_checkpoint:B: each iteration commits one batch of N new pods (upserts with a
+// typical 200-byte spec) and N events, fsync'd before Commit returns - what the server's group
+// commit does for N requests. items_per_second is pods/s; commits_per_second is batches/s;
+// p50/p99/max_ms are single-Commit latencies. bg_checkpoint:1 is the default background
+// checkpointer, 0 SQLite's automatic checkpoint inside the committing call. BM_BindCommit/64: 64
+// existing pods updated to Bound plus 64 events (the binding half). BM_Load/N: Load() of a store
+// holding N pods and 1,213 nodes (after a clean reopen); BM_OpenLoad/N: Open (lock, identity
+// checks, quick_check) + Load, i.e. the store's share of a server restart.
 //
 // State goes to $SEEDANCE_BENCH_DIR/store_bench.state (default: the current directory); it must
 // be a real disk since tmpfs makes fsync free.
@@ -210,8 +209,7 @@ void BM_Load(benchmark::State& state) {
     benchmark::DoNotOptimize(snap);
   }
   state.counters["pods"] = static_cast<double>(pods);
-  state.counters["file_MB"] =
-      static_cast<double>(std::filesystem::file_size(store->path())) / 1e6;
+  state.counters["file_MB"] = static_cast<double>(std::filesystem::file_size(store->path())) / 1e6;
 }
 
 void BM_OpenLoad(benchmark::State& state) {
@@ -234,7 +232,9 @@ BENCHMARK(BM_Commit)
     ->Args({1, 1})
     ->Args({8, 1})
     ->Args({64, 1})
-    ->Args({64, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Args({64, 0})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_BindCommit)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Load)->Arg(100000)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_OpenLoad)->Arg(100000)->Unit(benchmark::kMillisecond)->Iterations(5)->UseRealTime();

@@ -12,8 +12,8 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
-#include <thread>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -61,8 +61,7 @@ absl::Status SqliteStatus(int rc, sqlite3* db, const std::string& path, std::str
       return absl::DataLossError(
           absl::StrCat(msg, " (the state database is corrupt); refusing to use it"));
     case SQLITE_NOTADB:
-      return absl::FailedPreconditionError(
-          absl::StrCat(msg, " (not a Seedance state database)"));
+      return absl::FailedPreconditionError(absl::StrCat(msg, " (not a Seedance state database)"));
     case SQLITE_FULL:
       return absl::ResourceExhaustedError(absl::StrCat(msg, " (disk full)"));
     case SQLITE_PERM:
@@ -218,9 +217,9 @@ absl::StatusOr<int> AcquireLock(const std::string& dir) {
     if (holder.empty() || holder.find_first_not_of("0123456789") != std::string::npos) {
       holder = "unknown";
     }
-    return absl::FailedPreconditionError(absl::StrCat(
-        "state directory ", dir, " is in use by another seedance server (pid ", holder,
-        ", holding ", path, "); two servers cannot share one --state directory"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("state directory ", dir, " is in use by another seedance server (pid ", holder,
+                     ", holding ", path, "); two servers cannot share one --state directory"));
   }
   std::string pid = absl::StrCat(::getpid(), "\n");
   if (::ftruncate(fd, 0) != 0 ||
@@ -286,8 +285,8 @@ absl::Status CheckIds(const std::string& path, int64_t app_id, int64_t version) 
   }
   if (version < 1) {
     return absl::DataLossError(absl::StrFormat(
-        "%s: Seedance application id but schema version %d; the state database is corrupt",
-        path, version));
+        "%s: Seedance application id but schema version %d; the state database is corrupt", path,
+        version));
   }
   return absl::OkStatus();
 }
@@ -494,8 +493,8 @@ struct Store::Impl {
 
   absl::Status ReadCounters(Counters* c) {
     sqlite3* w = writer.get();
-    absl::Status s = QueryInt(w, path, "SELECT value FROM meta WHERE key = 'revision'",
-                              &c->revision);
+    absl::Status s =
+        QueryInt(w, path, "SELECT value FROM meta WHERE key = 'revision'", &c->revision);
     if (s.ok()) {
       s = QueryInt(w, path, "SELECT value FROM meta WHERE key = 'events_dropped_through'",
                    &c->dropped);
@@ -590,8 +589,8 @@ Store::~Store() = default;
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir_in, StoreOptions o) {
   if (dir_in.empty()) return absl::InvalidArgumentError("--state: the directory name is empty");
   if (o.checkpoint_pages < 0 || o.checkpoint_pages > (1 << 20)) {
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint pages must be in 0..1048576 (got ",
-                                                   o.checkpoint_pages, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint pages must be in 0..1048576 (got ", o.checkpoint_pages, ")"));
   }
   if (o.event_retention < 1) {
     return absl::InvalidArgumentError(
@@ -710,9 +709,9 @@ absl::StatusOr<Snapshot> Store::Load() {
 absl::Status Store::Commit(const Batch& batch) {
   std::lock_guard<std::mutex> lock(impl_->writer_mu);
   if (!impl_->broken.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        impl_->path, ": the store is unusable after an earlier failed commit (",
-        impl_->broken.message(), "); restart to recover from disk"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(impl_->path, ": the store is unusable after an earlier failed commit (",
+                     impl_->broken.message(), "); restart to recover from disk"));
   }
   // Validate everything before writing anything.
   const int64_t current = revision_.load();
@@ -723,8 +722,8 @@ absl::Status Store::Commit(const Batch& batch) {
   int64_t last = last_event_revision_.load();
   for (const EventRecord& e : batch.events) {
     if (e.revision <= last) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "event revision ", e.revision, " is not above the previous event's ", last));
+      return absl::InvalidArgumentError(
+          absl::StrCat("event revision ", e.revision, " is not above the previous event's ", last));
     }
     if (e.revision > batch.revision) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -841,15 +840,14 @@ absl::Status Store::CommitLocked(const Batch& batch) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<EventRecord>> Store::EventsSince(int64_t after_revision,
-                                                            size_t limit) {
+absl::StatusOr<std::vector<EventRecord>> Store::EventsSince(int64_t after_revision, size_t limit) {
   std::vector<EventRecord> out;
   if (limit == 0) return out;
   std::lock_guard<std::mutex> lock(impl_->reader_mu);
   sqlite3_stmt* q = impl_->events_since.get();
   sqlite3_bind_int64(q, 1, after_revision);
-  sqlite3_bind_int64(q, 2, limit > static_cast<size_t>(INT64_MAX) ? INT64_MAX
-                                                                   : static_cast<int64_t>(limit));
+  sqlite3_bind_int64(
+      q, 2, limit > static_cast<size_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(limit));
   int rc;
   while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
     EventRecord& e = out.emplace_back();

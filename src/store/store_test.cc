@@ -296,8 +296,7 @@ TEST(StoreTest, RetentionDropsTheOldestEventsAndPersists) {
     b2.revision = 100;
     ASSERT_TRUE(store->Commit(b2).ok());
     EXPECT_EQ(store->event_count(), 5);
-    EXPECT_EQ(Revisions(*store->EventsSince(0, 100)),
-              (std::vector<int64_t>{60, 70, 80, 90, 100}));
+    EXPECT_EQ(Revisions(*store->EventsSince(0, 100)), (std::vector<int64_t>{60, 70, 80, 90, 100}));
     // Dropped: 1, 2, 3, 40, 50. A watch from 50 or later is complete; from 49 it must relist.
     EXPECT_EQ(store->oldest_event_revision(), 50);
   }
@@ -310,8 +309,7 @@ TEST(StoreTest, RetentionDropsTheOldestEventsAndPersists) {
   b3.revision = 101;
   ASSERT_TRUE(store->Commit(b3).ok());
   EXPECT_EQ(store->oldest_event_revision(), 60);
-  EXPECT_EQ(Revisions(*store->EventsSince(60, 100)),
-            (std::vector<int64_t>{70, 80, 90, 100, 101}));
+  EXPECT_EQ(Revisions(*store->EventsSince(60, 100)), (std::vector<int64_t>{70, 80, 90, 100, 101}));
   // A larger retention on reopen keeps what is there and drops nothing more.
   store.reset();
   o.event_retention = 1000;
@@ -456,8 +454,7 @@ TEST(StoreRefusalTest, PlainTextFile) {
   TempDir t;
   std::filesystem::create_directories(t.state());
   WriteAll(t.db(), "name,cpu_milli\nnode-1,64000\n");
-  ExpectRefused(t.state(), t.db(), absl::StatusCode::kFailedPrecondition,
-                "not an SQLite database");
+  ExpectRefused(t.state(), t.db(), absl::StatusCode::kFailedPrecondition, "not an SQLite database");
 }
 
 TEST(StoreRefusalTest, EmptyFile) {
@@ -500,8 +497,9 @@ void RawSql(const std::string& path, const std::string& sql) {
 TEST(StoreRefusalTest, SqliteDatabaseOfAnotherApplication) {
   TempDir t;
   std::filesystem::create_directories(t.state());
-  RawSql(t.db(), "PRAGMA application_id=305419896; CREATE TABLE pods(x); INSERT INTO pods "
-                 "VALUES(1);");
+  RawSql(t.db(),
+         "PRAGMA application_id=305419896; CREATE TABLE pods(x); INSERT INTO pods "
+         "VALUES(1);");
   ExpectRefused(t.state(), t.db(), absl::StatusCode::kFailedPrecondition,
                 "another application (application_id 0x12345678");
 }
@@ -521,8 +519,9 @@ void RawSqlLeavingWal(const std::string& path, const std::string& sql) {
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
   char* err = nullptr;
-  int rc = sqlite3_exec(db, ("PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0; " + sql).c_str(),
-                        nullptr, nullptr, &err);
+  int rc =
+      sqlite3_exec(db, ("PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0; " + sql).c_str(),
+                   nullptr, nullptr, &err);
   EXPECT_EQ(rc, SQLITE_OK) << (err != nullptr ? err : "");
   sqlite3_free(err);
   sqlite3_close(db);
@@ -614,8 +613,7 @@ TEST(StoreRefusalTest, GarbledHeader) {
   std::string data = ReadAll(t.db());
   for (size_t i = 0; i < 16; ++i) data[i] = static_cast<char>(0xA5 ^ i);
   WriteAll(t.db(), data);
-  ExpectRefused(t.state(), t.db(), absl::StatusCode::kFailedPrecondition,
-                "not an SQLite database");
+  ExpectRefused(t.state(), t.db(), absl::StatusCode::kFailedPrecondition, "not an SQLite database");
 }
 
 TEST(StoreRefusalTest, LeftoverInitFileIsDiscarded) {
@@ -873,10 +871,11 @@ TEST(StoreDurabilityTest, EveryReportedCommitSurvivesSigkill) {
       ASSERT_EQ((*events)[r - 1].revision, r);
       ASSERT_EQ((*events)[r - 1].object_json, Event(r).object_json);
     }
-    std::printf("round %d: killed after %d ms, %zu commits reported, revision %lld recovered, "
-                "%zu pods, %zu nodes\n",
-                round, delay_ms, reported.size(), static_cast<long long>(snap->revision),
-                snap->pods.size(), snap->nodes.size());
+    std::printf(
+        "round %d: killed after %d ms, %zu commits reported, revision %lld recovered, "
+        "%zu pods, %zu nodes\n",
+        round, delay_ms, reported.size(), static_cast<long long>(snap->revision), snap->pods.size(),
+        snap->nodes.size());
     previous = snap->revision;
   }
 }

@@ -25,7 +25,7 @@ struct NodeRecord {
   std::string name;       // the key; not empty
   std::string spec_json;  // opaque to the store
   bool cordoned = false;
-  int64_t revision = 0;   // revision of the last change
+  int64_t revision = 0;  // revision of the last change
 };
 
 struct PodRecord {
@@ -54,8 +54,9 @@ struct Snapshot {
   std::string policy_text;  // empty when none was ever committed
 };
 
-struct Batch {  // applied in one transaction, in this order
-  std::vector<NodeRecord> put_nodes;  // insert or update by name
+// Applied in one transaction, in this order.
+struct Batch {
+  std::vector<NodeRecord> put_nodes;      // insert or update by name
   std::vector<std::string> delete_nodes;  // absent names are ignored
   std::vector<PodRecord> put_pods;        // insert or update by uid
   std::vector<std::string> delete_pods;   // absent uids are ignored
@@ -70,7 +71,7 @@ struct Batch {  // applied in one transaction, in this order
 struct StoreOptions {
   int64_t event_retention = 200000;  // events kept for watch ?since= (the newest ones); >= 1
   // PRAGMA quick_check on Open (O(file size), about 0.1 s per 100,000 pods): refuse a corrupt
-  // file before serving from it. Off only for benchmarks of the other steps.
+  // file before serving from it. Turning it off saves that time and serves from an unchecked file.
   bool verify_on_open = true;
   // A background thread checkpoints the WAL into state.db (PASSIVE, on its own connection) once
   // it holds this many pages (4 KiB each), so no Commit waits for a checkpoint's writes and
@@ -115,9 +116,9 @@ class Store {
   // with a revision above it is still in the store. A watch from before this (since < it) must
   // relist (410); since >= it gets every event after since.
   int64_t oldest_event_revision() const { return dropped_through_.load(); }
-  int64_t revision() const { return revision_.load(); }  // of the last Commit
+  int64_t revision() const { return revision_.load(); }        // of the last Commit
   int64_t event_count() const { return event_count_.load(); }  // events retained
-  const std::string& path() const { return db_path_; }  // DIR/state.db
+  const std::string& path() const { return db_path_; }         // DIR/state.db
 
  private:
   struct Impl;
