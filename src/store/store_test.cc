@@ -145,7 +145,7 @@ TEST(StoreTest, NewStoreIsEmptyWithPrivatePermissions) {
   EXPECT_EQ(snap->revision, 0);
   EXPECT_EQ(snap->policy_text, "");
   EXPECT_EQ(store->revision(), 0);
-  EXPECT_EQ(store->oldest_event_revision(), 0);
+  EXPECT_EQ(store->oldest_event_revision(), 1);
   EXPECT_EQ(store->path(), t.db());
   Batch b;
   b.put_pods.push_back(Pod("a", 1));
@@ -276,7 +276,7 @@ TEST(StoreTest, EventsSinceHonoursAfterAndLimit) {
   EXPECT_TRUE(store->EventsSince(0, 0)->empty());
   EXPECT_EQ(Revisions(*store->EventsSince(-7, 1)), (std::vector<int64_t>{1}));
   EXPECT_EQ(store->event_count(), 10);
-  EXPECT_EQ(store->oldest_event_revision(), 0);
+  EXPECT_EQ(store->oldest_event_revision(), 1);
 }
 
 TEST(StoreTest, RetentionDropsTheOldestEventsAndPersists) {
@@ -290,32 +290,32 @@ TEST(StoreTest, RetentionDropsTheOldestEventsAndPersists) {
     b1.events = {Event(1), Event(2), Event(3)};
     b1.revision = 3;
     ASSERT_TRUE(store->Commit(b1).ok());
-    EXPECT_EQ(store->oldest_event_revision(), 0);
+    EXPECT_EQ(store->oldest_event_revision(), 1);
     Batch b2;  // 7 events at once: more than the retention on its own
     for (int64_t r = 4; r <= 10; ++r) b2.events.push_back(Event(r * 10));
     b2.revision = 100;
     ASSERT_TRUE(store->Commit(b2).ok());
     EXPECT_EQ(store->event_count(), 5);
     EXPECT_EQ(Revisions(*store->EventsSince(0, 100)), (std::vector<int64_t>{60, 70, 80, 90, 100}));
-    // Dropped: 1, 2, 3, 40, 50. A watch from 50 or later is complete; from 49 it must relist.
-    EXPECT_EQ(store->oldest_event_revision(), 50);
+    // Dropped: 1, 2, 3, 40, 50. A watch after 50 or later is complete; after 49 it must relist.
+    EXPECT_EQ(store->oldest_event_revision(), 51);
   }
   auto store = MustOpen(t.state(), o);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->oldest_event_revision(), 50);
+  EXPECT_EQ(store->oldest_event_revision(), 51);
   EXPECT_EQ(store->event_count(), 5);
   Batch b3;
   b3.events = {Event(101)};
   b3.revision = 101;
   ASSERT_TRUE(store->Commit(b3).ok());
-  EXPECT_EQ(store->oldest_event_revision(), 60);
+  EXPECT_EQ(store->oldest_event_revision(), 61);
   EXPECT_EQ(Revisions(*store->EventsSince(60, 100)), (std::vector<int64_t>{70, 80, 90, 100, 101}));
   // A larger retention on reopen keeps what is there and drops nothing more.
   store.reset();
   o.event_retention = 1000;
   store = MustOpen(t.state(), o);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->oldest_event_revision(), 60);
+  EXPECT_EQ(store->oldest_event_revision(), 61);
   EXPECT_EQ(store->event_count(), 5);
 }
 

@@ -108,14 +108,15 @@ class Store {
   absl::Status Commit(const Batch& batch);
 
   // Events with revision > after_revision, oldest first, at most `limit` (0 = none).
-  // Check oldest_event_revision() AFTER the call: if after_revision < it, events were dropped
-  // by retention and the watcher must relist.
+  // Check oldest_event_revision() AFTER the call: if after_revision + 1 < it, events the watcher
+  // needs were dropped by retention (possibly meanwhile) and it must relist.
   absl::StatusOr<std::vector<EventRecord>> EventsSince(int64_t after_revision, size_t limit);
 
-  // The highest event revision dropped by retention (0 when none was ever dropped): every event
-  // with a revision above it is still in the store. A watch from before this (since < it) must
-  // relist (410); since >= it gets every event after since.
-  int64_t oldest_event_revision() const { return dropped_through_.load(); }
+  // The revision from which the event log is complete: every event with a revision >= this is
+  // still in the store (one above the highest revision dropped by retention; 1 when nothing was
+  // ever dropped). A watch for the events after `since` is served iff since + 1 >= this;
+  // otherwise it must relist (HTTP 410).
+  int64_t oldest_event_revision() const { return dropped_through_.load() + 1; }
   int64_t revision() const { return revision_.load(); }        // of the last Commit
   int64_t event_count() const { return event_count_.load(); }  // events retained
   const std::string& path() const { return db_path_; }         // DIR/state.db
