@@ -66,6 +66,49 @@ TEST_F(BatchSchedulerDeathTest, StaticAppendBeyondItsReservationIsCaught) {
       "invariant violated.*request 0: 1 tokens did not fit its static reservation");
 }
 
+// The continuous scheduler's admission and swap-in appends follow a room check that asks the KV
+// manager the same question as the append (NumAllocatableBlocks() against the blocks the tokens
+// need) for at least as many blocks (the whole length, against the first chunk or the
+// swapped-out tokens), and nothing between them changes the pool: no state of the KV manager
+// makes the room check pass and the append fail (a corrupted pool trips the KV checks first).
+// A room check that is too generous does: here a negative watermark, which lets admission count
+// blocks that are not there.
+SchedulerOptions NegativeWatermark(SchedulerOptions o) {
+  o.watermark_frac = -1;
+  return o;
+}
+
+TEST_F(BatchSchedulerDeathTest, AdmissionThatFailsAfterItsRoomCheckIsCaught) {
+  std::vector<SchedRequest> reqs = {{4, 1, {}}, {4, 1, {}}};
+  auto s = NewContinuousScheduler(reqs, NegativeWatermark(Opts(64)), Kv(1));
+  s->Arrive(0);
+  s->Arrive(1);
+  // Request 0 takes the only block; request 1's block "fits" below a reserve of -1 blocks.
+  EXPECT_DEATH(s->Schedule(),
+               "invariant violated.*admitting request 1 \\(4 tokens\\) failed after its whole "
+               "length was found to fit");
+}
+
+TEST_F(BatchSchedulerDeathTest, SwapInThatFailsAfterItsRoomCheckIsCaught) {
+  std::vector<SchedRequest> reqs = {{4, 5, {}}, {4, 5, {}}};
+  SchedulerOptions o = NegativeWatermark(Opts(64));
+  o.preemption = PreemptionMode::kSwap;
+  o.swap_space_blocks = 8;
+  auto s = NewContinuousScheduler(reqs, o, Kv(2));
+  s->Arrive(0);
+  s->Arrive(1);
+  ASSERT_EQ(s->Schedule().work.size(), 2u);  // both prompts, one block each: the pool is full
+  s->Complete(1);
+  const StepPlan& p = s->Schedule();  // request 0 needs a second block: request 1 swaps out
+  ASSERT_EQ(p.swap_out_blocks, 1);
+  ASSERT_EQ(s->preemptions(), 1);
+  s->Complete(2);
+  // Request 0 holds both blocks; request 1's two "fit" below a reserve of -2 blocks.
+  EXPECT_DEATH(s->Schedule(),
+               "invariant violated.*swap-in of request 1 \\(4 tokens\\) failed after its blocks "
+               "were found free");
+}
+
 TEST_F(BatchSchedulerTest, ChunkedPrefillThenOneTokenPerIteration) {
   std::vector<SchedRequest> reqs = {{10, 3, {}}};
   auto s = NewContinuousScheduler(reqs, Opts(4), Kv(16));
