@@ -456,6 +456,10 @@ struct Store::Impl {
     writer = std::move(*w_or);
     sqlite3* w = writer.get();
     sqlite3_db_config(w, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    if (sqlite3_db_readonly(w, "main") == 1) {  // SQLite falls back to read-only silently
+      return absl::PermissionDeniedError(absl::StrCat(
+          path, ": can only be opened read-only (check its permissions and the file system)"));
+    }
     absl::Status s = CheckIdentity(w, path);
     if (!s.ok()) return s;
     absl::StatusOr<std::string> mode = QueryText(w, path, "PRAGMA journal_mode=WAL");

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -702,6 +703,68 @@ TEST(StoreTest, EventsSinceRunsConcurrentlyWithCommits) {
   watcher.join();
   EXPECT_LE(max_seen.load(), 200);
   EXPECT_EQ(store->EventsSince(0, 1000)->size(), 200u);
+}
+
+bool Drain(int fd, int timeout_ms, std::string* buf);
+
+// A commit that cannot be written (the file-size limit stands in for a full disk): the batch is
+// not applied, the store refuses further commits, and a reopen finds the last good state.
+TEST(StoreTest, AFailedCommitWritesNothingAndTheStoreRefusesMore) {
+  TempDir t;
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // in a child: the limit applies to the whole process
+    ::close(fds[0]);
+    auto store = Store::Open(t.state());
+    if (!store.ok()) ::_exit(2);
+    Batch good;
+    good.put_pods = {Pod("kept", 1)};
+    good.events = {Event(1)};
+    good.revision = 1;
+    if (!(*store)->Commit(good).ok()) ::_exit(3);
+    ::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit lim = {1 << 20, 1 << 20};  // 1 MiB per file
+    if (::setrlimit(RLIMIT_FSIZE, &lim) != 0) ::_exit(4);
+    Batch big;
+    for (int i = 0; i < 2000; ++i) big.put_pods.push_back(Pod("big-" + std::to_string(i), 2));
+    for (PodRecord& p : big.put_pods) p.spec_json = std::string(2000, 'x');
+    big.events = {Event(2)};
+    big.revision = 2;
+    absl::Status failed = (*store)->Commit(big);
+    Batch small;
+    small.put_pods = {Pod("after", 3)};
+    small.revision = 3;
+    absl::Status refused = (*store)->Commit(small);
+    std::string report = std::to_string(static_cast<int>(failed.code())) + " " +
+                         std::to_string(static_cast<int>(refused.code())) + " " +
+                         std::string(refused.message());
+    if (::write(fds[1], report.data(), report.size()) < 0) ::_exit(5);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string report;
+  Drain(fds[0], -1, &report);
+  ::close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  std::printf("child: %s\n", report.c_str());
+  std::istringstream in(report);
+  int failed_code = -1, refused_code = -1;
+  in >> failed_code >> refused_code;
+  EXPECT_NE(failed_code, static_cast<int>(absl::StatusCode::kOk)) << report;
+  EXPECT_EQ(refused_code, static_cast<int>(absl::StatusCode::kFailedPrecondition)) << report;
+  EXPECT_THAT(report, HasSubstr("unusable after an earlier failed commit"));
+  auto store = MustOpen(t.state());
+  ASSERT_NE(store, nullptr);
+  auto snap = store->Load();
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  EXPECT_EQ(PodUids(*snap), std::vector<std::string>{"kept"});
+  EXPECT_EQ(snap->revision, 1);
+  EXPECT_EQ(Revisions(*store->EventsSince(0, 10)), std::vector<int64_t>{1});
 }
 
 // ---- Durability under SIGKILL ----------------------------------------------------------------
