@@ -44,9 +44,11 @@ absl::Status PodLedger::CheckPlacement(std::string_view uid, const core::Placeme
   return absl::OkStatus();
 }
 
-PodLedger::Slot* PodLedger::FindSlot(std::string_view uid) {
+PodLedger::Slot* PodLedger::FindSlot(std::string_view uid, uint32_t* slot) {
   auto it = by_uid_.find(Sv(uid));
-  return it == by_uid_.end() ? nullptr : &slots_[it->second];
+  if (it == by_uid_.end()) return nullptr;
+  if (slot) *slot = it->second;
+  return &slots_[it->second];
 }
 
 const PodInfo* PodLedger::Find(std::string_view uid) const {
@@ -124,18 +126,16 @@ absl::Status PodLedger::Add(PodInfo pod) {
   return absl::OkStatus();
 }
 
-uint32_t PodLedger::SlotOf(const Slot* s) const { return by_uid_.find(s->pod.uid)->second; }
-
 absl::Status PodLedger::Assume(std::string_view uid, const core::Placement& placement,
                                int64_t deadline_ns) {
-  Slot* s = FindSlot(uid);
+  uint32_t slot = 0;
+  Slot* s = FindSlot(uid, &slot);
   if (!s) return absl::NotFoundError(absl::StrCat(Quoted(uid), " not found"));
   if (s->pod.phase != PodPhase::kPending) {
     return absl::FailedPreconditionError(absl::StrCat(
         Quoted(uid), " is ", Sv(PodPhaseName(s->pod.phase)), ", not Pending: it cannot be assumed"));
   }
   if (absl::Status st = CheckPlacement(uid, placement); !st.ok()) return st;
-  const uint32_t slot = SlotOf(s);
   s->pod.placement = placement;
   s->pod.assume_deadline_ns = deadline_ns;
   SetPhase(*s, PodPhase::kAssumed);
@@ -145,26 +145,27 @@ absl::Status PodLedger::Assume(std::string_view uid, const core::Placement& plac
 }
 
 absl::Status PodLedger::Bind(std::string_view uid) {
-  Slot* s = FindSlot(uid);
+  uint32_t slot = 0;
+  Slot* s = FindSlot(uid, &slot);
   if (!s) return absl::NotFoundError(absl::StrCat(Quoted(uid), " not found"));
   if (s->pod.phase != PodPhase::kAssumed) {
     return absl::FailedPreconditionError(absl::StrCat(
         Quoted(uid), " is ", Sv(PodPhaseName(s->pod.phase)), ", not Assumed: it cannot be bound"));
   }
-  assumed_.erase({s->pod.assume_deadline_ns, SlotOf(s)});
+  assumed_.erase({s->pod.assume_deadline_ns, slot});
   s->pod.assume_deadline_ns = 0;
   SetPhase(*s, PodPhase::kBound);
   return absl::OkStatus();
 }
 
 absl::Status PodLedger::Forget(std::string_view uid) {
-  Slot* s = FindSlot(uid);
+  uint32_t slot = 0;
+  Slot* s = FindSlot(uid, &slot);
   if (!s) return absl::NotFoundError(absl::StrCat(Quoted(uid), " not found"));
   if (s->pod.phase != PodPhase::kAssumed) {
     return absl::FailedPreconditionError(absl::StrCat(
         Quoted(uid), " is ", Sv(PodPhaseName(s->pod.phase)), ", not Assumed: it cannot be forgotten"));
   }
-  const uint32_t slot = SlotOf(s);
   assumed_.erase({s->pod.assume_deadline_ns, slot});
   DetachFromNode(slot);
   s->pod.placement = core::Placement{};
@@ -191,8 +192,7 @@ absl::StatusOr<PodInfo> PodLedger::Remove(std::string_view uid) {
   by_uid_.erase(it);
   --counts_[static_cast<int>(s.pod.phase)];
   --size_;
-  PodInfo out = std::move(s.pod);
-  s.pod = PodInfo{};
+  PodInfo out = std::move(s.pod);  // the slot keeps a moved-from pod until reused
   s.live = false;
   free_.push_back(slot);
   return out;

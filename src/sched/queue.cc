@@ -28,6 +28,11 @@ std::string_view QueueEventName(QueueEvent e) {
 }
 
 bool SchedulingQueue::PodLess::operator()(const QueuedPod& a, const QueuedPod& b) const {
+  if (less == nullptr) {  // the default order, without the indirect call
+    if (a.priority != b.priority) return a.priority > b.priority;
+    if (a.seq != b.seq) return a.seq < b.seq;
+    return a.id < b.id;
+  }
   if ((*less)(a, b)) return true;
   if ((*less)(b, a)) return false;
   return a.id < b.id;
@@ -44,8 +49,9 @@ bool SchedulingQueue::HeadLess::operator()(const Group* a, const Group* b) const
 
 SchedulingQueue::SchedulingQueue(QueueOptions o)
     : options_(std::move(o)),
-      less_(std::make_unique<QueueLess>(options_.less ? options_.less : PriorityThenArrival())),
-      active_order_(HeadLess{less_.get()}) {
+      less_(options_.less ? std::make_unique<QueueLess>(options_.less) : nullptr),
+      active_order_(HeadLess{less_.get()}),
+      unsched_order_(HeadLess{less_.get()}) {
   SEEDANCE_CHECK(!(options_.initial_backoff_s < 0) && !(options_.max_backoff_s < 0))
       << "negative backoff";
 }
@@ -61,14 +67,14 @@ double SchedulingQueue::BackoffFor(int attempts) const {
   return std::min(d, options_.max_backoff_s);
 }
 
-void SchedulingQueue::ActiveOrderErase(Group* g) {
-  const size_t erased = active_order_.erase(g);
-  SEEDANCE_CHECK(erased == 1) << "active group missing from the order";
+void SchedulingQueue::OrderErase(Group* g) {
+  const size_t erased = OrderOf(g->where).erase(g);
+  SEEDANCE_CHECK(erased == 1) << "group missing from its order";
 }
 
-void SchedulingQueue::ActiveOrderInsert(Group* g) {
-  const bool inserted = active_order_.insert(g).second;
-  SEEDANCE_CHECK(inserted) << "active group ordered twice";
+void SchedulingQueue::OrderInsert(Group* g) {
+  const bool inserted = OrderOf(g->where).insert(g).second;
+  SEEDANCE_CHECK(inserted) << "group ordered twice";
 }
 
 void SchedulingQueue::EraseGroup(Group* g) {
@@ -82,21 +88,41 @@ void SchedulingQueue::InsertGrouped(Entry& e, Sub s) {
   GroupMap& m = MapOf(s);
   const GroupKey key = KeyOf(e.pod);
   auto it = m.find(key);
-  Group* g;
   if (it == m.end()) {
     auto fresh = std::make_unique<Group>(
         Group{key, std::set<QueuedPod, PodLess>(PodLess{less_.get()}), s, 0});
-    g = fresh.get();
+    Group* g = fresh.get();
     m.emplace(key, std::move(fresh));
+    InsertPod(g, e);
+    OrderInsert(g);
   } else {
-    g = it->second.get();
-    if (s == kActive) ActiveOrderErase(g);
+    Group* g = it->second.get();
+    // The order only moves when the pod becomes the group's best.
+    if (g->pods.key_comp()(e.pod, *g->pods.begin())) {
+      OrderErase(g);
+      InsertPod(g, e);
+      OrderInsert(g);
+    } else {
+      InsertPod(g, e);
+    }
   }
-  g->pods.insert(e.pod);
-  g->max_backoff_until = std::max(g->max_backoff_until, e.backoff_until);
-  if (s == kActive) ActiveOrderInsert(g);
-  e.group = g;
   ++sizes_[s];
+}
+
+void SchedulingQueue::InsertPod(Group* g, Entry& e) {
+  // The common cases - a pod going back to the head (a failed attempt) or joining at the tail
+  // (a new arrival) - cost O(1) with a position hint.
+  std::set<QueuedPod, PodLess>& pods = g->pods;
+  const PodLess& less = pods.key_comp();
+  if (pods.empty() || less(e.pod, *pods.begin())) {
+    pods.insert(pods.begin(), e.pod);
+  } else if (less(*pods.rbegin(), e.pod)) {
+    pods.insert(pods.end(), e.pod);
+  } else {
+    pods.insert(e.pod);
+  }
+  g->max_backoff_until = std::max(g->max_backoff_until, e.backoff_until);
+  e.group = g;
 }
 
 void SchedulingQueue::InsertBackoff(Entry& e) {
@@ -114,15 +140,20 @@ void SchedulingQueue::Detach(Entry& e) {
   }
   Group* g = e.group;
   const Sub s = g->where;
-  if (s == kActive) ActiveOrderErase(g);
-  const size_t erased = g->pods.erase(e.pod);
-  SEEDANCE_CHECK(erased == 1) << "pod " << e.pod.id << " missing from its group";
-  --sizes_[s];
   e.group = nullptr;
+  --sizes_[s];
+  auto it = g->pods.find(e.pod);
+  SEEDANCE_CHECK(it != g->pods.end()) << "pod " << e.pod.id << " missing from its group";
+  if (it != g->pods.begin()) {  // not the best: the order stays
+    g->pods.erase(it);
+    return;
+  }
+  OrderErase(g);
+  g->pods.erase(it);
   if (g->pods.empty()) {
     EraseGroup(g);
-  } else if (s == kActive) {
-    ActiveOrderInsert(g);
+  } else {
+    OrderInsert(g);
   }
 }
 
@@ -134,7 +165,7 @@ void SchedulingQueue::MoveGroup(Group* g, Sub to, double /*now_s*/) {
   SEEDANCE_CHECK(sit != src.end() && sit->second.get() == g) << "group missing from its map";
   std::unique_ptr<Group> owned = std::move(sit->second);
   src.erase(sit);
-  if (from == kActive) ActiveOrderErase(g);
+  OrderErase(g);
   const size_t n = g->pods.size();
   sizes_[from] -= n;
   sizes_[to] += n;
@@ -143,11 +174,11 @@ void SchedulingQueue::MoveGroup(Group* g, Sub to, double /*now_s*/) {
   if (dit == dst.end()) {
     g->where = to;
     dst.emplace(g->key, std::move(owned));
-    if (to == kActive) ActiveOrderInsert(g);
+    OrderInsert(g);
     return;
   }
   Group* t = dit->second.get();
-  if (to == kActive) ActiveOrderErase(t);
+  OrderErase(t);
   // Merge the smaller into the larger; only the moved pods' index entries change.
   Group* big = g->pods.size() > t->pods.size() ? g : t;
   Group* small = big == g ? t : g;
@@ -157,7 +188,7 @@ void SchedulingQueue::MoveGroup(Group* g, Sub to, double /*now_s*/) {
   big->max_backoff_until = std::max(big->max_backoff_until, small->max_backoff_until);
   big->where = to;
   if (big == g) dit->second = std::move(owned);  // destroys t
-  if (to == kActive) ActiveOrderInsert(big);
+  OrderInsert(big);
 }
 
 void SchedulingQueue::Release(Group* g, double now_s) {
@@ -188,8 +219,7 @@ void SchedulingQueue::MoveDueBackoff(double now_s) {
 }
 
 void SchedulingQueue::Add(QueuedPod pod, double now_s) {
-  Remove(pod.id);
-  Entry& e = index_[pod.id];
+  Entry& e = Fresh(pod.id);
   e.pod = pod;
   e.backoff_until = now_s;
   e.last_change_s = now_s;
@@ -200,19 +230,24 @@ std::optional<QueuedPod> SchedulingQueue::Pop(double now_s) {
   MoveDueBackoff(now_s);
   if (active_order_.empty()) return std::nullopt;
   Group* g = *active_order_.begin();
+  active_order_.erase(active_order_.begin());
   QueuedPod pod = *g->pods.begin();
-  auto it = index_.find(pod.id);
-  SEEDANCE_CHECK(it != index_.end()) << "active pod " << pod.id << " not indexed";
-  Detach(it->second);
-  index_.erase(it);
+  g->pods.erase(g->pods.begin());
+  --sizes_[kActive];
+  if (g->pods.empty()) {
+    EraseGroup(g);
+  } else {
+    OrderInsert(g);
+  }
+  const size_t erased = index_.erase(pod.id);
+  SEEDANCE_CHECK(erased == 1) << "active pod " << pod.id << " not indexed";
   pod.popped_at_event = events_;
   return pod;
 }
 
 void SchedulingQueue::AddUnschedulable(QueuedPod pod, double now_s) {
-  Remove(pod.id);
   ++pod.attempts;
-  Entry& e = index_[pod.id];
+  Entry& e = Fresh(pod.id);
   e.pod = pod;
   e.backoff_until = now_s + BackoffFor(pod.attempts);
   e.last_change_s = now_s;
@@ -225,20 +260,45 @@ void SchedulingQueue::AddUnschedulable(QueuedPod pod, double now_s) {
     }
     return;
   }
+  if (pod.group != 0) {
+    if (auto it = active_.find(KeyOf(pod)); it != active_.end()) {
+      // Back into its active group (at the head, O(1)), and the group to unschedulable.
+      Group* g = it->second.get();
+      if (!unschedulable_.contains(g->key)) {  // the usual case: a plain move
+        OrderErase(g);
+        InsertPod(g, e);
+        sizes_[kActive] -= g->pods.size() - 1;
+        sizes_[kUnschedulable] += g->pods.size();
+        g->where = kUnschedulable;
+        unschedulable_.emplace(g->key, std::move(it->second));
+        active_.erase(it);
+        OrderInsert(g);
+        return;
+      }
+      InsertGrouped(e, kActive);
+      MoveGroup(g, kUnschedulable, now_s);
+      return;
+    }
+  }
   InsertGrouped(e, kUnschedulable);
-  if (pod.group == 0) return;
-  auto it = active_.find(KeyOf(pod));
-  if (it != active_.end()) MoveGroup(it->second.get(), kUnschedulable, now_s);
 }
 
 void SchedulingQueue::OnEvent(QueueEvent /*e*/, double now_s,
-                              const std::function<bool(const QueuedPod&)>& hint) {
+                              const std::function<bool(const QueuedPod&)>& hint,
+                              size_t max_groups) {
   ++events_;
   std::vector<Group*> wake;
-  for (const auto& [key, g] : unschedulable_) {
-    if (!hint || hint(*g->pods.begin())) wake.push_back(g.get());
+  for (Group* g : unsched_order_) {
+    if (wake.size() >= max_groups) break;
+    if (!hint || hint(*g->pods.begin())) wake.push_back(g);
   }
   for (Group* g : wake) Release(g, now_s);
+}
+
+SchedulingQueue::Entry& SchedulingQueue::Fresh(uint64_t id) {
+  auto [it, inserted] = index_.try_emplace(id);
+  if (!inserted) Detach(it->second);  // an id already queued is replaced
+  return it->second;
 }
 
 bool SchedulingQueue::Remove(uint64_t id) {
@@ -294,7 +354,8 @@ void SchedulingQueue::CheckInvariants() const {
     for (const auto& [key, g] : m) {
       SEEDANCE_CHECK(!g->pods.empty() && g->where == s && g->key == key) << "bad group";
       in_groups[s] += g->pods.size();
-      if (s == kActive) SEEDANCE_CHECK(active_order_.contains(g.get())) << "unordered group";
+      SEEDANCE_CHECK((s == kActive ? active_order_ : unsched_order_).contains(g.get()))
+          << "unordered group";
     }
   }
   in_groups[kBackoff] = backoff_.size();
@@ -302,7 +363,9 @@ void SchedulingQueue::CheckInvariants() const {
     SEEDANCE_CHECK(counted[s] == sizes_[s] && in_groups[s] == sizes_[s])
         << "sub-queue " << s << " size out of step";
   }
-  SEEDANCE_CHECK(active_order_.size() == active_.size()) << "active order size";
+  SEEDANCE_CHECK(active_order_.size() == active_.size() &&
+                 unsched_order_.size() == unschedulable_.size())
+      << "order sizes";
 }
 
 }  // namespace seedance::sched

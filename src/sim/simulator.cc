@@ -13,8 +13,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "seedance/base/check.h"
 #include "seedance/sched/frag.h"
 #include "seedance/sched/framework.h"
+#include "seedance/sched/ledger.h"
+#include "seedance/sched/queue.h"
 #include "seedance/sched/registry.h"
 #include "seedance/sim/go_rand.h"
 
@@ -400,6 +403,32 @@ absl::StatusOr<ReplayPlan> PlanReplay(const std::vector<PodSpec>& trace, const S
   return r;
 }
 
+// One equivalence group (1, 2, ...) per distinct request of the trace: each trace pod's group,
+// and each group's request (index 0 unused).
+struct RequestGroups {
+  std::vector<uint64_t> of_pod;
+  std::vector<PodShape> shape;
+};
+
+RequestGroups GroupRequests(const std::vector<PodSpec>& trace) {
+  struct ShapeLess {
+    bool operator()(const PodShape& a, const PodShape& b) const {
+      return std::tie(a.cpu_milli, a.memory_mib, a.num_gpu, a.gpu_milli, a.gpu_model_mask) <
+             std::tie(b.cpu_milli, b.memory_mib, b.num_gpu, b.gpu_milli, b.gpu_model_mask);
+    }
+  };
+  std::map<PodShape, uint64_t, ShapeLess> ids;
+  RequestGroups out;
+  out.of_pod.reserve(trace.size());
+  out.shape.emplace_back();
+  for (const PodSpec& p : trace) {
+    auto [it, added] = ids.emplace(p.shape, out.shape.size());
+    if (added) out.shape.push_back(p.shape);
+    out.of_pod.push_back(it->second);
+  }
+  return out;
+}
+
 absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy,
                                     const SimOptions& o, ClusterState state) {
   RunResult r;
@@ -478,17 +507,23 @@ absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy
     }
   };
   std::priority_queue<Running, std::vector<Running>, std::greater<Running>> departures;
-  std::vector<core::Placement> placement(arrivals.size());
-  // Waiting pods grouped by request; within a group ordered by priority (high first), then
-  // arrival order. Grouping makes a retry cost one fit test per distinct request.
-  struct ShapeLess {
-    bool operator()(const PodShape& a, const PodShape& b) const {
-      return std::tie(a.cpu_milli, a.memory_mib, a.num_gpu, a.gpu_milli, a.gpu_model_mask) <
-             std::tie(b.cpu_milli, b.memory_mib, b.num_gpu, b.gpu_milli, b.gpu_model_mask);
-    }
+  // The live scheduler's ledger and queue, on simulated time. As in kube-scheduler, waiting pods
+  // live in the queue and the ledger records placements: a pod enters the ledger Bound when it
+  // starts (the simulator binds at once) and leaves it when it departs. Pod uid = arrival index.
+  // The queue has no backoff (a pod is retried as soon as room may have freed for it) and orders
+  // by priority (high first), then arrival. Pods with the same request form one equivalence
+  // group, so a retry costs one fit test per distinct request, not per waiting pod.
+  sched::PodLedger ledger;
+  sched::QueueOptions queue_options;
+  queue_options.initial_backoff_s = 0;
+  queue_options.max_backoff_s = 0;
+  queue_options.max_unschedulable_s = INFINITY;
+  sched::SchedulingQueue queue(queue_options);
+  const RequestGroups groups = GroupRequests(trace);
+  auto uid_of = [](size_t id) { return std::to_string(id); };
+  auto shape_of = [&](uint64_t id) -> const PodShape& {
+    return trace[arrivals[id].trace_index].shape;
   };
-  std::map<PodShape, std::set<std::pair<int, int>>, ShapeLess> queue;
-  int64_t queued = 0;
 
   double last_t = 0, unalloc_integral = 0, cost_integral = 0;
   // Positive: PlanChurn and PlanReplay refuse an empty window.
@@ -519,17 +554,26 @@ absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy
     }
     last_t = t;
   };
-  auto started = [&](int id, double t, const sched::Outcome& out) {
-    placement[id] = out.placement;
-    const PodShape& shape = trace[arrivals[id].trace_index].shape;
+  auto started = [&](size_t id, double t, const sched::Outcome& out) -> absl::Status {
+    const PodShape& shape = shape_of(id);
+    sched::PodInfo info;
+    info.uid = uid_of(id);
+    info.priority = trace[arrivals[id].trace_index].priority;
+    info.shape = shape;
+    info.phase = sched::PodPhase::kBound;
+    info.placement = out.placement;
+    if (absl::Status st = ledger.Add(std::move(info)); !st.ok()) return st;
     idle_cost_rate -=
         gpu_price[out.placement.node] * static_cast<double>(shape.TotalGpuMilli()) / 1000.0;
     ++r.pods_scheduled;
     if (arrivals[id].time_s >= warmup_s) delays.push_back(t - arrivals[id].time_s);
-    if (arrivals[id].lifetime_s >= 0) departures.push({t + arrivals[id].lifetime_s, id});
+    if (arrivals[id].lifetime_s >= 0) {
+      departures.push({t + arrivals[id].lifetime_s, static_cast<int>(id)});
+    }
+    return absl::OkStatus();
   };
 
-  size_t next = 0;
+  size_t next = 0, departed = 0;
   while (true) {
     const double ta = next < arrivals.size() ? arrivals[next].time_s : INFINITY;
     const double td = departures.empty() ? INFINITY : departures.top().end_s;
@@ -539,59 +583,80 @@ absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy
     if (td <= ta) {
       const Running d = departures.top();
       departures.pop();
-      const PodShape& shape = trace[arrivals[d.id].trace_index].shape;
-      fw->Release(shape, placement[d.id], state);
-      const int freed = placement[d.id].node;
+      absl::StatusOr<sched::PodInfo> gone = ledger.Remove(uid_of(d.id));
+      if (!gone.ok()) return absl::InternalError(gone.status().message());
+      ++departed;
+      const PodShape& shape = shape_of(d.id);
+      fw->Release(shape, gone->placement, state);
+      const int freed = gone->placement.node;
       idle_cost_rate += gpu_price[freed] * static_cast<double>(shape.TotalGpuMilli()) / 1000.0;
-      // Only the freed node gained room, so only pods that fit there can start now. Start
-      // them in priority, then arrival order until none fits.
-      std::vector<const PodShape*> failed_here;
-      while (queued > 0) {
-        const PodShape* best_shape = nullptr;
-        std::pair<int, int> best_key{0, 0};
-        for (auto& [shape, group] : queue) {
-          if (group.empty()) continue;
-          bool bad = false;
-          for (const PodShape* f : failed_here) bad = bad || f == &shape;
-          if (bad || !state.Fits(freed, shape)) continue;
-          if (!best_shape || *group.begin() < best_key) {
-            best_shape = &shape;
-            best_key = *group.begin();
-          }
-        }
-        if (!best_shape) break;
-        sched::Outcome out = fw->Schedule(*best_shape, state);
-        if (out.code == sched::Code::kError) return absl::InternalError(out.reason);
-        if (!out.ok()) {
-          failed_here.push_back(best_shape);
+      // Only the freed node gained room, so only pods that fit there can start now. They start
+      // best (priority, then arrival) first until none fits: the event wakes the best waiting
+      // request that fits the freed node, and after each placement (or failure) the next one,
+      // so that each is chosen against the cluster as the previous one left it. A request that
+      // fails is skipped for the rest of this departure; one that no longer fits the freed
+      // node goes back unschedulable with its whole group.
+      std::vector<uint64_t> failed_here;
+      auto wake_best = [&] {
+        queue.OnEvent(
+            sched::QueueEvent::kPodDeleted, t,
+            [&](const sched::QueuedPod& q) {
+              for (uint64_t f : failed_here) {
+                if (f == q.group) return false;
+              }
+              return state.Fits(freed, groups.shape[q.group]);
+            },
+            1);
+      };
+      wake_best();
+      while (std::optional<sched::QueuedPod> q = queue.Pop(t)) {
+        const PodShape& want = groups.shape[q->group];
+        if (!state.Fits(freed, want)) {
+          queue.AddUnschedulable(*q, t);
           continue;
         }
-        started(best_key.second, t, out);
-        queue[*best_shape].erase(queue[*best_shape].begin());
-        --queued;
+        sched::Outcome out = fw->Schedule(want, state);
+        if (out.code == sched::Code::kError) return absl::InternalError(out.reason);
+        if (!out.ok()) {
+          queue.AddUnschedulable(*q, t);
+          failed_here.push_back(q->group);
+        } else if (absl::Status st = started(q->id, t, out); !st.ok()) {
+          return absl::InternalError(st.message());
+        }
+        wake_best();
       }
     } else {
-      const int id = static_cast<int>(next++);
+      const size_t id = next++;
       const PodSpec& p = trace[arrivals[id].trace_index];
       ++r.pods_arrived;
       fw->NotifyArrival(p.shape);
+      // Tried at once: nothing else is active between events, so Add + Pop would hand this pod
+      // straight back. Only a failure enters the queue.
       sched::Outcome out = fw->Schedule(p.shape, state);
       if (out.code == sched::Code::kError) return absl::InternalError(out.reason);
       if (out.ok()) {
-        started(id, t, out);
+        if (absl::Status st = started(id, t, out); !st.ok()) {
+          return absl::InternalError(st.message());
+        }
       } else {
-        queue[p.shape].insert({-p.priority, id});
-        ++queued;
+        queue.AddUnschedulable({.id = id,
+                                .priority = p.priority,
+                                .seq = id,
+                                .attempts = 0,
+                                .group = groups.of_pod[arrivals[id].trace_index],
+                                .popped_at_event = queue.events()},
+                               t);
       }
     }
   }
   advance(end_s);
-  for (const auto& [shape, group] : queue) {
-    for (const auto& [prio, id] : group) {
-      if (arrivals[id].time_s >= warmup_s) delays.push_back(end_s - arrivals[id].time_s);
-    }
-  }
-  r.pods_waiting_at_end = queued;
+  SEEDANCE_CHECK(queue.active_size() == 0 && queue.size() + ledger.size() + departed ==
+                 static_cast<size_t>(r.pods_arrived))
+      << "queue and ledger out of step at the end";
+  queue.ForEach([&](const sched::QueuedPod& q) {
+    if (arrivals[q.id].time_s >= warmup_s) delays.push_back(end_s - arrivals[q.id].time_s);
+  });
+  r.pods_waiting_at_end = static_cast<int64_t>(queue.size());
   r.measured_hours = window / 3600.0;
   r.unalloc_gpu_pct_steady = 100.0 * unalloc_integral / (capacity * window);
   r.idle_gpu_hours = unalloc_integral / 1000.0 / 3600.0;

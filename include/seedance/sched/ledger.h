@@ -117,8 +117,8 @@ class PodLedger {
     uint32_t pos_on_node = 0;  // index in nodes_[pod.placement.node] when placed
   };
 
-  Slot* FindSlot(std::string_view uid);
-  uint32_t SlotOf(const Slot* s) const;
+  // nullptr if absent; *slot (when given) receives its index.
+  Slot* FindSlot(std::string_view uid, uint32_t* slot = nullptr);
   static std::string NameKey(std::string_view ns, std::string_view name);
   static absl::Status CheckPlacement(std::string_view uid, const core::Placement& p);
   void AttachToNode(uint32_t slot);

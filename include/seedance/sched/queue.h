@@ -22,9 +22,9 @@
 #ifndef SEEDANCE_SCHED_QUEUE_H_
 #define SEEDANCE_SCHED_QUEUE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -75,11 +75,17 @@ class SchedulingQueue {
   std::optional<QueuedPod> Pop(double now_s);
   // After a failed attempt (attempts + 1): to backoff (or active, once its backoff has passed)
   // if an event arrived since the pod was popped, else to unschedulable - and then, for a pod
-  // in a group, the group's pods still active go to unschedulable too.
+  // in a group, the group's pods still active go to unschedulable too. A pod tried without
+  // going through the queue (a caller's fast path for a new arrival) may come here directly
+  // with popped_at_event = events().
   void AddUnschedulable(QueuedPod pod, double now_s);
   // An event that may make pods fit: moves the unschedulable pods for which hint(pod) is true
   // (all if no hint; asked once per group) to backoff, or to active if their backoff has passed.
-  void OnEvent(QueueEvent e, double now_s, const std::function<bool(const QueuedPod&)>& hint = {});
+  // The hint is asked best group first (QueueSort order of their best pods), and at most
+  // max_groups groups (an ungrouped pod is a group of one) are moved: the simulator wakes one
+  // request at a time, so that each is chosen after the previous one was placed.
+  void OnEvent(QueueEvent e, double now_s, const std::function<bool(const QueuedPod&)>& hint = {},
+               size_t max_groups = SIZE_MAX);
   // Removes the pod from whichever sub-queue holds it; false if none does.
   bool Remove(uint64_t id);
   // Backoff pods that are due -> active; unschedulable pods whose arrival or last failed
@@ -111,7 +117,7 @@ class SchedulingQueue {
  private:
   enum Sub { kActive = 0, kBackoff = 1, kUnschedulable = 2 };
   struct PodLess {
-    const QueueLess* less;
+    const QueueLess* less;  // nullptr: PriorityThenArrival, inlined
     bool operator()(const QueuedPod& a, const QueuedPod& b) const;
   };
   // Key of a group: (group, 0) for grouped pods, (0, id) for a pod without a group.
@@ -132,7 +138,7 @@ class SchedulingQueue {
     const QueueLess* less;
     bool operator()(const Group* a, const Group* b) const;
   };
-  using GroupMap = std::map<GroupKey, std::unique_ptr<Group>>;
+  using GroupMap = absl::flat_hash_map<GroupKey, std::unique_ptr<Group>>;
 
   static GroupKey KeyOf(const QueuedPod& p) {
     return p.group != 0 ? GroupKey{p.group, 0} : GroupKey{0, p.id};
@@ -141,6 +147,10 @@ class SchedulingQueue {
   // Puts an indexed, detached pod into sub-queue s (kActive or kUnschedulable).
   void InsertGrouped(Entry& e, Sub s);
   void InsertBackoff(Entry& e);
+  // The index entry for id, new, or detached from its sub-queue if the id was queued.
+  Entry& Fresh(uint64_t id);
+  // Adds the pod to g's set (no order or size bookkeeping).
+  void InsertPod(Group* g, Entry& e);
   // Takes the pod out of its sub-queue (the index entry stays).
   void Detach(Entry& e);
   // Moves a whole group to sub-queue `to` (kActive or kUnschedulable), merging with a group of
@@ -150,15 +160,18 @@ class SchedulingQueue {
   // has passed, else pod by pod.
   void Release(Group* g, double now_s);
   void EraseGroup(Group* g);
-  void ActiveOrderErase(Group* g);
-  void ActiveOrderInsert(Group* g);
+  // Groups in active and unschedulable are ordered by their best pod; these keep the order.
+  void OrderErase(Group* g);
+  void OrderInsert(Group* g);
+  std::set<Group*, HeadLess>& OrderOf(Sub s) { return s == kActive ? active_order_ : unsched_order_; }
   void MoveDueBackoff(double now_s);
 
   QueueOptions options_;
-  std::unique_ptr<QueueLess> less_;  // stable address for the comparators
+  std::unique_ptr<QueueLess> less_;  // stable address for the comparators; null: the default
   absl::flat_hash_map<uint64_t, Entry> index_;
   GroupMap active_, unschedulable_;
-  std::set<Group*, HeadLess> active_order_;  // active groups by their best pod
+  std::set<Group*, HeadLess> active_order_;   // active groups by their best pod
+  std::set<Group*, HeadLess> unsched_order_;  // unschedulable groups by their best pod
   std::set<std::pair<double, uint64_t>> backoff_;  // (expiry, id)
   size_t sizes_[3] = {0, 0, 0};
   uint64_t events_ = 0;
