@@ -5,7 +5,8 @@
 #   build   Release build in build/ (gcc, -Werror)
 #   demo    deps + build, then `seedance simulate` with its defaults
 #   asan    ASan+UBSan build in build-asan/ (gcc, -Werror, no benchmarks)
-#   test    deps + build + asan, every test under the sanitizers, then each fuzz target for 30 s
+#   test    deps + asan, every test under the sanitizers, then each fuzz target for 30 s (the
+#           release build is `make build`; both use -Wall -Wextra -Werror at -O2)
 #   fuzz    libFuzzer build in build-fuzz/ (clang) and a FUZZ_SECONDS run of each FUZZ_TARGETS
 #   bench   build, then run every benchmark binary in build/bench/
 #   format  clang-format -i over src/ include/ bench/
@@ -58,7 +59,7 @@ asan:
 	  -DSEEDANCE_SANITIZE=ON -DSEEDANCE_BUILD_BENCH=OFF
 	$(SAN_ENV) cmake --build $(ASAN_DIR) -j$(NPROC)
 
-test: deps build asan
+test: deps asan
 	@echo "== make test: ctest under ASan+UBSan ($(ASAN_DIR))"
 	$(SAN_ENV) ctest --test-dir $(ASAN_DIR) --output-on-failure --no-tests=error -j2 \
 	  2>&1 | tee $(ASAN_DIR)/ctest.log

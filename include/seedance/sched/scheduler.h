@@ -1,0 +1,169 @@
+// The live scheduler's core: cluster state, pod ledger, scheduling queue and placement
+// frameworks, driven one event at a time.
+//
+// A Scheduler is what `seedance server` runs and what a test can run without a server: nodes
+// come and go (PutNode, CordonNode, DeleteNode), pods are submitted and deleted (SubmitPod,
+// DeletePod), and RunCycles takes pods off the queue in QueueSort order and places each with the
+// framework of its placement profile - the same sched::Framework, the same policies and the same
+// ClusterState the simulator proves. Every change is reported as a Change, in order, so that the
+// caller can make it durable and publish it (the server turns each into a revision).
+//
+// Binding: a placement is assumed in the ledger (its resources held in the ClusterState) and, with
+// internal binding (the default, no external binder), bound at once. An external binder (the
+// Kubernetes backend) confirms with Bind or gives up with Forget; an assumption that is neither
+// confirmed nor forgotten within assume_timeout_s is forgotten by ExpireAssumptions, as
+// kube-scheduler's cache does.
+//
+// Thread-safety: none. One loop owns a Scheduler.
+#ifndef SEEDANCE_SCHED_SCHEDULER_H_
+#define SEEDANCE_SCHED_SCHEDULER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "seedance/core/cluster_state.h"
+#include "seedance/sched/explain.h"
+#include "seedance/sched/framework.h"
+#include "seedance/sched/ledger.h"
+#include "seedance/sched/queue.h"
+#include "seedance/sched/registry.h"
+
+namespace seedance::sched {
+
+// A placement profile: a registered policy with its options (policy.h's PlacementProfile
+// without the dependency on the policy library).
+struct ProfileSpec {
+  std::string name;    // e.g. "default", "training"
+  std::string policy;  // a name in Registry::Builtins()
+  std::map<std::string, std::string> options;
+  std::map<std::string, int64_t> weights;  // score plugin name -> weight (absent: as built)
+  bool operator==(const ProfileSpec&) const = default;
+};
+
+struct SchedulerOptions {
+  ProfileSpec default_profile{"default", "cas", {}, {}};
+  uint64_t seed = 42;
+  QueueOptions queue;
+  // false: placements wait in kAssumed for an external Bind (or Forget / expiry).
+  bool internal_binding = true;
+  double assume_timeout_s = 30;
+  bool score_cache = true;
+  // fgd's oracle (the workload's typical shapes); empty: fgd sees none (it then scores like a
+  // plain fragmentation-agnostic policy). Other policies ignore it.
+  TargetWorkload oracle_workload;
+};
+
+struct Change {
+  enum Kind { kNodeAdded, kNodeUpdated, kNodeDeleted, kPodAdded, kPodBound, kPodAssumed,
+              kPodUnbound, kPodDeleted };
+  Kind kind;
+  std::string key;  // node name or pod uid
+};
+std::string_view ChangeKindName(Change::Kind kind);  // "NodeAdded", "PodBound", ...
+
+// Picks the placement profile of a pod (the policy file's class rules); unset: the default.
+using ProfileSelector = std::function<ProfileSpec(const PodInfo& pod)>;
+
+class Scheduler {
+ public:
+  static absl::StatusOr<std::unique_ptr<Scheduler>> Create(SchedulerOptions options);
+
+  // Adds the node, or updates it when one of that name exists (capacity, labels, taints,
+  // topology; FailedPrecondition when the update would strand bound pods). *created says which.
+  absl::Status PutNode(core::NodeSpec spec, bool* created = nullptr);
+  absl::Status CordonNode(std::string_view name, bool cordoned);
+  // FailedPrecondition while pods are bound, unless drain: then the node's pods are deleted
+  // first (their uids appended to *evicted) - they ended, as far as Seedance knows.
+  absl::Status DeleteNode(std::string_view name, bool drain,
+                          std::vector<std::string>* evicted = nullptr);
+
+  // Adds a pending pod (uid, name, namespace, shape and gpu_spec set by the caller; AlreadyExists
+  // when the uid or namespace/name is taken) and queues it.
+  absl::Status SubmitPod(PodInfo pod, double now_s);
+  // The pod ended or was withdrawn: its resources are freed and pods waiting for room requeued.
+  absl::Status DeletePod(std::string_view uid, double now_s);
+  // Drain: a placed pod goes back to Pending and is queued again (its node is cordoned by the
+  // caller first, so it lands elsewhere).
+  absl::Status Evict(std::string_view uid, double now_s);
+  // Recovery: re-adds a pod as it was acknowledged, bound pods on their recorded GPUs.
+  absl::Status RestorePod(PodInfo pod, double now_s);
+
+  // External binding (internal_binding = false).
+  absl::Status Bind(std::string_view uid);
+  absl::Status Forget(std::string_view uid, double now_s);
+  // Forgets every assumption past its deadline; returns how many.
+  int ExpireAssumptions(double now_s);
+
+  // Runs scheduling cycles until the active queue is empty or max_pods pods were tried.
+  // Returns the number tried.
+  int RunCycles(double now_s, int max_pods = 1 << 30);
+  // When RunCycles next has work because a backoff ends (nullopt: only an event can bring any).
+  std::optional<double> NextWakeup() const { return queue_.NextWakeup(); }
+
+  // Why a pending pod does not fit now (NotFound for an unknown uid).
+  absl::StatusOr<Diagnosis> Explain(std::string_view uid) const;
+  // The message of the pod's last failed attempt ("" if none yet).
+  std::string LastFailure(std::string_view uid) const;
+
+  void SetProfileSelector(ProfileSelector selector);
+  // Records the revision under which the pod's last change was made durable.
+  absl::Status SetPodRevision(std::string_view uid, int64_t revision) {
+    return ledger_.SetRevision(uid, revision);
+  }
+
+  // Changes since the last call, in order; the caller makes them durable and publishes them.
+  std::vector<Change> TakeChanges();
+
+  const core::ClusterState& state() const { return state_; }
+  const PodLedger& ledger() const { return ledger_; }
+  const SchedulingQueue& queue() const { return queue_; }
+  // Scheduling attempts so far by outcome.
+  int64_t attempts_scheduled() const { return attempts_scheduled_; }
+  int64_t attempts_unschedulable() const { return attempts_unschedulable_; }
+  int64_t attempts_error() const { return attempts_error_; }
+
+ private:
+  explicit Scheduler(SchedulerOptions options, core::ClusterState state);
+  absl::StatusOr<Framework*> FrameworkFor(const PodInfo& pod);
+  // The pod's shape with its GPU model mask resolved against today's model table.
+  core::PodShape ResolvedShape(const PodInfo& pod) const;
+  void TryOne(const QueuedPod& q, double now_s);
+  void Record(Change::Kind kind, std::string key) { changes_.push_back({kind, std::move(key)}); }
+  // Releases a placed pod's resources (ledger unchanged).
+  void ReleaseResources(const PodInfo& pod);
+  void RequeueAfterRoomFreed(int node, double now_s);
+  const PodInfo* ByQueueId(uint64_t id) const;
+
+  SchedulerOptions options_;
+  core::ClusterState state_;
+  PodLedger ledger_;
+  SchedulingQueue queue_;
+  ProfileSelector selector_;
+  // One framework per profile name, with the spec it was made from (a changed spec makes anew).
+  struct Placer {
+    ProfileSpec spec;
+    std::unique_ptr<Framework> framework;
+  };
+  std::map<std::string, Placer, std::less<>> placers_;
+  std::map<uint64_t, std::string> queue_uid_;  // queue id -> pod uid
+  std::map<std::string, uint64_t, std::less<>> uid_queue_;
+  std::map<std::string, std::string, std::less<>> last_failure_;
+  std::map<std::string, std::string, std::less<>> placed_by_;  // uid -> profile that placed it
+  uint64_t next_queue_id_ = 1;
+  uint64_t next_seq_ = 0;
+  std::vector<Change> changes_;
+  int64_t attempts_scheduled_ = 0;
+  int64_t attempts_unschedulable_ = 0;
+  int64_t attempts_error_ = 0;
+};
+
+}  // namespace seedance::sched
+
+#endif  // SEEDANCE_SCHED_SCHEDULER_H_

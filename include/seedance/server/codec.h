@@ -1,0 +1,40 @@
+// JSON forms of the live scheduler's objects: what the API replies, what the watch stream
+// carries and what the state store keeps (docs/api.md).
+//
+// Nodes round-trip exactly through NodeToJson / NodeFromJson (the store keeps this form); pods
+// through PodToJson / PodFromJson. The reply forms add what the server knows beyond the object
+// (allocation, the pods on a node).
+#ifndef SEEDANCE_SERVER_CODEC_H_
+#define SEEDANCE_SERVER_CODEC_H_
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "seedance/core/cluster_state.h"
+#include "seedance/sched/ledger.h"
+
+namespace seedance::server {
+
+using Json = nlohmann::ordered_json;
+
+// The node's spec: name, cpu_milli, memory_mib, num_gpus, gpu_model, cost_usd_per_hour, power_w,
+// labels, taints, topology.
+Json NodeToJson(const core::NodeSpec& node);
+absl::StatusOr<core::NodeSpec> NodeFromJson(const Json& j);
+
+// GET /v1/nodes/{name}: the spec plus cordoned, allocated and free resources per GPU, and the
+// uids of the pods bound there (when with_pods).
+Json NodeStatusJson(const core::ClusterState& state, int n, const sched::PodLedger& ledger,
+                    bool with_pods);
+
+// The API's pod: uid, name, namespace, phase, node, gpus [{index, milli}], revision, and the
+// request (cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec, priority, labels, gang).
+Json PodToJson(const sched::PodInfo& pod, const core::ClusterState& state);
+// Inverse of PodToJson (node resolved by name against `state`; the placement's node must exist).
+absl::StatusOr<sched::PodInfo> PodFromJson(const Json& j, const core::ClusterState& state);
+
+}  // namespace seedance::server
+
+#endif  // SEEDANCE_SERVER_CODEC_H_

@@ -1,0 +1,68 @@
+// `seedance server`'s REST API v1 over cpp-httplib (docs/api.md): routes to Service operations,
+// bearer-token auth for mutating calls, limits on body size, header size, connections and request
+// rate, and /metrics, /healthz, /readyz on the same port.
+//
+// Thread-safety: Start/Stop from one thread; requests are served on the server's thread pool.
+#ifndef SEEDANCE_SERVER_HTTP_H_
+#define SEEDANCE_SERVER_HTTP_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "seedance/server/service.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace seedance::server {
+
+struct HttpOptions {
+  std::string host = "127.0.0.1";
+  int port = 7070;  // 0: any free port (port() tells which)
+  // Required on every mutating call when non-empty ("Authorization: Bearer TOKEN").
+  std::string token;
+  std::string tls_cert, tls_key;  // both or neither
+  size_t max_body_bytes = 1 << 20;
+  // Connections served at once (each holds one worker thread while open); more wait in the
+  // kernel's accept backlog.
+  int max_connections = 128;
+  // Requests per second accepted over all clients (token bucket, burst = one second's worth);
+  // beyond it 429. 0: unlimited.
+  double rate_limit = 0;
+  int keep_alive_timeout_s = 5;
+  int read_timeout_s = 10;
+  // Longest a watch request is held open (server-sent events stream, or a long poll).
+  double max_watch_s = 300;
+};
+
+class HttpServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(Service& service, HttpOptions options);
+  ~HttpServer();
+  int port() const { return port_; }
+  // Blocks until Stop (from another thread or a signal handler's thread).
+  void Wait();
+  void Stop();
+
+ private:
+  HttpServer(Service& service, HttpOptions options);
+  void Routes();
+
+  Service& service_;
+  HttpOptions options_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread listener_;
+  int port_ = 0;
+  struct Limiter;
+  std::unique_ptr<Limiter> limiter_;
+};
+
+}  // namespace seedance::server
+
+#endif  // SEEDANCE_SERVER_HTTP_H_

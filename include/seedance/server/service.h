@@ -1,0 +1,159 @@
+// The live scheduler as a service: one loop thread owns a sched::Scheduler and the state store;
+// any number of threads hand it operations (Run) and wait for their replies.
+//
+// The loop takes every operation that has arrived, applies them in arrival order, runs
+// scheduling cycles for the pods that became schedulable, gives every change a revision, commits
+// the whole batch to the store in one transaction (one fsync: group commit) and only then
+// releases the replies and publishes the changes to watchers. So a 2xx reply means the change
+// is on disk, and a crash loses only changes nobody was told about.
+//
+// Thread-safety: every public method is thread-safe.
+#ifndef SEEDANCE_SERVER_SERVICE_H_
+#define SEEDANCE_SERVER_SERVICE_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "seedance/sched/scheduler.h"
+#include "seedance/server/codec.h"
+#include "seedance/server/metrics.h"
+#include "seedance/store/store.h"
+
+namespace seedance::policy {
+class PolicyManager;
+struct Policy;
+}
+
+namespace seedance::server {
+
+struct Reply {
+  int status = 200;
+  std::string body;  // JSON
+};
+// The error body of docs/api.md for `st`, with its HTTP status.
+Reply ErrorReply(const absl::Status& st);
+
+struct ServiceOptions {
+  std::string state_dir;
+  sched::SchedulerOptions scheduler;
+  // The policy file (empty: the built-in default, profile `default` = scheduler.default_profile).
+  std::string policy_path;
+  // Most operations applied in one batch (one commit).
+  int max_batch = 4096;
+  // Watch events kept in memory for reconnecting watchers (older ones come from the store).
+  int watch_memory = 65536;
+  // How often rules are evaluated and fragmentation is measured.
+  double tick_s = 1.0;
+};
+
+// One watch event as the API shows it.
+struct WatchEvent {
+  int64_t revision = 0;
+  std::string json;  // {"revision", "type", "object"}
+};
+
+class Service {
+ public:
+  // Opens (or creates) the state, recovers everything it acknowledged, starts the loop.
+  static absl::StatusOr<std::unique_ptr<Service>> Start(ServiceOptions options);
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  // An operation: runs on the loop thread against the scheduler, and returns the function that
+  // builds its reply once the batch's scheduling is done (so a submitted pod's reply says whether
+  // it was bound). The reply is released after the batch is durable.
+  struct Context;
+  using Finisher = std::function<Reply()>;
+  using Operation = std::function<Finisher(Context&)>;
+  Reply Run(Operation op);
+
+  // Nodes from a file the simulator reads, added (or updated) before serving. Durable on return.
+  absl::Status Preload(const std::vector<core::NodeSpec>& nodes);
+
+  // Events with revision > since, at most `limit`, waiting up to timeout_s for the first one.
+  // FailedPrecondition (410 Gone) when `since` is older than the oldest retained event.
+  absl::StatusOr<std::vector<WatchEvent>> Watch(int64_t since, size_t limit, double timeout_s);
+  int64_t revision() const { return revision_.load(); }
+  bool ready() const { return ready_.load(); }
+  Metrics& metrics() { return *metrics_; }
+  policy::PolicyManager* policies() { return policies_.get(); }
+  // Stops the loop; pending operations get 503.
+  void Shutdown();
+
+  // PUT /v1/policy (loop thread, inside an operation): installs the policy (the previous one
+  // stays Active when it is refused) and makes its text durable with the batch.
+  absl::Status ReplacePolicy(const std::string& text);
+
+  // What an operation sees on the loop thread.
+  struct Context {
+    sched::Scheduler& scheduler;
+    Service& service;
+    double now_s;
+    // Records that `uid` was submitted now (for the submit-to-bound histogram).
+    void NoteSubmitted(const std::string& uid);
+  };
+
+ private:
+  explicit Service(ServiceOptions options);
+  absl::Status Recover(std::string* policy_text);
+  void Loop();
+  // Applies one batch: operations, scheduling, revisions, commit; returns the replies.
+  void RunBatch(std::vector<std::pair<Operation, std::promise<Reply>>>& batch);
+  // Turns the scheduler's changes into the store batch and the watch events (revisions assigned).
+  store::Batch BuildCommit(std::vector<WatchEvent>* events);
+  void Publish(std::vector<WatchEvent> events);
+  void Tick(double now_s);
+  absl::Status StartPolicies(const std::string& stored_text);
+  // The profile a pod gets under the batch's policy snapshot.
+  sched::ProfileSpec ProfileOf(const sched::PodInfo& pod) const;
+  void ApplyActions(double now_s);
+  std::map<std::string, double> LiveMetrics(double now_s);
+  void UpdateGauges();
+  double Now() const;
+
+  ServiceOptions options_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<sched::Scheduler> scheduler_;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<policy::PolicyManager> policies_;
+  // The policy every decision of the current batch uses (taken when the batch starts).
+  std::shared_ptr<const policy::Policy> batch_policy_;
+  bool use_policy_profiles_ = false;  // false: --placement until a policy file or PUT
+  std::optional<std::string> pending_policy_text_;
+  int64_t last_bound_count_ = 0;
+  double last_rate_s_ = 0;
+  double bind_rate_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::pair<Operation, std::promise<Reply>>> inbox_;
+  bool stopping_ = false;
+  std::thread loop_;
+
+  std::atomic<int64_t> revision_{0};
+  std::atomic<bool> ready_{false};
+  std::map<std::string, double> submitted_at_;  // loop thread only
+  double last_tick_s_ = 0;
+
+  mutable std::mutex watch_mu_;
+  std::condition_variable watch_cv_;
+  std::deque<WatchEvent> recent_;
+};
+
+}  // namespace seedance::server
+
+#endif  // SEEDANCE_SERVER_SERVICE_H_

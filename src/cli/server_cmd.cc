@@ -1,0 +1,216 @@
+// `seedance server` (also installed as `seedanced`): the live scheduler as a service (docs/api.md,
+// docs/state.md, docs/policy.md). Flags are parsed here; everything else is seedance_server.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "commands.h"
+#include "options.h"
+#include "seedance/base/io.h"
+#include "seedance/base/parse.h"
+#include "seedance/base/text.h"
+#include "seedance/sched/frag.h"
+#include "seedance/sched/registry.h"
+#include "seedance/server/http.h"
+#include "seedance/server/service.h"
+#include "seedance/trace/csv_reader.h"
+#include "seedance/trace/node_file.h"
+
+namespace seedance::cli {
+namespace {
+
+struct ServerFlags {
+  std::string listen = "127.0.0.1:7070";
+  std::string state;
+  std::string nodes;
+  std::string policy;
+  std::string token_file;
+  std::string tls_cert, tls_key;
+  std::string placement = "cas";
+  std::string oracle_pods;
+  uint64_t seed = 42;
+  int64_t max_body = 1 << 20;
+  int max_connections = 128;
+  double rate_limit = 0;
+  double assume_timeout_s = 30;
+  std::string ready_file;
+  bool quiet = false;
+};
+
+absl::Status ParseListen(const std::string& text, std::string* host, int* port) {
+  const size_t colon = text.rfind(':');
+  int64_t p = -1;
+  if (colon == std::string::npos || !absl::SimpleAtoi(text.substr(colon + 1), &p) || p < 0 ||
+      p > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--listen: expected HOST:PORT with PORT in 0..65535 (0 = any free port), got '",
+        base::ForTerminal(base::Clip(text, 100)), "'"));
+  }
+  *host = text.substr(0, colon);
+  if (host->size() > 2 && host->front() == '[' && host->back() == ']') {
+    *host = host->substr(1, host->size() - 2);
+  }
+  *port = static_cast<int>(p);
+  return absl::OkStatus();
+}
+
+// The bearer token: the file's first line, surrounding blanks removed; never printed.
+absl::StatusOr<std::string> ReadToken(const std::string& path) {
+  absl::StatusOr<std::string> text = base::ReadInput(path, base::InputKind::kConfig);
+  if (!text.ok()) return text.status();
+  std::string_view t = *text;
+  t = t.substr(0, t.find('\n'));
+  const absl::string_view stripped =
+      absl::StripAsciiWhitespace(absl::string_view(t.data(), t.size()));
+  t = std::string_view(stripped.data(), stripped.size());
+  if (t.size() < 16) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--token-file ", base::ForTerminal(path),
+        ": the token must be at least 16 characters on the file's first line"));
+  }
+  return std::string(t);
+}
+
+absl::StatusOr<server::ServiceOptions> ServiceOptionsOf(const ServerFlags& f) {
+  server::ServiceOptions o;
+  o.state_dir = f.state;
+  o.policy_path = f.policy;
+  o.scheduler.default_profile = {"default", f.placement, {}, {}};
+  o.scheduler.seed = f.seed;
+  o.scheduler.assume_timeout_s = f.assume_timeout_s;
+  if (!f.oracle_pods.empty()) {
+    absl::StatusOr<std::vector<core::PodSpec>> pods = trace::ReadPodCsv(f.oracle_pods);
+    if (!pods.ok()) return pods.status();
+    o.scheduler.oracle_workload = sched::TypicalShapes(sched::CountShapes(*pods), 95.0);
+  }
+  return o;
+}
+
+int RunServer(const ServerFlags& f) {
+  if (f.state.empty()) return UsageError("server: --state DIR is required (where state is kept)");
+  server::HttpOptions h;
+  if (absl::Status st = ParseListen(f.listen, &h.host, &h.port); !st.ok()) return Fail(st);
+  if (!f.token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadToken(f.token_file);
+    if (!token.ok()) return Fail(token.status());
+    h.token = *token;
+  }
+  h.tls_cert = f.tls_cert;
+  h.tls_key = f.tls_key;
+  h.max_body_bytes = static_cast<size_t>(f.max_body);
+  h.max_connections = f.max_connections;
+  h.rate_limit = f.rate_limit;
+  std::vector<core::NodeSpec> preload;
+  if (!f.nodes.empty()) {
+    absl::StatusOr<std::vector<core::NodeSpec>> nodes = trace::ReadNodeFile(f.nodes);
+    if (!nodes.ok()) return Fail(nodes.status());
+    preload = std::move(*nodes);
+  }
+  absl::StatusOr<server::ServiceOptions> so = ServiceOptionsOf(f);
+  if (!so.ok()) return Fail(so.status());
+
+  // Signals are taken by this thread only (sigwait), never by a handler in another thread.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  absl::StatusOr<std::unique_ptr<server::Service>> service = server::Service::Start(*so);
+  if (!service.ok()) return Fail(service.status());
+  if (!preload.empty()) {
+    if (absl::Status st = (*service)->Preload(preload); !st.ok()) return Fail(st);
+  }
+  absl::StatusOr<std::unique_ptr<server::HttpServer>> http =
+      server::HttpServer::Start(**service, h);
+  if (!http.ok()) return Fail(http.status());
+  const std::string url = absl::StrCat(h.tls_cert.empty() ? "http://" : "https://",
+                                       h.host.find(':') != std::string::npos
+                                           ? absl::StrCat("[", h.host, "]")
+                                           : h.host,
+                                       ":", (*http)->port());
+  if (!f.ready_file.empty()) {
+    if (absl::Status st = base::WriteOutput(f.ready_file, url + "\n"); !st.ok()) return Fail(st);
+  }
+  if (!f.quiet) {
+    std::fprintf(stderr, "seedance server: serving %s (state %s, revision %lld, %s)\n",
+                 url.c_str(), base::ForTerminal(f.state).c_str(),
+                 static_cast<long long>((*service)->revision()),
+                 h.token.empty() ? "no auth: give --token-file to require a token"
+                                 : "bearer token required for changes");
+  }
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  if (!f.quiet) std::fprintf(stderr, "seedance server: signal %d, stopping\n", sig);
+  (*http)->Stop();
+  (*service)->Shutdown();
+  return kExitOk;
+}
+
+}  // namespace
+
+Command AddServerCommand(CLI::App& app) {
+  auto f = std::make_shared<ServerFlags>();
+  CLI::App* s = app.add_subcommand(
+      "server", "Run the live scheduler: REST API, durable state, metrics, hot-reloaded policy");
+  s->footer(
+      "The server keeps its state in SQLite under --state (docs/state.md) and answers only after a\n"
+      "change is on disk; after kill -9 it comes back with exactly what it acknowledged. Nodes and\n"
+      "pods are added through the API (docs/api.md) or `seedance apply -f`; --nodes preloads a\n"
+      "node file the simulator reads. Metrics for Prometheus are at /metrics.\n\n"
+      "Examples:\n"
+      "  seedance server --state /var/lib/seedance --nodes openb_node_list_gpu_node.csv\n"
+      "  seedance server --listen 0.0.0.0:7070 --state st --token-file /etc/seedance/token "
+      "--policy policy.yaml\n"
+      "  curl -X POST localhost:7070/v1/pods -d '{\"name\":\"p1\",\"cpu_milli\":4000,"
+      "\"num_gpu\":1,\"gpu_milli\":500}'\n\n"
+      "Exit status: 0 ok (stopped by SIGINT or SIGTERM), 1 I/O or runtime failure, 2 usage or "
+      "input error.");
+  s->add_option("--listen", f->listen, "HOST:PORT to serve on (0 = any free port)")
+      ->capture_default_str();
+  s->add_option("--state", f->state, "Directory of the durable state (created if absent)")
+      ->type_name("DIR");
+  s->add_option("--nodes", f->nodes,
+                "Preload nodes from an openb node CSV or a cluster descriptor (.yaml/.json)")
+      ->type_name("FILE");
+  s->add_option("--policy", f->policy,
+                "Policy file (docs/policy.md), reloaded when it changes")
+      ->type_name("FILE");
+  s->add_option("--token-file", f->token_file,
+                "File whose first line is the bearer token every mutating call must carry")
+      ->type_name("FILE");
+  s->add_option("--tls-cert", f->tls_cert, "PEM certificate: serve HTTPS")->type_name("FILE");
+  s->add_option("--tls-key", f->tls_key, "PEM private key of --tls-cert")->type_name("FILE");
+  s->add_option("--placement", f->placement,
+                "Placement policy of the default profile when no --policy file says otherwise")
+      ->check(CLI::IsMember(sched::Registry::Builtins().Names()))
+      ->capture_default_str();
+  s->add_option("--oracle-pods", f->oracle_pods,
+                "Pod CSV whose typical shapes fgd is given as its target workload")
+      ->type_name("FILE");
+  AddInt<uint64_t>(s, "--seed", &f->seed, 0, UINT64_MAX, "Seed of the policies' tie-breaks");
+  AddInt<int64_t>(s, "--max-body", &f->max_body, 1024, int64_t{64} << 20,
+                  "Largest request body in bytes (413 beyond)");
+  AddInt<int>(s, "--max-connections", &f->max_connections, 4, 10000,
+              "Connections served at once; more wait in the accept backlog");
+  AddDouble(s, "--rate-limit", &f->rate_limit, base::NonNegative(1e9),
+            "Requests per second over all clients (429 beyond); 0 = unlimited");
+  AddDuration(s, "--assume-timeout", &f->assume_timeout_s, 1, base::Closed(1, 86400),
+              "How long an external binder has to confirm a placement (bare number: seconds)");
+  s->add_option("--ready-file", f->ready_file,
+                "Write the server's URL to FILE once it accepts requests")
+      ->type_name("FILE");
+  s->add_flag("-q,--quiet", f->quiet, "No start-up and shutdown lines on stderr");
+  return {s, [f] { return RunServer(*f); }};
+}
+
+}  // namespace seedance::cli

@@ -1,0 +1,341 @@
+#include "seedance/sched/scheduler.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "seedance/base/check.h"
+
+namespace seedance::sched {
+
+namespace {
+
+constexpr std::string_view kChangeNames[] = {"NodeAdded",  "NodeUpdated", "NodeDeleted",
+                                             "PodAdded",   "PodBound",    "PodAssumed",
+                                             "PodUnbound", "PodDeleted"};
+
+std::string Str(std::string_view s) { return std::string(s); }
+
+}  // namespace
+
+std::string_view ChangeKindName(Change::Kind kind) { return kChangeNames[kind]; }
+
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(SchedulerOptions options) {
+  if (!Registry::Builtins().Contains(options.default_profile.policy)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown placement policy '", options.default_profile.policy, "'"));
+  }
+  absl::StatusOr<core::ClusterState> state = core::ClusterState::Create({});
+  if (!state.ok()) return state.status();
+  return std::unique_ptr<Scheduler>(new Scheduler(std::move(options), std::move(*state)));
+}
+
+Scheduler::Scheduler(SchedulerOptions options, core::ClusterState state)
+    : options_(std::move(options)), state_(std::move(state)), queue_(options_.queue) {}
+
+void Scheduler::SetProfileSelector(ProfileSelector selector) { selector_ = std::move(selector); }
+
+std::vector<Change> Scheduler::TakeChanges() {
+  std::vector<Change> out;
+  out.swap(changes_);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------- nodes
+
+absl::Status Scheduler::PutNode(core::NodeSpec spec, bool* created) {
+  const int n = state_.FindNode(spec.name);
+  std::string name = spec.name;
+  if (n < 0) {
+    absl::StatusOr<int> added = state_.AddNode(std::move(spec));
+    if (!added.ok()) return added.status();
+    if (created) *created = true;
+    Record(Change::kNodeAdded, name);
+    queue_.OnEvent(QueueEvent::kNodeAdded, 0);
+    return absl::OkStatus();
+  }
+  if (absl::Status st = state_.UpdateNode(n, std::move(spec)); !st.ok()) return st;
+  if (created) *created = false;
+  Record(Change::kNodeUpdated, name);
+  queue_.OnEvent(QueueEvent::kNodeUpdated, 0);
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::CordonNode(std::string_view name, bool cordoned) {
+  const int n = state_.FindNode(name);
+  if (n < 0) return absl::NotFoundError(absl::StrCat("node '", Str(name), "' not found"));
+  if (state_.cordoned(n) == cordoned) return absl::OkStatus();
+  state_.SetCordoned(n, cordoned);
+  Record(Change::kNodeUpdated, Str(name));
+  if (!cordoned) queue_.OnEvent(QueueEvent::kNodeUpdated, 0);
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::DeleteNode(std::string_view name, bool drain,
+                                   std::vector<std::string>* evicted) {
+  const int n = state_.FindNode(name);
+  if (n < 0) return absl::NotFoundError(absl::StrCat("node '", Str(name), "' not found"));
+  std::vector<const PodInfo*> pods = ledger_.PodsOnNode(n);
+  if (!pods.empty() && !drain) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("node '", Str(name), "' has ", pods.size(),
+                     " pods bound; delete them first or pass ?drain=true"));
+  }
+  std::vector<std::string> uids;
+  for (const PodInfo* p : pods) uids.push_back(p->uid);
+  for (const std::string& uid : uids) {
+    if (absl::Status st = DeletePod(uid, 0); !st.ok()) return st;
+    if (evicted) evicted->push_back(uid);
+  }
+  if (absl::Status st = state_.RemoveNode(n); !st.ok()) return st;
+  Record(Change::kNodeDeleted, Str(name));
+  return absl::OkStatus();
+}
+
+// ----------------------------------------------------------------------------------------- pods
+
+absl::Status Scheduler::SubmitPod(PodInfo pod, double now_s) {
+  pod.phase = PodPhase::kPending;
+  pod.placement = core::Placement{};
+  const std::string uid = pod.uid;
+  const int32_t priority = pod.priority;
+  if (absl::Status st = ledger_.Add(std::move(pod)); !st.ok()) return st;
+  const uint64_t id = next_queue_id_++;
+  queue_uid_[id] = uid;
+  uid_queue_[uid] = id;
+  Record(Change::kPodAdded, uid);
+  const PodInfo* added = ledger_.Find(uid);
+  if (absl::StatusOr<Framework*> fw = FrameworkFor(*added); fw.ok()) {
+    (*fw)->NotifyArrival(ResolvedShape(*added));
+  }
+  queue_.Add({.id = id, .priority = priority, .seq = next_seq_++, .attempts = 0}, now_s);
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::RestorePod(PodInfo pod, double now_s) {
+  if (pod.phase == PodPhase::kPending) return SubmitPod(std::move(pod), now_s);
+  const core::PodShape shape = ResolvedShape(pod);
+  if (absl::Status st = state_.Allocate(shape, pod.placement); !st.ok()) {
+    return absl::DataLossError(absl::StrCat("pod ", pod.uid, " cannot be restored onto node ",
+                                            pod.placement.node, ": ", st.message()));
+  }
+  const std::string uid = pod.uid;
+  const core::Placement placement = pod.placement;
+  const PodPhase phase = pod.phase;
+  pod.phase = PodPhase::kPending;
+  if (absl::Status st = ledger_.Add(std::move(pod)); !st.ok()) {
+    (void)state_.Release(shape, placement);
+    return st;
+  }
+  const double deadline = now_s + options_.assume_timeout_s;
+  if (absl::Status st = ledger_.Assume(uid, placement, static_cast<int64_t>(deadline * 1e9));
+      !st.ok()) {
+    return st;
+  }
+  if (phase == PodPhase::kBound) return ledger_.Bind(uid);
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::DeletePod(std::string_view uid, double now_s) {
+  const PodInfo* pod = ledger_.Find(uid);
+  if (!pod) return absl::NotFoundError(absl::StrCat("pod '", Str(uid), "' not found"));
+  const bool placed = pod->phase != PodPhase::kPending;
+  const int node = pod->placement.node;
+  if (placed) ReleaseResources(*pod);
+  if (auto it = uid_queue_.find(uid); it != uid_queue_.end()) {
+    queue_.Remove(it->second);
+    queue_uid_.erase(it->second);
+    uid_queue_.erase(it);
+  }
+  last_failure_.erase(Str(uid));
+  placed_by_.erase(Str(uid));
+  absl::StatusOr<PodInfo> removed = ledger_.Remove(uid);
+  if (!removed.ok()) return removed.status();
+  Record(Change::kPodDeleted, Str(uid));
+  if (placed) RequeueAfterRoomFreed(node, now_s);
+  return absl::OkStatus();
+}
+
+void Scheduler::ReleaseResources(const PodInfo& pod) {
+  const core::PodShape shape = ResolvedShape(pod);
+  auto by = placed_by_.find(pod.uid);
+  if (by != placed_by_.end()) {
+    if (auto it = placers_.find(by->second); it != placers_.end()) {
+      it->second.framework->Release(shape, pod.placement, state_);
+      return;
+    }
+  }
+  const absl::Status st = state_.Release(shape, pod.placement);
+  SEEDANCE_CHECK(st.ok()) << "pod " << pod.uid << " recorded on node " << pod.placement.node
+                          << " cannot be released: " << st.message();
+}
+
+void Scheduler::RequeueAfterRoomFreed(int node, double now_s) {
+  // Only the freed node gained room: wake the pods that would fit there now.
+  queue_.OnEvent(QueueEvent::kPodDeleted, now_s, [this, node](const QueuedPod& q) {
+    const PodInfo* p = ByQueueId(q.id);
+    return p != nullptr && state_.alive(node) && state_.Fits(node, ResolvedShape(*p));
+  });
+}
+
+const PodInfo* Scheduler::ByQueueId(uint64_t id) const {
+  auto it = queue_uid_.find(id);
+  return it == queue_uid_.end() ? nullptr : ledger_.Find(it->second);
+}
+
+absl::Status Scheduler::Bind(std::string_view uid) {
+  if (absl::Status st = ledger_.Bind(uid); !st.ok()) return st;
+  Record(Change::kPodBound, Str(uid));
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::Forget(std::string_view uid, double now_s) {
+  const PodInfo* pod = ledger_.Find(uid);
+  if (!pod) return absl::NotFoundError(absl::StrCat("pod '", Str(uid), "' not found"));
+  if (pod->phase != PodPhase::kAssumed) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("pod '", Str(uid), "' is ", Str(PodPhaseName(pod->phase)), ", not Assumed"));
+  }
+  const int node = pod->placement.node;
+  ReleaseResources(*pod);
+  placed_by_.erase(Str(uid));
+  if (absl::Status st = ledger_.Forget(uid); !st.ok()) return st;
+  Record(Change::kPodUnbound, Str(uid));
+  const uint64_t id = next_queue_id_++;
+  queue_uid_[id] = Str(uid);
+  uid_queue_[Str(uid)] = id;
+  queue_.Add({.id = id, .priority = pod->priority, .seq = next_seq_++, .attempts = 0}, now_s);
+  RequeueAfterRoomFreed(node, now_s);
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::Evict(std::string_view uid, double now_s) {
+  const PodInfo* pod = ledger_.Find(uid);
+  if (!pod) return absl::NotFoundError(absl::StrCat("pod '", Str(uid), "' not found"));
+  if (pod->phase == PodPhase::kPending) return absl::OkStatus();
+  if (pod->phase == PodPhase::kBound) {
+    // Bound -> Assumed is not a ledger transition; remove and re-add it as Pending instead.
+    PodInfo copy = *pod;
+    ReleaseResources(copy);
+    placed_by_.erase(copy.uid);
+    absl::StatusOr<PodInfo> removed = ledger_.Remove(uid);
+    if (!removed.ok()) return removed.status();
+    const int node = copy.placement.node;
+    copy.phase = PodPhase::kPending;
+    copy.placement = core::Placement{};
+    if (absl::Status st = ledger_.Add(copy); !st.ok()) return st;
+    Record(Change::kPodUnbound, copy.uid);
+    const uint64_t id = next_queue_id_++;
+    queue_uid_[id] = copy.uid;
+    uid_queue_[copy.uid] = id;
+    queue_.Add({.id = id, .priority = copy.priority, .seq = next_seq_++, .attempts = 0}, now_s);
+    RequeueAfterRoomFreed(node, now_s);
+    return absl::OkStatus();
+  }
+  return Forget(uid, now_s);
+}
+
+int Scheduler::ExpireAssumptions(double now_s) {
+  int n = 0;
+  for (const std::string& uid : ledger_.ExpiredAssumptions(static_cast<int64_t>(now_s * 1e9))) {
+    if (Forget(uid, now_s).ok()) ++n;
+  }
+  return n;
+}
+
+// ----------------------------------------------------------------------------------- scheduling
+
+core::PodShape Scheduler::ResolvedShape(const PodInfo& pod) const {
+  core::PodShape shape = pod.shape;
+  shape.gpu_model_mask = state_.ModelMask(pod.gpu_spec);
+  return shape;
+}
+
+absl::StatusOr<Framework*> Scheduler::FrameworkFor(const PodInfo& pod) {
+  const ProfileSpec spec = selector_ ? selector_(pod) : options_.default_profile;
+  auto it = placers_.find(spec.name);
+  if (it != placers_.end() && it->second.spec == spec) return it->second.framework.get();
+  PolicyContext ctx;
+  ctx.oracle_workload = options_.oracle_workload;
+  ctx.params = spec.options;
+  absl::StatusOr<Profile> profile = Registry::Builtins().Create(spec.policy, ctx);
+  if (!profile.ok()) return profile.status();
+  for (Profile::WeightedScore& ws : profile->scores) {
+    auto w = spec.weights.find(std::string(ws.plugin->Name()));
+    if (w != spec.weights.end()) ws.weight = w->second;
+  }
+  FrameworkOptions fo;
+  fo.seed = options_.seed;
+  fo.score_cache = options_.score_cache;
+  Placer placer{spec, std::make_unique<Framework>(std::move(*profile), std::move(fo))};
+  Framework* fw = placer.framework.get();
+  placers_.insert_or_assign(spec.name, std::move(placer));
+  return fw;
+}
+
+int Scheduler::RunCycles(double now_s, int max_pods) {
+  int tried = 0;
+  while (tried < max_pods) {
+    std::optional<QueuedPod> q = queue_.Pop(now_s);
+    if (!q) break;
+    ++tried;
+    TryOne(*q, now_s);
+  }
+  return tried;
+}
+
+void Scheduler::TryOne(const QueuedPod& q, double now_s) {
+  const PodInfo* pod = ByQueueId(q.id);
+  if (!pod || pod->phase != PodPhase::kPending) return;  // deleted or placed meanwhile
+  const std::string uid = pod->uid;
+  absl::StatusOr<Framework*> fw = FrameworkFor(*pod);
+  if (!fw.ok()) {
+    ++attempts_error_;
+    last_failure_[uid] = std::string(fw.status().message());
+    queue_.AddUnschedulable(q, now_s);
+    return;
+  }
+  const core::PodShape shape = ResolvedShape(*pod);
+  Outcome out = (*fw)->Schedule(shape, state_);
+  if (out.code == Code::kError) {
+    ++attempts_error_;
+    last_failure_[uid] = out.reason;
+    queue_.AddUnschedulable(q, now_s);
+    return;
+  }
+  if (!out.ok()) {
+    ++attempts_unschedulable_;
+    last_failure_[uid] = FitErrorMessage(Diagnose(state_, shape));
+    queue_.AddUnschedulable(q, now_s);
+    return;
+  }
+  ++attempts_scheduled_;
+  last_failure_.erase(uid);
+  placed_by_[uid] = selector_ ? selector_(*pod).name : options_.default_profile.name;
+  queue_uid_.erase(q.id);
+  uid_queue_.erase(uid);
+  const double deadline = now_s + options_.assume_timeout_s;
+  const absl::Status assumed =
+      ledger_.Assume(uid, out.placement, static_cast<int64_t>(deadline * 1e9));
+  SEEDANCE_CHECK(assumed.ok()) << "pod " << uid << " placed but not assumable: "
+                               << assumed.message();
+  if (options_.internal_binding) {
+    const absl::Status bound = ledger_.Bind(uid);
+    SEEDANCE_CHECK(bound.ok()) << "pod " << uid << " assumed but not bindable: " << bound.message();
+    Record(Change::kPodBound, uid);
+  } else {
+    Record(Change::kPodAssumed, uid);
+  }
+}
+
+absl::StatusOr<Diagnosis> Scheduler::Explain(std::string_view uid) const {
+  const PodInfo* pod = ledger_.Find(uid);
+  if (!pod) return absl::NotFoundError(absl::StrCat("pod '", Str(uid), "' not found"));
+  return Diagnose(state_, ResolvedShape(*pod));
+}
+
+std::string Scheduler::LastFailure(std::string_view uid) const {
+  auto it = last_failure_.find(uid);
+  return it == last_failure_.end() ? "" : it->second;
+}
+
+}  // namespace seedance::sched

@@ -1,0 +1,206 @@
+#include "seedance/server/codec.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace seedance::server {
+
+namespace {
+
+// Reads j[key] as T, or fails naming the key; absent keys keep `*out`.
+template <typename T>
+absl::Status Get(const Json& j, const char* key, T* out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return absl::OkStatus();
+  try {
+    *out = it->get<T>();
+  } catch (const Json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("$.", key, ": ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+Json TopologyToJson(const core::NodeTopology& t) {
+  Json numa = Json::array();
+  for (const core::NumaInfo& n : t.numa) {
+    numa.push_back({{"id", n.id}, {"cpu_milli", n.cpu_milli}, {"memory_mib", n.memory_mib}});
+  }
+  Json gpus = Json::array();
+  for (const core::GpuTopology& g : t.gpus) {
+    gpus.push_back({{"numa_node", g.numa_node},
+                    {"nvlink_group", g.nvlink_group},
+                    {"pci_address", g.pci_address}});
+  }
+  return {{"numa_nodes", numa}, {"gpus", gpus}};
+}
+
+absl::Status TopologyFromJson(const Json& j, core::NodeTopology* t) {
+  if (!j.is_object()) return absl::InvalidArgumentError("$.topology: not an object");
+  try {
+    for (const Json& n : j.value("numa_nodes", Json::array())) {
+      t->numa.push_back({n.at("id").get<int>(), n.at("cpu_milli").get<int64_t>(),
+                         n.at("memory_mib").get<int64_t>()});
+    }
+    for (const Json& g : j.value("gpus", Json::array())) {
+      t->gpus.push_back({g.value("numa_node", -1), g.value("nvlink_group", std::string()),
+                         g.value("pci_address", std::string())});
+    }
+  } catch (const Json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("$.topology: ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Json NodeToJson(const core::NodeSpec& node) {
+  Json taints = Json::array();
+  for (const core::Taint& t : node.taints) {
+    taints.push_back({{"key", t.key}, {"value", t.value}, {"effect", t.effect}});
+  }
+  Json labels = Json::object();
+  for (const auto& [k, v] : node.labels) labels[k] = v;
+  return {{"name", node.name},
+          {"cpu_milli", node.cpu_milli},
+          {"memory_mib", node.memory_mib},
+          {"num_gpus", node.num_gpus},
+          {"gpu_model", node.gpu_model},
+          {"cost_usd_per_hour", node.cost_usd_per_hour},
+          {"power_w", node.power_w},
+          {"labels", labels},
+          {"taints", taints},
+          {"topology", TopologyToJson(node.topology)}};
+}
+
+absl::StatusOr<core::NodeSpec> NodeFromJson(const Json& j) {
+  if (!j.is_object()) return absl::InvalidArgumentError("$: a node must be a JSON object");
+  core::NodeSpec n;
+  absl::Status st = Get(j, "name", &n.name);
+  if (st.ok()) st = Get(j, "cpu_milli", &n.cpu_milli);
+  if (st.ok()) st = Get(j, "memory_mib", &n.memory_mib);
+  if (st.ok()) st = Get(j, "num_gpus", &n.num_gpus);
+  if (st.ok()) st = Get(j, "gpu_model", &n.gpu_model);
+  if (st.ok()) st = Get(j, "cost_usd_per_hour", &n.cost_usd_per_hour);
+  if (st.ok()) st = Get(j, "power_w", &n.power_w);
+  if (st.ok()) st = Get(j, "labels", &n.labels);
+  if (!st.ok()) return st;
+  try {
+    for (const Json& t : j.value("taints", Json::array())) {
+      n.taints.push_back({t.at("key").get<std::string>(), t.value("value", std::string()),
+                          t.at("effect").get<std::string>()});
+    }
+  } catch (const Json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("$.taints: ", e.what()));
+  }
+  if (auto it = j.find("topology"); it != j.end() && !it->is_null()) {
+    if (absl::Status ts = TopologyFromJson(*it, &n.topology); !ts.ok()) return ts;
+  }
+  return n;
+}
+
+Json NodeStatusJson(const core::ClusterState& state, int n, const sched::PodLedger& ledger,
+                    bool with_pods) {
+  Json j = NodeToJson(state.node(n));
+  j["cordoned"] = state.cordoned(n);
+  Json gpus = Json::array();
+  int64_t gpu_free = 0;
+  const std::span<const int32_t> left = state.gpu_left(n);
+  for (size_t g = 0; g < left.size(); ++g) {
+    gpus.push_back({{"index", g}, {"free_milli", left[g]}, {"allocated_milli", 1000 - left[g]}});
+    gpu_free += left[g];
+  }
+  const core::NodeSpec& spec = state.node(n);
+  j["allocated"] = {{"cpu_milli", spec.cpu_milli - state.cpu_left(n)},
+                    {"memory_mib", spec.memory_mib - state.memory_left(n)},
+                    {"gpu_milli", int64_t{1000} * spec.num_gpus - gpu_free}};
+  j["free"] = {{"cpu_milli", state.cpu_left(n)},
+               {"memory_mib", state.memory_left(n)},
+               {"gpu_milli", gpu_free}};
+  j["gpus"] = gpus;
+  j["num_pods"] = state.num_pods(n);
+  if (with_pods) {
+    Json pods = Json::array();
+    for (const sched::PodInfo* p : ledger.PodsOnNode(n)) pods.push_back(p->uid);
+    j["pods"] = pods;
+  }
+  return j;
+}
+
+Json PodToJson(const sched::PodInfo& pod, const core::ClusterState& state) {
+  Json gpus = Json::array();
+  Json node = nullptr;
+  if (pod.phase != sched::PodPhase::kPending && pod.placement.node >= 0) {
+    node = state.node(pod.placement.node).name;
+    for (int8_t g : pod.placement.gpu_ids()) {
+      gpus.push_back({{"index", g}, {"milli", pod.shape.gpu_milli}});
+    }
+  }
+  Json labels = Json::object();
+  for (const auto& [k, v] : pod.labels) labels[k] = v;
+  return {{"uid", pod.uid},
+          {"name", pod.name},
+          {"namespace", pod.ns},
+          {"phase", std::string(sched::PodPhaseName(pod.phase))},
+          {"node", node},
+          {"gpus", gpus},
+          {"revision", pod.revision},
+          {"cpu_milli", pod.shape.cpu_milli},
+          {"memory_mib", pod.shape.memory_mib},
+          {"num_gpu", pod.shape.num_gpu},
+          {"gpu_milli", pod.shape.gpu_milli},
+          {"gpu_spec", pod.gpu_spec},
+          {"priority", pod.priority},
+          {"labels", labels},
+          {"gang", pod.gang},
+          {"created_unix_ns", pod.created_unix_ns}};
+}
+
+absl::StatusOr<sched::PodInfo> PodFromJson(const Json& j, const core::ClusterState& state) {
+  if (!j.is_object()) return absl::InvalidArgumentError("$: a pod must be a JSON object");
+  sched::PodInfo p;
+  std::string phase = "Pending";
+  absl::Status st = Get(j, "uid", &p.uid);
+  if (st.ok()) st = Get(j, "name", &p.name);
+  if (st.ok()) st = Get(j, "namespace", &p.ns);
+  if (st.ok()) st = Get(j, "phase", &phase);
+  if (st.ok()) st = Get(j, "revision", &p.revision);
+  if (st.ok()) st = Get(j, "cpu_milli", &p.shape.cpu_milli);
+  if (st.ok()) st = Get(j, "memory_mib", &p.shape.memory_mib);
+  if (st.ok()) st = Get(j, "num_gpu", &p.shape.num_gpu);
+  if (st.ok()) st = Get(j, "gpu_milli", &p.shape.gpu_milli);
+  if (st.ok()) st = Get(j, "gpu_spec", &p.gpu_spec);
+  if (st.ok()) st = Get(j, "priority", &p.priority);
+  if (st.ok()) st = Get(j, "labels", &p.labels);
+  if (st.ok()) st = Get(j, "gang", &p.gang);
+  if (st.ok()) st = Get(j, "created_unix_ns", &p.created_unix_ns);
+  if (!st.ok()) return st;
+  if (phase == "Pending") {
+    p.phase = sched::PodPhase::kPending;
+    return p;
+  }
+  p.phase = phase == "Bound" ? sched::PodPhase::kBound : sched::PodPhase::kAssumed;
+  if (phase != "Bound" && phase != "Assumed") {
+    return absl::InvalidArgumentError(absl::StrCat("$.phase: unknown phase '", phase, "'"));
+  }
+  std::string node;
+  if (st = Get(j, "node", &node); !st.ok()) return st;
+  p.placement.node = state.FindNode(node);
+  if (p.placement.node < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("$.node: no node named '", node, "'"));
+  }
+  const Json gpus = j.value("gpus", Json::array());
+  if (!gpus.is_array() || gpus.size() > static_cast<size_t>(core::kMaxGpusPerNode)) {
+    return absl::InvalidArgumentError("$.gpus: not a list of at most 16 GPUs");
+  }
+  try {
+    for (const Json& g : gpus) {
+      p.placement.gpus[p.placement.num_gpus++] = static_cast<int8_t>(g.at("index").get<int>());
+    }
+  } catch (const Json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("$.gpus: ", e.what()));
+  }
+  return p;
+}
+
+}  // namespace seedance::server

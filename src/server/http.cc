@@ -1,0 +1,212 @@
+#include "seedance/server/http.h"
+
+#include <openssl/crypto.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "httplib.h"
+#include "seedance/api/api.h"
+#include "seedance/base/text.h"
+#include "routes.h"
+
+namespace seedance::server {
+
+namespace {
+
+// A fixed pool of workers; enqueue blocks while every worker is busy and `backlog` connections
+// already wait, so that the accept loop stops accepting and further clients wait in the kernel's
+// backlog instead of holding descriptors here.
+class BoundedPool : public httplib::TaskQueue {
+ public:
+  BoundedPool(int workers, int backlog) : backlog_(static_cast<size_t>(backlog)) {
+    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { Work(); });
+  }
+  ~BoundedPool() override { shutdown(); }
+
+  void enqueue(std::function<void()> fn) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    room_.wait(lock, [&] { return stop_ || jobs_.size() < backlog_; });
+    if (stop_) return;
+    jobs_.push_back(std::move(fn));
+    ready_.notify_one();
+  }
+  void shutdown() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;
+      stop_ = true;
+    }
+    ready_.notify_all();
+    room_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+ private:
+  void Work() {
+    while (true) {
+      std::function<void()> fn;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        ready_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;
+        fn = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      room_.notify_one();
+      fn();
+    }
+  }
+
+  const size_t backlog_;
+  std::mutex mu_;
+  std::condition_variable ready_, room_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::thread> threads_;
+  bool stop_ = false;
+};
+
+bool IsMutating(const std::string& method) {
+  return method != "GET" && method != "HEAD" && method != "OPTIONS";
+}
+
+bool TokenMatches(const std::string& header, const std::string& token) {
+  constexpr std::string_view kBearer = "Bearer ";
+  if (header.size() != kBearer.size() + token.size() || header.rfind(kBearer, 0) != 0) {
+    return false;
+  }
+  return CRYPTO_memcmp(header.data() + kBearer.size(), token.data(), token.size()) == 0;
+}
+
+}  // namespace
+
+struct HttpServer::Limiter {
+  explicit Limiter(double rate) : rate(rate), tokens(rate) {}
+  bool Take() {
+    if (rate <= 0) return true;
+    std::lock_guard<std::mutex> lock(mu);
+    const auto now = std::chrono::steady_clock::now();
+    const double dt = std::chrono::duration<double>(now - last).count();
+    last = now;
+    tokens = std::min(rate, tokens + dt * rate);
+    if (tokens < 1) return false;
+    tokens -= 1;
+    return true;
+  }
+  const double rate;
+  double tokens;
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+  std::mutex mu;
+};
+
+HttpServer::HttpServer(Service& service, HttpOptions options)
+    : service_(service), options_(std::move(options)),
+      limiter_(std::make_unique<Limiter>(options_.rate_limit)) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(Service& service,
+                                                              HttpOptions options) {
+  std::unique_ptr<HttpServer> s(new HttpServer(service, std::move(options)));
+  const HttpOptions& o = s->options_;
+  if (o.tls_cert.empty() != o.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+  }
+  if (!o.tls_cert.empty()) {
+    auto tls = std::make_unique<httplib::SSLServer>(o.tls_cert.c_str(), o.tls_key.c_str());
+    if (!tls->is_valid()) {
+      return absl::InvalidArgumentError(absl::StrCat("--tls-cert ", o.tls_cert, " / --tls-key ",
+                                                     o.tls_key,
+                                                     ": not a readable PEM certificate and key"));
+    }
+    s->http_ = std::move(tls);
+  } else {
+    s->http_ = std::make_unique<httplib::Server>();
+  }
+  httplib::Server& h = *s->http_;
+  const int workers = std::max(4, o.max_connections);
+  h.new_task_queue = [workers] { return new BoundedPool(workers, workers); };
+  h.set_payload_max_length(o.max_body_bytes);
+  h.set_keep_alive_max_count(1u << 30);
+  h.set_keep_alive_timeout(o.keep_alive_timeout_s);
+  h.set_read_timeout(o.read_timeout_s, 0);
+  h.set_write_timeout(o.read_timeout_s, 0);
+  s->Routes();
+  if (o.port == 0) {
+    s->port_ = h.bind_to_any_port(o.host);
+    if (s->port_ < 0) return absl::UnavailableError(absl::StrCat("cannot listen on ", o.host));
+  } else {
+    if (!h.bind_to_port(o.host, o.port)) {
+      return absl::UnavailableError(absl::StrCat("cannot listen on ", o.host, ":", o.port,
+                                                 " (in use, or not an address of this host)"));
+    }
+    s->port_ = o.port;
+  }
+  s->listener_ = std::thread([p = s.get()] { p->http_->listen_after_bind(); });
+  return s;
+}
+
+void HttpServer::Wait() {
+  if (listener_.joinable()) listener_.join();
+}
+
+void HttpServer::Stop() {
+  if (http_) http_->stop();
+  if (listener_.joinable()) listener_.join();
+}
+
+void HttpServer::Routes() {
+  httplib::Server& h = *http_;
+  Metrics& metrics = service_.metrics();
+  h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!limiter_->Take()) {
+      Reply r = ErrorReply(absl::ResourceExhaustedError(
+          absl::StrCat("request rate over --rate-limit ", options_.rate_limit, "/s; retry")));
+      res.status = 429;
+      res.set_header("Retry-After", "1");
+      res.set_content(r.body, "application/json");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (!options_.token.empty() && IsMutating(req.method) &&
+        !TokenMatches(req.get_header_value("Authorization"), options_.token)) {
+      res.status = 401;
+      res.set_header("WWW-Authenticate", "Bearer realm=\"seedance\"");
+      res.set_content(api::ErrorBody(absl::UnauthenticatedError(
+                          "this call needs \"Authorization: Bearer TOKEN\" (the server's "
+                          "--token-file)")),
+                      "application/json");
+      service_.metrics().CountRequest("unauthenticated", 401);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  h.set_error_handler([&metrics](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    absl::Status st = res.status == 413
+                          ? absl::ResourceExhaustedError("request body over the --max-body limit")
+                          : res.status == 404
+                                ? absl::NotFoundError(absl::StrCat("no route ", req.method, " ",
+                                                                   base::Clip(req.path, 200)))
+                                : absl::InvalidArgumentError(
+                                      absl::StrCat("HTTP ", res.status, " for ", req.method));
+    res.set_content(api::ErrorBody(st), "application/json");
+    metrics.CountRequest(res.status == 404 ? "unknown" : "error", res.status);
+  });
+  h.set_exception_handler([](const httplib::Request&, httplib::Response& res,
+                             std::exception_ptr) {
+    res.status = 500;
+    res.set_content(api::ErrorBody(absl::InternalError("internal error")), "application/json");
+  });
+  RegisterRoutes(h, service_, options_);
+}
+
+}  // namespace seedance::server

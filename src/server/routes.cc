@@ -1,0 +1,367 @@
+#include "routes.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "seedance/api/api.h"
+#include "seedance/base/parse.h"
+#include "seedance/base/text.h"
+#include "seedance/server/codec.h"
+
+namespace seedance::server {
+
+namespace {
+
+using Finisher = Service::Finisher;
+using Context = Service::Context;
+
+constexpr int kDefaultPageSize = 500;
+constexpr int kMaxPageSize = 5000;
+
+std::string NewUid() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  const uint64_t a = rng(), b = rng();
+  // RFC 4122 version 4 layout.
+  return absl::StrFormat("%08x-%04x-4%03x-%04x-%012x", a >> 32, (a >> 16) & 0xffff, a & 0xfff,
+                         ((b >> 48) & 0x3fff) | 0x8000, b & 0xffffffffffffull);
+}
+
+int64_t UnixNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void Send(httplib::Response& res, const Reply& r) {
+  res.status = r.status;
+  res.set_content(r.body, "application/json");
+}
+
+Finisher Fail(absl::Status st) {
+  return [st = std::move(st)] { return ErrorReply(st); };
+}
+
+Finisher Ok(int status, Json body) {
+  return [status, body = std::move(body)] { return Reply{status, base::DumpJson(body, -1)}; };
+}
+
+// Wraps a handler so that every reply is counted under its route name.
+httplib::Server::Handler Counted(Metrics& m, std::string route,
+                                 std::function<void(const httplib::Request&, httplib::Response&)> f) {
+  return [&m, route = std::move(route), f = std::move(f)](const httplib::Request& req,
+                                                          httplib::Response& res) {
+    f(req, res);
+    m.CountRequest(route, res.status);
+  };
+}
+
+absl::StatusOr<int> PageSize(const httplib::Request& req) {
+  if (!req.has_param("limit")) return kDefaultPageSize;
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(req.get_param_value("limit"), &v) || v < 1 || v > kMaxPageSize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("limit: must be an integer in 1..", kMaxPageSize));
+  }
+  return static_cast<int>(v);
+}
+
+// ----------------------------------------------------------------------------------- nodes
+
+void PutNode(Service& s, const httplib::Request& req, httplib::Response& res) {
+  const std::string name = req.matches[1];
+  absl::StatusOr<core::NodeSpec> spec = api::ParseNodeRequest(name, req.body);
+  if (!spec.ok()) return Send(res, ErrorReply(spec.status()));
+  Send(res, s.Run([spec = std::move(*spec)](Context& c) mutable -> Finisher {
+    bool created = false;
+    const std::string name = spec.name;
+    if (absl::Status st = c.scheduler.PutNode(std::move(spec), &created); !st.ok()) {
+      return Fail(st);
+    }
+    const int n = c.scheduler.state().FindNode(name);
+    return Ok(created ? 201 : 200,
+              NodeStatusJson(c.scheduler.state(), n, c.scheduler.ledger(), false));
+  }));
+}
+
+void GetNodes(Service& s, const httplib::Request&, httplib::Response& res) {
+  Send(res, s.Run([](Context& c) -> Finisher {
+    const core::ClusterState& st = c.scheduler.state();
+    Json items = Json::array();
+    for (int n = 0; n < st.num_nodes(); ++n) {
+      if (st.alive(n)) items.push_back(NodeStatusJson(st, n, c.scheduler.ledger(), false));
+    }
+    return Ok(200, {{"items", items}, {"revision", c.service.revision()}});
+  }));
+}
+
+void GetNode(Service& s, const httplib::Request& req, httplib::Response& res) {
+  const std::string name = req.matches[1];
+  Send(res, s.Run([name](Context& c) -> Finisher {
+    const int n = c.scheduler.state().FindNode(name);
+    if (n < 0) return Fail(absl::NotFoundError(absl::StrCat("node '", name, "' not found")));
+    return Ok(200, NodeStatusJson(c.scheduler.state(), n, c.scheduler.ledger(), true));
+  }));
+}
+
+void CordonNode(Service& s, const httplib::Request& req, httplib::Response& res) {
+  const std::string name = req.matches[1];
+  const bool cordon = req.matches[2] == "cordon";
+  Send(res, s.Run([name, cordon](Context& c) -> Finisher {
+    if (absl::Status st = c.scheduler.CordonNode(name, cordon); !st.ok()) return Fail(st);
+    const int n = c.scheduler.state().FindNode(name);
+    return Ok(200, NodeStatusJson(c.scheduler.state(), n, c.scheduler.ledger(), false));
+  }));
+}
+
+void DeleteNode(Service& s, const httplib::Request& req, httplib::Response& res) {
+  const std::string name = req.matches[1];
+  const std::string drain_param = req.get_param_value("drain");
+  if (!drain_param.empty() && drain_param != "true" && drain_param != "false") {
+    return Send(res, ErrorReply(absl::InvalidArgumentError("drain: must be true or false")));
+  }
+  const bool drain = drain_param == "true";
+  Send(res, s.Run([name, drain](Context& c) -> Finisher {
+    std::vector<std::string> evicted;
+    if (absl::Status st = c.scheduler.DeleteNode(name, drain, &evicted); !st.ok()) {
+      return Fail(st);
+    }
+    return Ok(200, {{"name", name}, {"deleted", true}, {"evicted_pods", evicted}});
+  }));
+}
+
+// ------------------------------------------------------------------------------------ pods
+
+void PostPod(Service& s, const httplib::Request& req, httplib::Response& res) {
+  absl::StatusOr<api::PodRequest> pr = api::ParsePodRequest(req.body);
+  if (!pr.ok()) return Send(res, ErrorReply(pr.status()));
+  sched::PodInfo pod;
+  pod.uid = NewUid();
+  pod.name = std::move(pr->name);
+  pod.ns = std::move(pr->ns);
+  pod.priority = pr->priority;
+  pod.labels = std::move(pr->labels);
+  pod.gang = std::move(pr->gang);
+  pod.gpu_spec = std::move(pr->gpu_spec);
+  pod.shape.cpu_milli = pr->cpu_milli;
+  pod.shape.memory_mib = pr->memory_mib;
+  pod.shape.num_gpu = pr->num_gpu;
+  pod.shape.gpu_milli = pr->gpu_milli;
+  pod.created_unix_ns = UnixNowNs();
+  Send(res, s.Run([pod = std::move(pod)](Context& c) mutable -> Finisher {
+    const std::string uid = pod.uid;
+    if (absl::Status st = c.scheduler.SubmitPod(std::move(pod), c.now_s); !st.ok()) {
+      return Fail(st);
+    }
+    c.NoteSubmitted(uid);
+    // Built after this batch's scheduling cycles: the reply says whether the pod was bound.
+    return [&c = c.scheduler, uid]() -> Reply {
+      const sched::PodInfo* p = c.ledger().Find(uid);
+      if (!p) return ErrorReply(absl::NotFoundError(absl::StrCat("pod ", uid, " ended")));
+      return Reply{201, base::DumpJson(PodToJson(*p, c.state()), -1)};
+    };
+  }));
+}
+
+void GetPod(Service& s, const httplib::Request& req, httplib::Response& res) {
+  const std::string uid = req.matches[1];
+  Send(res, s.Run([uid](Context& c) -> Finisher {
+    const sched::PodInfo* p = c.scheduler.ledger().Find(uid);
+    if (!p) return Fail(absl::NotFoundError(absl::StrCat("pod '", uid, "' not found")));
+    return Ok(200, PodToJson(*p, c.scheduler.state()));
+  }));
+}
+
+struct PodFilter {
+  std::string phase, ns, node, after;
+  int limit = kDefaultPageSize;
+};
+
+void ListPods(Service& s, const httplib::Request& req, httplib::Response& res) {
+  PodFilter f;
+  f.phase = req.get_param_value("phase");
+  f.ns = req.get_param_value("namespace");
+  f.node = req.get_param_value("node");
+  f.after = req.get_param_value("continue");
+  if (!f.phase.empty() && f.phase != "Pending" && f.phase != "Assumed" && f.phase != "Bound") {
+    return Send(res, ErrorReply(absl::InvalidArgumentError(
+                         "phase: must be Pending, Assumed or Bound")));
+  }
+  absl::StatusOr<int> limit = PageSize(req);
+  if (!limit.ok()) return Send(res, ErrorReply(limit.status()));
+  f.limit = *limit;
+  Send(res, s.Run([f](Context& c) -> Finisher {
+    const core::ClusterState& st = c.scheduler.state();
+    const sched::PodLedger& ledger = c.scheduler.ledger();
+    std::vector<const sched::PodInfo*> pods;
+    if (!f.node.empty()) {
+      const int n = st.FindNode(f.node);
+      if (n >= 0) pods = ledger.PodsOnNode(n);
+    } else {
+      ledger.ForEach([&pods](const sched::PodInfo& p) { pods.push_back(&p); });
+    }
+    std::erase_if(pods, [&](const sched::PodInfo* p) {
+      return (!f.phase.empty() && sched::PodPhaseName(p->phase) != f.phase) ||
+             (!f.ns.empty() && p->ns != f.ns) || (!f.after.empty() && p->uid <= f.after);
+    });
+    std::sort(pods.begin(), pods.end(),
+              [](const sched::PodInfo* a, const sched::PodInfo* b) { return a->uid < b->uid; });
+    Json items = Json::array();
+    const size_t n = std::min(pods.size(), static_cast<size_t>(f.limit));
+    for (size_t i = 0; i < n; ++i) items.push_back(PodToJson(*pods[i], st));
+    Json page = {{"items", items}, {"revision", c.service.revision()}};
+    page["continue"] = n < pods.size() ? Json(pods[n - 1]->uid) : Json(nullptr);
+    return Ok(200, page);
+  }));
+}
+
+void DeletePod(Service& s, const httplib::Request& req, httplib::Response& res) {
+  const std::string uid = req.matches[1];
+  Send(res, s.Run([uid](Context& c) -> Finisher {
+    if (absl::Status st = c.scheduler.DeletePod(uid, c.now_s); !st.ok()) return Fail(st);
+    return Ok(200, {{"uid", uid}, {"deleted", true}});
+  }));
+}
+
+void ExplainPod(Service& s, const httplib::Request& req, httplib::Response& res) {
+  const std::string uid = req.matches[1];
+  Send(res, s.Run([uid](Context& c) -> Finisher {
+    const sched::PodInfo* p = c.scheduler.ledger().Find(uid);
+    if (!p) return Fail(absl::NotFoundError(absl::StrCat("pod '", uid, "' not found")));
+    Json j = {{"uid", uid}, {"phase", std::string(sched::PodPhaseName(p->phase))}};
+    if (p->phase != sched::PodPhase::kPending) {
+      j["node"] = c.scheduler.state().node(p->placement.node).name;
+      j["message"] = "bound";
+      return Ok(200, j);
+    }
+    absl::StatusOr<sched::Diagnosis> d = c.scheduler.Explain(uid);
+    if (!d.ok()) return Fail(d.status());
+    Json reasons = Json::object();
+    for (int r = 0; r < sched::kNumFilterReasons; ++r) {
+      if (d->counts[r] > 0) {
+        reasons[std::string(sched::FilterReasonName(static_cast<sched::FilterReason>(r)))] =
+            d->counts[r];
+      }
+    }
+    j["nodes_total"] = d->nodes_total;
+    j["nodes_fit"] = d->nodes_fit;
+    j["reasons"] = reasons;
+    j["message"] = sched::FitErrorMessage(*d);
+    const std::string last = c.scheduler.LastFailure(uid);
+    j["last_attempt"] = last.empty() ? Json(nullptr) : Json(last);
+    return Ok(200, j);
+  }));
+}
+
+// ----------------------------------------------------------------------------------- watch
+
+void WatchRoute(Service& s, const HttpOptions& o, const httplib::Request& req,
+                httplib::Response& res) {
+  int64_t since = s.revision();
+  if (req.has_param("since") &&
+      (!absl::SimpleAtoi(req.get_param_value("since"), &since) || since < 0)) {
+    return Send(res, ErrorReply(absl::InvalidArgumentError(
+                         "since: must be a revision, a non-negative integer")));
+  }
+  double timeout_s = o.max_watch_s;
+  if (req.has_param("timeout")) {
+    absl::StatusOr<double> t = base::ParseDuration(req.get_param_value("timeout"), "timeout", 1,
+                                                   base::Closed(0, o.max_watch_s));
+    if (!t.ok()) return Send(res, ErrorReply(t.status()));
+    timeout_s = *t;
+  }
+  if (req.get_param_value("format") == "json") {  // long poll: one reply
+    absl::StatusOr<std::vector<WatchEvent>> ev = s.Watch(since, 1000, timeout_s);
+    if (!ev.ok()) {
+      Reply r = ErrorReply(ev.status());
+      if (absl::IsFailedPrecondition(ev.status())) r.status = 410;
+      return Send(res, r);
+    }
+    std::string body = "{\"events\":[";
+    for (size_t i = 0; i < ev->size(); ++i) absl::StrAppend(&body, i ? "," : "", (*ev)[i].json);
+    const int64_t last = ev->empty() ? since : ev->back().revision;
+    absl::StrAppend(&body, "],\"revision\":", last, "}");
+    res.status = 200;
+    res.set_content(body, "application/json");
+    return;
+  }
+  // Server-sent events until timeout_s passes or the client goes away.
+  if (absl::StatusOr<std::vector<WatchEvent>> probe = s.Watch(since, 1, 0);
+      !probe.ok() && absl::IsFailedPrecondition(probe.status())) {
+    Reply r = ErrorReply(probe.status());
+    r.status = 410;
+    return Send(res, r);
+  }
+  auto cursor = std::make_shared<int64_t>(since);
+  const auto end = std::chrono::steady_clock::now() +
+                   std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream", [&s, cursor, end](size_t, httplib::DataSink& sink) {
+        const double left =
+            std::chrono::duration<double>(end - std::chrono::steady_clock::now()).count();
+        if (left <= 0 || !s.ready()) {
+          sink.done();
+          return true;
+        }
+        absl::StatusOr<std::vector<WatchEvent>> ev = s.Watch(*cursor, 1000, std::min(left, 15.0));
+        std::string out;
+        if (!ev.ok()) {
+          out = absl::StrCat("event: error\ndata: ", api::ErrorBody(ev.status()), "\n\n");
+          sink.write(out.data(), out.size());
+          sink.done();
+          return true;
+        }
+        for (const WatchEvent& e : *ev) {
+          absl::StrAppend(&out, "id: ", e.revision, "\ndata: ", e.json, "\n\n");
+          *cursor = e.revision;
+        }
+        if (out.empty()) out = ": keep-alive\n\n";
+        return sink.write(out.data(), out.size());
+      });
+}
+
+}  // namespace
+
+void RegisterRoutes(httplib::Server& h, Service& s, const HttpOptions& o) {
+  Metrics& m = s.metrics();
+  auto bind = [&s](void (*f)(Service&, const httplib::Request&, httplib::Response&)) {
+    return [&s, f](const httplib::Request& req, httplib::Response& res) { f(s, req, res); };
+  };
+  const std::string node = R"(/v1/nodes/([A-Za-z0-9][A-Za-z0-9._-]{0,252}))";
+  const std::string pod = R"(/v1/pods/([0-9a-f-]{1,64}))";
+  h.Put(node, Counted(m, "put_node", bind(PutNode)));
+  h.Get("/v1/nodes", Counted(m, "list_nodes", bind(GetNodes)));
+  h.Get(node, Counted(m, "get_node", bind(GetNode)));
+  h.Post(node + "/(cordon|uncordon)", Counted(m, "cordon_node", bind(CordonNode)));
+  h.Delete(node, Counted(m, "delete_node", bind(DeleteNode)));
+  h.Post("/v1/pods", Counted(m, "create_pod", bind(PostPod)));
+  h.Get("/v1/pods", Counted(m, "list_pods", bind(ListPods)));
+  h.Get(pod, Counted(m, "get_pod", bind(GetPod)));
+  h.Delete(pod, Counted(m, "delete_pod", bind(DeletePod)));
+  h.Get(pod + "/explain", Counted(m, "explain_pod", bind(ExplainPod)));
+  h.Get("/v1/watch", Counted(m, "watch", [&s, &o](const httplib::Request& req,
+                                                   httplib::Response& res) {
+          WatchRoute(s, o, req, res);
+        }));
+  RegisterPolicyRoutes(h, s);
+  h.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
+  h.Get("/readyz", [&s](const httplib::Request&, httplib::Response& res) {
+    res.status = s.ready() ? 200 : 503;
+    res.set_content(s.ready() ? "ready\n" : "not ready\n", "text/plain");
+  });
+  h.Get("/metrics", [&m](const httplib::Request&, httplib::Response& res) {
+    res.set_content(m.Expose(), "text/plain; version=0.0.4");
+  });
+}
+
+}  // namespace seedance::server

@@ -1,0 +1,468 @@
+#include "seedance/server/service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "seedance/api/api.h"
+#include "seedance/base/check.h"
+#include "seedance/base/text.h"
+#include "seedance/policy/manager.h"
+#include "seedance/policy/policy.h"
+#include "seedance/sched/frag.h"
+
+namespace seedance::server {
+
+namespace {
+
+double MonotonicS() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+Reply Unavailable(std::string_view why) {
+  return ErrorReply(absl::UnavailableError(std::string(why)));
+}
+
+}  // namespace
+
+Reply ErrorReply(const absl::Status& st) {
+  return {api::HttpStatusFor(st), api::ErrorBody(st)};
+}
+
+void Service::Context::NoteSubmitted(const std::string& uid) {
+  service.submitted_at_[uid] = now_s;
+}
+
+Service::Service(ServiceOptions options)
+    : options_(std::move(options)), metrics_(std::make_unique<Metrics>()) {}
+
+Service::~Service() { Shutdown(); }
+
+double Service::Now() const { return MonotonicS(); }
+
+absl::StatusOr<std::unique_ptr<Service>> Service::Start(ServiceOptions options) {
+  std::unique_ptr<Service> s(new Service(std::move(options)));
+  absl::StatusOr<std::unique_ptr<store::Store>> st = store::Store::Open(s->options_.state_dir);
+  if (!st.ok()) return st.status();
+  s->store_ = std::move(*st);
+  absl::StatusOr<std::unique_ptr<sched::Scheduler>> sc =
+      sched::Scheduler::Create(s->options_.scheduler);
+  if (!sc.ok()) return sc.status();
+  s->scheduler_ = std::move(*sc);
+  std::string stored_policy;
+  if (absl::Status r = s->Recover(&stored_policy); !r.ok()) return r;
+  if (absl::Status p = s->StartPolicies(stored_policy); !p.ok()) return p;
+  s->loop_ = std::thread([p = s.get()] { p->Loop(); });
+  s->ready_ = true;
+  return s;
+}
+
+absl::Status Service::Recover(std::string* policy_text) {
+  absl::StatusOr<store::Snapshot> snap = store_->Load();
+  if (!snap.ok()) return snap.status();
+  *policy_text = snap->policy_text;
+  const std::string where = absl::StrCat(options_.state_dir, "/state.db");
+  for (const store::NodeRecord& rec : snap->nodes) {
+    Json j = Json::parse(rec.spec_json, nullptr, false);
+    absl::StatusOr<core::NodeSpec> spec = NodeFromJson(j);
+    if (!spec.ok()) {
+      return absl::DataLossError(
+          absl::StrCat(where, ": node '", rec.name, "' cannot be read back: ", spec.status().message()));
+    }
+    if (absl::Status a = scheduler_->PutNode(std::move(*spec)); !a.ok()) {
+      return absl::DataLossError(
+          absl::StrCat(where, ": node '", rec.name, "' cannot be restored: ", a.message()));
+    }
+    if (rec.cordoned) (void)scheduler_->CordonNode(rec.name, true);
+  }
+  const double now = Now();
+  // Bound pods first, so that the pending ones cannot take their GPUs; then pending pods in
+  // submission order (revision order is arrival order for pods never placed).
+  std::vector<const store::PodRecord*> order;
+  for (const store::PodRecord& rec : snap->pods) order.push_back(&rec);
+  std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+    const bool pa = a->phase == "Pending", pb = b->phase == "Pending";
+    return pa != pb ? pb : a->revision < b->revision;
+  });
+  for (const store::PodRecord* rec : order) {
+    Json j = Json::parse(rec->spec_json, nullptr, false);
+    absl::StatusOr<sched::PodInfo> pod = PodFromJson(j, scheduler_->state());
+    if (!pod.ok()) {
+      return absl::DataLossError(
+          absl::StrCat(where, ": pod ", rec->uid, " cannot be read back: ", pod.status().message()));
+    }
+    if (absl::Status a = scheduler_->RestorePod(std::move(*pod), now); !a.ok()) {
+      return absl::DataLossError(
+          absl::StrCat(where, ": pod ", rec->uid, " cannot be restored: ", a.message()));
+    }
+  }
+  (void)scheduler_->TakeChanges();  // restoring is not a change
+  revision_ = snap->revision;
+  metrics_->revision->Set(static_cast<double>(snap->revision));
+  return absl::OkStatus();
+}
+
+absl::Status Service::Preload(const std::vector<core::NodeSpec>& nodes) {
+  Reply r = Run([&nodes](Context& c) -> Finisher {
+    for (const core::NodeSpec& n : nodes) {
+      if (absl::Status st = c.scheduler.PutNode(n); !st.ok()) {
+        return [st] { return ErrorReply(st); };
+      }
+    }
+    return [] { return Reply{200, "{}"}; };
+  });
+  if (r.status == 200) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("--nodes: ", r.body));
+}
+
+Reply Service::Run(Operation op) {
+  std::promise<Reply> promise;
+  std::future<Reply> reply = promise.get_future();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return Unavailable("the server is shutting down");
+    inbox_.emplace_back(std::move(op), std::move(promise));
+  }
+  cv_.notify_one();
+  return reply.get();
+}
+
+void Service::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ && !loop_.joinable()) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (loop_.joinable()) loop_.join();
+  ready_ = false;
+  std::vector<std::pair<Operation, std::promise<Reply>>> left;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    left.swap(inbox_);
+  }
+  for (auto& [op, promise] : left) promise.set_value(Unavailable("the server is shutting down"));
+  watch_cv_.notify_all();
+}
+
+void Service::Loop() {
+  std::vector<std::pair<Operation, std::promise<Reply>>> batch;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      const std::optional<double> wake = scheduler_->NextWakeup();
+      const double until = std::min(wake.value_or(1e300), last_tick_s_ + options_.tick_s);
+      const double wait = std::max(0.0, until - Now());
+      cv_.wait_for(lock, std::chrono::duration<double>(std::min(wait, 3600.0)),
+                   [&] { return stopping_ || !inbox_.empty(); });
+      if (stopping_) return;
+      const size_t take = std::min<size_t>(inbox_.size(), options_.max_batch);
+      batch.assign(std::make_move_iterator(inbox_.begin()),
+                   std::make_move_iterator(inbox_.begin() + static_cast<ptrdiff_t>(take)));
+      inbox_.erase(inbox_.begin(), inbox_.begin() + static_cast<ptrdiff_t>(take));
+    }
+    RunBatch(batch);
+    batch.clear();
+  }
+}
+
+void Service::RunBatch(std::vector<std::pair<Operation, std::promise<Reply>>>& batch) {
+  const double now = Now();
+  // Every decision of this batch is made under one policy, even if a reload lands meanwhile.
+  batch_policy_ = policies_->Current();
+  if (now - last_tick_s_ >= options_.tick_s) Tick(now);
+  Context ctx{*scheduler_, *this, now};
+  std::vector<Finisher> finishers;
+  finishers.reserve(batch.size());
+  for (auto& [op, promise] : batch) finishers.push_back(op(ctx));
+  scheduler_->ExpireAssumptions(now);
+  scheduler_->RunCycles(now);
+
+  std::vector<WatchEvent> events;
+  store::Batch commit = BuildCommit(&events);
+  if (pending_policy_text_) {
+    commit.policy_text = std::move(pending_policy_text_);
+    pending_policy_text_.reset();
+    if (commit.revision == 0) commit.revision = revision_.load();
+  }
+  absl::Status committed = absl::OkStatus();
+  if (!commit.empty()) {
+    const double t0 = Now();
+    committed = store_->Commit(commit);
+    metrics_->commit_duration->Observe(Now() - t0);
+  }
+  metrics_->batch_size->Observe(static_cast<double>(batch.size()));
+  if (!committed.ok()) {
+    // The in-memory state is ahead of the disk: nothing of this batch may be acknowledged and
+    // the process cannot go on as if it were durable. Refuse everything and stop serving.
+    for (auto& [op, promise] : batch) {
+      promise.set_value(ErrorReply(absl::UnavailableError(
+          absl::StrCat("the state could not be made durable: ", committed.message()))));
+    }
+    SEEDANCE_CHECK(committed.ok()) << "state commit failed; restart recovers the last durable "
+                                      "state: "
+                                   << committed.message();
+  }
+  for (size_t i = 0; i < batch.size(); ++i) batch[i].second.set_value(finishers[i]());
+  Publish(std::move(events));
+  UpdateGauges();
+}
+
+store::Batch Service::BuildCommit(std::vector<WatchEvent>* events) {
+  store::Batch b;
+  std::vector<sched::Change> changes = scheduler_->TakeChanges();
+  if (changes.empty()) return b;
+  int64_t rev = revision_.load();
+  std::set<std::string> nodes_put, pods_put;
+  const core::ClusterState& state = scheduler_->state();
+  const sched::PodLedger& ledger = scheduler_->ledger();
+  const double now = Now();
+  for (const sched::Change& c : changes) {
+    ++rev;
+    Json object;
+    switch (c.kind) {
+      case sched::Change::kNodeAdded:
+      case sched::Change::kNodeUpdated: {
+        const int n = state.FindNode(c.key);
+        if (n < 0) continue;  // removed later in the batch
+        object = NodeToJson(state.node(n));
+        object["cordoned"] = state.cordoned(n);
+        nodes_put.insert(c.key);
+        break;
+      }
+      case sched::Change::kNodeDeleted:
+        object = {{"name", c.key}};
+        nodes_put.erase(c.key);
+        b.delete_nodes.push_back(c.key);
+        break;
+      case sched::Change::kPodDeleted:
+        object = {{"uid", c.key}};
+        pods_put.erase(c.key);
+        b.delete_pods.push_back(c.key);
+        submitted_at_.erase(c.key);
+        break;
+      default: {
+        const sched::PodInfo* pod = ledger.Find(c.key);
+        if (!pod) continue;
+        (void)scheduler_->SetPodRevision(c.key, rev);
+        object = PodToJson(*pod, state);
+        if (c.kind == sched::Change::kPodAdded) {
+          object["phase"] = "Pending";
+          object["node"] = nullptr;
+          object["gpus"] = Json::array();
+        }
+        if (c.kind == sched::Change::kPodBound) {
+          auto it = submitted_at_.find(c.key);
+          if (it != submitted_at_.end()) {
+            metrics_->scheduling_duration->Observe(now - it->second);
+            submitted_at_.erase(it);
+          }
+        }
+        pods_put.insert(c.key);
+        break;
+      }
+    }
+    object["revision"] = rev;
+    Json event = {{"revision", rev},
+                  {"type", std::string(sched::ChangeKindName(c.kind))},
+                  {"object", object}};
+    std::string text = base::DumpJson(event, -1);
+    b.events.push_back({rev, std::string(sched::ChangeKindName(c.kind)), text});
+    events->push_back({rev, std::move(text)});
+  }
+  for (const std::string& name : nodes_put) {
+    const int n = state.FindNode(name);
+    b.put_nodes.push_back({name, base::DumpJson(NodeToJson(state.node(n)), -1), state.cordoned(n),
+                           rev});
+  }
+  for (const std::string& uid : pods_put) {
+    const sched::PodInfo* p = ledger.Find(uid);
+    if (!p) continue;
+    b.put_pods.push_back({p->uid, p->ns, p->name, base::DumpJson(PodToJson(*p, state), -1),
+                          std::string(sched::PodPhaseName(p->phase)),
+                          p->phase == sched::PodPhase::kPending
+                              ? std::string()
+                              : state.node(p->placement.node).name,
+                          "", p->revision});
+  }
+  b.revision = rev;
+  revision_ = rev;
+  metrics_->revision->Set(static_cast<double>(rev));
+  return b;
+}
+
+void Service::Publish(std::vector<WatchEvent> events) {
+  if (events.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    for (WatchEvent& e : events) recent_.push_back(std::move(e));
+    while (recent_.size() > static_cast<size_t>(options_.watch_memory)) recent_.pop_front();
+  }
+  watch_cv_.notify_all();
+}
+
+absl::StatusOr<std::vector<WatchEvent>> Service::Watch(int64_t since, size_t limit,
+                                                       double timeout_s) {
+  std::vector<WatchEvent> out;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<
+      std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s));
+  std::unique_lock<std::mutex> lock(watch_mu_);
+  while (true) {
+    if (!recent_.empty() && recent_.front().revision <= since + 1) {
+      auto it = std::lower_bound(recent_.begin(), recent_.end(), since + 1,
+                                 [](const WatchEvent& e, int64_t r) { return e.revision < r; });
+      for (; it != recent_.end() && out.size() < limit; ++it) out.push_back(*it);
+      if (!out.empty()) return out;
+    } else if (since < revision_.load()) {
+      // Older than memory: from the store (which refuses what it no longer keeps).
+      lock.unlock();
+      if (since + 1 < store_->oldest_event_revision()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "revision ", since, " is older than the oldest retained event (",
+            store_->oldest_event_revision(), "); list again and watch from its revision"));
+      }
+      absl::StatusOr<std::vector<store::EventRecord>> old = store_->EventsSince(since, limit);
+      if (!old.ok()) return old.status();
+      for (store::EventRecord& e : *old) out.push_back({e.revision, std::move(e.object_json)});
+      if (!out.empty()) return out;
+      lock.lock();
+    }
+    if (!ready_.load() ||
+        watch_cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
+      return out;
+    }
+  }
+}
+
+absl::Status Service::StartPolicies(const std::string& stored_text) {
+  policy::ManagerOptions mo;
+  mo.on_reload = [m = metrics_.get()](const absl::Status& st,
+                                      const std::shared_ptr<const policy::Policy>&) {
+    m->policy_reloads->Add({{"result", st.ok() ? "ok" : "failed"}}).Increment();
+  };
+  absl::StatusOr<std::unique_ptr<policy::PolicyManager>> pm = policy::PolicyManager::Start(
+      options_.policy_path, policy::ServerMetricNames(), std::move(mo));
+  if (!pm.ok()) return pm.status();
+  policies_ = std::move(*pm);
+  use_policy_profiles_ = !options_.policy_path.empty();
+  if (options_.policy_path.empty() && !stored_text.empty()) {
+    // The policy last PUT over the API, as acknowledged.
+    if (absl::Status st = policies_->Reload(stored_text, "PUT /v1/policy"); !st.ok()) {
+      return absl::DataLossError(absl::StrCat(options_.state_dir,
+                                              "/state.db: the stored policy is refused: ",
+                                              st.message()));
+    }
+    use_policy_profiles_ = true;
+  }
+  scheduler_->SetProfileSelector([this](const sched::PodInfo& pod) { return ProfileOf(pod); });
+  return absl::OkStatus();
+}
+
+absl::Status Service::ReplacePolicy(const std::string& text) {
+  if (absl::Status st = policies_->Reload(text, "PUT /v1/policy"); !st.ok()) return st;
+  use_policy_profiles_ = true;
+  batch_policy_ = policies_->Current();
+  pending_policy_text_ = text;
+  return absl::OkStatus();
+}
+
+sched::ProfileSpec Service::ProfileOf(const sched::PodInfo& pod) const {
+  if (!use_policy_profiles_ || !batch_policy_) return options_.scheduler.default_profile;
+  const policy::PlacementProfile& p = batch_policy_->ProfileFor(pod.ns, pod.labels, pod.priority);
+  return {p.name, p.policy, p.options, p.weights};
+}
+
+std::map<std::string, double> Service::LiveMetrics(double now_s) {
+  const core::ClusterState& s = scheduler_->state();
+  const sched::SchedulingQueue& q = scheduler_->queue();
+  const double cap = static_cast<double>(s.gpu_capacity_milli());
+  const double alloc = static_cast<double>(s.gpu_allocated_milli());
+  int cordoned = 0;
+  for (int n = 0; n < s.num_nodes(); ++n) cordoned += s.alive(n) && s.cordoned(n) ? 1 : 0;
+  const int64_t bound = scheduler_->attempts_scheduled();
+  if (now_s > last_rate_s_) {
+    bind_rate_ = static_cast<double>(bound - last_bound_count_) / (now_s - last_rate_s_);
+  }
+  last_bound_count_ = bound;
+  last_rate_s_ = now_s;
+  // Fragmentation against the typical shapes of the pods the server holds (FGD's measure).
+  std::vector<core::PodSpec> pods;
+  pods.reserve(scheduler_->ledger().size());
+  scheduler_->ledger().ForEach([&pods, &s](const sched::PodInfo& p) {
+    core::PodSpec spec;
+    spec.shape = p.shape;
+    spec.shape.gpu_model_mask = s.ModelMask(p.gpu_spec);
+    pods.push_back(std::move(spec));
+  });
+  double frag = 0;
+  if (!pods.empty() && cap > alloc) {
+    const sched::TargetWorkload typical = sched::TypicalShapes(sched::CountShapes(pods));
+    double frag_milli = 0;
+    for (int n = 0; n < s.num_nodes(); ++n) {
+      if (s.alive(n)) frag_milli += sched::NodeFragScore(sched::NodeResources::Of(s, n), typical);
+    }
+    frag = frag_milli / (cap - alloc);
+  }
+  metrics_->fragmentation_ratio->Set(frag);
+  return {{"gpu_free_pct", cap > 0 ? 100.0 * (cap - alloc) / cap : 0.0},
+          {"gpu_alloc_pct", cap > 0 ? 100.0 * alloc / cap : 0.0},
+          {"pending_pods", static_cast<double>(scheduler_->ledger().count(sched::PodPhase::kPending))},
+          {"unschedulable_pods", static_cast<double>(q.unschedulable_size())},
+          {"nodes", static_cast<double>(s.num_live_nodes())},
+          {"cordoned_nodes", static_cast<double>(cordoned)},
+          {"fragmentation_ratio", frag},
+          {"bind_rate_per_s", bind_rate_}};
+}
+
+void Service::ApplyActions(double now_s) {
+  std::vector<policy::Action> actions = policies_->Evaluate(LiveMetrics(now_s), now_s);
+  for (const policy::Action& a : actions) {
+    if (a.kind == policy::Action::kCordon || a.kind == policy::Action::kDrain) {
+      if (!scheduler_->CordonNode(a.target, true).ok()) continue;
+      if (a.kind == policy::Action::kDrain) {
+        const int n = scheduler_->state().FindNode(a.target);
+        std::vector<std::string> uids;
+        for (const sched::PodInfo* p : scheduler_->ledger().PodsOnNode(n)) uids.push_back(p->uid);
+        for (const std::string& uid : uids) (void)scheduler_->Evict(uid, now_s);
+      }
+    }
+  }
+  for (const auto& [name, raised] : policies_->Alerts()) {
+    metrics_->alerts->Add({{"alert", name}}).Set(raised ? 1 : 0);
+  }
+}
+
+void Service::Tick(double now_s) {
+  last_tick_s_ = now_s;
+  ApplyActions(now_s);
+}
+
+void Service::UpdateGauges() {
+  const sched::SchedulingQueue& q = scheduler_->queue();
+  metrics_->pending_active->Set(static_cast<double>(q.active_size()));
+  metrics_->pending_backoff->Set(static_cast<double>(q.backoff_size()));
+  metrics_->pending_unschedulable->Set(static_cast<double>(q.unschedulable_size()));
+  const core::ClusterState& s = scheduler_->state();
+  metrics_->gpu_milli_allocated->Set(static_cast<double>(s.gpu_allocated_milli()));
+  metrics_->gpu_milli_free->Set(static_cast<double>(s.gpu_capacity_milli() - s.gpu_allocated_milli()));
+  metrics_->nodes->Set(static_cast<double>(s.num_live_nodes()));
+  for (policy::PolicyState st : {policy::PolicyState::kLoaded, policy::PolicyState::kReloading,
+                                 policy::PolicyState::kActive, policy::PolicyState::kFailed}) {
+    metrics_->policy_state_family->Add({{"state", std::string(policy::PolicyStateName(st))}})
+        .Set(policies_->state() == st ? 1 : 0);
+  }
+  metrics_->pods_bound->Set(static_cast<double>(scheduler_->ledger().count(sched::PodPhase::kBound)));
+  // Attempt counters mirror the scheduler's own (set, not incremented, so they cannot drift).
+  auto bump = [](prometheus::Counter* c, int64_t to) {
+    const double d = static_cast<double>(to) - c->Value();
+    if (d > 0) c->Increment(d);
+  };
+  bump(metrics_->attempts_scheduled, scheduler_->attempts_scheduled());
+  bump(metrics_->attempts_unschedulable, scheduler_->attempts_unschedulable());
+  bump(metrics_->attempts_error, scheduler_->attempts_error());
+}
+
+}  // namespace seedance::server
