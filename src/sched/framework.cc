@@ -4,6 +4,7 @@
 #include <numeric>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "seedance/base/check.h"
 
 namespace seedance::sched {
@@ -18,6 +19,8 @@ std::string_view CodeName(Code code) {
       return "UnschedulableAndUnresolvable";
     case Code::kError:
       return "Error";
+    case Code::kWait:
+      return "Wait";
   }
   return "Unknown";
 }
@@ -216,21 +219,97 @@ int Framework::SelectNormalized(const CycleState& cycle, const core::ClusterStat
   return feasible_[best];
 }
 
+void Framework::SyncRanks(int num_nodes) {
+  if (static_cast<int>(rank_.size()) == num_nodes) return;
+  std::vector<int>& order = options_.node_order;
+  const int have = static_cast<int>(order.size());
+  if (have == static_cast<int>(rank_.size()) && have < num_nodes) {
+    // The order in use (or none yet) covers the old nodes: the added ones go last.
+    for (int n = have; n < num_nodes; ++n) order.push_back(n);
+  } else if (have != num_nodes) {
+    order.resize(num_nodes);
+    std::iota(order.begin(), order.end(), 0);
+  }
+  rank_.assign(num_nodes, 0);
+  for (int i = 0; i < num_nodes; ++i) rank_[order[i]] = i;
+}
+
+bool Framework::PassesFilterPlugins(const CycleState& cycle, const core::ClusterState& state,
+                                    int n, std::string* rejected_by) const {
+  for (const auto& f : profile_.filters) {
+    if (!f->Filter(cycle, state, n)) {
+      if (rejected_by != nullptr && rejected_by->empty()) *rejected_by = std::string(f->Name());
+      return false;
+    }
+  }
+  return true;
+}
+
+Diagnosis Framework::Explain(const core::PodShape& pod, const core::ClusterState& state) const {
+  Diagnosis d = Diagnose(state, pod);
+  if (profile_.filters.empty() || d.nodes_fit == 0) return d;
+  CycleState cycle;
+  cycle.pod = &pod;
+  for (int n = 0; n < state.num_nodes(); ++n) {
+    if (!state.Fits(n, pod) || PassesFilterPlugins(cycle, state, n, &d.plugin)) continue;
+    --d.nodes_fit;
+    ++d.counts[static_cast<size_t>(FilterReason::kPlugin)];
+  }
+  return d;
+}
+
+void Framework::RunPostFilters(CycleState& cycle, const core::ClusterState& state,
+                               Outcome* out) {
+  const Diagnosis why = Explain(*cycle.pod, state);
+  for (const auto& p : profile_.post_filters) {
+    PostFilterResult r = p->PostFilter(cycle, state, why);
+    if (r.nominated_node < 0) continue;
+    SEEDANCE_CHECK(r.nominated_node < state.num_nodes() && state.alive(r.nominated_node))
+        << "post-filter plugin '" << p->Name() << "' nominated node " << r.nominated_node
+        << ", not a live node of " << state.num_nodes();
+    out->nominated_node = r.nominated_node;
+    out->victims = std::move(r.victims);
+    return;
+  }
+}
+
+bool Framework::RunPermits(CycleState& cycle, const core::ClusterState& state, bool reserved,
+                           Outcome* out, double* wait_s) {
+  *wait_s = 0;
+  for (const auto& p : profile_.permits) {
+    PermitResult r = p->Permit(cycle, state, out->placement);
+    if (r.kind == PermitResult::kReject) {
+      if (reserved) profile_.reserve->Unreserve(cycle, out->placement);
+      out->code = Code::kUnschedulable;
+      out->reason = absl::StrCat("permit plugin '", std::string(p->Name()), "': ", r.message);
+      return false;
+    }
+    if (r.kind == PermitResult::kWait) {
+      SEEDANCE_CHECK(r.timeout_s > 0)
+          << "permit plugin '" << p->Name() << "' asked to wait " << r.timeout_s << " s";
+      *wait_s = *wait_s > 0 ? std::min(*wait_s, r.timeout_s) : r.timeout_s;
+    }
+  }
+  return true;
+}
+
 Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state) {
   Outcome out;
   const int num_nodes = state.num_nodes();
-  if (static_cast<int>(rank_.size()) != num_nodes) {
-    if (static_cast<int>(options_.node_order.size()) != num_nodes) {
-      options_.node_order.resize(num_nodes);
-      std::iota(options_.node_order.begin(), options_.node_order.end(), 0);
-    }
-    rank_.assign(num_nodes, 0);
-    for (int i = 0; i < num_nodes; ++i) rank_[options_.node_order[i]] = i;
-  }
+  SyncRanks(num_nodes);
   SyncCacheTo(state);
   CycleState cycle;
   cycle.pod = &pod;
   cycle.rng = &rng_;
+
+  // PreFilter.
+  for (const auto& p : profile_.pre_filters) {
+    if (absl::Status st = p->PreFilter(cycle, state); !st.ok()) {
+      out.code = Code::kUnschedulable;
+      out.reason = absl::StrCat("pre-filter plugin '", std::string(p->Name()), "': ", st.message());
+      return out;
+    }
+  }
 
   // Filter.
   feasible_.clear();
@@ -238,11 +317,7 @@ Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state
   if (!profile_.filters.empty()) {
     size_t kept = 0;
     for (int n : feasible_) {
-      bool ok = true;
-      for (size_t f = 0; ok && f < profile_.filters.size(); ++f) {
-        ok = profile_.filters[f]->Filter(cycle, state, n);
-      }
-      if (ok) feasible_[kept++] = n;
+      if (PassesFilterPlugins(cycle, state, n, nullptr)) feasible_[kept++] = n;
     }
     feasible_.resize(kept);
   }
@@ -262,16 +337,20 @@ Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state
     out.code = Code::kUnschedulable;
     out.reason = "no node has room";
     // Unresolvable if it would not fit even on an empty node.
+    // Cordoned, tainted and removed nodes do not count (as kube-scheduler's NodeUnschedulable
+    // and TaintToleration make them unresolvable).
     bool could_ever = false;
     for (int n = 0; n < num_nodes && !could_ever; ++n) {
       const core::NodeSpec& spec = state.node(n);
-      could_ever = state.Accessible(n, pod) && spec.cpu_milli >= pod.cpu_milli &&
-                   spec.memory_mib >= pod.memory_mib && spec.num_gpus >= pod.num_gpu;
+      could_ever = state.schedulable(n) && state.Accessible(n, pod) &&
+                   spec.cpu_milli >= pod.cpu_milli && spec.memory_mib >= pod.memory_mib &&
+                   spec.num_gpus >= pod.num_gpu;
     }
     if (!could_ever) {
       out.code = Code::kUnschedulableAndUnresolvable;
       out.reason = "no node could hold this pod even when empty";
     }
+    if (!profile_.post_filters.empty()) RunPostFilters(cycle, state, &out);
     return out;
   }
   out.placement.node = best_node;
@@ -293,6 +372,10 @@ Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state
     out.placement.num_gpus = 0;
   }
 
+  // Permit.
+  double wait_s = 0;
+  if (!profile_.permits.empty() && !RunPermits(cycle, state, reserved, &out, &wait_s)) return out;
+
   // Bind.
   if (absl::Status st = state.Allocate(pod, out.placement); !st.ok()) {
     if (reserved) profile_.reserve->Unreserve(cycle, out.placement);
@@ -302,7 +385,22 @@ Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state
   }
   for (auto& o : profile_.observers) o->OnBound(pod, out.placement, state);
   out.code = Code::kSuccess;
+  if (wait_s > 0) {
+    out.code = Code::kWait;
+    out.wait_timeout_s = wait_s;
+  }
   return out;
+}
+
+void Framework::RejectWaiting(const core::PodShape& pod, const core::Placement& placement,
+                              core::ClusterState& state) {
+  if (pod.num_gpu > 0 && profile_.reserve) {
+    CycleState cycle;
+    cycle.pod = &pod;
+    cycle.rng = &rng_;
+    profile_.reserve->Unreserve(cycle, placement);
+  }
+  Release(pod, placement, state);
 }
 
 void Framework::Release(const core::PodShape& pod, const core::Placement& placement,

@@ -572,6 +572,7 @@ TEST(CodeNameTest, NamesEveryCode) {
   EXPECT_EQ(CodeName(Code::kUnschedulable), "Unschedulable");
   EXPECT_EQ(CodeName(Code::kUnschedulableAndUnresolvable), "UnschedulableAndUnresolvable");
   EXPECT_EQ(CodeName(Code::kError), "Error");
+  EXPECT_EQ(CodeName(Code::kWait), "Wait");
 }
 
 // ---- Registry ------------------------------------------------------------------------------
@@ -653,6 +654,274 @@ TEST(RegistryTest, ReferencePolicyNamesInPaperOrder) {
   for (const std::string& name : ReferencePolicyNames()) {
     EXPECT_TRUE(Registry::Builtins().Contains(name)) << name;
   }
+}
+
+
+// ---- PreFilter, PostFilter, Permit, Explain, dynamic nodes ---------------------------------
+
+class FixedPreFilter : public PreFilterPlugin {
+ public:
+  explicit FixedPreFilter(absl::Status status) : status_(std::move(status)) {}
+  std::string_view Name() const override { return "quota"; }
+  absl::Status PreFilter(CycleState& cycle, const ClusterState&) override {
+    ++calls;
+    EXPECT_TRUE(cycle.feasible.empty());  // before Filter
+    return status_;
+  }
+  int calls = 0;
+
+ private:
+  absl::Status status_;
+};
+
+class Nominate : public PostFilterPlugin {
+ public:
+  explicit Nominate(int node) : node_(node) {}
+  std::string_view Name() const override { return "preempt"; }
+  PostFilterResult PostFilter(CycleState&, const ClusterState&, const Diagnosis& why) override {
+    ++calls;
+    seen = why;
+    PostFilterResult r;
+    r.nominated_node = node_;
+    if (node_ >= 0) r.victims = {"uid-a", "uid-b"};
+    return r;
+  }
+  int calls = 0;
+  Diagnosis seen;
+
+ private:
+  int node_;
+};
+
+// Keeps the default PostFilter (nominates nothing).
+class DefaultPostFilter : public PostFilterPlugin {
+ public:
+  std::string_view Name() const override { return "default"; }
+};
+
+class FixedPermit : public PermitPlugin {
+ public:
+  FixedPermit(std::string name, PermitResult result)
+      : name_(std::move(name)), result_(std::move(result)) {}
+  std::string_view Name() const override { return name_; }
+  PermitResult Permit(CycleState&, const ClusterState& s, const Placement& p) override {
+    ++calls;
+    seen = p;
+    pods_on_node_at_permit = s.num_pods(p.node);
+    return result_;
+  }
+  int calls = 0;
+  int pods_on_node_at_permit = -1;
+  Placement seen;
+
+ private:
+  std::string name_;
+  PermitResult result_;
+};
+
+PermitResult Wait(double s) {
+  PermitResult r;
+  r.kind = PermitResult::kWait;
+  r.timeout_s = s;
+  return r;
+}
+
+PermitResult Reject(std::string why) {
+  PermitResult r;
+  r.kind = PermitResult::kReject;
+  r.message = std::move(why);
+  return r;
+}
+
+TEST_F(FrameworkTest, PreFilterFailureStopsTheCycleBeforeAnythingElse) {
+  auto score = std::make_shared<TableScore>(std::vector<int64_t>{1, 2, 3});
+  Profile p = WithScores({{score, 1}});
+  auto pre = std::make_shared<FixedPreFilter>(absl::ResourceExhaustedError("namespace over quota"));
+  p.pre_filters = {pre};
+  Framework fw = Make(std::move(p));
+  const std::vector<uint32_t> before = Versions();
+  Outcome out = fw.Schedule(Gpu(1, 1000), state_);
+  EXPECT_EQ(out.code, Code::kUnschedulable);
+  EXPECT_EQ(out.reason, "pre-filter plugin 'quota': namespace over quota");
+  EXPECT_EQ(pre->calls, 1);
+  EXPECT_EQ(score->total_calls(), 0);
+  EXPECT_EQ(reserve_->reserves, 0);
+  EXPECT_EQ(Versions(), before);
+}
+
+TEST_F(FrameworkTest, PreFilterOkLetsTheCycleRun) {
+  Profile p = WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{1, 3, 2}), 1}});
+  auto pre = std::make_shared<FixedPreFilter>(absl::OkStatus());
+  p.pre_filters = {pre};
+  Framework fw = Make(std::move(p));
+  Outcome out = fw.Schedule(Gpu(1, 1000), state_);
+  EXPECT_EQ(out.code, Code::kSuccess);
+  EXPECT_EQ(out.placement.node, 1);
+  EXPECT_EQ(pre->calls, 1);
+}
+
+TEST_F(FrameworkTest, PostFilterRunsOnlyAfterAFailedFilterAndItsNominationIsReturned) {
+  Profile p = WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{1, 2, 3}), 1}});
+  auto none = std::make_shared<DefaultPostFilter>();
+  auto nominate = std::make_shared<Nominate>(2);
+  auto later = std::make_shared<Nominate>(0);
+  p.post_filters = {none, nominate, later};
+  Framework fw = Make(std::move(p));
+  Outcome fits = fw.Schedule(Gpu(1, 1000), state_);
+  EXPECT_EQ(fits.code, Code::kSuccess);
+  EXPECT_EQ(nominate->calls, 0);
+  EXPECT_EQ(fits.nominated_node, -1);
+  // Three GPUs: no node has them.
+  Outcome out = fw.Schedule(Gpu(3, 1000), state_);
+  EXPECT_EQ(out.code, Code::kUnschedulableAndUnresolvable);
+  EXPECT_EQ(nominate->calls, 1);
+  EXPECT_EQ(later->calls, 0);  // the first nomination ends the round
+  EXPECT_EQ(out.nominated_node, 2);
+  EXPECT_EQ(out.victims, (std::vector<std::string>{"uid-a", "uid-b"}));
+  EXPECT_EQ(nominate->seen.nodes_total, 3);
+  EXPECT_EQ(nominate->seen.count(FilterReason::kTooFewGpus), 3);
+}
+
+TEST_F(FrameworkTest, DefaultPostFilterNominatesNothing) {
+  Profile p = WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{1, 2, 3}), 1}});
+  p.post_filters = {std::make_shared<DefaultPostFilter>()};
+  Framework fw = Make(std::move(p));
+  Outcome out = fw.Schedule(Cpu(99000), state_);
+  EXPECT_EQ(out.code, Code::kUnschedulableAndUnresolvable);
+  EXPECT_EQ(out.nominated_node, -1);
+  EXPECT_TRUE(out.victims.empty());
+}
+
+TEST_F(FrameworkDeathTest, PostFilterNominatingADeadNodeIsCaught) {
+  ASSERT_TRUE(state_.RemoveNode(1).ok());
+  Profile p = WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{1, 2, 3}), 1}});
+  p.post_filters = {std::make_shared<Nominate>(1)};
+  Framework fw = Make(std::move(p));
+  EXPECT_DEATH(fw.Schedule(Cpu(99000), state_),
+               "post-filter plugin 'preempt' nominated node 1, not a live node of 3");
+}
+
+TEST_F(FrameworkTest, PermitRejectUnreservesAndChangesNothing) {
+  Profile p = WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{1, 3, 2}), 1}});
+  auto allow = std::make_shared<FixedPermit>("allow", PermitResult{});
+  auto reject = std::make_shared<FixedPermit>("gang", Reject("gang incomplete"));
+  p.permits = {allow, reject};
+  Framework fw = Make(std::move(p));
+  const std::vector<uint32_t> before = Versions();
+  Outcome out = fw.Schedule(Gpu(1, 1000), state_);
+  EXPECT_EQ(out.code, Code::kUnschedulable);
+  EXPECT_EQ(out.reason, "permit plugin 'gang': gang incomplete");
+  EXPECT_EQ(reject->seen.node, 1);  // after Reserve: the GPUs are chosen
+  EXPECT_EQ(reject->seen.num_gpus, 1);
+  EXPECT_EQ(reserve_->unreserves, 1);
+  EXPECT_EQ(Versions(), before);
+}
+
+TEST_F(FrameworkTest, PermitWaitCommitsThePlacementAndReturnsTheLeastTimeout) {
+  Profile p = WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{1, 3, 2}), 1}});
+  auto observer = std::make_shared<CountingObserver>();
+  p.observers = {observer};
+  auto slow = std::make_shared<FixedPermit>("slow", Wait(30));
+  auto fast = std::make_shared<FixedPermit>("fast", Wait(5));
+  p.permits = {slow, fast, std::make_shared<FixedPermit>("allow", PermitResult{})};
+  Framework fw = Make(std::move(p));
+  const PodShape pod = Gpu(2, 1000);
+  Outcome out = fw.Schedule(pod, state_);
+  EXPECT_EQ(out.code, Code::kWait);
+  EXPECT_FALSE(out.ok());
+  EXPECT_DOUBLE_EQ(out.wait_timeout_s, 5);
+  EXPECT_EQ(out.placement.node, 1);
+  EXPECT_EQ(slow->pods_on_node_at_permit, 0);  // Permit runs before Bind
+  EXPECT_EQ(state_.num_pods(1), 1);           // the resources are held
+  EXPECT_EQ(state_.free_gpus(1), 0);
+  EXPECT_EQ(observer->bound, 1);
+  // Rejected later (timeout): unreserved and released.
+  fw.RejectWaiting(pod, out.placement, state_);
+  EXPECT_EQ(state_.num_pods(1), 0);
+  EXPECT_EQ(state_.free_gpus(1), 2);
+  EXPECT_EQ(reserve_->unreserves, 1);
+  EXPECT_EQ(observer->released, 1);
+  state_.CheckInvariants();
+}
+
+TEST_F(FrameworkTest, PermitAllowBindsAsUsual) {
+  Profile p = WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{1, 3, 2}), 1}});
+  auto allow = std::make_shared<FixedPermit>("allow", PermitResult{});
+  p.permits = {allow};
+  Framework fw = Make(std::move(p));
+  Outcome out = fw.Schedule(Cpu(1000), state_);
+  EXPECT_EQ(out.code, Code::kSuccess);
+  EXPECT_EQ(allow->calls, 1);
+  EXPECT_EQ(state_.num_pods(1), 1);
+}
+
+TEST_F(FrameworkDeathTest, PermitWaitWithoutATimeoutIsCaught) {
+  Profile p = WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{1, 3, 2}), 1}});
+  p.permits = {std::make_shared<FixedPermit>("gang", Wait(0))};
+  Framework fw = Make(std::move(p));
+  EXPECT_DEATH(fw.Schedule(Cpu(1000), state_), "permit plugin 'gang' asked to wait 0 s");
+}
+
+TEST_F(FrameworkTest, ExplainCountsFilterPluginsAsPluginRejections) {
+  Profile p = WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{1, 2, 3}), 1}});
+  p.filters = {std::make_shared<RejectNodes>(std::set<int>{0})};
+  Framework fw = Make(std::move(p));
+  ASSERT_TRUE(state_.Allocate(Gpu(2, 1000), Placement{.node = 2, .num_gpus = 2, .gpus = {0, 1}}).ok());
+  Diagnosis d = fw.Explain(Gpu(1, 1000), state_);
+  EXPECT_EQ(d.nodes_total, 3);
+  EXPECT_EQ(d.nodes_fit, 1);
+  EXPECT_EQ(d.count(FilterReason::kPlugin), 1);
+  EXPECT_EQ(d.count(FilterReason::kInsufficientGpu), 1);
+  EXPECT_EQ(d.plugin, "RejectNodes");
+  EXPECT_EQ(FitErrorMessage(d), "1/3 nodes fit: 1 insufficient free GPUs, 1 rejected by plugin RejectNodes");
+  // Without filter plugins Explain is Diagnose.
+  Framework plain = Make(WithScores({}));
+  EXPECT_EQ(plain.Explain(Gpu(1, 1000), state_), Diagnose(state_, Gpu(1, 1000)));
+}
+
+TEST_F(FrameworkTest, CordonedTaintedAndRemovedNodesAreNotChosen) {
+  Framework fw = Make(WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{3, 2, 1}), 1}}));
+  state_.SetCordoned(0, true);
+  EXPECT_EQ(fw.Schedule(Cpu(1000), state_).placement.node, 1);
+  core::NodeSpec tainted = state_.node(1);
+  tainted.taints = {{"gpu", "broken", "NoExecute"}};
+  ASSERT_TRUE(state_.UpdateNode(1, tainted).ok());
+  ASSERT_TRUE(state_.Allocate(Cpu(1000), Placement{.node = 2}).ok());
+  Outcome two = fw.Schedule(Cpu(1000), state_);
+  EXPECT_EQ(two.placement.node, 2);
+  fw.Release(Cpu(1000), two.placement, state_);
+  ASSERT_TRUE(state_.Release(Cpu(1000), Placement{.node = 2}).ok());
+  ASSERT_TRUE(state_.RemoveNode(2).ok());
+  EXPECT_EQ(fw.Schedule(Cpu(1000), state_).code, Code::kUnschedulableAndUnresolvable);
+  state_.CheckInvariants();
+}
+
+TEST_F(FrameworkTest, OnlyBlockedNodesBigEnoughIsUnresolvable) {
+  Framework fw = Make(WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{3, 2, 1}), 1}}));
+  state_.SetCordoned(0, true);
+  state_.SetCordoned(1, true);
+  state_.SetCordoned(2, true);
+  EXPECT_EQ(fw.Schedule(Cpu(1000), state_).code, Code::kUnschedulableAndUnresolvable);
+  state_.SetCordoned(2, false);
+  ASSERT_TRUE(state_.Allocate(Cpu(16000), Placement{.node = 2}).ok());
+  EXPECT_EQ(fw.Schedule(Cpu(1000), state_).code, Code::kUnschedulable);
+}
+
+TEST_F(FrameworkTest, NodesAddedLaterComeAfterTheConfiguredNodeOrder) {
+  // Equal scores everywhere: the node order decides.
+  auto score = std::make_shared<TableScore>(std::vector<int64_t>{5, 5, 5, 5});
+  Framework fw = Make(WithScores({{score, 1}}), {2, 1, 0});
+  EXPECT_EQ(fw.Schedule(Cpu(1000), state_).placement.node, 2);
+  absl::StatusOr<int> added = state_.AddNode({"n3", 16000, 65536, 2, "A", 0, 0});
+  ASSERT_TRUE(added.ok());
+  // Still 2 first (the order was kept, not reset to index order), the new node last.
+  EXPECT_EQ(fw.Schedule(Cpu(1000), state_).placement.node, 2);
+  state_.SetCordoned(2, true);
+  state_.SetCordoned(1, true);
+  state_.SetCordoned(0, true);
+  EXPECT_EQ(fw.Schedule(Cpu(1000), state_).placement.node, 3);
+  state_.SetCordoned(0, false);
+  EXPECT_EQ(fw.Schedule(Cpu(1000), state_).placement.node, 0);
 }
 
 }  // namespace

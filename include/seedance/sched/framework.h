@@ -1,10 +1,32 @@
 // The placement framework, in the shape of the Kubernetes scheduler framework.
 //
 // A scheduling cycle for one pod runs the extension points in order:
-//   Filter (every plugin must accept the node) -> PreScore -> Score (weighted sum of plugins,
-//   each optionally normalised over the feasible nodes) -> select the best node -> Reserve
-//   (choose the GPU devices on it) -> Bind (commit to the ClusterState).
+//   PreFilter (each plugin may stop the cycle) -> Filter (the ClusterState's feasibility pass,
+//   then every Filter plugin must accept the node) -> [no node left: PostFilter] -> PreScore ->
+//   Score (weighted sum of plugins, each optionally normalised over the feasible nodes) ->
+//   select the best node -> Reserve (choose the GPU devices on it) -> Permit (allow, wait or
+//   reject) -> Bind (commit to the ClusterState).
 // Outcomes are typed values, not errors: a pod that fits nowhere is kUnschedulable.
+//
+// The extension points for what follows (preemption, gangs). Each is a vector in Profile; an
+// empty vector costs one emptiness test per cycle, so the built-in policies (which use none)
+// decide exactly as before.
+//   - PreFilter: runs once per cycle before Filter. A non-OK status stops the cycle:
+//     kUnschedulable with reason "pre-filter plugin 'NAME': MESSAGE"; nothing is reserved.
+//   - PostFilter: runs, in order, only when no node passed Filter, and gets the cycle's
+//     Diagnosis (Explain). The first plugin that nominates a node (nominated_node >= 0) ends the
+//     round; its node and victims (pod UIDs, the caller's ledger's) go into the Outcome, which
+//     stays kUnschedulable: evicting the victims and retrying is the caller's business. The
+//     default PostFilter nominates nothing.
+//   - Permit: runs after Reserve, before Bind. Any kReject: Unreserve, and kUnschedulable with
+//     reason "permit plugin 'NAME': MESSAGE". Otherwise, if any plugin says kWait, the placement
+//     is committed to the ClusterState (the resources are held, like kube-scheduler's assumed
+//     pod, and observers see OnBound) and the outcome is Code::kWait with wait_timeout_s, the
+//     least timeout asked for: the pod is reserved but not bound for the caller. The caller
+//     later either confirms it (nothing more to do here) or calls RejectWaiting (Unreserve +
+//     Release) on rejection or timeout.
+// Explain(pod, state) is the per-node account of why a pod fits nowhere (explain.h) with the
+// profile's Filter plugins counted as FilterReason::kPlugin.
 //
 // Ties between equal total scores go to the node that comes first in the framework's node
 // order, a fixed permutation of the nodes (the FGD reference simulator sorts nodes by a name
@@ -32,7 +54,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "seedance/core/cluster_state.h"
+#include "seedance/sched/explain.h"
 
 namespace seedance::sched {
 
@@ -45,13 +69,18 @@ enum class Code {
   kUnschedulable,                 // no node fits now; may fit after something leaves
   kUnschedulableAndUnresolvable,  // cannot fit even on an empty cluster
   kError,                         // a plugin failed; a bug
+  kWait,  // Permit asked to wait: placement committed to the state, not yet to be bound
 };
 std::string_view CodeName(Code code);
 
 struct Outcome {
   Code code = Code::kUnschedulable;
-  core::Placement placement;
+  core::Placement placement;  // kSuccess and kWait
   std::string reason;
+  double wait_timeout_s = 0;  // kWait: how long the caller may hold the placement unconfirmed
+  // PostFilter's nomination after a failed Filter: a node and the pods (UIDs) to evict there.
+  int nominated_node = -1;
+  std::vector<std::string> victims;
   bool ok() const { return code == Code::kSuccess; }
 };
 
@@ -75,6 +104,43 @@ class FilterPlugin : public virtual Plugin {
  public:
   // True if the pod may run on node n.
   virtual bool Filter(const CycleState& cycle, const core::ClusterState& state, int n) const = 0;
+};
+
+class PreFilterPlugin : public virtual Plugin {
+ public:
+  // Runs once per cycle before Filter (cycle.pod is set, cycle.feasible is not yet). A non-OK
+  // status ends the cycle as kUnschedulable with the status's message.
+  virtual absl::Status PreFilter(CycleState& cycle, const core::ClusterState& state) = 0;
+};
+
+// What a PostFilter plugin proposes after a failed Filter (preemption).
+struct PostFilterResult {
+  int nominated_node = -1;           // -1: no proposal
+  std::vector<std::string> victims;  // UIDs of pods to evict from nominated_node
+};
+
+class PostFilterPlugin : public virtual Plugin {
+ public:
+  // Runs when no node passed Filter. `why` is the cycle's Diagnosis. Default: no proposal.
+  virtual PostFilterResult PostFilter(CycleState& /*cycle*/, const core::ClusterState& /*state*/,
+                                      const Diagnosis& /*why*/) {
+    return {};
+  }
+};
+
+// A Permit plugin's answer.
+struct PermitResult {
+  enum Kind { kAllow, kWait, kReject };
+  Kind kind = kAllow;
+  double timeout_s = 0;  // kWait: how long to wait (> 0)
+  std::string message;   // kReject: why
+};
+
+class PermitPlugin : public virtual Plugin {
+ public:
+  // Runs after Reserve chose `placement` (GPUs included), before Bind.
+  virtual PermitResult Permit(CycleState& cycle, const core::ClusterState& state,
+                              const core::Placement& placement) = 0;
 };
 
 class ScorePlugin : public virtual Plugin {
@@ -118,19 +184,23 @@ class ObserverPlugin : public virtual Plugin {
 // The plugins of one policy. One object may serve several extension points.
 struct Profile {
   std::string name;
+  std::vector<std::shared_ptr<PreFilterPlugin>> pre_filters;
   std::vector<std::shared_ptr<FilterPlugin>> filters;
+  std::vector<std::shared_ptr<PostFilterPlugin>> post_filters;
   struct WeightedScore {
     std::shared_ptr<ScorePlugin> plugin;
     int64_t weight = 1;
   };
   std::vector<WeightedScore> scores;
   std::shared_ptr<ReservePlugin> reserve;
+  std::vector<std::shared_ptr<PermitPlugin>> permits;
   std::vector<std::shared_ptr<ObserverPlugin>> observers;
 };
 
 struct FrameworkOptions {
   uint64_t seed = 42;
-  // Tie-break order: node_order[i] is the i-th node to consider. Empty = index order.
+  // Tie-break order: node_order[i] is the i-th node to consider. Empty = index order. Nodes
+  // added to the ClusterState later (AddNode) come after these, in index order.
   std::vector<int> node_order;
   // Reuse the scores of Cacheable() plugins (the default). false: every score is recomputed
   // every cycle; decisions are the same, only slower (a check that the cache is invisible).
@@ -152,6 +222,15 @@ class Framework {
   // Releases a bound pod from `state` and tells observers. REQUIRES: it was bound.
   void Release(const core::PodShape& pod, const core::Placement& placement,
                core::ClusterState& state);
+  // Undoes a kWait outcome the caller will not confirm (rejected, timed out): Unreserve, then
+  // Release. REQUIRES: `placement` is that outcome's placement, still committed.
+  void RejectWaiting(const core::PodShape& pod, const core::Placement& placement,
+                     core::ClusterState& state);
+
+  // Why the pod fits where it does not: Diagnose(state, pod), then the profile's Filter plugins
+  // over the nodes that passed it, each rejection counted as kPlugin (Diagnosis::plugin names
+  // the first plugin that rejected). PreFilter plugins are not run. O(live nodes x filters).
+  Diagnosis Explain(const core::PodShape& pod, const core::ClusterState& state) const;
 
   // Seeded random node order for tie-breaks (the reference's random name prefixes).
   static std::vector<int> RandomNodeOrder(int num_nodes, uint64_t seed);
@@ -187,6 +266,17 @@ class Framework {
   int SelectUnnormalized(const CycleState& cycle, const core::ClusterState& state);
   // Scores, normalises and sums per scorer, then selects. Returns the best node.
   int SelectNormalized(const CycleState& cycle, const core::ClusterState& state);
+  // Sizes rank_ for the state's node count (node_order, extended for nodes added since).
+  void SyncRanks(int num_nodes);
+  // Filter plugins' verdict for node n (all must accept); the first rejecting plugin's name
+  // into *rejected_by when it is empty.
+  bool PassesFilterPlugins(const CycleState& cycle, const core::ClusterState& state, int n,
+                           std::string* rejected_by) const;
+  // PostFilter round after a failed Filter.
+  void RunPostFilters(CycleState& cycle, const core::ClusterState& state, Outcome* out);
+  // Permit round: false (out filled, unreserved) on a rejection; *wait_s > 0 if one waits.
+  bool RunPermits(CycleState& cycle, const core::ClusterState& state, bool reserved,
+                  Outcome* out, double* wait_s);
 
   Profile profile_;
   FrameworkOptions options_;
