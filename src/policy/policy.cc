@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "seedance/base/check.h"
 #include "seedance/base/parse.h"
 #include "seedance/base/text.h"
 #include "seedance/core/resource_descriptor.h"
@@ -21,6 +22,47 @@ namespace {
 struct ParseError {
   std::string message;  // complete: "FILE:LINE:COL: path: what"
 };
+
+// yaml-cpp 0.7 never returns from parsing a document whose first node starts with ',' (",",
+// "--- ,", "&a ,"). Finds such a document before the parser sees it: the offset of the ',' or npos.
+size_t FindCommaDocument(std::string_view t) {
+  size_t i = 0;
+  auto at_line_start = [&](size_t k) { return k == 0 || t[k - 1] == '\n'; };
+  auto marker = [&](size_t k, std::string_view m) {
+    return at_line_start(k) && t.substr(k, 3) == m &&
+           (k + 3 == t.size() || t[k + 3] == ' ' || t[k + 3] == '\t' || t[k + 3] == '\n' ||
+            t[k + 3] == '\r');
+  };
+  while (i < t.size()) {
+    // At a document's start: skip blanks, comments, directives, markers and node properties.
+    while (i < t.size()) {
+      const char c = t[i];
+      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+        ++i;
+      } else if (c == '#' || (c == '%' && at_line_start(i))) {
+        while (i < t.size() && t[i] != '\n') ++i;
+      } else if (marker(i, "---") || marker(i, "...")) {
+        i += 3;
+      } else if (c == '&' || c == '!') {
+        while (i < t.size() && t[i] != ' ' && t[i] != '\t' && t[i] != '\n' && t[i] != '\r') ++i;
+      } else {
+        break;
+      }
+    }
+    if (i < t.size() && t[i] == ',') return i;
+    // The next document starts after a marker line.
+    size_t next = std::string_view::npos;
+    for (size_t k = t.find('\n', i); k != std::string_view::npos; k = t.find('\n', k + 1)) {
+      if (marker(k + 1, "---") || marker(k + 1, "...")) {
+        next = k + 1;
+        break;
+      }
+    }
+    if (next == std::string_view::npos) break;
+    i = next;
+  }
+  return std::string_view::npos;
+}
 
 // A node that IsDefined() says is absent (a default-constructed YAML::Node counts as defined).
 YAML::Node Absent() { return YAML::Node(YAML::NodeType::Undefined); }
@@ -412,7 +454,7 @@ class Reader {
     // Point into the file when the scalar sits on one line as written (plain or quoted).
     const YAML::Mark m = n.Mark();
     std::string where = Where(n);
-    if (!m.is_null() && m.pos >= 0 && column >= 1 &&
+    if (!m.is_null() && m.pos >= 0 && static_cast<size_t>(m.pos) <= text_.size() && column >= 1 &&
         text.substr(0, std::min<size_t>(column - 1, text.size())).find('\n') == std::string::npos) {
       const size_t pos = static_cast<size_t>(m.pos);
       const size_t prefix = static_cast<size_t>(column - 1);
@@ -634,6 +676,7 @@ int Policy::ClassFor(std::string_view ns, const std::map<std::string, std::strin
 const PlacementProfile& Policy::ProfileFor(std::string_view ns,
                                            const std::map<std::string, std::string>& labels,
                                            int32_t priority) const {
+  SEEDANCE_CHECK(!profiles.empty()) << "a Policy has at least one profile (ParsePolicy)";
   const int c = ClassFor(ns, labels, priority);
   const int slot = c < 0 ? static_cast<int>(classes.size()) : c;
   int profile = SwitchOf(slot);
@@ -683,6 +726,14 @@ absl::StatusOr<Policy> ParsePolicy(std::string_view text, std::string_view sourc
   try {
     // The cluster descriptor's limits on depth and alias expansion, before any tree is built.
     const std::string copy(text);
+    if (const size_t comma = FindCommaDocument(text); comma != std::string_view::npos) {
+      const size_t line_start = text.rfind('\n', comma);
+      const size_t line =
+          1 + static_cast<size_t>(std::count(text.begin(), text.begin() + comma, '\n'));
+      const size_t col = comma - (line_start == std::string_view::npos ? 0 : line_start + 1) + 1;
+      return absl::InvalidArgumentError(absl::StrCat(
+          src, ":", line, ":", col, ": invalid YAML: a document cannot start with ','"));
+    }
     if (absl::Status st = core::CheckYamlLimits(text, src); !st.ok()) {
       // A syntax error: the parser stops where the check stopped (within the depth limit), so
       // parse again for the column.
@@ -711,6 +762,31 @@ absl::StatusOr<Policy> ParsePolicy(std::string_view text, std::string_view sourc
 absl::StatusOr<Policy> ParsePolicy(std::string_view text, std::string_view source) {
   static const ParseOptions kDefaults;
   return ParsePolicy(text, source, kDefaults);
+}
+
+absl::StatusOr<sched::Profile> BuildProfile(const PlacementProfile& p, sched::PolicyContext ctx,
+                                            const sched::Registry& registry) {
+  ctx.params = p.options;
+  absl::StatusOr<sched::Profile> prof = registry.Create(p.policy, ctx);
+  if (!prof.ok()) {
+    return absl::Status(
+        prof.status().code(),
+        absl::StrCat("profile '", p.name, "' (policy ", p.policy, "): ", prof.status().message()));
+  }
+  for (const auto& [plugin, weight] : p.weights) {
+    bool found = false;
+    for (sched::Profile::WeightedScore& s : prof->scores) {
+      if (s.plugin && s.plugin->Name() == plugin) {
+        s.weight = weight;
+        found = true;
+      }
+    }
+    if (!found) {
+      return absl::InvalidArgumentError(absl::StrCat("profile '", p.name, "': policy ", p.policy,
+                                                     " has no score plugin '", plugin, "'"));
+    }
+  }
+  return prof;
 }
 
 std::string_view DefaultPolicyText() {

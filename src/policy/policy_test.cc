@@ -388,6 +388,22 @@ TEST(ParsePolicyErrorTest, LimitsOnAliasesDepthAndSize) {
   EXPECT_EQ(ErrorOf(std::string("profiles: \0", 11)), "p.yaml: the policy holds a NUL byte");
 }
 
+// yaml-cpp 0.7 hangs on these (found by policy_fuzz): refused before the parser sees them.
+TEST(ParsePolicyErrorTest, DocumentsStartingWithACommaAreRefusedNotHung) {
+  EXPECT_EQ(ErrorOf(","), "p.yaml:1:1: invalid YAML: a document cannot start with ','");
+  EXPECT_EQ(ErrorOf("# c\n  , a"), "p.yaml:2:3: invalid YAML: a document cannot start with ','");
+  EXPECT_EQ(ErrorOf("--- &x !t ,"), "p.yaml:1:11: invalid YAML: a document cannot start with ','");
+  EXPECT_EQ(ErrorOf("%YAML 1.2\n---\n,"),
+            "p.yaml:3:1: invalid YAML: a document cannot start with ','");
+  EXPECT_EQ(ErrorOf("profiles: [{name: a, policy: cas}]\n...\n,"),
+            "p.yaml:3:1: invalid YAML: a document cannot start with ','");
+  EXPECT_EQ(ErrorOf("profiles: [{name: a, policy: cas}]\n---\n ,"),
+            "p.yaml:3:2: invalid YAML: a document cannot start with ','");
+  // A comma elsewhere is fine.
+  MustParse("profiles: [\n  {name: a, policy: cas}\n  , {name: b, policy: cas}]\n");
+  MustParse("profiles:\n  - {name: 'a', policy: cas}\n# ---\n");
+}
+
 TEST(ParsePolicyErrorTest, NamesFromTheFileAreSafeToPrint) {
   const std::string msg = ErrorOf("profiles: [{name: a, policy: \"\\e[31mred\"}]\n");
   EXPECT_THAT(msg, HasSubstr("unknown policy '\\x1B[31mred'"));
@@ -412,6 +428,28 @@ TEST(ExamplesTest, EveryExamplePolicyParses) {
     ++parsed;
   }
   EXPECT_GE(parsed, 2);
+}
+
+TEST(BuildProfileTest, OptionsAndWeightsReachTheSchedulerProfile) {
+  const Policy p = MustParse(kFull);
+  absl::StatusOr<sched::Profile> prof = BuildProfile(p.profiles[0], sched::PolicyContext{});
+  ASSERT_TRUE(prof.ok()) << prof.status();
+  ASSERT_EQ(prof->scores.size(), 2u);
+  EXPECT_EQ(prof->scores[0].plugin->Name(), "CostAwareScore");
+  EXPECT_EQ(prof->scores[0].weight, 3);
+  EXPECT_EQ(prof->scores[1].weight, 1);
+  PlacementProfile bad = p.profiles[0];
+  bad.weights["Nope"] = 2;
+  EXPECT_THAT(std::string(BuildProfile(bad, sched::PolicyContext{}).status().message()),
+              HasSubstr("has no score plugin 'Nope'"));
+  bad = p.profiles[0];
+  bad.options["coverage_pct"] = "0";
+  EXPECT_EQ(BuildProfile(bad, sched::PolicyContext{}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ProfileForDeathTest, APolicyWithoutProfilesIsABug) {
+  EXPECT_DEATH((void)Policy{}.ProfileFor("ns", {}, 0), "at least one profile");
 }
 
 TEST(ActionKindNameTest, Names) {

@@ -28,6 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "seedance/policy/expr.h"
+#include "seedance/sched/registry.h"
 
 namespace seedance::policy {
 
@@ -146,6 +147,13 @@ struct ParseOptions {
 absl::StatusOr<Policy> ParsePolicy(std::string_view text, std::string_view source,
                                    const ParseOptions& options);
 absl::StatusOr<Policy> ParsePolicy(std::string_view text, std::string_view source);
+
+// Builds the scheduler profile `p` describes: registry.Create(p.policy, ctx with p.options as its
+// params), then p.weights applied to the score plugins of those names (InvalidArgument when the
+// profile has no score plugin of a name; ParsePolicy has already checked built-in policies).
+absl::StatusOr<sched::Profile> BuildProfile(
+    const PlacementProfile& p, sched::PolicyContext ctx,
+    const sched::Registry& registry = sched::Registry::Builtins());
 
 // The policy the server runs without --policy: one profile "default" using `cas`, no rules.
 std::string_view DefaultPolicyText();
