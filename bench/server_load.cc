@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
     threads.emplace_back([&, c] {
       httplib::Client cli(a.host, a.port);
       cli.set_keep_alive(true);
+      cli.set_tcp_nodelay(true);
       cli.set_read_timeout(60, 0);
       httplib::Headers h;
       if (!a.token.empty()) h.emplace("Authorization", "Bearer " + a.token);

@@ -4,7 +4,10 @@ submissions from 32 concurrent clients and is killed with SIGKILL at a random mo
 in a row. After each restart every pod that got a 2xx is present with the same uid, phase, node
 and GPUs; no GPU holds more than 1000 milli; nothing is duplicated. Prints the counts.
 
-usage: crash_test.py SEEDANCE_BINARY [--rounds 5] [--pods 20000] [--clients 32] [--seed 1]"""
+usage: crash_test.py SEEDANCE_BINARY [--rounds 5] [--pods 20000] [--clients 32] [--seed 1]
+
+--rounds is the number of SIGKILLs; they fall at random points of one stream of --pods
+submissions, and a last round sends what is left and stops the server cleanly."""
 
 import argparse
 import random
@@ -90,7 +93,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("binary")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--pods", type=int, default=20000, help="submissions per round at most")
+    ap.add_argument("--pods", type=int, default=20000, help="submissions in all")
     ap.add_argument("--clients", type=int, default=32)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
@@ -102,38 +105,50 @@ def main():
     try:
         first = testlib.Server(args.binary, state, ["--nodes", nodes_csv]).start()
         first.stop()
-        for r in range(1, args.rounds + 1):
+        # SIGKILL at `rounds` random moments of one stream of `pods` submissions: after a random
+        # number of acknowledgements each; a last round sends the rest and stops cleanly.
+        kills = sorted(rng.sample(range(args.pods // 20, args.pods * 19 // 20), args.rounds))
+        sent = 0
+        for r in range(1, args.rounds + 2):
             server = testlib.Server(args.binary, state).start()
             if r > 1:
                 n, bound, gpus = verify(server, acked_all, r - 1)
                 print(f"round {r - 1}: after restart {n} pods ({bound} bound on {gpus} GPUs), "
                       f"all {len(acked_all)} acknowledged pods present and unchanged", flush=True)
+            last = r > args.rounds
+            budget = args.pods - sent
+            kill_after = None if last else max(1, kills[r - 1] - len(acked_all))
             acked, lock, next_index = {}, threading.Lock(), [0]
-            kill_after = rng.randint(args.pods // 10, args.pods * 9 // 10)
             threads = [threading.Thread(target=submit_until_killed,
-                                        args=(server.port, shapes, next_index, args.pods, acked,
+                                        args=(server.port, shapes, next_index, budget, acked,
                                               lock, args.seed * 1000 + r * 100 + c))
                        for c in range(args.clients)]
             t0 = time.monotonic()
             for t in threads:
                 t.start()
-            # SIGKILL at a random moment: once a random number of pods were acknowledged.
-            while True:
+            while kill_after is not None:
                 with lock:
                     done = len(acked)
                 if done >= kill_after or not any(t.is_alive() for t in threads):
                     break
                 time.sleep(0.001)
-            server.kill()
-            for t in threads:
-                t.join()
+            if last:
+                for t in threads:
+                    t.join()
+                server.stop()
+            else:
+                server.kill()
+                for t in threads:
+                    t.join()
             elapsed = time.monotonic() - t0
+            sent += min(next_index[0], budget)
             acked_all.update(acked)
+            how = "stopped" if last else "SIGKILL"
             print(f"round {r}: {len(acked)} pods acknowledged in {elapsed:.1f} s "
-                  f"({len(acked) / max(elapsed, 1e-9):.0f}/s), then SIGKILL", flush=True)
+                  f"({len(acked) / max(elapsed, 1e-9):.0f}/s), then {how}", flush=True)
         server = testlib.Server(args.binary, state).start()
-        n, bound, gpus = verify(server, acked_all, args.rounds)
-        print(f"round {args.rounds}: after restart {n} pods ({bound} bound on {gpus} GPUs), all "
+        n, bound, gpus = verify(server, acked_all, args.rounds + 1)
+        print(f"round {args.rounds + 1}: after restart {n} pods ({bound} bound on {gpus} GPUs), all "
               f"{len(acked_all)} acknowledged pods present and unchanged; no GPU over 1000 milli, "
               f"no duplicates", flush=True)
         server.stop()

@@ -136,6 +136,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(Service& service,
   const int workers = std::max(4, o.max_connections);
   h.new_task_queue = [workers] { return new BoundedPool(workers, workers); };
   h.set_payload_max_length(o.max_body_bytes);
+  h.set_tcp_nodelay(true);  // replies are small: no Nagle delay against the client's delayed ACK
   h.set_keep_alive_max_count(1u << 30);
   h.set_keep_alive_timeout(o.keep_alive_timeout_s);
   h.set_read_timeout(o.read_timeout_s, 0);

@@ -91,6 +91,7 @@ TEST_P(SameDecisionsTest, ServerPlacesEveryPodWhereTheSimulatorDoes) {
   ASSERT_TRUE(http.ok()) << http.status();
   httplib::Client c("127.0.0.1", (*http)->port());
   c.set_keep_alive(true);
+  c.set_tcp_nodelay(true);
 
   for (const core::NodeSpec& n : ordered) {
     json body = {{"cpu_milli", n.cpu_milli},
