@@ -172,6 +172,36 @@ TEST(SchedulingQueue, GroupsAreAskedOnceAndMoveTogether) {
   q.CheckInvariants();
 }
 
+TEST(SchedulingQueue, OnEventAsksBestFirstAndWakesAtMostMaxGroups) {
+  QueueOptions o;
+  o.initial_backoff_s = 0;
+  SchedulingQueue q(o);
+  // Groups by their best pod: 30 (priority 5), then 10 (pod 1), pod 4 alone, 20 (pod 6).
+  q.Add(P(1, 0, 10), 0);
+  q.Add(P(2, 5, 30), 0);
+  q.Add(P(3, 0, 10), 0);
+  q.Add(P(4, 0), 0);
+  q.Add(P(6, 0, 20), 0);
+  for (uint64_t id : {2, 1, 4, 6}) q.AddUnschedulable(PopId(q, id, 0), 0);
+  EXPECT_EQ(q.unschedulable_size(), 5u);
+  std::vector<uint64_t> asked;
+  auto record_all_but_30 = [&](const QueuedPod& p) {
+    asked.push_back(p.id);
+    return p.group != 30;
+  };
+  q.OnEvent(QueueEvent::kPodDeleted, 0, record_all_but_30, 1);
+  // Group 30 is asked first and declines; group 10 is woken; the scan stops there.
+  EXPECT_EQ(asked, (std::vector<uint64_t>{2, 1}));
+  EXPECT_EQ(q.active_size(), 2u);
+  EXPECT_EQ(Drain(q, 0), (std::vector<uint64_t>{1, 3}));
+  asked.clear();
+  q.OnEvent(QueueEvent::kPodDeleted, 0, record_all_but_30, 2);
+  EXPECT_EQ(asked, (std::vector<uint64_t>{2, 4, 6}));
+  EXPECT_EQ(Drain(q, 0), (std::vector<uint64_t>{4, 6}));
+  EXPECT_EQ(q.unschedulable_size(), 1u);
+  q.CheckInvariants();
+}
+
 TEST(SchedulingQueue, GroupMatesStayActiveWhenAnEventCameDuringTheAttempt) {
   QueueOptions o;
   o.initial_backoff_s = 0;

@@ -357,6 +357,45 @@ TEST_F(SimulatorTest, ReplayRunsCompressedAndLosesNoPod) {
   EXPECT_NEAR(fast.measured_hours * 10, slow.measured_hours, 1e-9 * slow.measured_hours);
 }
 
+// The retry rule on a one-GPU node: when room frees, the best waiting pod (priority, then
+// arrival) that fits the freed node starts, then the next that still fits; a request that no
+// longer fits waits for the next departure.
+TEST_F(SimulatorTest, ReplayRetriesBestWaitingPodThatFitsTheFreedNode) {
+  Workload w;
+  w.nodes.push_back({.name = "n0",
+                     .cpu_milli = 64000,
+                     .memory_mib = 262144,
+                     .num_gpus = 1,
+                     .gpu_model = "A100"});
+  auto pod = [](std::string name, int32_t gpu_milli, int32_t priority, int64_t created,
+                int64_t deleted) {
+    core::PodSpec p;
+    p.name = std::move(name);
+    p.shape = {.cpu_milli = 1000, .memory_mib = 1024, .num_gpu = gpu_milli > 0 ? 1 : 0,
+               .gpu_milli = gpu_milli};
+    p.priority = priority;
+    p.creation_s = created;
+    p.deletion_s = deleted;
+    return p;
+  };
+  w.pods = {pod("a", 1000, 0, 0, 100),    // holds the GPU until t = 100
+            pod("b", 600, 0, 10, 60),     // waits; starts at 150 when c leaves (delay 140)
+            pod("c", 600, 5, 20, 70),     // higher priority: first at t = 100 (delay 80)
+            pod("d", 400, 0, 30, 80),     // still fits next to c at t = 100 (delay 70)
+            pod("f", 400, 0, 40, 90),     // same request as d, later: waits until d leaves at
+                                          // 150 (delay 110)
+            pod("e", 0, 0, 1000, -1)};    // a late CPU pod that keeps the window open
+  for (const std::string policy : {"bestfit", "fgd", "cas"}) {
+    const RunResult r = MustRun(w, policy, Replay(1));
+    EXPECT_EQ(r.pods_arrived, 6) << policy;
+    EXPECT_EQ(r.pods_scheduled, 6) << policy;
+    EXPECT_EQ(r.pods_waiting_at_end, 0) << policy;
+    // Delays {0, 0, 70, 80, 110, 140}: interpolated median 75, p99 110 + 0.95 x 30.
+    EXPECT_DOUBLE_EQ(r.queue_delay_p50_s, 75) << policy;
+    EXPECT_DOUBLE_EQ(r.queue_delay_p99_s, 138.5) << policy;
+  }
+}
+
 TEST_F(SimulatorTest, ReplayArrivesEveryPodOfTheWholeTrace) {
   const Workload& w = Builtin();
   const RunResult r = MustRun(w, "bestfit", Replay(10));
