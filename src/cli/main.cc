@@ -163,10 +163,9 @@ int main(int argc, char** argv) {
       cli::AddSimulateCommand(app), cli::AddProfileCommand(app),   cli::AddAnalyzeCommand(app),
       cli::AddServeSimCommand(app), cli::AddCostmodelCommand(app), cli::AddClockCommand(app),
       cli::AddBenchCommand(app),
-#ifdef SEEDANCE_WITH_SERVER
       cli::AddServerCommand(app),
-#endif
   };
+  for (cli::Command& c : cli::AddClientCommands(app)) commands.push_back(std::move(c));
   for (cli::Command& c : cli::AddMetaCommands(app)) commands.push_back(std::move(c));
   if (int rc = CheckCommandNames(app, argc, argv); rc != cli::kExitOk) return rc;
   try {

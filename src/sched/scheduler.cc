@@ -304,7 +304,7 @@ void Scheduler::TryOne(const QueuedPod& q, double now_s) {
   }
   if (!out.ok()) {
     ++attempts_unschedulable_;
-    last_failure_[uid] = FitErrorMessage(Diagnose(state_, shape));
+    last_failure_[uid] = FitErrorMessage((*fw)->Explain(shape, state_));
     queue_.AddUnschedulable(q, now_s);
     return;
   }
