@@ -90,9 +90,9 @@ absl::Status CheckGpuSpec(std::string_view spec, std::string_view path) {
 }
 
 const std::vector<std::string>& PodKeys() {
-  static const auto* keys = new std::vector<std::string>{
-      "name",      "namespace", "cpu_milli", "memory_mib", "num_gpu",
-      "gpu_milli", "gpu_spec",  "priority",  "labels",     "gang"};
+  static const auto* keys =
+      new std::vector<std::string>{"name",      "namespace", "cpu_milli", "memory_mib", "num_gpu",
+                                   "gpu_milli", "gpu_spec",  "priority",  "labels",     "gang"};
   return *keys;
 }
 
@@ -119,16 +119,16 @@ absl::Status DecodePod(const Json& root, PodRequest* pod) {
                                    "digits and '-', starting and ending alphanumeric (got ",
                                    internal::QuoteForMessage(pod->ns), ")"));
   }
-  for (auto [key, out] : {std::pair{"cpu_milli", &pod->cpu_milli},
-                          std::pair{"memory_mib", &pod->memory_mib}}) {
-    if (absl::Status s = internal::ReadInt(Member(root, key), absl::StrCat("$.", key), 0,
-                                           kMaxQuantity, out);
+  for (auto [key, out] :
+       {std::pair{"cpu_milli", &pod->cpu_milli}, std::pair{"memory_mib", &pod->memory_mib}}) {
+    if (absl::Status s =
+            internal::ReadInt(Member(root, key), absl::StrCat("$.", key), 0, kMaxQuantity, out);
         !s.ok()) {
       return s;
     }
   }
-  if (absl::Status s = internal::ReadInt32(Member(root, "num_gpu"), "$.num_gpu", 0, kMaxPodGpus,
-                                           &pod->num_gpu);
+  if (absl::Status s =
+          internal::ReadInt32(Member(root, "num_gpu"), "$.num_gpu", 0, kMaxPodGpus, &pod->num_gpu);
       !s.ok()) {
     return s;
   }
@@ -225,8 +225,8 @@ bool IsDnsLabel(std::string_view s) {
 absl::Status ValidateLabels(const std::map<std::string, std::string>& labels,
                             std::string_view path) {
   if (labels.size() > kMaxLabels) {
-    return FieldError(path, absl::StrCat("must have at most ", kMaxLabels, " labels (got ",
-                                         labels.size(), ")"));
+    return FieldError(
+        path, absl::StrCat("must have at most ", kMaxLabels, " labels (got ", labels.size(), ")"));
   }
   for (const auto& [key, value] : labels) {
     const std::string p = ChildPath(path, key);
@@ -290,8 +290,8 @@ int HttpStatusOf(const absl::Status& s) {
 }
 
 absl::Status BodyTooLargeError(size_t size, size_t limit) {
-  return WithHttpStatus(absl::ResourceExhaustedError(absl::StrCat(
-                            "request body too large: ", size, " bytes (limit ", limit, ")")),
+  return WithHttpStatus(absl::ResourceExhaustedError(absl::StrCat("request body too large: ", size,
+                                                                  " bytes (limit ", limit, ")")),
                         413);
 }
 

@@ -114,20 +114,19 @@ INSTANTIATE_TEST_SUITE_P(
                "invalid label key"},
         BadPod{R"({"name": "a", "labels": {"ok": "bad value"}})", "$.labels.ok",
                "invalid label value"},
-        BadPod{R"({"name": "a", "labels": {"Bad_Prefix/x": "y"}})",
-               "$.labels[\"Bad_Prefix/x\"]", "invalid label key"},
+        BadPod{R"({"name": "a", "labels": {"Bad_Prefix/x": "y"}})", "$.labels[\"Bad_Prefix/x\"]",
+               "invalid label key"},
         BadPod{R"({"name": "a", "labels": []})", "$.labels", "an object of strings"},
         BadPod{R"({"name": "a", "gang": "G"})", "$.gang", "DNS-1123"},
         BadPod{R"({"name": "a", "name": "b"})", "$", "duplicate key \"name\""},
         BadPod{R"({"name": "a", "labels": {"x": "1", "x": "2"}})", "$.labels",
                "duplicate key \"x\""},
         BadPod{R"({"name": "a",)", "$", "invalid JSON"},
-        BadPod{"{\"name\": \"\xff\"}", "$", "invalid JSON"},
-        BadPod{"", "$", "invalid JSON"}));
+        BadPod{"{\"name\": \"\xff\"}", "$", "invalid JSON"}, BadPod{"", "$", "invalid JSON"}));
 
 TEST(ParsePodRequestTest, RefusesDeepNestingAndHugeBodies) {
-  std::string deep = R"({"name": "a", "labels": )" + std::string(100, '[') +
-                     std::string(100, ']') + "}";
+  std::string deep =
+      R"({"name": "a", "labels": )" + std::string(100, '[') + std::string(100, ']') + "}";
   absl::Status s = PodError(deep);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("nested deeper than 32 levels"));
@@ -286,8 +285,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "required when num_gpus > 0"},
         BadNode{"n", R"({"cpu_milli": 1, "memory_mib": 1, "num_gpus": 17, "gpu_model": "A"})",
                 "$.num_gpus", "0..16"},
-        BadNode{"n", R"({"cpu_milli": 1, "memory_mib": 1, "cpus": 2})", "$.cpus",
-                "unknown key"},
+        BadNode{"n", R"({"cpu_milli": 1, "memory_mib": 1, "cpus": 2})", "$.cpus", "unknown key"},
         BadNode{"n", R"({"cpu_milli": 1, "memory_mib": 1, "cordoned": "yes"})", "$.cordoned",
                 "true or false"},
         BadNode{"n", R"({"cpu_milli": 1, "memory_mib": 1, "taints": [{"key": "k"}]})",
@@ -295,10 +293,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadNode{"n",
                 R"({"cpu_milli": 1, "memory_mib": 1, "taints": [{"key": "k", "effect": "Never"}]})",
                 "$.taints[0].effect", "NoSchedule, PreferNoSchedule or NoExecute"},
-        BadNode{"n",
-                R"({"cpu_milli": 1, "memory_mib": 1, "taints": [{"key": "k", "effect": "NoSchedule"},
+        BadNode{
+            "n",
+            R"({"cpu_milli": 1, "memory_mib": 1, "taints": [{"key": "k", "effect": "NoSchedule"},
                     {"key": "k", "effect": "NoSchedule"}]})",
-                "$.taints[1]", "duplicate taint"},
+            "$.taints[1]", "duplicate taint"},
         BadNode{"n", R"({"cpu_milli": 1, "memory_mib": 1, "labels": {"a b": "c"}})",
                 "$.labels[\"a b\"]", "invalid label key"},
         BadNode{"n", R"({"numa_nodes": [{"id": 0, "cpu_milli": -5, "memory_mib": 1}]})",

@@ -47,8 +47,8 @@ Json ScalarToJson(const YAML::Node& n) {
   if (s == "true" || s == "True" || s == "TRUE") return true;
   if (s == "false" || s == "False" || s == "FALSE") return false;
   int64_t i = 0;
-  if (!s.empty() && (absl::ascii_isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-' ||
-                     s[0] == '+')) {
+  if (!s.empty() &&
+      (absl::ascii_isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-' || s[0] == '+')) {
     if (absl::SimpleAtoi(s, &i)) return i;
     double d = 0;
     if (absl::SimpleAtod(s, &d) && std::isfinite(d)) return d;
@@ -94,8 +94,7 @@ class YamlToJson {
                          absl::StrCat("duplicate key ", internal::QuoteForMessage(key.Scalar())));
           }
           Json value;
-          if (absl::Status s =
-                  Convert(entry.second, ChildPath(path, key.Scalar()), &value, lines);
+          if (absl::Status s = Convert(entry.second, ChildPath(path, key.Scalar()), &value, lines);
               !s.ok()) {
             return s;
           }
@@ -108,9 +107,8 @@ class YamlToJson {
   }
 
   absl::Status Error(int line, std::string_view path, std::string_view message) const {
-    return absl::InvalidArgumentError(absl::StrCat(source_, ":", line, ": ",
-                                                   path.empty() ? "" : absl::StrCat(Sv(path), ": "),
-                                                   Sv(message)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        source_, ":", line, ": ", path.empty() ? "" : absl::StrCat(Sv(path), ": "), Sv(message)));
   }
 
  private:
@@ -161,11 +159,11 @@ absl::StatusOr<std::vector<RawObject>> ReadJson(std::string_view text, std::stri
   }
   std::vector<RawObject> out;
   if (root->is_array()) {
-    // Only objects start an element at depth 1 in a valid list of objects; other values are
-    // refused below anyway, so a line of 0 for them is never shown.
+    // The line where each element of the top-level list starts: the first character after
+    // the opening '[' or a ',' at depth 1 that is not white space.
     std::vector<int> lines;
     int line = 1, depth = 0;
-    bool in_string = false, escaped = false;
+    bool in_string = false, escaped = false, expect = false;
     for (char c : text) {
       if (c == '\n') ++line;
       if (in_string) {
@@ -178,13 +176,18 @@ absl::StatusOr<std::vector<RawObject>> ReadJson(std::string_view text, std::stri
         }
         continue;
       }
+      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
+      if (expect && c != ']') lines.push_back(line);
+      expect = false;
       if (c == '"') {
         in_string = true;
       } else if (c == '{' || c == '[') {
-        if (depth == 1) lines.push_back(line);
+        expect = depth == 0 && c == '[';
         ++depth;
       } else if (c == '}' || c == ']') {
         --depth;
+      } else if (c == ',' && depth == 1) {
+        expect = true;
       }
     }
     for (size_t i = 0; i < root->size(); ++i) {
@@ -207,9 +210,8 @@ absl::StatusOr<std::vector<RawObject>> ReadYaml(std::string_view text, std::stri
   try {
     docs = YAML::LoadAll(std::string(text));
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Sv(source), ":", e.mark.line >= 0 ? e.mark.line + 1 : 0, ": invalid YAML: ",
-                     e.msg));
+    return absl::InvalidArgumentError(absl::StrCat(
+        Sv(source), ":", e.mark.line >= 0 ? e.mark.line + 1 : 0, ": invalid YAML: ", e.msg));
   }
   YamlToJson convert{std::string(source)};
   std::vector<RawObject> out;
@@ -233,9 +235,8 @@ absl::StatusOr<std::vector<RawObject>> ReadYaml(std::string_view text, std::stri
       out.push_back(std::move(obj));
     }
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Sv(source), ":", e.mark.line >= 0 ? e.mark.line + 1 : 0, ": invalid YAML: ",
-                     e.msg));
+    return absl::InvalidArgumentError(absl::StrCat(
+        Sv(source), ":", e.mark.line >= 0 ? e.mark.line + 1 : 0, ": invalid YAML: ", e.msg));
   }
   return out;
 }
@@ -255,9 +256,10 @@ absl::StatusOr<ApplyObject> CheckObject(std::string_view source, size_t index,
   if (!kind->is_string() || (*kind != "Node" && *kind != "Pod")) {
     std::string near;
     if (kind->is_string()) near = base::ClosestMatch(kind->get<std::string>(), {"Node", "Pod"});
-    return ObjectError(source, index, obj, "$.kind",
-                       absl::StrCat("must be Node or Pod (got ", internal::Describe(*kind), ")",
-                                    near.empty() ? "" : absl::StrCat("; did you mean ", near, "?")));
+    return ObjectError(
+        source, index, obj, "$.kind",
+        absl::StrCat("must be Node or Pod (got ", internal::Describe(*kind), ")",
+                     near.empty() ? "" : absl::StrCat("; did you mean ", near, "?")));
   }
   ApplyObject out;
   out.kind = *kind == "Node" ? ApplyObject::kNode : ApplyObject::kPod;
@@ -287,10 +289,10 @@ absl::StatusOr<ApplyObject> CheckObject(std::string_view source, size_t index,
       top_name = name->get<std::string>();
       if (const Json* inner = Member(body, "name");
           inner != nullptr && (!inner->is_string() || *inner != top_name)) {
-        return ObjectError(source, index, obj, "$.spec.name",
-                           absl::StrCat("must equal the name beside spec ",
-                                        internal::QuoteForMessage(top_name), " (got ",
-                                        internal::Describe(*inner), ")"));
+        return ObjectError(
+            source, index, obj, "$.spec.name",
+            absl::StrCat("must equal the name beside spec ", internal::QuoteForMessage(top_name),
+                         " (got ", internal::Describe(*inner), ")"));
       }
       if (out.kind == ApplyObject::kPod) body["name"] = top_name;
     }
@@ -346,9 +348,8 @@ absl::StatusOr<std::vector<ApplyObject>> ParseApplyFile(std::string_view text,
         absl::StrCat(Sv(source), ": no objects (expected YAML or JSON with kind: Node or Pod)"));
   }
   if (raw->size() > kMaxApplyObjects) {
-    return absl::InvalidArgumentError(absl::StrCat(Sv(source), ": ", raw->size(),
-                                                   " objects; at most ", kMaxApplyObjects,
-                                                   " per file"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        Sv(source), ": ", raw->size(), " objects; at most ", kMaxApplyObjects, " per file"));
   }
   std::vector<ApplyObject> out;
   out.reserve(raw->size());

@@ -57,8 +57,7 @@ spec:
 }
 
 TEST(ParseApplyFileTest, QuotedNumbersStayStrings) {
-  absl::Status s =
-      ParseApplyFile("kind: Pod\nname: a\ncpu_milli: \"5\"\n", "f.yaml").status();
+  absl::Status s = ParseApplyFile("kind: Pod\nname: a\ncpu_milli: \"5\"\n", "f.yaml").status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("must be an integer"));
 }
@@ -75,8 +74,7 @@ TEST(ParseApplyFileTest, JsonListAndObject) {
   EXPECT_EQ((*objs)[1].line, 3);
   EXPECT_EQ((*objs)[1].name, "b");
 
-  objs = ParseApplyFile(R"({"kind": "Node", "name": "n", "cpu_milli": 1, "memory_mib": 2})",
-                        "-");
+  objs = ParseApplyFile(R"({"kind": "Node", "name": "n", "cpu_milli": 1, "memory_mib": 2})", "-");
   ASSERT_TRUE(objs.ok()) << objs.status();
   EXPECT_EQ((*objs)[0].kind, ApplyObject::kNode);
 }
@@ -101,8 +99,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "f.yaml:4: [0].gpu_milli: must be an integer in 1..1000 (got 1500)"},
         BadFile{"kind: Pod\nname: a\n---\nkind: Pod\nspec:\n  name: b\n  nmae: c\n",
                 "f.yaml:7: [1].spec.nmae: unknown key \"nmae\"; did you mean \"name\"?"},
-        BadFile{"kind: pod\nname: a\n", "f.yaml:1: [0].kind: must be Node or Pod (got \"pod\"); "
-                                        "did you mean Pod?"},
+        BadFile{"kind: pod\nname: a\n",
+                "f.yaml:1: [0].kind: must be Node or Pod (got \"pod\"); "
+                "did you mean Pod?"},
         BadFile{"name: a\n", "f.yaml:1: [0]: missing required key \"kind\""},
         BadFile{"kind: Node\ncpu_milli: 1\nmemory_mib: 1\n",
                 "f.yaml:1: [0]: missing required key \"name\""},
@@ -114,9 +113,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "f.yaml:3: [0].extra: unknown key beside \"spec\""},
         BadFile{"kind: Pod\nname: a\nname: b\n", "f.yaml:3: $: duplicate key \"name\""},
         BadFile{"- 1\n- 2\n", "f.yaml:1: [0]: must be an object"},
-        BadFile{"kind: [\n", "f.yaml:"},
-        BadFile{"", "f.yaml: no objects"},
-        BadFile{"---\n---\n", "f.yaml: no objects"},
+        BadFile{"[{\"kind\": \"Pod\", \"name\": \"a\"},\n 7]", "f.yaml:2: [1]: must be an object"}, BadFile{"kind: [\n", "f.yaml:"},
+        BadFile{"", "f.yaml: no objects"}, BadFile{"---\n---\n", "f.yaml: no objects"},
         BadFile{"[{\"kind\": \"Pod\", \"name\": \"a\", \"name\": \"b\"}]",
                 "f.yaml: $[0]: duplicate key"},
         BadFile{"{\"kind\": \"Pod\"", "f.yaml: $: invalid JSON"},

@@ -37,8 +37,8 @@ bool IsHostChar(char c) {
 }
 
 absl::Status UrlError(std::string_view url, std::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat("--server ",
-                                                 base::Clip(RedactUrl(url), 200), ": ", Sv(why)));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--server ", base::Clip(RedactUrl(url), 200), ": ", Sv(why)));
 }
 
 absl::StatusCode CodeForHttp(int http) {
@@ -88,14 +88,31 @@ absl::Status ReplyError(int http, const std::string& body) {
     }
   }
   if (message.empty()) {
-    message = body.empty() ? absl::StrCat("HTTP ", http, " with no error body")
-                           : base::Clip(body, 300);
+    message =
+        body.empty() ? absl::StrCat("HTTP ", http, " with no error body") : base::Clip(body, 300);
   }
   // The message travels to a terminal: no control characters beyond newlines.
-  absl::Status s(code, absl::StrCat("error from server (", Sv(StatusCodeName(code)), ", HTTP ", http,
-                                    "): ", base::Clip(message, 4096)));
+  absl::Status s(code, absl::StrCat("error from server (", Sv(StatusCodeName(code)), ", HTTP ",
+                                    http, "): ", base::Clip(message, 4096)));
   if (!field.empty()) s = internal::AttachField(std::move(s), field);
   return WithHttpStatus(std::move(s), http);
+}
+
+std::string TransportError(httplib::Error e) {
+  switch (e) {
+    case httplib::Error::Connection:
+      return "could not connect";
+    case httplib::Error::Read:
+      return "the connection closed before a complete reply";
+    case httplib::Error::Write:
+      return "the connection closed while sending the request";
+    case httplib::Error::SSLConnection:
+      return "TLS handshake failed";
+    case httplib::Error::SSLServerVerification:
+      return "the server's TLS certificate is not trusted (--ca-file)";
+    default:
+      return httplib::to_string(e);
+  }
 }
 
 absl::StatusOr<std::string> ReadToken(const std::string& path) {
@@ -254,8 +271,7 @@ absl::StatusOr<Client> Client::Create(ClientOptions options) {
 
 absl::StatusOr<nlohmann::json> Client::Call(std::string_view method, std::string_view path,
                                             const std::string& body) {
-  const auto timeout = std::chrono::microseconds(
-      static_cast<int64_t>(options_.timeout_s * 1e6));
+  const auto timeout = std::chrono::microseconds(static_cast<int64_t>(options_.timeout_s * 1e6));
   const time_t sec = static_cast<time_t>(timeout.count() / 1000000);
   const time_t usec = static_cast<time_t>(timeout.count() % 1000000);
   http_->set_connection_timeout(sec, usec);
@@ -312,24 +328,24 @@ absl::StatusOr<nlohmann::json> Client::Call(std::string_view method, std::string
         absl::StrCat(where, ": the reply is larger than ", cap, " bytes"));
   }
   if (fired || error == httplib::Error::ConnectionTimeout) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        where, ": no complete reply within ", base::FormatNumber(options_.timeout_s), " s"));
+    return absl::DeadlineExceededError(absl::StrCat(where, ": no complete reply within ",
+                                                    base::FormatNumber(options_.timeout_s), " s"));
   }
   if (!sent) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot reach ", url_.display, " (", httplib::to_string(error),
-        "); is `seedance server` running there? (--server URL or SEEDANCE_SERVER)"));
+    return absl::UnavailableError(
+        absl::StrCat("cannot reach ", url_.display, " (", TransportError(error),
+                     "); is `seedance server` running there? (--server URL or SEEDANCE_SERVER)"));
   }
   if (res.status < 200 || res.status > 299) return ReplyError(res.status, reply);
   if (reply.empty()) return nlohmann::json(nullptr);
   if (base::JsonNestingDepth(reply, kMaxReplyDepth) > kMaxReplyDepth) {
-    return absl::DataLossError(absl::StrCat(where, ": the reply nests deeper than ",
-                                            kMaxReplyDepth, " levels"));
+    return absl::DataLossError(
+        absl::StrCat(where, ": the reply nests deeper than ", kMaxReplyDepth, " levels"));
   }
   nlohmann::json j = nlohmann::json::parse(reply, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
-    return absl::DataLossError(absl::StrCat(where, ": the reply is not JSON: ",
-                                            base::ForTerminal(base::Clip(reply, 120))));
+    return absl::DataLossError(absl::StrCat(
+        where, ": the reply is not JSON: ", base::ForTerminal(base::Clip(reply, 120))));
   }
   return j;
 }

@@ -84,8 +84,9 @@ TEST(ParseServerUrlTest, AcceptsHostPortForms) {
 }
 
 TEST(ParseServerUrlTest, RefusesOtherFormsAndNeverShowsCredentials) {
-  for (const char* bad : {"127.0.0.1:7070", "ftp://h", "http://", "http://h:0", "http://h:65536",
-                          "http://h:x", "http://h/v1", "http://h?x=1", "http://h:", "http://[::1"}) {
+  for (const char* bad :
+       {"127.0.0.1:7070", "ftp://h", "http://", "http://h:0", "http://h:65536", "http://h:x",
+        "http://h/v1", "http://h?x=1", "http://h:", "http://[::1"}) {
     const absl::Status s = ParseServerUrl(bad).status();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
   }
@@ -107,9 +108,9 @@ TEST(ClientTest, SendsTheTokenAndDecodesTheReply) {
   stub.http().Get("/v1/nodes", [](const httplib::Request& req, httplib::Response& res) {
     const bool authorized = req.get_header_value("Authorization") == "Bearer t0ken";
     res.status = authorized ? 200 : 401;
-    res.set_content(authorized ? R"({"items": []})"
-                               : ErrorBody(absl::UnauthenticatedError("bad token")),
-                    "application/json");
+    res.set_content(
+        authorized ? R"({"items": []})" : ErrorBody(absl::UnauthenticatedError("bad token")),
+        "application/json");
   });
   const std::string token = TempFile("t0ken\n");
   absl::StatusOr<Client> client = Client::Create(stub.url(), token);

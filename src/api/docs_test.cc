@@ -13,7 +13,7 @@ namespace {
 
 std::string SourceDir() {
   const char* dir = std::getenv("SEEDANCE_SOURCE_DIR");
-  return dir != nullptr ? dir : ".";
+  return dir != nullptr && *dir != '\0' ? dir : SEEDANCE_DOCS_SOURCE_DIR;
 }
 
 std::string ReadFile(const std::string& path) {

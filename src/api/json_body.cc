@@ -34,10 +34,10 @@ std::string TypeMismatch(std::string_view what, const Json& v) {
 }  // namespace
 
 std::string ChildPath(std::string_view path, std::string_view key) {
-  std::string out = IsIdentifier(key) ? absl::StrCat(Sv(path), ".", Sv(key))
-                                      : absl::StrCat(Sv(path), "[", base::DumpJson(Json(
-                                                                         base::Clip(key, 64))),
-                                                     "]");
+  std::string out =
+      IsIdentifier(key)
+          ? absl::StrCat(Sv(path), ".", Sv(key))
+          : absl::StrCat(Sv(path), "[", base::DumpJson(Json(base::Clip(key, 64))), "]");
   return base::Clip(out, kMaxPathBytes);
 }
 
@@ -120,8 +120,8 @@ absl::Status ReadString(const Json* v, std::string_view path, size_t max_len, st
   if (!v->is_string()) return FieldError(path, TypeMismatch("a string", *v));
   const std::string& s = v->get_ref<const std::string&>();
   if (s.size() > max_len) {
-    return FieldError(path, absl::StrCat("must be at most ", max_len, " bytes (got ", s.size(),
-                                         ")"));
+    return FieldError(path,
+                      absl::StrCat("must be at most ", max_len, " bytes (got ", s.size(), ")"));
   }
   *out = s;
   return absl::OkStatus();
@@ -139,8 +139,8 @@ absl::Status ReadStringMap(const Json* v, std::string_view path, size_t max_entr
   if (v == nullptr) return absl::OkStatus();
   if (!v->is_object()) return FieldError(path, TypeMismatch("an object of strings", *v));
   if (v->size() > max_entries) {
-    return FieldError(path, absl::StrCat("must have at most ", max_entries, " entries (got ",
-                                         v->size(), ")"));
+    return FieldError(
+        path, absl::StrCat("must have at most ", max_entries, " entries (got ", v->size(), ")"));
   }
   out->clear();
   for (const auto& item : v->items()) {

@@ -48,9 +48,8 @@ bool HasAny(const Json& root, const std::vector<std::string>& keys) {
 absl::Status ReadTaints(const Json* v, std::vector<core::Taint>* out) {
   if (v == nullptr) return absl::OkStatus();
   if (!v->is_array()) {
-    return FieldError("$.taints",
-                      absl::StrCat("must be an array of {key, value, effect} (got ",
-                                   internal::Describe(*v), ")"));
+    return FieldError("$.taints", absl::StrCat("must be an array of {key, value, effect} (got ",
+                                               internal::Describe(*v), ")"));
   }
   if (v->size() > kMaxTaints) {
     return FieldError("$.taints", absl::StrCat("must have at most ", kMaxTaints, " taints (got ",
@@ -89,9 +88,8 @@ absl::Status ReadTaints(const Json* v, std::vector<core::Taint>* out) {
     }
     // Same syntax as a label's key and value.
     if (!ValidateLabels({{taint.key, ""}}, path).ok()) {
-      return FieldError(path + ".key",
-                        absl::StrCat("must be [PREFIX/]NAME like a label key (got ",
-                                     internal::QuoteForMessage(taint.key), ")"));
+      return FieldError(path + ".key", absl::StrCat("must be [PREFIX/]NAME like a label key (got ",
+                                                    internal::QuoteForMessage(taint.key), ")"));
     }
     if (!ValidateLabels({{"k", taint.value}}, path).ok()) {
       return FieldError(path + ".value",
@@ -107,9 +105,10 @@ absl::Status ReadTaints(const Json* v, std::vector<core::Taint>* out) {
     }
     for (size_t j = 0; j < out->size(); ++j) {
       if ((*out)[j].key == taint.key && (*out)[j].effect == taint.effect) {
-        return FieldError(path, absl::StrCat("duplicate taint ", internal::QuoteForMessage(
-                                                                     taint.key + ":" + taint.effect),
-                                             " (first at $.taints[", j, "])"));
+        return FieldError(path,
+                          absl::StrCat("duplicate taint ",
+                                       internal::QuoteForMessage(taint.key + ":" + taint.effect),
+                                       " (first at $.taints[", j, "])"));
       }
     }
     out->push_back(std::move(taint));
@@ -132,8 +131,8 @@ absl::Status DecodeShortForm(const Json& root, core::NodeSpec* spec) {
                         absl::StrCat("missing required key \"", required, "\""));
     }
   }
-  if (absl::Status s = internal::ReadInt(Member(root, "cpu_milli"), "$.cpu_milli", 0,
-                                         kMaxQuantity, &spec->cpu_milli);
+  if (absl::Status s = internal::ReadInt(Member(root, "cpu_milli"), "$.cpu_milli", 0, kMaxQuantity,
+                                         &spec->cpu_milli);
       !s.ok()) {
     return s;
   }
@@ -162,14 +161,15 @@ absl::Status DecodeShortForm(const Json& root, core::NodeSpec* spec) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                     c == '-' || c == '_' || c == '.';
     if (!ok) {
-      return FieldError("$.gpu_model", absl::StrCat("must be 1-64 characters of [A-Za-z0-9._-] "
-                                                    "(got ",
-                                                    internal::QuoteForMessage(spec->gpu_model),
-                                                    ")"));
+      return FieldError("$.gpu_model",
+                        absl::StrCat("must be 1-64 characters of [A-Za-z0-9._-] "
+                                     "(got ",
+                                     internal::QuoteForMessage(spec->gpu_model), ")"));
     }
   }
-  if (absl::Status s = internal::ReadNumber(Member(root, "cost_usd_per_hour"),
-                                            "$.cost_usd_per_hour", 0, 1e9, &spec->cost_usd_per_hour);
+  if (absl::Status s =
+          internal::ReadNumber(Member(root, "cost_usd_per_hour"), "$.cost_usd_per_hour", 0, 1e9,
+                               &spec->cost_usd_per_hour);
       !s.ok()) {
     return s;
   }
@@ -242,12 +242,14 @@ absl::StatusOr<NodeRequest> DecodeNodeRequest(std::string_view name_in_path,
   const bool descriptor = HasAny(root, DescriptorKeys());
   const bool short_form = HasAny(root, ShortKeys());
   if (descriptor && short_form) {
-    return FieldError("$", "mixes the descriptor form (numa_nodes, devices) and the short form "
-                           "(cpu_milli, memory_mib, num_gpus, gpu_model, ...); use one");
+    return FieldError("$",
+                      "mixes the descriptor form (numa_nodes, devices) and the short form "
+                      "(cpu_milli, memory_mib, num_gpus, gpu_model, ...); use one");
   }
   if (!descriptor && !short_form) {
-    return FieldError("$", "must give the node's capacity: numa_nodes (descriptor form) or "
-                           "cpu_milli and memory_mib (short form)");
+    return FieldError("$",
+                      "must give the node's capacity: numa_nodes (descriptor form) or "
+                      "cpu_milli and memory_mib (short form)");
   }
   request.descriptor_form = descriptor;
   core::NodeSpec& spec = request.spec;
@@ -266,8 +268,8 @@ absl::StatusOr<NodeRequest> DecodeNodeRequest(std::string_view name_in_path,
   spec.name = std::string(name_in_path);
   if (absl::Status s = ValidateLabels(spec.labels, "$.labels"); !s.ok()) return s;
   if (absl::Status s = ReadTaints(Member(root, "taints"), &spec.taints); !s.ok()) return s;
-  if (absl::Status s = internal::ReadBool(Member(root, "cordoned"), "$.cordoned",
-                                          &request.cordoned);
+  if (absl::Status s =
+          internal::ReadBool(Member(root, "cordoned"), "$.cordoned", &request.cordoned);
       !s.ok()) {
     return s;
   }

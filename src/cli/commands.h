@@ -31,6 +31,9 @@ Command AddServeSimCommand(CLI::App& app);   // serve_sim_cmd.cc (serving)
 Command AddCostmodelCommand(CLI::App& app);  // costmodel_cmd.cc (serving: costmodel check)
 Command AddServerCommand(CLI::App& app);     // server_cmd.cc    (server: the live scheduler)
 
+// get, apply, delete, explain, cordon, uncordon over the REST API (client_cmd.cc: api).
+std::vector<Command> AddClientCommands(CLI::App& app);
+
 // version, help, completion (meta_cmd.cc); they read `app`'s command tree when they run.
 std::vector<Command> AddMetaCommands(CLI::App& app);
 

@@ -40,17 +40,17 @@ inline constexpr int32_t kMaxPodGpus = core::kMaxGpusPerNode;
 
 // POST /v1/pods.
 struct PodRequest {
-  std::string name;              // DNS-1123 subdomain, <= 253 characters (required)
-  std::string ns = "default";    // "namespace" in JSON: DNS-1123 label, <= 63 characters
-  int64_t cpu_milli = 0;         // 0..2^40
-  int64_t memory_mib = 0;        // 0..2^40
-  int32_t num_gpu = 0;           // 0..16
-  int32_t gpu_milli = 0;         // per GPU: 1..1000 when num_gpu > 0 (default 1000), else 0;
-                                 // below 1000 only with num_gpu == 1 (a GPU-sharing pod)
-  std::string gpu_spec;          // "A100|H100": GPU models accepted; empty = any
-  int32_t priority = 0;          // any 32-bit integer; higher is served first
+  std::string name;            // DNS-1123 subdomain, <= 253 characters (required)
+  std::string ns = "default";  // "namespace" in JSON: DNS-1123 label, <= 63 characters
+  int64_t cpu_milli = 0;       // 0..2^40
+  int64_t memory_mib = 0;      // 0..2^40
+  int32_t num_gpu = 0;         // 0..16
+  int32_t gpu_milli = 0;       // per GPU: 1..1000 when num_gpu > 0 (default 1000), else 0;
+                               // below 1000 only with num_gpu == 1 (a GPU-sharing pod)
+  std::string gpu_spec;        // "A100|H100": GPU models accepted; empty = any
+  int32_t priority = 0;        // any 32-bit integer; higher is served first
   std::map<std::string, std::string> labels;  // Kubernetes-style keys and values
-  std::string gang;              // empty = none; else a DNS-1123 subdomain
+  std::string gang;                           // empty = none; else a DNS-1123 subdomain
 
   core::PodShape Shape() const;  // cpu, memory, GPUs (gpu_model_mask left 0)
   bool operator==(const PodRequest&) const = default;
@@ -73,7 +73,7 @@ nlohmann::ordered_json PodRequestToJson(const PodRequest& pod);
 // Both forms take "name" (optional; must equal the name in the path when given), "taints"
 // [{"key", "value", "effect": NoSchedule|PreferNoSchedule|NoExecute}] and "cordoned" (bool).
 struct NodeRequest {
-  core::NodeSpec spec;     // name = the name in the path; labels and taints filled in
+  core::NodeSpec spec;  // name = the name in the path; labels and taints filled in
   bool cordoned = false;
   bool descriptor_form = false;
 };

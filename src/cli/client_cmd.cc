@@ -1,0 +1,701 @@
+// The client commands over the REST API (docs/api.md): `seedance get nodes|pods|pod UID`,
+// `apply -f FILE|-`, `delete pod UID`, `explain UID`, `cordon NODE`, `uncordon NODE`.
+// They only parse flags, call seedance_api's Client and print.
+#include <cctype>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "commands.h"
+#include "nlohmann/json.hpp"
+#include "seedance/api/api.h"
+#include "seedance/api/client.h"
+#include "seedance/base/build_info.h"
+#include "seedance/base/io.h"
+#include "seedance/base/text.h"
+#include "yaml-cpp/yaml.h"
+
+namespace seedance::cli {
+namespace {
+
+using Json = nlohmann::json;
+using OJson = nlohmann::ordered_json;
+
+const std::vector<std::string> kGetFormats = {"table", "json", "yaml", "wide"};
+const std::vector<std::string> kExplainFormats = {"table", "json", "yaml"};
+constexpr int kMaxPages = 100000;
+
+constexpr char kExitFooter[] =
+    "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error.";
+constexpr char kServerNote[] =
+    "The server is --server URL, else $SEEDANCE_SERVER, else http://127.0.0.1:7070; the bearer\n"
+    "token is read from --token-file FILE, else $SEEDANCE_TOKEN_FILE (it is never printed).\n"
+    "A 4xx reply exits 2; a server that cannot be reached or a 5xx reply exits 1.\n";
+
+struct ClientFlags {
+  std::string server;
+  std::string token_file;
+  std::string ca_file;
+  double timeout_s = 30;
+};
+
+void AddClientFlags(CLI::App* app, ClientFlags* f) {
+  app->add_option("--server", f->server,
+                  "Server URL, http://HOST:PORT or https://HOST:PORT (default: $SEEDANCE_SERVER, "
+                  "else http://127.0.0.1:7070)")
+      ->type_name("URL");
+  app->add_option("--token-file", f->token_file,
+                  "File holding the bearer token (default: $SEEDANCE_TOKEN_FILE; none if unset)")
+      ->type_name("FILE");
+  app->add_option("--ca-file", f->ca_file, "https: CA certificates to trust (PEM)")
+      ->type_name("FILE");
+  AddDuration(app, "--timeout", &f->timeout_s, 1, base::Closed(0.001, 86400),
+              "Total deadline of each request (bare number = seconds; 30s, 2m)");
+}
+
+absl::StatusOr<api::Client> MakeClient(const ClientFlags& f) {
+  api::ClientOptions o;
+  o.url = f.server;
+  o.token_file = f.token_file;
+  o.ca_file = f.ca_file;
+  o.timeout_s = f.timeout_s;
+  return api::Client::Create(std::move(o));
+}
+
+// Prints the failure and returns the exit status: a 4xx reply is the caller's mistake (2), a 5xx
+// reply or an unreachable server a runtime failure (1); otherwise by the status code.
+int ClientFail(const absl::Status& s) {
+  const int rc = Fail(s);
+  const int http = api::HttpStatusOf(s);
+  if (http >= 400 && http < 500) return kExitUsage;
+  if (http >= 500) return kExitFailure;
+  return rc;
+}
+
+// -o: kubectl's `-o json|yaml|wide|table` names a format (these commands print to standard
+// output); any other value is an output FILE as in the other commands, with --format or the
+// file's extension choosing the format.
+struct OutFlags {
+  std::string output;
+  std::string format;
+};
+
+void AddOutFlags(CLI::App* app, OutFlags* f, const std::vector<std::string>& formats) {
+  app->add_option("-o,--output", f->output,
+                  "Output format (" + absl::StrJoin(formats, "|") +
+                      ", as kubectl's -o) or a FILE to write ('-' = standard output)")
+      ->type_name("FORMAT|FILE");
+  app->add_option("--format", f->format,
+                  "Output format: " + absl::StrJoin(formats, ", ") + " (default: table)")
+      ->type_name("FORMAT")
+      ->check(CLI::IsMember(formats));
+}
+
+struct Output {
+  std::string path = "-";
+  std::string format;
+};
+
+absl::StatusOr<Output> ResolveOut(const OutFlags& f, const std::vector<std::string>& formats) {
+  Output out;
+  for (const std::string& name : formats) {
+    if (f.output == name) {
+      if (!f.format.empty() && f.format != name) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("-o ", name, " and --format ", f.format, " disagree; give one"));
+      }
+      out.format = name;
+      return out;
+    }
+  }
+  OutputFlags flags{f.output, f.format};
+  absl::StatusOr<std::string> format = ResolveFormat(flags, formats);
+  if (!format.ok()) return format.status();
+  out.format = *format;
+  if (!f.output.empty()) out.path = f.output;
+  return out;
+}
+
+absl::Status Emit(const Output& out, const std::string& text) {
+  if (out.path == "-") return base::WriteStdout(text);
+  return base::WriteOutput(out.path, text);
+}
+
+// ---------------------------------------------------------------------------------- printing
+
+std::string Str(const Json& j, const char* key, const std::string& fallback = "-") {
+  if (!j.is_object() || !j.contains(key)) return fallback;
+  const Json& v = j[key];
+  if (v.is_string()) return base::ForTerminal(v.get<std::string>());
+  if (v.is_null()) return fallback;
+  if (v.is_number() || v.is_boolean()) return v.dump();
+  return fallback;
+}
+
+int64_t Int(const Json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return 0;
+  return j[key].is_number_integer() ? j[key].get<int64_t>()
+                                    : static_cast<int64_t>(j[key].get<double>());
+}
+
+std::string Table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    if (width.size() < row.size()) width.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 3, ' ');
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string LabelsText(const Json& j) {
+  if (!j.is_object() || !j.contains("labels") || !j["labels"].is_object() || j["labels"].empty()) {
+    return "<none>";
+  }
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : j["labels"].items()) {
+    parts.push_back(base::ForTerminal(k) + "=" +
+                    (v.is_string() ? base::ForTerminal(v.get<std::string>()) : std::string()));
+  }
+  return absl::StrJoin(parts, ",");
+}
+
+std::string TaintsText(const Json& j) {
+  if (!j.is_object() || !j.contains("taints") || !j["taints"].is_array() || j["taints"].empty()) {
+    return "<none>";
+  }
+  std::vector<std::string> parts;
+  for (const Json& t : j["taints"]) {
+    std::string value = Str(t, "value", "");
+    parts.push_back(Str(t, "key") + (value.empty() ? "" : "=" + value) + ":" + Str(t, "effect"));
+  }
+  return absl::StrJoin(parts, ",");
+}
+
+std::string NodeStatus(const Json& n) {
+  return n.is_object() && n.value("cordoned", false) ? "Ready,SchedulingDisabled" : "Ready";
+}
+
+std::string NodesTable(const std::vector<Json>& nodes, bool wide) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> head = {"NAME",      "STATUS",     "GPU_MODEL", "GPUS",
+                                   "CPU_MILLI", "MEMORY_MIB", "GPU_MILLI", "PODS"};
+  if (wide) {
+    for (const char* h : {"COST_USD_PER_HOUR", "LABELS", "TAINTS"}) head.push_back(h);
+  }
+  rows.push_back(head);
+  for (const Json& n : nodes) {
+    const Json alloc = n.is_object() && n.contains("allocated") ? n["allocated"] : Json::object();
+    const int64_t gpus = Int(n, "num_gpus");
+    std::vector<std::string> row = {
+        Str(n, "name"),
+        NodeStatus(n),
+        Str(n, "gpu_model", "") == "" ? "-" : Str(n, "gpu_model"),
+        absl::StrCat(gpus),
+        absl::StrCat(Int(alloc, "cpu_milli"), "/", Int(n, "cpu_milli")),
+        absl::StrCat(Int(alloc, "memory_mib"), "/", Int(n, "memory_mib")),
+        absl::StrCat(Int(alloc, "gpu_milli"), "/", 1000 * gpus),
+        Str(n, "num_pods", "0")};
+    if (wide) {
+      row.push_back(Str(n, "cost_usd_per_hour"));
+      row.push_back(LabelsText(n));
+      row.push_back(TaintsText(n));
+    }
+    rows.push_back(std::move(row));
+  }
+  return Table(rows);
+}
+
+std::string GpusText(const Json& p) {
+  if (!p.is_object() || !p.contains("gpus") || !p["gpus"].is_array() || p["gpus"].empty()) {
+    return "-";
+  }
+  std::vector<std::string> parts;
+  for (const Json& g : p["gpus"]) parts.push_back(Str(g, "index") + ":" + Str(g, "milli"));
+  return absl::StrJoin(parts, ",");
+}
+
+std::string PodsTable(const std::vector<Json>& pods, bool wide) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> head = {"NAMESPACE", "NAME", "UID", "PHASE", "NODE", "GPUS"};
+  if (wide) {
+    for (const char* h :
+         {"CPU_MILLI", "MEMORY_MIB", "NUM_GPU", "GPU_MILLI", "PRIORITY", "REVISION", "LABELS"}) {
+      head.push_back(h);
+    }
+  }
+  rows.push_back(head);
+  for (const Json& p : pods) {
+    std::vector<std::string> row = {Str(p, "namespace"), Str(p, "name"), Str(p, "uid"),
+                                    Str(p, "phase"),     Str(p, "node"), GpusText(p)};
+    if (wide) {
+      for (const char* k :
+           {"cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "priority", "revision"}) {
+        row.push_back(Str(p, k));
+      }
+      row.push_back(LabelsText(p));
+    }
+    rows.push_back(std::move(row));
+  }
+  return Table(rows);
+}
+
+// A string that YAML would read back as something else (a number, a boolean, null) or that
+// cannot be a plain scalar is double-quoted.
+bool NeedsQuotes(const std::string& s) {
+  if (s.empty()) return true;
+  static const std::set<std::string> kReserved = {"null", "Null",  "NULL",  "~",     "true", "True",
+                                                  "TRUE", "false", "False", "FALSE", "yes",  "no",
+                                                  "on",   "off",   "y",     "n"};
+  if (kReserved.contains(s)) return true;
+  double d = 0;
+  if (absl::SimpleAtod(s, &d)) return true;
+  const char c = s.front();
+  if (std::isspace(static_cast<unsigned char>(c)) ||
+      std::isspace(static_cast<unsigned char>(s.back()))) {
+    return true;
+  }
+  return std::string("-?:,[]{}#&*!|>'\"%@`").find(c) != std::string::npos ||
+         s.find(": ") != std::string::npos || s.find(" #") != std::string::npos;
+}
+
+void EmitYaml(YAML::Emitter& out, const OJson& j) {
+  if (j.is_object()) {
+    if (j.empty()) {
+      out << YAML::Flow << YAML::BeginMap << YAML::EndMap;
+      return;
+    }
+    out << YAML::BeginMap;
+    for (const auto& [k, v] : j.items()) {
+      out << YAML::Key;
+      const std::string key = base::SanitizeUtf8(k);
+      if (NeedsQuotes(key)) {
+        out << YAML::DoubleQuoted << key;
+      } else {
+        out << key;
+      }
+      out << YAML::Value;
+      EmitYaml(out, v);
+    }
+    out << YAML::EndMap;
+  } else if (j.is_array()) {
+    if (j.empty()) {
+      out << YAML::Flow << YAML::BeginSeq << YAML::EndSeq;
+      return;
+    }
+    out << YAML::BeginSeq;
+    for (const OJson& v : j) EmitYaml(out, v);
+    out << YAML::EndSeq;
+  } else if (j.is_string()) {
+    const std::string s = base::SanitizeUtf8(j.get<std::string>());
+    if (NeedsQuotes(s)) {
+      out << YAML::DoubleQuoted << s;
+    } else {
+      out << s;
+    }
+  } else if (j.is_null()) {
+    out << YAML::Null;
+  } else {
+    out << j.dump();
+  }
+}
+
+std::string ToYaml(const OJson& j) {
+  YAML::Emitter out;
+  out.SetIndent(2);
+  EmitYaml(out, j);
+  return std::string(out.c_str()) + "\n";
+}
+
+// The document for -o json|yaml: the JSON header, then `fields` (an object's keys, or "items").
+OJson Document(const std::string& schema, const Json& fields) {
+  OJson doc = base::JsonHeader(schema);
+  for (const auto& [k, v] : fields.items()) {
+    if (!doc.contains(k)) doc[k] = OJson::parse(v.dump());
+  }
+  return doc;
+}
+
+absl::Status Print(const Output& out, const std::string& schema, const Json& fields,
+                   const std::string& table) {
+  if (out.format == "json") return Emit(out, base::DumpJson(Document(schema, fields), 2) + "\n");
+  if (out.format == "yaml") return Emit(out, ToYaml(Document(schema, fields)));
+  return Emit(out, table);
+}
+
+// Every item of a listing, following "continue" tokens.
+absl::StatusOr<std::vector<Json>> List(api::Client& client, const std::string& path,
+                                       const std::string& query) {
+  std::vector<Json> items;
+  std::string token;
+  std::set<std::string> seen;
+  for (int page = 0; page < kMaxPages; ++page) {
+    std::string q = query;
+    if (!token.empty())
+      absl::StrAppend(&q, q.empty() ? "" : "&", "continue=", api::UrlEncode(token));
+    absl::StatusOr<Json> reply = client.Call("GET", q.empty() ? path : path + "?" + q);
+    if (!reply.ok()) return reply.status();
+    if (!reply->is_object() || !reply->contains("items") || !(*reply)["items"].is_array()) {
+      return absl::DataLossError(absl::StrCat("GET ", path, ": the reply has no \"items\" list"));
+    }
+    for (Json& item : (*reply)["items"]) items.push_back(std::move(item));
+    const Json next = reply->value("continue", Json(nullptr));
+    if (!next.is_string() || next.get<std::string>().empty()) return items;
+    token = next.get<std::string>();
+    if (!seen.insert(token).second) {
+      return absl::DataLossError(absl::StrCat("GET ", path,
+                                              ": the server repeated the continue "
+                                              "token; the listing would never end"));
+    }
+  }
+  return absl::DataLossError(absl::StrCat("GET ", path, ": more than ", kMaxPages, " pages"));
+}
+
+// A pod UID as a path segment: what the server hands out (hex digits and '-').
+absl::Status CheckUid(const std::string& uid) {
+  bool ok = !uid.empty() && uid.size() <= 64;
+  for (char c : uid) ok &= absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-';
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("UID '", base::ForTerminal(base::Clip(uid)),
+                                                 "': a pod UID is 1-64 letters, digits and '-' "
+                                                 "(see `seedance get pods`)"));
+}
+
+absl::Status CheckNodeName(const std::string& name) {
+  if (api::IsDnsSubdomain(name)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("NODE '", base::ForTerminal(base::Clip(name)),
+                   "': a node name is a DNS-1123 name (lower-case letters, digits, '-' and '.')"));
+}
+
+// ------------------------------------------------------------------------------------- get
+
+struct GetFlags {
+  ClientFlags client;
+  OutFlags out;
+  std::string phase, ns, node;
+  std::string uid;
+};
+
+int RunGetNodes(const GetFlags& f) {
+  absl::StatusOr<Output> out = ResolveOut(f.out, kGetFormats);
+  if (!out.ok()) return Fail(out.status());
+  absl::StatusOr<api::Client> client = MakeClient(f.client);
+  if (!client.ok()) return ClientFail(client.status());
+  absl::StatusOr<std::vector<Json>> nodes = List(*client, "/v1/nodes", "");
+  if (!nodes.ok()) return ClientFail(nodes.status());
+  if (nodes->empty() && (out->format == "table" || out->format == "wide")) {
+    std::fprintf(stderr, "No nodes found.\n");
+    return kExitOk;
+  }
+  Json fields = {{"items", *nodes}};
+  absl::Status s = Print(*out, "get-nodes/v1", fields, NodesTable(*nodes, out->format == "wide"));
+  return s.ok() ? kExitOk : Fail(s);
+}
+
+int RunGetPods(const GetFlags& f) {
+  absl::StatusOr<Output> out = ResolveOut(f.out, kGetFormats);
+  if (!out.ok()) return Fail(out.status());
+  if (!f.phase.empty() && f.phase != "Pending" && f.phase != "Assumed" && f.phase != "Bound") {
+    return UsageError("--phase: expected Pending, Assumed or Bound, got '" +
+                      base::ForTerminal(base::Clip(f.phase)) + "'");
+  }
+  absl::StatusOr<api::Client> client = MakeClient(f.client);
+  if (!client.ok()) return ClientFail(client.status());
+  std::vector<std::string> query;
+  if (!f.phase.empty()) query.push_back("phase=" + api::UrlEncode(f.phase));
+  if (!f.ns.empty()) query.push_back("namespace=" + api::UrlEncode(f.ns));
+  if (!f.node.empty()) query.push_back("node=" + api::UrlEncode(f.node));
+  absl::StatusOr<std::vector<Json>> pods = List(*client, "/v1/pods", absl::StrJoin(query, "&"));
+  if (!pods.ok()) return ClientFail(pods.status());
+  if (pods->empty() && (out->format == "table" || out->format == "wide")) {
+    std::fprintf(stderr, "No pods found.\n");
+    return kExitOk;
+  }
+  Json fields = {{"items", *pods}};
+  absl::Status s = Print(*out, "get-pods/v1", fields, PodsTable(*pods, out->format == "wide"));
+  return s.ok() ? kExitOk : Fail(s);
+}
+
+int RunGetPod(const GetFlags& f) {
+  absl::StatusOr<Output> out = ResolveOut(f.out, kGetFormats);
+  if (!out.ok()) return Fail(out.status());
+  if (absl::Status s = CheckUid(f.uid); !s.ok()) return Fail(s);
+  absl::StatusOr<api::Client> client = MakeClient(f.client);
+  if (!client.ok()) return ClientFail(client.status());
+  absl::StatusOr<Json> pod = client->Call("GET", "/v1/pods/" + api::UrlEncode(f.uid));
+  if (!pod.ok()) return ClientFail(pod.status());
+  absl::Status s = Print(*out, "get-pod/v1", *pod, PodsTable({*pod}, out->format == "wide"));
+  return s.ok() ? kExitOk : Fail(s);
+}
+
+Command AddGet(CLI::App& app) {
+  auto f = std::make_shared<GetFlags>();
+  Command cmd;
+  cmd.app = app.add_subcommand("get", "List nodes or pods, or show one pod, from a running server");
+  cmd.app->footer(std::string("Examples:\n"
+                              "  seedance get nodes\n"
+                              "  seedance get pods --phase Pending -o wide\n"
+                              "  seedance get pod 5f0c3a1e-9b7d-4c2a-8e11-0d6b2f3c4a5b -o json\n"
+                              "  seedance get nodes --server http://sched.example:7070 "
+                              "--token-file ~/.seedance/token -o yaml\n") +
+                  kServerNote + "\n" + kExitFooter);
+  CLI::App* nodes = cmd.app->add_subcommand("nodes", "List the nodes: capacity, allocation, pods");
+  CLI::App* pods = cmd.app->add_subcommand("pods", "List the pods (every page)");
+  CLI::App* pod = cmd.app->add_subcommand("pod", "Show one pod by UID");
+  for (CLI::App* sub : {nodes, pods, pod}) {
+    AddClientFlags(sub, &f->client);
+    AddOutFlags(sub, &f->out, kGetFormats);
+    sub->footer(std::string(kServerNote) + "\n" + kExitFooter);
+  }
+  nodes->footer(std::string("Examples:\n  seedance get nodes\n  seedance get nodes -o wide\n") +
+                kServerNote + "\n" + kExitFooter);
+  pods->add_option("--phase", f->phase, "Only pods in this phase: Pending, Assumed or Bound")
+      ->type_name("PHASE");
+  pods->add_option("--namespace,-n", f->ns, "Only pods of this namespace")->type_name("NS");
+  pods->add_option("--node", f->node, "Only pods on this node")->type_name("NODE");
+  pods->footer(std::string("Examples:\n  seedance get pods\n"
+                           "  seedance get pods --phase Bound --node gpu-1 -o json\n") +
+               kServerNote + "\n" + kExitFooter);
+  pod->add_option("UID", f->uid, "The pod's UID (from POST /v1/pods or `seedance get pods`)")
+      ->required();
+  pod->footer(std::string("Examples:\n  seedance get pod 5f0c3a1e-9b7d-4c2a-8e11-0d6b2f3c4a5b\n"
+                          "  seedance get pod UID -o yaml\n") +
+              kServerNote + "\n" + kExitFooter);
+  cmd.run = [f, nodes, pods, pod]() {
+    if (nodes->parsed()) return RunGetNodes(*f);
+    if (pods->parsed()) return RunGetPods(*f);
+    if (pod->parsed()) return RunGetPod(*f);
+    return UsageError("get: say what to get: nodes, pods or pod UID (seedance get --help)");
+  };
+  return cmd;
+}
+
+// ----------------------------------------------------------------------------------- apply
+
+struct ApplyFlags {
+  ClientFlags client;
+  std::string file;
+  bool dry_run = false;
+};
+
+int RunApply(const ApplyFlags& f) {
+  absl::StatusOr<std::string> text = base::ReadInput(f.file, base::InputKind::kDescriptor);
+  if (!text.ok()) return Fail(text.status());
+  const std::string source = f.file == "-" ? "<stdin>" : base::ForTerminal(f.file);
+  absl::StatusOr<std::vector<api::ApplyObject>> objects = api::ParseApplyFile(*text, source);
+  if (!objects.ok()) return Fail(objects.status());
+  std::string report;
+  if (f.dry_run) {
+    for (const api::ApplyObject& o : *objects) {
+      absl::StrAppend(&report, o.kind == api::ApplyObject::kNode ? "node/" : "pod/",
+                      base::ForTerminal(o.name), " valid (dry run)\n");
+    }
+    absl::Status s = base::WriteStdout(report);
+    return s.ok() ? kExitOk : Fail(s);
+  }
+  absl::StatusOr<api::Client> client = MakeClient(f.client);
+  if (!client.ok()) return ClientFail(client.status());
+  size_t done = 0;
+  for (const api::ApplyObject& o : *objects) {
+    const bool node = o.kind == api::ApplyObject::kNode;
+    const std::string what = absl::StrCat(node ? "node/" : "pod/", base::ForTerminal(o.name));
+    absl::StatusOr<Json> reply =
+        node ? client->Call("PUT", "/v1/nodes/" + api::UrlEncode(o.name), o.body_json)
+             : client->Call("POST", "/v1/pods", o.body_json);
+    if (!reply.ok()) {
+      // What was applied stays applied; say so, then the failure with its place in the file.
+      (void)base::WriteStdout(report);
+      const absl::Status s(
+          reply.status().code(),
+          absl::StrCat(source, ":", o.line, ": ", what, ": ", reply.status().message(), " (", done,
+                       " of ", objects->size(), " objects applied before it)"));
+      return ClientFail(api::WithHttpStatus(s, api::HttpStatusOf(reply.status())));
+    }
+    ++done;
+    if (node) {
+      absl::StrAppend(&report, what, " applied\n");
+    } else {
+      const std::string phase = Str(*reply, "phase");
+      absl::StrAppend(&report, what, " created: uid ", Str(*reply, "uid"), ", ", phase);
+      if (phase != "Pending")
+        absl::StrAppend(&report, " on ", Str(*reply, "node"), " (GPUs ", GpusText(*reply), ")");
+      absl::StrAppend(&report, "\n");
+    }
+  }
+  absl::Status s = base::WriteStdout(report);
+  return s.ok() ? kExitOk : Fail(s);
+}
+
+Command AddApply(CLI::App& app) {
+  auto f = std::make_shared<ApplyFlags>();
+  Command cmd;
+  cmd.app = app.add_subcommand(
+      "apply",
+      "Create or update nodes and submit pods from a YAML or JSON file (docs/api.md#apply-files)");
+  cmd.app->add_option("-f,--filename", f->file, "The file ('-' = standard input)")
+      ->type_name("FILE")
+      ->required();
+  cmd.app->add_flag("--dry-run", f->dry_run, "Check the file only; send nothing");
+  AddClientFlags(cmd.app, &f->client);
+  cmd.app->footer(
+      std::string("Each object has kind: Node or Pod and the body of PUT /v1/nodes/{name} or\n"
+                  "POST /v1/pods, inline or under spec:. YAML files may hold several documents\n"
+                  "(---); JSON files one object or a list. The whole file is checked before\n"
+                  "anything is sent; a bad object is reported as FILE:LINE: [INDEX].FIELD.\n\n"
+                  "Examples:\n"
+                  "  seedance apply -f cluster.yaml\n"
+                  "  seedance apply -f pods.json --dry-run\n"
+                  "  cat pod.yaml | seedance apply -f -\n") +
+      kServerNote + "\n" + kExitFooter);
+  cmd.run = [f]() { return RunApply(*f); };
+  return cmd;
+}
+
+// ------------------------------------------------------------------- delete, explain, cordon
+
+struct UidFlags {
+  ClientFlags client;
+  OutFlags out;
+  std::string uid;
+};
+
+int RunDeletePod(const UidFlags& f) {
+  if (absl::Status s = CheckUid(f.uid); !s.ok()) return Fail(s);
+  absl::StatusOr<api::Client> client = MakeClient(f.client);
+  if (!client.ok()) return ClientFail(client.status());
+  absl::StatusOr<Json> reply = client->Call("DELETE", "/v1/pods/" + api::UrlEncode(f.uid));
+  if (!reply.ok()) return ClientFail(reply.status());
+  absl::Status s = base::WriteStdout("pod " + base::ForTerminal(f.uid) + " deleted\n");
+  return s.ok() ? kExitOk : Fail(s);
+}
+
+Command AddDelete(CLI::App& app) {
+  auto f = std::make_shared<UidFlags>();
+  Command cmd;
+  cmd.app = app.add_subcommand("delete", "Delete a pod (it ended: its resources are freed)");
+  CLI::App* pod = cmd.app->add_subcommand("pod", "Delete one pod by UID");
+  pod->add_option("UID", f->uid, "The pod's UID")->required();
+  AddClientFlags(pod, &f->client);
+  const std::string footer = std::string(
+                                 "Examples:\n"
+                                 "  seedance delete pod 5f0c3a1e-9b7d-4c2a-8e11-0d6b2f3c4a5b\n") +
+                             kServerNote + "\n" + kExitFooter;
+  cmd.app->footer(footer);
+  pod->footer(footer);
+  cmd.run = [f, pod]() {
+    if (pod->parsed()) return RunDeletePod(*f);
+    return UsageError("delete: say what to delete: pod UID (seedance delete --help)");
+  };
+  return cmd;
+}
+
+std::string ExplainText(const Json& e) {
+  std::string out = absl::StrCat("pod ", Str(e, "uid"), ": ", Str(e, "phase"));
+  if (Str(e, "phase") != "Pending") {
+    return absl::StrCat(out, " on ", Str(e, "node"), "\n");
+  }
+  absl::StrAppend(&out, "\n", Str(e, "message", ""), "\n");
+  if (e.contains("reasons") && e["reasons"].is_object() && !e["reasons"].empty()) {
+    std::vector<std::pair<int64_t, std::string>> reasons;
+    for (const auto& [k, v] : e["reasons"].items()) {
+      reasons.emplace_back(v.is_number_integer() ? v.get<int64_t>() : 0, base::ForTerminal(k));
+    }
+    std::sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    std::vector<std::vector<std::string>> rows = {{"REASON", "NODES"}};
+    for (const auto& [n, name] : reasons) rows.push_back({name, absl::StrCat(n)});
+    absl::StrAppend(&out, Table(rows));
+  }
+  if (e.contains("last_attempt") && e["last_attempt"].is_string()) {
+    absl::StrAppend(&out, "last attempt: ", Str(e, "last_attempt"), "\n");
+  }
+  return out;
+}
+
+int RunExplain(const UidFlags& f) {
+  absl::StatusOr<Output> out = ResolveOut(f.out, kExplainFormats);
+  if (!out.ok()) return Fail(out.status());
+  if (absl::Status s = CheckUid(f.uid); !s.ok()) return Fail(s);
+  absl::StatusOr<api::Client> client = MakeClient(f.client);
+  if (!client.ok()) return ClientFail(client.status());
+  absl::StatusOr<Json> reply =
+      client->Call("GET", "/v1/pods/" + api::UrlEncode(f.uid) + "/explain");
+  if (!reply.ok()) return ClientFail(reply.status());
+  absl::Status s = Print(*out, "explain/v1", *reply, ExplainText(*reply));
+  return s.ok() ? kExitOk : Fail(s);
+}
+
+Command AddExplain(CLI::App& app) {
+  auto f = std::make_shared<UidFlags>();
+  Command cmd;
+  cmd.app = app.add_subcommand(
+      "explain", "Why a pod is pending: how many nodes fit and why the others do not");
+  cmd.app->add_option("UID", f->uid, "The pod's UID")->required();
+  AddClientFlags(cmd.app, &f->client);
+  AddOutFlags(cmd.app, &f->out, kExplainFormats);
+  cmd.app->footer(std::string("Examples:\n"
+                              "  seedance explain 5f0c3a1e-9b7d-4c2a-8e11-0d6b2f3c4a5b\n"
+                              "  seedance explain UID -o json\n") +
+                  kServerNote + "\n" + kExitFooter);
+  cmd.run = [f]() { return RunExplain(*f); };
+  return cmd;
+}
+
+struct NodeFlags {
+  ClientFlags client;
+  std::string node;
+};
+
+int RunCordon(const NodeFlags& f, bool cordon) {
+  if (absl::Status s = CheckNodeName(f.node); !s.ok()) return Fail(s);
+  absl::StatusOr<api::Client> client = MakeClient(f.client);
+  if (!client.ok()) return ClientFail(client.status());
+  absl::StatusOr<Json> reply = client->Call(
+      "POST", "/v1/nodes/" + api::UrlEncode(f.node) + (cordon ? "/cordon" : "/uncordon"));
+  if (!reply.ok()) return ClientFail(reply.status());
+  absl::Status s = base::WriteStdout("node/" + base::ForTerminal(f.node) +
+                                     (cordon ? " cordoned\n" : " uncordoned\n"));
+  return s.ok() ? kExitOk : Fail(s);
+}
+
+Command AddCordon(CLI::App& app, bool cordon) {
+  auto f = std::make_shared<NodeFlags>();
+  Command cmd;
+  cmd.app = app.add_subcommand(
+      cordon ? "cordon" : "uncordon",
+      cordon ? "Mark a node unschedulable: no new pod goes there; bound pods stay"
+             : "Mark a cordoned node schedulable again");
+  cmd.app->add_option("NODE", f->node, "The node's name")->required();
+  AddClientFlags(cmd.app, &f->client);
+  cmd.app->footer(std::string("Examples:\n  seedance ") + (cordon ? "cordon" : "uncordon") +
+                  " gpu-17\n" + kServerNote + "\n" + kExitFooter);
+  cmd.run = [f, cordon]() { return RunCordon(*f, cordon); };
+  return cmd;
+}
+
+}  // namespace
+
+std::vector<Command> AddClientCommands(CLI::App& app) {
+  return {AddGet(app),     AddApply(app),        AddDelete(app),
+          AddExplain(app), AddCordon(app, true), AddCordon(app, false)};
+}
+
+}  // namespace seedance::cli
