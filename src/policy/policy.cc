@@ -23,43 +23,115 @@ struct ParseError {
   std::string message;  // complete: "FILE:LINE:COL: path: what"
 };
 
-// yaml-cpp 0.7 never returns from parsing a document whose first node starts with ',' (",",
-// "--- ,", "&a ,"). Finds such a document before the parser sees it: the offset of the ',' or npos.
-size_t FindCommaDocument(std::string_view t) {
-  size_t i = 0;
-  auto at_line_start = [&](size_t k) { return k == 0 || t[k - 1] == '\n'; };
-  auto marker = [&](size_t k, std::string_view m) {
-    return at_line_start(k) && t.substr(k, 3) == m &&
-           (k + 3 == t.size() || t[k + 3] == ' ' || t[k + 3] == '\t' || t[k + 3] == '\n' ||
-            t[k + 3] == '\r');
+// yaml-cpp 0.7 never returns (and grows without bound) when a ',' follows a complete root node
+// or starts a document: ",", "[a]\n,", "- [a]\n,", "'x' ,", "--- ,". A ',' that starts a token
+// outside flow collections is invalid YAML anyway (no plain scalar starts with ','), so this
+// light scan over comments, quoted scalars, block scalars and flow brackets finds one before the
+// parser sees the text: its offset, or npos. It errs on the side of refusing (a continuation line
+// of a plain scalar that starts with ',' is refused too).
+size_t FindStrayComma(std::string_view t) {
+  const size_t n = t.size();
+  auto blank = [&](size_t k) {
+    return k >= n || t[k] == ' ' || t[k] == '\t' || t[k] == '\n' || t[k] == '\r';
   };
-  while (i < t.size()) {
-    // At a document's start: skip blanks, comments, directives, markers and node properties.
-    while (i < t.size()) {
-      const char c = t[i];
-      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+  enum Last { kLineStart, kPlain, kOther };  // what the current line last held
+  Last last = kLineStart;
+  int depth = 0;      // flow collections open
+  size_t indent = 0;  // of the current line
+  size_t i = 0;
+  while (i < n) {
+    const char c = t[i];
+    if (c == '\n') {
+      last = kLineStart;
+      ++i;
+      indent = 0;
+      while (i < n && t[i] == ' ') {
         ++i;
-      } else if (c == '#' || (c == '%' && at_line_start(i))) {
-        while (i < t.size() && t[i] != '\n') ++i;
-      } else if (marker(i, "---") || marker(i, "...")) {
-        i += 3;
-      } else if (c == '&' || c == '!') {
-        while (i < t.size() && t[i] != ' ' && t[i] != '\t' && t[i] != '\n' && t[i] != '\r') ++i;
-      } else {
-        break;
+        ++indent;
       }
+      continue;
     }
-    if (i < t.size() && t[i] == ',') return i;
-    // The next document starts after a marker line.
-    size_t next = std::string_view::npos;
-    for (size_t k = t.find('\n', i); k != std::string_view::npos; k = t.find('\n', k + 1)) {
-      if (marker(k + 1, "---") || marker(k + 1, "...")) {
-        next = k + 1;
-        break;
+    if (c == ' ' || c == '\t' || c == '\r') {
+      ++i;
+      continue;
+    }
+    if (c == '#' && (i == 0 || blank(i - 1))) {
+      while (i < n && t[i] != '\n') ++i;
+      continue;
+    }
+    const bool starts_token = depth > 0 || last != kPlain;
+    if ((c == '\'' || c == '"') && starts_token) {
+      ++i;
+      while (i < n) {
+        if (c == '"' && t[i] == '\\') {
+          i += 2;
+        } else if (t[i] == c) {
+          if (c == '\'' && i + 1 < n && t[i + 1] == '\'') {
+            i += 2;
+          } else {
+            break;
+          }
+        } else {
+          ++i;
+        }
       }
+      ++i;  // past the closing quote (or the end: the parser reports it)
+      last = kOther;
+      continue;
     }
-    if (next == std::string_view::npos) break;
-    i = next;
+    if ((c == '[' || c == '{') && starts_token) {
+      ++depth;
+      last = kOther;
+      ++i;
+      continue;
+    }
+    if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+      last = kOther;
+      ++i;
+      continue;
+    }
+    if (c == ',') {
+      if (depth == 0 && last != kPlain) return i;
+      last = depth > 0 ? kOther : kPlain;
+      ++i;
+      continue;
+    }
+    if (depth == 0 && (c == '|' || c == '>') && last != kPlain) {
+      // A block scalar: its lines are the following ones indented deeper than this line.
+      while (i < n && t[i] != '\n') ++i;
+      while (i < n) {
+        size_t k = i + 1, spaces = 0;
+        while (k < n && t[k] == ' ') {
+          ++k;
+          ++spaces;
+        }
+        const bool empty = k >= n || t[k] == '\n' || t[k] == '\r';
+        if (!empty && spaces <= indent) break;
+        i = k;
+        while (i < n && t[i] != '\n') ++i;
+      }
+      last = kOther;
+      continue;
+    }
+    if ((c == '-' || c == '?' || c == ':') && blank(i + 1)) {
+      last = kOther;
+      ++i;
+      continue;
+    }
+    if ((i == 0 || t[i - 1] == '\n') && (t.substr(i, 3) == "---" || t.substr(i, 3) == "...") &&
+        blank(i + 3)) {
+      last = kOther;
+      i += 3;
+      continue;
+    }
+    if ((c == '&' || c == '!' || c == '*') && starts_token) {
+      while (!blank(i)) ++i;
+      last = kOther;
+      continue;
+    }
+    last = depth > 0 ? kOther : kPlain;
+    ++i;
   }
   return std::string_view::npos;
 }
@@ -726,13 +798,13 @@ absl::StatusOr<Policy> ParsePolicy(std::string_view text, std::string_view sourc
   try {
     // The cluster descriptor's limits on depth and alias expansion, before any tree is built.
     const std::string copy(text);
-    if (const size_t comma = FindCommaDocument(text); comma != std::string_view::npos) {
+    if (const size_t comma = FindStrayComma(text); comma != std::string_view::npos) {
       const size_t line_start = text.rfind('\n', comma);
       const size_t line =
           1 + static_cast<size_t>(std::count(text.begin(), text.begin() + comma, '\n'));
       const size_t col = comma - (line_start == std::string_view::npos ? 0 : line_start + 1) + 1;
-      return absl::InvalidArgumentError(absl::StrCat(
-          src, ":", line, ":", col, ": invalid YAML: a document cannot start with ','"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(src, ":", line, ":", col, ": invalid YAML: ',' outside [...] or {...}"));
     }
     if (absl::Status st = core::CheckYamlLimits(text, src); !st.ok()) {
       // A syntax error: the parser stops where the check stopped (within the depth limit), so
