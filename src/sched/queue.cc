@@ -38,20 +38,11 @@ bool SchedulingQueue::PodLess::operator()(const QueuedPod& a, const QueuedPod& b
   return a.id < b.id;
 }
 
-bool SchedulingQueue::HeadLess::operator()(const Group* a, const Group* b) const {
-  const PodLess pod_less{less};
-  const QueuedPod& ha = *a->pods.begin();
-  const QueuedPod& hb = *b->pods.begin();
-  if (pod_less(ha, hb)) return true;
-  if (pod_less(hb, ha)) return false;
-  return a->key < b->key;
-}
-
 SchedulingQueue::SchedulingQueue(QueueOptions o)
     : options_(std::move(o)),
       less_(options_.less ? std::make_unique<QueueLess>(options_.less) : nullptr),
-      active_order_(HeadLess{less_.get()}),
-      unsched_order_(HeadLess{less_.get()}) {
+      active_order_(RankedLess{less_.get()}),
+      unsched_order_(RankedLess{less_.get()}) {
   SEEDANCE_CHECK(!(options_.initial_backoff_s < 0) && !(options_.max_backoff_s < 0))
       << "negative backoff";
 }
@@ -68,12 +59,12 @@ double SchedulingQueue::BackoffFor(int attempts) const {
 }
 
 void SchedulingQueue::OrderErase(Group* g) {
-  const size_t erased = OrderOf(g->where).erase(g);
+  const size_t erased = OrderOf(g->where).erase(Ranked{*g->pods.begin(), g});
   SEEDANCE_CHECK(erased == 1) << "group missing from its order";
 }
 
 void SchedulingQueue::OrderInsert(Group* g) {
-  const bool inserted = OrderOf(g->where).insert(g).second;
+  const bool inserted = OrderOf(g->where).insert(Ranked{*g->pods.begin(), g}).second;
   SEEDANCE_CHECK(inserted) << "group ordered twice";
 }
 
@@ -229,7 +220,7 @@ void SchedulingQueue::Add(QueuedPod pod, double now_s) {
 std::optional<QueuedPod> SchedulingQueue::Pop(double now_s) {
   MoveDueBackoff(now_s);
   if (active_order_.empty()) return std::nullopt;
-  Group* g = *active_order_.begin();
+  Group* g = active_order_.begin()->group;
   active_order_.erase(active_order_.begin());
   QueuedPod pod = *g->pods.begin();
   g->pods.erase(g->pods.begin());
@@ -288,9 +279,9 @@ void SchedulingQueue::OnEvent(QueueEvent /*e*/, double now_s,
                               size_t max_groups) {
   ++events_;
   std::vector<Group*> wake;
-  for (Group* g : unsched_order_) {
+  for (const Ranked& r : unsched_order_) {
     if (wake.size() >= max_groups) break;
-    if (!hint || hint(*g->pods.begin())) wake.push_back(g);
+    if (!hint || hint(r.head)) wake.push_back(r.group);
   }
   for (Group* g : wake) Release(g, now_s);
 }
@@ -354,7 +345,10 @@ void SchedulingQueue::CheckInvariants() const {
     for (const auto& [key, g] : m) {
       SEEDANCE_CHECK(!g->pods.empty() && g->where == s && g->key == key) << "bad group";
       in_groups[s] += g->pods.size();
-      SEEDANCE_CHECK((s == kActive ? active_order_ : unsched_order_).contains(g.get()))
+      auto ranked = (s == kActive ? active_order_ : unsched_order_).find(Ranked{*g->pods.begin(),
+                                                                                g.get()});
+      SEEDANCE_CHECK(ranked != (s == kActive ? active_order_ : unsched_order_).end() &&
+                     ranked->group == g.get())
           << "unordered group";
     }
   }

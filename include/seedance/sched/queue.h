@@ -134,9 +134,17 @@ class SchedulingQueue {
     double backoff_until = 0;
     double last_change_s = 0;  // when it was added or last failed (Flush)
   };
-  struct HeadLess {
+  // A group in its sub-queue's order, keyed by a copy of its best pod (so that scanning the
+  // order touches one node per group).
+  struct Ranked {
+    QueuedPod head;
+    Group* group;
+  };
+  struct RankedLess {
     const QueueLess* less;
-    bool operator()(const Group* a, const Group* b) const;
+    bool operator()(const Ranked& a, const Ranked& b) const {
+      return PodLess{less}(a.head, b.head);  // heads are distinct pods: no ties
+    }
   };
   using GroupMap = absl::flat_hash_map<GroupKey, std::unique_ptr<Group>>;
 
@@ -163,15 +171,17 @@ class SchedulingQueue {
   // Groups in active and unschedulable are ordered by their best pod; these keep the order.
   void OrderErase(Group* g);
   void OrderInsert(Group* g);
-  std::set<Group*, HeadLess>& OrderOf(Sub s) { return s == kActive ? active_order_ : unsched_order_; }
+  std::set<Ranked, RankedLess>& OrderOf(Sub s) {
+    return s == kActive ? active_order_ : unsched_order_;
+  }
   void MoveDueBackoff(double now_s);
 
   QueueOptions options_;
   std::unique_ptr<QueueLess> less_;  // stable address for the comparators; null: the default
   absl::flat_hash_map<uint64_t, Entry> index_;
   GroupMap active_, unschedulable_;
-  std::set<Group*, HeadLess> active_order_;   // active groups by their best pod
-  std::set<Group*, HeadLess> unsched_order_;  // unschedulable groups by their best pod
+  std::set<Ranked, RankedLess> active_order_;   // active groups by their best pod
+  std::set<Ranked, RankedLess> unsched_order_;  // unschedulable groups by their best pod
   std::set<std::pair<double, uint64_t>> backoff_;  // (expiry, id)
   size_t sizes_[3] = {0, 0, 0};
   uint64_t events_ = 0;
