@@ -1,5 +1,6 @@
 // `seedance apply -f` files (api.h): YAML documents or JSON, each object a Node or a Pod, every
 // body validated by the API's own decoders, errors as "SOURCE:LINE: PATH: MESSAGE".
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -58,10 +59,23 @@ Json ScalarToJson(const YAML::Node& n) {
 
 class YamlToJson {
  public:
-  explicit YamlToJson(std::string source) : source_(std::move(source)) {}
+  YamlToJson(std::string source, int64_t max_nodes)
+      : source_(std::move(source)), max_nodes_(max_nodes) {}
 
   // Converts `n`, recording the line of every path in `lines`.
-  absl::Status Convert(const YAML::Node& n, const std::string& path, Json* out, LineMap* lines) {
+  absl::Status Convert(const YAML::Node& n, const std::string& path, Json* out, LineMap* lines,
+                       int depth = 0) {
+    // CheckYamlLimits bounds well-formed documents; an alias inside its own anchor
+    // (`a: &a [*a]`) makes a cycle that only these bounds stop.
+    if (depth > core::kMaxDescriptorDepth) {
+      return Error(LineOf(n), path,
+                   absl::StrCat("nested deeper than ", core::kMaxDescriptorDepth,
+                                " levels (a YAML alias used inside its own anchor?)"));
+    }
+    if (++nodes_ > max_nodes_) {
+      return Error(LineOf(n), path,
+                   absl::StrCat("the document expands to more than ", max_nodes_, " nodes"));
+    }
     if (const int line = LineOf(n); line > 0) lines->try_emplace(path, line);
     switch (n.Type()) {
       case YAML::NodeType::Null:
@@ -75,7 +89,8 @@ class YamlToJson {
         *out = Json::array();
         for (size_t i = 0; i < n.size(); ++i) {
           Json element;
-          if (absl::Status s = Convert(n[i], IndexPath(path, i), &element, lines); !s.ok()) {
+          if (absl::Status s = Convert(n[i], IndexPath(path, i), &element, lines, depth + 1);
+              !s.ok()) {
             return s;
           }
           out->push_back(std::move(element));
@@ -94,7 +109,8 @@ class YamlToJson {
                          absl::StrCat("duplicate key ", internal::QuoteForMessage(key.Scalar())));
           }
           Json value;
-          if (absl::Status s = Convert(entry.second, ChildPath(path, key.Scalar()), &value, lines);
+          if (absl::Status s =
+                  Convert(entry.second, ChildPath(path, key.Scalar()), &value, lines, depth + 1);
               !s.ok()) {
             return s;
           }
@@ -113,6 +129,8 @@ class YamlToJson {
 
  private:
   std::string source_;
+  int64_t max_nodes_;
+  int64_t nodes_ = 0;
 };
 
 // "SOURCE:LINE: [i]REST: MESSAGE" for a problem at object-relative path `path` ("$..." ).
@@ -213,7 +231,8 @@ absl::StatusOr<std::vector<RawObject>> ReadYaml(std::string_view text, std::stri
     return absl::InvalidArgumentError(absl::StrCat(
         Sv(source), ":", e.mark.line >= 0 ? e.mark.line + 1 : 0, ": invalid YAML: ", e.msg));
   }
-  YamlToJson convert{std::string(source)};
+  YamlToJson convert{std::string(source), std::max<int64_t>(core::kMaxDescriptorNodes,
+                                                            static_cast<int64_t>(text.size()))};
   std::vector<RawObject> out;
   try {
     for (const YAML::Node& doc : docs) {

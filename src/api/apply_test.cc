@@ -113,8 +113,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "f.yaml:3: [0].extra: unknown key beside \"spec\""},
         BadFile{"kind: Pod\nname: a\nname: b\n", "f.yaml:3: $: duplicate key \"name\""},
         BadFile{"- 1\n- 2\n", "f.yaml:1: [0]: must be an object"},
-        BadFile{"[{\"kind\": \"Pod\", \"name\": \"a\"},\n 7]", "f.yaml:2: [1]: must be an object"}, BadFile{"kind: [\n", "f.yaml:"},
-        BadFile{"", "f.yaml: no objects"}, BadFile{"---\n---\n", "f.yaml: no objects"},
+        BadFile{"[{\"kind\": \"Pod\", \"name\": \"a\"},\n 7]", "f.yaml:2: [1]: must be an object"},
+        BadFile{"kind: [\n", "f.yaml:"}, BadFile{"", "f.yaml: no objects"},
+        BadFile{"---\n---\n", "f.yaml: no objects"},
         BadFile{"[{\"kind\": \"Pod\", \"name\": \"a\", \"name\": \"b\"}]",
                 "f.yaml: $[0]: duplicate key"},
         BadFile{"{\"kind\": \"Pod\"", "f.yaml: $: invalid JSON"},
@@ -125,6 +126,12 @@ INSTANTIATE_TEST_SUITE_P(
                 "f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
                 "g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n",
                 "f.yaml:"}));
+
+TEST(ParseApplyFileTest, AnAliasInsideItsOwnAnchorIsRefused) {
+  const absl::Status s = ParseApplyFile("a: &a [:& Sta, *a]\nkind: Pod\n", "f.yaml").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("f.yaml:"));
+}
 
 TEST(ParseApplyFileTest, DeepNestingIsRefusedWithoutCrashing) {
   const std::string deep = "kind: Pod\nname: a\nlabels: " + std::string(100000, '[') + "\n";
