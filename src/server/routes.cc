@@ -162,7 +162,8 @@ void PostPod(Service& s, const httplib::Request& req, httplib::Response& res) {
     }
     c.NoteSubmitted(uid);
     // Built after this batch's scheduling cycles: the reply says whether the pod was bound.
-    return [&c = c.scheduler, uid]() -> Reply {
+    return [&c = c.scheduler, &svc = c.service, uid]() -> Reply {
+      if (const std::string* text = svc.BatchPodJson(uid)) return Reply{201, *text};
       const sched::PodInfo* p = c.ledger().Find(uid);
       if (!p) return ErrorReply(absl::NotFoundError(absl::StrCat("pod ", uid, " ended")));
       return Reply{201, base::DumpJson(PodToJson(*p, c.state()), -1)};

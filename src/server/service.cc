@@ -211,8 +211,21 @@ void Service::RunBatch(std::vector<std::pair<Operation, std::promise<Reply>>>& b
   UpdateGauges();
 }
 
+void Service::ObserveBound(const std::string& uid, double now) {
+  auto it = submitted_at_.find(uid);
+  if (it == submitted_at_.end()) return;
+  metrics_->scheduling_duration->Observe(now - it->second);
+  submitted_at_.erase(it);
+}
+
+const std::string* Service::BatchPodJson(const std::string& uid) const {
+  auto it = batch_pod_json_.find(uid);
+  return it == batch_pod_json_.end() ? nullptr : &it->second;
+}
+
 store::Batch Service::BuildCommit(std::vector<WatchEvent>* events) {
   store::Batch b;
+  batch_pod_json_.clear();
   std::vector<sched::Change> changes = scheduler_->TakeChanges();
   if (changes.empty()) return b;
   int64_t rev = revision_.load();
@@ -239,6 +252,7 @@ store::Batch Service::BuildCommit(std::vector<WatchEvent>* events) {
         b.delete_nodes.push_back(c.key);
         break;
       case sched::Change::kPodDeleted:
+        batch_pod_json_.erase(c.key);
         object = {{"uid", c.key}};
         pods_put.erase(c.key);
         b.delete_pods.push_back(c.key);
@@ -248,18 +262,25 @@ store::Batch Service::BuildCommit(std::vector<WatchEvent>* events) {
         const sched::PodInfo* pod = ledger.Find(c.key);
         if (!pod) continue;
         (void)scheduler_->SetPodRevision(c.key, rev);
+        if (c.kind != sched::Change::kPodAdded && c.kind != sched::Change::kPodUnbound) {
+          // The pod as it ends this batch: the event, the stored record and the reply share it.
+          std::string text = base::DumpJson(PodToJson(*pod, state), -1);
+          const std::string type(sched::ChangeKindName(c.kind));
+          std::string event =
+              absl::StrCat("{\"revision\":", rev, ",\"type\":\"", type, "\",\"object\":", text, "}");
+          b.events.push_back({rev, type, event});
+          events->push_back({rev, std::move(event)});
+          batch_pod_json_[c.key] = std::move(text);
+          pods_put.insert(c.key);
+          if (c.kind == sched::Change::kPodBound) ObserveBound(c.key, now);
+          continue;
+        }
+        batch_pod_json_.erase(c.key);  // no longer the pod's state at the end of the batch
         object = PodToJson(*pod, state);
         if (c.kind == sched::Change::kPodAdded) {
           object["phase"] = "Pending";
           object["node"] = nullptr;
           object["gpus"] = Json::array();
-        }
-        if (c.kind == sched::Change::kPodBound) {
-          auto it = submitted_at_.find(c.key);
-          if (it != submitted_at_.end()) {
-            metrics_->scheduling_duration->Observe(now - it->second);
-            submitted_at_.erase(it);
-          }
         }
         pods_put.insert(c.key);
         break;
@@ -281,7 +302,10 @@ store::Batch Service::BuildCommit(std::vector<WatchEvent>* events) {
   for (const std::string& uid : pods_put) {
     const sched::PodInfo* p = ledger.Find(uid);
     if (!p) continue;
-    b.put_pods.push_back({p->uid, p->ns, p->name, base::DumpJson(PodToJson(*p, state), -1),
+    auto cached = batch_pod_json_.find(uid);
+    std::string text = cached != batch_pod_json_.end() ? cached->second
+                                                       : base::DumpJson(PodToJson(*p, state), -1);
+    b.put_pods.push_back({p->uid, p->ns, p->name, std::move(text),
                           std::string(sched::PodPhaseName(p->phase)),
                           p->phase == sched::PodPhase::kPending
                               ? std::string()

@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -91,6 +92,9 @@ class Service {
   bool ready() const { return ready_.load(); }
   Metrics& metrics() { return *metrics_; }
   policy::PolicyManager* policies() { return policies_.get(); }
+  // Inside a finisher: the pod's JSON as this batch made it durable, if the batch changed it
+  // beyond adding it (saves encoding it again for the reply).
+  const std::string* BatchPodJson(const std::string& uid) const;
   // Stops the loop; pending operations get 503.
   void Shutdown();
 
@@ -116,6 +120,7 @@ class Service {
   // Turns the scheduler's changes into the store batch and the watch events (revisions assigned).
   store::Batch BuildCommit(std::vector<WatchEvent>* events);
   void Publish(std::vector<WatchEvent> events);
+  void ObserveBound(const std::string& uid, double now);
   void Tick(double now_s);
   absl::Status StartPolicies(const std::string& stored_text);
   // The profile a pod gets under the batch's policy snapshot.
@@ -146,7 +151,8 @@ class Service {
 
   std::atomic<int64_t> revision_{0};
   std::atomic<bool> ready_{false};
-  std::map<std::string, double> submitted_at_;  // loop thread only
+  std::unordered_map<std::string, double> submitted_at_;  // loop thread only
+  std::unordered_map<std::string, std::string> batch_pod_json_;  // see BatchPodJson
   double last_tick_s_ = 0;
 
   mutable std::mutex watch_mu_;
