@@ -26,6 +26,10 @@ PACKAGES=(
   libhwloc-dev
   libcpp-httplib-dev
   libsqlite3-dev
+  prometheus-cpp-dev
+  libssl-dev
+  curl
+  wrk
   prometheus
   python3
 )
