@@ -36,10 +36,14 @@ start() {
 }
 stop() { kill "$pid"; wait "$pid" || true; pid=; }
 
-# 1. 1,213 nodes, closed loop.
+# 1. 1,213 nodes, closed loop; and the HTTP stack alone (wrk, GET /healthz) for scale.
 start "$work/s1" --nodes "$nodes_csv"
 echo "# 1,213 nodes, 32 clients, closed loop"
 "$load" --port "$port" --clients 32 --pods "$pods" --pod-csv "$pods_csv" --json
+if command -v wrk > /dev/null; then
+  echo "# raw HTTP: wrk -t2 -c32 -d5s GET /healthz"
+  wrk -t2 -c32 -d5s "http://127.0.0.1:$port/healthz" | grep -E "Requests/sec|Latency"
+fi
 stop
 
 # 2. 1,000 pods/s offered, open loop, on a fresh state.
