@@ -40,8 +40,8 @@ absl::Status ClusterState::ValidateSpec(const NodeSpec& node) {
     if (t.effect != kTaintNoSchedule && t.effect != kTaintPreferNoSchedule &&
         t.effect != kTaintNoExecute) {
       return error("taint '", t.key, "' has effect '", t.effect, "'; expected ",
-                   std::string(kTaintNoSchedule), ", ", std::string(kTaintPreferNoSchedule),
-                   " or ", std::string(kTaintNoExecute));
+                   std::string(kTaintNoSchedule), ", ", std::string(kTaintPreferNoSchedule), " or ",
+                   std::string(kTaintNoExecute));
     }
   }
   const NodeTopology& topo = node.topology;
@@ -63,7 +63,8 @@ absl::Status ClusterState::ValidateSpec(const NodeSpec& node) {
     if (numa == -1) continue;
     const bool listed = std::any_of(topo.numa.begin(), topo.numa.end(),
                                     [&](const NumaInfo& info) { return info.id == numa; });
-    if (!listed) return error("GPU ", g, " is on NUMA node ", numa, ", which the node does not list");
+    if (!listed)
+      return error("GPU ", g, " is on NUMA node ", numa, ", which the node does not list");
   }
   return absl::OkStatus();
 }
@@ -142,8 +143,8 @@ absl::Status ClusterState::UpdateNode(int n, NodeSpec spec) {
   }
   NodeSpec& old = nodes_[n];
   if (spec.name != old.name) {
-    return absl::InvalidArgumentError(absl::StrCat("node '", old.name, "': an update may not rename it (to '",
-                                                   spec.name, "')"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("node '", old.name, "': an update may not rename it (to '", spec.name, "')"));
   }
   if (absl::Status st = ValidateSpec(spec); !st.ok()) return st;
   const int64_t cpu_used = old.cpu_milli - cpu_left_[n];
@@ -154,18 +155,17 @@ absl::Status ClusterState::UpdateNode(int n, NodeSpec spec) {
         " MiB is below what is allocated (", cpu_used, " milli-CPU, ", memory_used, " MiB)"));
   }
   absl::StatusOr<GpuModelId> known = ModelFor(spec, /*add=*/false);
-  const bool new_model_name = (spec.num_gpus > 0 && !spec.gpu_model.empty() &&
-                               *known == kNoGpuModel);
+  const bool new_model_name =
+      (spec.num_gpus > 0 && !spec.gpu_model.empty() && *known == kNoGpuModel);
   const bool gpus_change = spec.num_gpus != old.num_gpus || new_model_name || *known != model_[n];
   if (gpus_change) {
     bool busy = false;
     for (int16_t c : gpu_class_counts(n)) busy = busy || c != 0;
     for (int32_t left : gpu_left(n)) busy = busy || left != kMilliGpu;
     if (busy) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("node '", old.name, "': GPU count or model may not change while a GPU pod ",
-                       "is bound (", old.num_gpus, " ", old.gpu_model, " -> ", spec.num_gpus, " ",
-                       spec.gpu_model, ")"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "node '", old.name, "': GPU count or model may not change while a GPU pod ", "is bound (",
+          old.num_gpus, " ", old.gpu_model, " -> ", spec.num_gpus, " ", spec.gpu_model, ")"));
     }
   }
   absl::StatusOr<GpuModelId> model = ModelFor(spec, /*add=*/true);
@@ -192,8 +192,8 @@ absl::Status ClusterState::RemoveNode(int n) {
     return absl::NotFoundError(absl::StrCat("no live node in slot ", n));
   }
   if (pods_on_node_[n] != 0) {
-    return absl::FailedPreconditionError(absl::StrCat("node '", nodes_[n].name, "' has ",
-                                                      pods_on_node_[n], " pods bound"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("node '", nodes_[n].name, "' has ", pods_on_node_[n], " pods bound"));
   }
   NodeSpec& spec = nodes_[n];
   cpu_capacity_milli_ -= spec.cpu_milli;
@@ -425,8 +425,7 @@ absl::Status ClusterState::Release(const PodShape& pod, const Placement& p) {
 void ClusterState::CheckAfterChange(int n) const {
   const NodeSpec& node = nodes_[n];
   SEEDANCE_CHECK(cpu_left_[n] >= 0 && cpu_left_[n] <= node.cpu_milli)
-      << "node '" << node.name << "': " << cpu_left_[n] << " milli-CPU left of "
-      << node.cpu_milli;
+      << "node '" << node.name << "': " << cpu_left_[n] << " milli-CPU left of " << node.cpu_milli;
   SEEDANCE_CHECK(memory_left_[n] >= 0 && memory_left_[n] <= node.memory_mib)
       << "node '" << node.name << "': " << memory_left_[n] << " MiB left of " << node.memory_mib;
   SEEDANCE_CHECK(pods_on_node_[n] >= 0)
@@ -505,9 +504,8 @@ void ClusterState::CheckInvariants() const {
   }
   SEEDANCE_CHECK(live == num_live_ && by_name_.size() == static_cast<size_t>(live) &&
                  blocked == num_blocked_)
-      << "counts: " << num_live_ << " live nodes, " << by_name_.size() << " names, "
-      << num_blocked_ << " unschedulable; the slots hold " << live << " live, " << blocked
-      << " unschedulable";
+      << "counts: " << num_live_ << " live nodes, " << by_name_.size() << " names, " << num_blocked_
+      << " unschedulable; the slots hold " << live << " live, " << blocked << " unschedulable";
   SEEDANCE_CHECK(next_gpu == gpu_left_.size())
       << "nodes list " << next_gpu << " GPUs, the cluster holds " << gpu_left_.size();
   SEEDANCE_CHECK(cpu_capacity == cpu_capacity_milli_ && gpu_capacity == gpu_capacity_milli_)

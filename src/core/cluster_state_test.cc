@@ -675,7 +675,6 @@ TEST(ClusterStateCreateTest, RejectsPlacementListingMoreThanSixteenGpus) {
   EXPECT_TRUE(Snap(s) == before);
 }
 
-
 // ---- Dynamic nodes -------------------------------------------------------------------------
 
 NodeSpec Tainted(NodeSpec n, std::string effect) {
@@ -767,7 +766,8 @@ TEST(ClusterStateDynamicTest, AddNodeRejectsInvalidSpecsAndLeavesStateUnchanged)
       {"GPU on unlisted NUMA node", gpu_numa, absl::StatusCode::kInvalidArgument,
        "node 't5': GPU 0 is on NUMA node 1, which the node does not list"},
   };
-  ClusterState s = *ClusterState::Create({Node("n0", 1000, 1000, 1, "A"), Node("n1", 1000, 1000, 0, "")});
+  ClusterState s =
+      *ClusterState::Create({Node("n0", 1000, 1000, 1, "A"), Node("n1", 1000, 1000, 0, "")});
   const Snapshot before = Snap(s);
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -835,10 +835,11 @@ TEST_F(ClusterStateTest, CordonedNodeFitsNothingNewButKeepsItsPods) {
 }
 
 TEST(ClusterStateDynamicTest, NoScheduleAndNoExecuteTaintsBlockPreferNoScheduleDoesNot) {
-  ClusterState s = *ClusterState::Create({Tainted(Node("ns", 1000, 1000, 1, "A"), "NoSchedule"),
-                                          Tainted(Node("ne", 1000, 1000, 1, "A"), "NoExecute"),
-                                          Tainted(Node("pref", 1000, 1000, 1, "A"), "PreferNoSchedule"),
-                                          Node("plain", 1000, 1000, 1, "A")});
+  ClusterState s =
+      *ClusterState::Create({Tainted(Node("ns", 1000, 1000, 1, "A"), "NoSchedule"),
+                             Tainted(Node("ne", 1000, 1000, 1, "A"), "NoExecute"),
+                             Tainted(Node("pref", 1000, 1000, 1, "A"), "PreferNoSchedule"),
+                             Node("plain", 1000, 1000, 1, "A")});
   EXPECT_TRUE(s.tainted(0));
   EXPECT_TRUE(s.tainted(1));
   EXPECT_FALSE(s.tainted(2));
@@ -992,7 +993,8 @@ TEST(ClusterStatePropertyTest, RandomNodeChurnKeepsFeasibilityAndAccounting) {
   auto random_spec = [&](std::string name) {
     NodeSpec n = Node(std::move(name), 1000 * uniform(4, 64), 1024 * uniform(4, 64),
                       gpu_choices[uniform(0, 4)], uniform(0, 1) ? "A" : "B");
-    if (uniform(0, 5) == 0) n.taints.push_back({"k", "", uniform(0, 1) ? "NoSchedule" : "PreferNoSchedule"});
+    if (uniform(0, 5) == 0)
+      n.taints.push_back({"k", "", uniform(0, 1) ? "NoSchedule" : "PreferNoSchedule"});
     return n;
   };
   for (int step = 0; step < 4000; ++step) {

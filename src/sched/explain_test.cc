@@ -48,11 +48,11 @@ Placement On(int node, std::initializer_list<int> gpus = {}) {
 }
 
 TEST(FilterReasonNameTest, NamesEveryReasonDistinctly) {
-  const std::vector<std::string> want = {
-      "node removed",     "cordoned",           "untolerated taint",
-      "GPU model",        "insufficient CPU",   "insufficient memory",
-      "too few GPUs",     "insufficient free GPUs", "insufficient GPU milli",
-      "rejected by plugin"};
+  const std::vector<std::string> want = {"node removed",           "cordoned",
+                                         "untolerated taint",      "GPU model",
+                                         "insufficient CPU",       "insufficient memory",
+                                         "too few GPUs",           "insufficient free GPUs",
+                                         "insufficient GPU milli", "rejected by plugin"};
   ASSERT_EQ(want.size(), static_cast<size_t>(kNumFilterReasons));
   for (int r = 0; r < kNumFilterReasons; ++r) {
     EXPECT_EQ(FilterReasonName(static_cast<FilterReason>(r)), want[static_cast<size_t>(r)]);
@@ -88,11 +88,15 @@ class NodeFilterReasonTest : public ::testing::Test {
 
 TEST_F(NodeFilterReasonTest, FirstFailingCheckPerNode) {
   const std::vector<std::optional<FilterReason>> want = {
-      FilterReason::kNodeRemoved,     FilterReason::kCordoned,
-      FilterReason::kTainted,         FilterReason::kGpuModel,
-      FilterReason::kInsufficientCpu, FilterReason::kInsufficientMemory,
+      FilterReason::kNodeRemoved,
+      FilterReason::kCordoned,
+      FilterReason::kTainted,
+      FilterReason::kGpuModel,
+      FilterReason::kInsufficientCpu,
+      FilterReason::kInsufficientMemory,
       FilterReason::kGpuModel,  // no GPUs means no model, checked before the GPU count
-      FilterReason::kInsufficientGpuMilli, std::nullopt};
+      FilterReason::kInsufficientGpuMilli,
+      std::nullopt};
   for (int n = 0; n < state_.num_nodes(); ++n) {
     SCOPED_TRACE(state_.node(n).name);
     EXPECT_EQ(NodeFilterReason(state_, n, pod_), want[static_cast<size_t>(n)]);

@@ -234,8 +234,8 @@ void Framework::SyncRanks(int num_nodes) {
   for (int i = 0; i < num_nodes; ++i) rank_[order[i]] = i;
 }
 
-bool Framework::PassesFilterPlugins(const CycleState& cycle, const core::ClusterState& state,
-                                    int n, std::string* rejected_by) const {
+bool Framework::PassesFilterPlugins(const CycleState& cycle, const core::ClusterState& state, int n,
+                                    std::string* rejected_by) const {
   for (const auto& f : profile_.filters) {
     if (!f->Filter(cycle, state, n)) {
       if (rejected_by != nullptr && rejected_by->empty()) *rejected_by = std::string(f->Name());
@@ -258,8 +258,7 @@ Diagnosis Framework::Explain(const core::PodShape& pod, const core::ClusterState
   return d;
 }
 
-void Framework::RunPostFilters(CycleState& cycle, const core::ClusterState& state,
-                               Outcome* out) {
+void Framework::RunPostFilters(CycleState& cycle, const core::ClusterState& state, Outcome* out) {
   const Diagnosis why = Explain(*cycle.pod, state);
   for (const auto& p : profile_.post_filters) {
     PostFilterResult r = p->PostFilter(cycle, state, why);

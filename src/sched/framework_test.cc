@@ -656,7 +656,6 @@ TEST(RegistryTest, ReferencePolicyNamesInPaperOrder) {
   }
 }
 
-
 // ---- PreFilter, PostFilter, Permit, Explain, dynamic nodes ---------------------------------
 
 class FixedPreFilter : public PreFilterPlugin {
@@ -832,7 +831,7 @@ TEST_F(FrameworkTest, PermitWaitCommitsThePlacementAndReturnsTheLeastTimeout) {
   EXPECT_DOUBLE_EQ(out.wait_timeout_s, 5);
   EXPECT_EQ(out.placement.node, 1);
   EXPECT_EQ(slow->pods_on_node_at_permit, 0);  // Permit runs before Bind
-  EXPECT_EQ(state_.num_pods(1), 1);           // the resources are held
+  EXPECT_EQ(state_.num_pods(1), 1);            // the resources are held
   EXPECT_EQ(state_.free_gpus(1), 0);
   EXPECT_EQ(observer->bound, 1);
   // Rejected later (timeout): unreserved and released.
@@ -866,21 +865,24 @@ TEST_F(FrameworkTest, ExplainCountsFilterPluginsAsPluginRejections) {
   Profile p = WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{1, 2, 3}), 1}});
   p.filters = {std::make_shared<RejectNodes>(std::set<int>{0})};
   Framework fw = Make(std::move(p));
-  ASSERT_TRUE(state_.Allocate(Gpu(2, 1000), Placement{.node = 2, .num_gpus = 2, .gpus = {0, 1}}).ok());
+  ASSERT_TRUE(
+      state_.Allocate(Gpu(2, 1000), Placement{.node = 2, .num_gpus = 2, .gpus = {0, 1}}).ok());
   Diagnosis d = fw.Explain(Gpu(1, 1000), state_);
   EXPECT_EQ(d.nodes_total, 3);
   EXPECT_EQ(d.nodes_fit, 1);
   EXPECT_EQ(d.count(FilterReason::kPlugin), 1);
   EXPECT_EQ(d.count(FilterReason::kInsufficientGpu), 1);
   EXPECT_EQ(d.plugin, "RejectNodes");
-  EXPECT_EQ(FitErrorMessage(d), "1/3 nodes fit: 1 insufficient free GPUs, 1 rejected by plugin RejectNodes");
+  EXPECT_EQ(FitErrorMessage(d),
+            "1/3 nodes fit: 1 insufficient free GPUs, 1 rejected by plugin RejectNodes");
   // Without filter plugins Explain is Diagnose.
   Framework plain = Make(WithScores({}));
   EXPECT_EQ(plain.Explain(Gpu(1, 1000), state_), Diagnose(state_, Gpu(1, 1000)));
 }
 
 TEST_F(FrameworkTest, CordonedTaintedAndRemovedNodesAreNotChosen) {
-  Framework fw = Make(WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{3, 2, 1}), 1}}));
+  Framework fw =
+      Make(WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{3, 2, 1}), 1}}));
   state_.SetCordoned(0, true);
   EXPECT_EQ(fw.Schedule(Cpu(1000), state_).placement.node, 1);
   core::NodeSpec tainted = state_.node(1);
@@ -897,7 +899,8 @@ TEST_F(FrameworkTest, CordonedTaintedAndRemovedNodesAreNotChosen) {
 }
 
 TEST_F(FrameworkTest, OnlyBlockedNodesBigEnoughIsUnresolvable) {
-  Framework fw = Make(WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{3, 2, 1}), 1}}));
+  Framework fw =
+      Make(WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{3, 2, 1}), 1}}));
   state_.SetCordoned(0, true);
   state_.SetCordoned(1, true);
   state_.SetCordoned(2, true);

@@ -116,7 +116,7 @@ struct NumaInfo {
 
 // Where one GPU is attached.
 struct GpuTopology {
-  int numa_node = -1;        // a NumaInfo::id of the same node; -1 = unknown
+  int numa_node = -1;             // a NumaInfo::id of the same node; -1 = unknown
   std::string nvlink_group = {};  // GPUs sharing a non-empty group are NVLink-connected
   std::string pci_address = {};   // "0000:3b:00.0"; empty = unknown
 

@@ -275,8 +275,8 @@ class Framework {
   // PostFilter round after a failed Filter.
   void RunPostFilters(CycleState& cycle, const core::ClusterState& state, Outcome* out);
   // Permit round: false (out filled, unreserved) on a rejection; *wait_s > 0 if one waits.
-  bool RunPermits(CycleState& cycle, const core::ClusterState& state, bool reserved,
-                  Outcome* out, double* wait_s);
+  bool RunPermits(CycleState& cycle, const core::ClusterState& state, bool reserved, Outcome* out,
+                  double* wait_s);
 
   Profile profile_;
   FrameworkOptions options_;
