@@ -77,14 +77,15 @@ absl::StatusOr<int> PageSize(const httplib::Request& req) {
 
 void PutNode(Service& s, const httplib::Request& req, httplib::Response& res) {
   const std::string name = req.matches[1];
-  absl::StatusOr<core::NodeSpec> spec = api::ParseNodeRequest(name, req.body);
-  if (!spec.ok()) return Send(res, ErrorReply(spec.status()));
-  Send(res, s.Run([spec = std::move(*spec)](Context& c) mutable -> Finisher {
+  absl::StatusOr<api::NodeRequest> node = api::DecodeNodeRequest(name, req.body);
+  if (!node.ok()) return Send(res, ErrorReply(node.status()));
+  Send(res, s.Run([node = std::move(*node)](Context& c) mutable -> Finisher {
     bool created = false;
-    const std::string name = spec.name;
-    if (absl::Status st = c.scheduler.PutNode(std::move(spec), &created); !st.ok()) {
+    const std::string name = node.spec.name;
+    if (absl::Status st = c.scheduler.PutNode(std::move(node.spec), &created); !st.ok()) {
       return Fail(st);
     }
+    if (absl::Status st = c.scheduler.CordonNode(name, node.cordoned); !st.ok()) return Fail(st);
     const int n = c.scheduler.state().FindNode(name);
     return Ok(created ? 201 : 200,
               NodeStatusJson(c.scheduler.state(), n, c.scheduler.ledger(), false));
