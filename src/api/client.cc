@@ -314,7 +314,10 @@ absl::StatusOr<nlohmann::json> Client::Call(std::string_view method, std::string
   });
   httplib::Response res;
   httplib::Error error = httplib::Error::Success;
+  const auto started = std::chrono::steady_clock::now();
   const bool sent = http_->send(req, res, error);
+  // The per-read timeout (set to the whole deadline) may beat the watchdog to it.
+  const bool past_deadline = std::chrono::steady_clock::now() - started >= timeout;
   {
     std::lock_guard<std::mutex> lock(mu);
     done = true;
@@ -327,7 +330,7 @@ absl::StatusOr<nlohmann::json> Client::Call(std::string_view method, std::string
     return absl::ResourceExhaustedError(
         absl::StrCat(where, ": the reply is larger than ", cap, " bytes"));
   }
-  if (fired || error == httplib::Error::ConnectionTimeout) {
+  if (fired || error == httplib::Error::ConnectionTimeout || (!sent && past_deadline)) {
     return absl::DeadlineExceededError(absl::StrCat(where, ": no complete reply within ",
                                                     base::FormatNumber(options_.timeout_s), " s"));
   }

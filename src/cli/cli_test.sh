@@ -179,7 +179,7 @@ printf 'sn,cpu_milli,memory_mib,gpu,model\nn0,1000,1024,0,\n' >"$tmp/nogpu.csv"
 expect_error "cluster without GPUs names the file" "nogpu.csv: the cluster has no GPUs" \
   --nodes "$tmp/nogpu.csv" --pods "$pods"
 { echo 'sn,cpu_milli,memory_mib,gpu,model'; for i in $(seq 0 70); do echo "n$i,1000,1024,1,M$i"; done; } >"$tmp/models.csv"
-expect_error "more than 63 GPU models names the file" "models.csv: more than 63 distinct GPU models" \
+expect_error "more than 63 GPU models names the file" "models.csv: node 'n63': more than 63 distinct GPU models" \
   --nodes "$tmp/models.csv" --pods "$pods"
 expect_error "both inputs from stdin" "cannot both read standard input" --nodes - --pods - </dev/null
 check "--pods - reads standard input" \
