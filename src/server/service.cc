@@ -55,6 +55,7 @@ absl::StatusOr<std::unique_ptr<Service>> Service::Start(ServiceOptions options) 
   std::string stored_policy;
   if (absl::Status r = s->Recover(&stored_policy); !r.ok()) return r;
   if (absl::Status p = s->StartPolicies(stored_policy); !p.ok()) return p;
+  s->UpdateGauges();  // the recovered state, before the first batch
   s->loop_ = std::thread([p = s.get()] { p->Loop(); });
   s->ready_ = true;
   return s;
