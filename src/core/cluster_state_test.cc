@@ -24,6 +24,7 @@ class ClusterStateTestPeer {
   static std::vector<int16_t>& class_counts(ClusterState& s) { return s.class_counts_; }
   static std::vector<int32_t>& free_gpus(ClusterState& s) { return s.free_gpus_; }
   static std::vector<GpuModelId>& model(ClusterState& s) { return s.model_; }
+  static std::vector<uint64_t>& model_bit(ClusterState& s) { return s.model_bit_; }
   static int64_t& cpu_allocated(ClusterState& s) { return s.cpu_allocated_milli_; }
   static int64_t& gpu_allocated(ClusterState& s) { return s.gpu_allocated_milli_; }
   static int64_t& cpu_capacity(ClusterState& s) { return s.cpu_capacity_milli_; }
@@ -179,6 +180,35 @@ TEST_F(ClusterStateDeathTest, AuditCatchesAnInvalidGpuModelId) {
 TEST_F(ClusterStateDeathTest, AuditCatchesMisplacedGpuIndices) {
   Peer::gpu_offset(state_)[1] = 1;
   EXPECT_DEATH(state_.CheckInvariants(), "node 'n1': GPUs at offset 1, expected 4");
+}
+
+TEST_F(ClusterStateDeathTest, AuditCatchesPerNodeArraysOfDifferentLengths) {
+  Peer::pods_on_node(state_).pop_back();  // one per-node array lost its last slot
+  EXPECT_DEATH(state_.CheckInvariants(),
+               "invariant violated.*per-node arrays disagree on the number of nodes \\(4\\)");
+}
+
+TEST_F(ClusterStateDeathTest, AuditCatchesAGpuMilliOutOfRange) {
+  Peer::gpu_left(state_)[5] = -200;  // n1's second GPU
+  EXPECT_DEATH(state_.CheckInvariants(),
+               "invariant violated.*node 'n1': a GPU has -200 milli left");
+}
+
+TEST_F(ClusterStateDeathTest, AuditCatchesANegativeGpuClassCount) {
+  Peer::class_counts(state_)[2] = -1;  // n0: minus one 2-GPU pod
+  EXPECT_DEATH(state_.CheckInvariants(), "invariant violated.*node 'n0': a GPU class count is -1");
+}
+
+TEST_F(ClusterStateDeathTest, AuditCatchesAModelBitThatDisagreesWithTheModelId) {
+  Peer::model_bit(state_)[1] = 1;  // n1 holds model B (id 1): its bit is 1 << 1
+  EXPECT_DEATH(state_.CheckInvariants(),
+               "invariant violated.*node 'n1': model bit disagrees with model id 1");
+}
+
+TEST_F(ClusterStateDeathTest, AuditCatchesGpusThatNoNodeHolds) {
+  Peer::gpu_left(state_).push_back(kMilliGpu);  // a GPU beyond the last node's
+  EXPECT_DEATH(state_.CheckInvariants(),
+               "invariant violated.*nodes list 14 GPUs, the cluster holds 15");
 }
 
 // Unbinding must mirror a binding: a release of a pod class that is not on the node is refused

@@ -206,6 +206,24 @@ TEST_F(FrameworkDeathTest, NormalisedScoreOutOfRangeIsCaught) {
                "score plugin 'TableScore' normalised a score to -50, outside 0..100");
 }
 
+// An uncached scorer that promises scores below 5 (ScoreBound) but returns 7.
+class OverBoundScore : public ScorePlugin {
+ public:
+  std::string_view Name() const override { return "OverBoundScore"; }
+  int64_t Score(const CycleState&, const ClusterState&, int) override { return 7; }
+  int64_t ScoreBound() const override { return 5; }
+};
+
+TEST_F(FrameworkDeathTest, ScoreBeyondItsDeclaredBoundIsCaught) {
+  // With a cached scorer beside it, the bounded uncached one is scored only on the nodes that
+  // can still win (node 2 here), and its score is checked against the bound there.
+  auto cached = std::make_shared<TableScore>(std::vector<int64_t>{10, 20, 30}, true);
+  Framework fw = Make(WithScores({{cached, 1}, {std::make_shared<OverBoundScore>(), 1}}));
+  EXPECT_DEATH(fw.Schedule(Gpu(1, 500), state_),
+               "invariant violated.*score plugin 'OverBoundScore' scored 7, outside its bound "
+               "\\[0, 5\\)");
+}
+
 TEST_F(FrameworkDeathTest, ReleaseOfAPodClassNotBoundIsCaught) {
   Framework fw =
       Make(WithScores({{std::make_shared<TableScore>(std::vector<int64_t>{9, 0, 0}), 1}}));
