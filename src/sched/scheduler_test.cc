@@ -1,0 +1,191 @@
+#include "seedance/sched/scheduler.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace seedance::sched {
+namespace {
+
+core::NodeSpec Node(std::string name, int gpus) {
+  core::NodeSpec n;
+  n.name = std::move(name);
+  n.cpu_milli = 64000;
+  n.memory_mib = 262144;
+  n.num_gpus = gpus;
+  n.gpu_model = "A100";
+  return n;
+}
+
+PodInfo Pod(std::string uid, int num_gpu, int gpu_milli, int32_t priority = 0) {
+  PodInfo p;
+  p.uid = uid;
+  p.name = "pod-" + uid;
+  p.ns = "default";
+  p.priority = priority;
+  p.shape.cpu_milli = 1000;
+  p.shape.memory_mib = 1024;
+  p.shape.num_gpu = num_gpu;
+  p.shape.gpu_milli = gpu_milli;
+  return p;
+}
+
+std::unique_ptr<Scheduler> Make(SchedulerOptions o = {}) {
+  o.default_profile.policy = "bestfit";
+  auto s = Scheduler::Create(std::move(o));
+  EXPECT_TRUE(s.ok()) << s.status();
+  return std::move(*s);
+}
+
+std::vector<std::string> Kinds(const std::vector<Change>& changes) {
+  std::vector<std::string> out;
+  for (const Change& c : changes) out.push_back(std::string(ChangeKindName(c.kind)) + ":" + c.key);
+  return out;
+}
+
+TEST(SchedulerTest, UnknownPolicyIsRefused) {
+  SchedulerOptions o;
+  o.default_profile.policy = "nope";
+  EXPECT_EQ(Scheduler::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SchedulerTest, SubmittedPodIsBoundAndEveryChangeIsRecordedInOrder) {
+  auto s = Make();
+  bool created = false;
+  ASSERT_TRUE(s->PutNode(Node("n0", 1), &created).ok());
+  EXPECT_TRUE(created);
+  ASSERT_TRUE(s->SubmitPod(Pod("a", 1, 1000), 0).ok());
+  EXPECT_EQ(s->RunCycles(0), 1);
+  const PodInfo* a = s->ledger().Find("a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->phase, PodPhase::kBound);
+  EXPECT_EQ(s->state().node(a->placement.node).name, "n0");
+  EXPECT_EQ(Kinds(s->TakeChanges()),
+            (std::vector<std::string>{"NodeAdded:n0", "PodAdded:a", "PodBound:a"}));
+  EXPECT_TRUE(s->TakeChanges().empty());
+  EXPECT_EQ(s->SubmitPod(Pod("a", 0, 0), 0).code(), absl::StatusCode::kAlreadyExists);
+}
+
+TEST(SchedulerTest, DeletingABoundPodWakesTheWaitingPodThatFitsTheFreedRoom) {
+  auto s = Make();
+  ASSERT_TRUE(s->PutNode(Node("n0", 1)).ok());
+  ASSERT_TRUE(s->SubmitPod(Pod("a", 1, 1000), 0).ok());
+  ASSERT_TRUE(s->SubmitPod(Pod("b", 1, 1000), 0).ok());
+  s->RunCycles(0);
+  EXPECT_EQ(s->ledger().Find("b")->phase, PodPhase::kPending);
+  EXPECT_EQ(s->attempts_unschedulable(), 1);
+  EXPECT_NE(s->LastFailure("b").find("0/1 nodes fit"), std::string::npos) << s->LastFailure("b");
+  absl::StatusOr<Diagnosis> d = s->Explain("b");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->nodes_total, 1);
+  EXPECT_EQ(d->nodes_fit, 0);
+  ASSERT_TRUE(s->DeletePod("a", 1).ok());
+  s->RunCycles(1);
+  EXPECT_EQ(s->ledger().Find("b")->phase, PodPhase::kBound);
+  EXPECT_EQ(s->ledger().Find("a"), nullptr);
+  EXPECT_EQ(s->DeletePod("a", 1).code(), absl::StatusCode::kNotFound);
+}
+
+TEST(SchedulerTest, ANodeWithBoundPodsIsRemovedOnlyWhenDrained) {
+  auto s = Make();
+  ASSERT_TRUE(s->PutNode(Node("n0", 2)).ok());
+  ASSERT_TRUE(s->SubmitPod(Pod("a", 1, 500), 0).ok());
+  s->RunCycles(0);
+  EXPECT_EQ(s->DeleteNode("n0", false).code(), absl::StatusCode::kFailedPrecondition);
+  std::vector<std::string> evicted;
+  ASSERT_TRUE(s->DeleteNode("n0", true, &evicted).ok());
+  EXPECT_EQ(evicted, std::vector<std::string>{"a"});
+  EXPECT_EQ(s->state().FindNode("n0"), -1);
+  EXPECT_EQ(s->ledger().size(), 0u);
+  EXPECT_EQ(s->DeleteNode("n0", true).code(), absl::StatusCode::kNotFound);
+}
+
+TEST(SchedulerTest, ACordonedNodeTakesNoPodUntilUncordoned) {
+  auto s = Make();
+  ASSERT_TRUE(s->PutNode(Node("n0", 1)).ok());
+  ASSERT_TRUE(s->CordonNode("n0", true).ok());
+  ASSERT_TRUE(s->SubmitPod(Pod("a", 1, 1000), 0).ok());
+  s->RunCycles(0);
+  EXPECT_EQ(s->ledger().Find("a")->phase, PodPhase::kPending);
+  ASSERT_TRUE(s->CordonNode("n0", false).ok());
+  s->RunCycles(100);  // past any backoff
+  EXPECT_EQ(s->ledger().Find("a")->phase, PodPhase::kBound);
+}
+
+TEST(SchedulerTest, EvictSendsABoundPodBackToTheQueue) {
+  auto s = Make();
+  ASSERT_TRUE(s->PutNode(Node("n0", 1)).ok());
+  ASSERT_TRUE(s->PutNode(Node("n1", 1)).ok());
+  ASSERT_TRUE(s->SubmitPod(Pod("a", 1, 1000), 0).ok());
+  s->RunCycles(0);
+  const std::string first = s->state().node(s->ledger().Find("a")->placement.node).name;
+  ASSERT_TRUE(s->CordonNode(first, true).ok());
+  ASSERT_TRUE(s->Evict("a", 1).ok());
+  EXPECT_EQ(s->ledger().Find("a")->phase, PodPhase::kPending);
+  s->RunCycles(1);
+  const PodInfo* a = s->ledger().Find("a");
+  EXPECT_EQ(a->phase, PodPhase::kBound);
+  EXPECT_NE(s->state().node(a->placement.node).name, first);
+  EXPECT_EQ(s->state().gpu_allocated_milli(), 1000);
+}
+
+TEST(SchedulerTest, ExternalBindingAssumesThenBindsOrForgetsOnTimeout) {
+  SchedulerOptions o;
+  o.internal_binding = false;
+  o.assume_timeout_s = 30;
+  auto s = Make(o);
+  ASSERT_TRUE(s->PutNode(Node("n0", 2)).ok());
+  ASSERT_TRUE(s->SubmitPod(Pod("a", 1, 1000), 0).ok());
+  ASSERT_TRUE(s->SubmitPod(Pod("b", 1, 1000), 0).ok());
+  s->RunCycles(0);
+  EXPECT_EQ(s->ledger().Find("a")->phase, PodPhase::kAssumed);
+  EXPECT_EQ(s->state().gpu_allocated_milli(), 2000);  // an assumption holds its resources
+  ASSERT_TRUE(s->Bind("a").ok());
+  EXPECT_EQ(s->ledger().Find("a")->phase, PodPhase::kBound);
+  EXPECT_EQ(s->ExpireAssumptions(10), 0);
+  EXPECT_EQ(s->ExpireAssumptions(31), 1);  // b was never confirmed
+  EXPECT_EQ(s->ledger().Find("b")->phase, PodPhase::kPending);
+  EXPECT_EQ(s->state().gpu_allocated_milli(), 1000);
+  EXPECT_EQ(s->Forget("a", 31).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(SchedulerTest, RestoredPodsKeepTheirGpusAndAPlacementThatNoLongerFitsIsDataLoss) {
+  auto s = Make();
+  ASSERT_TRUE(s->PutNode(Node("n0", 2)).ok());
+  PodInfo a = Pod("a", 1, 600);
+  a.phase = PodPhase::kBound;
+  a.placement.node = 0;
+  a.placement.num_gpus = 1;
+  a.placement.gpus[0] = 1;
+  ASSERT_TRUE(s->RestorePod(a, 0).ok());
+  EXPECT_EQ(s->state().gpu_left(0)[1], 400);
+  PodInfo b = a;
+  b.uid = "b";
+  b.name = "pod-b";
+  EXPECT_EQ(s->RestorePod(b, 0).code(), absl::StatusCode::kDataLoss);  // 1200 milli on GPU 1
+  EXPECT_EQ(s->state().gpu_left(0)[1], 400);
+  EXPECT_EQ(s->ledger().size(), 1u);
+}
+
+TEST(SchedulerTest, TheProfileSelectorPicksThePolicyPerPod) {
+  auto s = Make();
+  ASSERT_TRUE(s->PutNode(Node("n0", 1)).ok());
+  s->SetProfileSelector([](const PodInfo& p) {
+    return ProfileSpec{p.ns == "bad" ? "broken" : "default",
+                       p.ns == "bad" ? "no-such-policy" : "bestfit", {}, {}};
+  });
+  PodInfo bad = Pod("x", 0, 0);
+  bad.ns = "bad";
+  ASSERT_TRUE(s->SubmitPod(bad, 0).ok());
+  ASSERT_TRUE(s->SubmitPod(Pod("y", 0, 0), 0).ok());
+  s->RunCycles(0);
+  EXPECT_EQ(s->ledger().Find("x")->phase, PodPhase::kPending);
+  EXPECT_EQ(s->attempts_error(), 1);
+  EXPECT_NE(s->LastFailure("x").find("no-such-policy"), std::string::npos) << s->LastFailure("x");
+  EXPECT_EQ(s->ledger().Find("y")->phase, PodPhase::kBound);
+}
+
+}  // namespace
+}  // namespace seedance::sched
