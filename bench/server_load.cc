@@ -63,17 +63,25 @@ bool Parse(int argc, char** argv, Args* a) {
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (k == "--host") a->host = next();
-    else if (k == "--port") a->port = std::atoi(next().c_str());
-    else if (k == "--clients") a->clients = std::max(1, std::atoi(next().c_str()));
-    else if (k == "--pods") a->pods = std::max(1, std::atoi(next().c_str()));
-    else if (k == "--rate") a->rate = std::atof(next().c_str());
-    else if (k == "--pod-csv") a->pod_csv = next();
-    else if (k == "--prefix") a->prefix = next();
+    if (k == "--host")
+      a->host = next();
+    else if (k == "--port")
+      a->port = std::atoi(next().c_str());
+    else if (k == "--clients")
+      a->clients = std::max(1, std::atoi(next().c_str()));
+    else if (k == "--pods")
+      a->pods = std::max(1, std::atoi(next().c_str()));
+    else if (k == "--rate")
+      a->rate = std::atof(next().c_str());
+    else if (k == "--pod-csv")
+      a->pod_csv = next();
+    else if (k == "--prefix")
+      a->prefix = next();
     else if (k == "--token-file") {
       std::ifstream t(next());
       std::getline(t, a->token);
-    } else if (k == "--json") a->json = true;
+    } else if (k == "--json")
+      a->json = true;
     else {
       std::fprintf(stderr, "server_load: unknown flag %s\n", k.c_str());
       return false;
@@ -95,8 +103,12 @@ int main(int argc, char** argv) {
   Args a;
   if (!Parse(argc, argv, &a)) return 2;
   std::vector<Shape> shapes = a.pod_csv.empty() ? std::vector<Shape>{} : ReadShapes(a.pod_csv);
-  if (shapes.empty()) shapes = {{4000, 16384, 1, 500}, {8000, 32768, 1, 1000}, {2000, 8192, 1, 250},
-                                {16000, 65536, 2, 1000}, {1000, 2048, 0, 0}};
+  if (shapes.empty())
+    shapes = {{4000, 16384, 1, 500},
+              {8000, 32768, 1, 1000},
+              {2000, 8192, 1, 250},
+              {16000, 65536, 2, 1000},
+              {1000, 2048, 0, 0}};
   std::atomic<int> next{0}, bound{0}, pending{0}, failed{0};
   std::vector<std::vector<double>> lat(a.clients);
   const auto start = Clock::now();
@@ -121,8 +133,10 @@ int main(int argc, char** argv) {
         }
         const Shape& s = shapes[rng() % shapes.size()];
         nlohmann::json body = {{"name", a.prefix + "-" + std::to_string(i)},
-                               {"cpu_milli", s.cpu},     {"memory_mib", s.mem},
-                               {"num_gpu", s.gpus},      {"gpu_milli", s.milli}};
+                               {"cpu_milli", s.cpu},
+                               {"memory_mib", s.mem},
+                               {"num_gpu", s.gpus},
+                               {"gpu_milli", s.milli}};
         auto r = cli.Post("/v1/pods", h, body.dump(), "application/json");
         const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
         if (!r || r->status != 201) {
@@ -152,12 +166,13 @@ int main(int argc, char** argv) {
         a.pods, bound.load(), pending.load(), failed.load(), wall, done / wall, bound / wall,
         p50 * 1e3, p99 * 1e3, a.rate, a.clients);
   } else {
-    std::printf("%d pods from %d clients in %.2f s: %.0f pods/s answered (%d bound, %d pending, "
-                "%d failed); submit->bound p50 %.2f ms, p99 %.2f ms%s\n",
-                a.pods, a.clients, wall, done / wall, bound.load(), pending.load(), failed.load(),
-                p50 * 1e3, p99 * 1e3,
-                a.rate > 0 ? (" at " + std::to_string(static_cast<int>(a.rate)) + "/s offered").c_str()
-                           : "");
+    std::printf(
+        "%d pods from %d clients in %.2f s: %.0f pods/s answered (%d bound, %d pending, "
+        "%d failed); submit->bound p50 %.2f ms, p99 %.2f ms%s\n",
+        a.pods, a.clients, wall, done / wall, bound.load(), pending.load(), failed.load(),
+        p50 * 1e3, p99 * 1e3,
+        a.rate > 0 ? (" at " + std::to_string(static_cast<int>(a.rate)) + "/s offered").c_str()
+                   : "");
   }
   return failed > 0 ? 1 : 0;
 }

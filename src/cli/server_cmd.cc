@@ -72,9 +72,9 @@ absl::StatusOr<std::string> ReadToken(const std::string& path) {
       absl::StripAsciiWhitespace(absl::string_view(t.data(), t.size()));
   t = std::string_view(stripped.data(), stripped.size());
   if (t.size() < 16) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--token-file ", base::ForTerminal(path),
-        ": the token must be at least 16 characters on the file's first line"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--token-file ", base::ForTerminal(path),
+                     ": the token must be at least 16 characters on the file's first line"));
   }
   return std::string(t);
 }
@@ -133,18 +133,16 @@ int RunServer(const ServerFlags& f) {
   absl::StatusOr<std::unique_ptr<server::HttpServer>> http =
       server::HttpServer::Start(**service, h);
   if (!http.ok()) return Fail(http.status());
-  const std::string url = absl::StrCat(h.tls_cert.empty() ? "http://" : "https://",
-                                       h.host.find(':') != std::string::npos
-                                           ? absl::StrCat("[", h.host, "]")
-                                           : h.host,
-                                       ":", (*http)->port());
+  const std::string url =
+      absl::StrCat(h.tls_cert.empty() ? "http://" : "https://",
+                   h.host.find(':') != std::string::npos ? absl::StrCat("[", h.host, "]") : h.host,
+                   ":", (*http)->port());
   if (!f.ready_file.empty()) {
     if (absl::Status st = base::WriteOutput(f.ready_file, url + "\n"); !st.ok()) return Fail(st);
   }
   if (!f.quiet) {
-    std::fprintf(stderr, "seedance server: serving %s (state %s, revision %lld, %s)\n",
-                 url.c_str(), base::ForTerminal(f.state).c_str(),
-                 static_cast<long long>((*service)->revision()),
+    std::fprintf(stderr, "seedance server: serving %s (state %s, revision %lld, %s)\n", url.c_str(),
+                 base::ForTerminal(f.state).c_str(), static_cast<long long>((*service)->revision()),
                  h.token.empty() ? "no auth: give --token-file to require a token"
                                  : "bearer token required for changes");
   }
@@ -163,8 +161,10 @@ Command AddServerCommand(CLI::App& app) {
   CLI::App* s = app.add_subcommand(
       "server", "Run the live scheduler: REST API, durable state, metrics, hot-reloaded policy");
   s->footer(
-      "The server keeps its state in SQLite under --state (docs/state.md) and answers only after a\n"
-      "change is on disk; after kill -9 it comes back with exactly what it acknowledged. Nodes and\n"
+      "The server keeps its state in SQLite under --state (docs/state.md) and answers only after "
+      "a\n"
+      "change is on disk; after kill -9 it comes back with exactly what it acknowledged. Nodes "
+      "and\n"
       "pods are added through the API (docs/api.md) or `seedance apply -f`; --nodes preloads a\n"
       "node file the simulator reads. Metrics for Prometheus are at /metrics.\n\n"
       "Examples:\n"
@@ -182,8 +182,7 @@ Command AddServerCommand(CLI::App& app) {
   s->add_option("--nodes", f->nodes,
                 "Preload nodes from an openb node CSV or a cluster descriptor (.yaml/.json)")
       ->type_name("FILE");
-  s->add_option("--policy", f->policy,
-                "Policy file (docs/policy.md), reloaded when it changes")
+  s->add_option("--policy", f->policy, "Policy file (docs/policy.md), reloaded when it changes")
       ->type_name("FILE");
   s->add_option("--token-file", f->token_file,
                 "File whose first line is the bearer token every mutating call must carry")

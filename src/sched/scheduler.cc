@@ -316,8 +316,8 @@ void Scheduler::TryOne(const QueuedPod& q, double now_s) {
   const double deadline = now_s + options_.assume_timeout_s;
   const absl::Status assumed =
       ledger_.Assume(uid, out.placement, static_cast<int64_t>(deadline * 1e9));
-  SEEDANCE_CHECK(assumed.ok()) << "pod " << uid << " placed but not assumable: "
-                               << assumed.message();
+  SEEDANCE_CHECK(assumed.ok()) << "pod " << uid
+                               << " placed but not assumable: " << assumed.message();
   if (options_.internal_binding) {
     const absl::Status bound = ledger_.Bind(uid);
     SEEDANCE_CHECK(bound.ok()) << "pod " << uid << " assumed but not bindable: " << bound.message();

@@ -173,8 +173,8 @@ TEST(SchedulerTest, TheProfileSelectorPicksThePolicyPerPod) {
   auto s = Make();
   ASSERT_TRUE(s->PutNode(Node("n0", 1)).ok());
   s->SetProfileSelector([](const PodInfo& p) {
-    return ProfileSpec{p.ns == "bad" ? "broken" : "default",
-                       p.ns == "bad" ? "no-such-policy" : "bestfit", {}, {}};
+    return ProfileSpec{
+        p.ns == "bad" ? "broken" : "default", p.ns == "bad" ? "no-such-policy" : "bestfit", {}, {}};
   });
   PodInfo bad = Pod("x", 0, 0);
   bad.ns = "bad";

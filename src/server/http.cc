@@ -15,9 +15,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "httplib.h"
+#include "routes.h"
 #include "seedance/api/api.h"
 #include "seedance/base/text.h"
-#include "routes.h"
 
 namespace seedance::server {
 
@@ -109,7 +109,8 @@ struct HttpServer::Limiter {
 };
 
 HttpServer::HttpServer(Service& service, HttpOptions options)
-    : service_(service), options_(std::move(options)),
+    : service_(service),
+      options_(std::move(options)),
       limiter_(std::make_unique<Limiter>(options_.rate_limit)) {}
 
 HttpServer::~HttpServer() { Stop(); }
@@ -192,18 +193,16 @@ void HttpServer::Routes() {
   });
   h.set_error_handler([&metrics](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
-    absl::Status st = res.status == 413
-                          ? absl::ResourceExhaustedError("request body over the --max-body limit")
-                          : res.status == 404
-                                ? absl::NotFoundError(absl::StrCat("no route ", req.method, " ",
-                                                                   base::Clip(req.path, 200)))
-                                : absl::InvalidArgumentError(
-                                      absl::StrCat("HTTP ", res.status, " for ", req.method));
+    absl::Status st =
+        res.status == 413 ? absl::ResourceExhaustedError("request body over the --max-body limit")
+        : res.status == 404
+            ? absl::NotFoundError(
+                  absl::StrCat("no route ", req.method, " ", base::Clip(req.path, 200)))
+            : absl::InvalidArgumentError(absl::StrCat("HTTP ", res.status, " for ", req.method));
     res.set_content(api::ErrorBody(st), "application/json");
     metrics.CountRequest(res.status == 404 ? "unknown" : "error", res.status);
   });
-  h.set_exception_handler([](const httplib::Request&, httplib::Response& res,
-                             std::exception_ptr) {
+  h.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
     res.status = 500;
     res.set_content(api::ErrorBody(absl::InternalError("internal error")), "application/json");
   });

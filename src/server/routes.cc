@@ -54,8 +54,9 @@ Finisher Ok(int status, Json body) {
 }
 
 // Wraps a handler so that every reply is counted under its route name.
-httplib::Server::Handler Counted(Metrics& m, std::string route,
-                                 std::function<void(const httplib::Request&, httplib::Response&)> f) {
+httplib::Server::Handler Counted(
+    Metrics& m, std::string route,
+    std::function<void(const httplib::Request&, httplib::Response&)> f) {
   return [&m, route = std::move(route), f = std::move(f)](const httplib::Request& req,
                                                           httplib::Response& res) {
     f(req, res);
@@ -193,8 +194,8 @@ void ListPods(Service& s, const httplib::Request& req, httplib::Response& res) {
   f.node = req.get_param_value("node");
   f.after = req.get_param_value("continue");
   if (!f.phase.empty() && f.phase != "Pending" && f.phase != "Assumed" && f.phase != "Bound") {
-    return Send(res, ErrorReply(absl::InvalidArgumentError(
-                         "phase: must be Pending, Assumed or Bound")));
+    return Send(res,
+                ErrorReply(absl::InvalidArgumentError("phase: must be Pending, Assumed or Bound")));
   }
   absl::StatusOr<int> limit = PageSize(req);
   if (!limit.ok()) return Send(res, ErrorReply(limit.status()));
@@ -349,8 +350,8 @@ void RegisterRoutes(httplib::Server& h, Service& s, const HttpOptions& o) {
   h.Get(pod, Counted(m, "get_pod", bind(GetPod)));
   h.Delete(pod, Counted(m, "delete_pod", bind(DeletePod)));
   h.Get(pod + "/explain", Counted(m, "explain_pod", bind(ExplainPod)));
-  h.Get("/v1/watch", Counted(m, "watch", [&s, &o](const httplib::Request& req,
-                                                   httplib::Response& res) {
+  h.Get("/v1/watch",
+        Counted(m, "watch", [&s, &o](const httplib::Request& req, httplib::Response& res) {
           WatchRoute(s, o, req, res);
         }));
   RegisterPolicyRoutes(h, s);

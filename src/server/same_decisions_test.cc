@@ -76,7 +76,8 @@ TEST_P(SameDecisionsTest, ServerPlacesEveryPodWhereTheSimulatorDoes) {
   ServiceOptions o;
   // Decisions, not durability, are under test: a RAM-backed state directory (when there is one)
   // keeps 20,000 sequential fsyncs from dominating the run.
-  const fs::path tmp = access("/dev/shm", W_OK) == 0 ? fs::path("/dev/shm") : fs::temp_directory_path();
+  const fs::path tmp =
+      access("/dev/shm", W_OK) == 0 ? fs::path("/dev/shm") : fs::temp_directory_path();
   o.state_dir = (tmp / ("seedance-same-" + policy + "-" + std::to_string(getpid()))).string();
   fs::remove_all(o.state_dir);
   o.scheduler.default_profile = {"default", policy, {}, {}};
@@ -130,9 +131,10 @@ TEST_P(SameDecisionsTest, ServerPlacesEveryPodWhereTheSimulatorDoes) {
     ASSERT_EQ(got_gpus, want_gpus) << "pod " << i;
     ++same;
   }
-  std::printf("%s, seed 42: %zu pods, %d placed by both on the same node and GPUs, %zu left "
-              "pending by both\n",
-              policy.c_str(), plan->pods.size(), same, plan->pods.size() - placed);
+  std::printf(
+      "%s, seed 42: %zu pods, %d placed by both on the same node and GPUs, %zu left "
+      "pending by both\n",
+      policy.c_str(), plan->pods.size(), same, plan->pods.size() - placed);
   (*http)->Stop();
   (*service)->Shutdown();
   fs::remove_all(o.state_dir);

@@ -18,8 +18,7 @@ namespace seedance::server {
 namespace {
 
 double MonotonicS() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 Reply Unavailable(std::string_view why) {
@@ -28,13 +27,9 @@ Reply Unavailable(std::string_view why) {
 
 }  // namespace
 
-Reply ErrorReply(const absl::Status& st) {
-  return {api::HttpStatusFor(st), api::ErrorBody(st)};
-}
+Reply ErrorReply(const absl::Status& st) { return {api::HttpStatusFor(st), api::ErrorBody(st)}; }
 
-void Service::Context::NoteSubmitted(const std::string& uid) {
-  service.submitted_at_[uid] = now_s;
-}
+void Service::Context::NoteSubmitted(const std::string& uid) { service.submitted_at_[uid] = now_s; }
 
 Service::Service(ServiceOptions options)
     : options_(std::move(options)), metrics_(std::make_unique<Metrics>()) {}
@@ -70,8 +65,8 @@ absl::Status Service::Recover(std::string* policy_text) {
     Json j = Json::parse(rec.spec_json, nullptr, false);
     absl::StatusOr<core::NodeSpec> spec = NodeFromJson(j);
     if (!spec.ok()) {
-      return absl::DataLossError(
-          absl::StrCat(where, ": node '", rec.name, "' cannot be read back: ", spec.status().message()));
+      return absl::DataLossError(absl::StrCat(where, ": node '", rec.name,
+                                              "' cannot be read back: ", spec.status().message()));
     }
     if (absl::Status a = scheduler_->PutNode(std::move(*spec)); !a.ok()) {
       return absl::DataLossError(
@@ -92,8 +87,8 @@ absl::Status Service::Recover(std::string* policy_text) {
     Json j = Json::parse(rec->spec_json, nullptr, false);
     absl::StatusOr<sched::PodInfo> pod = PodFromJson(j, scheduler_->state());
     if (!pod.ok()) {
-      return absl::DataLossError(
-          absl::StrCat(where, ": pod ", rec->uid, " cannot be read back: ", pod.status().message()));
+      return absl::DataLossError(absl::StrCat(where, ": pod ", rec->uid,
+                                              " cannot be read back: ", pod.status().message()));
     }
     if (absl::Status a = scheduler_->RestorePod(std::move(*pod), now); !a.ok()) {
       return absl::DataLossError(
@@ -267,8 +262,8 @@ store::Batch Service::BuildCommit(std::vector<WatchEvent>* events) {
           // The pod as it ends this batch: the event, the stored record and the reply share it.
           std::string text = base::DumpJson(PodToJson(*pod, state), -1);
           const std::string type(sched::ChangeKindName(c.kind));
-          std::string event =
-              absl::StrCat("{\"revision\":", rev, ",\"type\":\"", type, "\",\"object\":", text, "}");
+          std::string event = absl::StrCat("{\"revision\":", rev, ",\"type\":\"", type,
+                                           "\",\"object\":", text, "}");
           b.events.push_back({rev, type, event});
           events->push_back({rev, std::move(event)});
           batch_pod_json_[c.key] = std::move(text);
@@ -297,21 +292,19 @@ store::Batch Service::BuildCommit(std::vector<WatchEvent>* events) {
   }
   for (const std::string& name : nodes_put) {
     const int n = state.FindNode(name);
-    b.put_nodes.push_back({name, base::DumpJson(NodeToJson(state.node(n)), -1), state.cordoned(n),
-                           rev});
+    b.put_nodes.push_back(
+        {name, base::DumpJson(NodeToJson(state.node(n)), -1), state.cordoned(n), rev});
   }
   for (const std::string& uid : pods_put) {
     const sched::PodInfo* p = ledger.Find(uid);
     if (!p) continue;
     auto cached = batch_pod_json_.find(uid);
-    std::string text = cached != batch_pod_json_.end() ? cached->second
-                                                       : base::DumpJson(PodToJson(*p, state), -1);
-    b.put_pods.push_back({p->uid, p->ns, p->name, std::move(text),
-                          std::string(sched::PodPhaseName(p->phase)),
-                          p->phase == sched::PodPhase::kPending
-                              ? std::string()
-                              : state.node(p->placement.node).name,
-                          "", p->revision});
+    std::string text =
+        cached != batch_pod_json_.end() ? cached->second : base::DumpJson(PodToJson(*p, state), -1);
+    b.put_pods.push_back(
+        {p->uid, p->ns, p->name, std::move(text), std::string(sched::PodPhaseName(p->phase)),
+         p->phase == sched::PodPhase::kPending ? std::string() : state.node(p->placement.node).name,
+         "", p->revision});
   }
   b.revision = rev;
   revision_ = rev;
@@ -332,8 +325,9 @@ void Service::Publish(std::vector<WatchEvent> events) {
 absl::StatusOr<std::vector<WatchEvent>> Service::Watch(int64_t since, size_t limit,
                                                        double timeout_s) {
   std::vector<WatchEvent> out;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<
-      std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s));
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(timeout_s));
   std::unique_lock<std::mutex> lock(watch_mu_);
   while (true) {
     if (!recent_.empty() && recent_.front().revision <= since + 1) {
@@ -355,8 +349,7 @@ absl::StatusOr<std::vector<WatchEvent>> Service::Watch(int64_t since, size_t lim
       if (!out.empty()) return out;
       lock.lock();
     }
-    if (!ready_.load() ||
-        watch_cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
+    if (!ready_.load() || watch_cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
       return out;
     }
   }
@@ -376,9 +369,8 @@ absl::Status Service::StartPolicies(const std::string& stored_text) {
   if (options_.policy_path.empty() && !stored_text.empty()) {
     // The policy last PUT over the API, as acknowledged.
     if (absl::Status st = policies_->Reload(stored_text, "PUT /v1/policy"); !st.ok()) {
-      return absl::DataLossError(absl::StrCat(options_.state_dir,
-                                              "/state.db: the stored policy is refused: ",
-                                              st.message()));
+      return absl::DataLossError(absl::StrCat(
+          options_.state_dir, "/state.db: the stored policy is refused: ", st.message()));
     }
     use_policy_profiles_ = true;
   }
@@ -432,14 +424,15 @@ std::map<std::string, double> Service::LiveMetrics(double now_s) {
     frag = frag_milli / (cap - alloc);
   }
   metrics_->fragmentation_ratio->Set(frag);
-  return {{"gpu_free_pct", cap > 0 ? 100.0 * (cap - alloc) / cap : 0.0},
-          {"gpu_alloc_pct", cap > 0 ? 100.0 * alloc / cap : 0.0},
-          {"pending_pods", static_cast<double>(scheduler_->ledger().count(sched::PodPhase::kPending))},
-          {"unschedulable_pods", static_cast<double>(q.unschedulable_size())},
-          {"nodes", static_cast<double>(s.num_live_nodes())},
-          {"cordoned_nodes", static_cast<double>(cordoned)},
-          {"fragmentation_ratio", frag},
-          {"bind_rate_per_s", bind_rate_}};
+  return {
+      {"gpu_free_pct", cap > 0 ? 100.0 * (cap - alloc) / cap : 0.0},
+      {"gpu_alloc_pct", cap > 0 ? 100.0 * alloc / cap : 0.0},
+      {"pending_pods", static_cast<double>(scheduler_->ledger().count(sched::PodPhase::kPending))},
+      {"unschedulable_pods", static_cast<double>(q.unschedulable_size())},
+      {"nodes", static_cast<double>(s.num_live_nodes())},
+      {"cordoned_nodes", static_cast<double>(cordoned)},
+      {"fragmentation_ratio", frag},
+      {"bind_rate_per_s", bind_rate_}};
 }
 
 void Service::ApplyActions(double now_s) {
@@ -472,14 +465,16 @@ void Service::UpdateGauges() {
   metrics_->pending_unschedulable->Set(static_cast<double>(q.unschedulable_size()));
   const core::ClusterState& s = scheduler_->state();
   metrics_->gpu_milli_allocated->Set(static_cast<double>(s.gpu_allocated_milli()));
-  metrics_->gpu_milli_free->Set(static_cast<double>(s.gpu_capacity_milli() - s.gpu_allocated_milli()));
+  metrics_->gpu_milli_free->Set(
+      static_cast<double>(s.gpu_capacity_milli() - s.gpu_allocated_milli()));
   metrics_->nodes->Set(static_cast<double>(s.num_live_nodes()));
   for (policy::PolicyState st : {policy::PolicyState::kLoaded, policy::PolicyState::kReloading,
                                  policy::PolicyState::kActive, policy::PolicyState::kFailed}) {
     metrics_->policy_state_family->Add({{"state", std::string(policy::PolicyStateName(st))}})
         .Set(policies_->state() == st ? 1 : 0);
   }
-  metrics_->pods_bound->Set(static_cast<double>(scheduler_->ledger().count(sched::PodPhase::kBound)));
+  metrics_->pods_bound->Set(
+      static_cast<double>(scheduler_->ledger().count(sched::PodPhase::kBound)));
   // Attempt counters mirror the scheduler's own (set, not incremented, so they cannot drift).
   auto bump = [](prometheus::Counter* c, int64_t to) {
     const double d = static_cast<double>(to) - c->Value();

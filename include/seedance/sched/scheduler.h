@@ -61,8 +61,16 @@ struct SchedulerOptions {
 };
 
 struct Change {
-  enum Kind { kNodeAdded, kNodeUpdated, kNodeDeleted, kPodAdded, kPodBound, kPodAssumed,
-              kPodUnbound, kPodDeleted };
+  enum Kind {
+    kNodeAdded,
+    kNodeUpdated,
+    kNodeDeleted,
+    kPodAdded,
+    kPodBound,
+    kPodAssumed,
+    kPodUnbound,
+    kPodDeleted
+  };
   Kind kind;
   std::string key;  // node name or pod uid
 };

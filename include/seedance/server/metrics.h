@@ -36,9 +36,9 @@ struct Metrics {
   prometheus::Gauge* gpu_milli_free;
   prometheus::Gauge* fragmentation_ratio;
   prometheus::Family<prometheus::Counter>* policy_reloads;  // {result}
-  prometheus::Gauge* policy_state;                          // seedance_policy_state{state}: 1 = current
+  prometheus::Gauge* policy_state;  // seedance_policy_state{state}: 1 = current
   prometheus::Family<prometheus::Gauge>* policy_state_family;
-  prometheus::Family<prometheus::Gauge>* alerts;             // seedance_policy_alert{rule}
+  prometheus::Family<prometheus::Gauge>* alerts;  // seedance_policy_alert{rule}
   prometheus::Family<prometheus::Counter>* http_requests;
   prometheus::Histogram* commit_duration;  // seconds per batch commit
   prometheus::Histogram* batch_size;       // operations per batch

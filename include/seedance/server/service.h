@@ -36,7 +36,7 @@
 namespace seedance::policy {
 class PolicyManager;
 struct Policy;
-}
+}  // namespace seedance::policy
 
 namespace seedance::server {
 
@@ -151,7 +151,7 @@ class Service {
 
   std::atomic<int64_t> revision_{0};
   std::atomic<bool> ready_{false};
-  std::unordered_map<std::string, double> submitted_at_;  // loop thread only
+  std::unordered_map<std::string, double> submitted_at_;         // loop thread only
   std::unordered_map<std::string, std::string> batch_pod_json_;  // see BatchPodJson
   double last_tick_s_ = 0;
 
