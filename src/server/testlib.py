@@ -112,6 +112,10 @@ class Server:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.kill()
+                raise AssertionError("server did not stop within 30 s of SIGTERM")
+            if self.proc.returncode != 0:  # e.g. a sanitizer report at exit
+                raise AssertionError(f"server exited with {self.proc.returncode} on SIGTERM: "
+                                     f"{self.output()}")
         return self.proc.returncode
 
 
