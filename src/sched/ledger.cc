@@ -37,9 +37,8 @@ absl::Status PodLedger::CheckPlacement(std::string_view uid, const core::Placeme
     return absl::InvalidArgumentError(absl::StrCat(Quoted(uid), ": placement has no node"));
   }
   if (p.num_gpus < 0 || p.num_gpus > core::kMaxGpusPerNode) {
-    return absl::InvalidArgumentError(absl::StrCat(Quoted(uid), ": placement lists ",
-                                                   p.num_gpus, " GPUs (at most ",
-                                                   core::kMaxGpusPerNode, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(Quoted(uid), ": placement lists ", p.num_gpus,
+                                                   " GPUs (at most ", core::kMaxGpusPerNode, ")"));
   }
   return absl::OkStatus();
 }
@@ -96,8 +95,8 @@ absl::Status PodLedger::Add(PodInfo pod) {
   if (!pod.name.empty()) {
     name_key = NameKey(pod.ns, pod.name);
     if (by_name_.contains(name_key)) {
-      return absl::AlreadyExistsError(absl::StrCat("a pod named '", pod.ns, "/", pod.name,
-                                                   "' already exists"));
+      return absl::AlreadyExistsError(
+          absl::StrCat("a pod named '", pod.ns, "/", pod.name, "' already exists"));
     }
   }
   if (Placed(pod.phase)) {
@@ -132,8 +131,9 @@ absl::Status PodLedger::Assume(std::string_view uid, const core::Placement& plac
   Slot* s = FindSlot(uid, &slot);
   if (!s) return absl::NotFoundError(absl::StrCat(Quoted(uid), " not found"));
   if (s->pod.phase != PodPhase::kPending) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        Quoted(uid), " is ", Sv(PodPhaseName(s->pod.phase)), ", not Pending: it cannot be assumed"));
+    return absl::FailedPreconditionError(absl::StrCat(Quoted(uid), " is ",
+                                                      Sv(PodPhaseName(s->pod.phase)),
+                                                      ", not Pending: it cannot be assumed"));
   }
   if (absl::Status st = CheckPlacement(uid, placement); !st.ok()) return st;
   s->pod.placement = placement;
@@ -163,8 +163,9 @@ absl::Status PodLedger::Forget(std::string_view uid) {
   Slot* s = FindSlot(uid, &slot);
   if (!s) return absl::NotFoundError(absl::StrCat(Quoted(uid), " not found"));
   if (s->pod.phase != PodPhase::kAssumed) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        Quoted(uid), " is ", Sv(PodPhaseName(s->pod.phase)), ", not Assumed: it cannot be forgotten"));
+    return absl::FailedPreconditionError(absl::StrCat(Quoted(uid), " is ",
+                                                      Sv(PodPhaseName(s->pod.phase)),
+                                                      ", not Assumed: it cannot be forgotten"));
   }
   assumed_.erase({s->pod.assume_deadline_ns, slot});
   DetachFromNode(slot);
@@ -274,6 +275,48 @@ void PodLedger::CheckInvariants() const {
   SEEDANCE_CHECK(by_uid_.size() == live && by_name_.size() == named) << "index sizes";
   SEEDANCE_CHECK(on_nodes == placed && assumed_.size() == assumed) << "node/deadline index sizes";
   SEEDANCE_CHECK(free_.size() + live == slots_.size()) << "free list out of step";
+}
+
+void PodLedger::CorruptForTesting(std::string_view uid, TestCorruption what) {
+  uint32_t slot = 0;
+  Slot* s = FindSlot(uid, &slot);
+  SEEDANCE_CHECK(s != nullptr) << "CorruptForTesting needs a pod in the ledger";
+  PodInfo& pod = s->pod;
+  switch (what) {
+    case TestCorruption::kDropUid:
+      by_uid_.erase(pod.uid);
+      return;
+    case TestCorruption::kDropName:
+      by_name_.erase(NameKey(pod.ns, pod.name));
+      return;
+    case TestCorruption::kNodePosition:
+      ++s->pos_on_node;
+      return;
+    case TestCorruption::kPendingNode:
+      pod.placement.node = 0;
+      return;
+    case TestCorruption::kDropDeadline:
+      assumed_.erase({pod.assume_deadline_ns, slot});
+      return;
+    case TestCorruption::kPhaseCount:
+      ++counts_[static_cast<int>(PodPhase::kPending)];
+      return;
+    case TestCorruption::kGhostUid:
+      by_uid_.emplace(absl::StrCat(Sv(uid), "~ghost"), slot);
+      return;
+    case TestCorruption::kDuplicateOnNode:
+      nodes_[static_cast<size_t>(pod.placement.node)].push_back(slot);
+      return;
+    case TestCorruption::kFreeList:
+      free_.push_back(slot);
+      return;
+    case TestCorruption::kPhase:
+      pod.phase = PodPhase::kBound;
+      return;
+    case TestCorruption::kPlacementGpus:
+      for (int i = 0; i < pod.placement.num_gpus; ++i) ++pod.placement.gpus[static_cast<size_t>(i)];
+      return;
+  }
 }
 
 }  // namespace seedance::sched

@@ -334,5 +334,81 @@ TEST(PodLedger, RandomOperationsMatchAModel) {
   }
 }
 
+// Death tests: one per invariant the ledger checks. The broken states come from
+// CorruptForTesting (the public API cannot reach them); each test breaks one record and shows
+// that the check guarding it stops the process with its own message.
+using Corrupt = PodLedger::TestCorruption;
+
+// u1 Pending (named default/a), u2 Assumed on node 1 GPU 0, u3 Bound on node 2 GPU 1.
+void Fill(PodLedger& l) {
+  ASSERT_TRUE(l.Add(Pod("u1", "default", "a")).ok());
+  ASSERT_TRUE(l.Add(Pod("u2")).ok());
+  ASSERT_TRUE(l.Assume("u2", On(1, {0}), 5'000).ok());
+  ASSERT_TRUE(l.Add(Pod("u3")).ok());
+  ASSERT_TRUE(l.Assume("u3", On(2, {1}), 6'000).ok());
+  ASSERT_TRUE(l.Bind("u3").ok());
+  l.CheckInvariants();
+}
+
+// Corrupts pod `uid` of a filled ledger and runs `then` on it, in the death test's child.
+template <class F>
+void CorruptAndRun(std::string_view uid, Corrupt what, F then) {
+  PodLedger l;
+  Fill(l);
+  l.CorruptForTesting(uid, what);
+  then(l);
+}
+
+void Audit(PodLedger& l) { l.CheckInvariants(); }
+
+TEST(PodLedgerDeathTest, ForgetWithAStaleNodePositionIsCaught) {
+  EXPECT_DEATH(
+      CorruptAndRun("u2", Corrupt::kNodePosition, [](PodLedger& l) { (void)l.Forget("u2"); }),
+      "ledger node index out of step for pod u2");
+}
+
+TEST(PodLedgerDeathTest, AuditCatchesAMissingUidEntry) {
+  EXPECT_DEATH(CorruptAndRun("u3", Corrupt::kDropUid, Audit), "uid index out of step for pod u3");
+}
+
+TEST(PodLedgerDeathTest, AuditCatchesAMissingNameEntry) {
+  EXPECT_DEATH(CorruptAndRun("u1", Corrupt::kDropName, Audit), "name index out of step for pod u1");
+}
+
+TEST(PodLedgerDeathTest, AuditCatchesAStaleNodePosition) {
+  EXPECT_DEATH(CorruptAndRun("u3", Corrupt::kNodePosition, Audit),
+               "nodes_\\[node\\]\\[s.pos_on_node\\] == slot: node index out of step for pod u3");
+}
+
+TEST(PodLedgerDeathTest, AuditCatchesAPendingPodWithANode) {
+  EXPECT_DEATH(CorruptAndRun("u1", Corrupt::kPendingNode, Audit), "pending pod u1 has a node");
+}
+
+TEST(PodLedgerDeathTest, AuditCatchesAnAssumptionWithoutADeadline) {
+  EXPECT_DEATH(CorruptAndRun("u2", Corrupt::kDropDeadline, Audit),
+               "assumed pod u2 missing from the deadline index");
+}
+
+TEST(PodLedgerDeathTest, AuditCatchesWrongPhaseCounts) {
+  EXPECT_DEATH(CorruptAndRun("u1", Corrupt::kPhaseCount, Audit), "pod counts out of step");
+}
+
+TEST(PodLedgerDeathTest, AuditCatchesAGhostUidKey) {
+  EXPECT_DEATH(CorruptAndRun("u1", Corrupt::kGhostUid, Audit), "== named: index sizes");
+}
+
+TEST(PodLedgerDeathTest, AuditCatchesAPodListedTwiceOnItsNode) {
+  EXPECT_DEATH(CorruptAndRun("u3", Corrupt::kDuplicateOnNode, Audit), "node/deadline index sizes");
+}
+
+TEST(PodLedgerDeathTest, AuditCatchesALiveSlotOnTheFreeList) {
+  EXPECT_DEATH(CorruptAndRun("u1", Corrupt::kFreeList, Audit), "free list out of step");
+}
+
+TEST(PodLedgerDeathTest, CorruptForTestingNeedsAPodInTheLedger) {
+  EXPECT_DEATH(CorruptAndRun("nobody", Corrupt::kPhase, Audit),
+               "CorruptForTesting needs a pod in the ledger");
+}
+
 }  // namespace
 }  // namespace seedance::sched

@@ -345,8 +345,8 @@ void SchedulingQueue::CheckInvariants() const {
     for (const auto& [key, g] : m) {
       SEEDANCE_CHECK(!g->pods.empty() && g->where == s && g->key == key) << "bad group";
       in_groups[s] += g->pods.size();
-      auto ranked = (s == kActive ? active_order_ : unsched_order_).find(Ranked{*g->pods.begin(),
-                                                                                g.get()});
+      auto ranked =
+          (s == kActive ? active_order_ : unsched_order_).find(Ranked{*g->pods.begin(), g.get()});
       SEEDANCE_CHECK(ranked != (s == kActive ? active_order_ : unsched_order_).end() &&
                      ranked->group == g.get())
           << "unordered group";
@@ -360,6 +360,61 @@ void SchedulingQueue::CheckInvariants() const {
   SEEDANCE_CHECK(active_order_.size() == active_.size() &&
                  unsched_order_.size() == unschedulable_.size())
       << "order sizes";
+}
+
+void SchedulingQueue::CorruptForTesting(const QueuedPod& pod, TestCorruption what) {
+  if (what == TestCorruption::kPhantomOrder) {
+    active_order_.insert(Ranked{pod, nullptr});
+    return;
+  }
+  if (what == TestCorruption::kActiveSize) {
+    ++sizes_[kActive];
+    return;
+  }
+  auto it = index_.find(pod.id);
+  SEEDANCE_CHECK(it != index_.end()) << "CorruptForTesting needs a queued pod";
+  Entry& e = it->second;
+  Group* g = e.group;
+  SEEDANCE_CHECK(g != nullptr || what == TestCorruption::kDropIndex ||
+                 what == TestCorruption::kIndexKey || what == TestCorruption::kDropBackoff)
+      << "CorruptForTesting: pod " << pod.id << " is in backoff";
+  switch (what) {
+    case TestCorruption::kDropIndex:
+      index_.erase(it);
+      return;
+    case TestCorruption::kIndexKey:
+      ++e.pod.id;
+      return;
+    case TestCorruption::kDropBackoff:
+      backoff_.erase({e.backoff_until, e.pod.id});
+      return;
+    case TestCorruption::kDropFromGroup:
+      g->pods.erase(e.pod);
+      return;
+    case TestCorruption::kDropOrder:
+      OrderOf(g->where).erase(Ranked{*g->pods.begin(), g});
+      return;
+    case TestCorruption::kDropGroupMap: {
+      auto m = MapOf(g->where).find(g->key);
+      (void)m->second.release();
+      MapOf(g->where).erase(m);
+      return;
+    }
+    case TestCorruption::kWrongSubQueue:
+      g->where = g->where == kActive ? kUnschedulable : kActive;
+      return;
+    case TestCorruption::kCopyToActive: {
+      auto a = active_.find(g->key);
+      SEEDANCE_CHECK(a != active_.end()) << "CorruptForTesting: no active group of that key";
+      OrderErase(a->second.get());  // keeps the order right, so only the duplicate is wrong
+      a->second->pods.insert(e.pod);
+      OrderInsert(a->second.get());
+      return;
+    }
+    case TestCorruption::kPhantomOrder:
+    case TestCorruption::kActiveSize:
+      return;
+  }
 }
 
 }  // namespace seedance::sched

@@ -220,7 +220,7 @@ TEST(SchedulingQueue, GroupedPodsWithDifferentBackoffsSplit) {
   q.Add(P(1, 0, 5), 0);
   q.Add(P(2, 0, 5), 0);
   QueuedPod a = PopId(q, 1, 0);
-  a.attempts = 3;  // next failure: 8 s
+  a.attempts = 3;            // next failure: 8 s
   q.AddUnschedulable(a, 0);  // pod 2 follows it to unschedulable
   EXPECT_EQ(q.unschedulable_size(), 2u);
   q.OnEvent(QueueEvent::kNodeAdded, 2);
@@ -377,9 +377,8 @@ TEST(SchedulingQueue, RandomOperationsMatchAModel) {
         }
         case 4: {
           const int salt = static_cast<int>(rng() % 3);
-          q.OnEvent(QueueEvent::kNodeUpdated, now, [&](const QueuedPod& p) {
-            return hint_of(p.group, p.id, salt);
-          });
+          q.OnEvent(QueueEvent::kNodeUpdated, now,
+                    [&](const QueuedPod& p) { return hint_of(p.group, p.id, salt); });
           ++events;
           for (auto& [k, e] : m) {
             if (e.where == kUnsched && hint_of(e.pod.group, k, salt)) {
@@ -412,6 +411,227 @@ TEST(SchedulingQueue, RandomOperationsMatchAModel) {
     }
     q.CheckInvariants();
   }
+}
+
+// Death tests: one per invariant the queue checks. The broken states come from
+// CorruptForTesting (the public API cannot reach them); each test breaks one record, then makes
+// the operation (or the audit) that relies on it run, in the death test's child.
+using Corrupt = SchedulingQueue::TestCorruption;
+
+QueueOptions NoBackoff() {
+  QueueOptions o;
+  o.initial_backoff_s = 0;
+  return o;
+}
+
+// Pod 1 active alone.
+SchedulingQueue OneActive() {
+  SchedulingQueue q;
+  q.Add(P(1), 0);
+  return q;
+}
+
+// Pod 1 unschedulable (failed with nothing changed), no backoff.
+SchedulingQueue OneUnschedulable() {
+  SchedulingQueue q(NoBackoff());
+  q.Add(P(1), 0);
+  q.AddUnschedulable(*q.Pop(0), 0);
+  return q;
+}
+
+// Pod 1 in backoff until t = 1 (failed after an event).
+SchedulingQueue OneInBackoff() {
+  SchedulingQueue q;
+  q.Add(P(1), 0);
+  QueuedPod p = *q.Pop(0);
+  q.OnEvent(QueueEvent::kPodDeleted, 0);
+  q.AddUnschedulable(p, 0);
+  return q;
+}
+
+TEST(SchedulingQueueDeathTest, NegativeBackoffIsRefused) {
+  QueueOptions o;
+  o.max_backoff_s = -1;
+  EXPECT_DEATH(SchedulingQueue{o}, "negative backoff");
+}
+
+TEST(SchedulingQueueDeathTest, RemovingAGroupMissingFromItsOrderIsCaught) {
+  EXPECT_DEATH(
+      {
+        SchedulingQueue q = OneActive();
+        q.CorruptForTesting(P(1), Corrupt::kDropOrder);
+        q.Remove(1);
+      },
+      "group missing from its order");
+}
+
+TEST(SchedulingQueueDeathTest, OrderingAGroupTwiceIsCaught) {
+  EXPECT_DEATH(
+      {
+        SchedulingQueue q = OneActive();
+        q.CorruptForTesting(P(2), Corrupt::kPhantomOrder);
+        q.Add(P(2), 0);
+      },
+      "group ordered twice");
+}
+
+TEST(SchedulingQueueDeathTest, ErasingAGroupMissingFromItsMapIsCaught) {
+  EXPECT_DEATH(
+      {
+        SchedulingQueue q = OneActive();
+        q.CorruptForTesting(P(1), Corrupt::kDropGroupMap);
+        q.Remove(1);
+      },
+      "m.end\\(\\) && it->second.get\\(\\) == g: group missing from its map");
+}
+
+TEST(SchedulingQueueDeathTest, MovingAGroupMissingFromItsMapIsCaught) {
+  EXPECT_DEATH(
+      {
+        SchedulingQueue q = OneUnschedulable();
+        q.CorruptForTesting(P(1), Corrupt::kDropGroupMap);
+        q.OnEvent(QueueEvent::kPodDeleted, 1);
+      },
+      "sit->second.get\\(\\) == g: group missing from its map");
+}
+
+TEST(SchedulingQueueDeathTest, RemovingAPodMissingFromBackoffIsCaught) {
+  EXPECT_DEATH(
+      {
+        SchedulingQueue q = OneInBackoff();
+        q.CorruptForTesting(P(1), Corrupt::kDropBackoff);
+        q.Remove(1);
+      },
+      "pod 1 missing from backoff");
+}
+
+TEST(SchedulingQueueDeathTest, RemovingAPodMissingFromItsGroupIsCaught) {
+  EXPECT_DEATH(
+      {
+        SchedulingQueue q;
+        q.Add(P(1, 0, 7), 0);
+        q.Add(P(2, 0, 7), 0);
+        q.CorruptForTesting(P(2), Corrupt::kDropFromGroup);
+        q.Remove(2);
+      },
+      "pod 2 missing from its group");
+}
+
+TEST(SchedulingQueueDeathTest, MovingAGroupToWhereItAlreadyIsIsCaught) {
+  EXPECT_DEATH(
+      {
+        SchedulingQueue q = OneUnschedulable();
+        q.CorruptForTesting(P(1), Corrupt::kWrongSubQueue);
+        q.OnEvent(QueueEvent::kPodDeleted, 1);
+      },
+      "bad group move");
+}
+
+TEST(SchedulingQueueDeathTest, MergingGroupsThatShareAPodIsCaught) {
+  EXPECT_DEATH(
+      {
+        // Pods 1 and 2 of group 7 go unschedulable together; pod 3 of group 7 arrives active,
+        // and a copy of pod 1 is slipped into its group. The event merges the two groups.
+        SchedulingQueue q(NoBackoff());
+        q.Add(P(1, 0, 7), 0);
+        q.Add(P(2, 0, 7), 0);
+        q.AddUnschedulable(*q.Pop(0), 0);
+        q.Add(P(3, 0, 7), 0);
+        q.CorruptForTesting(P(1), Corrupt::kCopyToActive);
+        q.OnEvent(QueueEvent::kPodDeleted, 1);
+      },
+      "a pod queued twice");
+}
+
+TEST(SchedulingQueueDeathTest, PoppingAnUnindexedPodIsCaught) {
+  EXPECT_DEATH(
+      {
+        SchedulingQueue q = OneActive();
+        q.CorruptForTesting(P(1), Corrupt::kDropIndex);
+        q.Pop(0);
+      },
+      "active pod 1 not indexed");
+}
+
+TEST(SchedulingQueueDeathTest, AuditCatchesAnIndexEntryUnderTheWrongKey) {
+  EXPECT_DEATH(
+      {
+        SchedulingQueue q = OneActive();
+        q.CorruptForTesting(P(1), Corrupt::kIndexKey);
+        q.CheckInvariants();
+      },
+      "index key 1 holds pod 2");
+}
+
+TEST(SchedulingQueueDeathTest, AuditCatchesABackoffPodLost) {
+  EXPECT_DEATH(
+      {
+        SchedulingQueue q = OneInBackoff();
+        q.CorruptForTesting(P(1), Corrupt::kDropBackoff);
+        q.CheckInvariants();
+      },
+      "e.backoff_until, id.*pod 1 lost");
+}
+
+TEST(SchedulingQueueDeathTest, AuditCatchesAPodMissingFromItsGroup) {
+  EXPECT_DEATH(
+      {
+        SchedulingQueue q;
+        q.Add(P(1, 0, 7), 0);
+        q.Add(P(2, 0, 7), 0);
+        q.CorruptForTesting(P(2), Corrupt::kDropFromGroup);
+        q.CheckInvariants();
+      },
+      "pod 2 not in its group");
+}
+
+TEST(SchedulingQueueDeathTest, AuditCatchesAGroupInTheWrongSubQueue) {
+  EXPECT_DEATH(
+      {
+        SchedulingQueue q = OneActive();
+        q.CorruptForTesting(P(1), Corrupt::kWrongSubQueue);
+        q.CheckInvariants();
+      },
+      "g->where == s && g->key == key: bad group");
+}
+
+TEST(SchedulingQueueDeathTest, AuditCatchesAGroupMissingFromItsOrder) {
+  EXPECT_DEATH(
+      {
+        SchedulingQueue q = OneUnschedulable();
+        q.CorruptForTesting(P(1), Corrupt::kDropOrder);
+        q.CheckInvariants();
+      },
+      "unordered group");
+}
+
+TEST(SchedulingQueueDeathTest, AuditCatchesASizeOutOfStep) {
+  EXPECT_DEATH(
+      {
+        SchedulingQueue q = OneActive();
+        q.CorruptForTesting(P(1), Corrupt::kActiveSize);
+        q.CheckInvariants();
+      },
+      "sub-queue 0 size out of step");
+}
+
+TEST(SchedulingQueueDeathTest, AuditCatchesAnOrderEntryWithoutAGroup) {
+  EXPECT_DEATH(
+      {
+        SchedulingQueue q = OneActive();
+        q.CorruptForTesting(P(2), Corrupt::kPhantomOrder);
+        q.CheckInvariants();
+      },
+      "order sizes");
+}
+
+TEST(SchedulingQueueDeathTest, CorruptForTestingRefusesWhatItCannotBreak) {
+  EXPECT_DEATH(OneActive().CorruptForTesting(P(9), Corrupt::kDropIndex),
+               "CorruptForTesting needs a queued pod");
+  EXPECT_DEATH(OneInBackoff().CorruptForTesting(P(1), Corrupt::kDropOrder),
+               "CorruptForTesting: pod 1 is in backoff");
+  EXPECT_DEATH(OneUnschedulable().CorruptForTesting(P(1), Corrupt::kCopyToActive),
+               "CorruptForTesting: no active group of that key");
 }
 
 }  // namespace

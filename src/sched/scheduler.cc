@@ -284,8 +284,9 @@ int Scheduler::RunCycles(double now_s, int max_pods) {
 }
 
 void Scheduler::TryOne(const QueuedPod& q, double now_s) {
+  // A queue id maps to a pod only while that pod is queued, so Pending (checked by Assume below).
   const PodInfo* pod = ByQueueId(q.id);
-  if (!pod || pod->phase != PodPhase::kPending) return;  // deleted or placed meanwhile
+  if (!pod) return;  // deleted meanwhile
   const std::string uid = pod->uid;
   absl::StatusOr<Framework*> fw = FrameworkFor(*pod);
   if (!fw.ok()) {
@@ -314,17 +315,13 @@ void Scheduler::TryOne(const QueuedPod& q, double now_s) {
   queue_uid_.erase(q.id);
   uid_queue_.erase(uid);
   const double deadline = now_s + options_.assume_timeout_s;
-  const absl::Status assumed =
-      ledger_.Assume(uid, out.placement, static_cast<int64_t>(deadline * 1e9));
-  SEEDANCE_CHECK(assumed.ok()) << "pod " << uid
-                               << " placed but not assumable: " << assumed.message();
-  if (options_.internal_binding) {
-    const absl::Status bound = ledger_.Bind(uid);
-    SEEDANCE_CHECK(bound.ok()) << "pod " << uid << " assumed but not bindable: " << bound.message();
-    Record(Change::kPodBound, uid);
-  } else {
-    Record(Change::kPodAssumed, uid);
-  }
+  // The pod came off the queue, so the ledger holds it Pending and the framework checked the
+  // placement: Assume (and Bind right after) cannot fail unless queue and ledger are out of step.
+  absl::Status recorded = ledger_.Assume(uid, out.placement, static_cast<int64_t>(deadline * 1e9));
+  if (recorded.ok() && options_.internal_binding) recorded = ledger_.Bind(uid);
+  SEEDANCE_CHECK(recorded.ok()) << "pod " << uid
+                                << " placed but not recorded in the ledger: " << recorded.message();
+  Record(options_.internal_binding ? Change::kPodBound : Change::kPodAssumed, uid);
 }
 
 absl::StatusOr<Diagnosis> Scheduler::Explain(std::string_view uid) const {

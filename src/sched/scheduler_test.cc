@@ -187,5 +187,38 @@ TEST(SchedulerTest, TheProfileSelectorPicksThePolicyPerPod) {
   EXPECT_EQ(s->ledger().Find("y")->phase, PodPhase::kBound);
 }
 
+// Death tests for the scheduler's own checks: the ledger and the cluster state must agree. The
+// disagreement comes from PodLedger::CorruptForTesting (the public API cannot cause it).
+TEST(SchedulerDeathTest, ReleasingAPlacementTheStateDoesNotHoldIsCaught) {
+  EXPECT_DEATH(
+      {
+        auto s = Make();
+        (void)s->PutNode(Node("n0", 2));
+        PodInfo a = Pod("a", 1, 600);
+        a.phase = PodPhase::kBound;
+        a.placement.node = 0;
+        a.placement.num_gpus = 1;
+        a.placement.gpus[0] = 0;
+        (void)s->RestorePod(a, 0);
+        // The ledger now says GPU 1, which holds nothing.
+        s->ledger_for_testing().CorruptForTesting("a", PodLedger::TestCorruption::kPlacementGpus);
+        (void)s->DeletePod("a", 1);
+      },
+      "pod a recorded on node 0 cannot be released");
+}
+
+TEST(SchedulerDeathTest, APlacedPodTheLedgerCannotRecordIsCaught) {
+  EXPECT_DEATH(
+      {
+        auto s = Make();
+        (void)s->PutNode(Node("n0", 1));
+        (void)s->SubmitPod(Pod("a", 1, 500), 0);
+        // Queued, but the ledger says Bound: Assume must refuse it.
+        s->ledger_for_testing().CorruptForTesting("a", PodLedger::TestCorruption::kPhase);
+        s->RunCycles(0);
+      },
+      "pod a placed but not recorded in the ledger: .*not Pending");
+}
+
 }  // namespace
 }  // namespace seedance::sched

@@ -650,9 +650,15 @@ absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy
     }
   }
   advance(end_s);
-  SEEDANCE_CHECK(queue.active_size() == 0 && queue.size() + ledger.size() + departed ==
-                 static_cast<size_t>(r.pods_arrived))
-      << "queue and ledger out of step at the end";
+  // Every arrival is queued, running or gone; anything else is a bug in the loop above, which
+  // fails the run (exit 1) rather than reporting figures that lost pods.
+  if (queue.active_size() != 0 ||
+      queue.size() + ledger.size() + departed != static_cast<size_t>(r.pods_arrived)) {
+    return absl::InternalError(
+        absl::StrCat("simulator: queue and ledger out of step at the end: ", queue.active_size(),
+                     " active, ", queue.size(), " queued + ", ledger.size(), " running + ",
+                     departed, " departed != ", r.pods_arrived, " arrived"));
+  }
   queue.ForEach([&](const sched::QueuedPod& q) {
     if (arrivals[q.id].time_s >= warmup_s) delays.push_back(end_s - arrivals[q.id].time_s);
   });

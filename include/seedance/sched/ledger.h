@@ -75,8 +75,7 @@ class PodLedger {
 
   // Pending -> Assumed on the placement, expiring at deadline_ns. NotFound, FailedPrecondition
   // (not Pending), InvalidArgument (placement without a node or with a bad GPU count).
-  absl::Status Assume(std::string_view uid, const core::Placement& placement,
-                      int64_t deadline_ns);
+  absl::Status Assume(std::string_view uid, const core::Placement& placement, int64_t deadline_ns);
   // Assumed -> Bound (the binder confirmed). NotFound, FailedPrecondition (not Assumed).
   absl::Status Bind(std::string_view uid);
   // Assumed -> Pending (bind failed or timed out); the placement is dropped. NotFound,
@@ -110,6 +109,34 @@ class PodLedger {
   // Audits every index against the pods, O(pods); aborts on a broken invariant.
   void CheckInvariants() const;
 
+  // Test-only, for the death tests of those checks: breaks one internal record of the pod
+  // `uid` the way a bug would (the public API cannot reach these states).
+  //   kDropUid          its uid index entry is erased (the uid is then unknown to Find)
+  //   kDropName         its name index entry is erased
+  //   kNodePosition     its position in its node's list points one past its entry
+  //   kPendingNode      (Pending) its placement names node 0
+  //   kDropDeadline     (Assumed) it is missing from the deadline index
+  //   kPhaseCount       the Pending count is one too high
+  //   kGhostUid         a second uid key, "<uid>~ghost", names its slot
+  //   kDuplicateOnNode  (placed) its node lists it twice
+  //   kFreeList         the free list names its slot
+  //   kPhase            its phase becomes Bound without any index following
+  //   kPlacementGpus    (placed) every GPU index of its placement moves up by one
+  enum class TestCorruption {
+    kDropUid,
+    kDropName,
+    kNodePosition,
+    kPendingNode,
+    kDropDeadline,
+    kPhaseCount,
+    kGhostUid,
+    kDuplicateOnNode,
+    kFreeList,
+    kPhase,
+    kPlacementGpus
+  };
+  void CorruptForTesting(std::string_view uid, TestCorruption what);
+
  private:
   struct Slot {
     PodInfo pod;
@@ -129,7 +156,7 @@ class PodLedger {
   std::vector<uint32_t> free_;
   absl::flat_hash_map<std::string, uint32_t> by_uid_;
   absl::flat_hash_map<std::string, uint32_t> by_name_;
-  std::vector<std::vector<uint32_t>> nodes_;  // node -> slots of its Assumed/Bound pods
+  std::vector<std::vector<uint32_t>> nodes_;        // node -> slots of its Assumed/Bound pods
   std::set<std::pair<int64_t, uint32_t>> assumed_;  // (deadline, slot)
   size_t size_ = 0;
   std::array<size_t, kNumPodPhases> counts_{};

@@ -39,8 +39,8 @@ namespace seedance::sched {
 struct QueuedPod {
   uint64_t id = 0;
   int32_t priority = 0;
-  uint64_t seq = 0;  // arrival order
-  int attempts = 0;  // failed attempts so far (AddUnschedulable counts them)
+  uint64_t seq = 0;    // arrival order
+  int attempts = 0;    // failed attempts so far (AddUnschedulable counts them)
   uint64_t group = 0;  // equivalence group; 0 = none (see above)
   // Set by Pop: the queue's event count when the pod was popped (AddUnschedulable compares it).
   uint64_t popped_at_event = 0;
@@ -114,6 +114,34 @@ class SchedulingQueue {
   // Audits every index against the sub-queues; aborts on a broken invariant.
   void CheckInvariants() const;
 
+  // Test-only, for the death tests of those checks: breaks one internal record the way a bug
+  // would (the public API cannot reach these states). `pod` names a queued pod by its id, except
+  // for kPhantomOrder.
+  //   kDropIndex      its index entry is erased (it stays in its sub-queue)
+  //   kIndexKey       its index entry says it is pod id + 1
+  //   kDropBackoff    (in backoff) it is erased from the backoff set
+  //   kDropFromGroup  (active or unschedulable) it is erased from its group's set only
+  //   kDropOrder      (active or unschedulable) its group is erased from its sub-queue's order
+  //   kDropGroupMap   (active or unschedulable) its group is taken out of its sub-queue's map
+  //                   (and leaked: only a death test's child process should do this)
+  //   kWrongSubQueue  (active or unschedulable) its group claims the other sub-queue
+  //   kCopyToActive   (unschedulable) a copy of it joins the active group of its key
+  //   kPhantomOrder   the active order gets an entry headed by `pod`, which is not queued
+  //   kActiveSize     the active size is one too high
+  enum class TestCorruption {
+    kDropIndex,
+    kIndexKey,
+    kDropBackoff,
+    kDropFromGroup,
+    kDropOrder,
+    kDropGroupMap,
+    kWrongSubQueue,
+    kCopyToActive,
+    kPhantomOrder,
+    kActiveSize
+  };
+  void CorruptForTesting(const QueuedPod& pod, TestCorruption what);
+
  private:
   enum Sub { kActive = 0, kBackoff = 1, kUnschedulable = 2 };
   struct PodLess {
@@ -180,8 +208,8 @@ class SchedulingQueue {
   std::unique_ptr<QueueLess> less_;  // stable address for the comparators; null: the default
   absl::flat_hash_map<uint64_t, Entry> index_;
   GroupMap active_, unschedulable_;
-  std::set<Ranked, RankedLess> active_order_;   // active groups by their best pod
-  std::set<Ranked, RankedLess> unsched_order_;  // unschedulable groups by their best pod
+  std::set<Ranked, RankedLess> active_order_;      // active groups by their best pod
+  std::set<Ranked, RankedLess> unsched_order_;     // unschedulable groups by their best pod
   std::set<std::pair<double, uint64_t>> backoff_;  // (expiry, id)
   size_t sizes_[3] = {0, 0, 0};
   uint64_t events_ = 0;

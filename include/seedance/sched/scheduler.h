@@ -132,6 +132,8 @@ class Scheduler {
   const core::ClusterState& state() const { return state_; }
   const PodLedger& ledger() const { return ledger_; }
   const SchedulingQueue& queue() const { return queue_; }
+  // Test-only: the ledger, for death tests that corrupt it (PodLedger::CorruptForTesting).
+  PodLedger& ledger_for_testing() { return ledger_; }
   // Scheduling attempts so far by outcome.
   int64_t attempts_scheduled() const { return attempts_scheduled_; }
   int64_t attempts_unschedulable() const { return attempts_unschedulable_; }
