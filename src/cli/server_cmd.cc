@@ -3,12 +3,14 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -55,8 +57,25 @@ absl::Status ParseListen(const std::string& text, std::string* host, int* port) 
         base::ForTerminal(base::Clip(text, 100)), "'"));
   }
   *host = text.substr(0, colon);
-  if (host->size() > 2 && host->front() == '[' && host->back() == ']') {
+  const bool bracketed = !host->empty() && host->front() == '[';
+  if (bracketed) {
+    if (host->size() < 3 || host->back() != ']') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--listen: an IPv6 address goes in brackets, [::1]:7070; got '",
+                       base::ForTerminal(base::Clip(text, 100)), "'"));
+    }
     *host = host->substr(1, host->size() - 2);
+  }
+  // A host name or an IPv4/IPv6 address (with a %zone): letters, digits and . - _ : %.
+  const bool host_ok = !host->empty() && std::all_of(host->begin(), host->end(), [&](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ||
+           c == '%' || (bracketed && c == ':');
+  });
+  if (!host_ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--listen: expected HOST:PORT with HOST a name or an address (0.0.0.0 = every "
+                     "interface, [::1] for IPv6), got '",
+                     base::ForTerminal(base::Clip(text, 100)), "'"));
   }
   *port = static_cast<int>(p);
   return absl::OkStatus();
@@ -94,10 +113,29 @@ absl::StatusOr<server::ServiceOptions> ServiceOptionsOf(const ServerFlags& f) {
   return o;
 }
 
+// --ready-file, opened before anything starts (as every output is, docs/cli.md): a FIFO with no
+// reader, a device, an input file or an unwritable directory is refused at once.
+absl::StatusOr<std::unique_ptr<base::OutputFile>> OpenReadyFile(const ServerFlags& f) {
+  if (f.ready_file.empty()) return nullptr;
+  if (absl::Status st = base::CheckOutputsDistinct({{"--nodes", f.nodes},
+                                                    {"--policy", f.policy},
+                                                    {"--token-file", f.token_file},
+                                                    {"--tls-cert", f.tls_cert},
+                                                    {"--tls-key", f.tls_key},
+                                                    {"--oracle-pods", f.oracle_pods}},
+                                                   {{"--ready-file", f.ready_file}});
+      !st.ok()) {
+    return st;
+  }
+  return base::OutputFile::Open(f.ready_file);
+}
+
 int RunServer(const ServerFlags& f) {
   if (f.state.empty()) return UsageError("server: --state DIR is required (where state is kept)");
   server::HttpOptions h;
   if (absl::Status st = ParseListen(f.listen, &h.host, &h.port); !st.ok()) return Fail(st);
+  absl::StatusOr<std::unique_ptr<base::OutputFile>> ready = OpenReadyFile(f);
+  if (!ready.ok()) return Fail(ready.status());
   if (!f.token_file.empty()) {
     absl::StatusOr<std::string> token = ReadToken(f.token_file);
     if (!token.ok()) return Fail(token.status());
@@ -116,6 +154,7 @@ int RunServer(const ServerFlags& f) {
   }
   absl::StatusOr<server::ServiceOptions> so = ServiceOptionsOf(f);
   if (!so.ok()) return Fail(so.status());
+  if (absl::Status st = server::HttpServer::Check(h); !st.ok()) return Fail(st);
 
   // Signals are taken by this thread only (sigwait), never by a handler in another thread.
   sigset_t stop_signals;
@@ -137,8 +176,10 @@ int RunServer(const ServerFlags& f) {
       absl::StrCat(h.tls_cert.empty() ? "http://" : "https://",
                    h.host.find(':') != std::string::npos ? absl::StrCat("[", h.host, "]") : h.host,
                    ":", (*http)->port());
-  if (!f.ready_file.empty()) {
-    if (absl::Status st = base::WriteOutput(f.ready_file, url + "\n"); !st.ok()) return Fail(st);
+  if (*ready) {
+    absl::Status st = (*ready)->Write(url + "\n");
+    if (st.ok()) st = (*ready)->Commit();
+    if (!st.ok()) return Fail(st);
   }
   if (!f.quiet) {
     std::fprintf(stderr, "seedance server: serving %s (state %s, revision %lld, %s)\n", url.c_str(),
@@ -204,7 +245,7 @@ Command AddServerCommand(CLI::App& app) {
   AddDouble(s, "--rate-limit", &f->rate_limit, base::NonNegative(1e9),
             "Requests per second over all clients (429 beyond); 0 = unlimited");
   AddDuration(s, "--assume-timeout", &f->assume_timeout_s, 1, base::Closed(1, 86400),
-              "How long an external binder has to confirm a placement (bare number: seconds)");
+              "How long an external binder has to confirm a placement");
   s->add_option("--ready-file", f->ready_file,
                 "Write the server's URL to FILE once it accepts requests")
       ->type_name("FILE");

@@ -9,6 +9,7 @@
 #include <functional>
 #include <mutex>
 #include <random>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -115,24 +116,55 @@ HttpServer::HttpServer(Service& service, HttpOptions options)
 
 HttpServer::~HttpServer() { Stop(); }
 
+namespace {
+
+// The HTTP or HTTPS server the options ask for; InvalidArgument for a bad TLS pair.
+absl::StatusOr<std::unique_ptr<httplib::Server>> MakeServer(const HttpOptions& o) {
+  if (o.tls_cert.empty() != o.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+  }
+  if (o.tls_cert.empty()) return std::make_unique<httplib::Server>();
+  auto tls = std::make_unique<httplib::SSLServer>(o.tls_cert.c_str(), o.tls_key.c_str());
+  if (!tls->is_valid()) {
+    return absl::InvalidArgumentError(absl::StrCat("--tls-cert ", base::ForTerminal(o.tls_cert),
+                                                   " / --tls-key ", base::ForTerminal(o.tls_key),
+                                                   ": not a readable PEM certificate and key"));
+  }
+  return tls;
+}
+
+// Binds the listening socket; the port (the chosen one when o.port is 0).
+absl::StatusOr<int> Bind(httplib::Server& h, const HttpOptions& o) {
+  if (o.port == 0) {
+    const int port = h.bind_to_any_port(o.host);
+    if (port < 0) {
+      return absl::UnavailableError(absl::StrCat("cannot listen on ", base::ForTerminal(o.host)));
+    }
+    return port;
+  }
+  if (!h.bind_to_port(o.host, o.port)) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", base::ForTerminal(o.host), ":",
+                                               o.port,
+                                               " (in use, or not an address of this host)"));
+  }
+  return o.port;
+}
+
+}  // namespace
+
+absl::Status HttpServer::Check(const HttpOptions& options) {
+  absl::StatusOr<std::unique_ptr<httplib::Server>> h = MakeServer(options);
+  if (!h.ok()) return h.status();
+  return Bind(**h, options).status();  // the probe socket closes with the server
+}
+
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(Service& service,
                                                               HttpOptions options) {
   std::unique_ptr<HttpServer> s(new HttpServer(service, std::move(options)));
   const HttpOptions& o = s->options_;
-  if (o.tls_cert.empty() != o.tls_key.empty()) {
-    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
-  }
-  if (!o.tls_cert.empty()) {
-    auto tls = std::make_unique<httplib::SSLServer>(o.tls_cert.c_str(), o.tls_key.c_str());
-    if (!tls->is_valid()) {
-      return absl::InvalidArgumentError(absl::StrCat("--tls-cert ", o.tls_cert, " / --tls-key ",
-                                                     o.tls_key,
-                                                     ": not a readable PEM certificate and key"));
-    }
-    s->http_ = std::move(tls);
-  } else {
-    s->http_ = std::make_unique<httplib::Server>();
-  }
+  absl::StatusOr<std::unique_ptr<httplib::Server>> made = MakeServer(o);
+  if (!made.ok()) return made.status();
+  s->http_ = std::move(*made);
   httplib::Server& h = *s->http_;
   const int workers = std::max(4, o.max_connections);
   h.new_task_queue = [workers] { return new BoundedPool(workers, workers); };
@@ -143,17 +175,17 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(Service& service,
   h.set_read_timeout(o.read_timeout_s, 0);
   h.set_write_timeout(o.read_timeout_s, 0);
   s->Routes();
-  if (o.port == 0) {
-    s->port_ = h.bind_to_any_port(o.host);
-    if (s->port_ < 0) return absl::UnavailableError(absl::StrCat("cannot listen on ", o.host));
-  } else {
-    if (!h.bind_to_port(o.host, o.port)) {
-      return absl::UnavailableError(absl::StrCat("cannot listen on ", o.host, ":", o.port,
-                                                 " (in use, or not an address of this host)"));
-    }
-    s->port_ = o.port;
-  }
-  s->listener_ = std::thread([p = s.get()] { p->http_->listen_after_bind(); });
+  absl::StatusOr<int> port = Bind(h, o);
+  if (!port.ok()) return port.status();
+  s->port_ = *port;
+  s->listener_ = std::thread([p = s.get()] {
+    p->http_->listen_after_bind();
+    p->listener_done_ = true;
+  });
+  // httplib's stop() does nothing until the listener thread has marked itself running, so a
+  // Stop() right after Start() (a --ready-file that cannot be written) would leave that thread
+  // in accept() for ever. Return only once it runs (or has already given up).
+  while (!s->http_->is_running() && !s->listener_done_) std::this_thread::yield();
   return s;
 }
 

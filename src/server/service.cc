@@ -40,16 +40,19 @@ double Service::Now() const { return MonotonicS(); }
 
 absl::StatusOr<std::unique_ptr<Service>> Service::Start(ServiceOptions options) {
   std::unique_ptr<Service> s(new Service(std::move(options)));
-  absl::StatusOr<std::unique_ptr<store::Store>> st = store::Store::Open(s->options_.state_dir);
-  if (!st.ok()) return st.status();
-  s->store_ = std::move(*st);
+  // Every input is checked before the state directory is opened (or created), so a refused
+  // start leaves nothing behind.
   absl::StatusOr<std::unique_ptr<sched::Scheduler>> sc =
       sched::Scheduler::Create(s->options_.scheduler);
   if (!sc.ok()) return sc.status();
   s->scheduler_ = std::move(*sc);
+  if (absl::Status p = s->StartPolicies(); !p.ok()) return p;
+  absl::StatusOr<std::unique_ptr<store::Store>> st = store::Store::Open(s->options_.state_dir);
+  if (!st.ok()) return st.status();
+  s->store_ = std::move(*st);
   std::string stored_policy;
   if (absl::Status r = s->Recover(&stored_policy); !r.ok()) return r;
-  if (absl::Status p = s->StartPolicies(stored_policy); !p.ok()) return p;
+  if (absl::Status p = s->ApplyStoredPolicy(stored_policy); !p.ok()) return p;
   s->UpdateGauges();  // the recovered state, before the first batch
   s->loop_ = std::thread([p = s.get()] { p->Loop(); });
   s->ready_ = true;
@@ -355,7 +358,7 @@ absl::StatusOr<std::vector<WatchEvent>> Service::Watch(int64_t since, size_t lim
   }
 }
 
-absl::Status Service::StartPolicies(const std::string& stored_text) {
+absl::Status Service::StartPolicies() {
   policy::ManagerOptions mo;
   mo.on_reload = [m = metrics_.get()](const absl::Status& st,
                                       const std::shared_ptr<const policy::Policy>&) {
@@ -366,6 +369,10 @@ absl::Status Service::StartPolicies(const std::string& stored_text) {
   if (!pm.ok()) return pm.status();
   policies_ = std::move(*pm);
   use_policy_profiles_ = !options_.policy_path.empty();
+  return absl::OkStatus();
+}
+
+absl::Status Service::ApplyStoredPolicy(const std::string& stored_text) {
   if (options_.policy_path.empty() && !stored_text.empty()) {
     // The policy last PUT over the API, as acknowledged.
     if (absl::Status st = policies_->Reload(stored_text, "PUT /v1/policy"); !st.ok()) {

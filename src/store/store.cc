@@ -611,18 +611,25 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir_in, St
 
   absl::Status s = EnsureDir(dir);
   if (!s.ok()) return s;
+  const std::string lock_path = absl::StrCat(dir, "/", kLockName);
+  const bool had_lock = ::access(lock_path.c_str(), F_OK) == 0;
   absl::StatusOr<int> lock = AcquireLock(dir);
   if (!lock.ok()) return lock.status();
   impl->lock_fd = *lock;
+  // A refused directory keeps no lock file this call created (removed while still held).
+  auto refuse = [&](absl::Status st) {
+    if (!had_lock) ::unlink(lock_path.c_str());
+    return st;
+  };
 
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
-    if (errno != ENOENT) return OsError(errno, "cannot stat", path);
+    if (errno != ENOENT) return refuse(OsError(errno, "cannot stat", path));
     s = CreateFresh(dir, path);
-    if (!s.ok()) return s;
+    if (!s.ok()) return refuse(s);
   }
   s = CheckHeader(path);
-  if (!s.ok()) return s;
+  if (!s.ok()) return refuse(s);
 
   // SQLite creates state.db-wal and -shm when it opens the file; if the file is then refused,
   // remove them again (when they were not there before and the WAL is empty).
@@ -637,7 +644,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir_in, St
       ::unlink((path + "-wal").c_str());
       if (!had_shm) ::unlink((path + "-shm").c_str());
     }
-    return s;
+    return refuse(s);
   }
   if (o.checkpoint_pages > 0) {
     Impl* raw = impl.get();

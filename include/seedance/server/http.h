@@ -44,6 +44,9 @@ struct HttpOptions {
 class HttpServer {
  public:
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(Service& service, HttpOptions options);
+  // What Start would refuse (the TLS pair, the listen address), checked without a service: the
+  // CLI calls it before opening the state, so that a refused start leaves nothing behind.
+  static absl::Status Check(const HttpOptions& options);
   ~HttpServer();
   int port() const { return port_; }
   // Blocks until Stop (from another thread or a signal handler's thread).
@@ -58,6 +61,7 @@ class HttpServer {
   HttpOptions options_;
   std::unique_ptr<httplib::Server> http_;
   std::thread listener_;
+  std::atomic<bool> listener_done_{false};  // listen_after_bind returned
   int port_ = 0;
   struct Limiter;
   std::unique_ptr<Limiter> limiter_;

@@ -122,7 +122,10 @@ class Service {
   void Publish(std::vector<WatchEvent> events);
   void ObserveBound(const std::string& uid, double now);
   void Tick(double now_s);
-  absl::Status StartPolicies(const std::string& stored_text);
+  // The --policy file's manager (or the built-in default), before the state is opened.
+  absl::Status StartPolicies();
+  // Without --policy, the policy last PUT over the API (from the store) replaces the default.
+  absl::Status ApplyStoredPolicy(const std::string& stored_text);
   // The profile a pod gets under the batch's policy snapshot.
   sched::ProfileSpec ProfileOf(const sched::PodInfo& pod) const;
   void ApplyActions(double now_s);
