@@ -71,7 +71,7 @@ absl::StatusCode CodeForHttp(int http) {
 }
 
 // The status a non-2xx reply stands for, from its error body when it has one.
-absl::Status ReplyError(int http, const std::string& body) {
+absl::Status ReplyError(std::string_view where, int http, const std::string& body) {
   absl::StatusCode code = CodeForHttp(http);
   std::string message;
   std::string field;
@@ -92,8 +92,8 @@ absl::Status ReplyError(int http, const std::string& body) {
         body.empty() ? absl::StrCat("HTTP ", http, " with no error body") : base::Clip(body, 300);
   }
   // The message travels to a terminal: no control characters beyond newlines.
-  absl::Status s(code, absl::StrCat("error from server (", Sv(StatusCodeName(code)), ", HTTP ",
-                                    http, "): ", base::Clip(message, 4096)));
+  absl::Status s(code, absl::StrCat(Sv(where), ": error from server (", Sv(StatusCodeName(code)),
+                                    ", HTTP ", http, "): ", base::Clip(message, 4096)));
   if (!field.empty()) s = internal::AttachField(std::move(s), field);
   return WithHttpStatus(std::move(s), http);
 }
@@ -339,7 +339,7 @@ absl::StatusOr<nlohmann::json> Client::Call(std::string_view method, std::string
         absl::StrCat("cannot reach ", url_.display, " (", TransportError(error),
                      "); is `seedance server` running there? (--server URL or SEEDANCE_SERVER)"));
   }
-  if (res.status < 200 || res.status > 299) return ReplyError(res.status, reply);
+  if (res.status < 200 || res.status > 299) return ReplyError(where, res.status, reply);
   if (reply.empty()) return nlohmann::json(nullptr);
   if (base::JsonNestingDepth(reply, kMaxReplyDepth) > kMaxReplyDepth) {
     return absl::DataLossError(
@@ -349,6 +349,28 @@ absl::StatusOr<nlohmann::json> Client::Call(std::string_view method, std::string
   if (j.is_discarded()) {
     return absl::DataLossError(absl::StrCat(
         where, ": the reply is not JSON: ", base::ForTerminal(base::Clip(reply, 120))));
+  }
+  return j;
+}
+
+absl::StatusOr<nlohmann::json> Client::CallObject(std::string_view method, std::string_view path,
+                                                  std::initializer_list<std::string_view> keys,
+                                                  const std::string& body) {
+  absl::StatusOr<nlohmann::json> j = Call(method, path, body);
+  if (!j.ok()) return j;
+  const auto where = [&] {
+    return absl::StrCat(Sv(method), " ", url_.display, base::Clip(path, 200));
+  };
+  if (!j->is_object()) {
+    return absl::DataLossError(
+        absl::StrCat(where(), ": the reply is not a JSON object (is this a seedance server?)"));
+  }
+  for (std::string_view k : keys) {
+    auto it = j->find(std::string(k));
+    if (it == j->end() || it->is_null()) {
+      return absl::DataLossError(
+          absl::StrCat(where(), ": the reply has no \"", Sv(k), "\" (is this a seedance server?)"));
+    }
   }
   return j;
 }

@@ -3,7 +3,9 @@
 // They only parse flags, call seedance_api's Client and print.
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -58,7 +60,7 @@ void AddClientFlags(CLI::App* app, ClientFlags* f) {
   app->add_option("--ca-file", f->ca_file, "https: CA certificates to trust (PEM)")
       ->type_name("FILE");
   AddDuration(app, "--timeout", &f->timeout_s, 1, base::Closed(0.001, 86400),
-              "Total deadline of each request (bare number = seconds; 30s, 2m)");
+              "Total deadline of each request");
 }
 
 absl::StatusOr<api::Client> MakeClient(const ClientFlags& f) {
@@ -102,9 +104,22 @@ void AddOutFlags(CLI::App* app, OutFlags* f, const std::vector<std::string>& for
 struct Output {
   std::string path = "-";
   std::string format;
+  std::shared_ptr<base::OutputFile> file;  // opened by ResolveOut when path is a FILE
 };
 
-absl::StatusOr<Output> ResolveOut(const OutFlags& f, const std::vector<std::string>& formats) {
+// The files the command reads, which -o FILE must never name (docs/cli.md).
+std::vector<base::NamedPath> ClientInputs(const ClientFlags& c) {
+  const char* env = std::getenv("SEEDANCE_TOKEN_FILE");
+  return {{"--token-file", !c.token_file.empty() ? c.token_file
+                           : env                 ? env
+                                                 : ""},
+          {"--ca-file", c.ca_file}};
+}
+
+// The output -o and --format ask for. A FILE is checked against the inputs and opened now,
+// before any request, as every command's outputs are.
+absl::StatusOr<Output> ResolveOut(const OutFlags& f, const std::vector<std::string>& formats,
+                                  const ClientFlags& client) {
   Output out;
   for (const std::string& name : formats) {
     if (f.output == name) {
@@ -121,12 +136,21 @@ absl::StatusOr<Output> ResolveOut(const OutFlags& f, const std::vector<std::stri
   if (!format.ok()) return format.status();
   out.format = *format;
   if (!f.output.empty()) out.path = f.output;
+  if (out.path == "-") return out;
+  if (absl::Status st = base::CheckOutputsDistinct(ClientInputs(client), {{"-o", out.path}});
+      !st.ok()) {
+    return st;
+  }
+  absl::StatusOr<std::unique_ptr<base::OutputFile>> file = base::OutputFile::Open(out.path);
+  if (!file.ok()) return file.status();
+  out.file = std::move(*file);
   return out;
 }
 
 absl::Status Emit(const Output& out, const std::string& text) {
-  if (out.path == "-") return base::WriteStdout(text);
-  return base::WriteOutput(out.path, text);
+  if (!out.file) return base::WriteStdout(text);
+  absl::Status st = out.file->Write(text);
+  return st.ok() ? out.file->Commit() : st;
 }
 
 // ---------------------------------------------------------------------------------- printing
@@ -349,10 +373,12 @@ absl::StatusOr<std::vector<Json>> List(api::Client& client, const std::string& p
     std::string q = query;
     if (!token.empty())
       absl::StrAppend(&q, q.empty() ? "" : "&", "continue=", api::UrlEncode(token));
-    absl::StatusOr<Json> reply = client.Call("GET", q.empty() ? path : path + "?" + q);
+    absl::StatusOr<Json> reply =
+        client.CallObject("GET", q.empty() ? path : path + "?" + q, {"items"});
     if (!reply.ok()) return reply.status();
-    if (!reply->is_object() || !reply->contains("items") || !(*reply)["items"].is_array()) {
-      return absl::DataLossError(absl::StrCat("GET ", path, ": the reply has no \"items\" list"));
+    if (!(*reply)["items"].is_array()) {
+      return absl::DataLossError(
+          absl::StrCat("GET ", client.server(), path, ": the reply's \"items\" is not a list"));
     }
     for (Json& item : (*reply)["items"]) items.push_back(std::move(item));
     const Json next = reply->value("continue", Json(nullptr));
@@ -394,7 +420,7 @@ struct GetFlags {
 };
 
 int RunGetNodes(const GetFlags& f) {
-  absl::StatusOr<Output> out = ResolveOut(f.out, kGetFormats);
+  absl::StatusOr<Output> out = ResolveOut(f.out, kGetFormats, f.client);
   if (!out.ok()) return Fail(out.status());
   absl::StatusOr<api::Client> client = MakeClient(f.client);
   if (!client.ok()) return ClientFail(client.status());
@@ -410,7 +436,7 @@ int RunGetNodes(const GetFlags& f) {
 }
 
 int RunGetPods(const GetFlags& f) {
-  absl::StatusOr<Output> out = ResolveOut(f.out, kGetFormats);
+  absl::StatusOr<Output> out = ResolveOut(f.out, kGetFormats, f.client);
   if (!out.ok()) return Fail(out.status());
   if (!f.phase.empty() && f.phase != "Pending" && f.phase != "Assumed" && f.phase != "Bound") {
     return UsageError("--phase: expected Pending, Assumed or Bound, got '" +
@@ -434,12 +460,13 @@ int RunGetPods(const GetFlags& f) {
 }
 
 int RunGetPod(const GetFlags& f) {
-  absl::StatusOr<Output> out = ResolveOut(f.out, kGetFormats);
+  absl::StatusOr<Output> out = ResolveOut(f.out, kGetFormats, f.client);
   if (!out.ok()) return Fail(out.status());
   if (absl::Status s = CheckUid(f.uid); !s.ok()) return Fail(s);
   absl::StatusOr<api::Client> client = MakeClient(f.client);
   if (!client.ok()) return ClientFail(client.status());
-  absl::StatusOr<Json> pod = client->Call("GET", "/v1/pods/" + api::UrlEncode(f.uid));
+  absl::StatusOr<Json> pod =
+      client->CallObject("GET", "/v1/pods/" + api::UrlEncode(f.uid), {"uid", "phase"});
   if (!pod.ok()) return ClientFail(pod.status());
   absl::Status s = Print(*out, "get-pod/v1", *pod, PodsTable({*pod}, out->format == "wide"));
   return s.ok() ? kExitOk : Fail(s);
@@ -517,8 +544,9 @@ int RunApply(const ApplyFlags& f) {
     const bool node = o.kind == api::ApplyObject::kNode;
     const std::string what = absl::StrCat(node ? "node/" : "pod/", base::ForTerminal(o.name));
     absl::StatusOr<Json> reply =
-        node ? client->Call("PUT", "/v1/nodes/" + api::UrlEncode(o.name), o.body_json)
-             : client->Call("POST", "/v1/pods", o.body_json);
+        node ? client->CallObject("PUT", "/v1/nodes/" + api::UrlEncode(o.name), {"name"},
+                                  o.body_json)
+             : client->CallObject("POST", "/v1/pods", {"uid", "phase"}, o.body_json);
     if (!reply.ok()) {
       // What was applied stays applied; say so, then the failure with its place in the file.
       (void)base::WriteStdout(report);
@@ -580,7 +608,8 @@ int RunDeletePod(const UidFlags& f) {
   if (absl::Status s = CheckUid(f.uid); !s.ok()) return Fail(s);
   absl::StatusOr<api::Client> client = MakeClient(f.client);
   if (!client.ok()) return ClientFail(client.status());
-  absl::StatusOr<Json> reply = client->Call("DELETE", "/v1/pods/" + api::UrlEncode(f.uid));
+  absl::StatusOr<Json> reply =
+      client->CallObject("DELETE", "/v1/pods/" + api::UrlEncode(f.uid), {"uid"});
   if (!reply.ok()) return ClientFail(reply.status());
   absl::Status s = base::WriteStdout("pod " + base::ForTerminal(f.uid) + " deleted\n");
   return s.ok() ? kExitOk : Fail(s);
@@ -631,13 +660,13 @@ std::string ExplainText(const Json& e) {
 }
 
 int RunExplain(const UidFlags& f) {
-  absl::StatusOr<Output> out = ResolveOut(f.out, kExplainFormats);
+  absl::StatusOr<Output> out = ResolveOut(f.out, kExplainFormats, f.client);
   if (!out.ok()) return Fail(out.status());
   if (absl::Status s = CheckUid(f.uid); !s.ok()) return Fail(s);
   absl::StatusOr<api::Client> client = MakeClient(f.client);
   if (!client.ok()) return ClientFail(client.status());
   absl::StatusOr<Json> reply =
-      client->Call("GET", "/v1/pods/" + api::UrlEncode(f.uid) + "/explain");
+      client->CallObject("GET", "/v1/pods/" + api::UrlEncode(f.uid) + "/explain", {"uid", "phase"});
   if (!reply.ok()) return ClientFail(reply.status());
   absl::Status s = Print(*out, "explain/v1", *reply, ExplainText(*reply));
   return s.ok() ? kExitOk : Fail(s);
@@ -668,8 +697,8 @@ int RunCordon(const NodeFlags& f, bool cordon) {
   if (absl::Status s = CheckNodeName(f.node); !s.ok()) return Fail(s);
   absl::StatusOr<api::Client> client = MakeClient(f.client);
   if (!client.ok()) return ClientFail(client.status());
-  absl::StatusOr<Json> reply = client->Call(
-      "POST", "/v1/nodes/" + api::UrlEncode(f.node) + (cordon ? "/cordon" : "/uncordon"));
+  absl::StatusOr<Json> reply = client->CallObject(
+      "POST", "/v1/nodes/" + api::UrlEncode(f.node) + (cordon ? "/cordon" : "/uncordon"), {"name"});
   if (!reply.ok()) return ClientFail(reply.status());
   absl::Status s = base::WriteStdout("node/" + base::ForTerminal(f.node) +
                                      (cordon ? " cordoned\n" : " uncordoned\n"));

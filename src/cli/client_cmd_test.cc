@@ -433,7 +433,8 @@ TEST_F(ClientCommandTest, ServerErrorsMapToExitStatus) {
   ASSERT_EQ(Seedance({"apply", "-f", pod, "--server", stub.url()}).rc, 0);
   Outcome r = Seedance({"apply", "-f", pod, "--server", stub.url()});
   EXPECT_EQ(r.rc, 2);  // 409
-  EXPECT_THAT(r.err, HasSubstr(pod + ":1: pod/dup: error from server (AlreadyExists, HTTP 409)"));
+  EXPECT_THAT(r.err, HasSubstr(pod + ":1: pod/dup: POST " + stub.url() +
+                               "/v1/pods: error from server (AlreadyExists, HTTP 409)"));
 
   const std::string boom = Write("boom.yaml", "kind: Pod\nname: explode\n");
   r = Seedance({"apply", "-f", boom, "--server", stub.url()});

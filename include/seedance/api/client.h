@@ -15,6 +15,7 @@
 #define SEEDANCE_API_CLIENT_H_
 
 #include <cstddef>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -63,6 +64,11 @@ class Client {
   // not empty. Returns the reply's JSON (null for an empty 2xx reply).
   absl::StatusOr<nlohmann::json> Call(std::string_view method, std::string_view path,
                                       const std::string& body = "");
+  // Call, for a reply that must be a JSON object holding every key of `keys` (not null):
+  // anything else (an empty 2xx, an array, another service's JSON) is DataLoss naming the call.
+  absl::StatusOr<nlohmann::json> CallObject(std::string_view method, std::string_view path,
+                                            std::initializer_list<std::string_view> keys,
+                                            const std::string& body = "");
   // The server as it may be printed.
   const std::string& server() const { return url_.display; }
 
