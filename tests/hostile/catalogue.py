@@ -112,8 +112,34 @@ ALLREDUCE_CSV = allreduce_rows([(w, s, "%.4f" % (0.02 + w * 0.005 + s / 4e7), 8)
                                 for w in (2, 4, 8)
                                 for s in (2048, 65536, 1048576, 16777216)])
 
+APPLY_YAML = """kind: Node
+name: gpu-a
+cpu_milli: 32000
+memory_mib: 65536
+num_gpus: 2
+gpu_model: T4
+---
+kind: Pod
+name: train-1
+cpu_milli: 1000
+num_gpu: 1
+gpu_milli: 500
+"""
+APPLY_JSON = ('[{"kind": "Node", "name": "gpu-a", "cpu_milli": 32000, "memory_mib": 65536, '
+              '"num_gpus": 2, "gpu_model": "T4"}, {"kind": "Pod", "name": "train-1", '
+              '"cpu_milli": 1000, "num_gpu": 1, "gpu_milli": 500}]\n')
+POLICY_YAML = """profiles:
+  - name: default
+    placement: bestfit
+"""
+SERVER_TOKEN = "hostile-token-0123456789abcdef"
+
 FIXTURES = {
     "nodes.csv": NODES_CSV,
+    "apply.yaml": APPLY_YAML,
+    "apply.json": APPLY_JSON,
+    "policy.yaml": POLICY_YAML,
+    "token": SERVER_TOKEN + "\n",
     "pods.csv": PODS_CSV,
     "pods_replay.csv": PODS_REPLAY,
     "cluster.yaml": CLUSTER_YAML,
@@ -163,7 +189,9 @@ class Case:
 
 COMMANDS = {"simulate": (), "profile": (), "analyze": (), "serve-sim": (),
             "costmodel": ("check", "fit"), "clock": ("probe", "simulate"), "bench": ("timers",),
-            "version": (), "help": (), "completion": ()}
+            "version": (), "help": (), "completion": (), "server": (),
+            "get": ("nodes", "pods", "pod"), "apply": (), "delete": ("pod",), "explain": (),
+            "cordon": (), "uncordon": ()}
 
 
 def command_of(argv):
@@ -423,6 +451,8 @@ READERS = [
            "allreduce.csv", "--profile"),
     Reader("costmodel-fit-eval", ["costmodel", "fit", "--gpu", "h100", "--profile",
                                   "{allreduce.csv}", "--eval", "IN"], "allreduce.csv", "--eval"),
+    Reader("apply-yaml", ["apply", "--dry-run", "-f", "IN"], "apply.yaml", "--filename"),
+    Reader("apply-json", ["apply", "--dry-run", "-f", "IN"], "apply.json", "--filename"),
 ]
 
 
@@ -1594,11 +1624,253 @@ def mutant_cases(per_reader=12):
         ext = os.path.splitext(r.slot)[1]
         for i in range(per_reader):
             text = _mutate(FIXTURES[r.slot], rnd)
+            writes = r.argv[0] != "apply"  # apply --dry-run writes no report
             c.append(Case("garbage", "%s/mutant-%d" % (r.key, i),
-                          _with(r.argv, "{m%s}" % ext) + ["-o", "{o.json}"],
+                          _with(r.argv, "{m%s}" % ext) + (["-o", "{o.json}"] if writes else []),
                           files={"m" + ext: text}, exit=(0, 2), msg=["m" + ext],
-                          out=[("o.json", "json")]))
+                          out=[("o.json", "json")] if writes else []))
     return c
+
+
+# ----------------------------------------------------------------------------------------------
+# The live scheduler (issue 12): `seedance server`'s flags and inputs, which must all be refused
+# before it serves (a server that starts runs until SIGTERM), and the client commands against
+# hostile HTTP servers and against the real server (("seedance", mode): the binary under test,
+# started by the driver; {uid:NAME} is the UID of its pod NAME, p-fits bound or p-huge pending).
+
+SRV = ["server", "-q", "--listen", "127.0.0.1:0", "--state", "{T}/st"]
+IDLE_MODES = ("drip", "drip_headers", "huge_length", "huge_chunk_size", "huge_length_stream",
+              "chunked_endless")
+CLIENTS = [
+    ("get-pods", ["get", "pods"]),
+    ("get-nodes", ["get", "nodes"]),
+    ("get-pod", ["get", "pod", "some-uid"]),
+    ("apply", ["apply", "-f", "{apply.yaml}"]),
+    ("delete", ["delete", "pod", "some-uid"]),
+    ("explain", ["explain", "some-uid"]),
+    ("cordon", ["cordon", "n0"]),
+    ("uncordon", ["uncordon", "n0"]),
+]
+
+
+def _client(argv, port="{port}", timeout="3"):
+    return argv + ["--server", "http://127.0.0.1:%s" % port, "--timeout", timeout]
+
+
+def server_flag_cases():
+    B, E, H, G, D, I = "bad-value", "exit-code", "hang", "garbage", "destroy", "injection"
+    c = []
+    for name, v in (("garbage", "garbage"), ("port-overflow", "127.0.0.1:99999"),
+                    ("port-negative", "127.0.0.1:-1"), ("empty", ""), ("no-port", "127.0.0.1:"),
+                    ("v6-unclosed", "[::1:80"), ("port-text", "127.0.0.1:http"),
+                    ("ansi", ESC + "host:1")):
+        c.append(Case(B, "server/listen-" + name, SRV[:3] + [v] + SRV[4:], msg=["--listen"],
+                      absent=[("stderr", "\x1b")]))
+    c.append(Case(E, "server/listen-not-local", SRV[:3] + ["192.0.2.1:7070"] + SRV[4:],
+                  exit=1, msg=["192.0.2.1"], max_s=10))
+    for flag in ("--max-body", "--max-connections", "--rate-limit", "--assume-timeout", "--seed"):
+        for name, v in (("nan", "nan"), ("minus", "-1"), ("overflow", "1e999"), ("text", "lots"),
+                        ("empty", "")):
+            c.append(Case(B, "server/%s=%s" % (flag[2:], name), SRV + [flag, v], msg=[flag]))
+    c.append(Case(B, "server/max-connections-zero", SRV + ["--max-connections", "0"],
+                  msg=["--max-connections"]))
+    c.append(Case(B, "server/assume-timeout-zero", SRV + ["--assume-timeout", "0"],
+                  msg=["--assume-timeout"]))
+    c.append(Case(B, "server/placement-unknown", SRV + ["--placement", "nope"],
+                  msg=["--placement"]))
+    c.append(Case(E, "server/no-state", ["server", "--listen", "127.0.0.1:0"], msg=["--state"]))
+    c.append(Case(E, "server/unknown-flag", SRV + ["--bogus"], msg=["--bogus"]))
+    c.append(Case(E, "server/stray-argument", SRV + ["stray"], msg=["stray"]))
+    # --state that cannot be a state directory.
+    c.append(Case(B, "server/state-is-a-file", SRV[:5] + ["{nodes.csv}"], exit=(1, 2),
+                  msg=["nodes.csv"]))
+    c.append(Case(B, "server/state-dev-null", SRV[:5] + ["/dev/null"], exit=(1, 2),
+                  msg=["/dev/null"]))
+    c.append(Case("write-fail", "server/state-unwritable-dir", SRV[:5] + ["{ro}/st"], exit=1,
+                  setup=[("dir", "ro"), ("chmod", "ro", 0o555)], nobody=True, msg=["ro"]))
+    c.append(Case(B, "server/state-foreign-db", SRV[:5] + ["{fdb}"], exit=(1, 2),
+                  files={"fdb/state.db": "SQLite format 3\0" + "x" * 200}, msg=["state.db"]))
+    # Inputs: --nodes, --policy, --token-file, --tls-*, --oracle-pods.
+    for flag, good in (("--nodes", "nodes.csv"), ("--policy", "policy.yaml"),
+                       ("--token-file", "token"), ("--oracle-pods", "pods.csv")):
+        f = flag[2:]
+        c += [
+            Case(E, "server/%s-missing" % f, SRV + [flag, "{nothere}"], msg=["nothere"]),
+            Case(B, "server/%s-directory" % f, SRV + [flag, "{adir}"], setup=[("dir", "adir")],
+                 msg=["adir"]),
+            Case(H, "server/%s-dev-zero" % f, ["--max-input-size", "64M"] + SRV +
+                 [flag, "/dev/zero"], msg=["/dev/zero"]),
+            Case(H, "server/%s-fifo-no-writer" % f, SRV + [flag, "{in.fifo}"],
+                 setup=[("fifo", "in.fifo")], msg=["in.fifo"], max_s=15),
+            Case(B, "server/%s-binary" % f, SRV + [flag, "{garbage.bin}"],
+                 files={"garbage.bin": bytes(range(256)) * 8}, msg=["garbage.bin"]),
+            Case(B, "server/%s-empty" % f, SRV + [flag, "{empty}"], files={"empty": ""},
+                 msg=["empty"]),
+            Case(I, "server/%s-ansi-path" % f, SRV + [flag, "{T}/" + ESC + "evil"],
+                 msg=["evil"], absent=[("stderr", "\x1b")]),
+            Case(E, "server/%s-over-max-input-size" % f, ["--max-input-size", "8"] + SRV +
+                 [flag, "{%s}" % good], msg=[good]),
+        ]
+    c += [
+        Case(G, "server/token-too-short", SRV + ["--token-file", "{t}"], files={"t": "abc\n"},
+             msg=["--token-file"], absent=[("stderr", "abc")]),
+        Case(G, "server/token-blank-line", SRV + ["--token-file", "{t}"],
+             files={"t": "\n" + SERVER_TOKEN + "\n"}, msg=["--token-file"],
+             absent=[("stderr", SERVER_TOKEN)]),
+        Case(G, "server/tls-cert-without-key", SRV + ["--tls-cert", "{token}"],
+             msg=["--tls"], absent=[("stderr", SERVER_TOKEN)]),
+        Case(G, "server/tls-garbage-pem", SRV + ["--tls-cert", "{c.pem}", "--tls-key", "{k.pem}"],
+             files={"c.pem": "-----BEGIN CERTIFICATE-----\nnope\n", "k.pem": "garbage\n"},
+             exit=(1, 2), msg=["--tls"]),
+        Case(G, "server/nodes-bad-number", SRV + ["--nodes", "{n.csv}"],
+             files={"n.csv": NODES_CSV.replace("32000", "nan", 1)}, msg=["n.csv:2"]),
+        Case(G, "server/nodes-duplicate-name", SRV + ["--nodes", "{n.csv}"],
+             files={"n.csv": NODES_CSV + "n0,1000,1024,0,\n"}, msg=["n0"]),
+        Case(G, "server/policy-unknown-placement", SRV + ["--policy", "{p.yaml}"],
+             files={"p.yaml": POLICY_YAML.replace("bestfit", "nope")}, msg=["p.yaml"]),
+        Case(G, "server/policy-stray-comma", SRV + ["--policy", "{p.yaml}"],
+             files={"p.yaml": "profiles: [a]\n,\n"}, msg=["p.yaml"]),
+        Case(H, "server/policy-alias-bomb", SRV + ["--policy", "{p.yaml}"],
+             files={"p.yaml": yaml_alias_bomb()}, msg=["p.yaml"]),
+        Case(H, "server/nodes-alias-bomb", SRV + ["--nodes", "{b.yaml}"],
+             files={"b.yaml": yaml_alias_bomb()}, msg=["b.yaml"]),
+        Case(H, "server/nodes-deep-json", SRV + ["--nodes", "{d.json}"],
+             files={"d.json": "[" * 200000 + "]" * 200000}, msg=["d.json"]),
+    ]
+    # --ready-file is an output: refused before anything starts when it cannot be written safely.
+    c += [
+        Case(D, "server/ready-file-is-input", SRV + ["--nodes", "{nodes.csv}", "--ready-file",
+                                                     "{nodes.csv}"], msg=["--ready-file"]),
+        Case(D, "server/ready-file-links-to-input",
+             SRV + ["--nodes", "{nodes.csv}", "--ready-file", "{ln}"],
+             setup=[("symlink", "ln", "nodes.csv")], msg=["--ready-file"]),
+        Case(D, "server/ready-file-fifo-no-reader", SRV + ["--ready-file", "{o}"],
+             setup=[("fifo", "o")], exit=1, msg=["o"], max_s=12, mutable=("o",)),
+        Case(D, "server/ready-file-directory", SRV + ["--ready-file", "{adir}"],
+             setup=[("dir", "adir")], exit=(1, 2), msg=["adir"]),
+        Case("write-fail", "server/ready-file-missing-dir", SRV + ["--ready-file", "{no/r}"],
+             msg=["no/r"]),
+    ]
+    return c
+
+
+def client_cases():
+    B, E, H, G, D, I = "bad-value", "exit-code", "hang", "garbage", "destroy", "injection"
+    c = []
+    # Usage errors, before any request.
+    c += [
+        Case(E, "get/no-what", ["get"], msg=["nodes"]),
+        Case(E, "get/unknown-what", ["get", "gpus"], msg=["gpus"]),
+        Case(E, "get-pod/no-uid", ["get", "pod"], msg=["UID"]),
+        Case(E, "delete/no-what", ["delete"], msg=["pod"]),
+        Case(E, "delete-pod/no-uid", ["delete", "pod"], msg=["UID"]),
+        Case(E, "explain/no-uid", ["explain"], msg=["UID"]),
+        Case(E, "cordon/no-node", ["cordon"], msg=["NODE"]),
+        Case(E, "apply/no-file", ["apply"], msg=["-f"]),
+        Case(E, "get-pods/unknown-flag", ["get", "pods", "--bogus"], msg=["--bogus"]),
+        Case(B, "get-pods/phase-unknown", ["get", "pods", "--phase", "Running"],
+             msg=["--phase"]),
+        Case(B, "get-pods/format-unknown", ["get", "pods", "--format", "pdf"], msg=["--format"]),
+    ]
+    for key, argv in CLIENTS:
+        for name, url in (("garbage", "nope"), ("ftp", "ftp://127.0.0.1:21"),
+                          ("port-overflow", "http://127.0.0.1:99999"),
+                          ("v6-unclosed", "http://[::1"),
+                          ("ansi", "http://" + ESC + "evil:1")):
+            c.append(Case(B, "%s/server-%s" % (key, name), argv + ["--server", url],
+                          msg=["--server"], absent=[("stderr", "\x1b")]))
+        for name, v in (("nan", "nan"), ("zero", "0"), ("minus", "-1"), ("inf", "inf"),
+                        ("text", "soon")):
+            c.append(Case(B, "%s/timeout-%s" % (key, name),
+                          argv + ["--server", "http://127.0.0.1:9", "--timeout", v],
+                          msg=["--timeout"]))
+        c.append(Case(E, "%s/refused" % key, _client(argv, port="1"), exit=1, msg=["127.0.0.1"],
+                      max_s=10))
+        c.append(Case(E, "%s/token-file-missing" % key,
+                      _client(argv, port="1") + ["--token-file", "{nothere}"], msg=["nothere"]))
+        if key not in ("get-pods", "apply"):  # one token reader: two commands suffice
+            continue
+        c.append(Case(H, "%s/token-file-fifo" % key,
+                      _client(argv, port="1") + ["--token-file", "{in.fifo}"],
+                      setup=[("fifo", "in.fifo")], msg=["in.fifo"], max_s=15))
+    # Hostile HTTP servers: every failure is exit 1 (or 2 for a 4xx) within the deadline, naming
+    # the server, with nothing of the reply's control characters on the terminal.
+    modes = ("drip", "drip_headers", "huge_length", "huge_length_stream", "chunked_endless",
+             "huge_chunk_size", "http500", "http500_huge", "not_json", "deep_json",
+             "deep_object", "empty_body", "redirect", "redirect_loop", "negative_length",
+             "short_body", "close", "garbage", "huge_header", "many_headers", "array_top",
+             "wrong_types", "valid", "ansi_name")
+    for key, argv in CLIENTS:
+        for mode in modes if key in ("get-pods", "apply") else modes[:8] + (
+                "garbage", "close", "empty_body", "array_top", "valid", "not_json"):
+            c.append(Case(H if mode in IDLE_MODES else G, "%s/http-%s" % (key, mode),
+                          _client(argv), server=("http", mode), exit=(1, 2), msg=["127.0.0.1"],
+                          max_s=12, absent=[("stderr", "\x1b")]))
+    # Against the real server.
+    live = ("seedance", "plain")
+    auth = ("seedance", "auth")
+    c += [
+        Case("control", "get-pods/live-json", _client(["get", "pods", "-o", "json"], timeout="20"),
+             server=live, exit=0, out=[("stdout", "json-object")]),
+        Case("control", "get-nodes/live-file", _client(["get", "nodes", "-o", "{o.json}"],
+                                                       timeout="20"),
+             server=live, exit=0, out=[("o.json", "json-object")]),
+        Case("control", "explain/live-pending", _client(["explain", "{uid:p-huge}"],
+                                                        timeout="20"),
+             server=live, exit=0, out=[("stdout", "text")]),
+        Case("control", "apply/live", _client(["apply", "-f", "{apply.yaml}"], timeout="20"),
+             server=live, exit=0, out=[("stdout", "text")]),
+        Case(E, "get-pod/live-unknown", _client(["get", "pod", "no-such-uid"], timeout="20"),
+             server=live, exit=2, msg=["no-such-uid"]),
+        Case(E, "delete-pod/live-unknown", _client(["delete", "pod", "no-such-uid"],
+                                                   timeout="20"),
+             server=live, exit=2, msg=["no-such-uid"]),
+        Case(E, "cordon/live-unknown-node", _client(["cordon", "no-such-node"], timeout="20"),
+             server=live, exit=2, msg=["no-such-node"]),
+        Case(I, "explain/live-ansi-uid", _client(["explain", ESC + "evil"], timeout="20"),
+             server=live, exit=2, msg=["evil"], absent=[("stderr", "\x1b")]),
+        Case(I, "apply/live-ansi-name", _client(["apply", "-f", "{a.yaml}"], timeout="20"),
+             files={"a.yaml": APPLY_YAML.replace("train-1", "'" + ESC + "evil'")},
+             server=live, exit=2, msg=["a.yaml"], absent=[("stderr", "\x1b")]),
+        Case(I, "get-pods/live-html-label", _client(["apply", "-f", "{a.yaml}"], timeout="20"),
+             files={"a.yaml": APPLY_YAML + "labels: {x: '" + HTML_BAD + "'}\n"},
+             server=live, exit=(0, 2), msg=["a.yaml"]),
+        Case(E, "apply/live-no-token", _client(["apply", "-f", "{apply.yaml}"], timeout="20"),
+             server=auth, exit=2, msg=["token"]),
+        Case(E, "cordon/live-wrong-token", _client(["cordon", "n0", "--token-file", "{t}"],
+                                                   timeout="20"),
+             files={"t": "wrong-token-0123456789\n"}, server=auth, exit=2, msg=["token"],
+             absent=[("stderr", "wrong-token-0123456789")]),
+        Case("control", "cordon/live-token", _client(["cordon", "n0", "--token-file", "{token}"],
+                                                     timeout="20"),
+             server=auth, exit=0, absent=[("stderr", SERVER_TOKEN), ("stdout", SERVER_TOKEN)]),
+        Case("control", "get-nodes/live-no-token-reads", _client(["get", "nodes"], timeout="20"),
+             server=auth, exit=0, out=[("stdout", "text")]),
+    ]
+    # -o FILE of get: the output rules of every writer (docs/cli.md).
+    getp = _client(["get", "pods"], timeout="20")
+    c += [
+        Case(D, "get-pods/o-is-token-file", getp + ["--token-file", "{token}", "-o", "{token}"],
+             server=live, msg=["-o"]),
+        Case(D, "get-pods/o-fifo-no-reader", getp + ["-o", "{o}"], setup=[("fifo", "o")],
+             server=live, exit=1, msg=["o"], max_s=12, mutable=("o",)),
+        Case(D, "get-pods/o-chardev", getp + ["-o", "{dev}"], setup=[("chardev", "dev")],
+             server=live, exit=0, mutable=("dev",)),
+        Case(D, "get-pods/o-symlink", getp + ["-o", "{ln}", "--format", "json"],
+             files={"target.json": "{}"}, setup=[("symlink", "ln", "target.json")],
+             server=live, exit=0, mutable=("target.json",), out=[("target.json", "json-object")]),
+        Case(D, "get-pods/o-directory", getp + ["-o", "{adir}"], setup=[("dir", "adir")],
+             server=live, exit=(1, 2), msg=["adir"]),
+        Case("write-fail", "get-pods/o-dev-full", getp + ["-o", "/dev/full"], server=live,
+             exit=1, msg=["/dev/full"]),
+        Case("write-fail", "get-pods/o-missing-dir", getp + ["-o", "{no/o.json}"], server=live,
+             msg=["no/o.json"]),
+    ]
+    return c
+
+
+def live_scheduler_cases():
+    return server_flag_cases() + client_cases()
 
 
 def build(binary=None):
@@ -1614,4 +1886,5 @@ def build(binary=None):
     cases += exit_code_cases()
     cases += control_cases()
     cases += mutant_cases()
+    cases += live_scheduler_cases()
     return cases

@@ -212,6 +212,9 @@ class _PromHandler(http.server.BaseHTTPRequestHandler):
             self._reply(500, "unknown test mode " + mode)
 
     do_POST = do_GET  # noqa: N815
+    do_PUT = do_GET  # noqa: N815
+    do_PATCH = do_GET  # noqa: N815
+    do_DELETE = do_GET  # noqa: N815
 
 
 class PromServer:
@@ -228,6 +231,79 @@ class PromServer:
         self.httpd.stop.set()
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+class SeedanceServer:
+    """The binary under test as `seedance server` on 127.0.0.1, for the client commands' cases.
+
+    It runs as this user with its state in its own temporary directory (not the case's), two
+    nodes preloaded and two pods submitted: p-fits (bound) and p-huge (pending: 8 GPUs, and no
+    node has more than 4).
+    mode 'auth' requires the bearer token catalogue.SERVER_TOKEN. close() stops it by its PID
+    and reports a crash or a sanitizer report in its stderr.
+    """
+
+    def __init__(self, binary, mode):
+        self.dir = tempfile.mkdtemp(prefix="hostile-server-")
+        with open(os.path.join(self.dir, "nodes.csv"), "w") as f:
+            f.write(catalogue.NODES_CSV)
+        ready = os.path.join(self.dir, "ready")
+        argv = [binary, "server", "-q", "--listen", "127.0.0.1:0", "--state",
+                os.path.join(self.dir, "st"), "--nodes", os.path.join(self.dir, "nodes.csv"),
+                "--ready-file", ready]
+        headers = {"Content-Type": "application/json"}
+        if mode == "auth":
+            with open(os.path.join(self.dir, "token"), "w") as f:
+                f.write(catalogue.SERVER_TOKEN + "\n")
+            argv += ["--token-file", os.path.join(self.dir, "token")]
+            headers["Authorization"] = "Bearer " + catalogue.SERVER_TOKEN
+        self.err = open(os.path.join(self.dir, "stderr"), "wb")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.err,
+                                     stderr=self.err, start_new_session=True)
+        deadline = time.monotonic() + 60
+        url = ""
+        while not url:  # readiness by polling the ready file, never a fixed sleep
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.close()
+                raise RuntimeError("seedance server did not start: " + self._stderr())
+            if os.path.exists(ready):
+                with open(ready) as f:
+                    url = f.read().strip()
+            else:
+                time.sleep(0.02)
+        self.port = int(url.rsplit(":", 1)[1])
+        import urllib.request
+        self.uids = {}
+        for pod in ({"name": "p-fits", "cpu_milli": 1000, "num_gpu": 1, "gpu_milli": 500},
+                    {"name": "p-huge", "cpu_milli": 1000, "num_gpu": 8, "gpu_milli": 1000}):
+            req = urllib.request.Request(url + "/v1/pods", data=json.dumps(pod).encode(),
+                                         headers=headers, method="POST")
+            reply = json.loads(urllib.request.urlopen(req, timeout=30).read())
+            self.uids[pod["name"]] = reply["uid"]
+
+    def _stderr(self):
+        with open(os.path.join(self.dir, "stderr"), "rb") as f:
+            return f.read().decode(errors="replace")[-2000:]
+
+    def close(self):
+        """Stops the server; returns a problem (a crash, a sanitizer report) or None."""
+        problem = None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+                problem = "seedance server did not stop within 30 s of SIGTERM"
+        self.err.close()
+        err = self._stderr().encode()
+        marks = [m.decode() for m in SANITIZER_MARKS if m in err]
+        if problem is None and (self.proc.returncode != 0 or marks):
+            problem = "seedance server exited %s%s: %s" % (
+                self.proc.returncode, " with " + ", ".join(marks) if marks else "", err[-600:])
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return problem
 
 
 NTP_EPOCH = 2208988800
@@ -348,6 +424,14 @@ def validate(data, fmt):
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise Invalid("not valid UTF-8: %s" % e)
+    if fmt == "json-object":  # an API reply: any JSON object, no report envelope
+        try:
+            doc = json.loads(text, parse_constant=_reject_constant)
+        except (ValueError, Invalid) as e:
+            raise Invalid("not valid JSON: %s" % e)
+        if not isinstance(doc, dict):
+            raise Invalid("JSON output is not an object")
+        return
     if fmt in ("json", "profile"):
         try:
             pairs = []
@@ -388,7 +472,7 @@ def validate(data, fmt):
 # ----------------------------------------------------------------------------------------------
 # Running one case.
 
-PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_.\-/]+)\}")
+PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_.\-/:]+)\}")
 
 
 class Result:
@@ -491,6 +575,7 @@ class Runner:
         self.asan = asan
         self.base_tmp = base_tmp
         self.is_root = is_root
+        self._local = threading.local()  # per worker thread: the UIDs of its case's server
 
     def _env(self, case):
         env = {k: v for k, v in os.environ.items()
@@ -543,6 +628,8 @@ class Runner:
                 return str(port)
             if key == "bin":
                 return self.binary
+            if key.startswith("uid:"):  # a pod of the case's seedance server
+                return getattr(self._local, "uids", {}).get(key[4:], "no-such-pod")
             path = self._path(d, key)
             used.add(key)
             return path
@@ -563,13 +650,21 @@ class Runner:
         port = 0
         if case.server:
             kind, mode = case.server
-            server = PromServer(mode) if kind == "http" else SntpServer(mode)
+            if kind == "seedance":
+                server = SeedanceServer(self.binary, mode)
+                self._local.uids = server.uids
+            else:
+                server = PromServer(mode) if kind == "http" else SntpServer(mode)
             port = server.port
+        result = None
         try:
-            return self._run_with(case, work, d, port, feeders, readers)
+            result = self._run_with(case, work, d, port, feeders, readers)
+            return result
         finally:
-            if server:
-                server.close()
+            self._local.uids = {}
+            problem = server.close() if server else None
+            if problem and result is not None and result.outcome is None:
+                result.outcome, result.detail = "crash", problem
 
     def _run_with(self, case, work, d, port, feeders, readers):
         mounts = []
