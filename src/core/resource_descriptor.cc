@@ -26,6 +26,7 @@
 #include "nlohmann/json.hpp"
 #include "seedance/base/io.h"
 #include "seedance/base/text.h"
+#include "seedance/core/yaml_scan.h"
 #include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/yaml.h"
 
@@ -1167,9 +1168,21 @@ absl::StatusOr<ClusterDescriptor> ParseNodeDescriptorJson(const Json& node, cons
   return c;
 }
 
+// A ',' yaml-cpp would never return from (FindStrayYamlComma): reported at its line and column.
+static bool RefuseStrayComma(std::string_view text, Diagnostics& diag) {
+  const size_t comma = FindStrayYamlComma(text);
+  if (comma == std::string_view::npos) return false;
+  const size_t line_start = text.rfind('\n', comma);
+  const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + comma, '\n'));
+  const size_t col = comma - (line_start == std::string_view::npos ? 0 : line_start + 1) + 1;
+  diag.AddAt(line, "", absl::StrCat("invalid YAML: ',' outside [...] or {...} (column ", col, ")"));
+  return true;
+}
+
 absl::StatusOr<ClusterDescriptor> ParseClusterYaml(std::string_view text, std::string_view source) {
   LineMap lines;
   Diagnostics diag(source, &lines);
+  if (RefuseStrayComma(text, diag)) return diag.ToStatus();
   std::vector<YAML::Node> docs;
   try {
     std::istringstream in{std::string(text)};
@@ -1203,6 +1216,7 @@ absl::StatusOr<ClusterDescriptor> ParseClusterYaml(std::string_view text, std::s
 
 absl::Status CheckYamlLimits(std::string_view text, std::string_view source) {
   Diagnostics diag(source, nullptr);
+  if (RefuseStrayComma(text, diag)) return diag.ToStatus();
   try {
     std::istringstream in{std::string(text)};
     YAML::Parser parser(in);

@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "seedance/core/cluster_state.h"
 
@@ -945,6 +946,26 @@ TEST(LimitTest, ModestAliasesAreExpanded) {
   ASSERT_EQ(got->nodes.size(), 2u);
   EXPECT_EQ(got->nodes[1].numa_nodes, got->nodes[0].numa_nodes);
   EXPECT_EQ(got->nodes[1].devices, got->nodes[0].devices);
+}
+
+TEST(LimitTest, AStrayCommaIsRefusedAtItsLineAndColumn) {
+  // yaml-cpp 0.7 never returns from these (it grows without bound); each is invalid YAML.
+  for (const char* text : {",\n", "name: t\n[a]\n,\n", "- [a]\n  ,\n", "'x' ,\n", "--- ,\n"}) {
+    SCOPED_TRACE(text);
+    const absl::Status limits = CheckYamlLimits(text, "c.yaml");
+    EXPECT_EQ(limits.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(StatusMessage(limits),
+                testing::HasSubstr("invalid YAML: ',' outside [...] or {...}"));
+    EXPECT_THAT(StatusMessage(limits), testing::HasSubstr("c.yaml:"));
+    const absl::StatusOr<ClusterDescriptor> parsed = ParseClusterYaml(text, "c.yaml");
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_THAT(StatusMessage(parsed.status()), testing::HasSubstr("',' outside"));
+  }
+  const absl::Status at = CheckYamlLimits("name: t\nnodes: []\n  ,x\n", "c.yaml");
+  EXPECT_THAT(StatusMessage(at), testing::HasSubstr("c.yaml:3"));
+  EXPECT_THAT(StatusMessage(at), testing::HasSubstr("(column 3)"));
+  // Commas inside flow collections, quotes, comments and plain scalars are YAML.
+  EXPECT_TRUE(CheckYamlLimits("a: [1, 2]\nb: 'x, y'\nc: x, y # d, e\n", "c.yaml").ok());
 }
 
 TEST(LimitTest, TheNodeCapGrowsWithTheFileSize) {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "seedance/base/io.h"
 #include "seedance/base/text.h"
+#include "seedance/core/resource_descriptor.h"
 #include "yaml-cpp/yaml.h"
 
 namespace seedance::cost {
@@ -121,6 +122,8 @@ absl::Status CheckNesting(std::string_view text, const std::string& source) {
 absl::StatusOr<PriceTable> ParsePrices(std::string_view text, const std::string& source,
                                        const PriceTable& base) {
   if (absl::Status s = CheckNesting(text, source); !s.ok()) return s;
+  // Alias bombs and the stray commas yaml-cpp never returns from, as every YAML reader.
+  if (absl::Status s = core::CheckYamlLimits(text, source); !s.ok()) return s;
   YAML::Node doc;
   try {
     doc = YAML::Load(std::string(text));

@@ -11,6 +11,7 @@
 #include "seedance/base/parse.h"
 #include "seedance/base/text.h"
 #include "seedance/core/resource_descriptor.h"
+#include "seedance/core/yaml_scan.h"
 #include "seedance/sched/registry.h"
 #include "yaml-cpp/yaml.h"
 
@@ -22,119 +23,6 @@ namespace {
 struct ParseError {
   std::string message;  // complete: "FILE:LINE:COL: path: what"
 };
-
-// yaml-cpp 0.7 never returns (and grows without bound) when a ',' follows a complete root node
-// or starts a document: ",", "[a]\n,", "- [a]\n,", "'x' ,", "--- ,". A ',' that starts a token
-// outside flow collections is invalid YAML anyway (no plain scalar starts with ','), so this
-// light scan over comments, quoted scalars, block scalars and flow brackets finds one before the
-// parser sees the text: its offset, or npos. It errs on the side of refusing (a continuation line
-// of a plain scalar that starts with ',' is refused too).
-size_t FindStrayComma(std::string_view t) {
-  const size_t n = t.size();
-  auto blank = [&](size_t k) {
-    return k >= n || t[k] == ' ' || t[k] == '\t' || t[k] == '\n' || t[k] == '\r';
-  };
-  enum Last { kLineStart, kPlain, kOther };  // what the current line last held
-  Last last = kLineStart;
-  int depth = 0;      // flow collections open
-  size_t indent = 0;  // of the current line
-  size_t i = 0;
-  while (i < n) {
-    const char c = t[i];
-    if (c == '\n') {
-      last = kLineStart;
-      ++i;
-      indent = 0;
-      while (i < n && t[i] == ' ') {
-        ++i;
-        ++indent;
-      }
-      continue;
-    }
-    if (c == ' ' || c == '\t' || c == '\r') {
-      ++i;
-      continue;
-    }
-    if (c == '#' && (i == 0 || blank(i - 1))) {
-      while (i < n && t[i] != '\n') ++i;
-      continue;
-    }
-    const bool starts_token = depth > 0 || last != kPlain;
-    if ((c == '\'' || c == '"') && starts_token) {
-      ++i;
-      while (i < n) {
-        if (c == '"' && t[i] == '\\') {
-          i += 2;
-        } else if (t[i] == c) {
-          if (c == '\'' && i + 1 < n && t[i + 1] == '\'') {
-            i += 2;
-          } else {
-            break;
-          }
-        } else {
-          ++i;
-        }
-      }
-      ++i;  // past the closing quote (or the end: the parser reports it)
-      last = kOther;
-      continue;
-    }
-    if ((c == '[' || c == '{') && starts_token) {
-      ++depth;
-      last = kOther;
-      ++i;
-      continue;
-    }
-    if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-      last = kOther;
-      ++i;
-      continue;
-    }
-    if (c == ',') {
-      if (depth == 0 && last != kPlain) return i;
-      last = depth > 0 ? kOther : kPlain;
-      ++i;
-      continue;
-    }
-    if (depth == 0 && (c == '|' || c == '>') && last != kPlain) {
-      // A block scalar: its lines are the following ones indented deeper than this line.
-      while (i < n && t[i] != '\n') ++i;
-      while (i < n) {
-        size_t k = i + 1, spaces = 0;
-        while (k < n && t[k] == ' ') {
-          ++k;
-          ++spaces;
-        }
-        const bool empty = k >= n || t[k] == '\n' || t[k] == '\r';
-        if (!empty && spaces <= indent) break;
-        i = k;
-        while (i < n && t[i] != '\n') ++i;
-      }
-      last = kOther;
-      continue;
-    }
-    if ((c == '-' || c == '?' || c == ':') && blank(i + 1)) {
-      last = kOther;
-      ++i;
-      continue;
-    }
-    if ((i == 0 || t[i - 1] == '\n') && (t.substr(i, 3) == "---" || t.substr(i, 3) == "...") &&
-        blank(i + 3)) {
-      last = kOther;
-      i += 3;
-      continue;
-    }
-    if ((c == '&' || c == '!' || c == '*') && starts_token) {
-      while (!blank(i)) ++i;
-      last = kOther;
-      continue;
-    }
-    last = depth > 0 ? kOther : kPlain;
-    ++i;
-  }
-  return std::string_view::npos;
-}
 
 // A node that IsDefined() says is absent (a default-constructed YAML::Node counts as defined).
 YAML::Node Absent() { return YAML::Node(YAML::NodeType::Undefined); }
@@ -798,7 +686,7 @@ absl::StatusOr<Policy> ParsePolicy(std::string_view text, std::string_view sourc
   try {
     // The cluster descriptor's limits on depth and alias expansion, before any tree is built.
     const std::string copy(text);
-    if (const size_t comma = FindStrayComma(text); comma != std::string_view::npos) {
+    if (const size_t comma = core::FindStrayYamlComma(text); comma != std::string_view::npos) {
       const size_t line_start = text.rfind('\n', comma);
       const size_t line =
           1 + static_cast<size_t>(std::count(text.begin(), text.begin() + comma, '\n'));
