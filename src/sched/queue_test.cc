@@ -449,6 +449,20 @@ SchedulingQueue OneInBackoff() {
   return q;
 }
 
+// Breaks pod `id`'s record in `q`, then audits (in the death test's child).
+void CorruptThenAudit(SchedulingQueue q, uint64_t id, Corrupt what) {
+  q.CorruptForTesting(P(id), what);
+  q.CheckInvariants();
+}
+
+// Two pods of group 7, both active.
+SchedulingQueue OneGroupOfTwo() {
+  SchedulingQueue q;
+  q.Add(P(1, 0, 7), 0);
+  q.Add(P(2, 0, 7), 0);
+  return q;
+}
+
 TEST(SchedulingQueueDeathTest, NegativeBackoffIsRefused) {
   QueueOptions o;
   o.max_backoff_s = -1;
@@ -508,9 +522,7 @@ TEST(SchedulingQueueDeathTest, RemovingAPodMissingFromBackoffIsCaught) {
 TEST(SchedulingQueueDeathTest, RemovingAPodMissingFromItsGroupIsCaught) {
   EXPECT_DEATH(
       {
-        SchedulingQueue q;
-        q.Add(P(1, 0, 7), 0);
-        q.Add(P(2, 0, 7), 0);
+        SchedulingQueue q = OneGroupOfTwo();
         q.CorruptForTesting(P(2), Corrupt::kDropFromGroup);
         q.Remove(2);
       },
@@ -554,75 +566,35 @@ TEST(SchedulingQueueDeathTest, PoppingAnUnindexedPodIsCaught) {
 }
 
 TEST(SchedulingQueueDeathTest, AuditCatchesAnIndexEntryUnderTheWrongKey) {
-  EXPECT_DEATH(
-      {
-        SchedulingQueue q = OneActive();
-        q.CorruptForTesting(P(1), Corrupt::kIndexKey);
-        q.CheckInvariants();
-      },
-      "index key 1 holds pod 2");
+  EXPECT_DEATH(CorruptThenAudit(OneActive(), 1, Corrupt::kIndexKey), "index key 1 holds pod 2");
 }
 
 TEST(SchedulingQueueDeathTest, AuditCatchesABackoffPodLost) {
-  EXPECT_DEATH(
-      {
-        SchedulingQueue q = OneInBackoff();
-        q.CorruptForTesting(P(1), Corrupt::kDropBackoff);
-        q.CheckInvariants();
-      },
-      "e.backoff_until, id.*pod 1 lost");
+  EXPECT_DEATH(CorruptThenAudit(OneInBackoff(), 1, Corrupt::kDropBackoff),
+               "e.backoff_until, id.*pod 1 lost");
 }
 
 TEST(SchedulingQueueDeathTest, AuditCatchesAPodMissingFromItsGroup) {
-  EXPECT_DEATH(
-      {
-        SchedulingQueue q;
-        q.Add(P(1, 0, 7), 0);
-        q.Add(P(2, 0, 7), 0);
-        q.CorruptForTesting(P(2), Corrupt::kDropFromGroup);
-        q.CheckInvariants();
-      },
-      "pod 2 not in its group");
+  EXPECT_DEATH(CorruptThenAudit(OneGroupOfTwo(), 2, Corrupt::kDropFromGroup),
+               "pod 2 not in its group");
 }
 
 TEST(SchedulingQueueDeathTest, AuditCatchesAGroupInTheWrongSubQueue) {
-  EXPECT_DEATH(
-      {
-        SchedulingQueue q = OneActive();
-        q.CorruptForTesting(P(1), Corrupt::kWrongSubQueue);
-        q.CheckInvariants();
-      },
-      "g->where == s && g->key == key: bad group");
+  EXPECT_DEATH(CorruptThenAudit(OneActive(), 1, Corrupt::kWrongSubQueue),
+               "g->where == s && g->key == key: bad group");
 }
 
 TEST(SchedulingQueueDeathTest, AuditCatchesAGroupMissingFromItsOrder) {
-  EXPECT_DEATH(
-      {
-        SchedulingQueue q = OneUnschedulable();
-        q.CorruptForTesting(P(1), Corrupt::kDropOrder);
-        q.CheckInvariants();
-      },
-      "unordered group");
+  EXPECT_DEATH(CorruptThenAudit(OneUnschedulable(), 1, Corrupt::kDropOrder), "unordered group");
 }
 
 TEST(SchedulingQueueDeathTest, AuditCatchesASizeOutOfStep) {
-  EXPECT_DEATH(
-      {
-        SchedulingQueue q = OneActive();
-        q.CorruptForTesting(P(1), Corrupt::kActiveSize);
-        q.CheckInvariants();
-      },
-      "sub-queue 0 size out of step");
+  EXPECT_DEATH(CorruptThenAudit(OneActive(), 1, Corrupt::kActiveSize),
+               "sub-queue 0 size out of step");
 }
 
 TEST(SchedulingQueueDeathTest, AuditCatchesAnOrderEntryWithoutAGroup) {
-  EXPECT_DEATH(
-      {
-        SchedulingQueue q = OneActive();
-        q.CorruptForTesting(P(2), Corrupt::kPhantomOrder);
-        q.CheckInvariants();
-      },
-      "order sizes");
+  EXPECT_DEATH(CorruptThenAudit(OneActive(), 2, Corrupt::kPhantomOrder), "order sizes");
 }
 
 TEST(SchedulingQueueDeathTest, CorruptForTestingRefusesWhatItCannotBreak) {
