@@ -6,12 +6,17 @@
 // so a slow server cannot hide its queueing).
 //
 //   server_load --port 7070 --clients 32 --pods 50000 [--pod-csv openb_pod_list_default.csv]
-//               [--rate 1000] [--token-file F] [--json]
+//               [--rate 1000] [--keep N] [--token-file F] [--json]
+//
+// --keep N: churn. Each client keeps its N newest bound pods and deletes the oldest one (DELETE,
+// also durable) before each new submission once it holds N, so the cluster never fills and
+// submit -> bound can be sustained for as long as the run lasts (as jobs finishing would).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -32,6 +37,7 @@ struct Args {
   int clients = 32;
   int pods = 20000;
   double rate = 0;  // 0: closed loop
+  int keep = 0;     // 0: no deletes
   std::string pod_csv;
   std::string token;
   bool json = false;
@@ -73,6 +79,8 @@ bool Parse(int argc, char** argv, Args* a) {
       a->pods = std::max(1, std::atoi(next().c_str()));
     else if (k == "--rate")
       a->rate = std::atof(next().c_str());
+    else if (k == "--keep")
+      a->keep = std::max(0, std::atoi(next().c_str()));
     else if (k == "--pod-csv")
       a->pod_csv = next();
     else if (k == "--prefix")
@@ -109,7 +117,7 @@ int main(int argc, char** argv) {
               {2000, 8192, 1, 250},
               {16000, 65536, 2, 1000},
               {1000, 2048, 0, 0}};
-  std::atomic<int> next{0}, bound{0}, pending{0}, failed{0};
+  std::atomic<int> next{0}, bound{0}, pending{0}, failed{0}, deleted{0};
   std::vector<std::vector<double>> lat(a.clients);
   const auto start = Clock::now();
   std::vector<std::thread> threads;
@@ -122,9 +130,23 @@ int main(int argc, char** argv) {
       httplib::Headers h;
       if (!a.token.empty()) h.emplace("Authorization", "Bearer " + a.token);
       std::mt19937_64 rng(1000 + c);
+      std::deque<std::string> mine;  // this client's bound pods, oldest first (--keep)
       while (true) {
         const int i = next.fetch_add(1);
         if (i >= a.pods) return;
+        if (a.keep > 0 && static_cast<int>(mine.size()) >= a.keep) {
+          auto d = cli.Delete("/v1/pods/" + mine.front(), h);
+          mine.pop_front();
+          if (!d || d->status != 200) {
+            if (++failed <= 5) {
+              std::fprintf(stderr, "server_load: DELETE failed: %s\n",
+                           d ? (std::to_string(d->status) + " " + d->body.substr(0, 200)).c_str()
+                             : httplib::to_string(d.error()).c_str());
+            }
+          } else {
+            ++deleted;
+          }
+        }
         Clock::time_point t0 = Clock::now();
         if (a.rate > 0) {  // the i-th pod is due at i / rate
           t0 = start + std::chrono::duration_cast<Clock::duration>(
@@ -140,12 +162,22 @@ int main(int argc, char** argv) {
         auto r = cli.Post("/v1/pods", h, body.dump(), "application/json");
         const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
         if (!r || r->status != 201) {
-          ++failed;
+          if (++failed <= 5) {
+            std::fprintf(stderr, "server_load: POST failed: %s\n",
+                         r ? (std::to_string(r->status) + " " + r->body.substr(0, 200)).c_str()
+                           : httplib::to_string(r.error()).c_str());
+          }
           continue;
         }
         if (r->body.find("\"phase\":\"Bound\"") != std::string::npos) {
           ++bound;
           lat[c].push_back(dt);
+          if (a.keep > 0) {
+            const nlohmann::json reply = nlohmann::json::parse(r->body, nullptr, false);
+            if (reply.is_object() && reply.contains("uid") && reply["uid"].is_string()) {
+              mine.push_back(reply["uid"].get<std::string>());
+            }
+          }
         } else {
           ++pending;
         }
@@ -160,11 +192,11 @@ int main(int argc, char** argv) {
   const int done = bound + pending;
   if (a.json) {
     std::printf(
-        "{\"pods\":%d,\"bound\":%d,\"pending\":%d,\"failed\":%d,\"wall_s\":%.3f,"
-        "\"pods_per_s\":%.1f,\"bound_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
-        "\"offered_per_s\":%.1f,\"clients\":%d}\n",
-        a.pods, bound.load(), pending.load(), failed.load(), wall, done / wall, bound / wall,
-        p50 * 1e3, p99 * 1e3, a.rate, a.clients);
+        "{\"pods\":%d,\"bound\":%d,\"pending\":%d,\"failed\":%d,\"deleted\":%d,"
+        "\"wall_s\":%.3f,\"pods_per_s\":%.1f,\"bound_per_s\":%.1f,\"p50_ms\":%.3f,"
+        "\"p99_ms\":%.3f,\"offered_per_s\":%.1f,\"clients\":%d,\"keep\":%d}\n",
+        a.pods, bound.load(), pending.load(), failed.load(), deleted.load(), wall, done / wall,
+        bound / wall, p50 * 1e3, p99 * 1e3, a.rate, a.clients, a.keep);
   } else {
     std::printf(
         "%d pods from %d clients in %.2f s: %.0f pods/s answered (%d bound, %d pending, "
