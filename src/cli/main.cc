@@ -46,8 +46,8 @@ int CheckCommandNames(const CLI::App& app, int argc, char** argv) {
     } else if (flag.rfind("--max-input-size=", 0) == 0) {
       i += 1;
     } else {
-      const std::string near =
-          base::ClosestMatch(flag.substr(0, flag.find('=')), {"--max-input-size", "--version", "--help"});
+      const std::string near = base::ClosestMatch(flag.substr(0, flag.find('=')),
+                                                  {"--max-input-size", "--version", "--help"});
       return cli::UsageError("unknown flag '" + base::ForTerminal(base::Clip(flag)) + "'" +
                              (near.empty() ? "" : "; did you mean " + near + "?") +
                              "\nRun 'seedance help' for the commands and global flags.");
@@ -63,7 +63,8 @@ int CheckCommandNames(const CLI::App& app, int argc, char** argv) {
       const std::string near = base::ClosestMatch(argv[i], names);
       return cli::UsageError("unknown command '" + path + base::ForTerminal(base::Clip(argv[i])) +
                              "'" + (near.empty() ? "" : "; did you mean '" + path + near + "'?") +
-                             "\nRun 'seedance help" + (path.empty() ? "" : " " + path.substr(0, path.size() - 1)) +
+                             "\nRun 'seedance help" +
+                             (path.empty() ? "" : " " + path.substr(0, path.size() - 1)) +
                              "' for the list of commands.");
     }
     current = next;
@@ -162,8 +163,7 @@ int main(int argc, char** argv) {
   std::vector<cli::Command> commands = {
       cli::AddSimulateCommand(app), cli::AddProfileCommand(app),   cli::AddAnalyzeCommand(app),
       cli::AddServeSimCommand(app), cli::AddCostmodelCommand(app), cli::AddClockCommand(app),
-      cli::AddBenchCommand(app),
-      cli::AddServerCommand(app),
+      cli::AddBenchCommand(app),    cli::AddServerCommand(app),
   };
   for (cli::Command& c : cli::AddClientCommands(app)) commands.push_back(std::move(c));
   for (cli::Command& c : cli::AddMetaCommands(app)) commands.push_back(std::move(c));

@@ -59,7 +59,8 @@ std::string BashCompletion(const CLI::App* root) {
            std::vector<std::string> paths;
            std::function<void(const CLI::App*, const std::string&)> walk =
                [&](const CLI::App* a, const std::string& p) {
-                 for (const CLI::App* s : a->get_subcommands([](const CLI::App*) { return true; })) {
+                 for (const CLI::App* s :
+                      a->get_subcommands([](const CLI::App*) { return true; })) {
                    const std::string q = p.empty() ? s->get_name() : p + " " + s->get_name();
                    paths.push_back("\"" + q + "\"");
                    walk(s, q);
@@ -92,7 +93,8 @@ std::vector<Command> AddMetaCommands(CLI::App& root) {
   std::vector<Command> out;
 
   auto version_format = std::make_shared<OutputFlags>();
-  CLI::App* version = root.add_subcommand("version", "Print the version, commit, build type and compiler");
+  CLI::App* version =
+      root.add_subcommand("version", "Print the version, commit, build type and compiler");
   AddOutputFlags(version, version_format.get(), {"table", "json"});
   version->footer("Examples:\n  seedance version\n  seedance version --format json");
   out.push_back({version, [version_format] {
@@ -113,41 +115,50 @@ std::vector<Command> AddMetaCommands(CLI::App& root) {
                             "\nbuild type  " + b.build_type + "\ncompiler    " + b.compiler +
                             "\ninvariants  checked (SEEDANCE_CHECK, every build type)\n";
                    }
-                   const std::string path = version_format->output.empty() ? "-" : version_format->output;
+                   const std::string path =
+                       version_format->output.empty() ? "-" : version_format->output;
                    if (absl::Status s = base::WriteOutput(path, text); !s.ok()) return Fail(s);
                    return kExitOk;
                  }});
 
   auto help_words = std::make_shared<std::vector<std::string>>();
-  CLI::App* help = root.add_subcommand("help", "Show the help of a command: seedance help COMMAND [SUBCOMMAND]");
+  CLI::App* help =
+      root.add_subcommand("help", "Show the help of a command: seedance help COMMAND [SUBCOMMAND]");
   help->add_option("command", *help_words, "the command (and subcommand) to describe");
-  out.push_back({help, [&root, help_words] {
-                   const CLI::App* app = &root;
-                   std::string path = "seedance";
-                   for (const std::string& w : *help_words) {
-                     const CLI::App* next = nullptr;
-                     for (const CLI::App* s : app->get_subcommands([](const CLI::App*) { return true; })) {
-                       if (s->get_name() == w) next = s;
-                     }
-                     if (next == nullptr) {
-                       const std::string near = base::ClosestMatch(w, SubcommandNames(app));
-                       return UsageError("help: unknown command '" + base::ForTerminal(w) + "'" +
-                                         (near.empty() ? "" : "; did you mean '" + near + "'?") +
-                                         " (commands: " + absl::StrJoin(SubcommandNames(app), ", ") + ")");
-                     }
-                     app = next;
-                     if (app != &root) path += " " + app->get_name();
-                   }
-                   std::cout << app->help(path == "seedance" ? "" : path.substr(0, path.rfind(' ')));
-                   return kExitOk;
-                 }});
+  out.push_back(
+      {help, [&root, help_words] {
+         const CLI::App* app = &root;
+         std::string path = "seedance";
+         for (const std::string& w : *help_words) {
+           const CLI::App* next = nullptr;
+           for (const CLI::App* s : app->get_subcommands([](const CLI::App*) { return true; })) {
+             if (s->get_name() == w) next = s;
+           }
+           if (next == nullptr) {
+             const std::string near = base::ClosestMatch(w, SubcommandNames(app));
+             return UsageError("help: unknown command '" + base::ForTerminal(w) + "'" +
+                               (near.empty() ? "" : "; did you mean '" + near + "'?") +
+                               " (commands: " + absl::StrJoin(SubcommandNames(app), ", ") + ")");
+           }
+           app = next;
+           if (app != &root) path += " " + app->get_name();
+         }
+         std::cout << app->help(path == "seedance" ? "" : path.substr(0, path.rfind(' ')));
+         return kExitOk;
+       }});
 
   auto shell = std::make_shared<std::string>();
-  CLI::App* completion = root.add_subcommand("completion", "Print a shell completion script: seedance completion bash|zsh");
-  completion->add_option("shell", *shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
-  completion->footer("Examples:\n  source <(seedance completion bash)\n  seedance completion zsh > ~/.zfunc/_seedance");
+  CLI::App* completion = root.add_subcommand(
+      "completion", "Print a shell completion script: seedance completion bash|zsh");
+  completion->add_option("shell", *shell, "bash or zsh")
+      ->required()
+      ->check(CLI::IsMember({"bash", "zsh"}));
+  completion->footer(
+      "Examples:\n  source <(seedance completion bash)\n  seedance completion zsh > "
+      "~/.zfunc/_seedance");
   out.push_back({completion, [&root, shell] {
-                   const std::string text = *shell == "zsh" ? ZshCompletion(&root) : BashCompletion(&root);
+                   const std::string text =
+                       *shell == "zsh" ? ZshCompletion(&root) : BashCompletion(&root);
                    if (absl::Status s = base::WriteStdout(text); !s.ok()) return Fail(s);
                    return kExitOk;
                  }});

@@ -13,8 +13,8 @@
 namespace seedance::cli {
 
 int Fail(const absl::Status& status) {
-  std::cerr << "seedance: " << base::ForTerminal(base::Clip(std::string(status.message()), 4096), true)
-            << "\n";
+  std::cerr << "seedance: "
+            << base::ForTerminal(base::Clip(std::string(status.message()), 4096), true) << "\n";
   return base::ExitCodeFor(status);
 }
 
@@ -52,8 +52,7 @@ CLI::Option* AddDouble(CLI::App* app, const std::string& names, double* target,
 }
 
 CLI::Option* AddDuration(CLI::App* app, const std::string& names, double* seconds,
-                         double bare_unit_s, const base::NumRange& range,
-                         const std::string& help) {
+                         double bare_unit_s, const base::NumRange& range, const std::string& help) {
   const std::string flag = FlagName(names);
   CLI::Option* opt = app->add_option_function<std::string>(
       names,
@@ -101,8 +100,8 @@ void AddOutputFlags(CLI::App* app, OutputFlags* flags, const std::vector<std::st
 
 absl::StatusOr<std::string> ResolveFormat(const OutputFlags& flags,
                                           const std::vector<std::string>& formats) {
-  static const std::vector<std::string> kAllFormats = {"table", "text", "json", "yaml", "csv",
-                                                       "html"};
+  static const std::vector<std::string> kAllFormats = {"table", "text", "json",
+                                                       "yaml",  "csv",  "html"};
   auto allowed = [&](const std::string& f) {
     for (const auto& a : formats) {
       if (a == f) return true;

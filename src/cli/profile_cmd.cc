@@ -98,7 +98,8 @@ int Profile(const ProfileFlags& f) {
   namespace tm = seedance::telemetry;
   const bool history = !f.prometheus.empty() && !f.live;
   if (absl::Status s = CheckPlan(f, history); !s.ok()) return Fail(s);
-  if (f.output.empty()) return UsageError("--output: the path is empty (give a file, or - for stdout)");
+  if (f.output.empty())
+    return UsageError("--output: the path is empty (give a file, or - for stdout)");
   // `-o json` is a format name where a file name belongs (kubectl habit): refused with a hint.
   if (auto name = ResolveFormat({f.output, ""}, {"json"}); !name.ok()) return Fail(name.status());
   // The output first, so that an unwritable -o fails now and not after the whole run.
