@@ -1,12 +1,16 @@
 #include "seedance/server/http.h"
 
 #include <openssl/crypto.h>
+#include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -133,21 +137,33 @@ absl::StatusOr<std::unique_ptr<httplib::Server>> MakeServer(const HttpOptions& o
   return tls;
 }
 
-// Binds the listening socket; the port (the chosen one when o.port is 0).
+// Binds the listening socket; the port (the chosen one when o.port is 0). httplib (0.11, as a
+// shared library) listens with a backlog of 5: 32 clients connecting at once overflowed the
+// accept queue (TcpExtListenOverflows) and some saw their first request fail with the connection
+// closed. The socket-options hook hands over the descriptor, and listen() again raises the
+// backlog to the system's maximum.
 absl::StatusOr<int> Bind(httplib::Server& h, const HttpOptions& o) {
+  auto fd = std::make_shared<int>(-1);
+  h.set_socket_options([fd](socket_t sock) {
+    httplib::default_socket_options(sock);
+    *fd = sock;
+  });
+  int port = o.port;
   if (o.port == 0) {
-    const int port = h.bind_to_any_port(o.host);
+    port = h.bind_to_any_port(o.host);
     if (port < 0) {
       return absl::UnavailableError(absl::StrCat("cannot listen on ", base::ForTerminal(o.host)));
     }
-    return port;
-  }
-  if (!h.bind_to_port(o.host, o.port)) {
+  } else if (!h.bind_to_port(o.host, o.port)) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", base::ForTerminal(o.host), ":",
                                                o.port,
                                                " (in use, or not an address of this host)"));
   }
-  return o.port;
+  if (*fd >= 0 && ::listen(*fd, SOMAXCONN) != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", base::ForTerminal(o.host), ":",
+                                               port, ": ", std::strerror(errno)));
+  }
+  return port;
 }
 
 }  // namespace
