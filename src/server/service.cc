@@ -36,8 +36,7 @@ std::vector<absl::StatusOr<sched::PodInfo>> DecodePods(
       out[i] = PodFromJson(Json::parse(order[i]->spec_json, nullptr, false), state);
     }
   };
-  const size_t threads =
-      std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+  const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
   if (threads == 1 || order.size() < 4096) {
     decode(0, order.size());
     return out;
@@ -119,8 +118,8 @@ absl::Status Service::Recover(std::string* policy_text) {
   std::vector<absl::StatusOr<sched::PodInfo>> pods = DecodePods(order, scheduler_->state());
   for (size_t i = 0; i < order.size(); ++i) {
     if (!pods[i].ok()) {
-      return absl::DataLossError(absl::StrCat(where, ": pod ", order[i]->uid,
-                                              " cannot be read back: ", pods[i].status().message()));
+      return absl::DataLossError(absl::StrCat(
+          where, ": pod ", order[i]->uid, " cannot be read back: ", pods[i].status().message()));
     }
     if (absl::Status a = scheduler_->RestorePod(std::move(*pods[i]), now); !a.ok()) {
       return absl::DataLossError(
