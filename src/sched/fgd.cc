@@ -61,7 +61,8 @@ void FragEvaluator::SetWorkload(TargetWorkload w) {
 // F = sum over shapes of freq x (idle GPU the shape cannot use). Every class but Q3 counts all
 // idle GPU, so F = total x sum(freq) - sum over Q3 shapes of freq x (GPU on devices that fit).
 double FragEvaluator::FastScore(const NodeResources& r) const {
-  std::array<int32_t, core::kMaxGpusPerNode> g;
+  MemoKey key{r.cpu_left, r.model, r.num_gpus, {}};
+  std::array<int32_t, core::kMaxGpusPerNode>& g = key.sorted_gpu_left;
   const int k = r.num_gpus;
   int64_t total = 0;
   for (int i = 0; i < k; ++i) {  // insertion sort, descending
@@ -72,14 +73,26 @@ double FragEvaluator::FastScore(const NodeResources& r) const {
     g[j] = v;
   }
   if (total == 0) return 0;
+  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  const double score = FastScoreSorted(key, total);
+  if (memo_.size() >= kMaxMemo) memo_.clear();
+  memo_.emplace(key, score);
+  return score;
+}
+
+double FragEvaluator::FastScoreSorted(const MemoKey& key, int64_t total) const {
+  const std::array<int32_t, core::kMaxGpusPerNode>& g = key.sorted_gpu_left;
+  const int k = key.num_gpus;
   std::array<int64_t, core::kMaxGpusPerNode + 1> prefix;
   prefix[0] = 0;
   for (int i = 0; i < k; ++i) prefix[i + 1] = prefix[i] + g[i];
   double usable = 0;
   const size_t m = milli_.size();
   for (size_t t = 0; t < m; ++t) {
-    if (r.cpu_left < cpu_[t]) continue;
-    if (mask_[t] != 0 && (r.model == core::kNoGpuModel || !((mask_[t] >> r.model) & 1u))) continue;
+    if (key.cpu_left < cpu_[t]) continue;
+    if (mask_[t] != 0 && (key.model == core::kNoGpuModel || !((mask_[t] >> key.model) & 1u))) {
+      continue;
+    }
     int cnt = 0;
     while (cnt < k && g[cnt] >= milli_[t]) ++cnt;
     if (cnt >= num_[t]) usable += freq_[t] * static_cast<double>(prefix[cnt]);

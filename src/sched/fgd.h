@@ -2,10 +2,12 @@
 #ifndef SEEDANCE_SCHED_FGD_H_
 #define SEEDANCE_SCHED_FGD_H_
 
+#include <array>
 #include <cstdint>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "seedance/core/cluster_state.h"
 #include "seedance/sched/frag.h"
 
@@ -17,7 +19,10 @@ class FragEvaluator {
  public:
   void SetWorkload(TargetWorkload w);
   const TargetWorkload& workload() const { return workload_; }
-  void Reset() { cache_.clear(); }
+  void Reset() {
+    cache_.clear();
+    memo_.clear();
+  }
 
   // Current fragment amount of node n.
   double Current(const core::ClusterState& s, int n);
@@ -29,6 +34,25 @@ class FragEvaluator {
  private:
   // NodeFragScore over the workload compiled into flat arrays (same value, faster).
   double FastScore(const NodeResources& r) const;
+
+  // FastScore is a pure function of the workload and of (CPU left, GPU model, GPU lefts as a
+  // multiset): nodes in the same state - thousands of them in a large, mostly empty cluster of a
+  // few node types - share one computation. Cleared with the workload (Reset), and when full.
+  struct MemoKey {
+    int64_t cpu_left;
+    core::GpuModelId model;
+    int32_t num_gpus;
+    std::array<int32_t, core::kMaxGpusPerNode> sorted_gpu_left;  // descending, zero-padded
+    bool operator==(const MemoKey&) const = default;
+    template <typename H>
+    friend H AbslHashValue(H h, const MemoKey& k) {
+      return H::combine(std::move(h), k.cpu_left, k.model, k.num_gpus, k.sorted_gpu_left);
+    }
+  };
+  static constexpr size_t kMaxMemo = 1 << 16;
+  // The score of a memo key (GPU lefts sorted), `total` their sum (> 0).
+  double FastScoreSorted(const MemoKey& key, int64_t total) const;
+  mutable absl::flat_hash_map<MemoKey, double> memo_;
 
   TargetWorkload workload_;
   std::vector<int64_t> cpu_;

@@ -29,15 +29,6 @@ namespace {
 
 constexpr uint64_t kFirstSeed = 42;
 constexpr uint64_t kLastSeed = 51;
-// fgd and cas score every node with the fragmentation measure, 10 to 20 times the others' cost:
-// under AddressSanitizer (the CI build, 2 cores) their 40 runs each took 80 s and 130 s, a fifth
-// of the suite. There they are checked on the first three seeds (12 runs per policy, both
-// random streams); the Release build (ctest --test-dir build) checks all ten.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr uint64_t kLastSeedOfCostlyPolicies = kFirstSeed + 2;
-#else
-constexpr uint64_t kLastSeedOfCostlyPolicies = kLastSeed;
-#endif
 constexpr char kTrace[] = "openb_pod_list_default";
 
 const Workload* LoadDefaultTrace(std::string* missing, std::string* error) {
@@ -134,8 +125,7 @@ TEST_P(ScoreCacheTest, CacheOnAndOffGiveIdenticalCurvesForEverySeed) {
     bool cache;
   };
   std::vector<Task> tasks;
-  const uint64_t last = policy == "fgd" || policy == "cas" ? kLastSeedOfCostlyPolicies : kLastSeed;
-  for (uint64_t s = kFirstSeed; s <= last; ++s) {
+  for (uint64_t s = kFirstSeed; s <= kLastSeed; ++s) {
     tasks.push_back({s, true});
     tasks.push_back({s, false});
   }
