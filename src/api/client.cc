@@ -244,9 +244,13 @@ absl::StatusOr<Client> Client::Create(std::string url, std::string token_file) {
   return Create(std::move(o));
 }
 
+std::string Client::TokenFileOf(const std::string& flag) {
+  return flag.empty() ? EnvOr("SEEDANCE_TOKEN_FILE", "") : flag;
+}
+
 absl::StatusOr<Client> Client::Create(ClientOptions options) {
   if (options.url.empty()) options.url = EnvOr("SEEDANCE_SERVER", std::string(kDefaultServer));
-  if (options.token_file.empty()) options.token_file = EnvOr("SEEDANCE_TOKEN_FILE", "");
+  options.token_file = TokenFileOf(options.token_file);
   if (!(options.timeout_s > 0) || options.timeout_s > 86400) {
     return absl::InvalidArgumentError("client timeout must be in (0, 86400] seconds");
   }
@@ -325,7 +329,7 @@ absl::StatusOr<nlohmann::json> Client::Call(std::string_view method, std::string
   cv.notify_all();
   watchdog.join();
 
-  const std::string where = absl::StrCat(Sv(method), " ", url_.display, base::Clip(path, 200));
+  const std::string where = Where(method, path);
   if (too_large) {
     return absl::ResourceExhaustedError(
         absl::StrCat(where, ": the reply is larger than ", cap, " bytes"));
@@ -353,23 +357,25 @@ absl::StatusOr<nlohmann::json> Client::Call(std::string_view method, std::string
   return j;
 }
 
+std::string Client::Where(std::string_view method, std::string_view path) const {
+  return absl::StrCat(Sv(method), " ", url_.display, base::Clip(path, 200));
+}
+
 absl::StatusOr<nlohmann::json> Client::CallObject(std::string_view method, std::string_view path,
                                                   std::initializer_list<std::string_view> keys,
                                                   const std::string& body) {
   absl::StatusOr<nlohmann::json> j = Call(method, path, body);
   if (!j.ok()) return j;
-  const auto where = [&] {
-    return absl::StrCat(Sv(method), " ", url_.display, base::Clip(path, 200));
-  };
+  const std::string where = Where(method, path);
   if (!j->is_object()) {
     return absl::DataLossError(
-        absl::StrCat(where(), ": the reply is not a JSON object (is this a seedance server?)"));
+        absl::StrCat(where, ": the reply is not a JSON object (is this a seedance server?)"));
   }
   for (std::string_view k : keys) {
     auto it = j->find(std::string(k));
     if (it == j->end() || it->is_null()) {
       return absl::DataLossError(
-          absl::StrCat(where(), ": the reply has no \"", Sv(k), "\" (is this a seedance server?)"));
+          absl::StrCat(where, ": the reply has no \"", Sv(k), "\" (is this a seedance server?)"));
     }
   }
   return j;

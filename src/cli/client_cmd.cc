@@ -3,7 +3,6 @@
 // They only parse flags, call seedance_api's Client and print.
 #include <cctype>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <set>
@@ -109,11 +108,7 @@ struct Output {
 
 // The files the command reads, which -o FILE must never name (docs/cli.md).
 std::vector<base::NamedPath> ClientInputs(const ClientFlags& c) {
-  const char* env = std::getenv("SEEDANCE_TOKEN_FILE");
-  return {{"--token-file", !c.token_file.empty() ? c.token_file
-                           : env                 ? env
-                                                 : ""},
-          {"--ca-file", c.ca_file}};
+  return {{"--token-file", api::Client::TokenFileOf(c.token_file)}, {"--ca-file", c.ca_file}};
 }
 
 // The output -o and --format ask for. A FILE is checked against the inputs and opened now,

@@ -202,10 +202,10 @@ Command AddServerCommand(CLI::App& app) {
   CLI::App* s = app.add_subcommand(
       "server", "Run the live scheduler: REST API, durable state, metrics, hot-reloaded policy");
   s->footer(
-      "The server keeps its state in SQLite under --state (docs/state.md) and answers only after "
-      "a\n"
-      "change is on disk; after kill -9 it comes back with exactly what it acknowledged. Nodes "
-      "and\n"
+      "The server keeps its state in SQLite under --state (docs/state.md) and answers "
+      "only after a\n"
+      "change is on disk; after kill -9 it comes back with exactly what it acknowledged. "
+      "Nodes and\n"
       "pods are added through the API (docs/api.md) or `seedance apply -f`; --nodes preloads a\n"
       "node file the simulator reads. Metrics for Prometheus are at /metrics.\n\n"
       "Examples:\n"

@@ -71,8 +71,13 @@ class Client {
                                             const std::string& body = "");
   // The server as it may be printed.
   const std::string& server() const { return url_.display; }
+  // The bearer-token file a client uses: `flag` when given, else $SEEDANCE_TOKEN_FILE, else ""
+  // (none). Create resolves it so; commands use it to keep their outputs off that file.
+  static std::string TokenFileOf(const std::string& flag);
 
  private:
+  // "METHOD URL/PATH", how errors name a call.
+  std::string Where(std::string_view method, std::string_view path) const;
   Client() = default;
 
   ServerUrl url_;
