@@ -208,7 +208,8 @@ constexpr char kDescriptorNode[] = R"({
                  {"id": 1, "cpu_milli": 32000, "memory_mib": 262144}],
   "devices": [
     {"id": "gpu0", "type": "gpu", "model": "A100", "capacity": {"memory_mib": 81920},
-     "binding": {"numa_node": 0, "pci_address": "0000:3b:00.0"}, "nvlink_group": "nv0"},
+     "binding": {"numa_node": 0, "pci_address": "0000:3b:00.0", "pcie_switch": "sw0"},
+     "nvlink_group": "nv0"},
     {"id": "gpu1", "type": "gpu", "model": "A100", "capacity": {"memory_mib": 81920},
      "binding": {"numa_node": 1}, "nvlink_group": "nv0"}],
   "taints": [{"key": "dedicated", "value": "ml", "effect": "NoSchedule"}],
@@ -231,6 +232,10 @@ TEST(ParseNodeRequestTest, DescriptorForm) {
   ASSERT_EQ(spec.taints.size(), 1u);
   EXPECT_EQ(spec.taints[0].effect, "NoSchedule");
   EXPECT_EQ(spec.taints[0].value, "ml");
+  ASSERT_EQ(spec.topology.gpus.size(), 2u);
+  EXPECT_EQ(spec.topology.gpus[0].pcie_switch, "sw0");
+  EXPECT_EQ(spec.topology.gpus[0].nvlink_group, "nv0");
+  EXPECT_EQ(spec.topology.gpus[1].pcie_switch, "");
 }
 
 TEST(ParseNodeRequestTest, DescriptorFormTakesTheNameFromThePath) {

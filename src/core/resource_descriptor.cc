@@ -479,6 +479,10 @@ class Reader {
                                [&](const V& y, const std::string& yp) {
                                  String(y, yp, &d->binding.pci_address);
                                }},
+                              {"pcie_switch", false,
+                               [&](const V& y, const std::string& yp) {
+                                 String(y, yp, &d->binding.pcie_switch);
+                               }},
                           });
              }},
             {"latency_us", false,
@@ -759,6 +763,7 @@ Json DeviceToJson(const Device& d) {
     Json b = Json::object();
     if (d.binding.numa_node != -1) b["numa_node"] = d.binding.numa_node;
     if (!d.binding.pci_address.empty()) b["pci_address"] = d.binding.pci_address;
+    if (!d.binding.pcie_switch.empty()) b["pcie_switch"] = d.binding.pcie_switch;
     j["binding"] = std::move(b);
   }
   if (d.latency_us != 0) j["latency_us"] = d.latency_us;
@@ -821,6 +826,10 @@ void EmitDevice(YAML::Emitter& out, const Device& d) {
     if (!d.binding.pci_address.empty()) {
       EmitKey(out, "pci_address");
       EmitString(out, d.binding.pci_address);
+    }
+    if (!d.binding.pcie_switch.empty()) {
+      EmitKey(out, "pcie_switch");
+      EmitString(out, d.binding.pcie_switch);
     }
     out << YAML::EndMap;
   }
@@ -1060,7 +1069,8 @@ absl::StatusOr<NodeSpec> NodeDescriptor::ToNodeSpec(const ClusterDescriptor& clu
   // One entry per GPU, in device order: GPU device i of the NodeSpec is the i-th kGpu device.
   for (const Device& d : devices) {
     if (d.type != DeviceType::kGpu) continue;
-    spec.topology.gpus.push_back({d.binding.numa_node, d.nvlink_group, d.binding.pci_address});
+    spec.topology.gpus.push_back(
+        {d.binding.numa_node, d.nvlink_group, d.binding.pci_address, d.binding.pcie_switch});
   }
   return spec;
 }

@@ -274,6 +274,7 @@ std::vector<RoundTripCase> RoundTripCases() {
   n.devices.push_back(Other("npu0", DeviceType::kNpu,
                             {{"huge", std::numeric_limits<int64_t>::max()}, {"zero", 0}}));
   n.devices.back().binding.pci_address = "0000:AB:1f.7";
+  n.devices.back().binding.pcie_switch = "sw: 0, \"x\"";
   n.devices.back().latency_us = 17;
   n.devices.back().model = "null";
   cases.push_back({"AwkwardStringsAndNumbers", awkward});
@@ -754,6 +755,7 @@ TEST(ToNodeSpecTopologyTest, CarriesNumaGpuAttachmentNvlinkAndLabelsInDeviceOrde
   n.devices.push_back(Gpu("gpu-c", "A100", -1, "nvl-1"));
   n.devices[1].binding.pci_address = "0000:3b:00.0";
   n.devices[3].binding.pci_address = "0000:5e:00.0";
+  n.devices[3].binding.pcie_switch = "plx-1";
   absl::StatusOr<NodeSpec> got = n.ToNodeSpec(PricedCluster());
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->labels, n.labels);
@@ -761,7 +763,7 @@ TEST(ToNodeSpecTopologyTest, CarriesNumaGpuAttachmentNvlinkAndLabelsInDeviceOrde
   const std::vector<NumaInfo> want_numa = {{0, 64000, 524288}, {3, 32000, 1024}};
   EXPECT_EQ(got->topology.numa, want_numa);
   const std::vector<GpuTopology> want_gpus = {
-      {3, "nvl-1", "0000:3b:00.0"}, {0, "", "0000:5e:00.0"}, {-1, "nvl-1", ""}};
+      {3, "nvl-1", "0000:3b:00.0"}, {0, "", "0000:5e:00.0", "plx-1"}, {-1, "nvl-1", ""}};
   EXPECT_EQ(got->topology.gpus, want_gpus);
   // The scheduler's state accepts what the descriptor yields.
   absl::StatusOr<ClusterState> state = ClusterState::Create({*got});

@@ -30,7 +30,8 @@ Json TopologyToJson(const core::NodeTopology& t) {
   for (const core::GpuTopology& g : t.gpus) {
     gpus.push_back({{"numa_node", g.numa_node},
                     {"nvlink_group", g.nvlink_group},
-                    {"pci_address", g.pci_address}});
+                    {"pci_address", g.pci_address},
+                    {"pcie_switch", g.pcie_switch}});
   }
   return {{"numa_nodes", numa}, {"gpus", gpus}};
 }
@@ -44,7 +45,8 @@ absl::Status TopologyFromJson(const Json& j, core::NodeTopology* t) {
     }
     for (const Json& g : j.value("gpus", Json::array())) {
       t->gpus.push_back({g.value("numa_node", -1), g.value("nvlink_group", std::string()),
-                         g.value("pci_address", std::string())});
+                         g.value("pci_address", std::string()),
+                         g.value("pcie_switch", std::string())});
     }
   } catch (const Json::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("$.topology: ", e.what()));

@@ -119,6 +119,9 @@ struct GpuTopology {
   int numa_node = -1;             // a NumaInfo::id of the same node; -1 = unknown
   std::string nvlink_group = {};  // GPUs sharing a non-empty group are NVLink-connected
   std::string pci_address = {};   // "0000:3b:00.0"; empty = unknown
+  // GPUs sharing a non-empty switch name sit under one PCIe switch (peer-to-peer traffic stays
+  // below the host bridge); empty = unknown.
+  std::string pcie_switch = {};
 
   bool operator==(const GpuTopology&) const = default;
 };

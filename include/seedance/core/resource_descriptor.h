@@ -49,6 +49,8 @@ inline constexpr std::string_view kCapacityBandwidthGbps = "bandwidth_gbps";
 struct Binding {
   int numa_node = -1;       // id of a NumaNode of the same node; -1 = unknown
   std::string pci_address;  // "0000:3b:00.0" (domain:bus:device.function, hex); empty = unknown
+  // The PCIe switch the device sits under (any name, unique within its node); empty = unknown.
+  std::string pcie_switch;
 
   bool operator==(const Binding&) const = default;
 };
