@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "seedance/base/check.h"
+#include "seedance/sched/topology.h"
 
 namespace seedance::sched {
 
@@ -367,6 +368,12 @@ Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state
     SEEDANCE_CHECK(out.placement.node == best_node)
         << "reserve plugin '" << profile_.reserve->Name() << "' moved the pod from node "
         << best_node << " (filtered and scored) to node " << out.placement.node;
+    // Whole GPUs are interchangeable for every score, so which of the free ones a whole-GPU pod
+    // gets is the interconnect's business: the topology chooser (topology.h) decides.
+    if (options_.topology_gpus && pod.gpu_milli >= core::kMilliGpu &&
+        HasGpuTopology(state.node(best_node))) {
+      (void)ChooseGpuSet(state, best_node, pod.num_gpu, &out.placement);  // false: keep Reserve's
+    }
   } else {
     out.placement.num_gpus = 0;
   }

@@ -1,0 +1,234 @@
+#include "seedance/sched/topology.h"
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+
+namespace seedance::sched {
+namespace {
+
+using core::NodeTopology;
+
+// The levels a GPU set can stay within, best bandwidth first.
+enum Level { kLevelNvLink, kLevelSwitch, kLevelNuma, kNumLevels };
+
+// GPU g's group at `level`; empty: unknown, a group of its own.
+std::string GroupOf(const NodeTopology& t, int g, int level) {
+  const core::GpuTopology& gt = t.gpus[static_cast<size_t>(g)];
+  switch (level) {
+    case kLevelNvLink:
+      return gt.nvlink_group;
+    case kLevelSwitch:
+      return gt.pcie_switch;
+    default:
+      return gt.numa_node < 0 ? std::string() : std::to_string(gt.numa_node);
+  }
+}
+
+// `gpus` (increasing indices) partitioned by their group at `level`, groups in the order of
+// their lowest index.
+std::vector<std::vector<int>> Partition(const NodeTopology& t, const std::vector<int>& gpus,
+                                        int level) {
+  std::vector<std::vector<int>> groups;
+  std::map<std::string, size_t> at;
+  for (int g : gpus) {
+    const std::string key = GroupOf(t, g, level);
+    if (key.empty()) {
+      groups.push_back({g});
+      continue;
+    }
+    auto [it, fresh] = at.emplace(key, groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(g);
+  }
+  return groups;
+}
+
+void Choose(const NodeTopology& t, const std::vector<int>& free, int k, int level,
+            std::vector<int>* out);
+
+// No level from `level` on holds k of `free`: whole NUMA groups, largest first, then the rest
+// from the smallest group that holds it (chosen by the same rules).
+void Spread(const NodeTopology& t, const std::vector<int>& free, int k, std::vector<int>* out) {
+  std::vector<std::vector<int>> groups = Partition(t, free, kLevelNuma);
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const auto& a, const auto& b) { return a.size() > b.size(); });
+  int left = k;
+  std::vector<const std::vector<int>*> rest;
+  for (const std::vector<int>& g : groups) {
+    if (static_cast<int>(g.size()) <= left) {
+      out->insert(out->end(), g.begin(), g.end());
+      left -= static_cast<int>(g.size());
+    } else {
+      rest.push_back(&g);
+    }
+  }
+  if (left == 0) return;
+  const std::vector<int>* home = nullptr;  // the smallest group holding the rest
+  for (const std::vector<int>* g : rest) {
+    if (!home || g->size() < home->size()) home = g;
+  }
+  Choose(t, *home, left, kLevelNvLink, out);
+}
+
+void Choose(const NodeTopology& t, const std::vector<int>& free, int k, int level,
+            std::vector<int>* out) {
+  for (int l = level; l < kNumLevels; ++l) {
+    const std::vector<std::vector<int>> groups = Partition(t, free, l);
+    const std::vector<int>* fit = nullptr;  // best fit: the fewest free GPUs that hold k
+    for (const std::vector<int>& g : groups) {
+      if (static_cast<int>(g.size()) >= k && (!fit || g.size() < fit->size())) fit = &g;
+    }
+    if (!fit) continue;
+    if (static_cast<int>(fit->size()) == k) {
+      out->insert(out->end(), fit->begin(), fit->end());
+    } else {
+      Choose(t, *fit, k, l + 1, out);
+    }
+    return;
+  }
+  if (level == kLevelNvLink) {
+    Spread(t, free, k, out);
+    return;
+  }
+  // Inside a group that holds k but no finer group does: its lowest indices.
+  out->insert(out->end(), free.begin(), free.begin() + k);
+}
+
+std::string Upper(std::string_view s) {
+  std::string u(s);
+  for (char& c : u) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return u;
+}
+
+}  // namespace
+
+std::string_view GpuLinkName(GpuLink link) {
+  switch (link) {
+    case GpuLink::kNvLink:
+      return "nvlink";
+    case GpuLink::kPcieSwitch:
+      return "pcie-switch";
+    case GpuLink::kHostBridge:
+      return "host-bridge";
+    case GpuLink::kCrossSocket:
+      return "cross-socket";
+  }
+  return "cross-socket";
+}
+
+LinkGeneration LinkGenerationOf(std::string_view gpu_model) {
+  const std::string m = Upper(gpu_model);
+  for (std::string_view h : {"H100", "H800", "H200", "H20"}) {
+    if (m.find(h) != std::string::npos) return {450, 63};
+  }
+  for (std::string_view a : {"A100", "A800"}) {
+    if (m.find(a) != std::string::npos) return {300, 31.5};
+  }
+  if (m.find("V100") != std::string::npos) return {150, 15.75};
+  return {};
+}
+
+bool HasGpuTopology(const core::NodeSpec& node) {
+  return node.num_gpus > 0 && node.topology.gpus.size() == static_cast<size_t>(node.num_gpus);
+}
+
+GpuLink LinkBetween(const NodeTopology& t, int a, int b) {
+  const core::GpuTopology& x = t.gpus[static_cast<size_t>(a)];
+  const core::GpuTopology& y = t.gpus[static_cast<size_t>(b)];
+  if (!x.nvlink_group.empty() && x.nvlink_group == y.nvlink_group) return GpuLink::kNvLink;
+  if (!x.pcie_switch.empty() && x.pcie_switch == y.pcie_switch) return GpuLink::kPcieSwitch;
+  if (x.numa_node >= 0 && x.numa_node == y.numa_node) return GpuLink::kHostBridge;
+  return GpuLink::kCrossSocket;
+}
+
+double LinkGbps(GpuLink link, const LinkGeneration& gen) {
+  switch (link) {
+    case GpuLink::kNvLink:
+      return gen.nvlink_gbps;
+    case GpuLink::kPcieSwitch:
+    case GpuLink::kHostBridge:
+      return gen.pcie_gbps;
+    case GpuLink::kCrossSocket:
+      return std::min(gen.pcie_gbps, kUpiLinkGbps);
+  }
+  return std::min(gen.pcie_gbps, kUpiLinkGbps);
+}
+
+double RingGbps(const core::NodeSpec& node, std::span<const int8_t> gpus) {
+  if (gpus.size() < 2) return std::numeric_limits<double>::infinity();
+  const NodeTopology& t = node.topology;
+  // The ring visits GPUs grouped by NUMA node, then switch, then NVLink group, so each level is
+  // crossed as few times as the set allows.
+  std::vector<int> ring(gpus.begin(), gpus.end());
+  std::sort(ring.begin(), ring.end(), [&t](int a, int b) {
+    const core::GpuTopology& x = t.gpus[static_cast<size_t>(a)];
+    const core::GpuTopology& y = t.gpus[static_cast<size_t>(b)];
+    return std::tie(x.numa_node, x.pcie_switch, x.nvlink_group, a) <
+           std::tie(y.numa_node, y.pcie_switch, y.nvlink_group, b);
+  });
+  const LinkGeneration gen = LinkGenerationOf(node.gpu_model);
+  double slowest = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < ring.size(); ++i) {
+    const int next = ring[(i + 1) % ring.size()];
+    slowest = std::min(slowest, LinkGbps(LinkBetween(t, ring[i], next), gen));
+  }
+  return slowest;
+}
+
+double RingAllReduceSeconds(const core::NodeSpec& node, std::span<const int8_t> gpus,
+                            double bytes) {
+  const size_t k = gpus.size();
+  if (k < 2) return 0;
+  const double per_hop = 2.0 * static_cast<double>(k - 1) / static_cast<double>(k) * bytes;
+  return per_hop / (RingGbps(node, gpus) * 1e9);
+}
+
+bool ChooseGpuSet(const core::ClusterState& s, int n, int k, core::Placement* placement) {
+  std::vector<int> free;
+  const std::span<const int32_t> left = s.gpu_left(n);
+  for (int g = 0; g < static_cast<int>(left.size()); ++g) {
+    if (left[static_cast<size_t>(g)] == core::kMilliGpu) free.push_back(g);
+  }
+  if (k < 0 || static_cast<int>(free.size()) < k) return false;
+  std::vector<int> chosen;
+  if (HasGpuTopology(s.node(n))) {
+    Choose(s.node(n).topology, free, k, kLevelNvLink, &chosen);
+    std::sort(chosen.begin(), chosen.end());
+  } else {
+    chosen.assign(free.begin(), free.begin() + k);
+  }
+  placement->num_gpus = k;
+  for (int i = 0; i < k; ++i)
+    placement->gpus[static_cast<size_t>(i)] = static_cast<int8_t>(chosen[i]);
+  return true;
+}
+
+GpuSetQuality MeasureGpuSet(const core::ClusterState& s, const core::Placement& placement) {
+  GpuSetQuality q;
+  const core::NodeSpec& node = s.node(placement.node);
+  const int k = placement.num_gpus;
+  if (k < 2 || !HasGpuTopology(node)) return q;
+  std::vector<int> free;
+  const std::span<const int32_t> left = s.gpu_left(placement.node);
+  const std::span<const int8_t> mine = placement.gpu_ids();
+  for (int g = 0; g < static_cast<int>(left.size()); ++g) {
+    const bool chosen = std::find(mine.begin(), mine.end(), g) != mine.end();
+    if (chosen || left[static_cast<size_t>(g)] == core::kMilliGpu) free.push_back(g);
+  }
+  std::vector<int> best_set;
+  Choose(node.topology, free, k, kLevelNvLink, &best_set);
+  std::vector<int8_t> best(best_set.begin(), best_set.end());
+  const double got = RingGbps(node, mine);
+  const double reachable = std::max(got, RingGbps(node, best));
+  q.measured = true;
+  q.best = got >= reachable;
+  q.slowdown = reachable / got;
+  q.allreduce_s = RingAllReduceSeconds(node, mine, kAllReduceBytes);
+  return q;
+}
+
+}  // namespace seedance::sched

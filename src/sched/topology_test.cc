@@ -1,0 +1,168 @@
+// The GPU interconnect model and the GPU-set chooser (topology.h) on the documented templates
+// (core/topology_template.h): link classes, ring bandwidth, all-reduce time, and the chooser's
+// rules (best bandwidth, best fit, islands kept whole, index order without topology).
+#include "seedance/sched/topology.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <initializer_list>
+#include <vector>
+
+#include "seedance/core/cluster_state.h"
+#include "seedance/core/topology_template.h"
+
+namespace seedance::sched {
+namespace {
+
+using core::ClusterState;
+using core::NodeSpec;
+using core::Placement;
+using core::PodShape;
+using core::TopologyTemplate;
+
+NodeSpec Node(int gpus, TopologyTemplate t, const char* model = "A100") {
+  NodeSpec n{
+      .name = "n0", .cpu_milli = 64000, .memory_mib = 262144, .num_gpus = gpus, .gpu_model = model};
+  n.topology = core::TemplateTopology(n, t);
+  return n;
+}
+
+ClusterState One(const NodeSpec& n) {
+  absl::StatusOr<ClusterState> s = ClusterState::Create({n});
+  EXPECT_TRUE(s.ok()) << s.status();
+  return std::move(*s);
+}
+
+// Takes whole GPUs `gpus` on node 0 (a pod already running).
+void Take(ClusterState& s, std::initializer_list<int> gpus) {
+  Placement p;
+  p.node = 0;
+  for (int g : gpus) p.gpus[static_cast<size_t>(p.num_gpus++)] = static_cast<int8_t>(g);
+  PodShape pod{
+      .cpu_milli = 0, .memory_mib = 0, .num_gpu = p.num_gpus, .gpu_milli = core::kMilliGpu};
+  ASSERT_TRUE(s.Allocate(pod, p).ok());
+}
+
+std::vector<int> Chosen(const ClusterState& s, int k) {
+  Placement p;
+  p.node = 0;
+  if (!ChooseGpuSet(s, 0, k, &p)) return {};
+  return std::vector<int>(p.gpus.begin(), p.gpus.begin() + p.num_gpus);
+}
+
+TEST(TopologyTest, TemplatesGiveTheDocumentedLinks) {
+  const NodeSpec dgx = Node(8, TopologyTemplate::kDgx);
+  for (int b = 1; b < 8; ++b) EXPECT_EQ(LinkBetween(dgx.topology, 0, b), GpuLink::kNvLink);
+  const NodeSpec tree = Node(8, TopologyTemplate::kPcieTree);
+  EXPECT_EQ(LinkBetween(tree.topology, 0, 3), GpuLink::kPcieSwitch);
+  EXPECT_EQ(LinkBetween(tree.topology, 4, 7), GpuLink::kPcieSwitch);
+  EXPECT_EQ(LinkBetween(tree.topology, 3, 4), GpuLink::kCrossSocket);
+  // Two switches on one NUMA node talk through its host bridge.
+  NodeSpec bridge = tree;
+  bridge.topology.gpus[4].numa_node = 0;
+  EXPECT_EQ(LinkBetween(bridge.topology, 0, 4), GpuLink::kHostBridge);
+}
+
+TEST(TopologyTest, RingBandwidthIsTheSlowestHop) {
+  const NodeSpec tree = Node(8, TopologyTemplate::kPcieTree);
+  const std::vector<int8_t> local = {0, 1, 2, 3}, across = {2, 3, 4, 5};
+  EXPECT_DOUBLE_EQ(RingGbps(tree, local), 31.5);                             // PCIe Gen4 x16 (A100)
+  EXPECT_DOUBLE_EQ(RingGbps(tree, across), kUpiLinkGbps);                    // one UPI link
+  EXPECT_DOUBLE_EQ(RingGbps(Node(8, TopologyTemplate::kDgx), across), 300);  // NVLink 3
+  EXPECT_DOUBLE_EQ(RingGbps(Node(8, TopologyTemplate::kDgx, "H100"), across), 450);
+  EXPECT_TRUE(std::isinf(RingGbps(tree, std::vector<int8_t>{3})));
+  // 2(k-1)/k * S / B: 4 GPUs, 1 GiB, 31.5 GB/s.
+  const double want = 1.5 * kAllReduceBytes / 31.5e9;
+  EXPECT_NEAR(RingAllReduceSeconds(tree, local, kAllReduceBytes), want, 1e-12);
+  EXPECT_EQ(RingAllReduceSeconds(tree, std::vector<int8_t>{3}, kAllReduceBytes), 0);
+}
+
+TEST(TopologyTest, WithoutTopologyTheLowestFreeIndices) {
+  ClusterState s = One(Node(8, TopologyTemplate::kNone));
+  Take(s, {0, 2});
+  EXPECT_EQ(Chosen(s, 3), (std::vector<int>{1, 3, 4}));
+  EXPECT_EQ(Chosen(s, 1), (std::vector<int>{1}));
+  EXPECT_TRUE(Chosen(s, 7).empty());
+}
+
+TEST(TopologyTest, MultiGpuPodStaysUnderOneSwitchWhenOneHasRoom) {
+  ClusterState s = One(Node(8, TopologyTemplate::kPcieTree));
+  Take(s, {0, 1});
+  // Lowest indices would be 2, 3, 4 (across sockets); switch 1 has four free.
+  EXPECT_EQ(Chosen(s, 3), (std::vector<int>{4, 5, 6}));
+  // Two GPUs: switch 0 holds exactly two free (best fit), so switch 1 stays whole.
+  EXPECT_EQ(Chosen(s, 2), (std::vector<int>{2, 3}));
+}
+
+TEST(TopologyTest, SpreadTakesWholeNumaNodesFirst) {
+  ClusterState s = One(Node(8, TopologyTemplate::kPcieTree));
+  Take(s, {0});
+  // Six GPUs cannot stay on one socket: all four of switch 1, then two of switch 0.
+  EXPECT_EQ(Chosen(s, 6), (std::vector<int>{1, 2, 4, 5, 6, 7}));
+}
+
+TEST(TopologyTest, OneGpuPodTakesALoneGpuBeforeBreakingAnIsland) {
+  // GPUs 0-1 and 2-3 are NVLink pairs; 4-7 have no NVLink.
+  NodeSpec n = Node(8, TopologyTemplate::kPcieTree);
+  n.topology.gpus[0].nvlink_group = n.topology.gpus[1].nvlink_group = "a";
+  n.topology.gpus[2].nvlink_group = n.topology.gpus[3].nvlink_group = "b";
+  ClusterState s = One(n);
+  EXPECT_EQ(Chosen(s, 1), (std::vector<int>{4}));
+  EXPECT_EQ(Chosen(s, 2), (std::vector<int>{0, 1}));  // an NVLink pair beats a switch pair
+  Take(s, {0});
+  // GPU 1's island is already broken: the next 1-GPU pod goes there.
+  EXPECT_EQ(Chosen(s, 1), (std::vector<int>{1}));
+}
+
+TEST(TopologyTest, OnAnNvSwitchNodeSmallPodsKeepSwitchPairsAndSocketsWhole) {
+  ClusterState s = One(Node(8, TopologyTemplate::kDgx));
+  Take(s, {0});
+  EXPECT_EQ(Chosen(s, 1), (std::vector<int>{1}));        // GPU 0's switch partner
+  EXPECT_EQ(Chosen(s, 2), (std::vector<int>{2, 3}));     // a whole switch pair
+  EXPECT_EQ(Chosen(s, 3), (std::vector<int>{1, 2, 3}));  // NUMA node 0's three free GPUs
+}
+
+TEST(TopologyTest, MeasureComparesWithTheBestSetOnTheNode) {
+  ClusterState s = One(Node(8, TopologyTemplate::kPcieTree));
+  Take(s, {0, 1});
+  Placement bad;  // lowest indices: across sockets
+  bad.node = 0;
+  bad.num_gpus = 3;
+  bad.gpus[0] = 2;
+  bad.gpus[1] = 3;
+  bad.gpus[2] = 4;
+  PodShape pod{.cpu_milli = 0, .memory_mib = 0, .num_gpu = 3, .gpu_milli = core::kMilliGpu};
+  ASSERT_TRUE(s.Allocate(pod, bad).ok());
+  GpuSetQuality q = MeasureGpuSet(s, bad);
+  ASSERT_TRUE(q.measured);
+  EXPECT_FALSE(q.best);
+  EXPECT_DOUBLE_EQ(q.slowdown, 31.5 / kUpiLinkGbps);
+  EXPECT_GT(q.allreduce_s, 0);
+  ASSERT_TRUE(s.Release(pod, bad).ok());
+
+  Placement good = bad;
+  good.gpus[0] = 4;
+  good.gpus[1] = 5;
+  good.gpus[2] = 6;
+  ASSERT_TRUE(s.Allocate(pod, good).ok());
+  q = MeasureGpuSet(s, good);
+  EXPECT_TRUE(q.best);
+  EXPECT_DOUBLE_EQ(q.slowdown, 1.0);
+  // One GPU, or a node without topology: nothing to measure.
+  Placement single = good;
+  single.num_gpus = 1;
+  EXPECT_FALSE(MeasureGpuSet(s, single).measured);
+  ClusterState plain = One(Node(8, TopologyTemplate::kNone));
+  EXPECT_FALSE(MeasureGpuSet(plain, good).measured);
+}
+
+TEST(TopologyTest, LinkGenerationFollowsTheModelName) {
+  EXPECT_DOUBLE_EQ(LinkGenerationOf("V100M32").nvlink_gbps, 150);
+  EXPECT_DOUBLE_EQ(LinkGenerationOf("a800").nvlink_gbps, 300);
+  EXPECT_DOUBLE_EQ(LinkGenerationOf("NVIDIA H200").pcie_gbps, 63);
+  EXPECT_DOUBLE_EQ(LinkGenerationOf("T4").pcie_gbps, 31.5);  // the default
+}
+
+}  // namespace
+}  // namespace seedance::sched
