@@ -48,6 +48,7 @@ constexpr int kMaxJobs = 1024;
 struct Flags {
   std::string nodes, pods, policy = "all", mode = "fill", rng = "seedance";
   std::string load_basis = "means", score_cache = "on";
+  std::string topology = "none", gpu_choice = "topology";
   std::string seeds_text = "42-51";
   std::vector<uint64_t> seeds;
   OutputFlags out;
@@ -257,6 +258,12 @@ absl::StatusOr<seedance::sim::SimOptions> ResolveOptions(const Flags& f) {
   }
   o.warmup_h = f.warmup_s < 0 ? -1 : f.warmup_s / 3600;
   o.score_cache = f.score_cache == "on";
+  absl::StatusOr<seedance::core::TopologyTemplate> topo =
+      seedance::core::ParseTopologyTemplate(f.topology);
+  if (!topo.ok())
+    return absl::InvalidArgumentError(absl::StrCat("--topology: ", topo.status().message()));
+  o.topology = *topo;
+  o.topology_gpus = f.gpu_choice == "topology";
   if (!f.dump_order.empty() && o.mode != Mode::kFill) {
     return absl::InvalidArgumentError("--dump-order: only for --mode fill");
   }
@@ -518,6 +525,20 @@ Command AddSimulateCommand(CLI::App& app) {
                   "recomputed; results must be identical)")
       ->capture_default_str()
       ->check(CLI::IsMember({"on", "off"}));
+  sim->add_option("--topology", f->topology,
+                  "Give every node a documented GPU topology before the run (docs/topology.md): "
+                  "none (default: the nodes' own), dgx (NVSwitch, 2 NUMA nodes), pcie-tree (2 "
+                  "PCIe switches x half the GPUs, 2 NUMA nodes, no NVLink) or mixed (alternating); "
+                  "reports then add the multi-GPU pods' best-bandwidth share and all-reduce "
+                  "slowdown")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "dgx", "pcie-tree", "mixed"}));
+  sim->add_option("--gpu-choice", f->gpu_choice,
+                  "Which free GPUs a whole-GPU pod gets on its node: topology (default: the "
+                  "best-bandwidth set that keeps islands whole; lowest indices without "
+                  "topology) or index (lowest indices, as the FGD reference simulator)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"topology", "index"}));
   AddOutputFlags(sim, &f->out, kFormats,
                  "Write the results to FILE ('-' = standard output, the default)");
   sim->add_option("--dump-order", f->dump_order,

@@ -48,7 +48,17 @@ struct Column {
   const char* fmt;
 };
 
-std::vector<Column> Columns(Mode mode) {
+// With a topology template, every mode also reports how multi-GPU pods were placed.
+void AddTopologyColumns(bool topology, std::vector<Column>* cols) {
+  if (!topology) return;
+  cols->push_back(
+      {"best-bw multi-GPU %", "best_bandwidth_pct", &RunResult::best_bandwidth_pct, "%.1f"});
+  cols->push_back(
+      {"all-reduce slowdown", "allreduce_slowdown", &RunResult::allreduce_slowdown, "%.3f"});
+  cols->push_back({"all-reduce ms", "allreduce_ms", &RunResult::allreduce_ms, "%.1f"});
+}
+
+std::vector<Column> BaseColumns(Mode mode) {
   if (mode == Mode::kFill) {
     return {{"unalloc GPU % @100", "unalloc_gpu_pct_at_100", &RunResult::unalloc_gpu_pct_at_100,
              "%.2f"},
@@ -62,6 +72,12 @@ std::vector<Column> Columns(Mode mode) {
           {"queue p99 s", "queue_delay_p99_s", &RunResult::queue_delay_p99_s, "%.0f"},
           {"idle GPU-h", "", &RunResult::idle_gpu_hours, "%.0f"},
           {"idle USD", "", &RunResult::idle_cost_usd, "%.0f"}};
+}
+
+std::vector<Column> Columns(const ReportMeta& meta) {
+  std::vector<Column> cols = BaseColumns(meta.mode);
+  AddTopologyColumns(meta.options.topology != core::TopologyTemplate::kNone, &cols);
+  return cols;
 }
 
 std::vector<double> Values(const PolicyRuns& p, double RunResult::*field) {
@@ -188,7 +204,7 @@ nlohmann::ordered_json ToJson(const std::vector<PolicyRuns>& results, const Repo
   Json policies = Json::array();
   for (const PolicyRuns& p : results) {
     Json summary = Json::object();
-    for (const Column& c : Columns(meta.mode)) {
+    for (const Column& c : Columns(meta)) {
       if (c.json_key.empty()) continue;
       MeanSd m = Summarize(Values(p, c.field));
       summary[c.json_key] = {{"mean", Num(m.mean)}, {"sd", Num(m.sd)}, {"runs", m.n}};
@@ -199,6 +215,12 @@ nlohmann::ordered_json ToJson(const std::vector<PolicyRuns>& results, const Repo
                 {"pods_arrived", r.pods_arrived},
                 {"pods_scheduled", r.pods_scheduled},
                 {"wall_s", Num(r.wall_s)}};
+      if (meta.options.topology != core::TopologyTemplate::kNone) {
+        j["multi_gpu_pods"] = r.topology.multi_gpu_pods;
+        j["best_bandwidth_pct"] = Num(r.best_bandwidth_pct);
+        j["allreduce_slowdown"] = Num(r.allreduce_slowdown);
+        j["allreduce_ms"] = Num(r.allreduce_ms);
+      }
       if (fill) {
         j["pods_failed"] = r.pods_failed;
         j["unalloc_gpu_pct_at_100"] = Num(r.unalloc_gpu_pct_at_100);
@@ -274,6 +296,14 @@ std::string RenderCsv(const std::vector<PolicyRuns>& results, const ReportMeta& 
                         [&](const RunResult& r) { return num(r.offered_load_exact, "%.6g"); }});
     }
   }
+  if (meta.options.topology != core::TopologyTemplate::kNone) {
+    fields.push_back({"best_bandwidth_pct",
+                      [&](const RunResult& r) { return num(r.best_bandwidth_pct, "%.6g"); }});
+    fields.push_back({"allreduce_slowdown",
+                      [&](const RunResult& r) { return num(r.allreduce_slowdown, "%.6g"); }});
+    fields.push_back(
+        {"allreduce_ms", [&](const RunResult& r) { return num(r.allreduce_ms, "%.6g"); }});
+  }
   fields.push_back({"wall_s", [&](const RunResult& r) { return num(r.wall_s, "%.6g"); }});
   std::string out = "policy,seed,mode";
   for (const Field& f : fields) absl::StrAppend(&out, ",", f.header);
@@ -300,7 +330,7 @@ std::string CsvField(std::string_view v) {
 }
 
 std::string RenderTable(const std::vector<PolicyRuns>& results, const ReportMeta& meta) {
-  std::vector<Column> cols = Columns(meta.mode);
+  std::vector<Column> cols = Columns(meta);
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> header = {"policy"};
   for (const Column& c : cols) header.push_back(c.header);
@@ -415,7 +445,7 @@ std::string RenderHtml(const std::vector<PolicyRuns>& results, const ReportMeta&
   if (fill && meta.options.rng == RngKind::kReference) html << "; reference (Go) random stream";
   if (meta.mode == Mode::kChurn) html << "; load " << meta.options.load;
   html << ".</p><div class='row'><table><tr><th>policy</th>";
-  std::vector<Column> cols = Columns(meta.mode);
+  std::vector<Column> cols = Columns(meta);
   for (const Column& c : cols) html << "<th>" << HtmlEscape(c.header) << " (mean ± sd)</th>";
   html << "</tr>";
   for (const PolicyRuns& p : results) {

@@ -42,6 +42,13 @@ std::vector<PodSpec> ResolvePods(const std::vector<PodSpec>& pods, const Cluster
   return out;
 }
 
+// The workload's nodes with the run's topology template applied.
+std::vector<core::NodeSpec> NodesFor(const Workload& workload, const SimOptions& options) {
+  std::vector<core::NodeSpec> nodes = workload.nodes;
+  core::ApplyTopologyTemplate(options.topology, &nodes);
+  return nodes;
+}
+
 // The replayed workload's typical shapes: fgd's oracle and the fragmentation yardstick.
 sched::TargetWorkload TypicalOf(const std::vector<PodSpec>& replayed, const SimOptions& o) {
   return sched::TypicalShapes(sched::CountShapes(replayed), o.typical_coverage_pct);
@@ -60,6 +67,7 @@ absl::StatusOr<sched::Framework> MakeFramework(const std::string& policy,
   sched::FrameworkOptions fo;
   fo.seed = o.seed;
   fo.score_cache = o.score_cache;
+  fo.topology_gpus = o.topology_gpus;
   fo.node_order = node_order.empty() ? sched::Framework::RandomNodeOrder(state.num_nodes(), o.seed)
                                      : std::move(node_order);
   return sched::Framework(std::move(*profile), std::move(fo));
@@ -242,6 +250,7 @@ absl::StatusOr<RunResult> RunFill(const Workload& w, const std::string& policy, 
     if (o.record_placements) r.placements.push_back(out.ok() ? out.placement : core::Placement{});
     if (out.ok()) {
       ++r.pods_scheduled;
+      r.topology.Add(sched::MeasureGpuSet(state, out.placement));
       const int n = out.placement.node;
       frag_total -= node_frag[n];
       node_frag[n] = sched::NodeFragScore(sched::NodeResources::Of(state, n), measure);
@@ -563,6 +572,7 @@ absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy
     info.phase = sched::PodPhase::kBound;
     info.placement = out.placement;
     if (absl::Status st = ledger.Add(std::move(info)); !st.ok()) return st;
+    r.topology.Add(sched::MeasureGpuSet(state, out.placement));
     idle_cost_rate -=
         gpu_price[out.placement.node] * static_cast<double>(shape.TotalGpuMilli()) / 1000.0;
     ++r.pods_scheduled;
@@ -711,7 +721,7 @@ absl::Status CheckOptions(const SimOptions& o) {
 
 absl::Status CheckRun(const Workload& workload, const SimOptions& options) {
   if (absl::Status s = CheckOptions(options); !s.ok()) return s;
-  absl::StatusOr<ClusterState> state = ClusterState::Create(workload.nodes);
+  absl::StatusOr<ClusterState> state = ClusterState::Create(NodesFor(workload, options));
   if (!state.ok()) return state.status();
   if (workload.nodes.empty()) return absl::InvalidArgumentError("the node list is empty");
   if (workload.pods.empty()) return absl::InvalidArgumentError("the pod list is empty");
@@ -728,9 +738,32 @@ absl::Status CheckRun(const Workload& workload, const SimOptions& options) {
 
 std::string_view ModeName(Mode mode) { return kModeNames[static_cast<int>(mode)]; }
 
+void TopologyStats::Add(const sched::GpuSetQuality& q) {
+  if (!q.measured) return;
+  ++multi_gpu_pods;
+  best_bandwidth += q.best ? 1 : 0;
+  slowdown_sum += q.slowdown;
+  allreduce_s_sum += q.allreduce_s;
+}
+
+double TopologyStats::mean_allreduce_ms() const {
+  return multi_gpu_pods == 0 ? kUndefined
+                             : 1e3 * allreduce_s_sum / static_cast<double>(multi_gpu_pods);
+}
+
+double TopologyStats::best_share_pct() const {
+  return multi_gpu_pods == 0
+             ? kUndefined
+             : 100.0 * static_cast<double>(best_bandwidth) / static_cast<double>(multi_gpu_pods);
+}
+
+double TopologyStats::mean_slowdown() const {
+  return multi_gpu_pods == 0 ? kUndefined : slowdown_sum / static_cast<double>(multi_gpu_pods);
+}
+
 absl::StatusOr<FillPlan> PlanFill(const Workload& workload, const SimOptions& options) {
   if (absl::Status s = CheckOptions(options); !s.ok()) return s;
-  absl::StatusOr<ClusterState> state = ClusterState::Create(workload.nodes);
+  absl::StatusOr<ClusterState> state = ClusterState::Create(NodesFor(workload, options));
   if (!state.ok()) return state.status();
   absl::StatusOr<FillSetup> setup = SetUpFill(workload, options, *state);
   if (!setup.ok()) return setup.status();
@@ -745,13 +778,16 @@ absl::StatusOr<RunResult> Run(const Workload& workload, const std::string& polic
                               const SimOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   if (absl::Status s = CheckOptions(options); !s.ok()) return s;
-  absl::StatusOr<ClusterState> state = ClusterState::Create(workload.nodes);
+  absl::StatusOr<ClusterState> state = ClusterState::Create(NodesFor(workload, options));
   if (!state.ok()) return state.status();
   absl::StatusOr<RunResult> r = options.mode == Mode::kFill
                                     ? RunFill(workload, policy, options, std::move(*state))
                                     : RunQueued(workload, policy, options, std::move(*state));
   if (!r.ok()) return r;
   r->policy = policy;
+  r->best_bandwidth_pct = r->topology.best_share_pct();
+  r->allreduce_slowdown = r->topology.mean_slowdown();
+  r->allreduce_ms = r->topology.mean_allreduce_ms();
   r->seed = options.seed;
   r->mode = options.mode;
   r->wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

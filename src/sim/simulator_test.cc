@@ -362,29 +362,28 @@ TEST_F(SimulatorTest, ReplayRunsCompressedAndLosesNoPod) {
 // longer fits waits for the next departure.
 TEST_F(SimulatorTest, ReplayRetriesBestWaitingPodThatFitsTheFreedNode) {
   Workload w;
-  w.nodes.push_back({.name = "n0",
-                     .cpu_milli = 64000,
-                     .memory_mib = 262144,
-                     .num_gpus = 1,
-                     .gpu_model = "A100"});
+  w.nodes.push_back(
+      {.name = "n0", .cpu_milli = 64000, .memory_mib = 262144, .num_gpus = 1, .gpu_model = "A100"});
   auto pod = [](std::string name, int32_t gpu_milli, int32_t priority, int64_t created,
                 int64_t deleted) {
     core::PodSpec p;
     p.name = std::move(name);
-    p.shape = {.cpu_milli = 1000, .memory_mib = 1024, .num_gpu = gpu_milli > 0 ? 1 : 0,
+    p.shape = {.cpu_milli = 1000,
+               .memory_mib = 1024,
+               .num_gpu = gpu_milli > 0 ? 1 : 0,
                .gpu_milli = gpu_milli};
     p.priority = priority;
     p.creation_s = created;
     p.deletion_s = deleted;
     return p;
   };
-  w.pods = {pod("a", 1000, 0, 0, 100),    // holds the GPU until t = 100
-            pod("b", 600, 0, 10, 60),     // waits; starts at 150 when c leaves (delay 140)
-            pod("c", 600, 5, 20, 70),     // higher priority: first at t = 100 (delay 80)
-            pod("d", 400, 0, 30, 80),     // still fits next to c at t = 100 (delay 70)
-            pod("f", 400, 0, 40, 90),     // same request as d, later: waits until d leaves at
-                                          // 150 (delay 110)
-            pod("e", 0, 0, 1000, -1)};    // a late CPU pod that keeps the window open
+  w.pods = {pod("a", 1000, 0, 0, 100),  // holds the GPU until t = 100
+            pod("b", 600, 0, 10, 60),   // waits; starts at 150 when c leaves (delay 140)
+            pod("c", 600, 5, 20, 70),   // higher priority: first at t = 100 (delay 80)
+            pod("d", 400, 0, 30, 80),   // still fits next to c at t = 100 (delay 70)
+            pod("f", 400, 0, 40, 90),   // same request as d, later: waits until d leaves at
+                                        // 150 (delay 110)
+            pod("e", 0, 0, 1000, -1)};  // a late CPU pod that keeps the window open
   for (const std::string policy : {"bestfit", "fgd", "cas"}) {
     const RunResult r = MustRun(w, policy, Replay(1));
     EXPECT_EQ(r.pods_arrived, 6) << policy;
@@ -638,6 +637,53 @@ TEST_F(SimulatorTest, FillFiguresBeyondTheArrivedDemandAreUndefined) {
   EXPECT_FALSE(std::isnan(r.unalloc_gpu_pct_at_100));
   EXPECT_FALSE(std::isnan(r.frag_ratio_pct_at_90));
   EXPECT_TRUE(std::isnan(r.unalloc_gpu_pct_at_130)) << r.unalloc_gpu_pct_at_130;
+}
+
+// ---------------------------------------------------------------- topology
+
+// Whole free GPUs are interchangeable for every score: the topology chooser changes which GPUs
+// a multi-GPU pod gets, never a node choice or a fill figure.
+TEST_F(SimulatorTest, TopologyChooserChangesNoNodeChoiceAndPicksBestSets) {
+  int64_t index_best = 0, index_pods = 0;
+  for (const std::string policy : {"bestfit", "fgd", "cas"}) {
+    for (uint64_t seed : {42, 43, 44}) {
+      SimOptions o = Fill(seed);
+      o.topology = core::TopologyTemplate::kPcieTree;
+      o.record_placements = true;
+      o.topology_gpus = false;
+      const RunResult index = MustRun(Builtin(), policy, o);
+      o.topology_gpus = true;
+      const RunResult topo = MustRun(Builtin(), policy, o);
+      EXPECT_TRUE(SameCurve(index.curve, topo.curve)) << policy << " " << seed;
+      ASSERT_EQ(index.placements.size(), topo.placements.size());
+      for (size_t i = 0; i < topo.placements.size(); ++i) {
+        ASSERT_EQ(index.placements[i].node, topo.placements[i].node) << policy << " pod " << i;
+        ASSERT_EQ(index.placements[i].num_gpus, topo.placements[i].num_gpus);
+      }
+      ASSERT_GT(topo.topology.multi_gpu_pods, 0) << policy;
+      EXPECT_EQ(topo.topology.best_bandwidth, topo.topology.multi_gpu_pods) << policy;
+      EXPECT_DOUBLE_EQ(topo.allreduce_slowdown, 1.0) << policy;
+      EXPECT_LE(topo.allreduce_ms, index.allreduce_ms) << policy << " " << seed;
+      index_best += index.topology.best_bandwidth;
+      index_pods += index.topology.multi_gpu_pods;
+    }
+  }
+  // The lowest free indices cross the sockets now and then: the measure tells them apart.
+  EXPECT_LT(index_best, index_pods);
+}
+
+TEST_F(SimulatorTest, WithoutATemplateTheBuiltinNodesHaveNoTopologyToMeasure) {
+  const RunResult r = MustRun(Builtin(), "fgd", Fill(42));
+  EXPECT_EQ(r.topology.multi_gpu_pods, 0);
+  EXPECT_TRUE(std::isnan(r.best_bandwidth_pct));
+}
+
+TEST_F(SimulatorTest, ChurnMeasuresMultiGpuPlacementsToo) {
+  SimOptions o = Churn(42);
+  o.topology = core::TopologyTemplate::kMixed;
+  const RunResult r = MustRun(Builtin(), "cas", o);
+  EXPECT_GT(r.topology.multi_gpu_pods, 0);
+  EXPECT_DOUBLE_EQ(r.best_bandwidth_pct, 100.0);
 }
 
 TEST(ModeNameTest, NamesEveryMode) {

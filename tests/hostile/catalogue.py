@@ -1505,6 +1505,10 @@ def exit_code_cases():
              msg=["--dump-order"]),
         Case(E, "simulate/rng-reference-outside-fill", SIM_CHURN + ["--rng", "reference"],
              msg=["--rng"]),
+        Case(E, "simulate/unknown-topology", SIM + ["--topology", "dgx2"], msg=["--topology"]),
+        Case(E, "simulate/empty-topology", SIM + ["--topology", ""], msg=["--topology"]),
+        Case(E, "simulate/unknown-gpu-choice", SIM + ["--gpu-choice", "fastest"],
+             msg=["--gpu-choice"]),
         Case(E, "help/unknown-topic", ["help", "nosuch"], msg=["nosuch"]),
         Case(E, "help/unknown-subtopic", ["help", "clock", "nosuch"], msg=["nosuch"]),
         Case(E, "completion/unknown-shell", ["completion", "fish"], msg=["fish"]),
@@ -1588,6 +1592,11 @@ def control_cases():
              exit=0, out=[("o.json", "json")]),
         Case(C, "simulate/dump-order-csv", SIM + ["--dump-order", "{d.csv}"], exit=0,
              out=[("d.csv", "csv")]),
+        Case(C, "simulate/topology-json", SIM + ["--topology", "mixed", "-o", "{o.json}"], exit=0,
+             out=[("o.json", "json")]),
+        Case(C, "simulate/topology-index-csv", SIM + ["--topology", "pcie-tree", "--gpu-choice",
+                                                      "index", "-o", "{o.csv}"], exit=0,
+             out=[("o.csv", "csv")]),
     ]
 
 

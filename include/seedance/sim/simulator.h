@@ -23,6 +23,8 @@
 
 #include "absl/status/statusor.h"
 #include "seedance/core/cluster_state.h"
+#include "seedance/core/topology_template.h"
+#include "seedance/sched/topology.h"
 
 namespace seedance::sim {
 
@@ -68,6 +70,24 @@ struct SimOptions {
   // kFill: keep every pod's placement in RunResult::placements (the live scheduler's
   // same-decisions test compares them with the server's).
   bool record_placements = false;
+  // A topology template applied to every node before the run (core/topology_template.h);
+  // kNone keeps the nodes' own topology (the trace has none).
+  core::TopologyTemplate topology = core::TopologyTemplate::kNone;
+  // Whole-GPU pods get the topology chooser's GPU set (FrameworkOptions::topology_gpus);
+  // false: the policy's own (lowest free indices), for side-by-side comparisons.
+  bool topology_gpus = true;
+};
+
+// How the multi-GPU pods of a run fared on nodes with GPU topology (sched/topology.h).
+struct TopologyStats {
+  int64_t multi_gpu_pods = 0;  // placed on a node with GPU topology
+  int64_t best_bandwidth = 0;  // of them, on a best-bandwidth GPU set
+  double slowdown_sum = 0;     // of the all-reduce slowdown against the best set
+  double allreduce_s_sum = 0;  // of the 1 GiB ring all-reduce time (sched::kAllReduceBytes)
+  void Add(const sched::GpuSetQuality& q);
+  double best_share_pct() const;     // NaN without multi-GPU pods
+  double mean_slowdown() const;      // NaN without multi-GPU pods
+  double mean_allreduce_ms() const;  // NaN without multi-GPU pods
 };
 
 // One point of a fill curve: means over the events whose arrived demand rounds to `arrived_pct`.
@@ -92,6 +112,12 @@ struct RunResult {
   double frag_ratio_pct_at_90 = 0;
   // kFill with record_placements: one per pod of PlanFill's order; node -1 = not placed.
   std::vector<core::Placement> placements;
+  TopologyStats topology;  // kFill and kChurn/kReplay: every multi-GPU placement
+  // From `topology` (NaN without multi-GPU pods on nodes with topology): the share of them on a
+  // best-bandwidth GPU set, and their mean simulated all-reduce slowdown against that set.
+  double best_bandwidth_pct = 0;
+  double allreduce_slowdown = 0;
+  double allreduce_ms = 0;  // mean 1 GiB ring all-reduce time of those pods
   // kChurn / kReplay.
   double unalloc_gpu_pct_steady = 0;
   double queue_delay_p50_s = 0;
