@@ -100,6 +100,9 @@ absl::StatusOr<int> ClusterState::AddNode(NodeSpec spec) {
   if (!model.ok()) return model.status();
   // Nothing fails from here on.
   const int n = num_nodes();
+  std::vector<NumaUse> numa;
+  for (const NumaInfo& info : spec.topology.numa) numa.push_back({info.id, 0, 0});
+  numa_used_.push_back(std::move(numa));
   cpu_left_.push_back(spec.cpu_milli);
   memory_left_.push_back(spec.memory_mib);
   gpu_offset_.push_back(static_cast<int32_t>(gpu_left_.size()));
@@ -168,9 +171,12 @@ absl::Status ClusterState::UpdateNode(int n, NodeSpec spec) {
           old.num_gpus, " ", old.gpu_model, " -> ", spec.num_gpus, " ", spec.gpu_model, ")"));
     }
   }
+  absl::StatusOr<std::vector<NumaUse>> numa = NumaUseFor(n, spec);
+  if (!numa.ok()) return numa.status();
   absl::StatusOr<GpuModelId> model = ModelFor(spec, /*add=*/true);
   if (!model.ok()) return model.status();
   // Nothing fails from here on.
+  numa_used_[n] = std::move(*numa);
   cpu_left_[n] += spec.cpu_milli - old.cpu_milli;
   memory_left_[n] += spec.memory_mib - old.memory_mib;
   cpu_capacity_milli_ += spec.cpu_milli - old.cpu_milli;
@@ -187,6 +193,49 @@ absl::Status ClusterState::UpdateNode(int n, NodeSpec spec) {
   return absl::OkStatus();
 }
 
+int ClusterState::NumaIndex(int n, int id) const {
+  const std::vector<NumaUse>& numa = numa_used_[n];
+  for (size_t i = 0; i < numa.size(); ++i) {
+    if (numa[i].id == id) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int64_t ClusterState::numa_cpu_left(int n, int id) const {
+  const int i = NumaIndex(n, id);
+  return i < 0 ? -1 : nodes_[n].topology.numa[i].cpu_milli - numa_used_[n][i].cpu_used;
+}
+
+int64_t ClusterState::numa_memory_left(int n, int id) const {
+  const int i = NumaIndex(n, id);
+  return i < 0 ? -1 : nodes_[n].topology.numa[i].memory_mib - numa_used_[n][i].memory_used;
+}
+
+absl::StatusOr<std::vector<ClusterState::NumaUse>> ClusterState::NumaUseFor(
+    int n, const NodeSpec& spec) const {
+  std::vector<NumaUse> out;
+  for (const NumaInfo& info : spec.topology.numa) {
+    NumaUse use{info.id, 0, 0};
+    if (const int i = NumaIndex(n, info.id); i >= 0) use = numa_used_[n][i];
+    if (info.cpu_milli < use.cpu_used || info.memory_mib < use.memory_used) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "node '", spec.name, "': NUMA node ", info.id, " would have ", info.cpu_milli,
+          " milli-CPU, ", info.memory_mib, " MiB, below what pods pinned there use (", use.cpu_used,
+          " milli-CPU, ", use.memory_used, " MiB)"));
+    }
+    out.push_back(use);
+  }
+  for (const NumaUse& use : numa_used_[n]) {
+    const bool kept =
+        std::any_of(out.begin(), out.end(), [&](const NumaUse& u) { return u.id == use.id; });
+    if (!kept && (use.cpu_used > 0 || use.memory_used > 0)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "node '", spec.name, "': NUMA node ", use.id, " may not go while pods are pinned to it"));
+    }
+  }
+  return out;
+}
+
 absl::Status ClusterState::RemoveNode(int n) {
   if (n < 0 || n >= num_nodes() || !alive(n)) {
     return absl::NotFoundError(absl::StrCat("no live node in slot ", n));
@@ -199,6 +248,7 @@ absl::Status ClusterState::RemoveNode(int n) {
   cpu_capacity_milli_ -= spec.cpu_milli;
   gpu_capacity_milli_ -= static_cast<int64_t>(spec.num_gpus) * kMilliGpu;
   ResizeGpus(n, 0);
+  numa_used_[n].clear();
   cpu_left_[n] = 0;
   memory_left_[n] = 0;
   model_[n] = kNoGpuModel;
@@ -370,6 +420,20 @@ absl::Status ClusterState::Allocate(const PodShape& pod, const Placement& p) {
           absl::StrCat(nodes_[n].name, ": GPU ", p.gpus[i], " has too little room"));
     }
   }
+  const int numa = p.numa < 0 ? -1 : NumaIndex(n, p.numa);
+  if (p.numa >= 0 && numa < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(nodes_[n].name, ": placement pins NUMA node ", p.numa, ", not one of its"));
+  }
+  if (numa >= 0 &&
+      (numa_cpu_left(n, p.numa) < pod.cpu_milli || numa_memory_left(n, p.numa) < pod.memory_mib)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(nodes_[n].name, ": not enough CPU or memory left on NUMA node ", p.numa));
+  }
+  if (numa >= 0) {
+    numa_used_[n][numa].cpu_used += pod.cpu_milli;
+    numa_used_[n][numa].memory_used += pod.memory_mib;
+  }
   cpu_left_[n] -= pod.cpu_milli;
   memory_left_[n] -= pod.memory_mib;
   for (int i = 0; i < p.num_gpus; ++i) gl[p.gpus[i]] -= pod.gpu_milli;
@@ -402,12 +466,22 @@ absl::Status ClusterState::Release(const PodShape& pod, const Placement& p) {
           absl::StrCat(nodes_[n].name, ": release exceeds GPU ", p.gpus[i], " capacity"));
     }
   }
+  const int numa = p.numa < 0 ? -1 : NumaIndex(n, p.numa);
+  if (p.numa >= 0 && (numa < 0 || numa_used_[n][numa].cpu_used < pod.cpu_milli ||
+                      numa_used_[n][numa].memory_used < pod.memory_mib)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(nodes_[n].name, ": release exceeds what is pinned to NUMA node ", p.numa));
+  }
   const int cls = pod.IsGpuSharing() ? 0 : pod.num_gpu;  // <= kMaxGpusPerNode: checked above
   int16_t& class_count = class_counts_[static_cast<size_t>(n) * (kMaxGpusPerNode + 1) + cls];
   if (pod.num_gpu > 0 && class_count == 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         nodes_[n].name, ": release of a ", cls == 0 ? "GPU-sharing" : absl::StrCat(cls, "-GPU"),
         " pod, none is bound there"));
+  }
+  if (numa >= 0) {
+    numa_used_[n][numa].cpu_used -= pod.cpu_milli;
+    numa_used_[n][numa].memory_used -= pod.memory_mib;
   }
   cpu_left_[n] += pod.cpu_milli;
   memory_left_[n] += pod.memory_mib;
@@ -430,6 +504,18 @@ void ClusterState::CheckAfterChange(int n) const {
       << "node '" << node.name << "': " << memory_left_[n] << " MiB left of " << node.memory_mib;
   SEEDANCE_CHECK(pods_on_node_[n] >= 0)
       << "node '" << node.name << "': " << pods_on_node_[n] << " pods";
+  SEEDANCE_CHECK(numa_used_[n].size() == node.topology.numa.size())
+      << "node '" << node.name << "': pinned use kept for " << numa_used_[n].size()
+      << " NUMA nodes, the topology lists " << node.topology.numa.size();
+  for (size_t i = 0; i < numa_used_[n].size(); ++i) {
+    const NumaUse& use = numa_used_[n][i];
+    const NumaInfo& info = node.topology.numa[i];
+    SEEDANCE_CHECK(use.id == info.id && use.cpu_used >= 0 && use.cpu_used <= info.cpu_milli &&
+                   use.memory_used >= 0 && use.memory_used <= info.memory_mib)
+        << "node '" << node.name << "': NUMA node " << info.id << " has " << use.cpu_used
+        << " milli-CPU and " << use.memory_used << " MiB pinned of " << info.cpu_milli << ", "
+        << info.memory_mib;
+  }
   SEEDANCE_CHECK(cpu_allocated_milli_ >= 0 && cpu_allocated_milli_ <= cpu_capacity_milli_)
       << "cluster: " << cpu_allocated_milli_ << " milli-CPU allocated of " << cpu_capacity_milli_;
   SEEDANCE_CHECK(gpu_allocated_milli_ >= 0 && gpu_allocated_milli_ <= gpu_capacity_milli_)
@@ -441,7 +527,8 @@ void ClusterState::CheckInvariants() const {
   SEEDANCE_CHECK(cpu_left_.size() == n && memory_left_.size() == n && gpu_offset_.size() == n &&
                  model_.size() == n && version_.size() == n && pods_on_node_.size() == n &&
                  model_bit_.size() == n && free_gpus_.size() == n && max_gpu_left_.size() == n &&
-                 blocked_.size() == n && class_counts_.size() == n * (kMaxGpusPerNode + 1))
+                 blocked_.size() == n && class_counts_.size() == n * (kMaxGpusPerNode + 1) &&
+                 numa_used_.size() == n)
       << "per-node arrays disagree on the number of nodes (" << n << ")";
   int64_t cpu_capacity = 0, cpu_used = 0, gpu_capacity = 0, gpu_used = 0;
   size_t next_gpu = 0;

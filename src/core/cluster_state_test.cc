@@ -30,6 +30,10 @@ class ClusterStateTestPeer {
   static int64_t& cpu_capacity(ClusterState& s) { return s.cpu_capacity_milli_; }
   static std::vector<uint8_t>& blocked(ClusterState& s) { return s.blocked_; }
   static std::vector<NodeSpec>& nodes(ClusterState& s) { return s.nodes_; }
+  static int64_t& numa_cpu_used(ClusterState& s, int n, int i) {
+    return s.numa_used_[n][i].cpu_used;
+  }
+  static void DropNumaUse(ClusterState& s, int n) { s.numa_used_[n].pop_back(); }
   static int& num_live(ClusterState& s) { return s.num_live_; }
   static void Rename(ClusterState& s, const std::string& from, int slot) {
     s.by_name_.erase(from);
@@ -114,6 +118,36 @@ class ClusterStateTest : public ::testing::Test {
 // ---- Invariants (docs/reliability.md#invariants): one death test per check ---------------
 
 using ClusterStateDeathTest = ClusterStateTest;
+
+// A node with two NUMA nodes of 16 cores and 32 GiB each and four GPUs, two on each.
+NodeSpec TwoSocket(std::string name) {
+  NodeSpec n = Node(std::move(name), 32000, 65536, 4, "A");
+  n.topology.numa = {{0, 16000, 32768}, {1, 16000, 32768}};
+  n.topology.gpus = {{0}, {0}, {1}, {1}};
+  return n;
+}
+
+Placement Pinned(int node, int numa, std::initializer_list<int> gpus = {}) {
+  Placement p = On(node, gpus);
+  p.numa = numa;
+  return p;
+}
+
+TEST(ClusterStateNumaDeathTest, PinnedUseBeyondTheNumaShareIsCaught) {
+  ClusterState s = *ClusterState::Create({TwoSocket("t0")});
+  Peer::numa_cpu_used(s, 0, 1) = 16010;  // as if a pinned pod had been counted twice
+  EXPECT_DEATH((void)s.Allocate(Pod(100, 0), On(0)),
+               "invariant violated.*node 't0': NUMA node 1 has 16010 milli-CPU and 0 MiB pinned "
+               "of 16000, 32768");
+}
+
+TEST(ClusterStateNumaDeathTest, PinnedUseListDisagreeingWithTheTopologyIsCaught) {
+  ClusterState s = *ClusterState::Create({TwoSocket("t0")});
+  Peer::DropNumaUse(s, 0);
+  EXPECT_DEATH((void)s.Allocate(Pod(100, 0), On(0)),
+               "invariant violated.*node 't0': pinned use kept for 1 NUMA nodes, the topology "
+               "lists 2");
+}
 
 TEST_F(ClusterStateDeathTest, NodeCpuBeyondCapacityIsCaught) {
   Peer::cpu_left(state_)[0] = 32100;  // as if a pod had been released twice
@@ -1092,6 +1126,71 @@ TEST(ClusterStatePropertyTest, RandomNodeChurnKeepsFeasibilityAndAccounting) {
   EXPECT_GT(binds, 500);
   RecordProperty("adds", adds);
   RecordProperty("removes", removes);
+}
+
+}  // namespace
+}  // namespace seedance::core
+
+namespace seedance::core {
+namespace {
+
+// ---- NUMA pinning: a placement's CPU and memory on one NUMA node's share ----------------
+
+TEST(ClusterStateNumaTest, PinnedPodsUseTheirNumaShareAndGiveItBack) {
+  ClusterState s = *ClusterState::Create({TwoSocket("t0")});
+  EXPECT_EQ(s.numa_cpu_left(0, 0), 16000);
+  EXPECT_EQ(s.numa_memory_left(0, 1), 32768);
+  EXPECT_EQ(s.numa_cpu_left(0, 7), -1);  // not one of its NUMA nodes
+  const PodShape gpu_pod = Pod(12000, 20000, 2, 1000);
+  ASSERT_TRUE(s.Allocate(gpu_pod, Pinned(0, 1, {2, 3})).ok());
+  EXPECT_EQ(s.numa_cpu_left(0, 1), 4000);
+  EXPECT_EQ(s.numa_memory_left(0, 1), 12768);
+  EXPECT_EQ(s.numa_cpu_left(0, 0), 16000);
+  EXPECT_EQ(s.cpu_left(0), 20000);  // the node's totals move as for any pod
+  // Unpinned pods count against the totals only.
+  ASSERT_TRUE(s.Allocate(Pod(8000, 0), On(0)).ok());
+  EXPECT_EQ(s.numa_cpu_left(0, 1), 4000);
+  EXPECT_EQ(s.cpu_left(0), 12000);
+  ASSERT_TRUE(s.Release(gpu_pod, Pinned(0, 1, {2, 3})).ok());
+  EXPECT_EQ(s.numa_cpu_left(0, 1), 16000);
+  EXPECT_EQ(s.numa_memory_left(0, 1), 32768);
+  s.CheckInvariants();
+}
+
+TEST(ClusterStateNumaTest, PinningBeyondTheShareOrToAForeignNumaNodeChangesNothing) {
+  ClusterState s = *ClusterState::Create({TwoSocket("t0"), Node("plain", 8000, 8192, 0, "")});
+  ASSERT_TRUE(s.Allocate(Pod(10000, 0), Pinned(0, 0)).ok());
+  const Snapshot before = Snap(s);
+  absl::Status over = s.Allocate(Pod(7000, 0), Pinned(0, 0));  // 6000 left on NUMA 0
+  EXPECT_EQ(over.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(over.message().find("NUMA node 0"), std::string_view::npos);
+  absl::Status foreign = s.Allocate(Pod(100, 0), Pinned(0, 5));
+  EXPECT_EQ(foreign.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.Allocate(Pod(100, 0), Pinned(1, 0)).code(), absl::StatusCode::kInvalidArgument);
+  // Releasing more than is pinned there is refused too.
+  EXPECT_EQ(s.Release(Pod(100, 0), Pinned(0, 1)).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Snap(s), before);
+  EXPECT_EQ(s.numa_cpu_left(0, 0), 6000);
+}
+
+TEST(ClusterStateNumaTest, UpdateKeepsPinnedUseAndRefusesToShrinkBelowIt) {
+  ClusterState s = *ClusterState::Create({TwoSocket("t0")});
+  ASSERT_TRUE(s.Allocate(Pod(10000, 1024), Pinned(0, 1)).ok());
+  NodeSpec shrunk = TwoSocket("t0");
+  shrunk.topology.numa[1].cpu_milli = 9000;
+  absl::Status st = s.UpdateNode(0, shrunk);
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.message().find("NUMA node 1"), std::string_view::npos) << st;
+  NodeSpec gone = TwoSocket("t0");
+  gone.topology.numa.pop_back();
+  gone.topology.gpus = {};
+  EXPECT_EQ(s.UpdateNode(0, gone).code(), absl::StatusCode::kFailedPrecondition);
+  NodeSpec grown = TwoSocket("t0");
+  grown.cpu_milli = 40000;
+  grown.topology.numa[1].cpu_milli = 24000;
+  ASSERT_TRUE(s.UpdateNode(0, grown).ok());
+  EXPECT_EQ(s.numa_cpu_left(0, 1), 14000);
+  s.CheckInvariants();
 }
 
 }  // namespace

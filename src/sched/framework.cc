@@ -377,6 +377,8 @@ Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state
   } else {
     out.placement.num_gpus = 0;
   }
+  // CPU and memory on the GPUs' NUMA node when they fit there (topology.h).
+  out.placement.numa = ChooseNuma(state, pod, out.placement);
 
   // Permit.
   double wait_s = 0;

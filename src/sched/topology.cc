@@ -207,6 +207,42 @@ bool ChooseGpuSet(const core::ClusterState& s, int n, int k, core::Placement* pl
   return true;
 }
 
+int HomeNuma(const core::NodeSpec& node, const core::Placement& placement) {
+  if (!HasGpuTopology(node)) return -1;
+  std::map<int, int> count;  // NUMA id -> GPUs of the placement there
+  for (int8_t g : placement.gpu_ids()) {
+    const int numa = node.topology.gpus[static_cast<size_t>(g)].numa_node;
+    if (numa >= 0) ++count[numa];
+  }
+  int home = -1, most = 0;
+  for (const auto& [id, k] : count) {  // increasing id: the lowest wins ties
+    if (k > most) {
+      home = id;
+      most = k;
+    }
+  }
+  return home;
+}
+
+int ChooseNuma(const core::ClusterState& s, const core::PodShape& pod,
+               const core::Placement& placement) {
+  const int n = placement.node;
+  auto fits = [&](int id) {
+    return s.numa_cpu_left(n, id) >= pod.cpu_milli && s.numa_memory_left(n, id) >= pod.memory_mib;
+  };
+  const int home = HomeNuma(s.node(n), placement);
+  if (home >= 0) return fits(home) ? home : -1;
+  int best = -1;
+  for (const core::NumaInfo& info : s.node(n).topology.numa) {
+    if (!fits(info.id)) continue;
+    if (best < 0 || s.numa_cpu_left(n, info.id) > s.numa_cpu_left(n, best) ||
+        (s.numa_cpu_left(n, info.id) == s.numa_cpu_left(n, best) && info.id < best)) {
+      best = info.id;
+    }
+  }
+  return best;
+}
+
 GpuSetQuality MeasureGpuSet(const core::ClusterState& s, const core::Placement& placement) {
   GpuSetQuality q;
   const core::NodeSpec& node = s.node(placement.node);

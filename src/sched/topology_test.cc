@@ -157,6 +157,41 @@ TEST(TopologyTest, MeasureComparesWithTheBestSetOnTheNode) {
   EXPECT_FALSE(MeasureGpuSet(plain, good).measured);
 }
 
+TEST(TopologyTest, CpuGoesToTheGpusNumaNodeWhenItFits) {
+  ClusterState s = One(Node(8, TopologyTemplate::kPcieTree));  // 32 cores per NUMA node
+  Placement p;
+  p.node = 0;
+  p.num_gpus = 2;
+  p.gpus[0] = 4;
+  p.gpus[1] = 5;  // both on NUMA node 1
+  const PodShape fits{
+      .cpu_milli = 32000, .memory_mib = 1024, .num_gpu = 2, .gpu_milli = core::kMilliGpu};
+  EXPECT_EQ(HomeNuma(s.node(0), p), 1);
+  EXPECT_EQ(ChooseNuma(s, fits, p), 1);
+  // More CPU than its home has: not pinned (remote cores would not help it).
+  PodShape big = fits;
+  big.cpu_milli = 32001;
+  EXPECT_EQ(ChooseNuma(s, big, p), -1);
+  // GPUs split 1 + 2 across the sockets: the home holds most of them.
+  p.num_gpus = 3;
+  p.gpus[2] = 3;  // {4, 5, 3}
+  EXPECT_EQ(HomeNuma(s.node(0), p), 1);
+  p.gpus[1] = 2;  // {4, 2, 3}
+  EXPECT_EQ(HomeNuma(s.node(0), p), 0);
+  // A CPU-only pod goes where most CPU is left, the lowest id on ties.
+  Placement cpu;
+  cpu.node = 0;
+  const PodShape cpu_pod{.cpu_milli = 4000, .memory_mib = 1024};
+  EXPECT_EQ(ChooseNuma(s, cpu_pod, cpu), 0);
+  cpu.numa = 0;
+  ASSERT_TRUE(s.Allocate(cpu_pod, cpu).ok());
+  EXPECT_EQ(ChooseNuma(s, cpu_pod, cpu), 1);
+  // No NUMA topology: never pinned.
+  ClusterState plain = One(Node(8, TopologyTemplate::kNone));
+  EXPECT_EQ(ChooseNuma(plain, cpu_pod, cpu), -1);
+  EXPECT_EQ(HomeNuma(plain.node(0), p), -1);
+}
+
 TEST(TopologyTest, LinkGenerationFollowsTheModelName) {
   EXPECT_DOUBLE_EQ(LinkGenerationOf("V100M32").nvlink_gbps, 150);
   EXPECT_DOUBLE_EQ(LinkGenerationOf("a800").nvlink_gbps, 300);

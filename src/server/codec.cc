@@ -131,9 +131,10 @@ Json NodeStatusJson(const core::ClusterState& state, int n, const sched::PodLedg
 
 Json PodToJson(const sched::PodInfo& pod, const core::ClusterState& state) {
   Json gpus = Json::array();
-  Json node = nullptr;
+  Json node = nullptr, numa = nullptr;
   if (pod.phase != sched::PodPhase::kPending && pod.placement.node >= 0) {
     node = state.node(pod.placement.node).name;
+    if (pod.placement.numa >= 0) numa = pod.placement.numa;
     for (int8_t g : pod.placement.gpu_ids()) {
       gpus.push_back({{"index", g}, {"milli", pod.shape.gpu_milli}});
     }
@@ -146,6 +147,7 @@ Json PodToJson(const sched::PodInfo& pod, const core::ClusterState& state) {
           {"phase", std::string(sched::PodPhaseName(pod.phase))},
           {"node", node},
           {"gpus", gpus},
+          {"numa_node", numa},
           {"revision", pod.revision},
           {"cpu_milli", pod.shape.cpu_milli},
           {"memory_mib", pod.shape.memory_mib},
@@ -201,6 +203,13 @@ absl::StatusOr<sched::PodInfo> PodFromJson(const Json& j, const core::ClusterSta
     }
   } catch (const Json::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("$.gpus: ", e.what()));
+  }
+  // Absent or null in state written before NUMA pinning: not pinned.
+  if (const auto it = j.find("numa_node"); it != j.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > INT32_MAX) {
+      return absl::InvalidArgumentError("$.numa_node: not a NUMA node id");
+    }
+    p.placement.numa = static_cast<int32_t>(it->get<int64_t>());
   }
   return p;
 }

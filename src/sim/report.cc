@@ -56,6 +56,7 @@ void AddTopologyColumns(bool topology, std::vector<Column>* cols) {
   cols->push_back(
       {"all-reduce slowdown", "allreduce_slowdown", &RunResult::allreduce_slowdown, "%.3f"});
   cols->push_back({"all-reduce ms", "allreduce_ms", &RunResult::allreduce_ms, "%.1f"});
+  cols->push_back({"NUMA-local %", "numa_local_pct", &RunResult::numa_local_pct, "%.1f"});
 }
 
 std::vector<Column> BaseColumns(Mode mode) {
@@ -220,6 +221,7 @@ nlohmann::ordered_json ToJson(const std::vector<PolicyRuns>& results, const Repo
         j["best_bandwidth_pct"] = Num(r.best_bandwidth_pct);
         j["allreduce_slowdown"] = Num(r.allreduce_slowdown);
         j["allreduce_ms"] = Num(r.allreduce_ms);
+        j["numa_local_pct"] = Num(r.numa_local_pct);
       }
       if (fill) {
         j["pods_failed"] = r.pods_failed;
@@ -303,6 +305,8 @@ std::string RenderCsv(const std::vector<PolicyRuns>& results, const ReportMeta& 
                       [&](const RunResult& r) { return num(r.allreduce_slowdown, "%.6g"); }});
     fields.push_back(
         {"allreduce_ms", [&](const RunResult& r) { return num(r.allreduce_ms, "%.6g"); }});
+    fields.push_back(
+        {"numa_local_pct", [&](const RunResult& r) { return num(r.numa_local_pct, "%.6g"); }});
   }
   fields.push_back({"wall_s", [&](const RunResult& r) { return num(r.wall_s, "%.6g"); }});
   std::string out = "policy,seed,mode";

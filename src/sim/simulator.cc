@@ -250,7 +250,7 @@ absl::StatusOr<RunResult> RunFill(const Workload& w, const std::string& policy, 
     if (o.record_placements) r.placements.push_back(out.ok() ? out.placement : core::Placement{});
     if (out.ok()) {
       ++r.pods_scheduled;
-      r.topology.Add(sched::MeasureGpuSet(state, out.placement));
+      r.topology.Add(state, out.placement);
       const int n = out.placement.node;
       frag_total -= node_frag[n];
       node_frag[n] = sched::NodeFragScore(sched::NodeResources::Of(state, n), measure);
@@ -572,7 +572,7 @@ absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy
     info.phase = sched::PodPhase::kBound;
     info.placement = out.placement;
     if (absl::Status st = ledger.Add(std::move(info)); !st.ok()) return st;
-    r.topology.Add(sched::MeasureGpuSet(state, out.placement));
+    r.topology.Add(state, out.placement);
     idle_cost_rate -=
         gpu_price[out.placement.node] * static_cast<double>(shape.TotalGpuMilli()) / 1000.0;
     ++r.pods_scheduled;
@@ -746,6 +746,20 @@ void TopologyStats::Add(const sched::GpuSetQuality& q) {
   allreduce_s_sum += q.allreduce_s;
 }
 
+void TopologyStats::Add(const ClusterState& state, const core::Placement& placement) {
+  Add(sched::MeasureGpuSet(state, placement));
+  const int home = sched::HomeNuma(state.node(placement.node), placement);
+  if (home < 0) return;
+  ++gpu_pods_numa;
+  numa_local += placement.numa == home ? 1 : 0;
+}
+
+double TopologyStats::numa_local_pct() const {
+  return gpu_pods_numa == 0
+             ? kUndefined
+             : 100.0 * static_cast<double>(numa_local) / static_cast<double>(gpu_pods_numa);
+}
+
 double TopologyStats::mean_allreduce_ms() const {
   return multi_gpu_pods == 0 ? kUndefined
                              : 1e3 * allreduce_s_sum / static_cast<double>(multi_gpu_pods);
@@ -788,6 +802,7 @@ absl::StatusOr<RunResult> Run(const Workload& workload, const std::string& polic
   r->best_bandwidth_pct = r->topology.best_share_pct();
   r->allreduce_slowdown = r->topology.mean_slowdown();
   r->allreduce_ms = r->topology.mean_allreduce_ms();
+  r->numa_local_pct = r->topology.numa_local_pct();
   r->seed = options.seed;
   r->mode = options.mode;
   r->wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

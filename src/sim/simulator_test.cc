@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "seedance/sched/framework.h"
+#include "seedance/sched/registry.h"
 
 namespace seedance::sim {
 namespace {
@@ -684,6 +686,46 @@ TEST_F(SimulatorTest, ChurnMeasuresMultiGpuPlacementsToo) {
   const RunResult r = MustRun(Builtin(), "cas", o);
   EXPECT_GT(r.topology.multi_gpu_pods, 0);
   EXPECT_DOUBLE_EQ(r.best_bandwidth_pct, 100.0);
+}
+
+// The NUMA line of issue 14: every placement whose CPU request fits on its GPUs' NUMA node gets
+// its cores there, and the placement says which. Checked decision by decision over a whole
+// fill of the built-in workload on both templates.
+TEST_F(SimulatorTest, EveryGpuPodWhoseCpuFitsItsGpusNumaNodeIsPinnedThere) {
+  std::vector<core::NodeSpec> nodes = Builtin().nodes;
+  core::ApplyTopologyTemplate(core::TopologyTemplate::kMixed, &nodes);
+  absl::StatusOr<core::ClusterState> state = core::ClusterState::Create(nodes);
+  ASSERT_TRUE(state.ok()) << state.status();
+  sched::PolicyContext ctx;
+  absl::StatusOr<sched::Profile> profile = sched::Registry::Builtins().Create("cas", ctx);
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  sched::Framework fw(std::move(*profile), sched::FrameworkOptions{});
+  int pinned = 0, too_big = 0;
+  for (int round = 0; round < 3; ++round) {  // the workload three times: nodes fill up
+    for (const core::PodSpec& spec : Builtin().pods) {
+      core::PodShape pod = spec.shape;
+      pod.gpu_model_mask = state->ModelMask(spec.gpu_spec);
+      fw.NotifyArrival(pod);
+      const sched::Outcome out = fw.Schedule(pod, *state);
+      if (!out.ok() || pod.num_gpu == 0) continue;
+      const int n = out.placement.node;
+      const int home = sched::HomeNuma(state->node(n), out.placement);
+      ASSERT_GE(home, 0);
+      if (out.placement.numa == home) {
+        ++pinned;
+        continue;
+      }
+      // Not pinned: its home could not hold it (unchanged by this pod, which is not there).
+      ASSERT_EQ(out.placement.numa, -1);
+      EXPECT_TRUE(state->numa_cpu_left(n, home) < pod.cpu_milli ||
+                  state->numa_memory_left(n, home) < pod.memory_mib)
+          << spec.name << " on " << state->node(n).name;
+      ++too_big;
+    }
+  }
+  state->CheckInvariants();
+  EXPECT_GT(pinned, 0);
+  EXPECT_GT(too_big, 0);  // the fill reaches NUMA nodes without room: both branches ran
 }
 
 TEST(ModeNameTest, NamesEveryMode) {

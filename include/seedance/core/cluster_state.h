@@ -153,11 +153,16 @@ struct NodeSpec {
   bool operator==(const NodeSpec&) const = default;
 };
 
-// Where a pod landed: node index and the GPU device indices it uses on that node.
+// Where a pod landed: node index, the GPU device indices it uses on that node, and the NUMA
+// node its CPU and memory are pinned to.
 struct Placement {
   int node = -1;
   int32_t num_gpus = 0;
   std::array<int8_t, kMaxGpusPerNode> gpus{};
+  // A NumaInfo::id of the node: the pod's CPU cores and memory come from that NUMA node's
+  // share. -1: not pinned (the node lists no NUMA nodes, or none had room); such pods count
+  // against the node's totals only.
+  int32_t numa = -1;
 
   std::span<const int8_t> gpu_ids() const { return {gpus.data(), static_cast<size_t>(num_gpus)}; }
 };
@@ -207,6 +212,10 @@ class ClusterState {
 
   int64_t cpu_left(int n) const { return cpu_left_[n]; }
   int64_t memory_left(int n) const { return memory_left_[n]; }
+  // CPU and memory of NUMA node `id` of node n not yet used by pods pinned there (its share in
+  // the topology minus their requests); -1 when the node does not list that NUMA node.
+  int64_t numa_cpu_left(int n, int id) const;
+  int64_t numa_memory_left(int n, int id) const;
   // Milli-GPU left on each GPU of node n, indexed by device.
   std::span<const int32_t> gpu_left(int n) const {
     return {gpu_left_.data() + gpu_offset_[n], static_cast<size_t>(nodes_[n].num_gpus)};
@@ -251,9 +260,10 @@ class ClusterState {
   int free_gpus(int n) const { return free_gpus_[n]; }
   int32_t max_gpu_left(int n) const { return max_gpu_left_[n]; }
 
-  // Places the pod on placement.node using exactly the listed GPUs.
-  // Fails (state unchanged) if anything would go negative, the GPU list is invalid or the node
-  // is dead. Cordons and taints are not checked (see above).
+  // Places the pod on placement.node using exactly the listed GPUs, pinned to placement.numa
+  // when >= 0. Fails (state unchanged) if anything would go negative (the node's totals, or
+  // the pinned NUMA node's share), the GPU list is invalid, the NUMA node is not the node's,
+  // or the node is dead. Cordons and taints are not checked (see above).
   absl::Status Allocate(const PodShape& pod, const Placement& placement);
   // Undoes an Allocate. Fails (state unchanged) if it would exceed capacity.
   absl::Status Release(const PodShape& pod, const Placement& placement);
@@ -298,7 +308,20 @@ class ClusterState {
   bool FitsSlow(int n, const PodShape& pod) const;
   void RefreshGpuSummary(int n);
 
+  // What pods pinned to a NUMA node use, per node, in the order of its topology.numa.
+  struct NumaUse {
+    int id = 0;
+    int64_t cpu_used = 0;
+    int64_t memory_used = 0;
+  };
+  // Index of NUMA node `id` in nodes_[n].topology.numa, or -1.
+  int NumaIndex(int n, int id) const;
+  // The pinned use of node n carried over to `spec`'s NUMA list; FailedPrecondition if a NUMA
+  // node in use disappears or shrinks below its use.
+  absl::StatusOr<std::vector<NumaUse>> NumaUseFor(int n, const NodeSpec& spec) const;
+
   std::vector<NodeSpec> nodes_;
+  std::vector<std::vector<NumaUse>> numa_used_;
   std::vector<int64_t> cpu_left_;
   std::vector<int64_t> memory_left_;
   std::vector<int32_t> gpu_left_;

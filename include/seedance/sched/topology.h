@@ -68,6 +68,17 @@ double RingAllReduceSeconds(const core::NodeSpec& node, std::span<const int8_t> 
 // (placement untouched) if fewer than k are free. Sets placement->num_gpus and gpus.
 bool ChooseGpuSet(const core::ClusterState& s, int n, int k, core::Placement* placement);
 
+// The NUMA node a pod's CPU and memory go to on placement.node (placement.gpus chosen):
+//   - a GPU pod whose GPUs' NUMA nodes are known: its home, the NUMA node holding most of its
+//     GPUs (lowest id on ties), if its CPU and memory fit in what that NUMA node has left for
+//     pinned pods; otherwise -1 (not pinned: the cores would be remote anyway);
+//   - any other pod: the NUMA node with the most CPU left that fits it (lowest id on ties);
+//   - -1 when the node lists no NUMA nodes or none fits.
+int ChooseNuma(const core::ClusterState& s, const core::PodShape& pod,
+               const core::Placement& placement);
+// The home NUMA node of a placement's GPUs (as above), or -1 when unknown or CPU-only.
+int HomeNuma(const core::NodeSpec& node, const core::Placement& placement);
+
 // How good a whole-GPU placement is, against the best set the node's free GPUs offered at the
 // moment of the decision. Call it after the placement was allocated: its GPUs count as free.
 struct GpuSetQuality {

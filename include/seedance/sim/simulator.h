@@ -84,7 +84,12 @@ struct TopologyStats {
   int64_t best_bandwidth = 0;  // of them, on a best-bandwidth GPU set
   double slowdown_sum = 0;     // of the all-reduce slowdown against the best set
   double allreduce_s_sum = 0;  // of the 1 GiB ring all-reduce time (sched::kAllReduceBytes)
+  int64_t gpu_pods_numa = 0;   // GPU pods placed on GPUs whose NUMA node is known
+  int64_t numa_local = 0;      // of them, with CPU and memory pinned to that NUMA node
+  // One bound placement (after Allocate): its GPU set's quality and its NUMA locality.
+  void Add(const core::ClusterState& state, const core::Placement& placement);
   void Add(const sched::GpuSetQuality& q);
+  double numa_local_pct() const;     // NaN without such GPU pods
   double best_share_pct() const;     // NaN without multi-GPU pods
   double mean_slowdown() const;      // NaN without multi-GPU pods
   double mean_allreduce_ms() const;  // NaN without multi-GPU pods
@@ -117,7 +122,8 @@ struct RunResult {
   // best-bandwidth GPU set, and their mean simulated all-reduce slowdown against that set.
   double best_bandwidth_pct = 0;
   double allreduce_slowdown = 0;
-  double allreduce_ms = 0;  // mean 1 GiB ring all-reduce time of those pods
+  double allreduce_ms = 0;    // mean 1 GiB ring all-reduce time of those pods
+  double numa_local_pct = 0;  // GPU pods with CPU on their GPUs' NUMA node (NaN: none known)
   // kChurn / kReplay.
   double unalloc_gpu_pct_steady = 0;
   double queue_delay_p50_s = 0;
