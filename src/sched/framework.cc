@@ -370,9 +370,16 @@ Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state
         << best_node << " (filtered and scored) to node " << out.placement.node;
     // Whole GPUs are interchangeable for every score, so which of the free ones a whole-GPU pod
     // gets is the interconnect's business: the topology chooser (topology.h) decides.
-    if (options_.topology_gpus && pod.gpu_milli >= core::kMilliGpu &&
-        HasGpuTopology(state.node(best_node))) {
-      (void)ChooseGpuSet(state, best_node, pod.num_gpu, &out.placement);  // false: keep Reserve's
+    if (options_.topology_gpus && HasGpuTopology(state.node(best_node))) {
+      // A sharing pod that Reserve put on a whole free GPU could have any whole free GPU
+      // (the same multiset either way): the chooser keeps NVLink islands and switches whole.
+      const bool whole = pod.gpu_milli >= core::kMilliGpu;
+      const bool on_free_gpu =
+          pod.num_gpu == 1 && out.placement.num_gpus == 1 &&
+          state.gpu_left(best_node)[static_cast<size_t>(out.placement.gpus[0])] == core::kMilliGpu;
+      if (whole || on_free_gpu) {
+        (void)ChooseGpuSet(state, best_node, pod.num_gpu, &out.placement);  // false: Reserve's
+      }
     }
   } else {
     out.placement.num_gpus = 0;

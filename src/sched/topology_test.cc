@@ -11,6 +11,8 @@
 
 #include "seedance/core/cluster_state.h"
 #include "seedance/core/topology_template.h"
+#include "seedance/sched/framework.h"
+#include "seedance/sched/registry.h"
 
 namespace seedance::sched {
 namespace {
@@ -155,6 +157,29 @@ TEST(TopologyTest, MeasureComparesWithTheBestSetOnTheNode) {
   EXPECT_FALSE(MeasureGpuSet(s, single).measured);
   ClusterState plain = One(Node(8, TopologyTemplate::kNone));
   EXPECT_FALSE(MeasureGpuSet(plain, good).measured);
+}
+
+// The framework hands whole-GPU pods, and sharing pods that landed on a whole free GPU, to the
+// chooser; with topology_gpus off it keeps the Reserve plugin's lowest index.
+TEST(TopologyTest, FrameworkGivesASharingPodALoneGpuBeforeAnIslandsGpu) {
+  NodeSpec n = Node(8, TopologyTemplate::kPcieTree);
+  n.topology.gpus[0].nvlink_group = n.topology.gpus[1].nvlink_group = "a";
+  for (bool topology : {true, false}) {
+    ClusterState s = One(n);
+    absl::StatusOr<Profile> bestfit = Registry::Builtins().Create("bestfit", PolicyContext{});
+    ASSERT_TRUE(bestfit.ok()) << bestfit.status();
+    FrameworkOptions o;
+    o.topology_gpus = topology;
+    Framework fw(std::move(*bestfit), o);
+    const PodShape half{.cpu_milli = 1000, .memory_mib = 1024, .num_gpu = 1, .gpu_milli = 500};
+    const Outcome first = fw.Schedule(half, s);
+    ASSERT_TRUE(first.ok()) << first.reason;
+    EXPECT_EQ(first.placement.gpus[0], topology ? 2 : 0);  // GPU 2: no NVLink partner
+    // The next one shares the partly used GPU (bestfit's choice: the least room that fits).
+    const Outcome second = fw.Schedule(half, s);
+    ASSERT_TRUE(second.ok()) << second.reason;
+    EXPECT_EQ(second.placement.gpus[0], first.placement.gpus[0]);
+  }
 }
 
 TEST(TopologyTest, CpuGoesToTheGpusNumaNodeWhenItFits) {

@@ -205,10 +205,10 @@ struct FrameworkOptions {
   // Reuse the scores of Cacheable() plugins (the default). false: every score is recomputed
   // every cycle; decisions are the same, only slower (a check that the cache is invisible).
   bool score_cache = true;
-  // Whole-GPU pods get their GPU set from the topology chooser (ChooseGpuSet, topology.h) on
-  // nodes that describe their GPU topology; false: the Reserve plugin's set (the reference
-  // simulator's lowest free indices), for side-by-side comparisons. Node choices are the same
-  // either way.
+  // Whole-GPU pods (and a sharing pod Reserve put on a whole free GPU) get their GPUs from the
+  // topology chooser (ChooseGpuSet, topology.h) on nodes that describe their GPU topology;
+  // false: the Reserve plugin's (the reference simulator's lowest free indices), for
+  // side-by-side comparisons. Node choices are the same either way.
   bool topology_gpus = true;
 };
 
