@@ -1,11 +1,12 @@
 #include "seedance/sched/topology.h"
 
 #include <algorithm>
-#include <cctype>
 #include <limits>
 #include <map>
 #include <string>
 #include <utility>
+
+#include "absl/strings/ascii.h"
 
 namespace seedance::sched {
 namespace {
@@ -98,10 +99,15 @@ void Choose(const NodeTopology& t, const std::vector<int>& free, int k, int leve
   out->insert(out->end(), free.begin(), free.begin() + k);
 }
 
-std::string Upper(std::string_view s) {
-  std::string u(s);
-  for (char& c : u) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return u;
+// The fully free GPUs of node n, and the GPUs of `also` (increasing indices).
+std::vector<int> FreeGpus(const core::ClusterState& s, int n, std::span<const int8_t> also = {}) {
+  std::vector<int> free;
+  const std::span<const int32_t> left = s.gpu_left(n);
+  for (int g = 0; g < static_cast<int>(left.size()); ++g) {
+    const bool listed = std::find(also.begin(), also.end(), g) != also.end();
+    if (listed || left[static_cast<size_t>(g)] == core::kMilliGpu) free.push_back(g);
+  }
+  return free;
 }
 
 }  // namespace
@@ -121,7 +127,7 @@ std::string_view GpuLinkName(GpuLink link) {
 }
 
 LinkGeneration LinkGenerationOf(std::string_view gpu_model) {
-  const std::string m = Upper(gpu_model);
+  const std::string m = absl::AsciiStrToUpper(std::string(gpu_model));
   for (std::string_view h : {"H100", "H800", "H200", "H20"}) {
     if (m.find(h) != std::string::npos) return {450, 63};
   }
@@ -188,11 +194,7 @@ double RingAllReduceSeconds(const core::NodeSpec& node, std::span<const int8_t> 
 }
 
 bool ChooseGpuSet(const core::ClusterState& s, int n, int k, core::Placement* placement) {
-  std::vector<int> free;
-  const std::span<const int32_t> left = s.gpu_left(n);
-  for (int g = 0; g < static_cast<int>(left.size()); ++g) {
-    if (left[static_cast<size_t>(g)] == core::kMilliGpu) free.push_back(g);
-  }
+  const std::vector<int> free = FreeGpus(s, n);
   if (k < 0 || static_cast<int>(free.size()) < k) return false;
   std::vector<int> chosen;
   if (HasGpuTopology(s.node(n))) {
@@ -248,13 +250,8 @@ GpuSetQuality MeasureGpuSet(const core::ClusterState& s, const core::Placement& 
   const core::NodeSpec& node = s.node(placement.node);
   const int k = placement.num_gpus;
   if (k < 2 || !HasGpuTopology(node)) return q;
-  std::vector<int> free;
-  const std::span<const int32_t> left = s.gpu_left(placement.node);
   const std::span<const int8_t> mine = placement.gpu_ids();
-  for (int g = 0; g < static_cast<int>(left.size()); ++g) {
-    const bool chosen = std::find(mine.begin(), mine.end(), g) != mine.end();
-    if (chosen || left[static_cast<size_t>(g)] == core::kMilliGpu) free.push_back(g);
-  }
+  const std::vector<int> free = FreeGpus(s, placement.node, mine);  // its GPUs were free
   std::vector<int> best_set;
   Choose(node.topology, free, k, kLevelNvLink, &best_set);
   std::vector<int8_t> best(best_set.begin(), best_set.end());

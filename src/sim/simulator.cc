@@ -717,6 +717,11 @@ absl::Status CheckOptions(const SimOptions& o) {
   return absl::OkStatus();
 }
 
+// num / den, NaN when nothing was counted.
+double RatioOrUndefined(double num, int64_t den) {
+  return den == 0 ? kUndefined : num / static_cast<double>(den);
+}
+
 }  // namespace
 
 absl::Status CheckRun(const Workload& workload, const SimOptions& options) {
@@ -755,24 +760,19 @@ void TopologyStats::Add(const ClusterState& state, const core::Placement& placem
 }
 
 double TopologyStats::numa_local_pct() const {
-  return gpu_pods_numa == 0
-             ? kUndefined
-             : 100.0 * static_cast<double>(numa_local) / static_cast<double>(gpu_pods_numa);
+  return RatioOrUndefined(100.0 * static_cast<double>(numa_local), gpu_pods_numa);
 }
 
 double TopologyStats::mean_allreduce_ms() const {
-  return multi_gpu_pods == 0 ? kUndefined
-                             : 1e3 * allreduce_s_sum / static_cast<double>(multi_gpu_pods);
+  return RatioOrUndefined(1e3 * allreduce_s_sum, multi_gpu_pods);
 }
 
 double TopologyStats::best_share_pct() const {
-  return multi_gpu_pods == 0
-             ? kUndefined
-             : 100.0 * static_cast<double>(best_bandwidth) / static_cast<double>(multi_gpu_pods);
+  return RatioOrUndefined(100.0 * static_cast<double>(best_bandwidth), multi_gpu_pods);
 }
 
 double TopologyStats::mean_slowdown() const {
-  return multi_gpu_pods == 0 ? kUndefined : slowdown_sum / static_cast<double>(multi_gpu_pods);
+  return RatioOrUndefined(slowdown_sum, multi_gpu_pods);
 }
 
 absl::StatusOr<FillPlan> PlanFill(const Workload& workload, const SimOptions& options) {
