@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <limits>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,15 +24,18 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "commands.h"
 #include "seedance/base/io.h"
 #include "seedance/base/text.h"
 #include "seedance/core/resource_descriptor.h"
 #include "seedance/sched/frag.h"
 #include "seedance/sched/registry.h"
+#include "seedance/sim/jobs.h"
 #include "seedance/sim/report.h"
 #include "seedance/sim/simulator.h"
 #include "seedance/trace/csv_reader.h"
+#include "seedance/trace/job_trace.h"
 
 namespace seedance::cli {
 namespace {
@@ -49,6 +54,10 @@ struct Flags {
   std::string nodes, pods, policy = "all", mode = "fill", rng = "seedance";
   std::string load_basis = "means", score_cache = "on";
   std::string topology = "none", gpu_choice = "topology";
+  // --mode jobs
+  std::string trace, tenants, protocol = "helios-qssf", partition = "isolated", window;
+  std::string ties = "reverse";
+  double capacity_scale = 1.0;
   std::string seeds_text = "42-51";
   std::vector<uint64_t> seeds;
   OutputFlags out;
@@ -297,6 +306,8 @@ absl::Status OpenOutputs(const Flags& f, const std::string& format, std::vector<
                                         {"--report", f.report},
                                         {"--dump-order", f.dump_order}};
   std::vector<base::NamedPath> inputs = {{"--nodes", f.nodes}, {"--pods", f.pods}};
+  if (!f.trace.empty()) inputs.push_back({"--trace", f.trace});
+  if (!f.tenants.empty()) inputs.push_back({"--tenants", f.tenants});
   std::vector<base::NamedPath> outputs;
   for (const auto& n : named) {
     if (!n.path.empty()) outputs.push_back(n);
@@ -350,7 +361,149 @@ std::string Render(const std::string& format, const std::vector<seedance::sim::P
   return seedance::sim::RenderTable(results, meta) + summary;
 }
 
+// --window START,END: UTC dates or times; an empty side is the trace's own first or last submit.
+absl::StatusOr<seedance::sim::JobWindow> ParseWindow(const std::string& text,
+                                                     const std::vector<seedance::trace::TraceJob>& trace) {
+  seedance::sim::JobWindow w{std::numeric_limits<int64_t>::max(), 0};
+  for (const auto& j : trace) {
+    w.start_unix_s = std::min(w.start_unix_s, j.submit_unix_s);
+    w.end_unix_s = std::max(w.end_unix_s, j.submit_unix_s);
+  }
+  if (trace.empty()) w.start_unix_s = 0;
+  if (text.empty()) return w;
+  const std::vector<std::string> parts = absl::StrSplit(text, ',');
+  if (parts.size() != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--window: expected START,END (got '", Shown(text), "')"));
+  }
+  for (int side = 0; side < 2; ++side) {
+    const std::string p(absl::StripAsciiWhitespace(parts[side]));
+    if (p.empty()) continue;
+    int64_t v = 0;
+    if (!seedance::trace::ParseUtcTimestamp(p, &v)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--window: '", Shown(p),
+                       "' is not a UTC date 'YYYY-MM-DD' or time 'YYYY-MM-DD HH:MM:SS'"));
+    }
+    // A bare end date means the whole day, to its last minute (the reference's 23:59:00).
+    if (side == 1 && p.size() == 10) v += 86400 - 60;
+    (side == 0 ? w.start_unix_s : w.end_unix_s) = v;
+  }
+  if (w.end_unix_s < w.start_unix_s) {
+    return absl::InvalidArgumentError(absl::StrCat("--window: the end is before the start (got '",
+                                                   Shown(text), "')"));
+  }
+  return w;
+}
+
+// Flags of the other modes make no sense with jobs, and the reverse.
+absl::Status CheckJobModeFlags(const Flags& f) {
+  const bool jobs = f.mode == "jobs";
+  if (!jobs) {
+    if (!f.trace.empty() || !f.tenants.empty() || !f.window.empty() || f.capacity_scale != 1.0 ||
+        f.partition != "isolated" || f.ties != "reverse") {
+      return absl::InvalidArgumentError(
+          "--trace, --tenants, --window, --capacity-scale, --partition and --submit-ties: only "
+          "for --mode jobs");
+    }
+    return absl::OkStatus();
+  }
+  if (!f.nodes.empty() || !f.pods.empty() || !f.dump_order.empty() || f.topology != "none" ||
+      !f.policy_opts.empty() || f.rng != "seedance") {
+    return absl::InvalidArgumentError(
+        "--nodes, --pods, --dump-order, --topology, --policy-opt and --rng: not for --mode jobs "
+        "(it reads --trace and --tenants)");
+  }
+  if (f.trace.empty() || f.tenants.empty()) {
+    return absl::InvalidArgumentError("--mode jobs needs --trace FILE and --tenants FILE");
+  }
+  return absl::OkStatus();
+}
+
+int SimulateJobs(const Flags& f) {
+  absl::StatusOr<std::string> format = ResolveFormat(f.out, {"table", "json"});
+  if (!format.ok()) return Fail(format.status());
+  const std::string policy_list = f.policy == "all" ? "all" : f.policy;
+  absl::StatusOr<std::vector<std::string>> policies =
+      seedance::sim::ParseJobPolicies(policy_list);
+  if (!policies.ok()) return Fail(policies.status());
+  std::vector<Output> outs;
+  if (absl::Status s = OpenOutputs(f, *format, &outs); !s.ok()) return Fail(s);
+  absl::StatusOr<std::vector<seedance::trace::TraceJob>> trace =
+      seedance::trace::ReadJobTrace(f.trace);
+  if (!trace.ok()) return Fail(trace.status());
+  absl::StatusOr<std::vector<seedance::trace::TenantSpec>> tenants =
+      seedance::trace::ReadTenantCsv(f.tenants);
+  if (!tenants.ok()) return Fail(tenants.status());
+  absl::StatusOr<seedance::sim::JobWindow> window = ParseWindow(f.window, *trace);
+  if (!window.ok()) return Fail(window.status());
+
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<seedance::sim::JobRun> runs;
+  std::optional<seedance::sim::JobWorkload> shown;
+  for (const std::string& policy : *policies) {
+    // Tenancy policies share one pool; reference ones run on --partition.
+    const bool pooled = !seedance::sim::IsReferenceJobPolicy(policy) || f.partition == "pooled";
+    seedance::sim::JobSelection sel;
+    sel.window = *window;
+    sel.capacity_scale = f.capacity_scale;
+    sel.pooled = pooled;
+    sel.ties = f.ties == "file" ? seedance::sim::SubmitTies::kFile
+                                : seedance::sim::SubmitTies::kReverseFile;
+    absl::StatusOr<seedance::sim::JobWorkload> w = seedance::sim::SelectJobs(*trace, *tenants, sel);
+    if (!w.ok()) return Fail(w.status());
+    seedance::sim::JobSimOptions o;
+    o.policy = policy;
+    o.partitioning = pooled ? seedance::sim::Partitioning::kPooled
+                            : seedance::sim::Partitioning::kIsolated;
+    absl::StatusOr<seedance::sim::JobRun> r = seedance::sim::RunJobs(*w, o);
+    if (!r.ok()) return Fail(Prefixed(policy, r.status()));
+    if (shown && shown->jobs.size() != w->jobs.size()) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat(
+          policy, ": the isolated partitions leave out ", w->too_large,
+          " jobs larger than their tenant's partition; run it apart from the pooled policies")));
+    }
+    if (!shown) shown = std::move(*w);
+    runs.push_back(std::move(*r));
+  }
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  nlohmann::ordered_json doc = seedance::sim::JobRunsToJson(*shown, runs);
+  nlohmann::ordered_json meta;
+  meta["trace"] = f.trace;
+  meta["tenants"] = f.tenants;
+  meta["protocol"] = f.protocol;
+  meta["partition"] = f.partition;
+  meta["capacity_scale"] = f.capacity_scale;
+  meta["window_s"] = shown->window_s;
+  meta["origin_unix_s"] = shown->origin_unix_s;
+  meta["jobs"] = shown->jobs.size();
+  meta["left_out"] = {{"outside_window", shown->outside_window},
+                      {"no_gpus", shown->no_gpus},
+                      {"unknown_tenant", shown->unknown_tenant},
+                      {"larger_than_partition", shown->too_large}};
+  meta["wall_s"] = wall_s;
+  doc["meta"] = std::move(meta);
+  const std::string summary =
+      absl::StrFormat("%zu jobs, %zu policies in %.2f s wall (%d left out: larger than their "
+                      "partition)\n",
+                      shown->jobs.size(), runs.size(), wall_s, shown->too_large);
+  for (Output& out : outs) {
+    const std::string text = out.format == "json"
+                                 ? base::DumpJson(doc, 1) + "\n"
+                                 : seedance::sim::RenderJobTable(*shown, runs) + summary;
+    if (absl::Status s = out.file->Write(text); !s.ok()) return Fail(s);
+  }
+  for (Output& out : outs) {
+    if (absl::Status s = out.file->Commit(); !s.ok()) return Fail(s);
+  }
+  if (*format != "table" && !f.quiet) std::fputs(summary.c_str(), stderr);
+  return 0;
+}
+
 int Simulate(const Flags& f) {
+  if (absl::Status s = CheckJobModeFlags(f); !s.ok()) return Fail(s);
+  if (f.mode == "jobs") return SimulateJobs(f);
   absl::StatusOr<std::string> format = ResolveFormat(f.out, kFormats);
   if (!format.ok()) return Fail(format.status());
   absl::StatusOr<seedance::sim::SimOptions> options = ResolveOptions(f);
@@ -469,7 +622,9 @@ Command AddSimulateCommand(CLI::App& app) {
       "  seedance simulate --nodes N.csv --pods P.csv --format html -o report.html\n"
       "  seedance simulate --nodes N.csv --pods P.csv --mode churn --load 1.2 --duration 72h "
       "--seeds 42-46\n"
-      "  seedance simulate --nodes N.csv --pods P.csv --mode replay --time-scale 1 --format csv\n\n"
+      "  seedance simulate --nodes N.csv --pods P.csv --mode replay --time-scale 1 --format csv\n"
+      "  seedance simulate --mode jobs --trace philly.csv --tenants philly_vc.csv \\\n"
+      "      --policy fifo,sjf,srtf --window 2017-10-01,2017-11-30 --capacity-scale 0.25\n\n"
       "Limits: at most 10,000 runs (policies x seeds); a run replays at most 5,000,000 pods "
       "(fill: trace plus resampled; churn: expected arrivals); --duration and --warmup at most "
       "87600h.\n\n"
@@ -487,9 +642,10 @@ Command AddSimulateCommand(CLI::App& app) {
       ->capture_default_str();
   sim->add_option("--mode", f->mode,
                   "fill (paper protocol), churn (Poisson arrivals with "
-                  "departures) or replay (trace times)")
+                  "departures), replay (trace times) or jobs (a multi-tenant job trace: "
+                  "--trace, --tenants; docs/jobs.md)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"fill", "churn", "replay"}));
+      ->check(CLI::IsMember({"fill", "churn", "replay", "jobs"}));
   AddSeeds(sim, "--seeds,--seed", &f->seeds, &f->seeds_text,
            "Seeds: N, A-B or a comma list (at most 100000)");
   sim->add_option("--rng", f->rng,
@@ -539,6 +695,35 @@ Command AddSimulateCommand(CLI::App& app) {
                   "topology) or index (lowest indices, as the FGD reference simulator)")
       ->capture_default_str()
       ->check(CLI::IsMember({"topology", "index"}));
+  sim->add_option("--trace", f->trace,
+                  "jobs: job trace CSV (timestamp,duration,num_gpus[,gpu_time],cluster), e.g. "
+                  "the Philly trace")
+      ->type_name("FILE");
+  sim->add_option("--tenants", f->tenants,
+                  "jobs: tenant CSV (vc,node num[,weight]): each tenant's 8-GPU nodes, its "
+                  "partition (isolated) or guaranteed quota (quota-*)")
+      ->type_name("FILE");
+  sim->add_option("--protocol", f->protocol,
+                  "jobs: the job protocol; helios-qssf (the SC'21 Helios simulator's: 1-second "
+                  "clock, consolidate placement, its checkpoint overheads) is the only one")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"helios-qssf"}));
+  sim->add_option("--partition", f->partition,
+                  "jobs: where fifo, sjf and srtf run: isolated (one partition per tenant) or "
+                  "pooled (every node shared); quota-* always share one pool")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"isolated", "pooled"}));
+  sim->add_option("--window", f->window,
+                  "jobs: START,END in UTC ('2017-10-01,2017-11-30' or with HH:MM:SS; a bare end "
+                  "date runs to 23:59:00); default the whole trace")
+      ->type_name("START,END");
+  sim->add_option("--submit-ties", f->ties,
+                  "jobs: order of jobs submitted in the same second: reverse (default: reverse "
+                  "file order, which reproduces the Helios reference's output) or file")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"reverse", "file"}));
+  AddDouble(sim, "--capacity-scale", &f->capacity_scale, base::Closed(0.001, 1000),
+            "jobs: multiply every tenant's nodes (round half to even)");
   AddOutputFlags(sim, &f->out, kFormats,
                  "Write the results to FILE ('-' = standard output, the default)");
   sim->add_option("--dump-order", f->dump_order,

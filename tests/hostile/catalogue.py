@@ -133,6 +133,12 @@ POLICY_YAML = """profiles:
     placement: bestfit
 """
 SERVER_TOKEN = "hostile-token-0123456789abcdef"
+JOBS_CSV = ("timestamp,duration,num_gpus,gpu_time,cluster\n"
+            "2017-10-01 00:00:10,100.0,1,100.0,aa\n"
+            "2017-10-01 00:00:05,50.0,8,400.0,bb\n"
+            "2017-10-01 00:01:00,20.0,12,240.0,aa\n"
+            "2017-10-01 00:01:00,5.0,2,10.0,bb\n")
+VC_CSV = "vc,node num\naa,2\nbb,1\n"
 
 FIXTURES = {
     "nodes.csv": NODES_CSV,
@@ -150,6 +156,8 @@ FIXTURES = {
     "mooncake.jsonl": MOONCAKE_JSONL,
     "sharegpt.csv": SHAREGPT_CSV,
     "allreduce.csv": ALLREDUCE_CSV,
+    "jobs.csv": JOBS_CSV,
+    "vc.csv": VC_CSV,
 }
 
 ESC = "\x1b[2J\x1b[31m"             # clear screen, red
@@ -212,7 +220,7 @@ def command_of(argv):
         if "--mode" in words:
             j = words.index("--mode")
             mode = words[j + 1] if j + 1 < len(words) else ""
-        return cmd + " " + mode if mode in ("fill", "churn", "replay") else cmd
+        return cmd + " " + mode if mode in ("fill", "churn", "replay", "jobs") else cmd
     return cmd
 
 
@@ -246,6 +254,9 @@ WRITERS = [
                                "{pods_replay.csv}", "--policy", "bestfit", "--seeds", "1",
                                "--mode", "replay"],
            inputs=("nodes.csv", "pods_replay.csv")),
+    Writer("simulate-jobs", ["simulate", "-q", "--mode", "jobs", "--trace", "{jobs.csv}",
+                             "--tenants", "{vc.csv}", "--policy", "all"],
+           inputs=("jobs.csv", "vc.csv")),
     Writer("profile", ["profile", "-q", "--duration", "1", "--interval", "0.5"], fmt="profile",
            format_flag=False),
     Writer("analyze", ["analyze", "-i", "{profile.json}", "--idle-window", "2", "--prices",
@@ -436,6 +447,12 @@ READERS = [
     Reader("simulate-replay-pods", ["simulate", "-q", "--nodes", "{nodes.csv}", "--pods", "IN",
                                     "--policy", "bestfit", "--seeds", "1", "--mode", "replay"],
            "pods_replay.csv", "--pods"),
+    Reader("simulate-jobs-trace", ["simulate", "-q", "--mode", "jobs", "--trace", "IN",
+                                   "--tenants", "{vc.csv}", "--policy", "all"], "jobs.csv",
+           "--trace"),
+    Reader("simulate-jobs-tenants", ["simulate", "-q", "--mode", "jobs", "--trace",
+                                     "{jobs.csv}", "--tenants", "IN", "--policy", "all"],
+           "vc.csv", "--tenants"),
     Reader("analyze-input", ["analyze", "-i", "IN"], "profile.json", "--input"),
     Reader("analyze-prices", ["analyze", "-i", "{profile.json}", "--prices", "IN"],
            "prices.yaml", "--prices", empty_ok=True),
