@@ -35,6 +35,7 @@ struct ServerFlags {
   std::string nodes;
   std::string policy;
   std::string token_file;
+  std::string tenant_tokens;
   std::string tls_cert, tls_key;
   std::string placement = "cas";
   std::string oracle_pods;
@@ -120,6 +121,7 @@ absl::StatusOr<std::unique_ptr<base::OutputFile>> OpenReadyFile(const ServerFlag
   if (absl::Status st = base::CheckOutputsDistinct({{"--nodes", f.nodes},
                                                     {"--policy", f.policy},
                                                     {"--token-file", f.token_file},
+                                                    {"--tenant-tokens", f.tenant_tokens},
                                                     {"--tls-cert", f.tls_cert},
                                                     {"--tls-key", f.tls_key},
                                                     {"--oracle-pods", f.oracle_pods}},
@@ -140,6 +142,20 @@ int RunServer(const ServerFlags& f) {
     absl::StatusOr<std::string> token = ReadToken(f.token_file);
     if (!token.ok()) return Fail(token.status());
     h.token = *token;
+  }
+  if (!f.tenant_tokens.empty()) {
+    absl::StatusOr<std::string> text = base::ReadInput(f.tenant_tokens, base::InputKind::kConfig);
+    if (!text.ok()) return Fail(text.status());
+    absl::StatusOr<std::vector<server::TenantToken>> tenants =
+        server::ParseTenantTokens(*text, f.tenant_tokens);
+    if (!tenants.ok()) return Fail(tenants.status());
+    for (const server::TenantToken& t : *tenants) {
+      if (t.token == h.token) {
+        return Fail(absl::InvalidArgumentError(absl::StrCat(
+            "--tenant-tokens: tenant '", t.tenant, "' has the administrator's token")));
+      }
+    }
+    h.tenant_tokens = std::move(*tenants);
   }
   h.tls_cert = f.tls_cert;
   h.tls_key = f.tls_key;
@@ -184,8 +200,11 @@ int RunServer(const ServerFlags& f) {
   if (!f.quiet) {
     std::fprintf(stderr, "seedance server: serving %s (state %s, revision %lld, %s)\n", url.c_str(),
                  base::ForTerminal(f.state).c_str(), static_cast<long long>((*service)->revision()),
-                 h.token.empty() ? "no auth: give --token-file to require a token"
-                                 : "bearer token required for changes");
+                 !h.tenant_tokens.empty()
+                     ? absl::StrCat(h.tenant_tokens.size(), " tenants: every /v1/ call needs a token")
+                           .c_str()
+                 : h.token.empty() ? "no auth: give --token-file to require a token"
+                                   : "bearer token required for changes");
   }
   int sig = 0;
   sigwait(&stop_signals, &sig);
@@ -227,6 +246,11 @@ Command AddServerCommand(CLI::App& app) {
       ->type_name("FILE");
   s->add_option("--token-file", f->token_file,
                 "File whose first line is the bearer token every mutating call must carry")
+      ->type_name("FILE");
+  s->add_option("--tenant-tokens", f->tenant_tokens,
+                "Tenants' tokens, one 'TOKEN,TENANT,NS[;NS...]' per line: a tenant sees and "
+                "changes only its namespaces' pods; every /v1/ call then needs a token "
+                "(docs/server.md)")
       ->type_name("FILE");
   s->add_option("--tls-cert", f->tls_cert, "PEM certificate: serve HTTPS")->type_name("FILE");
   s->add_option("--tls-key", f->tls_key, "PEM private key of --tls-cert")->type_name("FILE");

@@ -84,12 +84,17 @@ bool IsMutating(const std::string& method) {
   return method != "GET" && method != "HEAD" && method != "OPTIONS";
 }
 
-bool TokenMatches(const std::string& header, const std::string& token) {
-  constexpr std::string_view kBearer = "Bearer ";
-  if (header.size() != kBearer.size() + token.size() || header.rfind(kBearer, 0) != 0) {
-    return false;
+// Routes only the administrator may call: nodes, the policy and the watch stream (which carries
+// every tenant's objects).
+bool AdminOnlyPath(const std::string& path) {
+  for (std::string_view prefix : {"/v1/nodes", "/v1/policy", "/v1/watch"}) {
+    if (path.rfind(prefix, 0) == 0 &&
+        (path.size() == prefix.size() || path[prefix.size()] == '/' ||
+         path[prefix.size()] == '?')) {
+      return true;
+    }
   }
-  return CRYPTO_memcmp(header.data() + kBearer.size(), token.data(), token.size()) == 0;
+  return false;
 }
 
 }  // namespace
@@ -116,7 +121,8 @@ struct HttpServer::Limiter {
 HttpServer::HttpServer(Service& service, HttpOptions options)
     : service_(service),
       options_(std::move(options)),
-      limiter_(std::make_unique<Limiter>(options_.rate_limit)) {}
+      limiter_(std::make_unique<Limiter>(options_.rate_limit)),
+      auth_(options_.token, options_.tenant_tokens) {}
 
 HttpServer::~HttpServer() { Stop(); }
 
@@ -223,18 +229,38 @@ void HttpServer::Routes() {
           absl::StrCat("request rate over --rate-limit ", options_.rate_limit, "/s; retry")));
       res.status = 429;
       res.set_header("Retry-After", "1");
+      // Answered before the body is read: the connection cannot carry another request.
+      res.set_header("Connection", "close");
       res.set_content(r.body, "application/json");
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (!options_.token.empty() && IsMutating(req.method) &&
-        !TokenMatches(req.get_header_value("Authorization"), options_.token)) {
+    const Caller caller = auth_.Identify(req.get_header_value("Authorization"));
+    const bool api = req.path.rfind("/v1/", 0) == 0;
+    if (caller.kind == Caller::kAnonymous && !auth_.open() &&
+        (IsMutating(req.method) || (auth_.has_tenants() && api))) {
       res.status = 401;
       res.set_header("WWW-Authenticate", "Bearer realm=\"seedance\"");
+      res.set_header("Connection", "close");
       res.set_content(api::ErrorBody(absl::UnauthenticatedError(
-                          "this call needs \"Authorization: Bearer TOKEN\" (the server's "
-                          "--token-file)")),
+                          auth_.has_tenants()
+                              ? "this server has tenants: every /v1/ call needs "
+                                "\"Authorization: Bearer TOKEN\" (a tenant's or the "
+                                "administrator's)"
+                              : "this call needs \"Authorization: Bearer TOKEN\" (the server's "
+                                "--token-file)")),
                       "application/json");
       service_.metrics().CountRequest("unauthenticated", 401);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (caller.tenant_caller() && AdminOnlyPath(req.path)) {
+      res.status = 403;
+      res.set_header("Connection", "close");
+      res.set_content(api::ErrorBody(absl::PermissionDeniedError(absl::StrCat(
+                          "tenant '", caller.tenant,
+                          "' may not use ", base::Clip(req.path, 100),
+                          ": nodes, the policy and the watch stream are the administrator's"))),
+                      "application/json");
+      service_.metrics().CountRequest("forbidden", 403);
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -254,7 +280,7 @@ void HttpServer::Routes() {
     res.status = 500;
     res.set_content(api::ErrorBody(absl::InternalError("internal error")), "application/json");
   });
-  RegisterRoutes(h, service_, options_);
+  RegisterRoutes(h, service_, options_, auth_);
 }
 
 }  // namespace seedance::server

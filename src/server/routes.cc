@@ -141,9 +141,28 @@ void DeleteNode(Service& s, const httplib::Request& req, httplib::Response& res)
 
 // ------------------------------------------------------------------------------------ pods
 
-void PostPod(Service& s, const httplib::Request& req, httplib::Response& res) {
+// 403 for a tenant naming a namespace that is not its own.
+absl::Status CheckNamespace(const Caller& caller, const std::string& ns) {
+  if (caller.Sees(ns)) return absl::OkStatus();
+  std::string own;
+  for (const std::string& n : *caller.namespaces) absl::StrAppend(&own, own.empty() ? "" : ", ", n);
+  return absl::PermissionDeniedError(absl::StrCat("namespace '", ns, "' is not one of tenant '",
+                                                  caller.tenant, "''s (", own, ")"));
+}
+
+// A pod of another tenant is, to a tenant, as absent as a pod that does not exist.
+const sched::PodInfo* FindVisible(const Context& c, const Caller& caller, const std::string& uid) {
+  const sched::PodInfo* p = c.scheduler.ledger().Find(uid);
+  return p != nullptr && caller.Sees(p->ns) ? p : nullptr;
+}
+
+void PostPod(Service& s, const Caller& caller, const httplib::Request& req,
+             httplib::Response& res) {
   absl::StatusOr<api::PodRequest> pr = api::ParsePodRequest(req.body);
   if (!pr.ok()) return Send(res, ErrorReply(pr.status()));
+  if (absl::Status st = CheckNamespace(caller, pr->ns); !st.ok()) {
+    return Send(res, ErrorReply(st));
+  }
   sched::PodInfo pod;
   pod.uid = NewUid();
   pod.name = std::move(pr->name);
@@ -173,10 +192,11 @@ void PostPod(Service& s, const httplib::Request& req, httplib::Response& res) {
   }));
 }
 
-void GetPod(Service& s, const httplib::Request& req, httplib::Response& res) {
+void GetPod(Service& s, const Caller& caller, const httplib::Request& req,
+            httplib::Response& res) {
   const std::string uid = req.matches[1];
-  Send(res, s.Run([uid](Context& c) -> Finisher {
-    const sched::PodInfo* p = c.scheduler.ledger().Find(uid);
+  Send(res, s.Run([uid, caller](Context& c) -> Finisher {
+    const sched::PodInfo* p = FindVisible(c, caller, uid);
     if (!p) return Fail(absl::NotFoundError(absl::StrCat("pod '", uid, "' not found")));
     return Ok(200, PodToJson(*p, c.scheduler.state()));
   }));
@@ -187,7 +207,8 @@ struct PodFilter {
   int limit = kDefaultPageSize;
 };
 
-void ListPods(Service& s, const httplib::Request& req, httplib::Response& res) {
+void ListPods(Service& s, const Caller& caller, const httplib::Request& req,
+              httplib::Response& res) {
   PodFilter f;
   f.phase = req.get_param_value("phase");
   f.ns = req.get_param_value("namespace");
@@ -200,7 +221,10 @@ void ListPods(Service& s, const httplib::Request& req, httplib::Response& res) {
   absl::StatusOr<int> limit = PageSize(req);
   if (!limit.ok()) return Send(res, ErrorReply(limit.status()));
   f.limit = *limit;
-  Send(res, s.Run([f](Context& c) -> Finisher {
+  if (!f.ns.empty()) {
+    if (absl::Status st = CheckNamespace(caller, f.ns); !st.ok()) return Send(res, ErrorReply(st));
+  }
+  Send(res, s.Run([f, caller](Context& c) -> Finisher {
     const core::ClusterState& st = c.scheduler.state();
     const sched::PodLedger& ledger = c.scheduler.ledger();
     std::vector<const sched::PodInfo*> pods;
@@ -212,7 +236,8 @@ void ListPods(Service& s, const httplib::Request& req, httplib::Response& res) {
     }
     std::erase_if(pods, [&](const sched::PodInfo* p) {
       return (!f.phase.empty() && sched::PodPhaseName(p->phase) != f.phase) ||
-             (!f.ns.empty() && p->ns != f.ns) || (!f.after.empty() && p->uid <= f.after);
+             (!f.ns.empty() && p->ns != f.ns) || (!f.after.empty() && p->uid <= f.after) ||
+             !caller.Sees(p->ns);
     });
     std::sort(pods.begin(), pods.end(),
               [](const sched::PodInfo* a, const sched::PodInfo* b) { return a->uid < b->uid; });
@@ -225,18 +250,23 @@ void ListPods(Service& s, const httplib::Request& req, httplib::Response& res) {
   }));
 }
 
-void DeletePod(Service& s, const httplib::Request& req, httplib::Response& res) {
+void DeletePod(Service& s, const Caller& caller, const httplib::Request& req,
+               httplib::Response& res) {
   const std::string uid = req.matches[1];
-  Send(res, s.Run([uid](Context& c) -> Finisher {
+  Send(res, s.Run([uid, caller](Context& c) -> Finisher {
+    if (FindVisible(c, caller, uid) == nullptr) {
+      return Fail(absl::NotFoundError(absl::StrCat("pod '", uid, "' not found")));
+    }
     if (absl::Status st = c.scheduler.DeletePod(uid, c.now_s); !st.ok()) return Fail(st);
     return Ok(200, {{"uid", uid}, {"deleted", true}});
   }));
 }
 
-void ExplainPod(Service& s, const httplib::Request& req, httplib::Response& res) {
+void ExplainPod(Service& s, const Caller& caller, const httplib::Request& req,
+                httplib::Response& res) {
   const std::string uid = req.matches[1];
-  Send(res, s.Run([uid](Context& c) -> Finisher {
-    const sched::PodInfo* p = c.scheduler.ledger().Find(uid);
+  Send(res, s.Run([uid, caller](Context& c) -> Finisher {
+    const sched::PodInfo* p = FindVisible(c, caller, uid);
     if (!p) return Fail(absl::NotFoundError(absl::StrCat("pod '", uid, "' not found")));
     Json j = {{"uid", uid}, {"phase", std::string(sched::PodPhaseName(p->phase))}};
     if (p->phase != sched::PodPhase::kPending) {
@@ -333,10 +363,18 @@ void WatchRoute(Service& s, const HttpOptions& o, const httplib::Request& req,
 
 }  // namespace
 
-void RegisterRoutes(httplib::Server& h, Service& s, const HttpOptions& o) {
+void RegisterRoutes(httplib::Server& h, Service& s, const HttpOptions& o,
+                    const Authenticator& auth) {
   Metrics& m = s.metrics();
   auto bind = [&s](void (*f)(Service&, const httplib::Request&, httplib::Response&)) {
     return [&s, f](const httplib::Request& req, httplib::Response& res) { f(s, req, res); };
+  };
+  // Pod routes see who calls: a tenant's view is its own namespaces.
+  auto scoped = [&s, &auth](void (*f)(Service&, const Caller&, const httplib::Request&,
+                                      httplib::Response&)) {
+    return [&s, &auth, f](const httplib::Request& req, httplib::Response& res) {
+      f(s, auth.Identify(req.get_header_value("Authorization")), req, res);
+    };
   };
   const std::string node = R"(/v1/nodes/([A-Za-z0-9][A-Za-z0-9._-]{0,252}))";
   const std::string pod = R"(/v1/pods/([0-9a-f-]{1,64}))";
@@ -345,11 +383,11 @@ void RegisterRoutes(httplib::Server& h, Service& s, const HttpOptions& o) {
   h.Get(node, Counted(m, "get_node", bind(GetNode)));
   h.Post(node + "/(cordon|uncordon)", Counted(m, "cordon_node", bind(CordonNode)));
   h.Delete(node, Counted(m, "delete_node", bind(DeleteNode)));
-  h.Post("/v1/pods", Counted(m, "create_pod", bind(PostPod)));
-  h.Get("/v1/pods", Counted(m, "list_pods", bind(ListPods)));
-  h.Get(pod, Counted(m, "get_pod", bind(GetPod)));
-  h.Delete(pod, Counted(m, "delete_pod", bind(DeletePod)));
-  h.Get(pod + "/explain", Counted(m, "explain_pod", bind(ExplainPod)));
+  h.Post("/v1/pods", Counted(m, "create_pod", scoped(PostPod)));
+  h.Get("/v1/pods", Counted(m, "list_pods", scoped(ListPods)));
+  h.Get(pod, Counted(m, "get_pod", scoped(GetPod)));
+  h.Delete(pod, Counted(m, "delete_pod", scoped(DeletePod)));
+  h.Get(pod + "/explain", Counted(m, "explain_pod", scoped(ExplainPod)));
   h.Get("/v1/watch",
         Counted(m, "watch", [&s, &o](const httplib::Request& req, httplib::Response& res) {
           WatchRoute(s, o, req, res);

@@ -8,7 +8,8 @@
 
 namespace seedance::server {
 
-void RegisterRoutes(httplib::Server& h, Service& service, const HttpOptions& options);
+void RegisterRoutes(httplib::Server& h, Service& service, const HttpOptions& options,
+                    const Authenticator& auth);
 // GET and PUT /v1/policy (policy_routes.cc).
 void RegisterPolicyRoutes(httplib::Server& h, Service& service);
 

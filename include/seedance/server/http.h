@@ -11,9 +11,11 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "seedance/server/auth.h"
 #include "seedance/server/service.h"
 
 namespace httplib {
@@ -27,6 +29,9 @@ struct HttpOptions {
   int port = 7070;  // 0: any free port (port() tells which)
   // Required on every mutating call when non-empty ("Authorization: Bearer TOKEN").
   std::string token;
+  // Tenants' tokens (--tenant-tokens, seedance/server/auth.h). When any are given, every /v1/
+  // call needs a token, reads included.
+  std::vector<TenantToken> tenant_tokens;
   std::string tls_cert, tls_key;  // both or neither
   size_t max_body_bytes = 1 << 20;
   // Connections served at once (each holds one worker thread while open); more wait in the
@@ -65,6 +70,7 @@ class HttpServer {
   int port_ = 0;
   struct Limiter;
   std::unique_ptr<Limiter> limiter_;
+  Authenticator auth_;
 };
 
 }  // namespace seedance::server
