@@ -14,6 +14,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "commands.h"
 #include "nlohmann/json.hpp"
@@ -275,6 +276,38 @@ std::string PodsTable(const std::vector<Json>& pods, bool wide) {
   return Table(rows);
 }
 
+// One resource of a queue's figures: "12" (a GPU count), "-" for none or unlimited.
+std::string GpusOf(const Json& q, const char* field) {
+  if (!q.is_object() || !q.contains(field) || !q[field].is_object()) return "-";
+  const Json& v = q[field].value("gpus", Json(nullptr));
+  if (!v.is_number()) return "-";
+  return absl::StrFormat("%g", v.get<double>());
+}
+
+std::string QueuesTable(const std::vector<Json>& queues, bool wide) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> head = {"NAME",  "PARENT",   "GPUS_USED", "GUARANTEED", "LIMIT",
+                                   "FAIR_SHARE", "BORROWED", "PENDING",   "WEIGHT"};
+  if (wide) head.push_back("NAMESPACES");
+  rows.push_back(head);
+  for (const Json& q : queues) {
+    std::vector<std::string> row = {Str(q, "name"),          Str(q, "parent"),
+                                    GpusOf(q, "usage"),      GpusOf(q, "guaranteed"),
+                                    GpusOf(q, "limit"),      GpusOf(q, "fair_share"),
+                                    GpusOf(q, "borrowed"),   GpusOf(q, "pending"),
+                                    Str(q, "weight")};
+    if (wide) {
+      std::vector<std::string> nss;
+      if (q.is_object() && q.contains("namespaces") && q["namespaces"].is_array()) {
+        for (const Json& n : q["namespaces"]) nss.push_back(n.is_string() ? n.get<std::string>() : "?");
+      }
+      row.push_back(nss.empty() ? "-" : base::ForTerminal(absl::StrJoin(nss, ",")));
+    }
+    rows.push_back(std::move(row));
+  }
+  return Table(rows);
+}
+
 // A string that YAML would read back as something else (a number, a boolean, null) or that
 // cannot be a plain scalar is double-quoted.
 bool NeedsQuotes(const std::string& s) {
@@ -467,10 +500,29 @@ int RunGetPod(const GetFlags& f) {
   return s.ok() ? kExitOk : Fail(s);
 }
 
+int RunGetQueues(const GetFlags& f) {
+  absl::StatusOr<Output> out = ResolveOut(f.out, kGetFormats, f.client);
+  if (!out.ok()) return Fail(out.status());
+  absl::StatusOr<api::Client> client = MakeClient(f.client);
+  if (!client.ok()) return ClientFail(client.status());
+  absl::StatusOr<Json> reply = client->CallObject("GET", "/v1/queues", {"items"});
+  if (!reply.ok()) return ClientFail(reply.status());
+  std::vector<Json> queues;
+  if ((*reply)["items"].is_array()) queues.assign((*reply)["items"].begin(), (*reply)["items"].end());
+  if (queues.empty() && (out->format == "table" || out->format == "wide")) {
+    std::fprintf(stderr, "No queues (the policy has no queues: section, or none is yours).\n");
+    return kExitOk;
+  }
+  absl::Status s =
+      Print(*out, "get-queues/v1", *reply, QueuesTable(queues, out->format == "wide"));
+  return s.ok() ? kExitOk : Fail(s);
+}
+
 Command AddGet(CLI::App& app) {
   auto f = std::make_shared<GetFlags>();
   Command cmd;
-  cmd.app = app.add_subcommand("get", "List nodes or pods, or show one pod, from a running server");
+  cmd.app = app.add_subcommand(
+      "get", "List nodes, pods or queues, or show one pod, from a running server");
   cmd.app->footer(std::string("Examples:\n"
                               "  seedance get nodes\n"
                               "  seedance get pods --phase Pending -o wide\n"
@@ -481,7 +533,9 @@ Command AddGet(CLI::App& app) {
   CLI::App* nodes = cmd.app->add_subcommand("nodes", "List the nodes: capacity, allocation, pods");
   CLI::App* pods = cmd.app->add_subcommand("pods", "List the pods (every page)");
   CLI::App* pod = cmd.app->add_subcommand("pod", "Show one pod by UID");
-  for (CLI::App* sub : {nodes, pods, pod}) {
+  CLI::App* queues = cmd.app->add_subcommand(
+      "queues", "List the tenant queues: GPUs used, guaranteed, limit, fair share, borrowed, pending");
+  for (CLI::App* sub : {nodes, pods, pod, queues}) {
     AddClientFlags(sub, &f->client);
     AddOutFlags(sub, &f->out, kGetFormats);
     sub->footer(std::string(kServerNote) + "\n" + kExitFooter);
@@ -500,11 +554,16 @@ Command AddGet(CLI::App& app) {
   pod->footer(std::string("Examples:\n  seedance get pod 5f0c3a1e-9b7d-4c2a-8e11-0d6b2f3c4a5b\n"
                           "  seedance get pod UID -o yaml\n") +
               kServerNote + "\n" + kExitFooter);
-  cmd.run = [f, nodes, pods, pod]() {
+  queues->footer(std::string("Examples:\n  seedance get queues\n  seedance get queues -o wide\n"
+                             "  seedance get queues -o json   # every resource, not only GPUs\n") +
+                 kServerNote + "\n" + kExitFooter);
+  cmd.run = [f, nodes, pods, pod, queues]() {
+    if (queues->parsed()) return RunGetQueues(*f);
     if (nodes->parsed()) return RunGetNodes(*f);
     if (pods->parsed()) return RunGetPods(*f);
     if (pod->parsed()) return RunGetPod(*f);
-    return UsageError("get: say what to get: nodes, pods or pod UID (seedance get --help)");
+    return UsageError(
+        "get: say what to get: nodes, pods, pod UID or queues (seedance get --help)");
   };
   return cmd;
 }

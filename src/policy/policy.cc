@@ -1,6 +1,7 @@
 #include "seedance/policy/policy.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "absl/status/status.h"
@@ -56,7 +57,10 @@ class Reader {
     RequireMap(root, "(document)");
     YAML::Node profiles = Absent(), classes = Absent(), rules = Absent(), plugins = Absent(),
                default_profile = Absent();
-    ForEachKey(root, "", {"version", "profiles", "default_profile", "classes", "rules", "plugins"},
+    YAML::Node queues = Absent();
+    ForEachKey(root, "",
+               {"version", "profiles", "default_profile", "classes", "rules", "plugins", "queues",
+                "preemption"},
                [&](const std::string& key, const YAML::Node& v) {
                  if (key == "version") {
                    if (Int(v, "version", 1, 1) != 1) Fail(v, "version", "must be 1");
@@ -68,6 +72,12 @@ class Reader {
                    classes = v;
                  } else if (key == "rules") {
                    rules = v;
+                 } else if (key == "queues") {
+                   queues = v;
+                 } else if (key == "preemption") {
+                   const std::string b = Str(v, "preemption");
+                   if (b != "true" && b != "false") Fail(v, "preemption", "must be true or false");
+                   p.preemption = b == "true";
                  } else {
                    plugins = v;
                  }
@@ -84,6 +94,7 @@ class Reader {
     if (plugins.IsDefined()) ReadPlugins(plugins, &p);
     if (classes.IsDefined()) ReadClasses(classes, &p);
     if (rules.IsDefined()) ReadRules(rules, &p);
+    if (queues.IsDefined()) ReadQueues(queues, &p);
     p.switches = std::make_shared<std::vector<std::atomic<int>>>(p.classes.size() + 1);
     for (std::atomic<int>& s : *p.switches) s.store(-1);
     return p;
@@ -298,6 +309,70 @@ class Reader {
       }
       ref.where = absl::StrCat(Where(file), ": ", path, ".path");
       p->plugins.push_back(std::move(ref));
+    }
+  }
+
+  // guaranteed: / limit: {gpus, gpu_milli, cpu_milli, memory_mib}; an absent key keeps `*r`.
+  void ReadResources(const YAML::Node& m, const std::string& path, sched::Resources* r) {
+    const auto& names = sched::QueueResourceNames();
+    const std::vector<std::string> allowed(names.begin(), names.end());
+    ForEachKey(m, path, allowed, [&](const std::string& k, const YAML::Node& v) {
+      const size_t i = static_cast<size_t>(
+          std::find(allowed.begin(), allowed.end(), k) - allowed.begin());
+      (*r)[i] = static_cast<double>(Int(v, absl::StrCat(path, ".", k), 0, int64_t{1} << 50));
+    });
+  }
+
+  void ReadQueue(const YAML::Node& e, const std::string& path, QueueBinding* q) {
+    YAML::Node name = Absent(), namespaces = Absent();
+    ForEachKey(e, path,
+               {"name", "parent", "namespaces", "guaranteed", "limit", "weight", "description"},
+               [&](const std::string& k, const YAML::Node& v) {
+                 const std::string sub = absl::StrCat(path, ".", k);
+                 if (k == "name") name = v;
+                 if (k == "parent") q->spec.parent = Name(v, sub);
+                 if (k == "namespaces") namespaces = v;
+                 if (k == "guaranteed") ReadResources(v, sub, &q->spec.guaranteed);
+                 if (k == "limit") ReadResources(v, sub, &q->spec.limit);
+                 if (k == "weight") q->spec.weight = static_cast<double>(Int(v, sub, 1, 1000000));
+               });
+    if (!name.IsDefined()) Fail(e, path + ".name", "missing");
+    q->spec.name = Name(name, path + ".name");
+    if (namespaces.IsDefined() && !namespaces.IsNull()) {
+      RequireSeq(namespaces, path + ".namespaces");
+      for (size_t j = 0; j < namespaces.size(); ++j) {
+        q->namespaces.push_back(Name(namespaces[j], absl::StrCat(path, ".namespaces[", j, "]")));
+      }
+    }
+  }
+
+  void ReadQueues(const YAML::Node& list, Policy* p) {
+    if (list.IsNull()) return;
+    RequireSeq(list, "queues");
+    std::map<std::string, std::string> ns_owner;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string path = absl::StrCat("queues[", i, "]");
+      QueueBinding q;
+      ReadQueue(list[i], path, &q);
+      for (size_t j = 0; j < q.namespaces.size(); ++j) {
+        auto [it, fresh] = ns_owner.emplace(q.namespaces[j], q.spec.name);
+        if (!fresh) {
+          Fail(list[i]["namespaces"][j], absl::StrCat(path, ".namespaces[", j, "]"),
+               absl::StrCat("namespace '", q.namespaces[j], "' is already in queue '",
+                            it->second, "'"));
+        }
+      }
+      p->queues.push_back(std::move(q));
+    }
+    std::vector<sched::QueueSpec> specs;
+    for (const QueueBinding& q : p->queues) specs.push_back(q.spec);
+    absl::StatusOr<sched::QueueTree> tree = sched::QueueTree::Build(specs, sched::Resources{});
+    if (!tree.ok()) Fail(list, "queues", tree.status().message());
+    for (size_t i = 0; i < p->queues.size(); ++i) {
+      if (!tree->is_leaf(static_cast<int>(i)) && !p->queues[i].namespaces.empty()) {
+        Fail(list[i], absl::StrCat("queues[", i, "].namespaces"),
+             "only a leaf queue holds pods; this queue has child queues");
+      }
     }
   }
 

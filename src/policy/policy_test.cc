@@ -1,5 +1,6 @@
 #include "seedance/policy/policy.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -194,7 +195,7 @@ TEST(ProfileForTest, SwitchesOverrideTheClassProfile) {
 TEST(ParsePolicyErrorTest, UnknownKeysGetDidYouMean) {
   EXPECT_EQ(ErrorOf("profiles: [{name: a, policy: cas}]\nrulez: []\n"),
             "p.yaml:2:1: rulez: unknown key (did you mean 'rules'?); known: version, profiles, "
-            "default_profile, classes, rules, plugins");
+            "default_profile, classes, rules, plugins, queues, preemption");
   EXPECT_THAT(ErrorOf("profiles:\n  - name: a\n    polcy: cas\n"),
               StartsWith("p.yaml:3:5: profiles[0].polcy: unknown key (did you mean 'policy'?)"));
   EXPECT_THAT(ErrorOf("profiles: [{name: a, policy: cas}]\nclasses:\n  - name: c\n    profile: a\n"
@@ -477,6 +478,75 @@ TEST(ActionKindNameTest, Names) {
   EXPECT_EQ(ActionKindName(Action::kDrain), "drain");
   EXPECT_EQ(ActionKindName(Action::kAlert), "alert");
   EXPECT_EQ(ActionKindName(Action::kPlugin), "plugin");
+}
+
+}  // namespace
+}  // namespace seedance::policy
+
+namespace seedance::policy {
+namespace {
+
+TEST(PolicyQueuesTest, AThreeLevelTreeWithNamespaces) {
+  auto p = ParsePolicy(R"(profiles: [{name: default, policy: bestfit}]
+preemption: true
+queues:
+  - name: org
+    guaranteed: {gpus: 16}
+  - name: team-a
+    parent: org
+    namespaces: [a-prod, a-dev]
+    guaranteed: {gpus: 8, cpu_milli: 64000}
+    limit: {gpus: 12}
+    weight: 3
+  - name: team-b
+    parent: org
+    namespaces: [b]
+)",
+                       "p.yaml");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_TRUE(p->preemption);
+  ASSERT_EQ(p->queues.size(), 3u);
+  const QueueBinding& a = p->queues[1];
+  EXPECT_EQ(a.spec.name, "team-a");
+  EXPECT_EQ(a.spec.parent, "org");
+  EXPECT_EQ(a.spec.guaranteed[sched::kQueueGpus], 8);
+  EXPECT_EQ(a.spec.guaranteed[sched::kQueueCpuMilli], 64000);
+  EXPECT_EQ(a.spec.limit[sched::kQueueGpus], 12);
+  EXPECT_TRUE(std::isinf(a.spec.limit[sched::kQueueMemoryMib]));
+  EXPECT_EQ(a.spec.weight, 3);
+  EXPECT_EQ(a.namespaces, (std::vector<std::string>{"a-prod", "a-dev"}));
+}
+
+TEST(PolicyQueuesTest, BadQueuesNameTheLineAndField) {
+  struct Case {
+    std::string name, queues, want;
+  };
+  const std::vector<Case> cases = {
+      {"namespace twice", "  - {name: a, namespaces: [x]}\n  - {name: b, namespaces: [x]}\n",
+       "p.yaml:4:28: queues[1].namespaces[0]: namespace 'x' is already in queue 'a'"},
+      {"unknown parent", "  - {name: a, parent: nope}\n", "queue 'a': parent 'nope' is not a queue"},
+      {"inner queue with namespaces",
+       "  - {name: a, namespaces: [x]}\n  - {name: b, parent: a}\n",
+       "queues[0].namespaces: only a leaf queue holds pods"},
+      {"unknown resource", "  - {name: a, guaranteed: {gpu: 1}}\n",
+       "queues[0].guaranteed.gpu: unknown key (did you mean 'gpus'?)"},
+      {"negative", "  - {name: a, guaranteed: {gpus: -1}}\n", "queues[0].guaranteed.gpus"},
+      {"limit below guarantee", "  - {name: a, guaranteed: {gpus: 4}, limit: {gpus: 2}}\n",
+       "limit gpus must be >= its guarantee"},
+      {"zero weight", "  - {name: a, weight: 0}\n", "queues[0].weight"},
+      {"no name", "  - {guaranteed: {gpus: 1}}\n", "queues[0].name: missing"},
+  };
+  for (const Case& c : cases) {
+    auto p = ParsePolicy("profiles: [{name: default, policy: bestfit}]\nqueues:\n" + c.queues,
+                         "p.yaml");
+    ASSERT_FALSE(p.ok()) << c.name;
+    EXPECT_NE(p.status().message().find(c.want), std::string::npos)
+        << c.name << ": " << p.status().message();
+  }
+  auto bad = ParsePolicy("profiles: [{name: default, policy: bestfit}]\npreemption: maybe\n",
+                         "p.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("preemption: must be true or false"), std::string::npos);
 }
 
 }  // namespace

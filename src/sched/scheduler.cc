@@ -104,6 +104,7 @@ absl::Status Scheduler::SubmitPod(PodInfo pod, double now_s) {
   uid_queue_[uid] = id;
   Record(Change::kPodAdded, uid);
   const PodInfo* added = ledger_.Find(uid);
+  Account(*added, false, +1);
   if (absl::StatusOr<Framework*> fw = FrameworkFor(*added); fw.ok()) {
     (*fw)->NotifyArrival(ResolvedShape(*added));
   }
@@ -131,6 +132,7 @@ absl::Status Scheduler::RestorePod(PodInfo pod, double now_s) {
       !st.ok()) {
     return st;
   }
+  Account(*ledger_.Find(uid), true, +1);
   if (phase == PodPhase::kBound) return ledger_.Bind(uid);
   return absl::OkStatus();
 }
@@ -140,6 +142,7 @@ absl::Status Scheduler::DeletePod(std::string_view uid, double now_s) {
   if (!pod) return absl::NotFoundError(absl::StrCat("pod '", Str(uid), "' not found"));
   const bool placed = pod->phase != PodPhase::kPending;
   const int node = pod->placement.node;
+  Account(*pod, placed, -1);
   if (placed) ReleaseResources(*pod);
   if (auto it = uid_queue_.find(uid); it != uid_queue_.end()) {
     queue_.Remove(it->second);
@@ -199,6 +202,8 @@ absl::Status Scheduler::Forget(std::string_view uid, double now_s) {
   ReleaseResources(*pod);
   placed_by_.erase(Str(uid));
   if (absl::Status st = ledger_.Forget(uid); !st.ok()) return st;
+  Account(*pod, true, -1);
+  Account(*pod, false, +1);
   Record(Change::kPodUnbound, Str(uid));
   const uint64_t id = next_queue_id_++;
   queue_uid_[id] = Str(uid);
@@ -223,6 +228,8 @@ absl::Status Scheduler::Evict(std::string_view uid, double now_s) {
     copy.phase = PodPhase::kPending;
     copy.placement = core::Placement{};
     if (absl::Status st = ledger_.Add(copy); !st.ok()) return st;
+    Account(copy, true, -1);
+    Account(copy, false, +1);
     Record(Change::kPodUnbound, copy.uid);
     const uint64_t id = next_queue_id_++;
     queue_uid_[id] = copy.uid;
@@ -296,7 +303,18 @@ void Scheduler::TryOne(const QueuedPod& q, double now_s) {
     return;
   }
   const core::PodShape shape = ResolvedShape(*pod);
+  if (const std::string over = OverLimit(*pod); !over.empty()) {
+    ++attempts_unschedulable_;
+    last_failure_[uid] = over;
+    queue_.AddUnschedulable(q, now_s);
+    return;
+  }
   Outcome out = (*fw)->Schedule(shape, state_);
+  // PostFilter: preemption or reclaim, then one more try.
+  if (out.code == Code::kUnschedulable && Preempt(*pod, shape, now_s)) {
+    pod = ledger_.Find(uid);
+    out = (*fw)->Schedule(shape, state_);
+  }
   if (out.code == Code::kError) {
     ++attempts_error_;
     last_failure_[uid] = out.reason;
@@ -314,6 +332,8 @@ void Scheduler::TryOne(const QueuedPod& q, double now_s) {
   placed_by_[uid] = selector_ ? selector_(*pod).name : options_.default_profile.name;
   queue_uid_.erase(q.id);
   uid_queue_.erase(uid);
+  Account(*pod, false, -1);
+  Account(*pod, true, +1);
   const double deadline = now_s + options_.assume_timeout_s;
   // The pod came off the queue, so the ledger holds it Pending and the framework checked the
   // placement: Assume (and Bind right after) cannot fail unless queue and ledger are out of step.

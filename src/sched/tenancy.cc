@@ -56,6 +56,9 @@ absl::StatusOr<QueueTree> QueueTree::Build(const std::vector<QueueSpec>& specs,
       return absl::InvalidArgumentError(absl::StrCat("queue '", s.name, "': defined twice"));
     }
     tree.nodes_.push_back({s, -1, {}, {}, {}});
+    for (size_t r = 0; r < kQueueResources; ++r) {
+      tree.managed_[r] = tree.managed_[r] || s.guaranteed[r] > 0 || !std::isinf(s.limit[r]);
+    }
   }
   for (size_t q = 0; q < tree.nodes_.size(); ++q) {
     const std::string& parent = tree.nodes_[q].spec.parent;
@@ -185,7 +188,7 @@ bool QueueTree::MayReclaim(int leaf, const Resources& request,
                            const std::vector<Resources>& shares) const {
   for (int q = leaf; q >= 0; q = nodes_[q].parent) {
     for (size_t r = 0; r < kQueueResources; ++r) {
-      if (nodes_[q].used[r] + request[r] > shares[q][r] + kEps) return false;
+      if (managed_[r] && nodes_[q].used[r] + request[r] > shares[q][r] + kEps) return false;
     }
   }
   return true;
@@ -194,7 +197,7 @@ bool QueueTree::MayReclaim(int leaf, const Resources& request,
 bool QueueTree::OverFairShare(int leaf, const std::vector<Resources>& shares) const {
   for (int q = leaf; q >= 0; q = nodes_[q].parent) {
     for (size_t r = 0; r < kQueueResources; ++r) {
-      if (nodes_[q].used[r] > shares[q][r] + kEps) return true;
+      if (managed_[r] && nodes_[q].used[r] > shares[q][r] + kEps) return true;
     }
   }
   return false;

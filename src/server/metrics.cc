@@ -63,6 +63,16 @@ Metrics::Metrics() : registry(std::make_shared<prometheus::Registry>()) {
                 .Name("seedance_policy_alert")
                 .Help("1 while a policy rule's alert action holds.")
                 .Register(r);
+  queue_gpus = &BuildGauge()
+                    .Name("seedance_queue_gpus")
+                    .Help("Per tenant queue, whole GPUs by kind: used, guaranteed, fair_share, "
+                          "pending, borrowed.")
+                    .Register(r);
+  preemptions = &BuildCounter()
+                     .Name("seedance_preemptions_total")
+                     .Help("Pods evicted for a higher-priority pod or a reclaim.")
+                     .Register(r)
+                     .Add({});
   http_requests = &BuildCounter()
                        .Name("seedance_http_requests_total")
                        .Help("API requests by route and status code.")

@@ -1,6 +1,8 @@
 #include "routes.h"
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <chrono>
 #include <memory>
 #include <random>
@@ -14,6 +16,8 @@
 #include "seedance/api/api.h"
 #include "seedance/base/parse.h"
 #include "seedance/base/text.h"
+#include "seedance/policy/manager.h"
+#include "seedance/policy/policy.h"
 #include "seedance/server/codec.h"
 
 namespace seedance::server {
@@ -293,6 +297,66 @@ void ExplainPod(Service& s, const Caller& caller, const httplib::Request& req,
   }));
 }
 
+// ---------------------------------------------------------------------------------- queues
+
+// null in the JSON: an unlimited limit, or borrowing of a resource no queue manages.
+constexpr double kUnmanaged = sched::kUnlimited;
+
+Json ResourcesJson(const sched::Resources& r) {
+  Json j = Json::object();
+  for (size_t i = 0; i < sched::kQueueResources; ++i) {
+    j[sched::QueueResourceNames()[i]] = std::isinf(r[i]) ? Json(nullptr) : Json(r[i]);
+  }
+  return j;
+}
+
+// GET /v1/queues: every queue's quota, usage, pending demand, fair share and what it borrows.
+// A tenant sees the leaf queues of its namespaces only.
+void GetQueues(Service& s, const Caller& caller, const httplib::Request&,
+               httplib::Response& res) {
+  Send(res, s.Run([caller](Context& c) -> Finisher {
+    const sched::QueueTree* tree = c.scheduler.queue_tree();
+    Json items = Json::array();
+    if (tree == nullptr) return Ok(200, {{"items", items}, {"tenancy", false}});
+    std::map<std::string, std::vector<std::string>> namespaces;
+    if (auto p = c.service.policies()->Current()) {
+      for (const policy::QueueBinding& q : p->queues) namespaces[q.spec.name] = q.namespaces;
+    }
+    const std::vector<sched::Resources> shares = tree->FairShares();
+    for (int q = 0; q < static_cast<int>(tree->size()); ++q) {
+      const sched::QueueSpec& spec = tree->spec(q);
+      const std::vector<std::string>& nss = namespaces[spec.name];
+      if (caller.tenant_caller() &&
+          std::none_of(nss.begin(), nss.end(), [&](const std::string& n) {
+            return caller.Sees(n);
+          })) {
+        continue;
+      }
+      // Borrowing is only defined for the resources the queues manage.
+      sched::Resources borrowed{};
+      for (size_t r = 0; r < sched::kQueueResources; ++r) {
+        borrowed[r] = tree->managed(r) ? std::max(0.0, tree->usage(q)[r] - spec.guaranteed[r])
+                                       : kUnmanaged;
+      }
+      items.push_back({{"name", spec.name},
+                       {"parent", spec.parent.empty() ? Json(nullptr) : Json(spec.parent)},
+                       {"namespaces", nss},
+                       {"weight", spec.weight},
+                       {"guaranteed", ResourcesJson(spec.guaranteed)},
+                       {"limit", ResourcesJson(spec.limit)},
+                       {"usage", ResourcesJson(tree->usage(q))},
+                       {"pending", ResourcesJson(tree->pending(q))},
+                       {"fair_share", ResourcesJson(shares[q])},
+                       {"borrowed", ResourcesJson(borrowed)},
+                       {"dominant_share", tree->DominantShare(q)}});
+    }
+    return Ok(200, {{"items", items},
+                    {"tenancy", true},
+                    {"capacity", ResourcesJson(tree->capacity())},
+                    {"preemptions", c.scheduler.preemptions()}});
+  }));
+}
+
 // ----------------------------------------------------------------------------------- watch
 
 void WatchRoute(Service& s, const HttpOptions& o, const httplib::Request& req,
@@ -388,6 +452,7 @@ void RegisterRoutes(httplib::Server& h, Service& s, const HttpOptions& o,
   h.Get(pod, Counted(m, "get_pod", scoped(GetPod)));
   h.Delete(pod, Counted(m, "delete_pod", scoped(DeletePod)));
   h.Get(pod + "/explain", Counted(m, "explain_pod", scoped(ExplainPod)));
+  h.Get("/v1/queues", Counted(m, "list_queues", scoped(GetQueues)));
   h.Get("/v1/watch",
         Counted(m, "watch", [&s, &o](const httplib::Request& req, httplib::Response& res) {
           WatchRoute(s, o, req, res);

@@ -200,6 +200,7 @@ void Service::RunBatch(std::vector<std::pair<Operation, std::promise<Reply>>>& b
   const double now = Now();
   // Every decision of this batch is made under one policy, even if a reload lands meanwhile.
   batch_policy_ = policies_->Current();
+  SyncQueues(now);
   if (now - last_tick_s_ >= options_.tick_s) Tick(now);
   Context ctx{*scheduler_, *this, now};
   std::vector<Finisher> finishers;
@@ -418,7 +419,29 @@ absl::Status Service::ReplacePolicy(const std::string& text) {
   use_policy_profiles_ = true;
   batch_policy_ = policies_->Current();
   pending_policy_text_ = text;
+  SyncQueues(Now());
   return absl::OkStatus();
+}
+
+void Service::SyncQueues(double now_s) {
+  if (!batch_policy_ || batch_policy_ == queues_policy_) return;
+  sched::QueueConfig config;
+  config.preemption = batch_policy_->preemption;
+  for (const policy::QueueBinding& q : batch_policy_->queues) {
+    config.queues.push_back(q.spec);
+    for (const std::string& ns : q.namespaces) config.namespace_queue[ns] = q.spec.name;
+  }
+  queues_policy_ = batch_policy_;
+  // A reload that leaves the queues as they were changes nothing for waiting pods.
+  if (config == queues_config_) return;
+  queues_config_ = config;
+  // ParsePolicy checked the tree and the namespaces, so this is not expected to be refused; if
+  // it were, tenancy stays off rather than half on.
+  if (absl::Status st = scheduler_->SetQueues(std::move(config), now_s); !st.ok()) {
+    std::fprintf(stderr, "seedance server: the policy's queues were refused (%s); no queues\n",
+                 std::string(st.message()).c_str());
+    (void)scheduler_->SetQueues({}, now_s);
+  }
 }
 
 sched::ProfileSpec Service::ProfileOf(const sched::PodInfo& pod) const {
@@ -518,6 +541,23 @@ void Service::UpdateGauges() {
   bump(metrics_->attempts_scheduled, scheduler_->attempts_scheduled());
   bump(metrics_->attempts_unschedulable, scheduler_->attempts_unschedulable());
   bump(metrics_->attempts_error, scheduler_->attempts_error());
+  bump(metrics_->preemptions, scheduler_->preemptions());
+  if (const sched::QueueTree* tree = scheduler_->queue_tree()) {
+    const std::vector<sched::Resources> shares = tree->FairShares();
+    for (int i = 0; i < static_cast<int>(tree->size()); ++i) {
+      const std::string& name = tree->spec(i).name;
+      const double used = tree->usage(i)[sched::kQueueGpus];
+      const double guaranteed = tree->spec(i).guaranteed[sched::kQueueGpus];
+      auto set = [&](const char* kind, double v) {
+        metrics_->queue_gpus->Add({{"queue", name}, {"kind", kind}}).Set(v);
+      };
+      set("used", used);
+      set("guaranteed", guaranteed);
+      set("fair_share", shares[i][sched::kQueueGpus]);
+      set("pending", tree->pending(i)[sched::kQueueGpus]);
+      set("borrowed", std::max(0.0, used - guaranteed));
+    }
+  }
 }
 
 }  // namespace seedance::server

@@ -146,6 +146,7 @@ FIXTURES = {
     "apply.json": APPLY_JSON,
     "policy.yaml": POLICY_YAML,
     "token": SERVER_TOKEN + "\n",
+    "tenant_tokens.csv": "tenant-token-0123456789abcdef,team-a,a\n",
     "pods.csv": PODS_CSV,
     "pods_replay.csv": PODS_REPLAY,
     "cluster.yaml": CLUSTER_YAML,
@@ -198,7 +199,7 @@ class Case:
 COMMANDS = {"simulate": (), "profile": (), "analyze": (), "serve-sim": (),
             "costmodel": ("check", "fit"), "clock": ("probe", "simulate"), "bench": ("timers",),
             "version": (), "help": (), "completion": (), "server": (),
-            "get": ("nodes", "pods", "pod"), "apply": (), "delete": ("pod",), "explain": (),
+            "get": ("nodes", "pods", "pod", "queues"), "apply": (), "delete": ("pod",), "explain": (),
             "cordon": (), "uncordon": ()}
 
 
@@ -1671,6 +1672,7 @@ CLIENTS = [
     ("get-pods", ["get", "pods"]),
     ("get-nodes", ["get", "nodes"]),
     ("get-pod", ["get", "pod", "some-uid"]),
+    ("get-queues", ["get", "queues"]),
     ("apply", ["apply", "-f", "{apply.yaml}"]),
     ("delete", ["delete", "pod", "some-uid"]),
     ("explain", ["explain", "some-uid"]),
@@ -1692,6 +1694,20 @@ def server_flag_cases():
                     ("ansi", ESC + "host:1")):
         c.append(Case(B, "server/listen-" + name, SRV[:3] + [v] + SRV[4:], msg=["--listen"],
                       absent=[("stderr", "\x1b")]))
+    tok = "t" * 20
+    for name, text, want in (
+            ("short-token", "short,team-a,a\n", "field 'token'"),
+            ("two-fields", tok + ",team-a\n", "expected TOKEN,TENANT"),
+            ("bad-tenant", tok + ",Team A,a\n", "field 'tenant'"),
+            ("bad-namespace", tok + ",team-a,A_B\n", "field 'namespaces'"),
+            ("namespace-twice", tok + ",team-a,a\n" + "u" * 20 + ",team-b,a\n",
+             "already belongs"),
+            ("token-twice", tok + ",team-a,a\n" + tok + ",team-b,b\n", "the same token"),
+            ("only-comments", "# nothing\n", "no tenants"),
+            ("ansi", tok + "," + ESC + ",a\n", "field 'tenant'")):
+        c.append(Case(B, "server/tenant-tokens-" + name, SRV + ["--tenant-tokens", "{tt.csv}"],
+                      files={"tt.csv": text}, msg=["tt.csv:", want],
+                      absent=[("stderr", "\x1b"), ("stderr", tok)]))
     c.append(Case(E, "server/listen-not-local", SRV[:3] + ["192.0.2.1:7070"] + SRV[4:],
                   exit=1, msg=["192.0.2.1"], max_s=10))
     for flag in ("--max-body", "--max-connections", "--rate-limit", "--assume-timeout", "--seed"):
@@ -1718,7 +1734,8 @@ def server_flag_cases():
                   files={"fdb/state.db": "SQLite format 3\0" + "x" * 200}, msg=["state.db"]))
     # Inputs: --nodes, --policy, --token-file, --tls-*, --oracle-pods.
     for flag, good in (("--nodes", "nodes.csv"), ("--policy", "policy.yaml"),
-                       ("--token-file", "token"), ("--oracle-pods", "pods.csv")):
+                       ("--token-file", "token"), ("--oracle-pods", "pods.csv"),
+                       ("--tenant-tokens", "tenant_tokens.csv")):
         f = flag[2:]
         c += [
             Case(E, "server/%s-missing" % f, SRV + [flag, "{nothere}"], msg=["nothere"]),

@@ -7,6 +7,9 @@
 //   classes:           pod classes (namespace, labels, priority range) -> profile; first match wins
 //   rules:             condition over metrics, priority, timeout, action
 //   plugins:           shared objects implementing actions (docs/plugins.md)
+//   preemption:        true: a pod that fits nowhere may evict lower-priority pods (default false)
+//   queues:            tenant queues: a tree with guaranteed quotas, limits and over-quota
+//                      weights; a leaf's namespaces put pods in it (docs/tenancy.md)
 //
 // ParsePolicy is a pure function (it loads no plugin; PolicyManager does). Errors are
 // InvalidArgument "FILE:LINE:COL: field.path: message"; unknown keys are refused with a
@@ -29,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "seedance/policy/expr.h"
 #include "seedance/sched/registry.h"
+#include "seedance/sched/tenancy.h"
 
 namespace seedance::policy {
 
@@ -95,6 +99,13 @@ struct PluginRef {
   std::string where;  // "FILE:LINE:COL: plugins[i].path" for errors when loading
 };
 
+// A queue of the policy: its place in the tree, quota, limit and weight, and the namespaces whose
+// pods it holds (leaf queues only).
+struct QueueBinding {
+  sched::QueueSpec spec;
+  std::vector<std::string> namespaces;
+};
+
 class LoadedPlugin;  // plugin.h
 
 struct Policy {
@@ -106,6 +117,8 @@ struct Policy {
   std::vector<ClassBinding> classes;
   std::vector<Rule> rules;  // in file order
   std::vector<PluginRef> plugins;
+  std::vector<QueueBinding> queues;  // in file order; empty = no tenancy
+  bool preemption = false;           // priority preemption (sched::QueueConfig::preemption)
   // Filled by PolicyManager (by name; empty when the policy came from ParsePolicy alone).
   std::map<std::string, std::shared_ptr<LoadedPlugin>> loaded_plugins;
 

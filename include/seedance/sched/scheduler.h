@@ -22,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,7 @@
 #include "seedance/sched/ledger.h"
 #include "seedance/sched/queue.h"
 #include "seedance/sched/registry.h"
+#include "seedance/sched/tenancy.h"
 
 namespace seedance::sched {
 
@@ -75,6 +77,19 @@ struct Change {
   std::string key;  // node name or pod uid
 };
 std::string_view ChangeKindName(Change::Kind kind);  // "NodeAdded", "PodBound", ...
+
+// Tenancy (docs/tenancy.md): the queue tree, and which leaf queue each namespace's pods are in.
+// Pods of a namespace no queue names are in no queue: never limited, never reclaiming, and
+// always fair game for a reclaim.
+struct QueueConfig {
+  std::vector<QueueSpec> queues;
+  std::map<std::string, std::string> namespace_queue;  // namespace -> leaf queue name
+  // Priority preemption: a pod that fits nowhere may evict pods of strictly lower priority (of
+  // its own queue, when there are queues). Off by default, so that the server decides as the
+  // simulator does; reclaim between queues is always on.
+  bool preemption = false;
+  bool operator==(const QueueConfig&) const = default;
+};
 
 // Picks the placement profile of a pod (the policy file's class rules); unset: the default.
 using ProfileSelector = std::function<ProfileSpec(const PodInfo& pod)>;
@@ -121,6 +136,16 @@ class Scheduler {
   std::string LastFailure(std::string_view uid) const;
 
   void SetProfileSelector(ProfileSelector selector);
+
+  // Replaces the queues (an empty config turns tenancy off). Usage and demand are recounted from
+  // the ledger and every waiting pod is tried again under the new quotas: lowering a queue's
+  // share lets the others reclaim from it. InvalidArgument for a bad tree or an unknown queue.
+  absl::Status SetQueues(QueueConfig config, double now_s);
+  // The queues with their usage and demand (capacity refreshed from the cluster); nullptr when
+  // tenancy is off.
+  const QueueTree* queue_tree();
+  // Preemptions so far: pods evicted to make room for a higher-priority pod or a reclaim.
+  int64_t preemptions() const { return preemptions_; }
   // Records the revision under which the pod's last change was made durable.
   absl::Status SetPodRevision(std::string_view uid, int64_t revision) {
     return ledger_.SetRevision(uid, revision);
@@ -150,6 +175,16 @@ class Scheduler {
   void ReleaseResources(const PodInfo& pod);
   void RequeueAfterRoomFreed(int node, double now_s);
   const PodInfo* ByQueueId(uint64_t id) const;
+  // Tenancy (scheduler_tenancy.cc).
+  int LeafOf(const PodInfo& pod) const;
+  // Adds (sign +1) or removes (-1) the pod's demand to its queue's usage or pending demand.
+  void Account(const PodInfo& pod, bool placed, double sign);
+  void RefreshCapacity();
+  // "" when the pod's queue (and every ancestor) stays within its limit with the pod placed.
+  std::string OverLimit(const PodInfo& pod) const;
+  // Evicts the cheapest allowed victim set that makes room for the pod (PostFilter); true if
+  // it did.
+  bool Preempt(const PodInfo& pod, const core::PodShape& shape, double now_s);
 
   SchedulerOptions options_;
   core::ClusterState state_;
@@ -172,6 +207,10 @@ class Scheduler {
   int64_t attempts_scheduled_ = 0;
   int64_t attempts_unschedulable_ = 0;
   int64_t attempts_error_ = 0;
+  std::optional<QueueTree> queues_;
+  std::map<std::string, int, std::less<>> ns_leaf_;
+  bool preemption_ = false;
+  int64_t preemptions_ = 0;
 };
 
 }  // namespace seedance::sched

@@ -42,6 +42,7 @@ struct QueueSpec {
   Resources guaranteed{};
   Resources limit{kUnlimited, kUnlimited, kUnlimited, kUnlimited};
   double weight = 1.0;  // share of what the guarantees leave, among siblings
+  bool operator==(const QueueSpec&) const = default;
 };
 
 inline constexpr size_t kMaxQueues = 10000;
@@ -65,11 +66,18 @@ class QueueTree {
   // Usage and pending demand are set on leaf queues; inner queues sum their subtree.
   void SetUsage(int leaf, const Resources& used);
   void SetPending(int leaf, const Resources& pending);
+  // Adds `delta` (which may be negative) to a leaf's usage or pending demand and its ancestors'.
+  void Add(int leaf, const Resources& delta, bool pending) { AddUp(leaf, delta, pending); }
+  void SetCapacity(const Resources& capacity) { capacity_ = capacity; }
   const Resources& usage(int q) const { return nodes_[q].used; }
   const Resources& pending(int q) const { return nodes_[q].pending; }
 
   // Every queue's fair share (index = queue). Recomputed from the current usage and demand.
   std::vector<Resources> FairShares() const;
+
+  // A resource no queue guarantees or limits is not managed: fair shares still divide it, but
+  // reclaim neither needs nor takes it (a tree of GPU quotas reclaims GPUs only).
+  bool managed(size_t resource) const { return managed_[resource]; }
 
   // Weighted dominant share of a queue: max over resources of usage / capacity, over its weight.
   double DominantShare(int q) const;
@@ -78,10 +86,10 @@ class QueueTree {
   int NextByDrf(const std::vector<int>& candidates) const;
 
   // Reclaim: may `leaf` preempt to run `request`? Only while it and every ancestor stay within
-  // their fair shares (`shares` = FairShares()).
+  // their fair shares (`shares` = FairShares()) of every managed resource.
   bool MayReclaim(int leaf, const Resources& request, const std::vector<Resources>& shares) const;
   // May running work of `leaf` be taken for a reclaim? Only while it (or an ancestor) holds more
-  // than its fair share of some resource.
+  // than its fair share of some managed resource.
   bool OverFairShare(int leaf, const std::vector<Resources>& shares) const;
 
  private:
@@ -98,6 +106,7 @@ class QueueTree {
   std::vector<Node> nodes_;
   std::vector<int> roots_;
   Resources capacity_{};
+  std::array<bool, kQueueResources> managed_{};
 };
 
 // A running pod that preemption may evict.

@@ -39,6 +39,9 @@ struct Metrics {
   prometheus::Gauge* policy_state;  // seedance_policy_state{state}: 1 = current
   prometheus::Family<prometheus::Gauge>* policy_state_family;
   prometheus::Family<prometheus::Gauge>* alerts;  // seedance_policy_alert{rule}
+  // seedance_queue_gpus{queue,kind}: kind = used, guaranteed, fair_share, pending, borrowed
+  prometheus::Family<prometheus::Gauge>* queue_gpus;
+  prometheus::Counter* preemptions;  // seedance_preemptions_total
   prometheus::Family<prometheus::Counter>* http_requests;
   prometheus::Histogram* commit_duration;  // seconds per batch commit
   prometheus::Histogram* batch_size;       // operations per batch

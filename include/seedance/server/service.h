@@ -129,6 +129,8 @@ class Service {
   // The profile a pod gets under the batch's policy snapshot.
   sched::ProfileSpec ProfileOf(const sched::PodInfo& pod) const;
   void ApplyActions(double now_s);
+  // Hands the batch policy's queues to the scheduler when the policy changed.
+  void SyncQueues(double now_s);
   std::map<std::string, double> LiveMetrics(double now_s);
   void UpdateGauges();
   double Now() const;
@@ -140,6 +142,8 @@ class Service {
   std::unique_ptr<policy::PolicyManager> policies_;
   // The policy every decision of the current batch uses (taken when the batch starts).
   std::shared_ptr<const policy::Policy> batch_policy_;
+  std::shared_ptr<const policy::Policy> queues_policy_;  // the policy the scheduler's queues are from
+  sched::QueueConfig queues_config_;                     // what the scheduler was given
   bool use_policy_profiles_ = false;  // false: --placement until a policy file or PUT
   std::optional<std::string> pending_policy_text_;
   int64_t last_bound_count_ = 0;

@@ -1,0 +1,192 @@
+// The live scheduler's tenancy: queue quotas with borrowing and reclaim, limits, priority
+// preemption and a quota change (docs/tenancy.md).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "seedance/sched/scheduler.h"
+
+namespace seedance::sched {
+namespace {
+
+core::NodeSpec Node(std::string name, int gpus) {
+  core::NodeSpec n;
+  n.name = std::move(name);
+  n.cpu_milli = 64000;
+  n.memory_mib = 262144;
+  n.num_gpus = gpus;
+  n.gpu_model = "A100";
+  return n;
+}
+
+PodInfo Pod(const std::string& ns, int i, int32_t priority = 0, int gpus = 1) {
+  PodInfo p;
+  p.uid = ns + "-" + std::to_string(i);
+  p.name = p.uid;
+  p.ns = ns;
+  p.priority = priority;
+  p.shape.cpu_milli = 1000;
+  p.shape.memory_mib = 1024;
+  p.shape.num_gpu = gpus;
+  p.shape.gpu_milli = 1000;
+  return p;
+}
+
+QueueSpec Queue(std::string name, double gpus, double limit = kUnlimited) {
+  QueueSpec q;
+  q.name = std::move(name);
+  q.guaranteed[kQueueGpus] = gpus;
+  q.limit[kQueueGpus] = limit;
+  return q;
+}
+
+// Three 8-GPU nodes; queues a, b, c over namespaces a, b, c.
+std::unique_ptr<Scheduler> Cluster(std::vector<QueueSpec> queues, bool preemption = false) {
+  SchedulerOptions o;
+  o.default_profile.policy = "bestfit";
+  auto s = Scheduler::Create(o);
+  EXPECT_TRUE(s.ok());
+  for (int n = 0; n < 3; ++n) EXPECT_TRUE((*s)->PutNode(Node("n" + std::to_string(n), 8)).ok());
+  QueueConfig config;
+  config.queues = std::move(queues);
+  config.preemption = preemption;
+  for (const QueueSpec& q : config.queues) config.namespace_queue[q.name] = q.name;
+  EXPECT_TRUE((*s)->SetQueues(config, 0).ok());
+  return std::move(*s);
+}
+
+int Bound(const Scheduler& s, const std::string& ns) {
+  int n = 0;
+  s.ledger().ForEach([&](const PodInfo& p) { n += p.ns == ns && p.phase == PodPhase::kBound; });
+  return n;
+}
+
+void Submit(Scheduler& s, const std::string& ns, int count, int32_t priority = 0, int first = 0) {
+  for (int i = first; i < first + count; ++i) {
+    ASSERT_TRUE(s.SubmitPod(Pod(ns, i, priority), 0).ok());
+  }
+}
+
+TEST(SchedulerTenancyTest, BorrowingThenReclaimToEachOwnersFairShare) {
+  auto s = Cluster({Queue("a", 8), Queue("b", 8), Queue("c", 8)});
+  Submit(*s, "a", 24);
+  s->RunCycles(0);
+  EXPECT_EQ(Bound(*s, "a"), 24);  // b's and c's idle quota is lent to a
+  Submit(*s, "b", 8);
+  s->RunCycles(0);
+  EXPECT_EQ(Bound(*s, "b"), 8);  // b takes its guarantee back at once
+  EXPECT_EQ(Bound(*s, "a"), 16);
+  Submit(*s, "c", 4);
+  s->RunCycles(0);
+  EXPECT_EQ(Bound(*s, "c"), 4);
+  // a keeps c's unused 4 GPUs: its fair share is 12, not its guarantee of 8.
+  EXPECT_EQ(Bound(*s, "a"), 12);
+  EXPECT_EQ(s->preemptions(), 12);
+  const QueueTree* tree = s->queue_tree();
+  ASSERT_NE(tree, nullptr);
+  EXPECT_EQ(tree->usage(tree->Find("a"))[kQueueGpus], 12);
+  EXPECT_EQ(tree->pending(tree->Find("a"))[kQueueGpus], 12);
+  // b asks for 4 more: c's idle 4 GPUs are now split between a and b (10 each), so b reclaims
+  // two more from a, and no further.
+  Submit(*s, "b", 4, 0, 100);
+  s->RunCycles(0);
+  EXPECT_EQ(Bound(*s, "b"), 10);
+  EXPECT_EQ(Bound(*s, "a"), 10);
+  EXPECT_EQ(s->preemptions(), 14);
+}
+
+TEST(SchedulerTenancyTest, ALimitCapsBorrowing) {
+  auto s = Cluster({Queue("a", 8, 10), Queue("b", 8)});
+  Submit(*s, "a", 16);
+  s->RunCycles(0);
+  EXPECT_EQ(Bound(*s, "a"), 10);
+  EXPECT_NE(s->LastFailure("a-15").find("queue 'a' is at its limit"), std::string::npos)
+      << s->LastFailure("a-15");
+}
+
+TEST(SchedulerTenancyTest, HigherPriorityPreemptsInsideItsQueueOnly) {
+  auto s = Cluster({Queue("a", 12), Queue("b", 12)}, /*preemption=*/true);
+  Submit(*s, "a", 12, 0);
+  Submit(*s, "b", 12, 0);
+  s->RunCycles(0);
+  ASSERT_EQ(Bound(*s, "a"), 12);
+  // A priority-10 pod of b evicts one of b's own priority-0 pods, never one of a's.
+  ASSERT_TRUE(s->SubmitPod(Pod("b", 99, 10), 0).ok());
+  s->RunCycles(0);
+  EXPECT_EQ(s->ledger().Find("b-99")->phase, PodPhase::kBound);
+  EXPECT_EQ(Bound(*s, "a"), 12);
+  EXPECT_EQ(Bound(*s, "b"), 12);
+  EXPECT_EQ(s->preemptions(), 1);
+}
+
+TEST(SchedulerTenancyTest, WithoutQueuesPriorityPreemptsTheMinimalSet) {
+  SchedulerOptions o;
+  o.default_profile.policy = "bestfit";
+  auto s = *Scheduler::Create(o);
+  QueueConfig only_preemption;
+  only_preemption.preemption = true;
+  ASSERT_TRUE(s->SetQueues(only_preemption, 0).ok());
+  ASSERT_TRUE(s->PutNode(Node("n0", 4)).ok());
+  ASSERT_TRUE(s->PutNode(Node("n1", 4)).ok());
+  ASSERT_TRUE(s->SubmitPod(Pod("x", 0, 0, 4), 0).ok());  // fills n0 (or n1) alone
+  for (int i = 1; i <= 4; ++i) ASSERT_TRUE(s->SubmitPod(Pod("x", i, 0, 1), 0).ok());
+  s->RunCycles(0);
+  ASSERT_TRUE(s->SubmitPod(Pod("y", 0, 5, 4), 0).ok());
+  s->RunCycles(0);
+  EXPECT_EQ(s->ledger().Find("y-0")->phase, PodPhase::kBound);
+  // One victim (the 4-GPU pod) beats four 1-GPU ones.
+  EXPECT_EQ(s->preemptions(), 1);
+  EXPECT_EQ(s->ledger().Find("x-0")->phase, PodPhase::kPending);
+  // A pod of equal priority preempts nothing.
+  ASSERT_TRUE(s->SubmitPod(Pod("z", 0, 0, 4), 0).ok());
+  s->RunCycles(0);
+  EXPECT_EQ(s->ledger().Find("z-0")->phase, PodPhase::kPending);
+  EXPECT_EQ(s->preemptions(), 1);
+}
+
+TEST(SchedulerTenancyTest, LoweringAQuotaLetsTheOthersReclaim) {
+  auto s = Cluster({Queue("a", 16), Queue("b", 8)});
+  Submit(*s, "a", 16);
+  Submit(*s, "b", 12);
+  s->RunCycles(0);
+  EXPECT_EQ(Bound(*s, "a"), 16);
+  EXPECT_EQ(Bound(*s, "b"), 8);
+  // The quota moves 4 GPUs from a to b: b reclaims them.
+  QueueConfig config;
+  config.queues = {Queue("a", 12), Queue("b", 12)};
+  config.namespace_queue = {{"a", "a"}, {"b", "b"}};
+  ASSERT_TRUE(s->SetQueues(config, 1).ok());
+  s->RunCycles(1);
+  EXPECT_EQ(Bound(*s, "a"), 12);
+  EXPECT_EQ(Bound(*s, "b"), 12);
+}
+
+TEST(SchedulerTenancyTest, NoPreemptionUnlessAsked) {
+  SchedulerOptions o;
+  o.default_profile.policy = "bestfit";
+  auto s = *Scheduler::Create(o);
+  ASSERT_TRUE(s->PutNode(Node("n0", 4)).ok());
+  ASSERT_TRUE(s->SubmitPod(Pod("x", 0, 0, 4), 0).ok());
+  s->RunCycles(0);
+  ASSERT_TRUE(s->SubmitPod(Pod("y", 0, 9, 4), 0).ok());
+  s->RunCycles(0);
+  EXPECT_EQ(s->ledger().Find("x-0")->phase, PodPhase::kBound);
+  EXPECT_EQ(s->ledger().Find("y-0")->phase, PodPhase::kPending);
+  EXPECT_EQ(s->preemptions(), 0);
+}
+
+TEST(SchedulerTenancyTest, BadConfigsAreRefused) {
+  auto s = Cluster({});
+  QueueConfig config;
+  config.queues = {Queue("a", 1)};
+  config.namespace_queue = {{"ns", "nope"}};
+  EXPECT_FALSE(s->SetQueues(config, 0).ok());
+  config.namespace_queue = {{"ns", "a"}};
+  EXPECT_TRUE(s->SetQueues(config, 0).ok());
+  EXPECT_TRUE(s->SetQueues({}, 0).ok());
+  EXPECT_EQ(s->queue_tree(), nullptr);
+}
+
+}  // namespace
+}  // namespace seedance::sched
