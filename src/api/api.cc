@@ -92,7 +92,8 @@ absl::Status CheckGpuSpec(std::string_view spec, std::string_view path) {
 const std::vector<std::string>& PodKeys() {
   static const auto* keys =
       new std::vector<std::string>{"name",      "namespace", "cpu_milli", "memory_mib", "num_gpu",
-                                   "gpu_milli", "gpu_spec",  "priority",  "labels",     "gang"};
+                                   "gpu_milli", "gpu_spec",  "priority",  "labels",     "gang",
+                                   "gang_min"};
   return *keys;
 }
 
@@ -177,6 +178,15 @@ absl::Status DecodePod(const Json& root, PodRequest* pod) {
   if (!pod->gang.empty() && !IsDnsSubdomain(pod->gang)) {
     return FieldError("$.gang", absl::StrCat("must be empty or a DNS-1123 name (got ",
                                              internal::QuoteForMessage(pod->gang), ")"));
+  }
+  const Json* gang_min = Member(root, "gang_min");
+  if (gang_min != nullptr && pod->gang.empty()) {
+    return FieldError("$.gang_min", "only with \"gang\" (the gang's minimum members)");
+  }
+  if (absl::Status s =
+          internal::ReadInt32(gang_min, "$.gang_min", 1, kMaxGangMin, &pod->gang_min);
+      !s.ok()) {
+    return s;
   }
   return absl::OkStatus();
 }
@@ -422,6 +432,7 @@ Json PodRequestToJson(const PodRequest& pod) {
   j["labels"] = Json::object();
   for (const auto& [k, v] : pod.labels) j["labels"][k] = v;
   j["gang"] = pod.gang;
+  if (!pod.gang.empty()) j["gang_min"] = pod.gang_min;
   return j;
 }
 

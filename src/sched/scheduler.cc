@@ -1,5 +1,6 @@
 #include "seedance/sched/scheduler.h"
 
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -82,9 +83,27 @@ absl::Status Scheduler::DeleteNode(std::string_view name, bool drain,
   }
   std::vector<std::string> uids;
   for (const PodInfo* p : pods) uids.push_back(p->uid);
+  std::set<std::string> gangs_hit;
   for (const std::string& uid : uids) {
-    if (absl::Status st = DeletePod(uid, 0); !st.ok()) return st;
+    const PodInfo* p = ledger_.Find(uid);
+    if (p != nullptr && !p->gang.empty()) {
+      // A gang member is requeued, not ended: its gang is placed again, whole.
+      gangs_hit.insert(GangKey(*p));
+      if (absl::Status st = Evict(uid, 0); !st.ok()) return st;
+    } else if (absl::Status st = DeletePod(uid, 0); !st.ok()) {
+      return st;
+    }
     if (evicted) evicted->push_back(uid);
+  }
+  for (const std::string& key : gangs_hit) {
+    auto it = gangs_.find(key);
+    if (it == gangs_.end() || it->second.empty()) continue;
+    const PodInfo* any = ledger_.Find(*it->second.begin());
+    int placed = 0;
+    for (const std::string& m : it->second) {
+      placed += ledger_.Find(m)->phase != PodPhase::kPending ? 1 : 0;
+    }
+    if (any != nullptr && placed > 0 && placed < any->gang_min) EvictGang(*any, 0);
   }
   if (absl::Status st = state_.RemoveNode(n); !st.ok()) return st;
   Record(Change::kNodeDeleted, Str(name));
@@ -105,6 +124,7 @@ absl::Status Scheduler::SubmitPod(PodInfo pod, double now_s) {
   Record(Change::kPodAdded, uid);
   const PodInfo* added = ledger_.Find(uid);
   Account(*added, false, +1);
+  JoinGang(*added);
   if (absl::StatusOr<Framework*> fw = FrameworkFor(*added); fw.ok()) {
     (*fw)->NotifyArrival(ResolvedShape(*added));
   }
@@ -133,6 +153,7 @@ absl::Status Scheduler::RestorePod(PodInfo pod, double now_s) {
     return st;
   }
   Account(*ledger_.Find(uid), true, +1);
+  JoinGang(*ledger_.Find(uid));
   if (phase == PodPhase::kBound) return ledger_.Bind(uid);
   return absl::OkStatus();
 }
@@ -143,6 +164,7 @@ absl::Status Scheduler::DeletePod(std::string_view uid, double now_s) {
   const bool placed = pod->phase != PodPhase::kPending;
   const int node = pod->placement.node;
   Account(*pod, placed, -1);
+  LeaveGang(*pod);
   if (placed) ReleaseResources(*pod);
   if (auto it = uid_queue_.find(uid); it != uid_queue_.end()) {
     queue_.Remove(it->second);
@@ -295,6 +317,7 @@ void Scheduler::TryOne(const QueuedPod& q, double now_s) {
   const PodInfo* pod = ByQueueId(q.id);
   if (!pod) return;  // deleted meanwhile
   const std::string uid = pod->uid;
+  if (!pod->gang.empty()) return TryGang(q, *pod, now_s);
   absl::StatusOr<Framework*> fw = FrameworkFor(*pod);
   if (!fw.ok()) {
     ++attempts_error_;
@@ -327,11 +350,19 @@ void Scheduler::TryOne(const QueuedPod& q, double now_s) {
     queue_.AddUnschedulable(q, now_s);
     return;
   }
+  CommitPlacement(uid, out, now_s);
+}
+
+void Scheduler::CommitPlacement(const std::string& uid, const Outcome& out, double now_s) {
+  const PodInfo* pod = ledger_.Find(uid);
   ++attempts_scheduled_;
   last_failure_.erase(uid);
   placed_by_[uid] = selector_ ? selector_(*pod).name : options_.default_profile.name;
-  queue_uid_.erase(q.id);
-  uid_queue_.erase(uid);
+  if (auto it = uid_queue_.find(uid); it != uid_queue_.end()) {
+    queue_.Remove(it->second);  // a gang member other than the popped one is still queued
+    queue_uid_.erase(it->second);
+    uid_queue_.erase(it);
+  }
   Account(*pod, false, -1);
   Account(*pod, true, +1);
   const double deadline = now_s + options_.assume_timeout_s;

@@ -150,11 +150,29 @@ bool Scheduler::Preempt(const PodInfo& pod, const core::PodShape& shape, double 
     uids.push_back(by_id[id]->uid);
   }
   if (cpu < shape.cpu_milli || mem < shape.memory_mib) return false;
+  std::vector<PodInfo> gang_victims;
+  for (uint64_t id : set.victims) {
+    if (!by_id[id]->gang.empty()) gang_victims.push_back(*by_id[id]);
+  }
+  const std::string why = absl::StrCat("preempted for pod ", pod.ns, "/", pod.name,
+                                       reclaim ? " (reclaim)" : " (higher priority)");
   for (const std::string& uid : uids) {
     if (!Evict(uid, now_s).ok()) return false;
-    last_failure_[uid] = absl::StrCat("preempted for pod ", pod.ns, "/", pod.name,
-                                      reclaim ? " (reclaim)" : " (higher priority)");
+    last_failure_[uid] = why;
     ++preemptions_;
+  }
+  // A gang is preempted as a unit: its other members go too.
+  for (const PodInfo& g : gang_victims) {
+    auto it = gangs_.find(GangKey(g));
+    if (it == gangs_.end()) continue;
+    for (const std::string& m : std::vector<std::string>(it->second.begin(), it->second.end())) {
+      const PodInfo* p = ledger_.Find(m);
+      if (p == nullptr || p->phase == PodPhase::kPending) continue;
+      if (Evict(m, now_s).ok()) {
+        last_failure_[m] = why + ", with its gang";
+        ++preemptions_;
+      }
+    }
   }
   return true;
 }

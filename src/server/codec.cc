@@ -157,6 +157,7 @@ Json PodToJson(const sched::PodInfo& pod, const core::ClusterState& state) {
           {"priority", pod.priority},
           {"labels", labels},
           {"gang", pod.gang},
+          {"gang_min", pod.gang.empty() ? Json(nullptr) : Json(pod.gang_min)},
           {"created_unix_ns", pod.created_unix_ns}};
 }
 
@@ -177,6 +178,7 @@ absl::StatusOr<sched::PodInfo> PodFromJson(const Json& j, const core::ClusterSta
   if (st.ok()) st = Get(j, "priority", &p.priority);
   if (st.ok()) st = Get(j, "labels", &p.labels);
   if (st.ok()) st = Get(j, "gang", &p.gang);
+  if (st.ok()) st = Get(j, "gang_min", &p.gang_min);
   if (st.ok()) st = Get(j, "created_unix_ns", &p.created_unix_ns);
   if (!st.ok()) return st;
   if (phase == "Pending") {

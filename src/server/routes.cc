@@ -174,6 +174,7 @@ void PostPod(Service& s, const Caller& caller, const httplib::Request& req,
   pod.priority = pr->priority;
   pod.labels = std::move(pr->labels);
   pod.gang = std::move(pr->gang);
+  pod.gang_min = pr->gang_min;
   pod.gpu_spec = std::move(pr->gpu_spec);
   pod.shape.cpu_milli = pr->cpu_milli;
   pod.shape.memory_mib = pr->memory_mib;

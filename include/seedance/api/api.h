@@ -35,6 +35,8 @@ inline constexpr size_t kMaxLabels = 64;
 inline constexpr size_t kMaxTaints = 64;
 // Largest cpu_milli / memory_mib a request may carry (2^40).
 inline constexpr int64_t kMaxQuantity = int64_t{1} << 40;
+// Largest gang_min.
+inline constexpr int32_t kMaxGangMin = 10000;
 // Most GPUs one pod may ask for (as many as a node can have).
 inline constexpr int32_t kMaxPodGpus = core::kMaxGpusPerNode;
 
@@ -51,6 +53,10 @@ struct PodRequest {
   int32_t priority = 0;        // any 32-bit integer; higher is served first
   std::map<std::string, std::string> labels;  // Kubernetes-style keys and values
   std::string gang;                           // empty = none; else a DNS-1123 subdomain
+  // Gang members that must be placed together (minMember); the gang is placed all at once or
+  // not at all, and more members than this are placed as they fit (an elastic gang). 1..10000,
+  // default 1; only with `gang`.
+  int32_t gang_min = 1;
 
   core::PodShape Shape() const;  // cpu, memory, GPUs (gpu_model_mask left 0)
   bool operator==(const PodRequest&) const = default;

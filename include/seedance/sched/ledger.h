@@ -47,7 +47,9 @@ struct PodInfo {
   std::string uid, name, ns;  // ns = namespace
   int32_t priority = 0;
   std::map<std::string, std::string> labels;
-  std::string gang;      // empty = none (room for gangs)
+  std::string gang;      // empty = none; else placed all or nothing with its namespace's
+                         // other pods of this gang (docs/tenancy.md, "Gangs")
+  int32_t gang_min = 1;  // the gang's minimum members
   std::string gpu_spec;  // "A100|H100"; empty = any
   core::PodShape shape;  // cpu_milli, memory_mib, num_gpu, gpu_milli (per GPU), model mask
   PodPhase phase = PodPhase::kPending;

@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -183,8 +184,18 @@ class Scheduler {
   // "" when the pod's queue (and every ancestor) stays within its limit with the pod placed.
   std::string OverLimit(const PodInfo& pod) const;
   // Evicts the cheapest allowed victim set that makes room for the pod (PostFilter); true if
-  // it did.
+  // it did. A victim in a gang takes its whole gang with it.
   bool Preempt(const PodInfo& pod, const core::PodShape& shape, double now_s);
+  // Gangs (scheduler_gang.cc): "namespace/gang" of a pod ("" for none), the members' uids.
+  static std::string GangKey(const PodInfo& pod);
+  void JoinGang(const PodInfo& pod);
+  void LeaveGang(const PodInfo& pod);
+  // Places the popped member's gang all at once (at least gang_min members) or not at all.
+  void TryGang(const QueuedPod& q, const PodInfo& pod, double now_s);
+  // Records a placement the framework made for `uid` (ledger, queue maps, accounting).
+  void CommitPlacement(const std::string& uid, const Outcome& out, double now_s);
+  // Requeues every placed member of the pod's gang (a gang is evicted as a unit).
+  void EvictGang(const PodInfo& pod, double now_s);
 
   SchedulerOptions options_;
   core::ClusterState state_;
@@ -211,6 +222,8 @@ class Scheduler {
   std::map<std::string, int, std::less<>> ns_leaf_;
   bool preemption_ = false;
   int64_t preemptions_ = 0;
+  std::map<std::string, std::set<std::string>, std::less<>> gangs_;  // key -> member uids
+  std::map<std::string, uint64_t, std::less<>> gang_failed_at_;      // key -> queue event count
 };
 
 }  // namespace seedance::sched
