@@ -122,8 +122,12 @@ bool Scheduler::Preempt(const PodInfo& pod, const core::PodShape& shape, double 
   if (!reclaim && !preemption_) return false;
   std::vector<VictimCandidate> candidates;
   std::vector<const PodInfo*> by_id;
+  std::vector<int8_t> accessible(static_cast<size_t>(state_.num_nodes()), -1);  // per node, once
   ledger_.ForEach([&](const PodInfo& p) {
-    if (p.phase == PodPhase::kPending || !state_.Accessible(p.placement.node, shape)) return;
+    if (p.phase == PodPhase::kPending) return;
+    int8_t& ok = accessible[p.placement.node];
+    if (ok < 0) ok = state_.Accessible(p.placement.node, shape) ? 1 : 0;
+    if (ok == 0) return;
     const int other = LeafOf(p);
     bool allowed = preemption_ && p.priority < pod.priority && (!queues_ || other == leaf);
     if (!allowed && reclaim && other != leaf) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <unordered_map>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -205,56 +206,83 @@ bool QueueTree::OverFairShare(int leaf, const std::vector<Resources>& shares) co
 
 VictimSet MinimalVictims(int32_t priority, int64_t need, const std::vector<int64_t>& free,
                          const std::vector<VictimCandidate>& running) {
-  // Per node, the pods that may be evicted.
-  std::unordered_map<int32_t, std::vector<const VictimCandidate*>> by_node;
+  // One pass: what eviction could free on each node. Only nodes where it is enough are looked
+  // at further, so the cost is one pass over the pods plus the few nodes that qualify.
+  const size_t nodes = free.size();
+  std::vector<int64_t> room(free.begin(), free.end());
+  std::vector<uint32_t> count(nodes, 0);
+  auto eligible = [&](const VictimCandidate& c) {
+    return c.priority < priority && !c.protected_pod && c.node >= 0 &&
+           static_cast<size_t>(c.node) < nodes;
+  };
   for (const VictimCandidate& c : running) {
-    if (c.priority < priority && !c.protected_pod && c.node >= 0 &&
-        static_cast<size_t>(c.node) < free.size()) {
-      by_node[c.node].push_back(&c);
-    }
+    if (!eligible(c)) continue;
+    room[c.node] += c.gpus;
+    ++count[c.node];
+  }
+  // Nodes that qualify: room enough with eviction, and not already enough without.
+  std::vector<int32_t> qualify;
+  for (size_t n = 0; n < nodes; ++n) {
+    if (room[n] >= need && free[n] < need && count[n] > 0) qualify.push_back(static_cast<int32_t>(n));
   }
   VictimSet best;
-  auto better = [](const VictimSet& a, const VictimSet& b) {
-    if (b.node < 0) return true;
-    if (a.victims.size() != b.victims.size()) return a.victims.size() < b.victims.size();
-    if (a.max_priority != b.max_priority) return a.max_priority < b.max_priority;
-    if (a.lost_gpu_s != b.lost_gpu_s) return a.lost_gpu_s < b.lost_gpu_s;
-    return a.node < b.node;
+  if (qualify.empty()) return best;
+  // The qualifying nodes' pods in one flat array, node by node (a counting sort: no allocation
+  // per node).
+  std::vector<int32_t> slot(nodes, -1);
+  std::vector<size_t> start(qualify.size() + 1, 0);
+  for (size_t i = 0; i < qualify.size(); ++i) {
+    slot[qualify[i]] = static_cast<int32_t>(i);
+    start[i + 1] = start[i] + count[qualify[i]];
+  }
+  std::vector<const VictimCandidate*> flat(start.back());
+  std::vector<size_t> fill(start.begin(), start.end() - 1);
+  for (const VictimCandidate& c : running) {
+    if (eligible(c) && slot[c.node] >= 0) flat[fill[slot[c.node]]++] = &c;
+  }
+  auto cheaper = [](const VictimCandidate* a, const VictimCandidate* b) {
+    if (a->priority != b->priority) return a->priority < b->priority;
+    if (a->lost_gpu_s != b->lost_gpu_s) return a->lost_gpu_s < b->lost_gpu_s;
+    return a->id < b->id;
   };
-  for (auto& [node, pods] : by_node) {
-    int64_t room = free[node];
-    if (room >= need) continue;  // fits without eviction: not preemption's business
-    for (const VictimCandidate* p : pods) room += p->gpus;
-    if (room < need) continue;
-    std::sort(pods.begin(), pods.end(), [](const VictimCandidate* a, const VictimCandidate* b) {
-      if (a->priority != b->priority) return a->priority < b->priority;
-      if (a->lost_gpu_s != b->lost_gpu_s) return a->lost_gpu_s < b->lost_gpu_s;
-      return a->id < b->id;
-    });
-    std::vector<const VictimCandidate*> chosen;
+  std::vector<const VictimCandidate*> chosen;
+  for (size_t i = 0; i < qualify.size(); ++i) {
+    const int32_t node = qualify[i];
+    const auto first = flat.begin() + static_cast<std::ptrdiff_t>(start[i]);
+    const auto last = flat.begin() + static_cast<std::ptrdiff_t>(start[i + 1]);
+    std::sort(first, last, cheaper);
+    chosen.clear();
     int64_t freed = free[node];
-    for (const VictimCandidate* p : pods) {
-      if (freed >= need) break;
-      freed += p->gpus;
-      chosen.push_back(p);
+    for (auto it = first; it != last && freed < need; ++it) {
+      freed += (*it)->gpus;
+      chosen.push_back(*it);
     }
     // A victim taken early may be unneeded once a larger one is in (kube-scheduler's "reprieve"):
     // give back, most valuable first, every victim the others make room without.
-    for (size_t i = chosen.size(); i-- > 0;) {
-      if (freed - chosen[i]->gpus >= need) {
-        freed -= chosen[i]->gpus;
-        chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
+    for (size_t k = chosen.size(); k-- > 0;) {
+      if (freed - chosen[k]->gpus >= need) {
+        freed -= chosen[k]->gpus;
+        chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(k));
       }
     }
+    // Compare before building: most nodes lose on the victim count alone.
+    if (best.node >= 0 && chosen.size() > best.victims.size()) continue;
     VictimSet set;
     set.node = node;
     set.max_priority = std::numeric_limits<int32_t>::min();
     for (const VictimCandidate* p : chosen) {
-      set.victims.push_back(p->id);
       set.lost_gpu_s += p->lost_gpu_s;
       set.max_priority = std::max(set.max_priority, p->priority);
     }
-    if (better(set, best)) best = std::move(set);
+    const bool wins =
+        best.node < 0 || chosen.size() < best.victims.size() ||
+        set.max_priority < best.max_priority ||
+        (set.max_priority == best.max_priority &&
+         (set.lost_gpu_s < best.lost_gpu_s ||
+          (set.lost_gpu_s == best.lost_gpu_s && node < best.node)));
+    if (!wins) continue;
+    for (const VictimCandidate* p : chosen) set.victims.push_back(p->id);
+    best = std::move(set);
   }
   return best;
 }
