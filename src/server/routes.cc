@@ -150,8 +150,9 @@ absl::Status CheckNamespace(const Caller& caller, const std::string& ns) {
   if (caller.Sees(ns)) return absl::OkStatus();
   std::string own;
   for (const std::string& n : *caller.namespaces) absl::StrAppend(&own, own.empty() ? "" : ", ", n);
-  return absl::PermissionDeniedError(absl::StrCat("namespace '", ns, "' is not one of tenant '",
-                                                  caller.tenant, "''s (", own, ")"));
+  return absl::PermissionDeniedError(absl::StrCat("namespace '", base::Clip(ns, 63),
+                                                  "' is not one of the namespaces of tenant '",
+                                                  caller.tenant, "' (", own, ")"));
 }
 
 // A pod of another tenant is, to a tenant, as absent as a pod that does not exist.
