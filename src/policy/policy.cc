@@ -326,7 +326,8 @@ class Reader {
   void ReadQueue(const YAML::Node& e, const std::string& path, QueueBinding* q) {
     YAML::Node name = Absent(), namespaces = Absent();
     ForEachKey(e, path,
-               {"name", "parent", "namespaces", "guaranteed", "limit", "weight", "description"},
+               {"name", "parent", "namespaces", "guaranteed", "limit", "weight",
+                "disruption_budget", "description"},
                [&](const std::string& k, const YAML::Node& v) {
                  const std::string sub = absl::StrCat(path, ".", k);
                  if (k == "name") name = v;
@@ -335,6 +336,7 @@ class Reader {
                  if (k == "guaranteed") ReadResources(v, sub, &q->spec.guaranteed);
                  if (k == "limit") ReadResources(v, sub, &q->spec.limit);
                  if (k == "weight") q->spec.weight = static_cast<double>(Int(v, sub, 1, 1000000));
+                 if (k == "disruption_budget") q->spec.disruption_budget = Int(v, sub, 0, 1000000);
                });
     if (!name.IsDefined()) Fail(e, path + ".name", "missing");
     q->spec.name = Name(name, path + ".name");

@@ -498,6 +498,7 @@ queues:
     guaranteed: {gpus: 8, cpu_milli: 64000}
     limit: {gpus: 12}
     weight: 3
+    disruption_budget: 5
   - name: team-b
     parent: org
     namespaces: [b]
@@ -514,6 +515,8 @@ queues:
   EXPECT_EQ(a.spec.limit[sched::kQueueGpus], 12);
   EXPECT_TRUE(std::isinf(a.spec.limit[sched::kQueueMemoryMib]));
   EXPECT_EQ(a.spec.weight, 3);
+  EXPECT_EQ(a.spec.disruption_budget, 5);
+  EXPECT_EQ(p->queues[2].spec.disruption_budget, -1);
   EXPECT_EQ(a.namespaces, (std::vector<std::string>{"a-prod", "a-dev"}));
 }
 

@@ -107,6 +107,15 @@ std::string Scheduler::OverLimit(const PodInfo& pod) const {
   return "";
 }
 
+bool Scheduler::MayDisrupt(int leaf, double now_s) {
+  if (leaf < 0 || !queues_) return true;
+  const int64_t budget = queues_->spec(leaf).disruption_budget;
+  if (budget < 0) return true;
+  std::deque<double>& times = disruptions_[queues_->spec(leaf).name];
+  while (!times.empty() && times.front() <= now_s - 60) times.pop_front();
+  return static_cast<int64_t>(times.size()) < budget;
+}
+
 bool Scheduler::Preempt(const PodInfo& pod, const core::PodShape& shape, double now_s) {
   // Whole GPUs to free; a pod without GPUs does not preempt.
   const int64_t need = shape.num_gpu;
@@ -135,7 +144,9 @@ bool Scheduler::Preempt(const PodInfo& pod, const core::PodShape& shape, double 
     }
     if (!allowed) return;
     const int64_t gpus = p.shape.gpu_milli >= core::kMilliGpu ? p.shape.num_gpu : 0;
-    candidates.push_back({by_id.size(), p.placement.node, p.priority, gpus, 0, false});
+    // A queue whose disruption budget is spent keeps its pods.
+    const bool protect = !MayDisrupt(other, now_s);
+    candidates.push_back({by_id.size(), p.placement.node, p.priority, gpus, 0, protect});
     by_id.push_back(&p);
   });
   if (candidates.empty()) return false;
@@ -160,6 +171,11 @@ bool Scheduler::Preempt(const PodInfo& pod, const core::PodShape& shape, double 
   }
   const std::string why = absl::StrCat("preempted for pod ", pod.ns, "/", pod.name,
                                        reclaim ? " (reclaim)" : " (higher priority)");
+  for (uint64_t id : set.victims) {
+    if (const int leaf_v = LeafOf(*by_id[id]); leaf_v >= 0) {
+      disruptions_[queues_->spec(leaf_v).name].push_back(now_s);
+    }
+  }
   for (const std::string& uid : uids) {
     if (!Evict(uid, now_s).ok()) return false;
     last_failure_[uid] = why;

@@ -162,6 +162,30 @@ TEST(SchedulerTenancyTest, LoweringAQuotaLetsTheOthersReclaim) {
   EXPECT_EQ(Bound(*s, "b"), 12);
 }
 
+TEST(SchedulerTenancyTest, ADisruptionBudgetLimitsEvictionsPerMinute) {
+  QueueSpec a = Queue("a", 8);
+  a.disruption_budget = 1;
+  auto s = Cluster({a, Queue("b", 16)});
+  Submit(*s, "a", 24);
+  s->RunCycles(0);
+  ASSERT_EQ(Bound(*s, "a"), 24);
+  // b reclaims: the budget lets one of a's pods go in this minute, and no more.
+  Submit(*s, "b", 3);
+  s->RunCycles(10);
+  EXPECT_EQ(Bound(*s, "b"), 1);
+  EXPECT_EQ(s->preemptions(), 1);
+  // A reload wakes the waiting pods, but the budget still counts the eviction at 10 s...
+  const QueueConfig same = {{a, Queue("b", 16)}, {{"a", "a"}, {"b", "b"}}};
+  ASSERT_TRUE(s->SetQueues(same, 30).ok());
+  s->RunCycles(30);
+  EXPECT_EQ(Bound(*s, "b"), 1);
+  // ...until a minute has passed: then one more.
+  ASSERT_TRUE(s->SetQueues(same, 71).ok());
+  s->RunCycles(71);
+  EXPECT_EQ(Bound(*s, "b"), 2);
+  EXPECT_EQ(s->preemptions(), 2);
+}
+
 TEST(SchedulerTenancyTest, NoPreemptionUnlessAsked) {
   SchedulerOptions o;
   o.default_profile.policy = "bestfit";

@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <deque>
 #include <set>
 #include <string>
 #include <string_view>
@@ -186,6 +187,8 @@ class Scheduler {
   // Evicts the cheapest allowed victim set that makes room for the pod (PostFilter); true if
   // it did. A victim in a gang takes its whole gang with it.
   bool Preempt(const PodInfo& pod, const core::PodShape& shape, double now_s);
+  // True while the leaf queue's disruption budget allows one more eviction now.
+  bool MayDisrupt(int leaf, double now_s);
   // Gangs (scheduler_gang.cc): "namespace/gang" of a pod ("" for none), the members' uids.
   static std::string GangKey(const PodInfo& pod);
   void JoinGang(const PodInfo& pod);
@@ -224,6 +227,8 @@ class Scheduler {
   int64_t preemptions_ = 0;
   std::map<std::string, std::set<std::string>, std::less<>> gangs_;  // key -> member uids
   std::map<std::string, uint64_t, std::less<>> gang_failed_at_;      // key -> queue event count
+  // Leaf queue name -> times of its pods' evictions (kept across reloads, by name).
+  std::map<std::string, std::deque<double>, std::less<>> disruptions_;
 };
 
 }  // namespace seedance::sched

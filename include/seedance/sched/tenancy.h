@@ -42,6 +42,8 @@ struct QueueSpec {
   Resources guaranteed{};
   Resources limit{kUnlimited, kUnlimited, kUnlimited, kUnlimited};
   double weight = 1.0;  // share of what the guarantees leave, among siblings
+  // Most of this queue's pods that preemption may evict in any 60 s; -1 = no budget.
+  int64_t disruption_budget = -1;
   bool operator==(const QueueSpec&) const = default;
 };
 
