@@ -154,6 +154,7 @@ absl::Status Scheduler::RestorePod(PodInfo pod, double now_s) {
   }
   Account(*ledger_.Find(uid), true, +1);
   JoinGang(*ledger_.Find(uid));
+  placed_at_[uid] = now_s;
   if (phase == PodPhase::kBound) return ledger_.Bind(uid);
   return absl::OkStatus();
 }
@@ -173,6 +174,7 @@ absl::Status Scheduler::DeletePod(std::string_view uid, double now_s) {
   }
   last_failure_.erase(Str(uid));
   placed_by_.erase(Str(uid));
+  placed_at_.erase(Str(uid));
   absl::StatusOr<PodInfo> removed = ledger_.Remove(uid);
   if (!removed.ok()) return removed.status();
   Record(Change::kPodDeleted, Str(uid));
@@ -223,6 +225,7 @@ absl::Status Scheduler::Forget(std::string_view uid, double now_s) {
   const int node = pod->placement.node;
   ReleaseResources(*pod);
   placed_by_.erase(Str(uid));
+  placed_at_.erase(Str(uid));
   if (absl::Status st = ledger_.Forget(uid); !st.ok()) return st;
   Account(*pod, true, -1);
   Account(*pod, false, +1);
@@ -244,6 +247,7 @@ absl::Status Scheduler::Evict(std::string_view uid, double now_s) {
     PodInfo copy = *pod;
     ReleaseResources(copy);
     placed_by_.erase(copy.uid);
+    placed_at_.erase(copy.uid);
     absl::StatusOr<PodInfo> removed = ledger_.Remove(uid);
     if (!removed.ok()) return removed.status();
     const int node = copy.placement.node;
@@ -373,6 +377,7 @@ void Scheduler::CommitPlacement(const std::string& uid, const Outcome& out, doub
   SEEDANCE_CHECK(recorded.ok()) << "pod " << uid
                                 << " placed but not recorded in the ledger: " << recorded.message();
   Record(options_.internal_binding ? Change::kPodBound : Change::kPodAssumed, uid);
+  placed_at_[uid] = now_s;
 }
 
 absl::StatusOr<Diagnosis> Scheduler::Explain(std::string_view uid) const {

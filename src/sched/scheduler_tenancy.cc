@@ -146,7 +146,11 @@ bool Scheduler::Preempt(const PodInfo& pod, const core::PodShape& shape, double 
     const int64_t gpus = p.shape.gpu_milli >= core::kMilliGpu ? p.shape.num_gpu : 0;
     // A queue whose disruption budget is spent keeps its pods.
     const bool protect = !MayDisrupt(other, now_s);
-    candidates.push_back({by_id.size(), p.placement.node, p.priority, gpus, 0, protect});
+    // Lost work: GPU-seconds since it was placed (no checkpoints are known).
+    auto at = placed_at_.find(p.uid);
+    const double ran_s = at == placed_at_.end() ? 0 : std::max(0.0, now_s - at->second);
+    candidates.push_back({by_id.size(), p.placement.node, p.priority, gpus,
+                          ran_s * static_cast<double>(std::max<int64_t>(gpus, 1)), protect});
     by_id.push_back(&p);
   });
   if (candidates.empty()) return false;

@@ -186,6 +186,26 @@ TEST(SchedulerTenancyTest, ADisruptionBudgetLimitsEvictionsPerMinute) {
   EXPECT_EQ(s->preemptions(), 2);
 }
 
+TEST(SchedulerTenancyTest, TheVictimThatLosesTheLeastWorkGoes) {
+  SchedulerOptions o;
+  o.default_profile.policy = "bestfit";
+  auto s = *Scheduler::Create(o);
+  QueueConfig c;
+  c.preemption = true;
+  ASSERT_TRUE(s->SetQueues(c, 0).ok());
+  ASSERT_TRUE(s->PutNode(Node("n0", 4)).ok());
+  ASSERT_TRUE(s->PutNode(Node("n1", 4)).ok());
+  ASSERT_TRUE(s->SubmitPod(Pod("old", 0, 0, 4), 0).ok());
+  s->RunCycles(0);
+  ASSERT_TRUE(s->SubmitPod(Pod("new", 0, 0, 4), 500).ok());
+  s->RunCycles(500);
+  ASSERT_TRUE(s->SubmitPod(Pod("urgent", 0, 9, 4), 600).ok());
+  s->RunCycles(600);
+  // Both are one victim of priority 0; the one placed at 500 has run 100 s, the other 600 s.
+  EXPECT_EQ(s->ledger().Find("new-0")->phase, PodPhase::kPending);
+  EXPECT_EQ(s->ledger().Find("old-0")->phase, PodPhase::kBound);
+}
+
 TEST(SchedulerTenancyTest, NoPreemptionUnlessAsked) {
   SchedulerOptions o;
   o.default_profile.policy = "bestfit";

@@ -227,6 +227,9 @@ class Scheduler {
   int64_t preemptions_ = 0;
   std::map<std::string, std::set<std::string>, std::less<>> gangs_;  // key -> member uids
   std::map<std::string, uint64_t, std::less<>> gang_failed_at_;      // key -> queue event count
+  // When each placed pod was placed (for a victim's lost work); restored pods count from their
+  // restore.
+  std::map<std::string, double, std::less<>> placed_at_;
   // Leaf queue name -> times of its pods' evictions (kept across reloads, by name).
   std::map<std::string, std::deque<double>, std::less<>> disruptions_;
 };
