@@ -438,60 +438,26 @@ int SimulateJobs(const Flags& f) {
   absl::StatusOr<seedance::sim::JobWindow> window = ParseWindow(f.window, *trace);
   if (!window.ok()) return Fail(window.status());
 
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<seedance::sim::JobRun> runs;
-  std::optional<seedance::sim::JobWorkload> shown;
-  for (const std::string& policy : *policies) {
-    // Tenancy policies share one pool; reference ones run on --partition.
-    const bool pooled = !seedance::sim::IsReferenceJobPolicy(policy) || f.partition == "pooled";
-    seedance::sim::JobSelection sel;
-    sel.window = *window;
-    sel.capacity_scale = f.capacity_scale;
-    sel.pooled = pooled;
-    sel.ties = f.ties == "file" ? seedance::sim::SubmitTies::kFile
-                                : seedance::sim::SubmitTies::kReverseFile;
-    absl::StatusOr<seedance::sim::JobWorkload> w = seedance::sim::SelectJobs(*trace, *tenants, sel);
-    if (!w.ok()) return Fail(w.status());
-    seedance::sim::JobSimOptions o;
-    o.policy = policy;
-    o.partitioning = pooled ? seedance::sim::Partitioning::kPooled
-                            : seedance::sim::Partitioning::kIsolated;
-    absl::StatusOr<seedance::sim::JobRun> r = seedance::sim::RunJobs(*w, o);
-    if (!r.ok()) return Fail(Prefixed(policy, r.status()));
-    if (shown && shown->jobs.size() != w->jobs.size()) {
-      return Fail(absl::InvalidArgumentError(absl::StrCat(
-          policy, ": the isolated partitions leave out ", w->too_large,
-          " jobs larger than their tenant's partition; run it apart from the pooled policies")));
-    }
-    if (!shown) shown = std::move(*w);
-    runs.push_back(std::move(*r));
-  }
-  const double wall_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  nlohmann::ordered_json doc = seedance::sim::JobRunsToJson(*shown, runs);
-  nlohmann::ordered_json meta;
-  meta["trace"] = f.trace;
-  meta["tenants"] = f.tenants;
-  meta["protocol"] = f.protocol;
-  meta["partition"] = f.partition;
-  meta["capacity_scale"] = f.capacity_scale;
-  meta["window_s"] = shown->window_s;
-  meta["origin_unix_s"] = shown->origin_unix_s;
-  meta["jobs"] = shown->jobs.size();
-  meta["left_out"] = {{"outside_window", shown->outside_window},
-                      {"no_gpus", shown->no_gpus},
-                      {"unknown_tenant", shown->unknown_tenant},
-                      {"larger_than_partition", shown->too_large}};
-  meta["wall_s"] = wall_s;
-  doc["meta"] = std::move(meta);
-  const std::string summary =
-      absl::StrFormat("%zu jobs, %zu policies in %.2f s wall (%d left out: larger than their "
-                      "partition)\n",
-                      shown->jobs.size(), runs.size(), wall_s, shown->too_large);
+  seedance::sim::JobSelection sel;
+  sel.window = *window;
+  sel.capacity_scale = f.capacity_scale;
+  sel.ties = f.ties == "file" ? seedance::sim::SubmitTies::kFile
+                              : seedance::sim::SubmitTies::kReverseFile;
+  absl::StatusOr<seedance::sim::JobRunSet> set = seedance::sim::RunJobPolicies(
+      *trace, *tenants, sel, f.partition == "pooled", *policies);
+  if (!set.ok()) return Fail(set.status());
+  nlohmann::ordered_json doc = seedance::sim::JobRunsToJson(set->workload, set->runs);
+  doc["meta"] = seedance::sim::JobMetaJson(*set, {{"trace", f.trace},
+                                                  {"tenants", f.tenants},
+                                                  {"protocol", f.protocol},
+                                                  {"partition", f.partition},
+                                                  {"capacity_scale", f.capacity_scale}});
+  const std::string summary = seedance::sim::JobRunSummary(*set);
   for (Output& out : outs) {
     const std::string text = out.format == "json"
                                  ? base::DumpJson(doc, 1) + "\n"
-                                 : seedance::sim::RenderJobTable(*shown, runs) + summary;
+                                 : seedance::sim::RenderJobTable(set->workload, set->runs) +
+                                       summary;
     if (absl::Status s = out.file->Write(text); !s.ok()) return Fail(s);
   }
   for (Output& out : outs) {

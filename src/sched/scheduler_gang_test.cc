@@ -4,20 +4,13 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "scheduler_testing.h"
 #include "seedance/sched/scheduler.h"
 
 namespace seedance::sched {
 namespace {
 
-core::NodeSpec Node(std::string name, int gpus) {
-  core::NodeSpec n;
-  n.name = std::move(name);
-  n.cpu_milli = 64000;
-  n.memory_mib = 262144;
-  n.num_gpus = gpus;
-  n.gpu_model = "A100";
-  return n;
-}
+using testing::GpuNode;
 
 PodInfo Member(const std::string& gang, int i, int gpus, int min, int32_t priority = 0) {
   PodInfo p;
@@ -38,7 +31,7 @@ std::unique_ptr<Scheduler> Cluster(int nodes, int gpus) {
   SchedulerOptions o;
   o.default_profile.policy = "bestfit";
   auto s = *Scheduler::Create(o);
-  for (int n = 0; n < nodes; ++n) EXPECT_TRUE(s->PutNode(Node("n" + std::to_string(n), gpus)).ok());
+  for (int n = 0; n < nodes; ++n) EXPECT_TRUE(s->PutNode(GpuNode("n" + std::to_string(n), gpus)).ok());
   return s;
 }
 

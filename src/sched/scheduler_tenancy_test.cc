@@ -5,20 +5,13 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "scheduler_testing.h"
 #include "seedance/sched/scheduler.h"
 
 namespace seedance::sched {
 namespace {
 
-core::NodeSpec Node(std::string name, int gpus) {
-  core::NodeSpec n;
-  n.name = std::move(name);
-  n.cpu_milli = 64000;
-  n.memory_mib = 262144;
-  n.num_gpus = gpus;
-  n.gpu_model = "A100";
-  return n;
-}
+using testing::GpuNode;
 
 PodInfo Pod(const std::string& ns, int i, int32_t priority = 0, int gpus = 1) {
   PodInfo p;
@@ -47,7 +40,7 @@ std::unique_ptr<Scheduler> Cluster(std::vector<QueueSpec> queues, bool preemptio
   o.default_profile.policy = "bestfit";
   auto s = Scheduler::Create(o);
   EXPECT_TRUE(s.ok());
-  for (int n = 0; n < 3; ++n) EXPECT_TRUE((*s)->PutNode(Node("n" + std::to_string(n), 8)).ok());
+  for (int n = 0; n < 3; ++n) EXPECT_TRUE((*s)->PutNode(GpuNode("n" + std::to_string(n), 8)).ok());
   QueueConfig config;
   config.queues = std::move(queues);
   config.preemption = preemption;
@@ -127,8 +120,8 @@ TEST(SchedulerTenancyTest, WithoutQueuesPriorityPreemptsTheMinimalSet) {
   QueueConfig only_preemption;
   only_preemption.preemption = true;
   ASSERT_TRUE(s->SetQueues(only_preemption, 0).ok());
-  ASSERT_TRUE(s->PutNode(Node("n0", 4)).ok());
-  ASSERT_TRUE(s->PutNode(Node("n1", 4)).ok());
+  ASSERT_TRUE(s->PutNode(GpuNode("n0", 4)).ok());
+  ASSERT_TRUE(s->PutNode(GpuNode("n1", 4)).ok());
   ASSERT_TRUE(s->SubmitPod(Pod("x", 0, 0, 4), 0).ok());  // fills n0 (or n1) alone
   for (int i = 1; i <= 4; ++i) ASSERT_TRUE(s->SubmitPod(Pod("x", i, 0, 1), 0).ok());
   s->RunCycles(0);
@@ -193,8 +186,8 @@ TEST(SchedulerTenancyTest, TheVictimThatLosesTheLeastWorkGoes) {
   QueueConfig c;
   c.preemption = true;
   ASSERT_TRUE(s->SetQueues(c, 0).ok());
-  ASSERT_TRUE(s->PutNode(Node("n0", 4)).ok());
-  ASSERT_TRUE(s->PutNode(Node("n1", 4)).ok());
+  ASSERT_TRUE(s->PutNode(GpuNode("n0", 4)).ok());
+  ASSERT_TRUE(s->PutNode(GpuNode("n1", 4)).ok());
   ASSERT_TRUE(s->SubmitPod(Pod("old", 0, 0, 4), 0).ok());
   s->RunCycles(0);
   ASSERT_TRUE(s->SubmitPod(Pod("new", 0, 0, 4), 500).ok());
@@ -210,7 +203,7 @@ TEST(SchedulerTenancyTest, NoPreemptionUnlessAsked) {
   SchedulerOptions o;
   o.default_profile.policy = "bestfit";
   auto s = *Scheduler::Create(o);
-  ASSERT_TRUE(s->PutNode(Node("n0", 4)).ok());
+  ASSERT_TRUE(s->PutNode(GpuNode("n0", 4)).ok());
   ASSERT_TRUE(s->SubmitPod(Pod("x", 0, 0, 4), 0).ok());
   s->RunCycles(0);
   ASSERT_TRUE(s->SubmitPod(Pod("y", 0, 9, 4), 0).ok());

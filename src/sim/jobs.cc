@@ -2,6 +2,7 @@
 #include "seedance/sim/jobs.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -125,6 +126,57 @@ absl::StatusOr<JobRun> RunJobs(const JobWorkload& workload, const JobSimOptions&
     }
   }
   return run;
+}
+
+absl::StatusOr<JobRunSet> RunJobPolicies(const std::vector<trace::TraceJob>& trace,
+                                         const std::vector<trace::TenantSpec>& tenants,
+                                         JobSelection selection, bool pooled_reference,
+                                         const std::vector<std::string>& policies) {
+  JobRunSet set;
+  const auto start = std::chrono::steady_clock::now();
+  bool first = true;
+  for (const std::string& policy : policies) {
+    selection.pooled = !IsReferenceJobPolicy(policy) || pooled_reference;
+    absl::StatusOr<JobWorkload> w = SelectJobs(trace, tenants, selection);
+    if (!w.ok()) return w.status();
+    JobSimOptions o;
+    o.policy = policy;
+    o.partitioning = selection.pooled ? Partitioning::kPooled : Partitioning::kIsolated;
+    absl::StatusOr<JobRun> r = RunJobs(*w, o);
+    if (!r.ok()) return absl::Status(r.status().code(), absl::StrCat(policy, ": ", r.status().message()));
+    if (!first && set.workload.jobs.size() != w->jobs.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          policy, ": the isolated partitions leave out ",
+          std::max(w->too_large, set.workload.too_large),
+          " jobs larger than their tenant's partition; run it apart from the pooled policies"));
+    }
+    if (first) set.workload = std::move(*w);
+    first = false;
+    set.runs.push_back(std::move(*r));
+  }
+  set.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return set;
+}
+
+nlohmann::ordered_json JobMetaJson(const JobRunSet& set, nlohmann::ordered_json inputs) {
+  const JobWorkload& w = set.workload;
+  nlohmann::ordered_json meta = std::move(inputs);
+  meta["window_s"] = w.window_s;
+  meta["origin_unix_s"] = w.origin_unix_s;
+  meta["jobs"] = w.jobs.size();
+  meta["left_out"] = {{"outside_window", w.outside_window},
+                      {"no_gpus", w.no_gpus},
+                      {"unknown_tenant", w.unknown_tenant},
+                      {"larger_than_partition", w.too_large}};
+  meta["wall_s"] = set.wall_s;
+  return meta;
+}
+
+std::string JobRunSummary(const JobRunSet& set) {
+  return absl::StrFormat("%zu jobs, %zu policies in %.2f s wall (%d left out: larger than their "
+                         "partition)\n",
+                         set.workload.jobs.size(), set.runs.size(), set.wall_s,
+                         set.workload.too_large);
 }
 
 JobSummary SummarizeJobs(const JobWorkload& w, const JobRun& run, int tenant) {

@@ -223,3 +223,31 @@ TEST(SelectJobsTest, TheReferenceProtocolsSelection) {
 
 }  // namespace
 }  // namespace seedance::sim
+
+namespace seedance::sim {
+namespace {
+
+TEST(RunJobPoliciesTest, PoliciesRunOnTheirPartitioningsAndMustCompare) {
+  const std::vector<trace::TraceJob> trace = {{100, 10, 8, "a", 2}, {100, 10, 16, "b", 3}};
+  const std::vector<trace::TenantSpec> tenants = {{"a", 1, 1.0, 2}, {"b", 1, 1.0, 3}};
+  JobSelection sel;
+  sel.window = {0, 1000};
+  auto pooled = RunJobPolicies(trace, tenants, sel, /*pooled_reference=*/true,
+                               {"fifo", "quota-fifo"});
+  ASSERT_TRUE(pooled.ok()) << pooled.status();
+  EXPECT_EQ(pooled->workload.jobs.size(), 2u);  // the 16-GPU job fits the 2-node pool
+  EXPECT_EQ(pooled->runs.size(), 2u);
+  const auto meta = JobMetaJson(*pooled, {{"trace", "t.csv"}});
+  EXPECT_EQ(meta["trace"], "t.csv");
+  EXPECT_EQ(meta["jobs"], 2);
+  EXPECT_NE(JobRunSummary(*pooled).find("2 jobs, 2 policies"), std::string::npos);
+  // Isolated fifo leaves the 16-GPU job out; quota-fifo keeps it: the figures would not compare.
+  auto mixed = RunJobPolicies(trace, tenants, sel, false, {"fifo", "quota-fifo"});
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_NE(mixed.status().message().find("larger than their tenant's partition"),
+            std::string::npos)
+      << mixed.status();
+}
+
+}  // namespace
+}  // namespace seedance::sim

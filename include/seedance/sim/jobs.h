@@ -120,6 +120,20 @@ struct JobRun {
 
 absl::StatusOr<JobRun> RunJobs(const JobWorkload& workload, const JobSimOptions& options);
 
+// Runs each policy on the jobs `selection` picks: the tenancy policies (and the reference ones
+// with `pooled_reference`) on one pool, the others on isolated partitions. Fails when the
+// partitionings leave out different jobs (a job larger than its tenant's partition but not
+// than the pool), since their figures would not compare.
+struct JobRunSet {
+  JobWorkload workload;
+  std::vector<JobRun> runs;
+  double wall_s = 0;
+};
+absl::StatusOr<JobRunSet> RunJobPolicies(const std::vector<trace::TraceJob>& trace,
+                                         const std::vector<trace::TenantSpec>& tenants,
+                                         JobSelection selection, bool pooled_reference,
+                                         const std::vector<std::string>& policies);
+
 // Figures for one tenant or for all jobs ("all").
 struct JobSummary {
   std::string name;
@@ -141,6 +155,11 @@ inline constexpr char kJobsSchema[] = "simulate-jobs/v1";
 // {"schema_version", "seedance_version", "command_line", "policies": [{"name", "summary":
 // {...}, "tenants": [{"name", ...}]}]}; the CLI adds "meta".
 nlohmann::ordered_json JobRunsToJson(const JobWorkload& workload, const std::vector<JobRun>& runs);
+// The "meta" object of the JSON: inputs and options as given (`inputs`: trace, tenants,
+// protocol, partition, capacity_scale), the window, the jobs kept and those left out, wall time.
+nlohmann::ordered_json JobMetaJson(const JobRunSet& set, nlohmann::ordered_json inputs);
+// The one-line summary: "N jobs, P policies in S s wall (K left out: ...)".
+std::string JobRunSummary(const JobRunSet& set);
 // Fixed-width table: one block per policy, the "all" row first, then one row per tenant.
 std::string RenderJobTable(const JobWorkload& workload, const std::vector<JobRun>& runs);
 // Comma list of job policies ('all' = every one), without repeats; "" when `list` is valid.
