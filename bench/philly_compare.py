@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Side-by-side table of `seedance simulate --mode jobs` against the Helios reference results.
 
-Usage: bench/philly_compare.py SEEDANCE_BIN [DATA_DIR] [--markdown]
+Usage: bench/philly_compare.py SEEDANCE_BIN [DATA_DIR] [--markdown] [--update BENCHMARKS.md]
 
 Runs the reference protocol (window 2017-10-01..11-30, consolidate placement) with fifo, sjf and
 srtf on isolated VCs, and fifo and sjf on the pooled and 0.25x variants, then prints every row of
 expected/reference_isolated_vcs.csv and expected/reference_variants.csv beside Seedance's figures
 with the differences. Exit 0 when every avg JCT, avg queueing delay and makespan is within
-+-0.01 s and every preemption count is equal, else 1.
++-0.01 s and every preemption count is equal, else 1. With --update FILE the markdown table
+replaces what stands between the FILE's "<!-- philly-reproduction -->" and
+"<!-- end philly-reproduction -->" lines.
 """
 import csv
 import json
@@ -38,8 +40,17 @@ def run(binary, data, policies, partition, scale):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    markdown = "--markdown" in sys.argv
+    argv = sys.argv[1:]
+    update = None
+    if "--update" in argv:
+        i = argv.index("--update")
+        if i + 1 >= len(argv):
+            print("--update needs a file", file=sys.stderr)
+            return 2
+        update = argv[i + 1]
+        del argv[i:i + 2]
+    args = [a for a in argv if not a.startswith("--")]
+    markdown = "--markdown" in argv or update is not None
     if not args:
         print(__doc__, file=sys.stderr)
         return 2
@@ -78,10 +89,25 @@ def main():
                     fields[:3])
     header = ["row", "avg JCT s (ref / seedance)", "avg queue s", "makespan s", "preemptions"]
     if markdown:
-        print("| " + " | ".join(header) + " |")
-        print("|" + "---|" * len(header))
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for cells in table:
-            print("| " + " | ".join(cells + [""] * (len(header) - len(cells))) + " |")
+            lines.append("| " + " | ".join(cells + [""] * (len(header) - len(cells))) + " |")
+        text = "\n".join(lines) + "\n"
+        if update:
+            with open(update) as f:
+                doc = f.read()
+            begin, end = "<!-- philly-reproduction -->\n", "<!-- end philly-reproduction -->"
+            if begin not in doc or end not in doc:
+                print(f"{update}: no {begin.strip()} ... {end} markers", file=sys.stderr)
+                return 2
+            a = doc.index(begin) + len(begin)
+            b = doc.index(end)
+            tmp = update + ".tmp"
+            with open(tmp, "w") as f:
+                f.write(doc[:a] + text + doc[b:])
+            os.replace(tmp, update)
+        else:
+            sys.stdout.write(text)
     else:
         for cells in table:
             print("  ".join(cells))
