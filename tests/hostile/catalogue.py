@@ -357,8 +357,13 @@ def destroy_and_write_cases():
     return cases
 
 
+def writer_argv(key):
+    """The base argv of the writer named `key` (never by position: the list grows)."""
+    return next(w.argv for w in WRITERS if w.key == key)
+
+
 # simulate's other outputs and the deprecated spellings must be just as safe.
-SIM_FILL = WRITERS[1].argv
+SIM_FILL = writer_argv("simulate-fill")
 
 
 def secondary_output_cases():
@@ -394,9 +399,9 @@ def secondary_output_cases():
                   ["serve-sim", "--trace", "{azure.csv}", "--json", "{f}"], exit=1,
                   setup=[("fifo", "f")], msg=["f"], max_s=12))
     c.append(Case("destroy", "analyze/output-is-prices",
-                  WRITERS[5].argv + ["-o", "{prices.yaml}"], msg=["prices.yaml"]))
+                  writer_argv("analyze") + ["-o", "{prices.yaml}"], msg=["prices.yaml"]))
     c.append(Case("destroy", "costmodel-fit/output-is-eval",
-                  WRITERS[8].argv + ["--eval", "{e.csv}", "-o", "{e.csv}"],
+                  writer_argv("costmodel-fit") + ["--eval", "{e.csv}", "-o", "{e.csv}"],
                   files={"e.csv": ALLREDUCE_CSV}, msg=["e.csv"]))
     c.append(Case("write-fail", "profile/unwritable-found-before-sampling",
                   ["profile", "-q", "--duration", "60", "--interval", "1", "-o", "{ro/p.json}"],
@@ -414,9 +419,9 @@ def secondary_output_cases():
                   stdout="/dev/full", msg=[("standard output", "stdout")]))
     c.append(Case("write-fail", "simulate/table-stdout-dev-full", SIM_FILL, exit=1,
                   stdout="/dev/full", msg=[("standard output", "stdout")]))
-    c.append(Case("write-fail", "analyze/table-stdout-dev-full", WRITERS[5].argv, exit=1,
+    c.append(Case("write-fail", "analyze/table-stdout-dev-full", writer_argv("analyze"), exit=1,
                   stdout="/dev/full", msg=[("standard output", "stdout")]))
-    c.append(Case("write-fail", "serve-sim/table-stdout-dev-full", WRITERS[6].argv, exit=1,
+    c.append(Case("write-fail", "serve-sim/table-stdout-dev-full", writer_argv("serve-sim"), exit=1,
                   stdout="/dev/full", msg=[("standard output", "stdout")]))
     return c
 
@@ -1471,7 +1476,7 @@ def exit_code_cases():
           Case(E, "clock/no-subcommand", ["clock"], msg=[("probe", "subcommand")]),
           Case(E, "bench/no-subcommand", ["bench"], msg=[("timers", "subcommand")])]
     for cmd, typo, right in ((["simulate"], "--tnue", "--tune"),
-                             (WRITERS[5].argv, "--idle-utl", "--idle-util"),
+                             (writer_argv("analyze"), "--idle-utl", "--idle-util"),
                              (["serve-sim"], "--tarce", "--trace"),
                              (["profile"], "--duratoin", "--duration"),
                              (["costmodel", "check"], "--gpuu", "--gpu"),
