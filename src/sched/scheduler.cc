@@ -227,8 +227,7 @@ absl::Status Scheduler::Forget(std::string_view uid, double now_s) {
   placed_by_.erase(Str(uid));
   placed_at_.erase(Str(uid));
   if (absl::Status st = ledger_.Forget(uid); !st.ok()) return st;
-  Account(*pod, true, -1);
-  Account(*pod, false, +1);
+  AccountMove(*pod, /*to_placed=*/false);
   Record(Change::kPodUnbound, Str(uid));
   const uint64_t id = next_queue_id_++;
   queue_uid_[id] = Str(uid);
@@ -254,8 +253,7 @@ absl::Status Scheduler::Evict(std::string_view uid, double now_s) {
     copy.phase = PodPhase::kPending;
     copy.placement = core::Placement{};
     if (absl::Status st = ledger_.Add(copy); !st.ok()) return st;
-    Account(copy, true, -1);
-    Account(copy, false, +1);
+    AccountMove(copy, /*to_placed=*/false);
     Record(Change::kPodUnbound, copy.uid);
     const uint64_t id = next_queue_id_++;
     queue_uid_[id] = copy.uid;
@@ -357,7 +355,8 @@ void Scheduler::TryOne(const QueuedPod& q, double now_s) {
   CommitPlacement(uid, out, now_s);
 }
 
-void Scheduler::CommitPlacement(const std::string& uid, const Outcome& out, double now_s) {
+void Scheduler::CommitPlacement(const std::string& uid, const Outcome& out, double now_s,
+                                bool accounted) {
   const PodInfo* pod = ledger_.Find(uid);
   ++attempts_scheduled_;
   last_failure_.erase(uid);
@@ -367,8 +366,7 @@ void Scheduler::CommitPlacement(const std::string& uid, const Outcome& out, doub
     queue_uid_.erase(it->second);
     uid_queue_.erase(it);
   }
-  Account(*pod, false, -1);
-  Account(*pod, true, +1);
+  if (!accounted) AccountMove(*pod, /*to_placed=*/true);
   const double deadline = now_s + options_.assume_timeout_s;
   // The pod came off the queue, so the ledger holds it Pending and the framework checked the
   // placement: Assume (and Bind right after) cannot fail unless queue and ledger are out of step.

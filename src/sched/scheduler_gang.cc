@@ -105,29 +105,20 @@ void Scheduler::TryGang(const QueuedPod& q, const PodInfo& pod, double now_s) {
       continue;
     }
     // Counted against the queue at once, so the next member's limit check sees it.
-    Account(*p, false, -1);
-    Account(*p, true, +1);
+    AccountMove(*p, /*to_placed=*/true);
     placed.push_back({m, std::move(out), *fw, shape});
   }
   if (placed_before + static_cast<int32_t>(placed.size()) < need) {
     for (auto it = placed.rbegin(); it != placed.rend(); ++it) {
       it->fw->Release(it->shape, it->out.placement, state_);
-      const PodInfo* p = ledger_.Find(it->uid);
-      Account(*p, true, -1);
-      Account(*p, false, +1);
+      AccountMove(*ledger_.Find(it->uid), /*to_placed=*/false);
     }
     gang_failed_at_[key] = q.popped_at_event;
     return fail(absl::StrCat("gang ", key, ": only ", placed_before + placed.size(), " of its ",
                              need, " members fit together (", first_reason, ")"));
   }
   gang_failed_at_.erase(key);
-  for (const Placed& p : placed) {
-    // CommitPlacement accounts the move itself: undo the provisional one first.
-    const PodInfo* info = ledger_.Find(p.uid);
-    Account(*info, true, -1);
-    Account(*info, false, +1);
-    CommitPlacement(p.uid, p.out, now_s);
-  }
+  for (const Placed& p : placed) CommitPlacement(p.uid, p.out, now_s, /*accounted=*/true);
   // Members that did not fit wait in the queue for room (an elastic gang's extras).
   if (std::none_of(placed.begin(), placed.end(), [&](const Placed& p) { return p.uid == uid; })) {
     fail(absl::StrCat("gang ", key, " placed without this member (", first_reason, ")"));

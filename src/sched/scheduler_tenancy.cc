@@ -143,7 +143,7 @@ bool Scheduler::Preempt(const PodInfo& pod, const core::PodShape& shape, double 
       allowed = other < 0 || queues_->OverFairShare(other, shares);
     }
     if (!allowed) return;
-    const int64_t gpus = p.shape.gpu_milli >= core::kMilliGpu ? p.shape.num_gpu : 0;
+    const int64_t gpus = static_cast<int64_t>(DemandOf(p)[kQueueGpus]);
     // A queue whose disruption budget is spent keeps its pods.
     const bool protect = !MayDisrupt(other, now_s);
     // Lost work: GPU-seconds since it was placed (no checkpoints are known).

@@ -5,19 +5,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "scheduler_testing.h"
 
 namespace seedance::sched {
 namespace {
 
-core::NodeSpec Node(std::string name, int gpus) {
-  core::NodeSpec n;
-  n.name = std::move(name);
-  n.cpu_milli = 64000;
-  n.memory_mib = 262144;
-  n.num_gpus = gpus;
-  n.gpu_model = "A100";
-  return n;
-}
+core::NodeSpec Node(std::string name, int gpus) { return testing::GpuNode(std::move(name), gpus); }
 
 PodInfo Pod(std::string uid, int num_gpu, int gpu_milli, int32_t priority = 0) {
   PodInfo p;

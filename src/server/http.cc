@@ -1,6 +1,5 @@
 #include "seedance/server/http.h"
 
-#include <openssl/crypto.h>
 #include <sys/socket.h>
 
 #include <algorithm>

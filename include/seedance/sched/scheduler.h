@@ -181,6 +181,11 @@ class Scheduler {
   int LeafOf(const PodInfo& pod) const;
   // Adds (sign +1) or removes (-1) the pod's demand to its queue's usage or pending demand.
   void Account(const PodInfo& pod, bool placed, double sign);
+  // Moves the pod's demand from pending to placed (or back) in its queue.
+  void AccountMove(const PodInfo& pod, bool to_placed) {
+    Account(pod, !to_placed, -1);
+    Account(pod, to_placed, +1);
+  }
   void RefreshCapacity();
   // "" when the pod's queue (and every ancestor) stays within its limit with the pod placed.
   std::string OverLimit(const PodInfo& pod) const;
@@ -195,8 +200,10 @@ class Scheduler {
   void LeaveGang(const PodInfo& pod);
   // Places the popped member's gang all at once (at least gang_min members) or not at all.
   void TryGang(const QueuedPod& q, const PodInfo& pod, double now_s);
-  // Records a placement the framework made for `uid` (ledger, queue maps, accounting).
-  void CommitPlacement(const std::string& uid, const Outcome& out, double now_s);
+  // Records a placement the framework made for `uid` (ledger, queue maps and, unless the caller
+  // has already moved it, the queue accounting).
+  void CommitPlacement(const std::string& uid, const Outcome& out, double now_s,
+                       bool accounted = false);
   // Requeues every placed member of the pod's gang (a gang is evicted as a unit).
   void EvictGang(const PodInfo& pod, double now_s);
 
