@@ -114,6 +114,7 @@ absl::StatusOr<int> ClusterState::AddNode(NodeSpec spec) {
   pods_on_node_.push_back(0);
   free_gpus_.push_back(0);
   max_gpu_left_.push_back(0);
+  gpu_milli_left_.push_back(0);
   blocked_.push_back(0);
   gpu_capacity_milli_ += static_cast<int64_t>(spec.num_gpus) * kMilliGpu;
   cpu_capacity_milli_ += spec.cpu_milli;
@@ -307,16 +308,18 @@ uint64_t ClusterState::ModelMask(std::string_view gpu_spec) const {
 
 void ClusterState::RefreshGpuSummary(int n) {
   int free = 0;
-  int32_t most = 0;
+  int32_t most = 0, total = 0;
   for (int32_t left : gpu_left(n)) {
     SEEDANCE_CHECK(left >= 0 && left <= kMilliGpu)
         << "node '" << nodes_[n].name << "': a GPU has " << left << " milli left, outside 0.."
         << kMilliGpu;
     free += left >= kMilliGpu;
     most = std::max(most, left);
+    total += left;
   }
   free_gpus_[n] = free;
   max_gpu_left_[n] = most;
+  gpu_milli_left_[n] = total;
 }
 
 template <bool kWithBlocked>
@@ -527,8 +530,8 @@ void ClusterState::CheckInvariants() const {
   SEEDANCE_CHECK(cpu_left_.size() == n && memory_left_.size() == n && gpu_offset_.size() == n &&
                  model_.size() == n && version_.size() == n && pods_on_node_.size() == n &&
                  model_bit_.size() == n && free_gpus_.size() == n && max_gpu_left_.size() == n &&
-                 blocked_.size() == n && class_counts_.size() == n * (kMaxGpusPerNode + 1) &&
-                 numa_used_.size() == n)
+                 gpu_milli_left_.size() == n && blocked_.size() == n &&
+                 class_counts_.size() == n * (kMaxGpusPerNode + 1) && numa_used_.size() == n)
       << "per-node arrays disagree on the number of nodes (" << n << ")";
   int64_t cpu_capacity = 0, cpu_used = 0, gpu_capacity = 0, gpu_used = 0;
   size_t next_gpu = 0;
@@ -560,17 +563,19 @@ void ClusterState::CheckInvariants() const {
         << next_gpu << " (" << gpu_left_.size() << " GPUs in the cluster)";
     next_gpu += static_cast<size_t>(spec.num_gpus);
     int free = 0;
-    int32_t most = 0;
+    int32_t most = 0, total = 0;
     for (int32_t left : gpu_left(node)) {
       SEEDANCE_CHECK(left >= 0 && left <= kMilliGpu)
           << "node '" << spec.name << "': a GPU has " << left << " milli left";
       free += left >= kMilliGpu;
       most = std::max(most, left);
+      total += left;
       gpu_used += kMilliGpu - left;
     }
-    SEEDANCE_CHECK(free_gpus_[i] == free && max_gpu_left_[i] == most)
-        << "node '" << spec.name << "': summary says " << free_gpus_[i] << " free GPUs and "
-        << max_gpu_left_[i] << " milli at most on one, the GPUs say " << free << " and " << most;
+    SEEDANCE_CHECK(free_gpus_[i] == free && max_gpu_left_[i] == most && gpu_milli_left_[i] == total)
+        << "node '" << spec.name << "': summary says " << free_gpus_[i] << " free GPUs, "
+        << max_gpu_left_[i] << " milli at most on one and " << gpu_milli_left_[i]
+        << " milli in all, the GPUs say " << free << ", " << most << " and " << total;
     int classed = 0;
     for (int16_t c : gpu_class_counts(node)) {
       SEEDANCE_CHECK(c >= 0) << "node '" << spec.name << "': a GPU class count is " << c;

@@ -23,6 +23,7 @@ class ClusterStateTestPeer {
   static std::vector<int32_t>& pods_on_node(ClusterState& s) { return s.pods_on_node_; }
   static std::vector<int16_t>& class_counts(ClusterState& s) { return s.class_counts_; }
   static std::vector<int32_t>& free_gpus(ClusterState& s) { return s.free_gpus_; }
+  static std::vector<int32_t>& gpu_milli_left(ClusterState& s) { return s.gpu_milli_left_; }
   static std::vector<GpuModelId>& model(ClusterState& s) { return s.model_; }
   static std::vector<uint64_t>& model_bit(ClusterState& s) { return s.model_bit_; }
   static int64_t& cpu_allocated(ClusterState& s) { return s.cpu_allocated_milli_; }
@@ -187,7 +188,16 @@ TEST_F(ClusterStateDeathTest, AuditCatchesAStaleGpuSummary) {
   state_.CheckInvariants();
   Peer::free_gpus(state_)[0] = 3;
   EXPECT_DEATH(state_.CheckInvariants(),
-               "node 'n0': summary says 3 free GPUs and 1000 milli at most on one, the GPUs say 4");
+               "node 'n0': summary says 3 free GPUs, 1000 milli at most on one and 4000 milli in "
+               "all, the GPUs say 4, 1000 and 4000");
+}
+
+TEST_F(ClusterStateDeathTest, AuditCatchesAStaleGpuMilliTotal) {
+  state_.CheckInvariants();
+  Peer::gpu_milli_left(state_)[0] = 3500;
+  EXPECT_DEATH(state_.CheckInvariants(),
+               "node 'n0': summary says 4 free GPUs, 1000 milli at most on one and 3500 milli in "
+               "all, the GPUs say 4, 1000 and 4000");
 }
 
 TEST_F(ClusterStateDeathTest, AuditCatchesAllocatedTotalsThatDisagreeWithTheNodes) {

@@ -258,8 +258,7 @@ int64_t CasPlugin::Secondary(const ClusterState& s, int n, const PodShape& pod) 
   const bool spread_cpu_pod = pod.num_gpu == 0 && spread_cpu_pods_;
   if (!balance_gpu_pod && !spread_cpu_pod) return 0;
   // CPU surplus after placement: CPU left minus what the idle GPUs left will need.
-  int64_t gpu_left = -pod.TotalGpuMilli();
-  for (int32_t v : s.gpu_left(n)) gpu_left += v;
+  const int64_t gpu_left = s.gpu_milli_left(n) - pod.TotalGpuMilli();
   const double cpu_per_gpu =
       gpu_pods_gpu_milli_ > 0 ? gpu_pods_cpu_milli_ / gpu_pods_gpu_milli_ : 0.0;
   const double surplus = static_cast<double>(s.cpu_left(n) - pod.cpu_milli) -

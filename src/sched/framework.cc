@@ -220,6 +220,14 @@ int Framework::SelectNormalized(const CycleState& cycle, const core::ClusterStat
   return feasible_[best];
 }
 
+bool Framework::NeedsNormalizing() const {
+  bool normalize = false;
+  for (const auto& s : profile_.scores) normalize = normalize || s.plugin->HasNormalize();
+  if (!normalize || profile_.scores.size() != 1) return normalize;
+  // One scorer whose normalisation keeps the top: the raw argmax is the normalised one.
+  return profile_.scores[0].weight < 0 || !profile_.scores[0].plugin->NormalizeKeepsTop();
+}
+
 void Framework::SyncRanks(int num_nodes) {
   if (static_cast<int>(rank_.size()) == num_nodes) return;
   std::vector<int>& order = options_.node_order;
@@ -329,9 +337,8 @@ Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state
   if (!feasible_.empty()) {
     cycle.feasible = feasible_;
     PrepareScorers(cycle, state, ShapeId(pod));
-    bool normalize = false;
-    for (const auto& s : profile_.scores) normalize = normalize || s.plugin->HasNormalize();
-    best_node = normalize ? SelectNormalized(cycle, state) : SelectUnnormalized(cycle, state);
+    best_node =
+        NeedsNormalizing() ? SelectNormalized(cycle, state) : SelectUnnormalized(cycle, state);
   }
   if (best_node < 0) {
     out.code = Code::kUnschedulable;

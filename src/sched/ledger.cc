@@ -67,23 +67,47 @@ void PodLedger::SetPhase(Slot& s, PodPhase phase) {
   s.pod.phase = phase;
 }
 
+void PodLedger::Widen(PlacedSummary& s, const PlacedRef& r) {
+  s.min_priority = std::min(s.min_priority, r.priority);
+  s.max_whole_gpus = std::max(s.max_whole_gpus, r.whole_gpus);
+  s.last_placed_at_s = std::max(s.last_placed_at_s, r.placed_at_s);
+}
+
+PodLedger::PlacedSummary PodLedger::SummaryOfNode(int node) const {
+  if (node < 0 || static_cast<size_t>(node) >= summaries_.size()) return {};
+  return summaries_[static_cast<size_t>(node)];
+}
+
 void PodLedger::AttachToNode(uint32_t slot) {
   Slot& s = slots_[slot];
   const size_t node = static_cast<size_t>(s.pod.placement.node);
-  if (nodes_.size() <= node) nodes_.resize(node + 1);
+  if (nodes_.size() <= node) {
+    nodes_.resize(node + 1);
+    summaries_.resize(node + 1);
+  }
   s.pos_on_node = static_cast<uint32_t>(nodes_[node].size());
-  nodes_[node].push_back(slot);
+  const core::PodShape& shape = s.pod.shape;
+  nodes_[node].push_back({.slot = slot,
+                          .priority = s.pod.priority,
+                          .whole_gpus = shape.gpu_milli >= core::kMilliGpu ? shape.num_gpu : 0,
+                          .ns_id = s.ns_id,
+                          .placed_at_s = s.pod.placed_at_s});
+  Widen(summaries_[node], nodes_[node].back());
 }
 
 void PodLedger::DetachFromNode(uint32_t slot) {
   Slot& s = slots_[slot];
-  std::vector<uint32_t>& list = nodes_[static_cast<size_t>(s.pod.placement.node)];
-  SEEDANCE_CHECK(s.pos_on_node < list.size() && list[s.pos_on_node] == slot)
+  std::vector<PlacedRef>& list = nodes_[static_cast<size_t>(s.pod.placement.node)];
+  SEEDANCE_CHECK(s.pos_on_node < list.size() && list[s.pos_on_node].slot == slot)
       << "ledger node index out of step for pod " << s.pod.uid;
-  const uint32_t last = list.back();
+  const PlacedRef last = list.back();
   list[s.pos_on_node] = last;
-  slots_[last].pos_on_node = s.pos_on_node;
+  slots_[last.slot].pos_on_node = s.pos_on_node;
   list.pop_back();
+  // Removing can only narrow the bounds: recompute them from what is left.
+  PlacedSummary& sum = summaries_[static_cast<size_t>(s.pod.placement.node)];
+  sum = PlacedSummary{};
+  for (const PlacedRef& r : list) Widen(sum, r);
 }
 
 absl::Status PodLedger::Add(PodInfo pod) {
@@ -104,7 +128,10 @@ absl::Status PodLedger::Add(PodInfo pod) {
   } else {
     pod.placement = core::Placement{};
     pod.assume_deadline_ns = 0;
+    pod.placed_at_s = 0;
   }
+  auto [ns, fresh] = ns_ids_.try_emplace(pod.ns, static_cast<uint32_t>(ns_names_.size()));
+  if (fresh) ns_names_.push_back(pod.ns);
   uint32_t slot;
   if (!free_.empty()) {
     slot = free_.back();
@@ -116,6 +143,7 @@ absl::Status PodLedger::Add(PodInfo pod) {
   Slot& s = slots_[slot];
   s.pod = std::move(pod);
   s.live = true;
+  s.ns_id = ns->second;
   by_uid_.emplace(s.pod.uid, slot);
   if (!name_key.empty()) by_name_.emplace(std::move(name_key), slot);
   ++counts_[static_cast<int>(s.pod.phase)];
@@ -126,7 +154,7 @@ absl::Status PodLedger::Add(PodInfo pod) {
 }
 
 absl::Status PodLedger::Assume(std::string_view uid, const core::Placement& placement,
-                               int64_t deadline_ns) {
+                               int64_t deadline_ns, double placed_at_s) {
   uint32_t slot = 0;
   Slot* s = FindSlot(uid, &slot);
   if (!s) return absl::NotFoundError(absl::StrCat(Quoted(uid), " not found"));
@@ -138,6 +166,7 @@ absl::Status PodLedger::Assume(std::string_view uid, const core::Placement& plac
   if (absl::Status st = CheckPlacement(uid, placement); !st.ok()) return st;
   s->pod.placement = placement;
   s->pod.assume_deadline_ns = deadline_ns;
+  s->pod.placed_at_s = placed_at_s;
   SetPhase(*s, PodPhase::kAssumed);
   AttachToNode(slot);
   assumed_.emplace(deadline_ns, slot);
@@ -171,6 +200,7 @@ absl::Status PodLedger::Forget(std::string_view uid) {
   DetachFromNode(slot);
   s->pod.placement = core::Placement{};
   s->pod.assume_deadline_ns = 0;
+  s->pod.placed_at_s = 0;
   SetPhase(*s, PodPhase::kPending);
   return absl::OkStatus();
 }
@@ -202,20 +232,20 @@ absl::StatusOr<PodInfo> PodLedger::Remove(std::string_view uid) {
 std::vector<const PodInfo*> PodLedger::PodsOnNode(int node) const {
   std::vector<const PodInfo*> out;
   if (node < 0 || static_cast<size_t>(node) >= nodes_.size()) return out;
-  const std::vector<uint32_t>& list = nodes_[static_cast<size_t>(node)];
+  const std::vector<PlacedRef>& list = nodes_[static_cast<size_t>(node)];
   out.reserve(list.size());
-  for (uint32_t slot : list) out.push_back(&slots_[slot].pod);
+  for (const PlacedRef& r : list) out.push_back(&slots_[r.slot].pod);
   return out;
 }
 
 std::vector<const PodInfo*> PodLedger::PodsOnGpu(int node, int gpu) const {
   std::vector<const PodInfo*> out;
   if (node < 0 || static_cast<size_t>(node) >= nodes_.size()) return out;
-  for (uint32_t slot : nodes_[static_cast<size_t>(node)]) {
-    const core::Placement& p = slots_[slot].pod.placement;
+  for (const PlacedRef& r : nodes_[static_cast<size_t>(node)]) {
+    const core::Placement& p = slots_[r.slot].pod.placement;
     for (int8_t g : p.gpu_ids()) {
       if (g == gpu) {
-        out.push_back(&slots_[slot].pod);
+        out.push_back(&slots_[r.slot].pod);
         break;
       }
     }
@@ -226,6 +256,27 @@ std::vector<const PodInfo*> PodLedger::PodsOnGpu(int node, int gpu) const {
 size_t PodLedger::num_pods_on_node(int node) const {
   if (node < 0 || static_cast<size_t>(node) >= nodes_.size()) return 0;
   return nodes_[static_cast<size_t>(node)].size();
+}
+
+std::span<const PlacedRef> PodLedger::PlacedOnNode(int node) const {
+  if (node < 0 || static_cast<size_t>(node) >= nodes_.size()) return {};
+  return nodes_[static_cast<size_t>(node)];
+}
+
+const PodInfo& PodLedger::PodAt(uint32_t slot) const {
+  SEEDANCE_CHECK(slot < slots_.size() && slots_[slot].live)
+      << "ledger slot " << slot << " holds no pod";
+  return slots_[slot].pod;
+}
+
+uint32_t PodLedger::NamespaceId(std::string_view ns) const {
+  auto it = ns_ids_.find(Sv(ns));
+  return it == ns_ids_.end() ? kNoNamespaceId : it->second;
+}
+
+const std::string& PodLedger::NamespaceName(uint32_t id) const {
+  SEEDANCE_CHECK(id < ns_names_.size()) << "namespace id " << id << " was never given";
+  return ns_names_[id];
 }
 
 std::vector<std::string> PodLedger::ExpiredAssumptions(int64_t now_ns) const {
@@ -258,8 +309,12 @@ void PodLedger::CheckInvariants() const {
       ++placed;
       const size_t node = static_cast<size_t>(s.pod.placement.node);
       SEEDANCE_CHECK(node < nodes_.size() && s.pos_on_node < nodes_[node].size() &&
-                     nodes_[node][s.pos_on_node] == slot)
+                     nodes_[node][s.pos_on_node].slot == slot)
           << "node index out of step for pod " << s.pod.uid;
+      const PlacedRef& r = nodes_[node][s.pos_on_node];
+      SEEDANCE_CHECK(r.priority == s.pod.priority && r.ns_id == s.ns_id &&
+                     r.placed_at_s == s.pod.placed_at_s && ns_names_[s.ns_id] == s.pod.ns)
+          << "node index record out of step for pod " << s.pod.uid;
     } else {
       SEEDANCE_CHECK(s.pod.placement.node == -1) << "pending pod " << s.pod.uid << " has a node";
     }
@@ -270,7 +325,17 @@ void PodLedger::CheckInvariants() const {
     }
   }
   size_t on_nodes = 0;
-  for (const std::vector<uint32_t>& list : nodes_) on_nodes += list.size();
+  SEEDANCE_CHECK(summaries_.size() == nodes_.size()) << "node summaries out of step";
+  for (size_t node = 0; node < nodes_.size(); ++node) {
+    on_nodes += nodes_[node].size();
+    PlacedSummary want;
+    for (const PlacedRef& r : nodes_[node]) Widen(want, r);
+    const PlacedSummary& have = summaries_[node];
+    SEEDANCE_CHECK(have.min_priority == want.min_priority &&
+                   have.max_whole_gpus == want.max_whole_gpus &&
+                   have.last_placed_at_s == want.last_placed_at_s)
+        << "summary of node " << node << " out of step with its pods";
+  }
   SEEDANCE_CHECK(live == size_ && counts == counts_) << "pod counts out of step";
   SEEDANCE_CHECK(by_uid_.size() == live && by_name_.size() == named) << "index sizes";
   SEEDANCE_CHECK(on_nodes == placed && assumed_.size() == assumed) << "node/deadline index sizes";
@@ -305,13 +370,23 @@ void PodLedger::CorruptForTesting(std::string_view uid, TestCorruption what) {
       by_uid_.emplace(absl::StrCat(Sv(uid), "~ghost"), slot);
       return;
     case TestCorruption::kDuplicateOnNode:
-      nodes_[static_cast<size_t>(pod.placement.node)].push_back(slot);
+      nodes_[static_cast<size_t>(pod.placement.node)].push_back(
+          nodes_[static_cast<size_t>(pod.placement.node)][s->pos_on_node]);
       return;
     case TestCorruption::kFreeList:
       free_.push_back(slot);
       return;
     case TestCorruption::kPhase:
       pod.phase = PodPhase::kBound;
+      return;
+    case TestCorruption::kNodeSummary:
+      --summaries_[static_cast<size_t>(pod.placement.node)].min_priority;
+      return;
+    case TestCorruption::kSummaryCount:
+      summaries_.pop_back();
+      return;
+    case TestCorruption::kNodeRecord:
+      ++nodes_[static_cast<size_t>(pod.placement.node)][s->pos_on_node].priority;
       return;
     case TestCorruption::kPlacementGpus:
       for (int i = 0; i < pod.placement.num_gpus; ++i) ++pod.placement.gpus[static_cast<size_t>(i)];

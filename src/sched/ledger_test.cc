@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -334,6 +335,61 @@ TEST(PodLedger, RandomOperationsMatchAModel) {
   }
 }
 
+// The compact per-node records and their summary follow every transition: what a node lists is
+// its placed pods' priority, whole GPUs, namespace id and placement time, and the summary is the
+// bound over exactly those.
+TEST(PodLedger, PlacedRecordsAndSummariesFollowThePods) {
+  PodLedger l;
+  auto pod = [](std::string uid, std::string ns, int32_t priority, int32_t whole) {
+    PodInfo p = Pod(std::move(uid), std::move(ns));
+    p.priority = priority;
+    p.shape.num_gpu = whole > 0 ? whole : 1;
+    p.shape.gpu_milli = whole > 0 ? core::kMilliGpu : 500;
+    return p;
+  };
+  ASSERT_TRUE(l.Add(pod("a", "team-x", 5, 2)).ok());
+  ASSERT_TRUE(l.Add(pod("b", "team-y", 1, 0)).ok());
+  ASSERT_TRUE(l.Add(pod("c", "team-x", 3, 4)).ok());
+  EXPECT_EQ(l.NamespaceId("team-x"), 0u);
+  EXPECT_EQ(l.NamespaceId("team-y"), 1u);
+  EXPECT_EQ(l.NamespaceId("nobody"), PodLedger::kNoNamespaceId);
+  EXPECT_EQ(l.NamespaceName(1), "team-y");
+  EXPECT_TRUE(l.PlacedOnNode(0).empty());
+  EXPECT_EQ(l.SummaryOfNode(0).min_priority, std::numeric_limits<int32_t>::max());
+
+  ASSERT_TRUE(l.Assume("a", On(0, {0, 1}), 1, 10.0).ok());
+  ASSERT_TRUE(l.Assume("b", On(0, {2}), 1, 20.0).ok());
+  ASSERT_TRUE(l.Assume("c", On(1, {0, 1, 2, 3}), 1, 30.0).ok());
+  l.CheckInvariants();
+  ASSERT_EQ(l.PlacedOnNode(0).size(), 2u);
+  std::map<std::string, PlacedRef> on0;
+  for (const PlacedRef& r : l.PlacedOnNode(0)) on0[l.PodAt(r.slot).uid] = r;
+  EXPECT_EQ(on0["a"].priority, 5);
+  EXPECT_EQ(on0["a"].whole_gpus, 2);
+  EXPECT_EQ(on0["a"].ns_id, 0u);
+  EXPECT_EQ(on0["a"].placed_at_s, 10.0);
+  EXPECT_EQ(on0["b"].whole_gpus, 0) << "a GPU-sharing pod holds no whole GPU";
+  EXPECT_EQ(on0["b"].ns_id, 1u);
+  EXPECT_EQ(l.Find("b")->placed_at_s, 20.0);
+  PodLedger::PlacedSummary s0 = l.SummaryOfNode(0);
+  EXPECT_EQ(s0.min_priority, 1);
+  EXPECT_EQ(s0.max_whole_gpus, 2);
+  EXPECT_EQ(s0.last_placed_at_s, 20.0);
+
+  // Removing the pod that set a bound narrows it to what is left.
+  ASSERT_TRUE(l.Forget("b").ok());
+  EXPECT_EQ(l.Find("b")->placed_at_s, 0.0) << "a Pending pod has no placement time";
+  s0 = l.SummaryOfNode(0);
+  EXPECT_EQ(s0.min_priority, 5);
+  EXPECT_EQ(s0.last_placed_at_s, 10.0);
+  ASSERT_TRUE(l.Remove("a").ok());
+  EXPECT_TRUE(l.PlacedOnNode(0).empty());
+  EXPECT_EQ(l.SummaryOfNode(0).max_whole_gpus, 0);
+  EXPECT_EQ(l.SummaryOfNode(1).max_whole_gpus, 4);
+  EXPECT_EQ(l.NamespaceId("team-x"), 0u) << "ids outlive the pods";
+  l.CheckInvariants();
+}
+
 // Death tests: one per invariant the ledger checks. The broken states come from
 // CorruptForTesting (the public API cannot reach them); each test breaks one record and shows
 // that the check guarding it stops the process with its own message.
@@ -376,8 +432,9 @@ TEST(PodLedgerDeathTest, AuditCatchesAMissingNameEntry) {
 }
 
 TEST(PodLedgerDeathTest, AuditCatchesAStaleNodePosition) {
-  EXPECT_DEATH(CorruptAndRun("u3", Corrupt::kNodePosition, Audit),
-               "nodes_\\[node\\]\\[s.pos_on_node\\] == slot: node index out of step for pod u3");
+  EXPECT_DEATH(
+      CorruptAndRun("u3", Corrupt::kNodePosition, Audit),
+      "nodes_\\[node\\]\\[s.pos_on_node\\].slot == slot: node index out of step for pod u3");
 }
 
 TEST(PodLedgerDeathTest, AuditCatchesAPendingPodWithANode) {
@@ -403,6 +460,30 @@ TEST(PodLedgerDeathTest, AuditCatchesAPodListedTwiceOnItsNode) {
 
 TEST(PodLedgerDeathTest, AuditCatchesALiveSlotOnTheFreeList) {
   EXPECT_DEATH(CorruptAndRun("u1", Corrupt::kFreeList, Audit), "free list out of step");
+}
+
+TEST(PodLedgerDeathTest, AuditCatchesANodeRecordOutOfStep) {
+  EXPECT_DEATH(CorruptAndRun("u3", Corrupt::kNodeRecord, Audit),
+               "node index record out of step for pod u3");
+}
+
+TEST(PodLedgerDeathTest, AuditCatchesANodeSummaryOutOfStep) {
+  EXPECT_DEATH(CorruptAndRun("u3", Corrupt::kNodeSummary, Audit),
+               "summary of node 2 out of step with its pods");
+}
+
+TEST(PodLedgerDeathTest, AuditCatchesMissingNodeSummaries) {
+  EXPECT_DEATH(CorruptAndRun("u3", Corrupt::kSummaryCount, Audit), "node summaries out of step");
+}
+
+TEST(PodLedgerDeathTest, PodAtAnEmptySlotDies) {
+  EXPECT_DEATH(CorruptAndRun("u1", Corrupt::kPhaseCount, [](PodLedger& l) { (void)l.PodAt(99); }),
+               "ledger slot 99 holds no pod");
+}
+
+TEST(PodLedgerDeathTest, ANamespaceIdNeverGivenDies) {
+  PodLedger l;
+  EXPECT_DEATH((void)l.NamespaceName(3), "namespace id 3 was never given");
 }
 
 TEST(PodLedgerDeathTest, CorruptForTestingNeedsAPodInTheLedger) {

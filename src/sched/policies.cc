@@ -26,13 +26,11 @@ constexpr double kMaxSpecCpu = 128000;
 constexpr double kMaxSpecGpu = 8000;
 constexpr int64_t kMaxSpecGpuInt = 8000;
 
-int64_t GpuLeftTotal(const ClusterState& s, int n) {
-  int64_t t = 0;
-  for (int32_t v : s.gpu_left(n)) t += v;
-  return t;
-}
+int64_t GpuLeftTotal(const ClusterState& s, int n) { return s.gpu_milli_left(n); }
 
 // Min-max normalisation into [0, 100] (reference: plugin_utils.go NormalizeScore).
+// Maps scores onto 0..100. Only the highest raw score maps to 100: for v < hi, (v - lo) x 100
+// < range x 100, so the truncated quotient is at most 99 (the argmax is kept: NormalizeKeepsTop).
 void MinMaxNormalize(std::span<int64_t> scores) {
   int64_t hi = std::numeric_limits<int64_t>::min(), lo = std::numeric_limits<int64_t>::max();
   for (int64_t v : scores) {
@@ -166,6 +164,7 @@ class BestFitPlugin : public ScorePlugin {
   bool Cacheable() const override { return true; }
   bool HasNormalize() const override { return true; }
   void NormalizeScore(std::span<int64_t> scores) const override { MinMaxNormalize(scores); }
+  bool NormalizeKeepsTop() const override { return true; }  // MinMaxNormalize: see there
   int64_t Score(const CycleState& c, const ClusterState& s, int n) override {
     const PodShape& pod = *c.pod;
     const double free_cpu = static_cast<double>(s.cpu_left(n));

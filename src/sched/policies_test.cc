@@ -9,6 +9,8 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <random>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -166,6 +168,68 @@ TEST_F(PolicyTest, BestFitPicksNodeWithLeastCpuAndGpuLeft) {
           {"sharing pod to the used GPU that fits", {{2, Share(600), {1}}}, Share(300), 2, {1}},
           {"sharing pod skips a GPU too small", {{2, Share(600), {1}}}, Share(500), 2, {0}},
       });
+}
+
+// bestfit's one scorer says its min-max normalisation keeps the top (NormalizeKeepsTop), so the
+// framework selects on raw scores. The same profile with a scorer that delegates everything but
+// that claim is selected the long way (normalised); both must make the same decision at every
+// step of a random stream with departures, ties included.
+class NormalisedTheLongWay : public ScorePlugin {
+ public:
+  explicit NormalisedTheLongWay(std::shared_ptr<ScorePlugin> inner) : inner_(std::move(inner)) {}
+  std::string_view Name() const override { return inner_->Name(); }
+  int64_t Score(const CycleState& c, const ClusterState& s, int n) override {
+    return inner_->Score(c, s, n);
+  }
+  bool HasNormalize() const override { return inner_->HasNormalize(); }
+  void NormalizeScore(std::span<int64_t> scores) const override { inner_->NormalizeScore(scores); }
+  bool Cacheable() const override { return inner_->Cacheable(); }
+
+ private:
+  std::shared_ptr<ScorePlugin> inner_;
+};
+
+TEST_F(PolicyTest, BestFitSelectsOnRawScoresAsItWouldNormalised) {
+  std::vector<NodeSpec> nodes;
+  for (int i = 0; i < 24; ++i) {  // few kinds of node, so that many scores tie
+    nodes.push_back(
+        {"n" + std::to_string(i), 16000 * (1 + i % 3), 262144, 2 * (1 + i % 4), "A", 0, 0});
+  }
+  auto fast = Registry::Builtins().Create("bestfit", PolicyContext{});
+  auto slow = Registry::Builtins().Create("bestfit", PolicyContext{});
+  ASSERT_TRUE(fast.ok() && slow.ok());
+  ASSERT_EQ(fast->scores.size(), 1u);
+  ASSERT_TRUE(fast->scores[0].plugin->NormalizeKeepsTop());
+  slow->scores[0].plugin = std::make_shared<NormalisedTheLongWay>(slow->scores[0].plugin);
+  ASSERT_FALSE(slow->scores[0].plugin->NormalizeKeepsTop());
+  FrameworkOptions o;
+  o.node_order = Framework::RandomNodeOrder(static_cast<int>(nodes.size()), 7);
+  Framework fw_fast(*std::move(fast), o), fw_slow(*std::move(slow), o);
+  ClusterState s_fast = Cluster(nodes, {}), s_slow = Cluster(nodes, {});
+  std::mt19937_64 rng(11);
+  const std::vector<PodShape> shapes = {Cpu(4000), Share(250),     Share(500, 2000),
+                                        Whole(1),  Whole(2, 8000), Whole(4, 2000)};
+  std::vector<std::pair<PodShape, Placement>> bound;
+  int placed = 0;
+  for (int step = 0; step < 3000; ++step) {
+    if (!bound.empty() && rng() % 3 == 0) {
+      const size_t i = rng() % bound.size();
+      fw_fast.Release(bound[i].first, bound[i].second, s_fast);
+      fw_slow.Release(bound[i].first, bound[i].second, s_slow);
+      bound[i] = bound.back();
+      bound.pop_back();
+    }
+    const PodShape& pod = shapes[rng() % shapes.size()];
+    Outcome a = fw_fast.Schedule(pod, s_fast);
+    Outcome b = fw_slow.Schedule(pod, s_slow);
+    ASSERT_EQ(a.code, b.code) << "step " << step;
+    if (!a.ok()) continue;
+    ASSERT_EQ(a.placement.node, b.placement.node) << "step " << step;
+    ASSERT_EQ(Gpus(a.placement), Gpus(b.placement)) << "step " << step;
+    bound.push_back({pod, a.placement});
+    ++placed;
+  }
+  EXPECT_GT(placed, 1000);
 }
 
 // ---- packing: shared GPU (>= 50) > free GPU on used node (33..50) > empty node (<= 33) ---------

@@ -148,13 +148,12 @@ absl::Status Scheduler::RestorePod(PodInfo pod, double now_s) {
     return st;
   }
   const double deadline = now_s + options_.assume_timeout_s;
-  if (absl::Status st = ledger_.Assume(uid, placement, static_cast<int64_t>(deadline * 1e9));
+  if (absl::Status st = ledger_.Assume(uid, placement, static_cast<int64_t>(deadline * 1e9), now_s);
       !st.ok()) {
     return st;
   }
   Account(*ledger_.Find(uid), true, +1);
   JoinGang(*ledger_.Find(uid));
-  placed_at_[uid] = now_s;
   if (phase == PodPhase::kBound) return ledger_.Bind(uid);
   return absl::OkStatus();
 }
@@ -174,7 +173,6 @@ absl::Status Scheduler::DeletePod(std::string_view uid, double now_s) {
   }
   last_failure_.erase(Str(uid));
   placed_by_.erase(Str(uid));
-  placed_at_.erase(Str(uid));
   absl::StatusOr<PodInfo> removed = ledger_.Remove(uid);
   if (!removed.ok()) return removed.status();
   Record(Change::kPodDeleted, Str(uid));
@@ -225,7 +223,6 @@ absl::Status Scheduler::Forget(std::string_view uid, double now_s) {
   const int node = pod->placement.node;
   ReleaseResources(*pod);
   placed_by_.erase(Str(uid));
-  placed_at_.erase(Str(uid));
   if (absl::Status st = ledger_.Forget(uid); !st.ok()) return st;
   AccountMove(*pod, /*to_placed=*/false);
   Record(Change::kPodUnbound, Str(uid));
@@ -246,7 +243,6 @@ absl::Status Scheduler::Evict(std::string_view uid, double now_s) {
     PodInfo copy = *pod;
     ReleaseResources(copy);
     placed_by_.erase(copy.uid);
-    placed_at_.erase(copy.uid);
     absl::StatusOr<PodInfo> removed = ledger_.Remove(uid);
     if (!removed.ok()) return removed.status();
     const int node = copy.placement.node;
@@ -370,12 +366,12 @@ void Scheduler::CommitPlacement(const std::string& uid, const Outcome& out, doub
   const double deadline = now_s + options_.assume_timeout_s;
   // The pod came off the queue, so the ledger holds it Pending and the framework checked the
   // placement: Assume (and Bind right after) cannot fail unless queue and ledger are out of step.
-  absl::Status recorded = ledger_.Assume(uid, out.placement, static_cast<int64_t>(deadline * 1e9));
+  absl::Status recorded =
+      ledger_.Assume(uid, out.placement, static_cast<int64_t>(deadline * 1e9), now_s);
   if (recorded.ok() && options_.internal_binding) recorded = ledger_.Bind(uid);
   SEEDANCE_CHECK(recorded.ok()) << "pod " << uid
                                 << " placed but not recorded in the ledger: " << recorded.message();
   Record(options_.internal_binding ? Change::kPodBound : Change::kPodAssumed, uid);
-  placed_at_[uid] = now_s;
 }
 
 absl::StatusOr<Diagnosis> Scheduler::Explain(std::string_view uid) const {

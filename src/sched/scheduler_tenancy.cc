@@ -11,6 +11,8 @@
 // victims are gone. Victims go back to Pending and are queued again.
 #include <algorithm>
 #include <limits>
+#include <span>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "seedance/sched/scheduler.h"
@@ -116,10 +118,68 @@ bool Scheduler::MayDisrupt(int leaf, double now_s) {
   return static_cast<int64_t>(times.size()) < budget;
 }
 
+std::vector<Scheduler::VictimRule> Scheduler::VictimRules(const PodInfo& pod, bool reclaim,
+                                                          const std::vector<Resources>& shares,
+                                                          double now_s) {
+  // Index 0: pods in no queue; q + 1: leaf queue q.
+  const int leaf = LeafOf(pod);
+  const int num_queues = queues_ ? static_cast<int>(queues_->size()) : 0;
+  std::vector<VictimRule> rules(static_cast<size_t>(num_queues) + 1);
+  for (int other = -1; other < num_queues; ++other) {
+    if (other >= 0 && !queues_->is_leaf(other)) continue;
+    VictimRule& r = rules[static_cast<size_t>(other + 1)];
+    r.lower_priority = preemption_ && (!queues_ || other == leaf);
+    r.any_priority =
+        reclaim && other != leaf && (other < 0 || queues_->OverFairShare(other, shares));
+    // A queue whose disruption budget is spent keeps its pods.
+    r.protect = !MayDisrupt(other, now_s);
+  }
+  return rules;
+}
+
+VictimSet Scheduler::SearchVictims(const PodInfo& pod, const core::PodShape& shape,
+                                   const std::vector<VictimRule>& rules, double now_s) {
+  // Node by node over the ledger's compact per-node records: no PodInfo is read, and a node
+  // whose summary already rules it out is not read at all.
+  std::vector<const VictimRule*> rule_of_ns(ledger_.num_namespace_ids());
+  for (uint32_t id = 0; id < rule_of_ns.size(); ++id) {
+    auto it = queues_ ? ns_leaf_.find(ledger_.NamespaceName(id)) : ns_leaf_.end();
+    rule_of_ns[id] = &rules[it == ns_leaf_.end() ? 0 : static_cast<size_t>(it->second) + 1];
+  }
+  const int64_t need = shape.num_gpu;
+  VictimSearch search(need);
+  std::vector<VictimCandidate> eligible;
+  for (int n = 0; n < state_.num_nodes(); ++n) {
+    if (!state_.schedulable(n)) continue;
+    const int64_t free = state_.free_gpus(n);
+    if (free >= need || ledger_.num_pods_on_node(n) == 0) continue;
+    const PodLedger::PlacedSummary sum = ledger_.SummaryOfNode(n);
+    // Every pod here loses at least (now - the latest placement) GPU-seconds.
+    if (search.RulesOut(free, sum.max_whole_gpus, sum.min_priority,
+                        std::max(0.0, now_s - sum.last_placed_at_s)) ||
+        !state_.Accessible(n, shape)) {
+      continue;
+    }
+    eligible.clear();
+    for (const PlacedRef& r : ledger_.PlacedOnNode(n)) {
+      const VictimRule& rule = *rule_of_ns[r.ns_id];
+      if (rule.protect ||
+          !(rule.any_priority || (rule.lower_priority && r.priority < pod.priority))) {
+        continue;
+      }
+      // Lost work: GPU-seconds since it was placed (no checkpoints are known).
+      const double ran_s = std::max(0.0, now_s - r.placed_at_s);
+      eligible.push_back({r.slot, n, r.priority, r.whole_gpus,
+                          ran_s * static_cast<double>(std::max(r.whole_gpus, 1)), false});
+    }
+    search.Node(n, free, eligible);
+  }
+  return search.TakeBest();
+}
+
 bool Scheduler::Preempt(const PodInfo& pod, const core::PodShape& shape, double now_s) {
   // Whole GPUs to free; a pod without GPUs does not preempt.
-  const int64_t need = shape.num_gpu;
-  if (need <= 0) return false;
+  if (shape.num_gpu <= 0) return false;
   const int leaf = LeafOf(pod);
   std::vector<Resources> shares;
   bool reclaim = false;
@@ -129,54 +189,28 @@ bool Scheduler::Preempt(const PodInfo& pod, const core::PodShape& shape, double 
     reclaim = leaf >= 0 && queues_->MayReclaim(leaf, DemandOf(pod), shares);
   }
   if (!reclaim && !preemption_) return false;
-  std::vector<VictimCandidate> candidates;
-  std::vector<const PodInfo*> by_id;
-  std::vector<int8_t> accessible(static_cast<size_t>(state_.num_nodes()), -1);  // per node, once
-  ledger_.ForEach([&](const PodInfo& p) {
-    if (p.phase == PodPhase::kPending) return;
-    int8_t& ok = accessible[p.placement.node];
-    if (ok < 0) ok = state_.Accessible(p.placement.node, shape) ? 1 : 0;
-    if (ok == 0) return;
-    const int other = LeafOf(p);
-    bool allowed = preemption_ && p.priority < pod.priority && (!queues_ || other == leaf);
-    if (!allowed && reclaim && other != leaf) {
-      allowed = other < 0 || queues_->OverFairShare(other, shares);
-    }
-    if (!allowed) return;
-    const int64_t gpus = static_cast<int64_t>(DemandOf(p)[kQueueGpus]);
-    // A queue whose disruption budget is spent keeps its pods.
-    const bool protect = !MayDisrupt(other, now_s);
-    // Lost work: GPU-seconds since it was placed (no checkpoints are known).
-    auto at = placed_at_.find(p.uid);
-    const double ran_s = at == placed_at_.end() ? 0 : std::max(0.0, now_s - at->second);
-    candidates.push_back({by_id.size(), p.placement.node, p.priority, gpus,
-                          ran_s * static_cast<double>(std::max<int64_t>(gpus, 1)), protect});
-    by_id.push_back(&p);
-  });
-  if (candidates.empty()) return false;
-  std::vector<int64_t> free(static_cast<size_t>(state_.num_nodes()));
-  for (int n = 0; n < state_.num_nodes(); ++n) {
-    free[n] = state_.schedulable(n) && state_.alive(n) ? state_.free_gpus(n) : -(1 << 20);
-  }
-  const VictimSet set = MinimalVictims(std::numeric_limits<int32_t>::max(), need, free, candidates);
+  const VictimSet set = SearchVictims(pod, shape, VictimRules(pod, reclaim, shares, now_s), now_s);
   if (set.node < 0) return false;
+  // Copies: evicting re-adds pods to the ledger, which may reuse slots.
+  std::vector<PodInfo> victims;
+  for (uint64_t slot : set.victims) victims.push_back(ledger_.PodAt(static_cast<uint32_t>(slot)));
   // The node must also hold the pod's CPU and memory once the victims are gone.
   int64_t cpu = state_.cpu_left(set.node), mem = state_.memory_left(set.node);
   std::vector<std::string> uids;
-  for (uint64_t id : set.victims) {
-    cpu += by_id[id]->shape.cpu_milli;
-    mem += by_id[id]->shape.memory_mib;
-    uids.push_back(by_id[id]->uid);
+  for (const PodInfo& v : victims) {
+    cpu += v.shape.cpu_milli;
+    mem += v.shape.memory_mib;
+    uids.push_back(v.uid);
   }
   if (cpu < shape.cpu_milli || mem < shape.memory_mib) return false;
   std::vector<PodInfo> gang_victims;
-  for (uint64_t id : set.victims) {
-    if (!by_id[id]->gang.empty()) gang_victims.push_back(*by_id[id]);
+  for (const PodInfo& v : victims) {
+    if (!v.gang.empty()) gang_victims.push_back(v);
   }
   const std::string why = absl::StrCat("preempted for pod ", pod.ns, "/", pod.name,
                                        reclaim ? " (reclaim)" : " (higher priority)");
-  for (uint64_t id : set.victims) {
-    if (const int leaf_v = LeafOf(*by_id[id]); leaf_v >= 0) {
+  for (const PodInfo& v : victims) {
+    if (const int leaf_v = LeafOf(v); leaf_v >= 0) {
       disruptions_[queues_->spec(leaf_v).name].push_back(now_s);
     }
   }

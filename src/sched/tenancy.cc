@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "seedance/base/check.h"
 
 namespace seedance::sched {
 namespace {
@@ -206,85 +207,109 @@ bool QueueTree::OverFairShare(int leaf, const std::vector<Resources>& shares) co
 
 VictimSet MinimalVictims(int32_t priority, int64_t need, const std::vector<int64_t>& free,
                          const std::vector<VictimCandidate>& running) {
-  // One pass: what eviction could free on each node. Only nodes where it is enough are looked
-  // at further, so the cost is one pass over the pods plus the few nodes that qualify.
+  // Group the eligible candidates by node with one counting sort, then search node by node.
   const size_t nodes = free.size();
-  std::vector<int64_t> room(free.begin(), free.end());
-  std::vector<uint32_t> count(nodes, 0);
   auto eligible = [&](const VictimCandidate& c) {
     return c.priority < priority && !c.protected_pod && c.node >= 0 &&
            static_cast<size_t>(c.node) < nodes;
   };
+  std::vector<size_t> start(nodes + 1, 0);
   for (const VictimCandidate& c : running) {
-    if (!eligible(c)) continue;
-    room[c.node] += c.gpus;
-    ++count[c.node];
+    if (eligible(c)) ++start[static_cast<size_t>(c.node) + 1];
   }
-  // Nodes that qualify: room enough with eviction, and not already enough without.
-  std::vector<int32_t> qualify;
-  for (size_t n = 0; n < nodes; ++n) {
-    if (room[n] >= need && free[n] < need && count[n] > 0) qualify.push_back(static_cast<int32_t>(n));
-  }
-  VictimSet best;
-  if (qualify.empty()) return best;
-  // The qualifying nodes' pods in one flat array, node by node (a counting sort: no allocation
-  // per node).
-  std::vector<int32_t> slot(nodes, -1);
-  std::vector<size_t> start(qualify.size() + 1, 0);
-  for (size_t i = 0; i < qualify.size(); ++i) {
-    slot[qualify[i]] = static_cast<int32_t>(i);
-    start[i + 1] = start[i] + count[qualify[i]];
-  }
-  std::vector<const VictimCandidate*> flat(start.back());
+  for (size_t n = 0; n < nodes; ++n) start[n + 1] += start[n];
+  std::vector<VictimCandidate> flat(start.back());
   std::vector<size_t> fill(start.begin(), start.end() - 1);
   for (const VictimCandidate& c : running) {
-    if (eligible(c) && slot[c.node] >= 0) flat[fill[slot[c.node]]++] = &c;
+    if (eligible(c)) flat[fill[static_cast<size_t>(c.node)]++] = c;
   }
-  auto cheaper = [](const VictimCandidate* a, const VictimCandidate* b) {
+  VictimSearch search(need);
+  for (size_t n = 0; n < nodes; ++n) {
+    if (start[n + 1] == start[n]) continue;
+    search.Node(static_cast<int32_t>(n), free[n],
+                std::span<const VictimCandidate>(flat.data() + start[n], start[n + 1] - start[n]));
+  }
+  return search.TakeBest();
+}
+
+bool VictimSearch::RulesOut(int64_t free, int64_t largest, int32_t lowest, double least) const {
+  if (best_.node < 0) return false;
+  if (largest <= 0) return true;  // evicting frees nothing
+  // At least ceil(gap / largest) victims are needed, each of priority >= lowest.
+  const int64_t gap = need_ - free;
+  const size_t at_least = static_cast<size_t>((gap + largest - 1) / largest);
+  const size_t best_count = best_.victims.size();
+  if (at_least != best_count) return at_least > best_count;
+  if (lowest != best_.max_priority) return lowest > best_.max_priority;
+  // Only a set of `at_least` victims, all of priority `lowest`, ties so far; each loses at least
+  // `least`. Summed in the same order of operations as a real set's total, the bound is at most
+  // any such total (rounding is monotone).
+  double bound = 0;
+  for (size_t k = 0; k < at_least; ++k) bound += least;
+  // On equal totals the lower node wins, and best_ came from an earlier node.
+  return bound >= best_.lost_gpu_s;
+}
+
+bool VictimSearch::CannotWin(int64_t free, std::span<const VictimCandidate> eligible) const {
+  if (best_.node < 0) return false;
+  int64_t largest = 0;
+  int32_t lowest = std::numeric_limits<int32_t>::max();
+  for (const VictimCandidate& c : eligible) {
+    largest = std::max(largest, c.gpus);
+    lowest = std::min(lowest, c.priority);
+  }
+  // The least lost work among the lowest-priority candidates (the only ones a tie can hold).
+  double least = std::numeric_limits<double>::infinity();
+  for (const VictimCandidate& c : eligible) {
+    if (c.priority == lowest) least = std::min(least, c.lost_gpu_s);
+  }
+  return RulesOut(free, largest, lowest, least);
+}
+
+void VictimSearch::Node(int32_t node, int64_t free, std::span<const VictimCandidate> eligible) {
+  SEEDANCE_CHECK(node > last_node_) << "VictimSearch: node " << node << " after node " << last_node_
+                                    << " (nodes must come in ascending order)";
+  last_node_ = node;
+  if (free >= need_ || eligible.empty()) return;  // room without eviction is not preemption
+  int64_t room = free;
+  for (const VictimCandidate& c : eligible) room += c.gpus;
+  if (room < need_ || CannotWin(free, eligible)) return;
+  order_.clear();
+  for (const VictimCandidate& c : eligible) order_.push_back(&c);
+  std::sort(order_.begin(), order_.end(), [](const VictimCandidate* a, const VictimCandidate* b) {
     if (a->priority != b->priority) return a->priority < b->priority;
     if (a->lost_gpu_s != b->lost_gpu_s) return a->lost_gpu_s < b->lost_gpu_s;
     return a->id < b->id;
-  };
-  std::vector<const VictimCandidate*> chosen;
-  for (size_t i = 0; i < qualify.size(); ++i) {
-    const int32_t node = qualify[i];
-    const auto first = flat.begin() + static_cast<std::ptrdiff_t>(start[i]);
-    const auto last = flat.begin() + static_cast<std::ptrdiff_t>(start[i + 1]);
-    std::sort(first, last, cheaper);
-    chosen.clear();
-    int64_t freed = free[node];
-    for (auto it = first; it != last && freed < need; ++it) {
-      freed += (*it)->gpus;
-      chosen.push_back(*it);
-    }
-    // A victim taken early may be unneeded once a larger one is in (kube-scheduler's "reprieve"):
-    // give back, most valuable first, every victim the others make room without.
-    for (size_t k = chosen.size(); k-- > 0;) {
-      if (freed - chosen[k]->gpus >= need) {
-        freed -= chosen[k]->gpus;
-        chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(k));
-      }
-    }
-    // Compare before building: most nodes lose on the victim count alone.
-    if (best.node >= 0 && chosen.size() > best.victims.size()) continue;
-    VictimSet set;
-    set.node = node;
-    set.max_priority = std::numeric_limits<int32_t>::min();
-    for (const VictimCandidate* p : chosen) {
-      set.lost_gpu_s += p->lost_gpu_s;
-      set.max_priority = std::max(set.max_priority, p->priority);
-    }
-    const bool wins =
-        best.node < 0 || chosen.size() < best.victims.size() ||
-        set.max_priority < best.max_priority ||
-        (set.max_priority == best.max_priority &&
-         (set.lost_gpu_s < best.lost_gpu_s ||
-          (set.lost_gpu_s == best.lost_gpu_s && node < best.node)));
-    if (!wins) continue;
-    for (const VictimCandidate* p : chosen) set.victims.push_back(p->id);
-    best = std::move(set);
+  });
+  chosen_.clear();
+  int64_t freed = free;
+  for (auto it = order_.begin(); it != order_.end() && freed < need_; ++it) {
+    freed += (*it)->gpus;
+    chosen_.push_back(*it);
   }
-  return best;
+  // A victim taken early may be unneeded once a larger one is in (kube-scheduler's "reprieve"):
+  // give back, most valuable first, every victim the others make room without.
+  for (size_t k = chosen_.size(); k-- > 0;) {
+    if (freed - chosen_[k]->gpus >= need_) {
+      freed -= chosen_[k]->gpus;
+      chosen_.erase(chosen_.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+  }
+  // Compare before building: most nodes lose on the victim count alone.
+  if (best_.node >= 0 && chosen_.size() > best_.victims.size()) return;
+  VictimSet set;
+  set.node = node;
+  set.max_priority = std::numeric_limits<int32_t>::min();
+  for (const VictimCandidate* p : chosen_) {
+    set.lost_gpu_s += p->lost_gpu_s;
+    set.max_priority = std::max(set.max_priority, p->priority);
+  }
+  const bool wins = best_.node < 0 || chosen_.size() < best_.victims.size() ||
+                    set.max_priority < best_.max_priority ||
+                    (set.max_priority == best_.max_priority && set.lost_gpu_s < best_.lost_gpu_s);
+  if (!wins) return;
+  for (const VictimCandidate* p : chosen_) set.victims.push_back(p->id);
+  best_ = std::move(set);
 }
 
 }  // namespace seedance::sched

@@ -1,6 +1,10 @@
 #include "seedance/sched/tenancy.h"
 
+#include <algorithm>
+#include <limits>
+#include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -219,6 +223,85 @@ TEST(MinimalVictimsTest, AHigherPriorityPodPreemptsTheMinimalVictimSet) {
     EXPECT_EQ(v.node, c.want_node) << c.name;
     EXPECT_EQ(v.victims, c.want) << c.name;
   }
+}
+
+// The search with its bounds against a plain one (every node searched, no bound), on random
+// clusters built to tie: few priorities, few sizes, few distinct lost-work values.
+VictimSet PlainMinimalVictims(int32_t priority, int64_t need, const std::vector<int64_t>& free,
+                              const std::vector<VictimCandidate>& running) {
+  VictimSet best;
+  size_t best_count = 0;
+  for (size_t n = 0; n < free.size(); ++n) {
+    if (free[n] >= need) continue;
+    std::vector<VictimCandidate> here;
+    for (const VictimCandidate& c : running) {
+      if (c.node == static_cast<int32_t>(n) && c.priority < priority && !c.protected_pod) {
+        here.push_back(c);
+      }
+    }
+    std::sort(here.begin(), here.end(), [](const VictimCandidate& a, const VictimCandidate& b) {
+      return std::tie(a.priority, a.lost_gpu_s, a.id) < std::tie(b.priority, b.lost_gpu_s, b.id);
+    });
+    std::vector<VictimCandidate> chosen;
+    int64_t freed = free[n];
+    for (const VictimCandidate& c : here) {
+      if (freed >= need) break;
+      freed += c.gpus;
+      chosen.push_back(c);
+    }
+    if (freed < need) continue;
+    for (size_t k = chosen.size(); k-- > 0;) {
+      if (freed - chosen[k].gpus >= need) {
+        freed -= chosen[k].gpus;
+        chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(k));
+      }
+    }
+    double lost = 0;
+    int32_t top = std::numeric_limits<int32_t>::min();
+    for (const VictimCandidate& c : chosen) {
+      lost += c.lost_gpu_s;
+      top = std::max(top, c.priority);
+    }
+    if (best.node >= 0 && std::tie(best_count, best.max_priority, best.lost_gpu_s) <=
+                              std::make_tuple(chosen.size(), top, lost)) {
+      continue;
+    }
+    best = VictimSet{static_cast<int32_t>(n), {}, lost, top};
+    best_count = chosen.size();
+    for (const VictimCandidate& c : chosen) best.victims.push_back(c.id);
+  }
+  return best;
+}
+
+TEST(MinimalVictimsTest, TheBoundsNeverChangeTheAnswer) {
+  std::mt19937_64 rng(5);
+  int found = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int nodes = 1 + static_cast<int>(rng() % 40);
+    std::vector<int64_t> free(static_cast<size_t>(nodes));
+    for (int64_t& f : free) f = static_cast<int64_t>(rng() % 3);
+    std::vector<VictimCandidate> running;
+    const int pods = static_cast<int>(rng() % 200);
+    for (int i = 0; i < pods; ++i) {
+      running.push_back({static_cast<uint64_t>(i), static_cast<int32_t>(rng() % nodes),
+                         static_cast<int32_t>(rng() % 4), static_cast<int64_t>(rng() % 4),
+                         static_cast<double>(rng() % 3) * 0.1, rng() % 10 == 0});
+    }
+    const int32_t priority = static_cast<int32_t>(1 + rng() % 4);
+    const int64_t need = static_cast<int64_t>(1 + rng() % 6);
+    const VictimSet want = PlainMinimalVictims(priority, need, free, running);
+    const VictimSet got = MinimalVictims(priority, need, free, running);
+    ASSERT_EQ(got.node, want.node) << "trial " << trial;
+    ASSERT_EQ(got.victims, want.victims) << "trial " << trial;
+    found += got.node >= 0;
+  }
+  EXPECT_GT(found, 100) << "too few instances had a victim set to compare";
+}
+
+TEST(MinimalVictimsDeathTest, NodesOutOfOrderDie) {
+  VictimSearch search(2);
+  search.Node(3, 0, {});
+  EXPECT_DEATH(search.Node(2, 0, {}), "node 2 after node 3");
 }
 
 }  // namespace

@@ -259,6 +259,8 @@ class ClusterState {
   // Whole GPUs entirely free on node n, and the most milli-GPU left on any one of its GPUs.
   int free_gpus(int n) const { return free_gpus_[n]; }
   int32_t max_gpu_left(int n) const { return max_gpu_left_[n]; }
+  // Milli-GPU left on node n, summed over its GPUs (O(1)).
+  int32_t gpu_milli_left(int n) const { return gpu_milli_left_[n]; }
 
   // Places the pod on placement.node using exactly the listed GPUs, pinned to placement.numa
   // when >= 0. Fails (state unchanged) if anything would go negative (the node's totals, or
@@ -333,6 +335,7 @@ class ClusterState {
   std::vector<uint64_t> model_bit_;  // 1 << model, 0 for nodes without a GPU model
   std::vector<int32_t> free_gpus_;
   std::vector<int32_t> max_gpu_left_;
+  std::vector<int32_t> gpu_milli_left_;
   std::vector<uint8_t> blocked_;  // kBlocked* bits per node; 0 = schedulable
   std::vector<std::string> model_names_;
   absl::flat_hash_map<std::string, int> by_name_;  // live nodes only

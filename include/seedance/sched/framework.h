@@ -151,6 +151,11 @@ class ScorePlugin : public virtual Plugin {
   // If true, NormalizeScore maps the feasible nodes' scores into [0, 100].
   virtual bool HasNormalize() const { return false; }
   virtual void NormalizeScore(std::span<int64_t> /*scores*/) const {}
+  // True if NormalizeScore gives its highest value exactly to the nodes whose raw score is the
+  // highest (to all of them when all tie), as min-max normalisation does. A profile whose only
+  // scorer says so (with a weight >= 0) selects on raw scores, skipping the normalising pass: the
+  // chosen node is the same.
+  virtual bool NormalizeKeepsTop() const { return false; }
   // True if Score depends only on node n's allocation, the pod's cpu/GPU request and model
   // mask, and Epoch() (see the score cache above).
   virtual bool Cacheable() const { return false; }
@@ -269,6 +274,8 @@ class Framework {
   // One pass over the feasible nodes: weighted sum of every scorer, best total, first in node
   // order on ties. For profiles without filters or normalisation.
   int SelectUnnormalized(const CycleState& cycle, const core::ClusterState& state);
+  // False when the raw scores select the same node as the normalised ones (NormalizeKeepsTop).
+  bool NeedsNormalizing() const;
   // Scores, normalises and sums per scorer, then selects. Returns the best node.
   int SelectNormalized(const CycleState& cycle, const core::ClusterState& state);
   // Sizes rank_ for the state's node count (node_order, extended for nodes added since).

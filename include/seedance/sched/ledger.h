@@ -25,8 +25,10 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <map>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -57,6 +59,20 @@ struct PodInfo {
   int64_t revision = 0;       // revision of the last change
   int64_t created_unix_ns = 0;
   int64_t assume_deadline_ns = 0;  // Assumed only
+  // Assumed or Bound: the scheduler's clock when it was placed (a victim's lost work counts
+  // from it). Not persisted: a restored pod counts from its restore.
+  double placed_at_s = 0;
+};
+
+// A placed pod as its node's list keeps it, so that a pass over a node's pods (the preemption
+// victim search) reads no PodInfo: its slot (PodAt), priority, the whole GPUs it holds (0 for
+// a GPU-sharing or CPU-only pod), its namespace's id (NamespaceId) and when it was placed.
+struct PlacedRef {
+  uint32_t slot = 0;
+  int32_t priority = 0;
+  int32_t whole_gpus = 0;
+  uint32_t ns_id = 0;
+  double placed_at_s = 0;
 };
 
 class PodLedger {
@@ -77,7 +93,9 @@ class PodLedger {
 
   // Pending -> Assumed on the placement, expiring at deadline_ns. NotFound, FailedPrecondition
   // (not Pending), InvalidArgument (placement without a node or with a bad GPU count).
-  absl::Status Assume(std::string_view uid, const core::Placement& placement, int64_t deadline_ns);
+  // placed_at_s becomes the pod's placed_at_s.
+  absl::Status Assume(std::string_view uid, const core::Placement& placement, int64_t deadline_ns,
+                      double placed_at_s = 0);
   // Assumed -> Bound (the binder confirmed). NotFound, FailedPrecondition (not Assumed).
   absl::Status Bind(std::string_view uid);
   // Assumed -> Pending (bind failed or timed out); the placement is dropped. NotFound,
@@ -93,6 +111,26 @@ class PodLedger {
   std::vector<const PodInfo*> PodsOnGpu(int node, int gpu) const;
   // Number of Assumed and Bound pods on the node, O(1).
   size_t num_pods_on_node(int node) const;
+  // The node's Assumed and Bound pods as compact records (any order); empty for an unknown
+  // node. Valid until the next change to the ledger.
+  std::span<const PlacedRef> PlacedOnNode(int node) const;
+  // Bounds over PlacedOnNode(node), kept as pods come and go, so that a search can rule a
+  // node out without reading its pods: the lowest priority, the most whole GPUs one pod holds,
+  // the latest placed_at_s. {INT32_MAX, 0, -inf} for a node without pods.
+  struct PlacedSummary {
+    int32_t min_priority = std::numeric_limits<int32_t>::max();
+    int32_t max_whole_gpus = 0;
+    double last_placed_at_s = -std::numeric_limits<double>::infinity();
+  };
+  PlacedSummary SummaryOfNode(int node) const;
+  // The pod in a slot that PlacedOnNode named. REQUIRES: a live slot (dies otherwise).
+  const PodInfo& PodAt(uint32_t slot) const;
+  // Namespaces get small ids, in first-seen order, kept for the ledger's life (a namespace
+  // whose pods are all gone keeps its id). kNoNamespaceId for a namespace never seen.
+  static constexpr uint32_t kNoNamespaceId = 0xFFFFFFFFu;
+  uint32_t NamespaceId(std::string_view ns) const;
+  size_t num_namespace_ids() const { return ns_names_.size(); }
+  const std::string& NamespaceName(uint32_t id) const;
   // UIDs of the Assumed pods whose deadline is at or before now_ns, earliest deadline first,
   // in O(expired + log pods).
   std::vector<std::string> ExpiredAssumptions(int64_t now_ns) const;
@@ -124,6 +162,9 @@ class PodLedger {
   //   kFreeList         the free list names its slot
   //   kPhase            its phase becomes Bound without any index following
   //   kPlacementGpus    (placed) every GPU index of its placement moves up by one
+  //   kNodeRecord       (placed) its record in its node's list gets another priority
+  //   kNodeSummary      (placed) its node's summary claims a lower priority than any pod's
+  //   kSummaryCount     the node summaries lose their last entry
   enum class TestCorruption {
     kDropUid,
     kDropName,
@@ -135,7 +176,10 @@ class PodLedger {
     kDuplicateOnNode,
     kFreeList,
     kPhase,
-    kPlacementGpus
+    kPlacementGpus,
+    kNodeRecord,
+    kNodeSummary,
+    kSummaryCount
   };
   void CorruptForTesting(std::string_view uid, TestCorruption what);
 
@@ -144,6 +188,7 @@ class PodLedger {
     PodInfo pod;
     bool live = false;
     uint32_t pos_on_node = 0;  // index in nodes_[pod.placement.node] when placed
+    uint32_t ns_id = 0;
   };
 
   // nullptr if absent; *slot (when given) receives its index.
@@ -152,13 +197,17 @@ class PodLedger {
   static absl::Status CheckPlacement(std::string_view uid, const core::Placement& p);
   void AttachToNode(uint32_t slot);
   void DetachFromNode(uint32_t slot);
+  static void Widen(PlacedSummary& s, const PlacedRef& r);
   void SetPhase(Slot& s, PodPhase phase);
 
   std::deque<Slot> slots_;  // stable addresses; freed slots are reused
   std::vector<uint32_t> free_;
   absl::flat_hash_map<std::string, uint32_t> by_uid_;
   absl::flat_hash_map<std::string, uint32_t> by_name_;
-  std::vector<std::vector<uint32_t>> nodes_;        // node -> slots of its Assumed/Bound pods
+  std::vector<std::vector<PlacedRef>> nodes_;  // node -> its Assumed/Bound pods
+  std::vector<PlacedSummary> summaries_;       // node -> bounds over nodes_[node]
+  absl::flat_hash_map<std::string, uint32_t> ns_ids_;
+  std::vector<std::string> ns_names_;               // by id
   std::set<std::pair<int64_t, uint32_t>> assumed_;  // (deadline, slot)
   size_t size_ = 0;
   std::array<size_t, kNumPodPhases> counts_{};

@@ -192,6 +192,18 @@ class Scheduler {
   // Evicts the cheapest allowed victim set that makes room for the pod (PostFilter); true if
   // it did. A victim in a gang takes its whole gang with it.
   bool Preempt(const PodInfo& pod, const core::PodShape& shape, double now_s);
+  // Which placed pods a preemptor may evict, by queue (index 0: pods in no queue; q + 1: leaf
+  // queue q): those of lower priority, any, and none while the queue's budget is spent.
+  struct VictimRule {
+    bool lower_priority = false;
+    bool any_priority = false;
+    bool protect = false;
+  };
+  std::vector<VictimRule> VictimRules(const PodInfo& pod, bool reclaim,
+                                      const std::vector<Resources>& shares, double now_s);
+  // The cheapest victim set for the pod under those rules (VictimSearch over every node).
+  VictimSet SearchVictims(const PodInfo& pod, const core::PodShape& shape,
+                          const std::vector<VictimRule>& rules, double now_s);
   // True while the leaf queue's disruption budget allows one more eviction now.
   bool MayDisrupt(int leaf, double now_s);
   // Gangs (scheduler_gang.cc): "namespace/gang" of a pod ("" for none), the members' uids.
@@ -234,9 +246,6 @@ class Scheduler {
   int64_t preemptions_ = 0;
   std::map<std::string, std::set<std::string>, std::less<>> gangs_;  // key -> member uids
   std::map<std::string, uint64_t, std::less<>> gang_failed_at_;      // key -> queue event count
-  // When each placed pod was placed (for a victim's lost work); restored pods count from their
-  // restore.
-  std::map<std::string, double, std::less<>> placed_at_;
   // Leaf queue name -> times of its pods' evictions (kept across reloads, by name).
   std::map<std::string, std::deque<double>, std::less<>> disruptions_;
 };

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -135,6 +136,36 @@ struct VictimSet {
 // `free` is each node's free GPUs.
 VictimSet MinimalVictims(int32_t priority, int64_t need, const std::vector<int64_t>& free,
                          const std::vector<VictimCandidate>& running);
+
+// MinimalVictims node by node, for callers that keep their pods by node: Node() is handed each
+// node's free GPUs and the candidates the caller has found eligible there (already filtered by
+// priority and protection), in ascending node order; best() is then MinimalVictims' answer.
+// A node whose lower bound on (victims, highest victim priority, lost GPU-seconds) cannot beat
+// the best set so far is not searched further, so a full cluster costs about one pass over its
+// candidates. Victim ids are the candidates' ids.
+class VictimSearch {
+ public:
+  explicit VictimSearch(int64_t need) : need_(need) {}
+  // REQUIRES: node greater than the previous call's (dies otherwise).
+  void Node(int32_t node, int64_t free, std::span<const VictimCandidate> eligible);
+  // True if a node (the next to be handed to Node) whose every victim set holds at least
+  // ceil((need - free) / largest) pods, each of priority >= lowest and losing >= least
+  // GPU-seconds, cannot beat the best set so far. Callers that keep such bounds per node skip
+  // reading its pods.
+  bool RulesOut(int64_t free, int64_t largest, int32_t lowest, double least) const;
+  const VictimSet& best() const { return best_; }
+  VictimSet TakeBest() { return std::move(best_); }
+
+ private:
+  // True if no set on the node being searched can beat best_ (which came from an earlier
+  // node, so it wins ties).
+  bool CannotWin(int64_t free, std::span<const VictimCandidate> eligible) const;
+
+  int64_t need_;
+  int32_t last_node_ = -1;
+  VictimSet best_;
+  std::vector<const VictimCandidate*> order_, chosen_;  // scratch, kept between nodes
+};
 
 }  // namespace seedance::sched
 
