@@ -11,6 +11,7 @@
 #include "seedance/core/cluster_state.h"
 #include "seedance/sched/framework.h"
 #include "seedance/sched/registry.h"
+#include "seedance/sched/topology.h"
 
 namespace seedance::cost {
 namespace {
@@ -70,13 +71,14 @@ struct PlanContext {
 };
 
 // Chooses GPUs on node n for the pod: capacity from the ClusterState, projected utilisation
-// below the cap, and (for multi-GPU pods that had it) one NUMA node and NVLink peers.
+// below the cap, and (for multi-GPU pods that had it) one NUMA node and NVLink peers. Whole GPUs
+// come from the one topology-aware chooser (sched::ChooseGpuSet) on the GPUs under the cap; a
+// sharing pod takes the GPU under the cap with the least room that holds it.
 bool ChooseGpus(const PlanContext& ctx, const core::ClusterState& s, const core::PodShape& pod,
                 int n, core::Placement* out) {
   out->node = n;
   out->num_gpus = 0;
   if (pod.num_gpu == 0) return true;
-  const NodeProfile& node = ctx.profile->nodes[n];
   const auto left = s.gpu_left(n);
   const double cap = ctx.options->target_gpu_util_cap_pct;
   auto util_ok = [&](int g) { return ctx.gpu_util[n][g] + ctx.pod_util_per_gpu <= cap; };
@@ -90,64 +92,60 @@ bool ChooseGpus(const PlanContext& ctx, const core::ClusterState& s, const core:
     out->gpus[0] = static_cast<int8_t>(best);
     return true;
   }
-  std::vector<int> free;
+  sched::GpuSetNeeds needs;
+  needs.usable = 0;
   for (int g = 0; g < static_cast<int>(left.size()); ++g) {
-    if (left[g] == core::kMilliGpu && util_ok(g)) free.push_back(g);
+    if (util_ok(g)) needs.usable |= 1u << g;
   }
-  if (static_cast<int>(free.size()) < pod.num_gpu) return false;
-  auto linked = [&](int a, int b) {
-    const auto& p = node.gpus[a].nvlink_peers;
+  needs.nvlink = ctx.need_nvlink;
+  needs.one_numa = ctx.need_one_numa;
+  return sched::ChooseGpuSet(s, n, pod.num_gpu, needs, out);
+}
+
+// The profile's GPU attachment as the chooser reads it: each GPU's NUMA node, and NVLink groups
+// as the connected parts of the peer lists where every two GPUs of a part are peers (NVSwitch
+// systems, NVLink bridge pairs). A part that is not (a hybrid cube mesh) gets no group: the
+// chooser cannot then keep a pod's NVLink there, so such a pod is not moved onto it. The NUMA
+// nodes get no CPU or memory share, so no pod is pinned (the profile does not say how the
+// node's CPU divides).
+core::NodeTopology TopologyOf(const NodeProfile& node) {
+  core::NodeTopology t;
+  const int gpus = static_cast<int>(node.gpus.size());
+  std::vector<int> part(gpus);
+  std::iota(part.begin(), part.end(), 0);
+  auto root = [&](int g) {
+    while (part[g] != g) g = part[g] = part[part[g]];
+    return g;
+  };
+  for (int g = 0; g < gpus; ++g) {
+    for (int peer : node.gpus[g].nvlink_peers) {
+      if (peer >= 0 && peer < gpus) part[root(peer)] = root(g);
+    }
+  }
+  auto peers = [&](int a, int b) {
+    const std::vector<int>& p = node.gpus[a].nvlink_peers;
     return std::find(p.begin(), p.end(), b) != p.end();
   };
-  // Prefer a set within one NUMA node whose members are all NVLink peers; greedy from each seed.
-  std::vector<int> best;
-  int best_rank = -1;  // 2 = same NUMA + NVLink, 1 = one of them, 0 = neither
-  for (int seed : free) {
-    std::vector<int> set = {seed};
-    for (int g : free) {
-      if (static_cast<int>(set.size()) == pod.num_gpu) break;
-      if (g == seed) continue;
-      bool ok = node.gpus[g].numa_node == node.gpus[seed].numa_node;
-      for (int m : set) ok = ok && linked(g, m);
-      if (ok) set.push_back(g);
-    }
-    if (static_cast<int>(set.size()) == pod.num_gpu) {
-      best = set;
-      best_rank = 2;
-      break;
+  std::vector<char> clique(gpus, 1);  // by root
+  for (int a = 0; a < gpus; ++a) {
+    for (int b = 0; b < gpus; ++b) {
+      if (a != b && root(a) == root(b) && !peers(a, b)) clique[root(a)] = 0;
     }
   }
-  if (best_rank < 0) {
-    if (ctx.need_one_numa || ctx.need_nvlink) {
-      // Try the weaker requirement alone.
-      for (int seed : free) {
-        std::vector<int> set = {seed};
-        for (int g : free) {
-          if (static_cast<int>(set.size()) == pod.num_gpu) break;
-          if (g == seed) continue;
-          bool ok = true;
-          if (ctx.need_one_numa) ok = node.gpus[g].numa_node == node.gpus[seed].numa_node;
-          if (ctx.need_nvlink) {
-            for (int m : set) ok = ok && linked(g, m);
-          }
-          if (ok) set.push_back(g);
-        }
-        if (static_cast<int>(set.size()) == pod.num_gpu) {
-          best = set;
-          best_rank = 1;
-          break;
-        }
-      }
-      if (best_rank < 0) return false;
-    } else {
-      best.assign(free.begin(), free.begin() + pod.num_gpu);
-      best_rank = 0;
+  for (int g = 0; g < gpus; ++g) {
+    core::GpuTopology gt;
+    gt.numa_node = node.gpus[g].numa_node;
+    if (!node.gpus[g].nvlink_peers.empty() && clique[root(g)]) {
+      gt.nvlink_group = absl::StrCat("nvlink-", root(g));
     }
+    if (gt.numa_node >= 0 &&
+        std::none_of(t.numa.begin(), t.numa.end(),
+                     [&](const core::NumaInfo& i) { return i.id == gt.numa_node; })) {
+      t.numa.push_back({gt.numa_node, 0, 0});
+    }
+    t.gpus.push_back(std::move(gt));
   }
-  std::sort(best.begin(), best.end());
-  out->num_gpus = pod.num_gpu;
-  for (int i = 0; i < pod.num_gpu; ++i) out->gpus[i] = static_cast<int8_t>(best[i]);
-  return true;
+  return t;
 }
 
 class PlanFilter : public sched::FilterPlugin {
@@ -348,6 +346,7 @@ absl::StatusOr<Report> Analyze(const Profile& profile, const PriceTable& prices,
     specs[n].num_gpus = static_cast<int32_t>(node.gpus.size());
     specs[n].gpu_model = node.gpus.empty() ? "" : CanonicalGpuModel(node.GpuModel());
     specs[n].cost_usd_per_hour = node_usd_month[n] / prices.hours_per_month;
+    specs[n].topology = TopologyOf(node);
   }
   auto state_or = core::ClusterState::Create(std::move(specs));
   if (!state_or.ok()) return state_or.status();
@@ -465,7 +464,11 @@ absl::StatusOr<Report> Analyze(const Profile& profile, const PriceTable& prices,
   if (!sched_profile.ok()) return sched_profile.status();
   sched_profile->filters.push_back(std::make_shared<PlanFilter>(&ctx));
   sched_profile->reserve = std::make_shared<PlanReserve>(&ctx);
-  sched::Framework framework(std::move(*sched_profile), sched::FrameworkOptions{});
+  // The plan's Reserve chooses the GPUs itself (the cap and the link level it keeps), through
+  // the same chooser the framework would apply after it.
+  sched::FrameworkOptions fo;
+  fo.topology_gpus = false;
+  sched::Framework framework(std::move(*sched_profile), std::move(fo));
 
   std::vector<int> candidates;
   for (int n = 0; n < num_nodes; ++n) {

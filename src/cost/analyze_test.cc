@@ -103,6 +103,21 @@ TEST_F(AnalyzeTest, PlanFreesIdleAndLightNodesAndSavesTheirPrice) {
   }
 }
 
+// Peer lists that are not all-to-all within a part (a ring, like a hybrid cube mesh) give the
+// chooser no NVLink group: a pod that had NVLink is then not moved there, so the light nodes,
+// whose 2-GPU pods run on NVLink peers, stay; the idle nodes are still freed.
+TEST_F(AnalyzeTest, APodKeepsItsNvLinkOrIsNotMoved) {
+  Profile p = Cluster();
+  for (auto& node : p.nodes) {
+    const int gpus = static_cast<int>(node.gpus.size());
+    for (int g = 0; g < gpus; ++g)
+      node.gpus[g].nvlink_peers = {(g + 1) % gpus, (g + gpus - 1) % gpus};
+  }
+  const Report r = Run(p);
+  EXPECT_EQ(Freed(r, p), (std::set<std::string>{"node-gpu-03", "node-gpu-10"}));
+  for (const PlanStep& s : r.plan) EXPECT_TRUE(s.moves.empty()) << p.nodes[s.node].name;
+}
+
 TEST_F(AnalyzeTest, ATargetCapThatNoGpuMeetsFreesOnlyEmptyNodes) {
   const Profile p = Cluster();
   AnalyzeOptions o;

@@ -194,15 +194,45 @@ double RingAllReduceSeconds(const core::NodeSpec& node, std::span<const int8_t> 
 }
 
 bool ChooseGpuSet(const core::ClusterState& s, int n, int k, core::Placement* placement) {
-  const std::vector<int> free = FreeGpus(s, n);
+  return ChooseGpuSet(s, n, k, GpuSetNeeds{}, placement);
+}
+
+bool ChooseGpuSet(const core::ClusterState& s, int n, int k, const GpuSetNeeds& needs,
+                  core::Placement* placement) {
+  std::vector<int> free = FreeGpus(s, n);
+  std::erase_if(free, [&](int g) { return g >= 32 || ((needs.usable >> g) & 1u) == 0; });
   if (k < 0 || static_cast<int>(free.size()) < k) return false;
+  const bool topology = HasGpuTopology(s.node(n));
+  const bool constrained = needs.nvlink || needs.one_numa;
+  if (constrained && !topology) return false;
   std::vector<int> chosen;
-  if (HasGpuTopology(s.node(n))) {
+  if (constrained) {
+    // Groups that meet the needs: the same NVLink group and/or the same known NUMA node.
+    const NodeTopology& t = s.node(n).topology;
+    std::map<std::pair<std::string, int>, std::vector<int>> groups;
+    for (int g : free) {
+      const core::GpuTopology& gt = t.gpus[static_cast<size_t>(g)];
+      if ((needs.nvlink && gt.nvlink_group.empty()) || (needs.one_numa && gt.numa_node < 0)) {
+        continue;
+      }
+      groups[{needs.nvlink ? gt.nvlink_group : "", needs.one_numa ? gt.numa_node : -1}].push_back(
+          g);
+    }
+    const std::vector<int>* fit = nullptr;  // best fit; the lowest first index on ties
+    for (const auto& [key, g] : groups) {
+      if (static_cast<int>(g.size()) < k) continue;
+      if (!fit || g.size() < fit->size() || (g.size() == fit->size() && g[0] < (*fit)[0])) {
+        fit = &g;
+      }
+    }
+    if (!fit) return false;
+    Choose(t, *fit, k, kLevelNvLink, &chosen);
+  } else if (topology) {
     Choose(s.node(n).topology, free, k, kLevelNvLink, &chosen);
-    std::sort(chosen.begin(), chosen.end());
   } else {
     chosen.assign(free.begin(), free.begin() + k);
   }
+  std::sort(chosen.begin(), chosen.end());
   placement->num_gpus = k;
   for (int i = 0; i < k; ++i)
     placement->gpus[static_cast<size_t>(i)] = static_cast<int8_t>(chosen[i]);

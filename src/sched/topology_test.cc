@@ -125,6 +125,63 @@ TEST(TopologyTest, OnAnNvSwitchNodeSmallPodsKeepSwitchPairsAndSocketsWhole) {
   EXPECT_EQ(Chosen(s, 3), (std::vector<int>{1, 2, 3}));  // NUMA node 0's three free GPUs
 }
 
+// 8 GPUs: NVLink groups a = {0, 1} and b = {2, 3, 4, 5}, none for 6 and 7; NUMA 0 holds 0-3,
+// NUMA 1 holds 4-7; no PCIe switches.
+NodeSpec Islands() {
+  NodeSpec n{
+      .name = "n0", .cpu_milli = 64000, .memory_mib = 262144, .num_gpus = 8, .gpu_model = "A100"};
+  n.topology.numa = {{0, 32000, 131072}, {1, 32000, 131072}};
+  for (int g = 0; g < 8; ++g) {
+    core::GpuTopology t;
+    t.numa_node = g < 4 ? 0 : 1;
+    t.nvlink_group = g < 2 ? "a" : (g < 6 ? "b" : "");
+    n.topology.gpus.push_back(t);
+  }
+  return n;
+}
+
+std::vector<int> ChosenWith(const ClusterState& s, int k, const GpuSetNeeds& needs) {
+  Placement p;
+  p.node = 0;
+  if (!ChooseGpuSet(s, 0, k, needs, &p)) return {};
+  return std::vector<int>(p.gpus.begin(), p.gpus.begin() + p.num_gpus);
+}
+
+TEST(TopologyTest, NeedsKeepTheSetInOneNvLinkGroupOrNumaNode) {
+  const ClusterState s = One(Islands());
+  struct Case {
+    const char* name;
+    int k;
+    GpuSetNeeds needs;
+    std::vector<int> want;  // empty: no set meets the needs
+  };
+  const std::vector<Case> cases = {
+      {"NVLink: the group that fits best", 2, {.nvlink = true}, {0, 1}},
+      {"NVLink without GPU 0: inside the big group, one NUMA node",
+       2,
+       {.usable = 0xFEu, .nvlink = true},
+       {2, 3}},
+      {"NVLink, 3 GPUs: only the big group holds them", 3, {.nvlink = true}, {2, 3, 4}},
+      {"NVLink on one NUMA node, 3 GPUs: none", 3, {.nvlink = true, .one_numa = true}, {}},
+      {"one NUMA node without GPU 1: the other socket",
+       4,
+       {.usable = 0xFDu, .one_numa = true},
+       {4, 5, 6, 7}},
+      {"no needs but the usable GPUs: the rules above on those", 2, {.usable = 0xC0u}, {6, 7}},
+      {"too few usable", 3, {.usable = 0xC0u}, {}},
+  };
+  for (const Case& c : cases) EXPECT_EQ(ChosenWith(s, c.k, c.needs), c.want) << c.name;
+  // Without needs the two overloads agree.
+  for (int k = 1; k <= 8; ++k) EXPECT_EQ(ChosenWith(s, k, {}), Chosen(s, k)) << k;
+}
+
+TEST(TopologyTest, WithoutTopologyLinkNeedsAreNeverMet) {
+  const ClusterState s = One(Node(8, TopologyTemplate::kNone));
+  EXPECT_TRUE(ChosenWith(s, 2, {.nvlink = true}).empty());
+  EXPECT_TRUE(ChosenWith(s, 2, {.one_numa = true}).empty());
+  EXPECT_EQ(ChosenWith(s, 2, {.usable = 0x30u}), (std::vector<int>{4, 5}));
+}
+
 TEST(TopologyTest, MeasureComparesWithTheBestSetOnTheNode) {
   ClusterState s = One(Node(8, TopologyTemplate::kPcieTree));
   Take(s, {0, 1});

@@ -68,6 +68,20 @@ double RingAllReduceSeconds(const core::NodeSpec& node, std::span<const int8_t> 
 // (placement untouched) if fewer than k are free. Sets placement->num_gpus and gpus.
 bool ChooseGpuSet(const core::ClusterState& s, int n, int k, core::Placement* placement);
 
+// What a set must hold to beyond being fully free, for callers that keep a pod's link level
+// when they move it (cost analysis): only `usable` GPUs (bit g: GPU g), all in one NVLink
+// group, all on one known NUMA node. With nvlink or one_numa, the set comes from the best-fit
+// group that meets them (the fewest usable free GPUs that hold k), chosen inside by the rules
+// above; a node without GPU topology meets neither. Without them, the rules above run on the
+// usable free GPUs. false (placement untouched) when no set meets the needs.
+struct GpuSetNeeds {
+  uint32_t usable = 0xFFFFFFFFu;
+  bool nvlink = false;
+  bool one_numa = false;
+};
+bool ChooseGpuSet(const core::ClusterState& s, int n, int k, const GpuSetNeeds& needs,
+                  core::Placement* placement);
+
 // The NUMA node a pod's CPU and memory go to on placement.node (placement.gpus chosen):
 //   - a GPU pod whose GPUs' NUMA nodes are known: its home, the NUMA node holding most of its
 //     GPUs (lowest id on ties), if its CPU and memory fit in what that NUMA node has left for
