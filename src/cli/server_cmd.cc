@@ -20,6 +20,7 @@
 #include "seedance/base/parse.h"
 #include "seedance/base/text.h"
 #include "seedance/sched/frag.h"
+#include "seedance/sched/queue.h"
 #include "seedance/sched/registry.h"
 #include "seedance/server/http.h"
 #include "seedance/server/service.h"
@@ -44,6 +45,7 @@ struct ServerFlags {
   int max_connections = 128;
   double rate_limit = 0;
   double assume_timeout_s = 30;
+  double aging_s = 0;  // 0: no aging
   std::string ready_file;
   bool quiet = false;
 };
@@ -106,6 +108,7 @@ absl::StatusOr<server::ServiceOptions> ServiceOptionsOf(const ServerFlags& f) {
   o.scheduler.default_profile = {"default", f.placement, {}, {}};
   o.scheduler.seed = f.seed;
   o.scheduler.assume_timeout_s = f.assume_timeout_s;
+  if (f.aging_s > 0) o.scheduler.queue.less = sched::AgedPriority(f.aging_s);
   if (!f.oracle_pods.empty()) {
     absl::StatusOr<std::vector<core::PodSpec>> pods = trace::ReadPodCsv(f.oracle_pods);
     if (!pods.ok()) return pods.status();
@@ -270,6 +273,9 @@ Command AddServerCommand(CLI::App& app) {
             "Requests per second over all clients (429 beyond); 0 = unlimited");
   AddDuration(s, "--assume-timeout", &f->assume_timeout_s, 1, base::Closed(1, 86400),
               "How long an external binder has to confirm a placement");
+  AddDuration(s, "--aging", &f->aging_s, 1, base::Closed(0, 366 * 86400.0),
+              "Queue aging: each DURATION a pending pod has waited counts as one priority level "
+              "in the queue order (docs/tenancy.md, \"Aging\"); 0 = off");
   s->add_option("--ready-file", f->ready_file,
                 "Write the server's URL to FILE once it accepts requests")
       ->type_name("FILE");

@@ -14,6 +14,16 @@ QueueLess PriorityThenArrival() {
   };
 }
 
+QueueLess AgedPriority(double aging_s) {
+  SEEDANCE_CHECK(aging_s > 0) << "AgedPriority: the aging interval must be > 0, not " << aging_s;
+  return [aging_s](const QueuedPod& a, const QueuedPod& b) {
+    const double ka = static_cast<double>(a.priority) - a.arrived_s / aging_s;
+    const double kb = static_cast<double>(b.priority) - b.arrived_s / aging_s;
+    if (ka != kb) return ka > kb;
+    return a.seq < b.seq;
+  };
+}
+
 std::string_view QueueEventName(QueueEvent e) {
   switch (e) {
     case QueueEvent::kNodeAdded:

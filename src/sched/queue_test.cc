@@ -65,6 +65,37 @@ TEST(SchedulingQueue, QueueSortExtensionPoint) {
   EXPECT_EQ(Drain(q2, 0), (std::vector<uint64_t>{3, 5, 7}));
 }
 
+// Aging, 10 s a level: A (priority 0, arrived at 0) is behind B (priority 1, arrived at 5: 0.5
+// levels of aging are not enough) but ahead of C (priority 1, arrived at 15) and of D (priority
+// 2, arrived at 30). Without aging both priority-1 pods and D come first.
+TEST(SchedulingQueue, AgingCountsWaitingAsPriority) {
+  auto pod = [](uint64_t id, int32_t priority, double arrived_s) {
+    QueuedPod q = P(id, priority);
+    q.arrived_s = arrived_s;
+    return q;
+  };
+  QueueOptions o;
+  o.less = AgedPriority(10);
+  SchedulingQueue aged(o), plain;
+  for (SchedulingQueue* q : {&aged, &plain}) {
+    q->Add(pod(1, 0, 0), 30);   // A
+    q->Add(pod(2, 1, 5), 30);   // B
+    q->Add(pod(3, 1, 15), 30);  // C
+    q->Add(pod(4, 2, 30), 30);  // D: 2 - 3.0 = -1
+  }
+  EXPECT_EQ(Drain(aged, 30), (std::vector<uint64_t>{2, 1, 3, 4}));
+  EXPECT_EQ(Drain(plain, 30), (std::vector<uint64_t>{4, 2, 3, 1}));
+  // Equal keys go by arrival order (seq).
+  SchedulingQueue ties(o);
+  ties.Add(pod(6, 1, 10), 10);
+  ties.Add(pod(5, 0, 0), 10);
+  EXPECT_EQ(Drain(ties, 10), (std::vector<uint64_t>{5, 6}));
+}
+
+TEST(SchedulingQueueDeathTest, AgingNeedsAPositiveInterval) {
+  EXPECT_DEATH((void)AgedPriority(0), "the aging interval must be > 0, not 0");
+}
+
 TEST(SchedulingQueue, BackoffDoublesUpToTheCap) {
   SchedulingQueue q;  // 1 s .. 10 s
   EXPECT_EQ(q.BackoffFor(0), 0);

@@ -128,7 +128,9 @@ absl::Status Scheduler::SubmitPod(PodInfo pod, double now_s) {
   if (absl::StatusOr<Framework*> fw = FrameworkFor(*added); fw.ok()) {
     (*fw)->NotifyArrival(ResolvedShape(*added));
   }
-  queue_.Add({.id = id, .priority = priority, .seq = next_seq_++, .attempts = 0}, now_s);
+  queue_.Add(
+      {.id = id, .priority = priority, .seq = next_seq_++, .attempts = 0, .arrived_s = now_s},
+      now_s);
   return absl::OkStatus();
 }
 
@@ -229,7 +231,9 @@ absl::Status Scheduler::Forget(std::string_view uid, double now_s) {
   const uint64_t id = next_queue_id_++;
   queue_uid_[id] = Str(uid);
   uid_queue_[Str(uid)] = id;
-  queue_.Add({.id = id, .priority = pod->priority, .seq = next_seq_++, .attempts = 0}, now_s);
+  queue_.Add(
+      {.id = id, .priority = pod->priority, .seq = next_seq_++, .attempts = 0, .arrived_s = now_s},
+      now_s);
   RequeueAfterRoomFreed(node, now_s);
   return absl::OkStatus();
 }
@@ -254,7 +258,12 @@ absl::Status Scheduler::Evict(std::string_view uid, double now_s) {
     const uint64_t id = next_queue_id_++;
     queue_uid_[id] = copy.uid;
     uid_queue_[copy.uid] = id;
-    queue_.Add({.id = id, .priority = copy.priority, .seq = next_seq_++, .attempts = 0}, now_s);
+    queue_.Add({.id = id,
+                .priority = copy.priority,
+                .seq = next_seq_++,
+                .attempts = 0,
+                .arrived_s = now_s},
+               now_s);
     RequeueAfterRoomFreed(node, now_s);
     return absl::OkStatus();
   }

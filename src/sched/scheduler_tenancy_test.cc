@@ -199,6 +199,37 @@ TEST(SchedulerTenancyTest, TheVictimThatLosesTheLeastWorkGoes) {
   EXPECT_EQ(s->ledger().Find("old-0")->phase, PodPhase::kBound);
 }
 
+// One GPU, a pod of priority 0 waiting, and a new priority-5 pod every 10 s taking the GPU as
+// the last one ends. Without aging the old pod never runs; with aging (60 s a level) it runs
+// once it has waited more than 5 levels longer than the newest arrival, and not before.
+TEST(SchedulerTenancyTest, AgingKeepsALowPriorityPodFromStarving) {
+  for (const bool aging : {false, true}) {
+    SchedulerOptions o;
+    o.default_profile.policy = "bestfit";
+    if (aging) o.queue.less = AgedPriority(60);
+    auto s = *Scheduler::Create(o);
+    ASSERT_TRUE(s->PutNode(GpuNode("n0", 1)).ok());
+    ASSERT_TRUE(s->SubmitPod(Pod("batch", 0, 0), 0).ok());
+    ASSERT_TRUE(s->SubmitPod(Pod("urgent", 0, 5), 0).ok());
+    s->RunCycles(0);
+    double ran_at = -1;
+    for (int i = 1; i <= 60 && ran_at < 0; ++i) {
+      const double now = 10.0 * i;
+      ASSERT_TRUE(s->SubmitPod(Pod("urgent", i, 5), now).ok());
+      ASSERT_TRUE(s->DeletePod("urgent-" + std::to_string(i - 1), now).ok());
+      s->RunCycles(now);
+      if (s->ledger().Find("batch-0")->phase == PodPhase::kBound) ran_at = now;
+    }
+    if (!aging) {
+      EXPECT_LT(ran_at, 0) << "without aging the priority-0 pod never runs";
+    } else {
+      // At t = 10i the newest urgent pod arrived at 10i: batch (arrived 0) goes first once
+      // 0 - 0/60 >= 5 - 10i/60 (equal keys go to the earlier arrival), that is at t = 300.
+      EXPECT_EQ(ran_at, 300);
+    }
+  }
+}
+
 TEST(SchedulerTenancyTest, NoPreemptionUnlessAsked) {
   SchedulerOptions o;
   o.default_profile.policy = "bestfit";

@@ -1715,7 +1715,8 @@ def server_flag_cases():
                       absent=[("stderr", "\x1b"), ("stderr", tok)]))
     c.append(Case(E, "server/listen-not-local", SRV[:3] + ["192.0.2.1:7070"] + SRV[4:],
                   exit=1, msg=["192.0.2.1"], max_s=10))
-    for flag in ("--max-body", "--max-connections", "--rate-limit", "--assume-timeout", "--seed"):
+    for flag in ("--max-body", "--max-connections", "--rate-limit", "--assume-timeout", "--seed",
+                 "--aging"):
         for name, v in (("nan", "nan"), ("minus", "-1"), ("overflow", "1e999"), ("text", "lots"),
                         ("empty", "")):
             c.append(Case(B, "server/%s=%s" % (flag[2:], name), SRV + [flag, v], msg=[flag]))
@@ -1723,6 +1724,7 @@ def server_flag_cases():
                   msg=["--max-connections"]))
     c.append(Case(B, "server/assume-timeout-zero", SRV + ["--assume-timeout", "0"],
                   msg=["--assume-timeout"]))
+    c.append(Case(B, "server/aging-over-a-year", SRV + ["--aging", "367d"], msg=["--aging"]))
     c.append(Case(B, "server/placement-unknown", SRV + ["--placement", "nope"],
                   msg=["--placement"]))
     c.append(Case(E, "server/no-state", ["server", "--listen", "127.0.0.1:0"], msg=["--state"]))

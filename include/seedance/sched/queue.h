@@ -42,6 +42,8 @@ struct QueuedPod {
   uint64_t seq = 0;    // arrival order
   int attempts = 0;    // failed attempts so far (AddUnschedulable counts them)
   uint64_t group = 0;  // equivalence group; 0 = none (see above)
+  // When the pod first entered the queue (AgedPriority reads it; a failed attempt keeps it).
+  double arrived_s = 0;
   // Set by Pop: the queue's event count when the pod was popped (AddUnschedulable compares it).
   uint64_t popped_at_event = 0;
 };
@@ -50,6 +52,12 @@ struct QueuedPod {
 // order; pods it leaves equal are tried by id.
 using QueueLess = std::function<bool(const QueuedPod&, const QueuedPod&)>;
 QueueLess PriorityThenArrival();  // default: higher priority first, then lower seq
+// Aging: every `aging_s` seconds a pod has waited since it arrived is worth one priority level,
+// so that a pod of low priority is not overtaken forever by newer pods of higher priority (a
+// pod of priority p that arrived at t is tried before one of priority p + 1 that arrived after
+// t + aging_s). Its order, (priority - arrived_s / aging_s) higher first, then lower seq, does
+// not change with time, so the queue needs no re-sorting. REQUIRES: aging_s > 0.
+QueueLess AgedPriority(double aging_s);
 
 struct QueueOptions {
   double initial_backoff_s = 1;
