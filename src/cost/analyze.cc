@@ -74,8 +74,11 @@ struct PlanContext {
 // below the cap, and (for multi-GPU pods that had it) one NUMA node and NVLink peers. Whole GPUs
 // come from the one topology-aware chooser (sched::ChooseGpuSet) on the GPUs under the cap; a
 // sharing pod takes the GPU under the cap with the least room that holds it.
+// With out == nullptr it only says whether GPUs could be chosen (the Filter's question).
 bool ChooseGpus(const PlanContext& ctx, const core::ClusterState& s, const core::PodShape& pod,
                 int n, core::Placement* out) {
+  core::Placement unused;
+  if (out == nullptr) out = &unused;
   out->node = n;
   out->num_gpus = 0;
   if (pod.num_gpu == 0) return true;
@@ -99,6 +102,7 @@ bool ChooseGpus(const PlanContext& ctx, const core::ClusterState& s, const core:
   }
   needs.nvlink = ctx.need_nvlink;
   needs.one_numa = ctx.need_one_numa;
+  if (out == &unused) return sched::GpuSetFits(s, n, pod.num_gpu, needs);
   return sched::ChooseGpuSet(s, n, pod.num_gpu, needs, out);
 }
 
@@ -154,8 +158,7 @@ class PlanFilter : public sched::FilterPlugin {
   std::string_view Name() const override { return "cost-plan-filter"; }
   bool Filter(const sched::CycleState& c, const core::ClusterState& s, int n) const override {
     if (ctx_->excluded[n]) return false;
-    core::Placement p;
-    return ChooseGpus(*ctx_, s, *c.pod, n, &p);
+    return ChooseGpus(*ctx_, s, *c.pod, n, nullptr);
   }
 
  private:

@@ -1,6 +1,7 @@
 #include "seedance/sched/topology.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <map>
 #include <string>
@@ -197,40 +198,74 @@ bool ChooseGpuSet(const core::ClusterState& s, int n, int k, core::Placement* pl
   return ChooseGpuSet(s, n, k, GpuSetNeeds{}, placement);
 }
 
-bool ChooseGpuSet(const core::ClusterState& s, int n, int k, const GpuSetNeeds& needs,
-                  core::Placement* placement) {
+namespace {
+
+// The GPUs a set is chosen from: the usable fully free GPUs of node n, narrowed for nvlink or
+// one_numa to the best-fit group that meets them (the fewest that hold k; the lowest first
+// index on ties). false when fewer than k remain.
+bool SetPool(const core::ClusterState& s, int n, int k, const GpuSetNeeds& needs,
+             std::vector<int>* pool) {
   std::vector<int> free = FreeGpus(s, n);
   std::erase_if(free, [&](int g) { return g >= 32 || ((needs.usable >> g) & 1u) == 0; });
   if (k < 0 || static_cast<int>(free.size()) < k) return false;
-  const bool topology = HasGpuTopology(s.node(n));
-  const bool constrained = needs.nvlink || needs.one_numa;
-  if (constrained && !topology) return false;
+  if (!needs.nvlink && !needs.one_numa) {
+    *pool = std::move(free);
+    return true;
+  }
+  if (!HasGpuTopology(s.node(n))) return false;
+  // Groups by their first GPU (a node has at most kMaxGpusPerNode): no allocation per call
+  // beyond the pool, since a filter asks this of every node for every pod.
+  const NodeTopology& t = s.node(n).topology;
+  auto same = [&](int a, int b) {
+    const core::GpuTopology& x = t.gpus[static_cast<size_t>(a)];
+    const core::GpuTopology& y = t.gpus[static_cast<size_t>(b)];
+    return (!needs.nvlink || x.nvlink_group == y.nvlink_group) &&
+           (!needs.one_numa || x.numa_node == y.numa_node);
+  };
+  std::array<int, core::kMaxGpusPerNode> first{}, size{};
+  int groups = 0;
+  std::array<int, core::kMaxGpusPerNode> group_of{};
+  for (size_t i = 0; i < free.size(); ++i) {
+    const core::GpuTopology& gt = t.gpus[static_cast<size_t>(free[i])];
+    group_of[i] = -1;
+    if ((needs.nvlink && gt.nvlink_group.empty()) || (needs.one_numa && gt.numa_node < 0)) {
+      continue;
+    }
+    int at = 0;
+    while (at < groups && !same(first[static_cast<size_t>(at)], free[i])) ++at;
+    if (at == groups) first[static_cast<size_t>(groups++)] = free[i];
+    ++size[static_cast<size_t>(at)];
+    group_of[i] = at;
+  }
+  int fit = -1;  // groups are in the order of their first GPU: the first smallest wins ties
+  for (int g = 0; g < groups; ++g) {
+    const int have = size[static_cast<size_t>(g)];
+    if (have >= k && (fit < 0 || have < size[static_cast<size_t>(fit)])) fit = g;
+  }
+  if (fit < 0) return false;
+  pool->clear();
+  for (size_t i = 0; i < free.size(); ++i) {
+    if (group_of[i] == fit) pool->push_back(free[i]);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool GpuSetFits(const core::ClusterState& s, int n, int k, const GpuSetNeeds& needs) {
+  std::vector<int> pool;
+  return SetPool(s, n, k, needs, &pool);
+}
+
+bool ChooseGpuSet(const core::ClusterState& s, int n, int k, const GpuSetNeeds& needs,
+                  core::Placement* placement) {
+  std::vector<int> pool;
+  if (!SetPool(s, n, k, needs, &pool)) return false;
   std::vector<int> chosen;
-  if (constrained) {
-    // Groups that meet the needs: the same NVLink group and/or the same known NUMA node.
-    const NodeTopology& t = s.node(n).topology;
-    std::map<std::pair<std::string, int>, std::vector<int>> groups;
-    for (int g : free) {
-      const core::GpuTopology& gt = t.gpus[static_cast<size_t>(g)];
-      if ((needs.nvlink && gt.nvlink_group.empty()) || (needs.one_numa && gt.numa_node < 0)) {
-        continue;
-      }
-      groups[{needs.nvlink ? gt.nvlink_group : "", needs.one_numa ? gt.numa_node : -1}].push_back(
-          g);
-    }
-    const std::vector<int>* fit = nullptr;  // best fit; the lowest first index on ties
-    for (const auto& [key, g] : groups) {
-      if (static_cast<int>(g.size()) < k) continue;
-      if (!fit || g.size() < fit->size() || (g.size() == fit->size() && g[0] < (*fit)[0])) {
-        fit = &g;
-      }
-    }
-    if (!fit) return false;
-    Choose(t, *fit, k, kLevelNvLink, &chosen);
-  } else if (topology) {
-    Choose(s.node(n).topology, free, k, kLevelNvLink, &chosen);
+  if (HasGpuTopology(s.node(n))) {
+    Choose(s.node(n).topology, pool, k, kLevelNvLink, &chosen);
   } else {
-    chosen.assign(free.begin(), free.begin() + k);
+    chosen.assign(pool.begin(), pool.begin() + k);
   }
   std::sort(chosen.begin(), chosen.end());
   placement->num_gpus = k;

@@ -81,6 +81,9 @@ struct GpuSetNeeds {
 };
 bool ChooseGpuSet(const core::ClusterState& s, int n, int k, const GpuSetNeeds& needs,
                   core::Placement* placement);
+// True if ChooseGpuSet(s, n, k, needs, ...) would find a set, without choosing one (a filter's
+// question: cheap when there are no link needs).
+bool GpuSetFits(const core::ClusterState& s, int n, int k, const GpuSetNeeds& needs);
 
 // The NUMA node a pod's CPU and memory go to on placement.node (placement.gpus chosen):
 //   - a GPU pod whose GPUs' NUMA nodes are known: its home, the NUMA node holding most of its
