@@ -83,8 +83,7 @@ absl::StatusOr<std::unique_ptr<PolicyManager>> PolicyManager::Start(
   }
   absl::StatusOr<std::shared_ptr<const Policy>> p = m->Build(text, source);
   if (!p.ok()) return p.status();
-  m->Install(*std::move(p));
-  m->state_.store(PolicyState::kLoaded);
+  m->Install(*std::move(p), PolicyState::kLoaded);
   if (m->options_.watch && !m->dir_.empty()) {
     if (absl::Status st = m->StartWatcher(); !st.ok()) return st;
   }
@@ -112,10 +111,12 @@ absl::StatusOr<std::shared_ptr<const Policy>> PolicyManager::Build(std::string_v
   return policy;
 }
 
-void PolicyManager::Install(std::shared_ptr<const Policy> policy) {
+void PolicyManager::Install(std::shared_ptr<const Policy> policy, PolicyState state) {
   std::lock_guard<std::mutex> lock(mu_);
   current_ = std::move(policy);
   last_error_.clear();
+  // Under the same lock: whoever sees the new policy through Current() also sees its state.
+  state_.store(state);
   generation_.fetch_add(1);
 }
 
@@ -138,9 +139,8 @@ absl::Status PolicyManager::ReloadLocked(std::string_view text, std::string_view
   state_.store(PolicyState::kReloading);
   absl::StatusOr<std::shared_ptr<const Policy>> p = Build(text, source);
   if (!p.ok()) return Refuse(p.status());
-  Install(*p);
   reloads_ok_.fetch_add(1);
-  state_.store(PolicyState::kActive);
+  Install(*p, PolicyState::kActive);
   if (options_.on_reload) options_.on_reload(absl::OkStatus(), Current());
   return absl::OkStatus();
 }

@@ -109,7 +109,8 @@ class PolicyManager {
   PolicyManager(std::string path, ManagerOptions options);
   absl::StatusOr<std::shared_ptr<const Policy>> Build(std::string_view text,
                                                       std::string_view source) const;
-  void Install(std::shared_ptr<const Policy> policy);
+  // Publishes the policy and the state it leaves the manager in, together.
+  void Install(std::shared_ptr<const Policy> policy, PolicyState state);
   absl::Status StartWatcher();
   void WatchLoop(int inotify_fd);
   absl::Status ReloadLocked(std::string_view text, std::string_view source);
