@@ -287,7 +287,10 @@ core::PodShape Scheduler::ResolvedShape(const PodInfo& pod) const {
 }
 
 absl::StatusOr<Framework*> Scheduler::FrameworkFor(const PodInfo& pod) {
-  const ProfileSpec spec = selector_ ? selector_(pod) : options_.default_profile;
+  // The default profile is read in place: copying its strings and maps cost every decision.
+  ProfileSpec selected;
+  if (selector_) selected = selector_(pod);
+  const ProfileSpec& spec = selector_ ? selected : options_.default_profile;
   auto it = placers_.find(spec.name);
   if (it != placers_.end() && it->second.spec == spec) return it->second.framework.get();
   PolicyContext ctx;
