@@ -100,14 +100,19 @@ void PodLedger::DetachFromNode(uint32_t slot) {
   std::vector<PlacedRef>& list = nodes_[static_cast<size_t>(s.pod.placement.node)];
   SEEDANCE_CHECK(s.pos_on_node < list.size() && list[s.pos_on_node].slot == slot)
       << "ledger node index out of step for pod " << s.pod.uid;
+  const PlacedRef gone = list[s.pos_on_node];
   const PlacedRef last = list.back();
   list[s.pos_on_node] = last;
   slots_[last.slot].pos_on_node = s.pos_on_node;
   list.pop_back();
-  // Removing can only narrow the bounds: recompute them from what is left.
+  // Removing can only narrow the bounds, and only those the removed pod held: recompute them
+  // from what is left then, and leave them otherwise (most releases).
   PlacedSummary& sum = summaries_[static_cast<size_t>(s.pod.placement.node)];
-  sum = PlacedSummary{};
-  for (const PlacedRef& r : list) Widen(sum, r);
+  if (gone.priority == sum.min_priority || gone.whole_gpus == sum.max_whole_gpus ||
+      gone.placed_at_s == sum.last_placed_at_s) {
+    sum = PlacedSummary{};
+    for (const PlacedRef& r : list) Widen(sum, r);
+  }
 }
 
 absl::Status PodLedger::Add(PodInfo pod) {

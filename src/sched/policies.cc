@@ -26,8 +26,6 @@ constexpr double kMaxSpecCpu = 128000;
 constexpr double kMaxSpecGpu = 8000;
 constexpr int64_t kMaxSpecGpuInt = 8000;
 
-int64_t GpuLeftTotal(const ClusterState& s, int n) { return s.gpu_milli_left(n); }
-
 // Min-max normalisation into [0, 100] (reference: plugin_utils.go NormalizeScore).
 // Maps scores onto 0..100. Only the highest raw score maps to 100: for v < hi, (v - lo) x 100
 // < range x 100, so the truncated quotient is at most 99 (the argmax is kept: NormalizeKeepsTop).
@@ -91,7 +89,7 @@ class DotProdPlugin : public ScorePlugin {
     const PodShape& pod = *c.pod;
     if (s.cpu_left(n) < pod.cpu_milli) return kMinNodeScore;
     const double node_cpu = static_cast<double>(s.cpu_left(n)) / kMaxSpecCpu;
-    const double node_gpu = static_cast<double>(GpuLeftTotal(s, n)) / kMaxSpecGpu;
+    const double node_gpu = static_cast<double>(s.gpu_milli_left(n)) / kMaxSpecGpu;
     const double pod_cpu = static_cast<double>(pod.cpu_milli) / kMaxSpecCpu;
     const double pod_gpu = static_cast<double>(pod.TotalGpuMilli()) / kMaxSpecGpu;
     double score = (node_cpu * pod_cpu + node_gpu * pod_gpu) / 2.0;
@@ -112,7 +110,8 @@ class ClusteringPlugin : public ScorePlugin {
     auto counts = s.gpu_class_counts(n);
     int distinct = 0;
     for (int16_t v : counts) distinct += v > 0;
-    const int64_t base = kMaxNodeScore / 4 * (kMaxSpecGpuInt - GpuLeftTotal(s, n)) / kMaxSpecGpuInt;
+    const int64_t base =
+        kMaxNodeScore / 4 * (kMaxSpecGpuInt - s.gpu_milli_left(n)) / kMaxSpecGpuInt;
     const bool same = cls < static_cast<int>(counts.size()) && counts[cls] > 0;
     if (same) return base + (distinct == 1 ? kMaxNodeScore * 3 / 4 : kMaxNodeScore * 2 / 4);
     return base + (distinct == 0 ? kMaxNodeScore / 4 : 0);
@@ -168,7 +167,7 @@ class BestFitPlugin : public ScorePlugin {
   int64_t Score(const CycleState& c, const ClusterState& s, int n) override {
     const PodShape& pod = *c.pod;
     const double free_cpu = static_cast<double>(s.cpu_left(n));
-    const double free_gpu = static_cast<double>(GpuLeftTotal(s, n));
+    const double free_gpu = static_cast<double>(s.gpu_milli_left(n));
     const double req_cpu = static_cast<double>(pod.cpu_milli);
     const double req_gpu = static_cast<double>(pod.TotalGpuMilli());
     if (free_cpu < req_cpu || free_gpu < req_gpu) return kMinNodeScore;
