@@ -13,6 +13,7 @@
 #include "seedance/base/text.h"
 #include "seedance/cost/analyze.h"
 #include "seedance/cost/prices.h"
+#include "seedance/k8s/snapshot.h"
 #include "seedance/sched/registry.h"
 #include "seedance/telemetry/profile.h"
 
@@ -23,11 +24,47 @@ const std::vector<std::string> kFormats = {"table", "json", "html"};
 
 struct AnalyzeFlags {
   std::string input;
+  std::string nodes, pods;  // a kubectl snapshot instead of a profile
+  bool ignore_unknown = false;
   std::string report = "cost-savings";
   std::string prices;
   OutputFlags out;
   seedance::cost::AnalyzeOptions options;
 };
+
+// -i's profile, or a profile made from a kubectl snapshot (--nodes, --pods).
+absl::StatusOr<telemetry::Profile> LoadInput(const AnalyzeFlags& f) {
+  if (!f.input.empty()) return telemetry::LoadProfile(f.input);
+  std::vector<std::string> paths = {f.nodes};
+  if (!f.pods.empty()) paths.push_back(f.pods);
+  absl::StatusOr<k8s::Snapshot> s = k8s::LoadSnapshot(paths, {.ignore_unknown = f.ignore_unknown});
+  if (!s.ok()) return s.status();
+  for (const std::string& w : s->warnings) Warn(w);
+  Warn(
+      "a kubectl snapshot measures nothing: each GPU's utilisation is taken to be its allocated "
+      "share, so idle and under-used mean unallocated and partly allocated");
+  return k8s::ToProfile(*s);
+}
+
+// One input: a profile or a snapshot.
+absl::Status CheckInputs(const AnalyzeFlags& f) {
+  if (!f.pods.empty() && f.nodes.empty()) {
+    return absl::InvalidArgumentError("--pods goes with --nodes (the snapshot's nodes)");
+  }
+  if (f.input.empty() && f.nodes.empty()) {
+    return absl::InvalidArgumentError(
+        "no input: give --input PROFILE (-i), or a kubectl snapshot as --nodes FILE "
+        "[--pods FILE]");
+  }
+  if (!f.input.empty() && !f.nodes.empty()) {
+    return absl::InvalidArgumentError(
+        "give --input PROFILE or a kubectl snapshot (--nodes, --pods), not both");
+  }
+  if (f.ignore_unknown && f.nodes.empty()) {
+    return absl::InvalidArgumentError("--ignore-unknown applies to a kubectl snapshot (--nodes)");
+  }
+  return absl::OkStatus();
+}
 
 int Analyze(AnalyzeFlags f) {
   namespace cost = seedance::cost;
@@ -42,21 +79,23 @@ int Analyze(AnalyzeFlags f) {
     if (!near.empty()) msg += "; did you mean " + near + "?";
     return UsageError(msg);
   }
+  if (absl::Status st = CheckInputs(f); !st.ok()) return UsageError(std::string(st.message()));
   if (f.out.format == "text") {
     Warn("--format text is deprecated; use --format table");
     f.out.format = "table";
   }
   auto format = ResolveFormat(f.out, kFormats);
   if (!format.ok()) return Fail(format.status());
-  if (absl::Status s = base::CheckOutputsDistinct({{"--input", f.input}, {"--prices", f.prices}},
-                                                  {{"--output", f.out.output}});
+  if (absl::Status s = base::CheckOutputsDistinct(
+          {{"--input", f.input}, {"--nodes", f.nodes}, {"--pods", f.pods}, {"--prices", f.prices}},
+          {{"--output", f.out.output}});
       !s.ok()) {
     return Fail(s);
   }
   const std::string output = f.out.output.empty() ? "-" : f.out.output;
   auto out = base::OutputFile::Open(output);
   if (!out.ok()) return Fail(out.status());
-  auto profile = seedance::telemetry::LoadProfile(f.input);
+  auto profile = LoadInput(f);
   if (!profile.ok()) return Fail(profile.status());
   cost::PriceTable prices = cost::PriceTable::Builtin();
   if (!f.prices.empty()) {
@@ -66,7 +105,8 @@ int Analyze(AnalyzeFlags f) {
   }
   auto report = cost::Analyze(*profile, prices, f.options);
   if (!report.ok()) {
-    const std::string where = f.input == "-" ? "<stdin>" : f.input;
+    const std::string& source = f.input.empty() ? f.nodes : f.input;
+    const std::string where = source == "-" ? "<stdin>" : source;
     return Fail(
         absl::Status(report.status().code(), absl::StrCat(where, ": ", report.status().message())));
   }
@@ -92,9 +132,19 @@ Command AddAnalyzeCommand(CLI::App& app) {
       "plan computed with the scheduler (GPU model, NUMA and NVLink kept) with the money it "
       "saves,\n"
       "from a GPU price table (built-in, or --prices FILE.yaml). See docs/cost.md.");
-  cmd.app->add_option("-i,--input", f->input, "profile JSON ('-' = stdin)")
-      ->type_name("FILE")
-      ->required();
+  cmd.app->add_option("-i,--input", f->input, "profile JSON ('-' = stdin)")->type_name("FILE");
+  cmd.app
+      ->add_option("--nodes", f->nodes,
+                   "instead of -i: `kubectl get nodes -o json` output (docs/kubernetes.md)")
+      ->type_name("FILE");
+  cmd.app
+      ->add_option("--pods", f->pods,
+                   "with --nodes: `kubectl get pods -A -o json` output (placements from the "
+                   "seedance.io/gpus annotation)")
+      ->type_name("FILE");
+  cmd.app->add_flag("--ignore-unknown", f->ignore_unknown,
+                    "with --nodes: skip objects Seedance does not understand (each named in a "
+                    "warning) instead of refusing the snapshot");
   cmd.app->add_option("--report", f->report, "report kind: cost-savings")
       ->default_val("cost-savings");
   cmd.app
@@ -135,6 +185,7 @@ Command AddAnalyzeCommand(CLI::App& app) {
       "  seedance analyze -i profile.json\n"
       "  seedance analyze -i profile.json --prices prices.yaml -o report.html\n"
       "  seedance analyze -i profile.json --idle-util 10 --idle-window 5m --format json\n"
+      "  seedance analyze --nodes nodes.json --pods pods.json   # kubectl get ... -o json\n"
       "A malformed or meaningless profile or price table is named with its file and JSON path\n"
       "or line, e.g. p.json: /nodes/3/gpus/0/util_pct/7: 250 is outside 0..100 (percent).\n"
       "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error.");

@@ -236,5 +236,25 @@ expect_rc "serve-sim missing trace" 2 "nope.csv" serve-sim --trace "$tmp/nope.cs
   --gpu a100-80g
 expect_rc "costmodel unknown gpu" 2 "gpu" costmodel check --profile "$tmp/nope.csv" --gpu b9000
 
+
+# ---- Kubernetes snapshots (`kubectl get nodes|pods -o json`; fixtures in src/k8s/testdata)
+k8s="$(cd "$(dirname "$0")/../k8s/testdata" && pwd)"
+expect_rc "simulate reads a kubectl snapshot" 0 '"name": "cas"' simulate -q \
+  --nodes "$k8s/nodes.json" --pods "$k8s/pods.json" --policy cas --seeds 1 --format json
+expect_rc "analyze reads a kubectl snapshot" 0 "Consolidation plan" analyze \
+  --nodes "$k8s/nodes.json" --pods "$k8s/pods.json"
+sed 's/"cpu": "16"/"cpu": "sixteen"/' "$k8s/pods.json" >"$tmp/badpods.json"
+expect_rc "snapshot bad quantity names the pointer" 2 \
+  "badpods.json: /items/0/spec/containers/0/resources/requests/cpu: 'sixteen'" simulate -q \
+  --nodes "$k8s/nodes.json" --pods "$tmp/badpods.json"
+sed 's/"nvidia.com\/gpu": "8"/"amd.com\/gpu": "8"/' "$k8s/pods.json" >"$tmp/amdpods.json"
+expect_rc "snapshot unknown resource is refused" 2 "--ignore-unknown" simulate -q \
+  --nodes "$k8s/nodes.json" --pods "$tmp/amdpods.json"
+expect_rc "snapshot unknown resource skipped when asked" 0 "amd.com/gpu" simulate --seeds 1 \
+  --policy bestfit --nodes "$k8s/nodes.json" --pods "$tmp/amdpods.json" --ignore-unknown
+expect_rc "pod snapshot needs a node snapshot" 2 "kubectl node snapshot" simulate -q \
+  --nodes "$nodes" --pods "$k8s/pods.json"
+expect_rc "analyze takes one input" 2 "not both" analyze --nodes "$k8s/nodes.json" -i "$tmp/x.json"
+
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

@@ -10,8 +10,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <memory>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -36,6 +36,7 @@
 #include "seedance/sim/simulator.h"
 #include "seedance/trace/csv_reader.h"
 #include "seedance/trace/job_trace.h"
+#include "seedance/trace/node_file.h"
 
 namespace seedance::cli {
 namespace {
@@ -68,6 +69,7 @@ struct Flags {
   double warmup_s = -1;  // < 0: the mode's default
   int jobs = 0;
   bool quiet = false;
+  bool ignore_unknown = false;
   CLI::Option* duration_opt = nullptr;
 };
 
@@ -101,11 +103,6 @@ absl::Status Prefixed(const std::string& prefix, const absl::Status& status) {
 // An input name as it appears in messages: control characters escaped, clipped.
 std::string Shown(const std::string& name) { return base::ForTerminal(base::Clip(name, 200)); }
 
-bool IsDescriptor(const std::string& path) {
-  return absl::EndsWith(path, ".yaml") || absl::EndsWith(path, ".yml") ||
-         absl::EndsWith(path, ".json");
-}
-
 // Reads --nodes and --pods (or the built-in workload) and checks what the runs need of them: a
 // valid cluster with GPUs and at most kMaxGpuModels - 1 models. Warns about gpu_spec models the
 // cluster lacks.
@@ -122,23 +119,15 @@ absl::StatusOr<seedance::sim::Workload> LoadWorkload(const Flags& f) {
   if (f.nodes.empty()) {
     w = seedance::sim::BuiltinWorkload();
   } else {
-    absl::StatusOr<std::vector<seedance::core::NodeSpec>> nodes;
-    if (IsDescriptor(f.nodes)) {
-      // A Unified Resource Descriptor (docs/formats.md) instead of a node CSV.
-      auto cluster = seedance::core::LoadClusterDescriptor(f.nodes);
-      if (!cluster.ok()) return cluster.status();
-      nodes = seedance::core::ToNodeSpecs(*cluster);
-      if (!nodes.ok()) return Prefixed(Shown(f.nodes), nodes.status());
-    } else {
-      nodes = seedance::trace::ReadNodeCsv(f.nodes);
-      if (!nodes.ok()) return nodes.status();
-    }
-    auto pods = seedance::trace::ReadPodCsv(f.pods, &pod_lines);
-    if (!pods.ok()) return pods.status();
-    if (nodes->empty()) return absl::InvalidArgumentError(Shown(f.nodes) + ": no nodes");
-    if (pods->empty()) return absl::InvalidArgumentError(Shown(f.pods) + ": no pods");
-    w.nodes = std::move(*nodes);
-    w.pods = std::move(*pods);
+    absl::StatusOr<seedance::trace::NodesAndPods> in =
+        seedance::trace::ReadNodesAndPods(f.nodes, f.pods, {.ignore_unknown = f.ignore_unknown});
+    if (!in.ok()) return in.status();
+    for (const std::string& warning : in->warnings) Warn(warning);
+    if (in->nodes.empty()) return absl::InvalidArgumentError(Shown(f.nodes) + ": no nodes");
+    if (in->pods.empty()) return absl::InvalidArgumentError(Shown(f.pods) + ": no pods");
+    w.nodes = std::move(in->nodes);
+    w.pods = std::move(in->pods);
+    pod_lines = std::move(in->pod_lines);
     w.name = f.pods;
   }
   const std::string nodes_name = f.nodes.empty() ? "built-in cluster" : Shown(f.nodes);
@@ -589,6 +578,8 @@ Command AddSimulateCommand(CLI::App& app) {
       "  seedance simulate --nodes N.csv --pods P.csv --mode churn --load 1.2 --duration 72h "
       "--seeds 42-46\n"
       "  seedance simulate --nodes N.csv --pods P.csv --mode replay --time-scale 1 --format csv\n"
+      "  kubectl get nodes -o json > nodes.json; kubectl get pods -A -o json > pods.json\n"
+      "  seedance simulate --nodes nodes.json --pods pods.json --policy bestfit,fgd,cas\n"
       "  seedance simulate --mode jobs --trace philly.csv --tenants philly_vc.csv \\\n"
       "      --policy fifo,sjf,srtf --window 2017-10-01,2017-11-30 --capacity-scale 0.25\n\n"
       "Limits: at most 10,000 runs (policies x seeds); a run replays at most 5,000,000 pods "
@@ -596,12 +587,17 @@ Command AddSimulateCommand(CLI::App& app) {
       "87600h.\n\n"
       "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error.");
   sim->add_option("--nodes", f->nodes,
-                  "Node CSV (sn,cpu_milli,memory_mib,gpu,model), or a cluster descriptor "
-                  "(.yaml/.yml/.json, docs/formats.md)")
+                  "Node CSV (sn,cpu_milli,memory_mib,gpu,model), a cluster descriptor "
+                  "(.yaml/.yml/.json, docs/formats.md), or `kubectl get nodes -o json` output "
+                  "(docs/kubernetes.md)")
       ->type_name("FILE");
   sim->add_option("--pods", f->pods,
-                  "Pod CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,qos,...])")
+                  "Pod CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,qos,...]), or "
+                  "`kubectl get pods -A -o json` output (with a kubectl node snapshot as --nodes)")
       ->type_name("FILE");
+  sim->add_flag("--ignore-unknown", f->ignore_unknown,
+                "kubectl snapshots: skip objects Seedance does not understand (each named in a "
+                "warning) instead of refusing the file");
   sim->add_option("--policy", f->policy,
                   "Comma list of random, dotprod, clustering, packing, bestfit, fgd, cas; "
                   "'all' = the six reference policies plus cas")

@@ -230,7 +230,8 @@ bool ChooseExclusiveGpus(const ClusterState& s, const PodShape& pod, Placement* 
   auto gl = s.gpu_left(p->node);
   int got = 0;
   for (int i = 0; i < static_cast<int>(gl.size()) && got < pod.num_gpu; ++i) {
-    if (gl[i] == kMilliGpu) p->gpus[got++] = static_cast<int8_t>(i);
+    // gpu_milli is kMilliGpu for whole-GPU pods: only fully free GPUs have that room.
+    if (gl[i] >= pod.gpu_milli) p->gpus[got++] = static_cast<int8_t>(i);
   }
   p->num_gpus = got;
   return got == pod.num_gpu;

@@ -17,7 +17,9 @@ namespace seedance::sched::internal {
 // with the least room that still fits (lowest index on ties); whole-GPU pods take the
 // lowest-indexed fully free GPUs.
 bool ChooseBestFitGpus(const core::ClusterState& s, const core::PodShape& pod, core::Placement* p);
-// Lowest-indexed fully free GPUs (the reference's AllocateExclusiveGpuId).
+// Lowest-indexed fully free GPUs (the reference's AllocateExclusiveGpuId); for a pod asking for
+// a share of each of several GPUs (a Kubernetes HAMi or KAI request; the reference's traces have
+// none), the lowest-indexed GPUs with that share left.
 bool ChooseExclusiveGpus(const core::ClusterState& s, const core::PodShape& pod,
                          core::Placement* p);
 

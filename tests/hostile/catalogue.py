@@ -140,8 +140,27 @@ JOBS_CSV = ("timestamp,duration,num_gpus,gpu_time,cluster\n"
             "2017-10-01 00:01:00,5.0,2,10.0,bb\n")
 VC_CSV = "vc,node num\naa,2\nbb,1\n"
 
+K8S_NODES_JSON = ('{"apiVersion": "v1", "items": [{"apiVersion": "v1", "kind": "Node", '
+                  '"metadata": {"name": "gpu-a", "labels": {"nvidia.com/gpu.product": "Tesla-T4", '
+                  '"nvidia.com/gpu.count": "2", "nvidia.com/gpu.memory": "15360"}}, '
+                  '"status": {"allocatable": {"cpu": "31900m", "memory": "64Gi", '
+                  '"nvidia.com/gpu": "2", "pods": "110"}}}], "kind": "List", '
+                  '"metadata": {"resourceVersion": ""}}\n')
+K8S_PODS_JSON = ('{"apiVersion": "v1", "items": [{"apiVersion": "v1", "kind": "Pod", '
+                 '"metadata": {"name": "train-1", "namespace": "ml", '
+                 '"creationTimestamp": "2026-11-30T09:00:00Z"}, "spec": {"containers": [{"name": '
+                 '"c", "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": '
+                 '{"nvidia.com/gpu": "1"}}}], "nodeName": "gpu-a"}, "status": {"phase": '
+                 '"Running"}}, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "infer-2", '
+                 '"namespace": "ml", "annotations": {"gpu-fraction": "0.5"}}, "spec": '
+                 '{"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}, '
+                 '"status": {"phase": "Pending"}}], "kind": "List", '
+                 '"metadata": {"resourceVersion": ""}}\n')
+
 FIXTURES = {
     "nodes.csv": NODES_CSV,
+    "k8s_nodes.json": K8S_NODES_JSON,
+    "k8s_pods.json": K8S_PODS_JSON,
     "apply.yaml": APPLY_YAML,
     "apply.json": APPLY_JSON,
     "policy.yaml": POLICY_YAML,
@@ -459,7 +478,17 @@ READERS = [
     Reader("simulate-jobs-tenants", ["simulate", "-q", "--mode", "jobs", "--trace",
                                      "{jobs.csv}", "--tenants", "IN", "--policy", "all"],
            "vc.csv", "--tenants"),
+    Reader("simulate-nodes-k8s", ["simulate", "-q", "--nodes", "IN", "--pods",
+                                  "{k8s_pods.json}", "--policy", "bestfit", "--seeds", "1"],
+           "k8s_nodes.json", "--nodes"),
+    Reader("simulate-pods-k8s", ["simulate", "-q", "--nodes", "{k8s_nodes.json}", "--pods", "IN",
+                                 "--policy", "bestfit", "--seeds", "1"], "k8s_pods.json",
+           "--pods"),
     Reader("analyze-input", ["analyze", "-i", "IN"], "profile.json", "--input"),
+    Reader("analyze-nodes", ["analyze", "--nodes", "IN", "--pods", "{k8s_pods.json}"],
+           "k8s_nodes.json", "--nodes"),
+    Reader("analyze-pods", ["analyze", "--nodes", "{k8s_nodes.json}", "--pods", "IN"],
+           "k8s_pods.json", "--pods"),
     Reader("analyze-prices", ["analyze", "-i", "{profile.json}", "--prices", "IN"],
            "prices.yaml", "--prices", empty_ok=True),
     Reader("serve-sim-trace", ["serve-sim", "--trace", "IN", "--batching", "continuous"],
@@ -847,6 +876,15 @@ def hang_cases():
                                                                "]" * 100000 + ', 2]'))):
         c.append(Case(H, "analyze-input/" + name, ["analyze", "-i", "{deep.json}"],
                       files={"deep.json": text}, msg=["deep.json"], timeout=30))
+    for key, argv in (("simulate-nodes-k8s", ["simulate", "-q", "--nodes", "{deep.json}",
+                                              "--pods", "{pods.csv}"]),
+                      ("analyze-nodes", ["analyze", "--nodes", "{deep.json}"])):
+        for name, text in (("deep-json-array", '{"apiVersion": "v1", "kind": "List", "items": ' +
+                            deep_json + '}'),
+                           ("deep-json-object", '{"apiVersion": "v1", "kind": "List", "x": ' +
+                            deep_obj + '}')):
+            c.append(Case(H, key + "/" + name, argv, files={"deep.json": text},
+                          msg=["deep.json"], timeout=30))
     c.append(Case(H, "serve-sim-trace/deep-json-line", ["serve-sim", "--trace", "{d.jsonl}"],
                   files={"d.jsonl": '{"timestamp": 0, "input_length": 10, "output_length": 1, '
                                     '"hash_ids": ' + "[" * 100000 + "]" * 100000 + "}\n"},
@@ -903,6 +941,23 @@ def bad_value_cases():
         Case(B, "analyze/input-is-directory", ["analyze", "-i", "{T}"],
              msg=[("--input", "{T}")]),
         Case(B, "analyze/input-is-cwd", ["analyze", "-i", "."], msg=["."]),
+        Case(B, "analyze/input-and-snapshot", ["analyze", "-i", "{profile.json}", "--nodes",
+                                               "{k8s_nodes.json}"], msg=["not both"]),
+        Case(B, "analyze/pods-without-nodes", ["analyze", "--pods", "{k8s_pods.json}"],
+             msg=["--nodes"]),
+        Case(B, "analyze/ignore-unknown-without-snapshot", ANALYZE + ["--ignore-unknown"],
+             msg=["--ignore-unknown"]),
+        Case(B, "simulate/k8s-pods-with-csv-nodes", ["simulate", "-q", "--nodes", "{nodes.csv}",
+                                                     "--pods", "{k8s_pods.json}"],
+             msg=["kubectl node snapshot"]),
+        Case(B, "simulate/k8s-bad-quantity", ["simulate", "-q", "--nodes", "{kn.json}", "--pods",
+                                              "{k8s_pods.json}"],
+             files={"kn.json": K8S_NODES_JSON.replace('"31900m"', '"1e999"')},
+             msg=["kn.json: /items/0/status/allocatable/cpu"]),
+        Case(B, "simulate/k8s-negative-quantity", ["simulate", "-q", "--nodes",
+                                                   "{k8s_nodes.json}", "--pods", "{kp.json}"],
+             files={"kp.json": K8S_PODS_JSON.replace('"cpu": "2"', '"cpu": "-2"')},
+             msg=["kp.json: /items/0/spec/containers/0/resources/requests/cpu", "negative"]),
         Case(B, "profile/node-name-invalid-utf8",
              ["profile", "-q", "--duration", "1", "--interval", "0.5", "--node-name",
               os.fsdecode(b"node-\xff\xfe"), "-o", "{p.json}"], exit=(0, 2),
