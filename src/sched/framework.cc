@@ -301,117 +301,193 @@ bool Framework::RunPermits(CycleState& cycle, const core::ClusterState& state, b
   return true;
 }
 
+bool Framework::StartCycle(const core::PodShape& pod, core::ClusterState& state, CycleState* cycle,
+                           Outcome* out) {
+  SyncRanks(state.num_nodes());
+  SyncCacheTo(state);
+  cycle->pod = &pod;
+  cycle->rng = &rng_;
+  for (const auto& p : profile_.pre_filters) {
+    if (absl::Status st = p->PreFilter(*cycle, state); !st.ok()) {
+      out->code = Code::kUnschedulable;
+      out->reason =
+          absl::StrCat("pre-filter plugin '", std::string(p->Name()), "': ", st.message());
+      return false;
+    }
+  }
+  return true;
+}
+
+void Framework::FilterNodes(const CycleState& cycle, const core::ClusterState& state,
+                            const std::vector<int>* candidates) {
+  feasible_.clear();
+  if (candidates == nullptr) {
+    state.FeasibleNodes(*cycle.pod, &feasible_);
+  } else {
+    for (int n : *candidates) {
+      if (n >= 0 && n < state.num_nodes() && state.Fits(n, *cycle.pod)) feasible_.push_back(n);
+    }
+  }
+  if (profile_.filters.empty()) return;
+  size_t kept = 0;
+  for (int n : feasible_) {
+    if (PassesFilterPlugins(cycle, state, n, nullptr)) feasible_[kept++] = n;
+  }
+  feasible_.resize(kept);
+}
+
+int Framework::SelectBest(CycleState& cycle, const core::ClusterState& state) {
+  if (feasible_.empty()) return -1;
+  cycle.feasible = feasible_;
+  PrepareScorers(cycle, state, ShapeId(*cycle.pod));
+  return NeedsNormalizing() ? SelectNormalized(cycle, state) : SelectUnnormalized(cycle, state);
+}
+
+void Framework::NoNode(CycleState& cycle, const core::ClusterState& state, Outcome* out) {
+  const core::PodShape& pod = *cycle.pod;
+  out->code = Code::kUnschedulable;
+  out->reason = "no node has room";
+  // Unresolvable if it would not fit even on an empty node.
+  // Cordoned, tainted and removed nodes do not count (as kube-scheduler's NodeUnschedulable
+  // and TaintToleration make them unresolvable).
+  bool could_ever = false;
+  for (int n = 0; n < state.num_nodes() && !could_ever; ++n) {
+    const core::NodeSpec& spec = state.node(n);
+    could_ever = state.schedulable(n) && state.Accessible(n, pod) &&
+                 spec.cpu_milli >= pod.cpu_milli && spec.memory_mib >= pod.memory_mib &&
+                 spec.num_gpus >= pod.num_gpu;
+  }
+  if (!could_ever) {
+    out->code = Code::kUnschedulableAndUnresolvable;
+    out->reason = "no node could hold this pod even when empty";
+  }
+  if (!profile_.post_filters.empty()) RunPostFilters(cycle, state, out);
+}
+
 Outcome Framework::Schedule(const core::PodShape& pod, core::ClusterState& state) {
   Outcome out;
-  const int num_nodes = state.num_nodes();
-  SyncRanks(num_nodes);
-  SyncCacheTo(state);
   CycleState cycle;
-  cycle.pod = &pod;
-  cycle.rng = &rng_;
-
-  // PreFilter.
-  for (const auto& p : profile_.pre_filters) {
-    if (absl::Status st = p->PreFilter(cycle, state); !st.ok()) {
-      out.code = Code::kUnschedulable;
-      out.reason = absl::StrCat("pre-filter plugin '", std::string(p->Name()), "': ", st.message());
-      return out;
-    }
-  }
-
-  // Filter.
-  feasible_.clear();
-  state.FeasibleNodes(pod, &feasible_);
-  if (!profile_.filters.empty()) {
-    size_t kept = 0;
-    for (int n : feasible_) {
-      if (PassesFilterPlugins(cycle, state, n, nullptr)) feasible_[kept++] = n;
-    }
-    feasible_.resize(kept);
-  }
-
+  if (!StartCycle(pod, state, &cycle, &out)) return out;
+  FilterNodes(cycle, state, nullptr);
   // PreScore, Score and select. Nodes are visited in index order (sequential memory); ties are
   // settled by rank_, the position in the configured node order, so the result equals a scan in
   // that order.
-  int best_node = -1;
-  if (!feasible_.empty()) {
-    cycle.feasible = feasible_;
-    PrepareScorers(cycle, state, ShapeId(pod));
-    best_node =
-        NeedsNormalizing() ? SelectNormalized(cycle, state) : SelectUnnormalized(cycle, state);
-  }
+  const int best_node = SelectBest(cycle, state);
   if (best_node < 0) {
-    out.code = Code::kUnschedulable;
-    out.reason = "no node has room";
-    // Unresolvable if it would not fit even on an empty node.
-    // Cordoned, tainted and removed nodes do not count (as kube-scheduler's NodeUnschedulable
-    // and TaintToleration make them unresolvable).
-    bool could_ever = false;
-    for (int n = 0; n < num_nodes && !could_ever; ++n) {
-      const core::NodeSpec& spec = state.node(n);
-      could_ever = state.schedulable(n) && state.Accessible(n, pod) &&
-                   spec.cpu_milli >= pod.cpu_milli && spec.memory_mib >= pod.memory_mib &&
-                   spec.num_gpus >= pod.num_gpu;
-    }
-    if (!could_ever) {
-      out.code = Code::kUnschedulableAndUnresolvable;
-      out.reason = "no node could hold this pod even when empty";
-    }
-    if (!profile_.post_filters.empty()) RunPostFilters(cycle, state, &out);
+    NoNode(cycle, state, &out);
     return out;
   }
-  out.placement.node = best_node;
+  Commit(cycle, state, best_node, &out);
+  return out;
+}
+
+int Framework::Rank(const core::PodShape& pod, core::ClusterState& state,
+                    const std::vector<int>& candidates,
+                    std::vector<std::pair<int, int64_t>>* totals) {
+  totals->clear();
+  Outcome unused;
+  CycleState cycle;
+  if (!StartCycle(pod, state, &cycle, &unused)) return -1;
+  FilterNodes(cycle, state, &candidates);
+  const int best = SelectBest(cycle, state);
+  if (best < 0) return -1;
+  // The totals Schedule ranks by: normalised where it normalises, raw weighted sums otherwise.
+  const bool normalize = NeedsNormalizing();
+  std::vector<int64_t> sum(feasible_.size(), 0);
+  for (size_t s = 0; s < profile_.scores.size(); ++s) {
+    ScorePlugin& plugin = *profile_.scores[s].plugin;
+    CacheEntry* entries = cycle_entries_[s];
+    scores_.resize(feasible_.size());
+    for (size_t i = 0; i < feasible_.size(); ++i) {
+      const int n = feasible_[i];
+      scores_[i] =
+          entries ? Cached(entries[n], cycle_gen_[s] | state.version(n), plugin, cycle, state, n)
+                  : plugin.Score(cycle, state, n);
+    }
+    if (normalize && plugin.HasNormalize()) plugin.NormalizeScore(scores_);
+    for (size_t i = 0; i < feasible_.size(); ++i) sum[i] += profile_.scores[s].weight * scores_[i];
+  }
+  for (size_t i = 0; i < feasible_.size(); ++i) totals->push_back({feasible_[i], sum[i]});
+  return best;
+}
+
+Outcome Framework::PlaceOn(const core::PodShape& pod, core::ClusterState& state, int node) {
+  Outcome out;
+  CycleState cycle;
+  if (!StartCycle(pod, state, &cycle, &out)) return out;
+  const std::vector<int> only = {node};
+  FilterNodes(cycle, state, &only);
+  if (feasible_.empty()) {
+    out.code = Code::kUnschedulable;
+    out.reason = node >= 0 && node < state.num_nodes() && state.alive(node)
+                     ? absl::StrCat("the pod does not fit on node ", state.node(node).name)
+                     : "no such node";
+    return out;
+  }
+  // The same PreScore as a full cycle, so that Reserve sees what it would have seen.
+  cycle.feasible = feasible_;
+  PrepareScorers(cycle, state, ShapeId(pod));
+  Commit(cycle, state, node, &out);
+  return out;
+}
+
+void Framework::Commit(CycleState& cycle, core::ClusterState& state, int best_node, Outcome* out) {
+  const core::PodShape& pod = *cycle.pod;
+  out->placement.node = best_node;
 
   // Reserve: choose GPUs.
   bool reserved = false;  // Unreserve pairs with a successful Reserve only
   if (pod.num_gpu > 0) {
-    if (!profile_.reserve || !profile_.reserve->Reserve(cycle, state, &out.placement)) {
-      out.code = Code::kError;
-      out.reason = "reserve could not choose GPUs on the selected node";
-      return out;
+    if (!profile_.reserve || !profile_.reserve->Reserve(cycle, state, &out->placement)) {
+      out->code = Code::kError;
+      out->reason = "reserve could not choose GPUs on the selected node";
+      return;
     }
     reserved = true;
     // Bind only where Filter passed and Score chose.
-    SEEDANCE_CHECK(out.placement.node == best_node)
+    SEEDANCE_CHECK(out->placement.node == best_node)
         << "reserve plugin '" << profile_.reserve->Name() << "' moved the pod from node "
-        << best_node << " (filtered and scored) to node " << out.placement.node;
-    // Whole GPUs are interchangeable for every score, so which of the free ones a whole-GPU pod
-    // gets is the interconnect's business: the topology chooser (topology.h) decides.
-    if (options_.topology_gpus && HasGpuTopology(state.node(best_node))) {
-      // A sharing pod that Reserve put on a whole free GPU could have any whole free GPU
-      // (the same multiset either way): the chooser keeps NVLink islands and switches whole.
-      const bool whole = pod.gpu_milli >= core::kMilliGpu;
-      const bool on_free_gpu =
-          pod.num_gpu == 1 && out.placement.num_gpus == 1 &&
-          state.gpu_left(best_node)[static_cast<size_t>(out.placement.gpus[0])] == core::kMilliGpu;
-      if (whole || on_free_gpu) {
-        (void)ChooseGpuSet(state, best_node, pod.num_gpu, &out.placement);  // false: Reserve's
-      }
-    }
+        << best_node << " (filtered and scored) to node " << out->placement.node;
+    ChooseTopologyGpus(pod, state, best_node, &out->placement);
   } else {
-    out.placement.num_gpus = 0;
+    out->placement.num_gpus = 0;
   }
   // CPU and memory on the GPUs' NUMA node when they fit there (topology.h).
-  out.placement.numa = ChooseNuma(state, pod, out.placement);
+  out->placement.numa = ChooseNuma(state, pod, out->placement);
 
   // Permit.
   double wait_s = 0;
-  if (!profile_.permits.empty() && !RunPermits(cycle, state, reserved, &out, &wait_s)) return out;
+  if (!profile_.permits.empty() && !RunPermits(cycle, state, reserved, out, &wait_s)) return;
 
   // Bind.
-  if (absl::Status st = state.Allocate(pod, out.placement); !st.ok()) {
-    if (reserved) profile_.reserve->Unreserve(cycle, out.placement);
-    out.code = Code::kError;
-    out.reason = std::string(st.message());
-    return out;
+  if (absl::Status st = state.Allocate(pod, out->placement); !st.ok()) {
+    if (reserved) profile_.reserve->Unreserve(cycle, out->placement);
+    out->code = Code::kError;
+    out->reason = std::string(st.message());
+    return;
   }
-  for (auto& o : profile_.observers) o->OnBound(pod, out.placement, state);
-  out.code = Code::kSuccess;
+  for (auto& o : profile_.observers) o->OnBound(pod, out->placement, state);
+  out->code = Code::kSuccess;
   if (wait_s > 0) {
-    out.code = Code::kWait;
-    out.wait_timeout_s = wait_s;
+    out->code = Code::kWait;
+    out->wait_timeout_s = wait_s;
   }
-  return out;
+}
+
+void Framework::ChooseTopologyGpus(const core::PodShape& pod, const core::ClusterState& state,
+                                   int node, core::Placement* placement) const {
+  // Whole GPUs are interchangeable for every score, so which of the free ones a whole-GPU pod
+  // gets is the interconnect's business: the topology chooser (topology.h) decides.
+  if (!options_.topology_gpus || !HasGpuTopology(state.node(node))) return;
+  // A sharing pod that Reserve put on a whole free GPU could have any whole free GPU (the same
+  // multiset either way): the chooser keeps NVLink islands and switches whole.
+  const bool whole = pod.gpu_milli >= core::kMilliGpu;
+  const bool on_free_gpu =
+      pod.num_gpu == 1 && placement->num_gpus == 1 &&
+      state.gpu_left(node)[static_cast<size_t>(placement->gpus[0])] == core::kMilliGpu;
+  if (whole || on_free_gpu) {
+    (void)ChooseGpuSet(state, node, pod.num_gpu, placement);  // false: Reserve's choice stays
+  }
 }
 
 void Framework::RejectWaiting(const core::PodShape& pod, const core::Placement& placement,

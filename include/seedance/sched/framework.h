@@ -52,6 +52,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -229,6 +230,15 @@ class Framework {
   // to the ClusterState object last scheduled on: passing a different object drops them.
   // REQUIRES: `state` changes only through Allocate/Release between calls (so versions move).
   Outcome Schedule(const core::PodShape& pod, core::ClusterState& state);
+  // The parts of Schedule an external scheduler drives (the Kubernetes extender's prioritize
+  // and bind). Rank: the node Schedule would choose among `candidates` (node indices; those the
+  // pod does not fit on or the Filter plugins reject are left out) or -1, and in *totals each
+  // remaining candidate with the total it was ranked by, in index order. Nothing is bound.
+  int Rank(const core::PodShape& pod, core::ClusterState& state, const std::vector<int>& candidates,
+           std::vector<std::pair<int, int64_t>>* totals);
+  // Schedule with the node given: Filter on that node alone, PreScore, then Reserve, Permit and
+  // Bind as Schedule does (kUnschedulable when the pod does not fit there).
+  Outcome PlaceOn(const core::PodShape& pod, core::ClusterState& state, int node);
   // Releases a bound pod from `state` and tells observers. REQUIRES: it was bound.
   void Release(const core::PodShape& pod, const core::Placement& placement,
                core::ClusterState& state);
@@ -287,6 +297,17 @@ class Framework {
   // PostFilter round after a failed Filter.
   void RunPostFilters(CycleState& cycle, const core::ClusterState& state, Outcome* out);
   // Permit round: false (out filled, unreserved) on a rejection; *wait_s > 0 if one waits.
+  // Schedule's steps: PreFilter (false: *out says why), Filter into feasible_ (candidates or
+  // every node), PreScore and select (-1: none), the unschedulable outcome, and Reserve to Bind.
+  bool StartCycle(const core::PodShape& pod, core::ClusterState& state, CycleState* cycle,
+                  Outcome* out);
+  void FilterNodes(const CycleState& cycle, const core::ClusterState& state,
+                   const std::vector<int>* candidates);
+  int SelectBest(CycleState& cycle, const core::ClusterState& state);
+  void NoNode(CycleState& cycle, const core::ClusterState& state, Outcome* out);
+  void Commit(CycleState& cycle, core::ClusterState& state, int node, Outcome* out);
+  void ChooseTopologyGpus(const core::PodShape& pod, const core::ClusterState& state, int node,
+                          core::Placement* placement) const;
   bool RunPermits(CycleState& cycle, const core::ClusterState& state, bool reserved, Outcome* out,
                   double* wait_s);
 

@@ -132,6 +132,31 @@ class Scheduler {
   // When RunCycles next has work because a backoff ends (nullopt: only an event can bring any).
   std::optional<double> NextWakeup() const { return queue_.NextWakeup(); }
 
+  // ---- Decisions for an external scheduler that owns the queue (the Kubernetes extender,
+  // k8s/extender.h): the pod is not in the ledger until PlaceOn. scheduler_extender.cc.
+  // Tells the pod's policy it arrived, once per uid (learning policies count arrivals, as
+  // SubmitPod does); a uid seen before (among the last 65,536) changes nothing.
+  void NoteArrival(const PodInfo& pod);
+  // Per name: why that node rejects the pod (kNodeRemoved for a name Seedance does not know),
+  // or nullopt where it fits. The profile's Filter plugins are not run.
+  std::vector<std::optional<FilterReason>> FilterNodes(const PodInfo& pod,
+                                                       const std::vector<std::string>& names) const;
+  // The index in `names` of the node the pod's policy would choose now (-1: it fits on none),
+  // and in *totals, aligned with names, the total each fitting node was ranked by (nullopt
+  // where it does not fit). Errors: the pod's profile cannot be built.
+  absl::StatusOr<int> RankNodes(const PodInfo& pod, const std::vector<std::string>& names,
+                                std::vector<std::optional<int64_t>>* totals);
+  // Adds the pod and places it on `node` as a cycle that chose that node would (Reserve, the
+  // GPU chooser, NUMA, Permit, Bind into the cluster state), then Assumes it in the ledger (and
+  // Binds with internal_binding). AlreadyExists (uid or namespace/name taken), NotFound (no such
+  // node), FailedPrecondition (over its queue's limit, or it does not fit there: the message
+  // says why); the ledger is unchanged on error.
+  absl::Status PlaceOn(PodInfo pod, std::string_view node, double now_s);
+  // Whether the pod would fit on `node` once the placed pods `victims` (uids; others are
+  // ignored: Seedance does not account for them) were gone. Changes nothing.
+  bool FitsWithout(const PodInfo& pod, std::string_view node,
+                   const std::vector<std::string>& victims);
+
   // Why a pending pod does not fit now (NotFound for an unknown uid).
   absl::StatusOr<Diagnosis> Explain(std::string_view uid) const;
   // The message of the pod's last failed attempt ("" if none yet).
@@ -244,6 +269,9 @@ class Scheduler {
   std::map<std::string, int, std::less<>> ns_leaf_;
   bool preemption_ = false;
   int64_t preemptions_ = 0;
+  // NoteArrival's memory: uids whose arrival the policies were told, oldest first.
+  std::set<std::string, std::less<>> noted_;
+  std::deque<std::string> noted_order_;
   std::map<std::string, std::set<std::string>, std::less<>> gangs_;  // key -> member uids
   std::map<std::string, uint64_t, std::less<>> gang_failed_at_;      // key -> queue event count
   // Leaf queue name -> times of its pods' evictions (kept across reloads, by name).

@@ -1,0 +1,117 @@
+// The kube-scheduler extender protocol (k8s.io/kube-scheduler/extender/v1) over the live
+// scheduler: filter, prioritize, bind and preempt, as `seedance server` serves them under
+// /k8s/extender/v1/ (docs/kubernetes.md).
+//
+// Wire format. The Go structs have no json tags, so the keys are the Go field names; Go's
+// decoder matches keys case-insensitively, and so do these parsers. Requests:
+//   ExtenderArgs           {Pod: v1.Pod, Nodes: v1.NodeList | null, NodeNames: [string] | null}
+//   ExtenderBindingArgs    {PodName, PodNamespace, PodUID, Node}
+//   ExtenderPreemptionArgs {Pod, NodeNameToVictims: {node: {Pods: [v1.Pod], NumPDBViolations}},
+//                           NodeNameToMetaVictims: {node: {Pods: [{UID}], NumPDBViolations}}}
+// Replies (keys exactly as written):
+//   ExtenderFilterResult     {Nodes, NodeNames, FailedNodes, FailedAndUnresolvableNodes, Error}
+//   HostPriorityList         [{Host, Score}], Score in 0..10 (MaxExtenderPriority)
+//   ExtenderBindingResult    {Error}
+//   ExtenderPreemptionResult {NodeNameToMetaVictims}
+// Nodes come back in the mode they were sent in (the whole objects, or names only:
+// nodeCacheCapable), and every name returned is one that was sent.
+//
+// Decisions. Filter says, per node, why the pod does not fit by Seedance's accounting (GPU
+// slices included, which kube-scheduler cannot see); reasons preemption cannot fix (cordoned,
+// taint, GPU model, too few GPUs) go to FailedAndUnresolvableNodes. Prioritize gives 10 to the
+// node Seedance's policy would choose (the same choice the simulator makes) and 0..9 to the
+// others by their policy score. Bind places the pod on the node kube-scheduler chose (Reserve,
+// the topology GPU chooser, NUMA) and returns the GPUs; the caller then writes them on the pod
+// (annotation seedance.io/gpus) and creates the Binding, and forgets the pod if that fails.
+//
+// Thread-safety: the parsers are pure; the verbs need exclusive use of the Scheduler (the
+// server's loop thread).
+#ifndef SEEDANCE_K8S_EXTENDER_H_
+#define SEEDANCE_K8S_EXTENDER_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "seedance/k8s/objects.h"
+#include "seedance/sched/scheduler.h"
+
+namespace seedance::k8s {
+
+inline constexpr int64_t kMaxExtenderPriority = 10;
+
+struct ExtenderArgs {
+  Pod pod;
+  // Nodes mode (nodeCacheCapable false): the objects as sent, and decoded.
+  bool has_nodes = false;
+  std::vector<nlohmann::json> node_objects;
+  std::vector<Node> nodes;
+  // The candidates' names (NodeNames, or the Nodes' names), in the order sent.
+  std::vector<std::string> node_names;
+};
+
+struct BindingArgs {
+  std::string pod_name, pod_namespace, pod_uid, node;
+};
+
+struct PreemptionArgs {
+  Pod pod;
+  bool meta = false;  // NodeNameToMetaVictims was sent (nodeCacheCapable)
+  // node -> the victims' UIDs, and the PDB violations kube-scheduler counted.
+  std::map<std::string, std::pair<std::vector<std::string>, int64_t>> victims;
+};
+
+// InvalidArgument naming the JSON pointer ("/Pod/spec/containers/0/resources/requests/cpu: ...";
+// "/NodeNames/3: expected a string") for a body that is not what the scheduler sends.
+[[nodiscard]] absl::StatusOr<ExtenderArgs> ParseExtenderArgs(std::string_view body);
+[[nodiscard]] absl::StatusOr<BindingArgs> ParseBindingArgs(std::string_view body);
+[[nodiscard]] absl::StatusOr<PreemptionArgs> ParsePreemptionArgs(std::string_view body);
+
+// The pod as the scheduler's ledger holds it (uid, name, namespace, request, accepted models,
+// priority, labels). A share asked by GPU memory is resolved on `gpu_memory_mib` (the smallest
+// GPU memory among the candidates: it then fits wherever it may go); 0 leaves it unresolved.
+sched::PodInfo ToPodInfo(const Pod& pod, int64_t gpu_memory_mib);
+// A node's GPU memory (MiB per GPU) from its labels (kGpuMemoryLabel, kGfdMemoryLabel); 0 if
+// neither says.
+int64_t GpuMemoryOf(const core::NodeSpec& node);
+
+struct FilterResult {
+  std::vector<std::string> passed;
+  std::map<std::string, std::string> failed;
+  std::map<std::string, std::string> unresolvable;
+  std::string error;
+};
+
+// The verbs. `scheduler` must already know the nodes (nodes mode: Learn them first).
+// Learn: the Nodes of a nodes-mode request, added or updated in the scheduler where they differ
+// (a node's bound pods must still fit; such an update is refused and reported in `error`).
+absl::Status LearnNodes(sched::Scheduler& scheduler, const ExtenderArgs& args);
+FilterResult Filter(sched::Scheduler& scheduler, const ExtenderArgs& args);
+// [{Host, Score}] for every node sent, in the order sent.
+absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> Prioritize(sched::Scheduler& scheduler,
+                                                                        const ExtenderArgs& args);
+// For each node sent, the victims kept (those Seedance knows, all of them) where evicting them
+// makes room by Seedance's accounting; nodes where it would not are left out.
+std::map<std::string, std::pair<std::vector<std::string>, int64_t>> Preempt(
+    sched::Scheduler& scheduler, const PreemptionArgs& args);
+
+// The annotation value of a placement: "IDX:MILLI,..." or, where the node's GPU UUIDs are
+// known (annotation seedance.io/gpu-uuids kept as label-like metadata), "UUID:MILLI,...".
+std::string GpusAnnotation(const core::Placement& placement, int32_t milli,
+                           const std::vector<std::string>& gpu_uuids);
+
+// Replies, keys exactly as kube-scheduler's decoder reads them.
+std::string FilterResultJson(const ExtenderArgs& args, const FilterResult& result);
+std::string PriorityListJson(const std::vector<std::pair<std::string, int64_t>>& scores);
+std::string BindingResultJson(std::string_view error);
+std::string PreemptionResultJson(
+    const std::map<std::string, std::pair<std::vector<std::string>, int64_t>>& victims);
+
+}  // namespace seedance::k8s
+
+#endif  // SEEDANCE_K8S_EXTENDER_H_
