@@ -229,9 +229,14 @@ absl::Status LearnNodes(sched::Scheduler& scheduler, const ExtenderArgs& args) {
   return absl::OkStatus();
 }
 
-FilterResult Filter(sched::Scheduler& scheduler, const ExtenderArgs& args) {
+sched::PodInfo ResolvePod(const sched::Scheduler& scheduler, const Pod& pod,
+                          const std::vector<std::string>& candidates) {
+  return ToPodInfo(pod, SmallestGpuMemory(scheduler, candidates));
+}
+
+FilterResult Filter(sched::Scheduler& scheduler, const ExtenderArgs& args,
+                    const sched::PodInfo& pod) {
   FilterResult r;
-  const sched::PodInfo pod = ToPodInfo(args.pod, SmallestGpuMemory(scheduler, args.node_names));
   if (pod.shape.num_gpu > 0 && pod.shape.gpu_milli <= 0) {
     r.error =
         "seedance: the pod asks for GPU memory, but no candidate node says how much its "
@@ -257,8 +262,8 @@ FilterResult Filter(sched::Scheduler& scheduler, const ExtenderArgs& args) {
 }
 
 absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> Prioritize(sched::Scheduler& scheduler,
-                                                                        const ExtenderArgs& args) {
-  const sched::PodInfo pod = ToPodInfo(args.pod, SmallestGpuMemory(scheduler, args.node_names));
+                                                                        const ExtenderArgs& args,
+                                                                        const sched::PodInfo& pod) {
   scheduler.NoteArrival(pod);
   std::vector<std::optional<int64_t>> totals;
   absl::StatusOr<int> best = scheduler.RankNodes(pod, args.node_names, &totals);

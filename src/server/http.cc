@@ -280,6 +280,7 @@ void HttpServer::Routes() {
     res.set_content(api::ErrorBody(absl::InternalError("internal error")), "application/json");
   });
   RegisterRoutes(h, service_, options_, auth_);
+  RegisterExtenderRoutes(h, service_, options_.kube_api);
 }
 
 }  // namespace seedance::server

@@ -73,9 +73,13 @@ struct PreemptionArgs {
 [[nodiscard]] absl::StatusOr<PreemptionArgs> ParsePreemptionArgs(std::string_view body);
 
 // The pod as the scheduler's ledger holds it (uid, name, namespace, request, accepted models,
-// priority, labels). A share asked by GPU memory is resolved on `gpu_memory_mib` (the smallest
-// GPU memory among the candidates: it then fits wherever it may go); 0 leaves it unresolved.
+// priority, labels). A share asked by GPU memory is resolved on `gpu_memory_mib`; 0 leaves it
+// unresolved (gpu_milli 0).
 sched::PodInfo ToPodInfo(const Pod& pod, int64_t gpu_memory_mib);
+// ToPodInfo on the smallest GPU memory among the candidates the scheduler knows (so that the
+// share fits wherever the pod may go). Filter, Prioritize and bind use the same resolved pod.
+sched::PodInfo ResolvePod(const sched::Scheduler& scheduler, const Pod& pod,
+                          const std::vector<std::string>& candidates);
 // A node's GPU memory (MiB per GPU) from its labels (kGpuMemoryLabel, kGfdMemoryLabel); 0 if
 // neither says.
 int64_t GpuMemoryOf(const core::NodeSpec& node);
@@ -91,10 +95,13 @@ struct FilterResult {
 // Learn: the Nodes of a nodes-mode request, added or updated in the scheduler where they differ
 // (a node's bound pods must still fit; such an update is refused and reported in `error`).
 absl::Status LearnNodes(sched::Scheduler& scheduler, const ExtenderArgs& args);
-FilterResult Filter(sched::Scheduler& scheduler, const ExtenderArgs& args);
+// `pod` is ResolvePod's. Filter notes the pod's arrival (once per uid) for learning policies.
+FilterResult Filter(sched::Scheduler& scheduler, const ExtenderArgs& args,
+                    const sched::PodInfo& pod);
 // [{Host, Score}] for every node sent, in the order sent.
 absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> Prioritize(sched::Scheduler& scheduler,
-                                                                        const ExtenderArgs& args);
+                                                                        const ExtenderArgs& args,
+                                                                        const sched::PodInfo& pod);
 // For each node sent, the victims kept (those Seedance knows, all of them) where evicting them
 // makes room by Seedance's accounting; nodes where it would not are left out.
 std::map<std::string, std::pair<std::vector<std::string>, int64_t>> Preempt(

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "seedance/k8s/apiserver.h"
 #include "seedance/server/auth.h"
 #include "seedance/server/service.h"
 
@@ -44,6 +45,8 @@ struct HttpOptions {
   int read_timeout_s = 10;
   // Longest a watch request is held open (server-sent events stream, or a long poll).
   double max_watch_s = 300;
+  // The Kubernetes API server the extender's bind writes to (null: bind is refused).
+  std::shared_ptr<k8s::ApiServerClient> kube_api;
 };
 
 class HttpServer {

@@ -1,0 +1,421 @@
+// The kube-scheduler extender served by the server (/k8s/extender/v1/), driven over HTTP the way
+// kube-scheduler drives it (pkg/scheduler/extender.go: filter, then prioritize on the nodes that
+// passed, then bind on the chosen node), with the Kubernetes API server played by a fake.
+//
+// The fake API server. No kube-apiserver can run here, so this test plays the two calls bind
+// makes, with the request and reply shapes of the real one (read from the upstream source,
+// k8s.io/kubernetes at v1.29):
+//   PATCH /api/v1/namespaces/{ns}/pods/{name}, Content-Type application/merge-patch+json
+//     (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/patch.go): 200 and the patched
+//     v1.Pod; 404 with a metav1.Status (reason NotFound) for an unknown pod.
+//   POST /api/v1/namespaces/{ns}/pods/{name}/binding, a v1.Binding (pkg/registry/core/pod/
+//     storage/storage.go, BindingREST.Create): 201 and metav1.Status{status: Success}; 409 with
+//     a metav1.Status (reason Conflict) when the pod is bound already.
+// It records every call so the test can check what bind sent and in which order.
+//
+// The same decisions (issue 15): the default trace's first 2,000 pods sent through filter ->
+// prioritize -> bind against its 1,213 nodes (nodeCacheCapable: node names) are placed exactly
+// as `seedance simulate` places them in that order.
+#include <unistd.h>
+
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "httplib.h"
+#include "nlohmann/json.hpp"
+#include "seedance/k8s/apiserver.h"
+#include "seedance/sched/frag.h"
+#include "seedance/server/http.h"
+#include "seedance/server/service.h"
+#include "seedance/sim/simulator.h"
+#include "seedance/trace/csv_reader.h"
+
+namespace seedance::server {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class FakeApiServer {
+ public:
+  struct Call {
+    std::string method, path, content_type;
+    json body;
+  };
+
+  FakeApiServer() {
+    http_.Patch(R"(/api/v1/namespaces/([a-z0-9.-]+)/pods/([a-z0-9.-]+))",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  Record(req);
+                  json pod = {{"apiVersion", "v1"},
+                              {"kind", "Pod"},
+                              {"metadata",
+                               {{"name", req.matches[2].str()},
+                                {"namespace", req.matches[1].str()},
+                                {"resourceVersion", "2"}}}};
+                  pod.merge_patch(json::parse(req.body));
+                  res.status = 200;
+                  res.set_content(pod.dump(), "application/json");
+                });
+    http_.Post(R"(/api/v1/namespaces/([a-z0-9.-]+)/pods/([a-z0-9.-]+)/binding)",
+               [this](const httplib::Request& req, httplib::Response& res) {
+                 Record(req);
+                 std::lock_guard<std::mutex> lock(mu_);
+                 if (req.matches[2].str() == refuse_) {
+                   res.status = 409;
+                   res.set_content(
+                       Status(409, "Conflict", "pod " + refuse_ + " is already assigned to node x"),
+                       "application/json");
+                   return;
+                 }
+                 res.status = 201;
+                 res.set_content(json({{"kind", "Status"},
+                                       {"apiVersion", "v1"},
+                                       {"metadata", json::object()},
+                                       {"status", "Success"},
+                                       {"code", 201}})
+                                     .dump(),
+                                 "application/json");
+               });
+    http_.set_tcp_nodelay(true);
+    port_ = http_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { http_.listen_after_bind(); });
+    while (!http_.is_running()) std::this_thread::yield();  // polls readiness
+  }
+  ~FakeApiServer() {
+    http_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  void RefuseBinding(const std::string& pod) {
+    std::lock_guard<std::mutex> lock(mu_);
+    refuse_ = pod;
+  }
+  std::vector<Call> TakeCalls() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(calls_, {});
+  }
+
+ private:
+  static std::string Status(int code, const std::string& reason, const std::string& message) {
+    return json({{"kind", "Status"},
+                 {"apiVersion", "v1"},
+                 {"metadata", json::object()},
+                 {"status", "Failure"},
+                 {"message", message},
+                 {"reason", reason},
+                 {"code", code}})
+        .dump();
+  }
+  void Record(const httplib::Request& req) {
+    std::lock_guard<std::mutex> lock(mu_);
+    calls_.push_back({req.method, req.path, req.get_header_value("Content-Type"),
+                      json::parse(req.body, nullptr, false)});
+  }
+
+  httplib::Server http_;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<Call> calls_;
+  std::string refuse_;
+};
+
+// A server in this process with the fake API server behind its extender.
+class ExtenderServer {
+ public:
+  ExtenderServer(const std::string& policy, const std::string& api_url,
+                 sched::TargetWorkload oracle = {}) {
+    const fs::path tmp =
+        access("/dev/shm", W_OK) == 0 ? fs::path("/dev/shm") : fs::temp_directory_path();
+    o_.state_dir = (tmp / ("seedance-ext-" + policy + "-" + std::to_string(getpid()))).string();
+    fs::remove_all(o_.state_dir);
+    o_.scheduler.default_profile = {"default", policy, {}, {}};
+    o_.scheduler.seed = 42;
+    o_.scheduler.oracle_workload = std::move(oracle);
+    service_ = std::move(*Service::Start(o_));
+    HttpOptions ho;
+    ho.port = 0;
+    ho.max_body_bytes = 8 << 20;
+    k8s::ApiServerOptions ao;
+    ao.url = api_url;
+    ho.kube_api = std::move(*k8s::NewApiServerClient(ao));
+    http_ = std::move(*HttpServer::Start(*service_, ho));
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", http_->port());
+    client_->set_keep_alive(true);
+    client_->set_tcp_nodelay(true);
+  }
+  ~ExtenderServer() {
+    client_.reset();  // its keep-alive connection would hold Stop for the keep-alive timeout
+    http_->Stop();
+    service_->Shutdown();
+    fs::remove_all(o_.state_dir);
+  }
+  httplib::Client& client() { return *client_; }
+  // POSTs `body` to the verb; the reply's status and JSON.
+  std::pair<int, json> Verb(const std::string& verb, const json& body) {
+    auto r = client_->Post(("/k8s/extender/v1/" + verb).c_str(), body.dump(), "application/json");
+    if (!r) return {0, json()};
+    return {r->status, json::parse(r->body, nullptr, false)};
+  }
+
+ private:
+  ServiceOptions o_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+std::string Uid(size_t i) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "00000000-0000-4000-8000-%012zx", i);
+  return buf;
+}
+
+// A v1.Pod as the scheduler sends it, requesting `shape` the way a user would write it.
+json PodJson(size_t i, const core::PodShape& shape, const std::string& gpu_spec) {
+  json limits = json::object();
+  if (shape.num_gpu > 0 && shape.gpu_milli >= 1000) {
+    limits["nvidia.com/gpu"] = std::to_string(shape.num_gpu);
+  } else if (shape.num_gpu > 0) {
+    limits["seedance.io/gpu-milli"] = std::to_string(shape.gpu_milli);
+  }
+  json spec = {{"containers",
+                {{{"name", "main"},
+                  {"image", "trainer:1"},
+                  {"resources",
+                   {{"requests",
+                     {{"cpu", std::to_string(shape.cpu_milli) + "m"},
+                      {"memory", std::to_string(shape.memory_mib) + "Mi"}}},
+                    {"limits", limits}}}}}},
+               {"schedulerName", "seedance"}};
+  if (!gpu_spec.empty()) {
+    std::vector<std::string> models;
+    for (size_t s = 0, bar; s <= gpu_spec.size(); s = bar + 1) {
+      bar = std::min(gpu_spec.find('|', s), gpu_spec.size());
+      models.push_back(gpu_spec.substr(s, bar - s));
+    }
+    spec["affinity"] = {{"nodeAffinity",
+                         {{"requiredDuringSchedulingIgnoredDuringExecution",
+                           {{"nodeSelectorTerms",
+                             {{{"matchExpressions",
+                                {{{"key", "seedance.io/gpu-model"},
+                                  {"operator", "In"},
+                                  {"values", models}}}}}}}}}}}};
+  }
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata",
+           {{"name", "pod-" + std::to_string(i)}, {"namespace", "default"}, {"uid", Uid(i)}}},
+          {"spec", spec},
+          {"status", {{"phase", "Pending"}}}};
+}
+
+void PutNode(ExtenderServer& s, const std::string& name, int gpus, const std::string& model) {
+  json body = {
+      {"cpu_milli", 64000}, {"memory_mib", 262144}, {"num_gpus", gpus}, {"gpu_model", model}};
+  auto r = s.client().Put(("/v1/nodes/" + name).c_str(), body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+}
+
+TEST(ExtenderServerTest, BindAnnotatesThenCreatesTheBinding) {
+  FakeApiServer api;
+  ExtenderServer s("bestfit", api.url());
+  PutNode(s, "gpu-a", 2, "A100");
+  PutNode(s, "gpu-b", 4, "A100");
+  const json pod =
+      PodJson(1, {.cpu_milli = 1000, .memory_mib = 1024, .num_gpu = 1, .gpu_milli = 250}, "");
+  auto [fs, filtered] = s.Verb("filter", {{"Pod", pod}, {"NodeNames", {"gpu-a", "gpu-b"}}});
+  ASSERT_EQ(fs, 200);
+  ASSERT_EQ(filtered["NodeNames"], json({"gpu-a", "gpu-b"}));
+  auto [ps, scores] = s.Verb("prioritize", {{"Pod", pod}, {"NodeNames", {"gpu-a", "gpu-b"}}});
+  ASSERT_EQ(ps, 200);
+  std::string best;
+  for (const json& h : scores) {
+    if (h["Score"] == 10) best = h["Host"];
+  }
+  ASSERT_FALSE(best.empty()) << scores.dump();
+  auto [bs, bound] = s.Verb(
+      "bind",
+      {{"PodName", "pod-1"}, {"PodNamespace", "default"}, {"PodUID", Uid(1)}, {"Node", best}});
+  ASSERT_EQ(bs, 200);
+  EXPECT_EQ(bound, json({{"Error", ""}}));
+  const std::vector<FakeApiServer::Call> calls = api.TakeCalls();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].method, "PATCH");
+  EXPECT_EQ(calls[0].path, "/api/v1/namespaces/default/pods/pod-1");
+  EXPECT_EQ(calls[0].content_type, "application/merge-patch+json");
+  const std::string gpus = calls[0].body["metadata"]["annotations"]["seedance.io/gpus"];
+  EXPECT_EQ(gpus.substr(gpus.find(':')), ":250");
+  EXPECT_EQ(calls[1].method, "POST");
+  EXPECT_EQ(calls[1].path, "/api/v1/namespaces/default/pods/pod-1/binding");
+  EXPECT_EQ(calls[1].body["kind"], "Binding");
+  EXPECT_EQ(calls[1].body["target"],
+            json({{"apiVersion", "v1"}, {"kind", "Node"}, {"name", best}}));
+  EXPECT_EQ(calls[1].body["metadata"]["uid"], Uid(1));
+  // The ledger holds it on that node and GPU.
+  auto r = s.client().Get(("/v1/pods/" + Uid(1)).c_str());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json got = json::parse(r->body);
+  EXPECT_EQ(got["node"], best);
+  EXPECT_EQ(got["gpus"][0]["milli"], 250);
+  EXPECT_EQ(std::to_string(got["gpus"][0]["index"].get<int>()), gpus.substr(0, gpus.find(':')));
+}
+
+TEST(ExtenderServerTest, RefusedBindingIsForgotten) {
+  FakeApiServer api;
+  ExtenderServer s("bestfit", api.url());
+  PutNode(s, "gpu-a", 1, "A100");
+  const json pod =
+      PodJson(2, {.cpu_milli = 1000, .memory_mib = 1024, .num_gpu = 1, .gpu_milli = 1000}, "");
+  ASSERT_EQ(s.Verb("filter", {{"Pod", pod}, {"NodeNames", {"gpu-a"}}}).first, 200);
+  api.RefuseBinding("pod-2");
+  auto [bs, bound] = s.Verb(
+      "bind",
+      {{"PodName", "pod-2"}, {"PodNamespace", "default"}, {"PodUID", Uid(2)}, {"Node", "gpu-a"}});
+  ASSERT_EQ(bs, 200);
+  EXPECT_NE(bound["Error"].get<std::string>().find("Conflict"), std::string::npos) << bound;
+  auto r = s.client().Get(("/v1/pods/" + Uid(2)).c_str());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404) << r->body;  // forgotten: the GPU is free again
+  const json again =
+      PodJson(3, {.cpu_milli = 1000, .memory_mib = 1024, .num_gpu = 1, .gpu_milli = 1000}, "");
+  auto [fs, filtered] = s.Verb("filter", {{"Pod", again}, {"NodeNames", {"gpu-a"}}});
+  ASSERT_EQ(fs, 200);
+  EXPECT_EQ(filtered["NodeNames"], json({"gpu-a"}));
+}
+
+TEST(ExtenderServerTest, BindOfAPodNeverFilteredIsAnError) {
+  FakeApiServer api;
+  ExtenderServer s("bestfit", api.url());
+  PutNode(s, "gpu-a", 1, "A100");
+  auto [bs, bound] = s.Verb(
+      "bind",
+      {{"PodName", "ghost"}, {"PodNamespace", "default"}, {"PodUID", Uid(9)}, {"Node", "gpu-a"}});
+  ASSERT_EQ(bs, 200);
+  EXPECT_NE(bound["Error"].get<std::string>().find("not filtered"), std::string::npos);
+  EXPECT_TRUE(api.TakeCalls().empty());
+}
+
+TEST(ExtenderServerTest, MalformedBodiesAre400WithTheJsonPath) {
+  FakeApiServer api;
+  ExtenderServer s("bestfit", api.url());
+  auto [st, err] =
+      s.Verb("filter", {{"Pod", PodJson(1, {.cpu_milli = 1}, "")}, {"NodeNames", {"a", 7}}});
+  EXPECT_EQ(st, 400);
+  EXPECT_EQ(err["error"]["message"].get<std::string>().rfind("/NodeNames/1: ", 0), 0u) << err;
+  auto r = s.client().Post("/k8s/extender/v1/prioritize", "{\"Pod\": ", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  json bad = PodJson(1, {.cpu_milli = 1}, "");
+  bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots";
+  auto [st2, err2] = s.Verb("filter", {{"Pod", bad}, {"NodeNames", json::array()}});
+  EXPECT_EQ(st2, 400);
+  EXPECT_NE(err2["error"]["message"].get<std::string>().find(
+                "/Pod/spec/containers/0/resources/requests/cpu"),
+            std::string::npos)
+      << err2;
+}
+
+class ExtenderSameDecisionsTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ExtenderSameDecisionsTest, FilterPrioritizeBindPlacesAsTheSimulatorDoes) {
+  const std::string dir = trace::DataDir() + "/alibaba-gpu-v2023/csv/";
+  auto nodes = trace::ReadNodeCsv(dir + "openb_node_list_gpu_node.csv");
+  auto pods = trace::ReadPodCsv(dir + "openb_pod_list_default.csv");
+  if (!nodes.ok() || !pods.ok()) {
+    if (trace::DataRequired()) FAIL() << "the Alibaba GPU trace is missing";
+    GTEST_SKIP() << "the Alibaba GPU trace is missing (SEEDANCE_DATA_DIR)";
+  }
+  constexpr size_t kPods = 2000;
+  const std::string policy = GetParam();
+  sim::Workload w{*nodes, *pods, "openb_pod_list_default"};
+  sim::SimOptions so;
+  so.mode = sim::Mode::kFill;
+  so.seed = 42;
+  so.record_placements = true;
+  absl::StatusOr<sim::FillPlan> plan = sim::PlanFill(w, so);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  absl::StatusOr<sim::RunResult> run = sim::Run(w, policy, so);
+  ASSERT_TRUE(run.ok()) << run.status();
+  std::vector<int> order = plan->node_order;
+  if (order.empty()) order = sched::Framework::RandomNodeOrder(static_cast<int>(nodes->size()), 42);
+  std::vector<core::NodeSpec> ordered;
+  for (int i : order) ordered.push_back((*nodes)[i]);
+  absl::StatusOr<core::ClusterState> view = core::ClusterState::Create(ordered);
+  ASSERT_TRUE(view.ok());
+  std::vector<core::PodSpec> replayed = plan->pods;
+  for (core::PodSpec& p : replayed) p.shape.gpu_model_mask = view->ModelMask(p.gpu_spec);
+
+  FakeApiServer api;
+  ExtenderServer s(policy, api.url(),
+                   sched::TypicalShapes(sched::CountShapes(replayed), so.typical_coverage_pct));
+  json names = json::array();
+  for (const core::NodeSpec& n : ordered) {
+    json body = {{"cpu_milli", n.cpu_milli},
+                 {"memory_mib", n.memory_mib},
+                 {"num_gpus", n.num_gpus},
+                 {"gpu_model", n.gpu_model}};
+    auto r = s.client().Put(("/v1/nodes/" + n.name).c_str(), body.dump(), "application/json");
+    ASSERT_TRUE(r && r->status == 201);
+    names.push_back(n.name);
+  }
+  int same = 0, pending = 0;
+  for (size_t i = 0; i < kPods && i < plan->pods.size(); ++i) {
+    const json pod = PodJson(i, plan->pods[i].shape, plan->pods[i].gpu_spec);
+    auto [fs, filtered] = s.Verb("filter", {{"Pod", pod}, {"NodeNames", names}});
+    ASSERT_EQ(fs, 200) << filtered;
+    ASSERT_EQ(filtered["Error"], "") << i;
+    const core::Placement& want = run->placements[i];
+    if (filtered["NodeNames"].empty()) {
+      ASSERT_LT(want.node, 0) << "pod " << i << ": the simulator placed it";
+      ++pending;
+      continue;
+    }
+    auto [ps, scores] = s.Verb("prioritize", {{"Pod", pod}, {"NodeNames", filtered["NodeNames"]}});
+    ASSERT_EQ(ps, 200);
+    // kube-scheduler's selectHost: the highest score (only Seedance scores here).
+    std::string host;
+    int64_t top = -1;
+    for (const json& h : scores) {
+      ASSERT_GE(h["Score"].get<int64_t>(), 0);
+      ASSERT_LE(h["Score"].get<int64_t>(), 10);
+      if (h["Score"].get<int64_t>() > top) {
+        top = h["Score"].get<int64_t>();
+        host = h["Host"];
+      }
+    }
+    ASSERT_EQ(top, 10);
+    auto [bs, bound] = s.Verb("bind", {{"PodName", "pod-" + std::to_string(i)},
+                                       {"PodNamespace", "default"},
+                                       {"PodUID", Uid(i)},
+                                       {"Node", host}});
+    ASSERT_EQ(bs, 200);
+    ASSERT_EQ(bound["Error"], "") << i;
+    ASSERT_GE(want.node, 0) << "pod " << i << ": the simulator left it pending";
+    ASSERT_EQ(host, (*nodes)[want.node].name) << "pod " << i;
+    auto r = s.client().Get(("/v1/pods/" + Uid(i)).c_str());
+    ASSERT_TRUE(r && r->status == 200);
+    const json reply = json::parse(r->body);
+    std::vector<int> got;
+    for (const json& g : reply["gpus"]) got.push_back(g["index"].get<int>());
+    ASSERT_EQ(got, std::vector<int>(want.gpu_ids().begin(), want.gpu_ids().end())) << "pod " << i;
+    ++same;
+  }
+  EXPECT_EQ(api.TakeCalls().size(), 2u * static_cast<size_t>(same));
+  std::printf(
+      "%s: %d of the first %zu pods bound through the extender on the simulator's node "
+      "and GPUs, %d pending in both\n",
+      policy.c_str(), same, kPods, pending);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, ExtenderSameDecisionsTest, ::testing::Values("fgd", "cas"));
+
+}  // namespace
+}  // namespace seedance::server
