@@ -325,7 +325,7 @@ absl::StatusOr<CpusetHierarchy> DetectCpusetHierarchy(const std::string& mountin
     }
   }
   if (have_v1) return v1;
-  return absl::NotFoundError(absl::StrCat(
+  return absl::FailedPreconditionError(absl::StrCat(
       Quote(mountinfo_path),
       ": no cpuset controller mounted (neither a cgroup2 mount listing cpuset in "
       "cgroup.controllers nor a cgroup v1 mount with the cpuset option)",

@@ -202,13 +202,13 @@ TEST_F(FakeTreeTest, UnescapesMountPointsAndHonoursNoprefix) {
   EXPECT_EQ(h->mems_file(), "mems");
 }
 
-TEST_F(FakeTreeTest, NoCpusetMountIsNotFoundAndSaysWhatWasSeen) {
+TEST_F(FakeTreeTest, NoCpusetMountIsAFailedPreconditionThatSaysWhatWasSeen) {
   const std::string mi = Put("mountinfo", MountLine(31, root_ + "/cpu", "cgroup", "rw,cpu") +
                                               MountLine(41, root_ + "/v2", "cgroup2", "rw"));
   Put("v2/cgroup.controllers", "memory pids\n");
   auto h = DetectCpusetHierarchy(mi);
   ASSERT_FALSE(h.ok());
-  EXPECT_EQ(h.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(h.status().message(), HasSubstr("without cpuset"));
   EXPECT_THAT(h.status().message(), HasSubstr("memory pids"));
 }

@@ -67,7 +67,8 @@ struct CpusetHierarchy {
 
 // Finds the cpuset hierarchy from a mountinfo file (proc(5) format). A cgroup2 mount is used when
 // its cgroup.controllers lists "cpuset"; otherwise the first cgroup v1 mount with the "cpuset"
-// option. NotFound (listing what was seen) when there is neither; errors name the file.
+// option. FailedPrecondition (listing what was seen) when there is neither; NotFound for a
+// missing file; errors name the file.
 [[nodiscard]] absl::StatusOr<CpusetHierarchy> DetectCpusetHierarchy(
     const std::string& mountinfo_path = "/proc/self/mountinfo");
 
