@@ -6,8 +6,9 @@
 //      cgroup2 mount whose cgroup.controllers lists "cpuset", else a cgroup v1 mount with the
 //      "cpuset" option.
 //   2. ReadNodeTopology reads the NUMA nodes (/sys/devices/system/node/nodeN/cpulist) and the
-//      NVIDIA GPUs (/sys/bus/pci/devices/*: class 0x03xx, vendor 0x10de, in PCI bus order, the
-//      order of CUDA's and NVML's PCI-bus enumeration) with the NUMA node of each.
+//      NVIDIA GPUs (/sys/bus/pci/devices/*: class 0x03xx, vendor 0x10de, in PCI bus order, which
+//      is NVML's and nvidia-smi's index order, and CUDA's with CUDA_DEVICE_ORDER=PCI_BUS_ID) with
+//      the NUMA node of each.
 //   3. PlanPin turns GPU indices (or a NUMA node) into the cpulist and memory-node list to write;
 //      Pin writes them into one cgroup's cpuset.cpus and cpuset.mems, and MoveProcess writes a
 //      PID into its cgroup.procs.
