@@ -2018,7 +2018,8 @@ def node_agent_cases():
     pin("mountinfo-garbage", ["--cgroup", "p", "--numa", "0", "--mountinfo", "{mg}"], cls="garbage",
         files={"mg": "not a mountinfo line\n"}, msg=["mg':1"], fake=NA_SYS_ONLY)
     pin("mountinfo-binary", ["--cgroup", "p", "--numa", "0", "--mountinfo", "{mb}"], cls="garbage",
-        files={"mb": "\x00\xff\x1b[2J" * 64}, msg=["mb"], absent=[("stderr", "\x1b")], fake=NA_SYS_ONLY)
+        files={"mb": "\x00\xff\x1b[2J" * 64}, msg=["mb"], absent=[("stderr", "\x1b")],
+        fake=NA_SYS_ONLY)
     pin("mountinfo-no-cpuset", ["--cgroup", "p", "--numa", "0", "--mountinfo", "{mc}"],
         cls="garbage", exit=1,
         files={"mc": "32 23 0:29 / cgcpu rw,relatime - cgroup cgroup rw,cpu\n"},
