@@ -235,6 +235,14 @@ expect_rc "analyze missing input" 2 "nope.json" analyze --input "$tmp/nope.json"
 expect_rc "serve-sim missing trace" 2 "nope.csv" serve-sim --trace "$tmp/nope.csv" --model llama-3-8b \
   --gpu a100-80g
 expect_rc "costmodel unknown gpu" 2 "gpu" costmodel check --profile "$tmp/nope.csv" --gpu b9000
+echo "34 23 0:31 / $tmp/cg rw,relatime - cgroup cgroup rw,cpuset" >"$tmp/mi"
+mkdir -p "$tmp/cg"
+expect_rc "node-agent topology" 0 "numa_node" node-agent topology
+expect_rc "node-agent topology json" 0 '"schema_version": "node-agent-topology/v1"' node-agent topology \
+  --format json
+expect_rc "node-agent pin refuses .." 2 "'..'" node-agent pin --cgroup ../etc --numa 0 --dry-run \
+  --mountinfo "$tmp/mi"
+expect_rc "node-agent pin needs --cgroup" 2 "--cgroup" node-agent pin --numa 0
 
 
 # ---- Kubernetes snapshots (`kubectl get nodes|pods -o json`; fixtures in src/k8s/testdata)

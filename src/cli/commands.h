@@ -30,6 +30,7 @@ Command AddAnalyzeCommand(CLI::App& app);    // analyze_cmd.cc   (cost)
 Command AddServeSimCommand(CLI::App& app);   // serve_sim_cmd.cc (serving)
 Command AddCostmodelCommand(CLI::App& app);  // costmodel_cmd.cc (serving: costmodel check)
 Command AddServerCommand(CLI::App& app);     // server_cmd.cc    (server: the live scheduler)
+Command AddNodeAgentCommand(CLI::App& app);  // node_agent_cmd.cc (nodeagent: cpuset pinning)
 
 // get, apply, delete, explain, cordon, uncordon over the REST API (client_cmd.cc: api).
 std::vector<Command> AddClientCommands(CLI::App& app);

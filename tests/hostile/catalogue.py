@@ -219,7 +219,7 @@ COMMANDS = {"simulate": (), "profile": (), "analyze": (), "serve-sim": (),
             "costmodel": ("check", "fit"), "clock": ("probe", "simulate"), "bench": ("timers",),
             "version": (), "help": (), "completion": (), "server": (),
             "get": ("nodes", "pods", "pod", "queues"), "apply": (), "delete": ("pod",), "explain": (),
-            "cordon": (), "uncordon": ()}
+            "cordon": (), "uncordon": (), "node-agent": ("topology", "pin")}
 
 
 def command_of(argv):
@@ -292,6 +292,7 @@ WRITERS = [
                            "--interval-ms", "0", "--timeout-ms", "1000"], server=SNTP_GOOD),
     Writer("bench-timers", ["bench", "timers", "--timers", "1000", "--repetitions", "1",
                             "--min-time", "0.01", "--lateness-s", "0", "--impl", "seedance"]),
+    Writer("node-agent-topology", ["node-agent", "topology", "--gpu-numa", "0:0"]),
 ]
 
 
@@ -596,6 +597,7 @@ CM_FIT = ["costmodel", "fit", "--profile", "{allreduce.csv}", "--gpu", "h100"]
 PROBE = ["clock", "probe", "--server", "127.0.0.1:9"]
 CLOCK_SIM = ["clock", "simulate", "--seeds", "1"]
 BENCH = ["bench", "timers", "--impl", "seedance"]
+NA_PIN = ["node-agent", "pin", "--cgroup", "x", "--numa", "0", "--dry-run"]
 
 # (base argv, flag, kind, negative values valid)
 NUMERIC_FLAGS = [
@@ -643,6 +645,7 @@ NUMERIC_FLAGS = [
     (BENCH, "--lateness-timers", "uint", False),
     (BENCH, "--lateness-s", "duration", False),
     (BENCH, "--tick-ms", "float", False),
+    (NA_PIN, "--pid", "int", False),
 ]
 
 BAD_ALWAYS = [("nan", "nan"), ("inf", "inf"), ("-inf", "-inf"), ("infinity", "Infinity"),
@@ -702,7 +705,7 @@ HELP_BASES = {
     "simulate": SIM_CHURN, "profile": PROFILE, "analyze": ANALYZE, "serve-sim": SERVE,
     "costmodel check": ["costmodel", "check", "--profile", "{allreduce.csv}", "--gpu", "h100"],
     "costmodel fit": CM_FIT, "clock probe": PROBE, "clock simulate": CLOCK_SIM,
-    "bench timers": BENCH,
+    "bench timers": BENCH, "node-agent pin": NA_PIN,
 }
 
 
@@ -1974,6 +1977,146 @@ def client_cases():
     return c
 
 
+# node-agent: a fake v1 cpuset mount at "cg" (relative: the case's directory is the working
+# directory) and a fake sysfs with two NUMA nodes and two NVIDIA GPUs, so that every refusal below
+# is the same on any machine. Real pins are not run here: the cases run as nobody, and a real
+# cgroup is made only by node_agent_test (as root).
+NA_MOUNTINFO = "34 23 0:31 / cg rw,relatime - cgroup cgroup rw,cpuset\n"
+NA_SYS = {
+    "sys/devices/system/node/node0/cpulist": "0-3\n",
+    "sys/devices/system/node/node1/cpulist": "4-7\n",
+    "sys/bus/pci/devices/0000:3b:00.0/class": "0x030200\n",
+    "sys/bus/pci/devices/0000:3b:00.0/vendor": "0x10de\n",
+    "sys/bus/pci/devices/0000:3b:00.0/numa_node": "0\n",
+    "sys/bus/pci/devices/0000:af:00.0/class": "0x030200\n",
+    "sys/bus/pci/devices/0000:af:00.0/vendor": "0x10de\n",
+    "sys/bus/pci/devices/0000:af:00.0/numa_node": "1\n",
+}
+NA_FILES = dict(NA_SYS, mountinfo=NA_MOUNTINFO)
+NA_FAKE = ["--mountinfo", "{mountinfo}", "--sys-root", "{sys}"]
+NA_SYS_ONLY = ["--sys-root", "{sys}"]
+
+
+def node_agent_cases():
+    c = []
+    B, E, I, C = "bad-value", "exit-code", "injection", "control"
+
+    def pin(name, args, cls=B, exit=2, msg=(), setup=(), files=None, fake=NA_FAKE, **kw):
+        c.append(Case(cls, "node-agent-pin/" + name, ["node-agent", "pin"] + fake + args,
+                      exit=exit, msg=msg, setup=[("dir", "cg")] + list(setup),
+                      files=dict(NA_FILES, **(files or {})), **kw))
+
+    for flag in ("--gpus", "--numa"):
+        for vname, v in (("garbage", "abc"), ("descending", "3-1"), ("empty", ""),
+                         ("negative", "-1"), ("above-max", "8192"), ("fraction", "1.5"),
+                         ("overflow", "99999999999999999999"), ("empty-item", "0,,1"),
+                         ("nan", "nan"), ("hex", "0x1")):
+            pin("%s=%s" % (flag, vname), ["--cgroup", "p", flag, v], msg=[flag])
+    for vname, v in (("no-colon", "0"), ("garbage", "a:b"), ("gpu-twice", "0:0,0:1"),
+                     ("empty", ""), ("gpu-too-big", "1024:0"), ("negative", "0:-1"),
+                     ("three-fields", "0:0:0")):
+        pin("--gpu-numa=" + vname, ["--cgroup", "p", "--numa", "0", "--gpu-numa", v],
+            msg=["--gpu-numa"])
+        c.append(Case(B, "node-agent-topology/--gpu-numa=" + vname,
+                      ["node-agent", "topology", "--gpu-numa", v], msg=["--gpu-numa"]))
+    pin("numa-node-absent", ["--cgroup", "p", "--numa", "7"], msg=["NUMA node 7"])
+    pin("gpu-absent", ["--cgroup", "p", "--gpus", "2"], msg=["GPU 2"])
+    pin("gpu-numa-to-absent-node", ["--cgroup", "p", "--gpus", "0", "--gpu-numa", "0:9"],
+        msg=["NUMA node 9"])
+    # Paths: '..', the root, missing, not a directory, out of the hierarchy, off cgroupfs.
+    pin("cgroup-dotdot", ["--cgroup", "../etc", "--numa", "0"], msg=["'..'"])
+    pin("cgroup-dotdot-inner", ["--cgroup", "a/../../etc", "--numa", "0"], msg=["'..'"])
+    pin("cgroup-dotdot-absolute", ["--cgroup", "/sys/fs/cgroup/cpuset/../../../etc", "--numa",
+                                   "0"], msg=["'..'"])
+    pin("cgroup-root", ["--cgroup", "/", "--numa", "0"], msg=["root"])
+    pin("cgroup-root-dot", ["--cgroup", "./.", "--numa", "0"], msg=["root"])
+    pin("cgroup-empty", ["--cgroup", "", "--numa", "0"], msg=["empty"])
+    pin("cgroup-missing", ["--cgroup", "kubepods/nope", "--numa", "0"], msg=["kubepods/nope"])
+    pin("cgroup-etc-passwd", ["--cgroup", "/etc/passwd", "--numa", "0"], msg=["/etc/passwd"])
+    pin("cgroup-fifo", ["--cgroup", "f", "--numa", "0"], setup=[("fifo", "cg/f")],
+        msg=["not a cgroup directory"], max_s=12)
+    pin("cgroup-chardev", ["--cgroup", "dev", "--numa", "0"], setup=[("chardev", "cg/dev")],
+        msg=["not a cgroup directory"])
+    pin("cgroup-regular-file", ["--cgroup", "file", "--numa", "0"],
+        files={"cg/file": "x\n"}, msg=["not a cgroup directory"])
+    pin("cgroup-symlink-out", ["--cgroup", "esc", "--numa", "0"],
+        setup=[("dir", "outside"), ("symlink", "cg/esc", "../outside")],
+        msg=["outside the hierarchy"])
+    pin("cgroup-not-cgroupfs", ["--cgroup", "plain", "--numa", "0", "--dry-run"],
+        setup=[("dir", "cg/plain")], msg=["not on a cgroup file system"])
+    pin("cgroup-ansi", ["--cgroup", ESC + "x", "--numa", "0"], cls=I, msg=["x"],
+        absent=[("stderr", "\x1b")])
+    pin("cgroup-invalid-utf8", ["--cgroup", os.fsdecode(b"p\xff\xfe"), "--numa", "0"], msg=["p"])
+    # Usage.
+    c += [
+        Case(E, "node-agent/no-subcommand", ["node-agent"], msg=["topology"]),
+        Case(E, "node-agent/unknown-subcommand", ["node-agent", "pni"], msg=["pin"]),
+        Case(E, "node-agent-pin/unknown-flag", ["node-agent", "pin", "--cgrop", "x"],
+             msg=["--cgroup"]),
+        Case(E, "node-agent-pin/missing-cgroup", ["node-agent", "pin", "--numa", "0"],
+             msg=["--cgroup"]),
+        Case(E, "node-agent-pin/neither-gpus-nor-numa", ["node-agent", "pin", "--cgroup", "x"],
+             msg=["--gpus"]),
+        Case(E, "node-agent-pin/gpus-and-numa", ["node-agent", "pin", "--cgroup", "x", "--gpus",
+                                                 "0", "--numa", "0"], msg=["not both"]),
+        Case(E, "node-agent-pin/o-json", NA_PIN + ["-o", "json"], msg=["--format"]),
+    ]
+    # --mountinfo and --sys-root inputs.
+    pin("mountinfo-missing", ["--cgroup", "p", "--numa", "0", "--mountinfo", "{nope}"], cls=E,
+        msg=["nope"], fake=NA_SYS_ONLY)
+    pin("mountinfo-directory", ["--cgroup", "p", "--numa", "0", "--mountinfo", "{cg}"], cls=E,
+        msg=["cg"], fake=NA_SYS_ONLY)
+    pin("mountinfo-dev-zero", ["--cgroup", "p", "--numa", "0", "--mountinfo", "/dev/zero"],
+        cls="hang", msg=["/dev/zero"], fake=NA_SYS_ONLY)
+    pin("mountinfo-silent-fifo", ["--cgroup", "p", "--numa", "0", "--mountinfo", "{mf}"],
+        cls="hang", setup=[("fifo", "mf")], msg=["mf"], max_s=12, fake=NA_SYS_ONLY)
+    pin("mountinfo-garbage", ["--cgroup", "p", "--numa", "0", "--mountinfo", "{mg}"], cls="garbage",
+        files={"mg": "not a mountinfo line\n"}, msg=["mg':1"], fake=NA_SYS_ONLY)
+    pin("mountinfo-binary", ["--cgroup", "p", "--numa", "0", "--mountinfo", "{mb}"], cls="garbage",
+        files={"mb": "\x00\xff\x1b[2J" * 64}, msg=["mb"], absent=[("stderr", "\x1b")],
+        fake=NA_SYS_ONLY)
+    pin("mountinfo-no-cpuset", ["--cgroup", "p", "--numa", "0", "--mountinfo", "{mc}"],
+        cls="garbage", exit=1,
+        files={"mc": "32 23 0:29 / cgcpu rw,relatime - cgroup cgroup rw,cpu\n"},
+        msg=["no cpuset controller"], fake=NA_SYS_ONLY)
+    pin("mountinfo-is-output", ["--cgroup", "p", "--numa", "0", "-o", "{mountinfo}"],
+        cls="destroy", msg=["mountinfo"])
+    c += [
+        Case(E, "node-agent-topology/sys-root-missing",
+             ["node-agent", "topology", "--sys-root", "{nosys}"], msg=["nosys"]),
+        Case("garbage", "node-agent-topology/cpulist-garbage",
+             ["node-agent", "topology", "--sys-root", "{sys}"],
+             files={"sys/devices/system/node/node0/cpulist": "0-x\n"}, msg=["cpulist"]),
+        Case("garbage", "node-agent-topology/cpulist-descending",
+             ["node-agent", "topology", "--sys-root", "{sys}"],
+             files={"sys/devices/system/node/node0/cpulist": "7-0\n"}, msg=["descending"]),
+        Case("hang", "node-agent-topology/cpulist-fifo",
+             ["node-agent", "topology", "--sys-root", "{sys}"],
+             setup=[("dir", "sys/devices/system/node/node0"),
+                    ("fifo", "sys/devices/system/node/node0/cpulist")],
+             msg=["cpulist"], max_s=12),
+        Case("hang", "node-agent-topology/numa-node-fifo",
+             ["node-agent", "topology", "--sys-root", "{sys}"],
+             files={k: v for k, v in NA_SYS.items() if not k.endswith("3b:00.0/numa_node")},
+             setup=[("fifo", "sys/bus/pci/devices/0000:3b:00.0/numa_node")],
+             exit=0, out=[("stdout", "text")], present=[("stdout", "unknown")]),
+    ]
+    # Controls: the fake machine and this one.
+    c += [
+        Case(C, "node-agent-topology/fake-json",
+             ["node-agent", "topology"] + NA_FAKE + ["--format", "json"], files=NA_FILES,
+             setup=[("dir", "cg")], exit=0, out=[("stdout", "json")],
+             present=[("stdout", "0000:af:00.0")]),
+        Case(C, "node-agent-topology/table", ["node-agent", "topology"], exit=0,
+             out=[("stdout", "text")], present=[("stdout", "numa_node")]),
+        Case(C, "node-agent-topology/json", ["node-agent", "topology", "--format", "json"],
+             exit=0, out=[("stdout", "json")]),
+        Case(C, "help/node-agent-pin", ["help", "node-agent", "pin"], exit=0,
+             out=[("stdout", "text")], present=[("stdout", "Exit status")]),
+    ]
+    return c
+
+
 def live_scheduler_cases():
     return server_flag_cases() + client_cases()
 
@@ -1992,4 +2135,5 @@ def build(binary=None):
     cases += control_cases()
     cases += mutant_cases()
     cases += live_scheduler_cases()
+    cases += node_agent_cases()
     return cases
