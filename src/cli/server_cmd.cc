@@ -19,6 +19,7 @@
 #include "seedance/base/io.h"
 #include "seedance/base/parse.h"
 #include "seedance/base/text.h"
+#include "seedance/k8s/apiserver.h"
 #include "seedance/sched/frag.h"
 #include "seedance/sched/queue.h"
 #include "seedance/sched/registry.h"
@@ -48,6 +49,9 @@ struct ServerFlags {
   double aging_s = 0;  // 0: no aging
   std::string ready_file;
   bool quiet = false;
+  // The Kubernetes API server the extender's bind writes to.
+  std::string kube_api, kube_token_file, kube_ca_file;
+  bool kube_in_cluster = false;
 };
 
 absl::Status ParseListen(const std::string& text, std::string* host, int* port) {
@@ -85,7 +89,7 @@ absl::Status ParseListen(const std::string& text, std::string* host, int* port) 
 }
 
 // The bearer token: the file's first line, surrounding blanks removed; never printed.
-absl::StatusOr<std::string> ReadToken(const std::string& path) {
+absl::StatusOr<std::string> ReadToken(const std::string& path, const char* flag = "--token-file") {
   absl::StatusOr<std::string> text = base::ReadInput(path, base::InputKind::kConfig);
   if (!text.ok()) return text.status();
   std::string_view t = *text;
@@ -95,7 +99,7 @@ absl::StatusOr<std::string> ReadToken(const std::string& path) {
   t = std::string_view(stripped.data(), stripped.size());
   if (t.size() < 16) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--token-file ", base::ForTerminal(path),
+        absl::StrCat(flag, " ", base::ForTerminal(path),
                      ": the token must be at least 16 characters on the file's first line"));
   }
   return std::string(t);
@@ -135,6 +139,37 @@ absl::StatusOr<std::unique_ptr<base::OutputFile>> OpenReadyFile(const ServerFlag
   return base::OutputFile::Open(f.ready_file);
 }
 
+// --kube-api (with --kube-token-file, --kube-ca-file) or --kube-in-cluster; null without them.
+absl::StatusOr<std::shared_ptr<k8s::ApiServerClient>> KubeClientOf(const ServerFlags& f) {
+  if (f.kube_in_cluster && !f.kube_api.empty()) {
+    return absl::InvalidArgumentError("--kube-api and --kube-in-cluster: give one of them");
+  }
+  if (f.kube_api.empty() && !f.kube_in_cluster) {
+    if (!f.kube_token_file.empty() || !f.kube_ca_file.empty()) {
+      return absl::InvalidArgumentError(
+          "--kube-token-file and --kube-ca-file go with --kube-api URL");
+    }
+    return std::shared_ptr<k8s::ApiServerClient>();
+  }
+  k8s::ApiServerOptions o;
+  if (f.kube_in_cluster) {
+    absl::StatusOr<k8s::ApiServerOptions> in = k8s::InClusterOptions();
+    if (!in.ok()) return in.status();
+    o = *std::move(in);
+  } else {
+    o.url = f.kube_api;
+    o.ca_file = f.kube_ca_file;
+    if (!f.kube_token_file.empty()) {
+      absl::StatusOr<std::string> token = ReadToken(f.kube_token_file, "--kube-token-file");
+      if (!token.ok()) return token.status();
+      o.token = *std::move(token);
+    }
+  }
+  absl::StatusOr<std::unique_ptr<k8s::ApiServerClient>> c = k8s::NewApiServerClient(o);
+  if (!c.ok()) return c.status();
+  return std::shared_ptr<k8s::ApiServerClient>(std::move(*c));
+}
+
 int RunServer(const ServerFlags& f) {
   if (f.state.empty()) return UsageError("server: --state DIR is required (where state is kept)");
   server::HttpOptions h;
@@ -165,6 +200,9 @@ int RunServer(const ServerFlags& f) {
   h.max_body_bytes = static_cast<size_t>(f.max_body);
   h.max_connections = f.max_connections;
   h.rate_limit = f.rate_limit;
+  absl::StatusOr<std::shared_ptr<k8s::ApiServerClient>> kube = KubeClientOf(f);
+  if (!kube.ok()) return Fail(kube.status());
+  h.kube_api = std::move(*kube);
   std::vector<core::NodeSpec> preload;
   if (!f.nodes.empty()) {
     absl::StatusOr<std::vector<core::NodeSpec>> nodes = trace::ReadNodeFile(f.nodes);
@@ -236,6 +274,10 @@ Command AddServerCommand(CLI::App& app) {
       "--policy policy.yaml\n"
       "  curl -X POST localhost:7070/v1/pods -d '{\"name\":\"p1\",\"cpu_milli\":4000,"
       "\"num_gpu\":1,\"gpu_milli\":500}'\n\n"
+      "As a kube-scheduler extender (filter, prioritize, bind, preempt under "
+      "/k8s/extender/v1/):\n"
+      "  seedance server --state st --kube-in-cluster --placement cas\n"
+      "  (deploy/kubernetes/ has the scheduler profile and manifests)\n\n"
       "Exit status: 0 ok (stopped by SIGINT or SIGTERM), 1 I/O or runtime failure, 2 usage or "
       "input error.");
   s->add_option("--listen", f->listen, "HOST:PORT to serve on (0 = any free port)")
@@ -243,7 +285,8 @@ Command AddServerCommand(CLI::App& app) {
   s->add_option("--state", f->state, "Directory of the durable state (created if absent)")
       ->type_name("DIR");
   s->add_option("--nodes", f->nodes,
-                "Preload nodes from an openb node CSV or a cluster descriptor (.yaml/.json)")
+                "Preload nodes from an openb node CSV, a cluster descriptor (.yaml/.json) or "
+                "`kubectl get nodes -o json` output")
       ->type_name("FILE");
   s->add_option("--policy", f->policy, "Policy file (docs/policy.md), reloaded when it changes")
       ->type_name("FILE");
@@ -279,6 +322,19 @@ Command AddServerCommand(CLI::App& app) {
   s->add_option("--ready-file", f->ready_file,
                 "Write the server's URL to FILE once it accepts requests")
       ->type_name("FILE");
+  s->add_option("--kube-api", f->kube_api,
+                "Kubernetes API server the extender's bind writes to (annotation, then Binding), "
+                "e.g. https://10.0.0.1:6443 (docs/kubernetes.md)")
+      ->type_name("URL");
+  s->add_option("--kube-token-file", f->kube_token_file,
+                "With --kube-api: file whose first line is the bearer token for it")
+      ->type_name("FILE");
+  s->add_option("--kube-ca-file", f->kube_ca_file,
+                "With --kube-api: PEM bundle the API server's certificate must chain to")
+      ->type_name("FILE");
+  s->add_flag("--kube-in-cluster", f->kube_in_cluster,
+              "Reach the API server as the pod's service account (KUBERNETES_SERVICE_HOST, "
+              "/var/run/secrets/kubernetes.io/serviceaccount)");
   s->add_flag("-q,--quiet", f->quiet, "No start-up and shutdown lines on stderr");
   return {s, [f] { return RunServer(*f); }};
 }

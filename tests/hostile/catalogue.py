@@ -1800,26 +1800,40 @@ def server_flag_cases():
     # Inputs: --nodes, --policy, --token-file, --tls-*, --oracle-pods.
     for flag, good in (("--nodes", "nodes.csv"), ("--policy", "policy.yaml"),
                        ("--token-file", "token"), ("--oracle-pods", "pods.csv"),
-                       ("--tenant-tokens", "tenant_tokens.csv")):
+                       ("--tenant-tokens", "tenant_tokens.csv"),
+                       ("--kube-token-file", "token")):
         f = flag[2:]
+        pre = ["--kube-api", "http://127.0.0.1:1"] if flag == "--kube-token-file" else []
         c += [
-            Case(E, "server/%s-missing" % f, SRV + [flag, "{nothere}"], msg=["nothere"]),
-            Case(B, "server/%s-directory" % f, SRV + [flag, "{adir}"], setup=[("dir", "adir")],
+            Case(E, "server/%s-missing" % f, SRV + pre + [flag, "{nothere}"], msg=["nothere"]),
+            Case(B, "server/%s-directory" % f, SRV + pre + [flag, "{adir}"], setup=[("dir", "adir")],
                  msg=["adir"]),
-            Case(H, "server/%s-dev-zero" % f, ["--max-input-size", "64M"] + SRV +
+            Case(H, "server/%s-dev-zero" % f, ["--max-input-size", "64M"] + SRV + pre +
                  [flag, "/dev/zero"], msg=["/dev/zero"]),
-            Case(H, "server/%s-fifo-no-writer" % f, SRV + [flag, "{in.fifo}"],
+            Case(H, "server/%s-fifo-no-writer" % f, SRV + pre + [flag, "{in.fifo}"],
                  setup=[("fifo", "in.fifo")], msg=["in.fifo"], max_s=15),
-            Case(B, "server/%s-binary" % f, SRV + [flag, "{garbage.bin}"],
+            Case(B, "server/%s-binary" % f, SRV + pre + [flag, "{garbage.bin}"],
                  files={"garbage.bin": bytes(range(256)) * 8}, msg=["garbage.bin"]),
-            Case(B, "server/%s-empty" % f, SRV + [flag, "{empty}"], files={"empty": ""},
+            Case(B, "server/%s-empty" % f, SRV + pre + [flag, "{empty}"], files={"empty": ""},
                  msg=["empty"]),
-            Case(I, "server/%s-ansi-path" % f, SRV + [flag, "{T}/" + ESC + "evil"],
+            Case(I, "server/%s-ansi-path" % f, SRV + pre + [flag, "{T}/" + ESC + "evil"],
                  msg=["evil"], absent=[("stderr", "\x1b")]),
-            Case(E, "server/%s-over-max-input-size" % f, ["--max-input-size", "8"] + SRV +
+            Case(E, "server/%s-over-max-input-size" % f, ["--max-input-size", "8"] + SRV + pre +
                  [flag, "{%s}" % good], msg=[good]),
         ]
     c += [
+        Case(B, "server/kube-api-not-a-url", SRV + ["--kube-api", "ftp://x"], msg=["--kube-api"]),
+        Case(B, "server/kube-api-and-in-cluster", SRV + ["--kube-api", "http://127.0.0.1:1",
+                                                         "--kube-in-cluster"],
+             msg=["--kube-in-cluster"]),
+        Case(B, "server/kube-token-without-api", SRV + ["--kube-token-file", "{token}"],
+             msg=["--kube-api"]),
+        Case(E, "server/kube-in-cluster-outside-a-pod", SRV + ["--kube-in-cluster"], exit=(1, 2),
+             env={"KUBERNETES_SERVICE_HOST": "", "KUBERNETES_SERVICE_PORT": ""},
+             msg=["KUBERNETES_SERVICE_HOST"]),
+        Case(G, "server/kube-token-too-short", SRV + ["--kube-api", "http://127.0.0.1:1",
+                                                      "--kube-token-file", "{t}"],
+             files={"t": "abc\n"}, msg=["--kube-token-file"], absent=[("stderr", "abc")]),
         Case(G, "server/token-too-short", SRV + ["--token-file", "{t}"], files={"t": "abc\n"},
              msg=["--token-file"], absent=[("stderr", "abc")]),
         Case(G, "server/token-blank-line", SRV + ["--token-file", "{t}"],

@@ -1,0 +1,76 @@
+// deploy/kubernetes/ against the code it configures: the scheduler profile calls the extender at
+// the routes and port the server serves, scores every node, sends names only, and manages the
+// resources the decoder understands; the extender's RBAC allows exactly what bind does.
+#include <cstdlib>
+#include <set>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "seedance/k8s/objects.h"
+#include "yaml-cpp/yaml.h"
+
+namespace seedance::k8s {
+namespace {
+
+std::string Deploy(const std::string& name) {
+  const char* root = std::getenv("SEEDANCE_SOURCE_DIR");
+  return std::string(root ? root : ".") + "/deploy/kubernetes/" + name;
+}
+
+TEST(DeployTest, SchedulerProfileCallsTheExtenderAsServed) {
+  YAML::Node c = YAML::LoadFile(Deploy("scheduler-config.yaml"));
+  EXPECT_EQ(c["apiVersion"].as<std::string>(), "kubescheduler.config.k8s.io/v1");
+  EXPECT_EQ(c["kind"].as<std::string>(), "KubeSchedulerConfiguration");
+  ASSERT_EQ(c["profiles"].size(), 1u);
+  EXPECT_EQ(c["profiles"][0]["percentageOfNodesToScore"].as<int>(), 100);
+  ASSERT_EQ(c["extenders"].size(), 1u);
+  const YAML::Node e = c["extenders"][0];
+  const std::string url = e["urlPrefix"].as<std::string>();
+  const std::string prefix = "/k8s/extender/v1";
+  EXPECT_EQ(url.substr(url.size() - prefix.size()), prefix) << url;
+  EXPECT_NE(url.find(":7070/"), std::string::npos) << url;
+  EXPECT_EQ(e["filterVerb"].as<std::string>(), "filter");
+  EXPECT_EQ(e["prioritizeVerb"].as<std::string>(), "prioritize");
+  EXPECT_EQ(e["bindVerb"].as<std::string>(), "bind");
+  EXPECT_EQ(e["preemptVerb"].as<std::string>(), "preempt");
+  EXPECT_TRUE(e["nodeCacheCapable"].as<bool>());
+  EXPECT_FALSE(e["ignorable"].as<bool>());
+  const std::set<std::string> understood = {kGpuMilliResource, kGpuCountResource,
+                                            kGpuMemoryResource, kNvidiaGpuResource};
+  ASSERT_TRUE(e["managedResources"].IsSequence());
+  for (const YAML::Node& r : e["managedResources"]) {
+    EXPECT_TRUE(understood.contains(r["name"].as<std::string>())) << r["name"].as<std::string>();
+  }
+}
+
+TEST(DeployTest, ExtenderMayDoWhatBindDoesAndServesThePort) {
+  bool patch = false, binding = false, in_cluster = false, port = false;
+  for (const YAML::Node& doc : YAML::LoadAllFromFile(Deploy("extender.yaml"))) {
+    const std::string kind = doc["kind"].as<std::string>();
+    if (kind == "ClusterRole") {
+      for (const YAML::Node& rule : doc["rules"]) {
+        for (const YAML::Node& res : rule["resources"]) {
+          for (const YAML::Node& verb : rule["verbs"]) {
+            patch |= res.as<std::string>() == "pods" && verb.as<std::string>() == "patch";
+            binding |=
+                res.as<std::string>() == "pods/binding" && verb.as<std::string>() == "create";
+          }
+        }
+      }
+    }
+    if (kind == "Deployment") {
+      const YAML::Node c = doc["spec"]["template"]["spec"]["containers"][0];
+      for (const YAML::Node& a : c["args"]) {
+        in_cluster |= a.as<std::string>() == "--kube-in-cluster";
+        port |= a.as<std::string>() == "--listen=0.0.0.0:7070";
+      }
+    }
+  }
+  EXPECT_TRUE(patch);
+  EXPECT_TRUE(binding);
+  EXPECT_TRUE(in_cluster);
+  EXPECT_TRUE(port);
+}
+
+}  // namespace
+}  // namespace seedance::k8s
