@@ -219,6 +219,9 @@ absl::Status AddSnapshotText(std::string_view text, std::string_view source,
     const auto line = std::count(text.begin(), text.begin() + static_cast<ptrdiff_t>(byte), '\n');
     return Bad(source, absl::StrCat("line ", line + 1, ": invalid JSON (byte ", e.byte, ")",
                                     byte >= text.size() ? ": unexpected end of file" : ""));
+  } catch (const json::exception& e) {
+    // A number beyond a double (1e400) and the like: the parser names no position.
+    return Bad(source, absl::StrCat("invalid JSON: ", base::Clip(e.what(), 160)));
   }
   if (!doc.is_object()) return Bad(source, "expected a kubectl JSON object (kind List)");
   const std::string kind = doc.value("kind", "");

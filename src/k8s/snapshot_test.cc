@@ -201,6 +201,11 @@ TEST(SnapshotTest, SyntaxErrorsNameTheLine) {
   st = AddSnapshotText(std::string(1000, '[') + std::string(1000, ']'), "deep.json", {}, &s);
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(st.message(), HasSubstr("nested deeper"));
+  // A number beyond a double: found by the k8s fuzz target (nlohmann throws out_of_range).
+  st = AddSnapshotText(R"({"apiVersion": "v1", "kind": "List", "items": [7.7e555553]})",
+                       "big.json", {}, &s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("big.json: invalid JSON"));
   st = AddSnapshotText(R"({"apiVersion": "v1", "kind": "Service"})", "svc.json", {}, &s);
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(st.message(), HasSubstr("svc.json: /kind: 'Service' is not List"));
