@@ -112,6 +112,7 @@ struct PrioritizeVerb {
 struct BindPlan {
   std::string error;
   std::string annotation;
+  bool retry = false;  // the pod was placed on that node by an earlier bind
 };
 
 void BindRoute(Service& s, ExtenderMemory& memory, k8s::ApiServerClient* api,
@@ -123,17 +124,24 @@ void BindRoute(Service& s, ExtenderMemory& memory, k8s::ApiServerClient* api,
   const Reply placed = s.Run([b, plan, &memory, api](Context& c) -> Finisher {
     const std::string who = absl::StrCat(b.pod_namespace, "/", b.pod_name, " (", b.pod_uid, ")");
     const sched::PodInfo* pod = memory.Find(b.pod_uid);
+    const sched::PodInfo* placed_before = c.scheduler.ledger().Find(b.pod_uid);
+    const int node = c.scheduler.state().FindNode(b.node);
     if (api == nullptr) {
       plan->error =
           "seedance: no Kubernetes API server configured (--kube-api or "
           "--kube-in-cluster), so the Binding cannot be created";
+    } else if (placed_before != nullptr && placed_before->phase != sched::PodPhase::kPending &&
+               placed_before->placement.node == node && node >= 0) {
+      // kube-scheduler retried a bind whose reply it did not get: the same decision again.
+      plan->retry = true;
     } else if (pod == nullptr) {
       plan->error =
           absl::StrCat("seedance: pod ", who, " was not filtered or prioritized by this extender");
     } else if (absl::Status st = c.scheduler.PlaceOn(*pod, b.node, c.now_s); !st.ok()) {
       plan->error =
           absl::StrCat("seedance: cannot bind pod ", who, " to ", b.node, ": ", st.message());
-    } else {
+    }
+    if (plan->error.empty()) {
       const sched::PodInfo* p = c.scheduler.ledger().Find(b.pod_uid);
       plan->annotation =
           k8s::GpusAnnotation(p->placement, p->shape.gpu_milli, memory.Uuids(b.node));
@@ -147,6 +155,8 @@ void BindRoute(Service& s, ExtenderMemory& memory, k8s::ApiServerClient* api,
   absl::Status st =
       api->AnnotatePod(b.pod_namespace, b.pod_name, {{k8s::kGpusAnnotation, plan->annotation}});
   if (st.ok()) st = api->BindPod(b.pod_namespace, b.pod_name, b.pod_uid, b.node);
+  // A retried bind finds its Binding made by the first attempt: the API server says Conflict.
+  if (plan->retry && absl::IsAlreadyExists(st)) st = absl::OkStatus();
   if (!st.ok()) {
     // Forget the placement: the pod is not running there.
     (void)s.Run([uid = b.pod_uid](Context& c) -> Finisher {

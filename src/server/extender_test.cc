@@ -20,6 +20,7 @@
 
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,26 +62,27 @@ class FakeApiServer {
                   res.status = 200;
                   res.set_content(pod.dump(), "application/json");
                 });
-    http_.Post(R"(/api/v1/namespaces/([a-z0-9.-]+)/pods/([a-z0-9.-]+)/binding)",
-               [this](const httplib::Request& req, httplib::Response& res) {
-                 Record(req);
-                 std::lock_guard<std::mutex> lock(mu_);
-                 if (req.matches[2].str() == refuse_) {
-                   res.status = 409;
-                   res.set_content(
-                       Status(409, "Conflict", "pod " + refuse_ + " is already assigned to node x"),
-                       "application/json");
-                   return;
-                 }
-                 res.status = 201;
-                 res.set_content(json({{"kind", "Status"},
-                                       {"apiVersion", "v1"},
-                                       {"metadata", json::object()},
-                                       {"status", "Success"},
-                                       {"code", 201}})
-                                     .dump(),
-                                 "application/json");
-               });
+    http_.Post(
+        R"(/api/v1/namespaces/([a-z0-9.-]+)/pods/([a-z0-9.-]+)/binding)",
+        [this](const httplib::Request& req, httplib::Response& res) {
+          Record(req);
+          std::lock_guard<std::mutex> lock(mu_);
+          if (req.matches[2].str() == refuse_ || !bound_.insert(req.matches[2].str()).second) {
+            res.status = 409;
+            res.set_content(
+                Status(409, "Conflict", "pod " + refuse_ + " is already assigned to node x"),
+                "application/json");
+            return;
+          }
+          res.status = 201;
+          res.set_content(json({{"kind", "Status"},
+                                {"apiVersion", "v1"},
+                                {"metadata", json::object()},
+                                {"status", "Success"},
+                                {"code", 201}})
+                              .dump(),
+                          "application/json");
+        });
     http_.set_tcp_nodelay(true);
     port_ = http_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { http_.listen_after_bind(); });
@@ -123,6 +125,7 @@ class FakeApiServer {
   std::mutex mu_;
   std::vector<Call> calls_;
   std::string refuse_;
+  std::set<std::string> bound_;  // a pod is bound once; binding it again is a Conflict
 };
 
 // A server in this process with the fake API server behind its extender.
@@ -266,6 +269,28 @@ TEST(ExtenderServerTest, BindAnnotatesThenCreatesTheBinding) {
   EXPECT_EQ(got["node"], best);
   EXPECT_EQ(got["gpus"][0]["milli"], 250);
   EXPECT_EQ(std::to_string(got["gpus"][0]["index"].get<int>()), gpus.substr(0, gpus.find(':')));
+}
+
+TEST(ExtenderServerTest, RetriedBindIsTheSameDecision) {
+  FakeApiServer api;
+  ExtenderServer s("bestfit", api.url());
+  PutNode(s, "gpu-a", 2, "A100");
+  const json pod =
+      PodJson(4, {.cpu_milli = 1000, .memory_mib = 1024, .num_gpu = 1, .gpu_milli = 1000}, "");
+  ASSERT_EQ(s.Verb("filter", {{"Pod", pod}, {"NodeNames", {"gpu-a"}}}).first, 200);
+  const json bind = {
+      {"PodName", "pod-4"}, {"PodNamespace", "default"}, {"PodUID", Uid(4)}, {"Node", "gpu-a"}};
+  EXPECT_EQ(s.Verb("bind", bind).second, json({{"Error", ""}}));
+  // kube-scheduler did not see the reply and binds again: the same answer, nothing doubled.
+  EXPECT_EQ(s.Verb("bind", bind).second, json({{"Error", ""}}));
+  auto r = s.client().Get("/v1/nodes/gpu-a");
+  ASSERT_TRUE(r && r->status == 200);
+  EXPECT_EQ(json::parse(r->body)["allocated"]["gpu_milli"], 1000);
+  // Binding it elsewhere is refused.
+  PutNode(s, "gpu-b", 2, "A100");
+  json elsewhere = bind;
+  elsewhere["Node"] = "gpu-b";
+  EXPECT_NE(s.Verb("bind", elsewhere).second["Error"], "");
 }
 
 TEST(ExtenderServerTest, RefusedBindingIsForgotten) {
