@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "seedance/sched/queue.h"
 #include "seedance/sched/registry.h"
 #include "seedance/server/http.h"
+#include "seedance/server/kube_sync.h"
 #include "seedance/server/service.h"
 #include "seedance/trace/csv_reader.h"
 #include "seedance/trace/node_file.h"
@@ -139,8 +141,8 @@ absl::StatusOr<std::unique_ptr<base::OutputFile>> OpenReadyFile(const ServerFlag
   return base::OutputFile::Open(f.ready_file);
 }
 
-// --kube-api (with --kube-token-file, --kube-ca-file) or --kube-in-cluster; null without them.
-absl::StatusOr<std::shared_ptr<k8s::ApiServerClient>> KubeClientOf(const ServerFlags& f) {
+// --kube-api (with --kube-token-file, --kube-ca-file) or --kube-in-cluster; nullopt without.
+absl::StatusOr<std::optional<k8s::ApiServerOptions>> KubeOptionsOf(const ServerFlags& f) {
   if (f.kube_in_cluster && !f.kube_api.empty()) {
     return absl::InvalidArgumentError("--kube-api and --kube-in-cluster: give one of them");
   }
@@ -149,7 +151,7 @@ absl::StatusOr<std::shared_ptr<k8s::ApiServerClient>> KubeClientOf(const ServerF
       return absl::InvalidArgumentError(
           "--kube-token-file and --kube-ca-file go with --kube-api URL");
     }
-    return std::shared_ptr<k8s::ApiServerClient>();
+    return std::optional<k8s::ApiServerOptions>();
   }
   k8s::ApiServerOptions o;
   if (f.kube_in_cluster) {
@@ -165,9 +167,7 @@ absl::StatusOr<std::shared_ptr<k8s::ApiServerClient>> KubeClientOf(const ServerF
       o.token = *std::move(token);
     }
   }
-  absl::StatusOr<std::unique_ptr<k8s::ApiServerClient>> c = k8s::NewApiServerClient(o);
-  if (!c.ok()) return c.status();
-  return std::shared_ptr<k8s::ApiServerClient>(std::move(*c));
+  return std::optional<k8s::ApiServerOptions>(std::move(o));
 }
 
 int RunServer(const ServerFlags& f) {
@@ -200,9 +200,13 @@ int RunServer(const ServerFlags& f) {
   h.max_body_bytes = static_cast<size_t>(f.max_body);
   h.max_connections = f.max_connections;
   h.rate_limit = f.rate_limit;
-  absl::StatusOr<std::shared_ptr<k8s::ApiServerClient>> kube = KubeClientOf(f);
+  absl::StatusOr<std::optional<k8s::ApiServerOptions>> kube = KubeOptionsOf(f);
   if (!kube.ok()) return Fail(kube.status());
-  h.kube_api = std::move(*kube);
+  if (*kube) {
+    absl::StatusOr<std::unique_ptr<k8s::ApiServerClient>> c = k8s::NewApiServerClient(**kube);
+    if (!c.ok()) return Fail(c.status());
+    h.kube_api = std::move(*c);
+  }
   std::vector<core::NodeSpec> preload;
   if (!f.nodes.empty()) {
     absl::StatusOr<std::vector<core::NodeSpec>> nodes = trace::ReadNodeFile(f.nodes);
@@ -229,6 +233,9 @@ int RunServer(const ServerFlags& f) {
   absl::StatusOr<std::unique_ptr<server::HttpServer>> http =
       server::HttpServer::Start(**service, h);
   if (!http.ok()) return Fail(http.status());
+  // With a Kubernetes API server: its nodes and pods, listed and watched (kube_sync.h).
+  std::unique_ptr<server::KubeSync> sync;
+  if (*kube) sync = server::KubeSync::Start(**service, **kube);
   const std::string url =
       absl::StrCat(h.tls_cert.empty() ? "http://" : "https://",
                    h.host.find(':') != std::string::npos ? absl::StrCat("[", h.host, "]") : h.host,
@@ -250,6 +257,7 @@ int RunServer(const ServerFlags& f) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   if (!f.quiet) std::fprintf(stderr, "seedance server: signal %d, stopping\n", sig);
+  sync.reset();
   (*http)->Stop();
   (*service)->Shutdown();
   return kExitOk;
@@ -323,8 +331,9 @@ Command AddServerCommand(CLI::App& app) {
                 "Write the server's URL to FILE once it accepts requests")
       ->type_name("FILE");
   s->add_option("--kube-api", f->kube_api,
-                "Kubernetes API server the extender's bind writes to (annotation, then Binding), "
-                "e.g. https://10.0.0.1:6443 (docs/kubernetes.md)")
+                "Kubernetes API server: its nodes and pods are listed and watched, and the "
+                "extender's bind writes to it (annotation, then Binding), e.g. "
+                "https://10.0.0.1:6443 (docs/kubernetes.md)")
       ->type_name("URL");
   s->add_option("--kube-token-file", f->kube_token_file,
                 "With --kube-api: file whose first line is the bearer token for it")

@@ -94,6 +94,49 @@ absl::Status Scheduler::PlaceOn(PodInfo pod, std::string_view node, double now_s
   return absl::OkStatus();
 }
 
+absl::Status Scheduler::AdoptPod(PodInfo pod, std::string_view node, const std::vector<int>& gpus,
+                                 double now_s) {
+  if (gpus.empty()) return PlaceOn(std::move(pod), node, now_s);
+  const int n = state_.FindNode(node);
+  if (n < 0) return absl::NotFoundError(absl::StrCat("node '", std::string(node), "' not found"));
+  if (static_cast<int>(gpus.size()) != pod.shape.num_gpu) {
+    return absl::InvalidArgumentError(absl::StrCat("pod ", pod.uid, " asks for ", pod.shape.num_gpu,
+                                                   " GPUs but is placed on ", gpus.size()));
+  }
+  core::Placement placement;
+  placement.node = n;
+  placement.num_gpus = static_cast<int32_t>(gpus.size());
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    if (gpus[i] < 0 || gpus[i] >= state_.node(n).num_gpus) {
+      return absl::InvalidArgumentError(absl::StrCat("pod ", pod.uid, " is placed on GPU ", gpus[i],
+                                                     " of node ", state_.node(n).name,
+                                                     ", which has ", state_.node(n).num_gpus));
+    }
+    placement.gpus[i] = static_cast<int8_t>(gpus[i]);
+  }
+  const core::PodShape shape = ResolvedShape(pod);
+  if (absl::Status st = state_.Allocate(shape, placement); !st.ok()) {
+    return absl::FailedPreconditionError(st.message());
+  }
+  pod.phase = PodPhase::kPending;
+  pod.placement = core::Placement{};
+  const std::string uid = pod.uid;
+  NoteArrival(pod);
+  if (absl::Status st = ledger_.Add(std::move(pod)); !st.ok()) {
+    (void)state_.Release(shape, placement);
+    return st;
+  }
+  Record(Change::kPodAdded, uid);
+  Account(*ledger_.Find(uid), false, +1);
+  Outcome out;
+  out.code = Code::kSuccess;
+  out.placement = placement;
+  CommitPlacement(uid, out, now_s);
+  // Bound by the other scheduler already: nothing to confirm.
+  if (!options_.internal_binding) return Bind(uid);
+  return absl::OkStatus();
+}
+
 bool Scheduler::FitsWithout(const PodInfo& pod, std::string_view node,
                             const std::vector<std::string>& victims) {
   const int n = state_.FindNode(node);

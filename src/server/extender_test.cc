@@ -18,7 +18,10 @@
 // as `seedance simulate` places them in that order.
 #include <unistd.h>
 
+#include <condition_variable>
+#include <deque>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -31,6 +34,7 @@
 #include "seedance/k8s/apiserver.h"
 #include "seedance/sched/frag.h"
 #include "seedance/server/http.h"
+#include "seedance/server/kube_sync.h"
 #include "seedance/server/service.h"
 #include "seedance/sim/simulator.h"
 #include "seedance/trace/csv_reader.h"
@@ -83,12 +87,49 @@ class FakeApiServer {
                               .dump(),
                           "application/json");
         });
+    // GET /api/v1/{nodes,pods}: the list (pkg/registry/generic/registry/store.go List: a v1.
+    // NodeList/PodList with metadata.resourceVersion); with watch=1 a stream of one event per line
+    // (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/watch.go: {"type","object"}).
+    http_.Get(R"(/api/v1/(nodes|pods))",
+              [this](const httplib::Request& req, httplib::Response& res) {
+                const std::string kind = req.matches[1].str();
+                if (req.get_param_value("watch") != "1") {
+                  std::lock_guard<std::mutex> lock(mu_);
+                  json list = {{"apiVersion", "v1"},
+                               {"kind", kind == "nodes" ? "NodeList" : "PodList"},
+                               {"metadata", {{"resourceVersion", std::to_string(revision_)}}},
+                               {"items", lists_[kind]}};
+                  res.set_content(list.dump(), "application/json");
+                  return;
+                }
+                res.set_chunked_content_provider(
+                    "application/json", [this, kind](size_t, httplib::DataSink& sink) {
+                      std::unique_lock<std::mutex> lock(mu_);
+                      cv_.wait_for(lock, std::chrono::milliseconds(50),
+                                   [&] { return stopping_ || !events_[kind].empty(); });
+                      if (stopping_) {
+                        sink.done();
+                        return true;
+                      }
+                      while (!events_[kind].empty()) {
+                        const std::string line = events_[kind].front().dump() + "\n";
+                        events_[kind].pop_front();
+                        if (!sink.write(line.data(), line.size())) return false;
+                      }
+                      return true;
+                    });
+              });
     http_.set_tcp_nodelay(true);
     port_ = http_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { http_.listen_after_bind(); });
     while (!http_.is_running()) std::this_thread::yield();  // polls readiness
   }
   ~FakeApiServer() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
     http_.stop();
     thread_.join();
   }
@@ -96,6 +137,21 @@ class FakeApiServer {
   void RefuseBinding(const std::string& pod) {
     std::lock_guard<std::mutex> lock(mu_);
     refuse_ = pod;
+  }
+  // The next list of `kind` ("nodes" or "pods").
+  void SetList(const std::string& kind, json items) {
+    std::lock_guard<std::mutex> lock(mu_);
+    lists_[kind] = std::move(items);
+    ++revision_;
+  }
+  // One watch event for `kind`'s open watches.
+  void Push(const std::string& kind, const std::string& type, json object) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      object["metadata"]["resourceVersion"] = std::to_string(++revision_);
+      events_[kind].push_back({{"type", type}, {"object", std::move(object)}});
+    }
+    cv_.notify_all();
   }
   std::vector<Call> TakeCalls() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -126,6 +182,11 @@ class FakeApiServer {
   std::vector<Call> calls_;
   std::string refuse_;
   std::set<std::string> bound_;  // a pod is bound once; binding it again is a Conflict
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  int64_t revision_ = 100;
+  std::map<std::string, json> lists_ = {{"nodes", json::array()}, {"pods", json::array()}};
+  std::map<std::string, std::deque<json>> events_;
 };
 
 // A server in this process with the fake API server behind its extender.
@@ -159,6 +220,7 @@ class ExtenderServer {
     fs::remove_all(o_.state_dir);
   }
   httplib::Client& client() { return *client_; }
+  Service& service() { return *service_; }
   // POSTs `body` to the verb; the reply's status and JSON.
   std::pair<int, json> Verb(const std::string& verb, const json& body) {
     auto r = client_->Post(("/k8s/extender/v1/" + verb).c_str(), body.dump(), "application/json");
@@ -346,6 +408,83 @@ TEST(ExtenderServerTest, MalformedBodiesAre400WithTheJsonPath) {
                 "/Pod/spec/containers/0/resources/requests/cpu"),
             std::string::npos)
       << err2;
+}
+
+json KubeNode(const std::string& name, int gpus) {
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Node"},
+      {"metadata",
+       {{"name", name},
+        {"labels",
+         {{"nvidia.com/gpu.product", "A100"}, {"nvidia.com/gpu.count", std::to_string(gpus)}}}}},
+      {"spec", json::object()},
+      {"status", {{"allocatable", {{"cpu", "64"}, {"memory", "256Gi"}}}}}};
+}
+
+json BoundPod(size_t i, const std::string& node, const std::string& gpus_annotation) {
+  json p = PodJson(i, {.cpu_milli = 1000, .memory_mib = 1024, .num_gpu = 1, .gpu_milli = 1000}, "");
+  p["spec"]["nodeName"] = node;
+  p["status"]["phase"] = "Running";
+  if (!gpus_annotation.empty()) p["metadata"]["annotations"]["seedance.io/gpus"] = gpus_annotation;
+  return p;
+}
+
+// Polls GET path on the server until `ok` holds for its (status, body), up to 20 s.
+template <typename Ok>
+bool Eventually(ExtenderServer& s, const std::string& path, Ok ok) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto r = s.client().Get(path.c_str());
+    if (r && ok(r->status, json::parse(r->body, nullptr, false))) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+TEST(KubeSyncTest, NodesAndPodsFollowTheClusterByListAndWatch) {
+  FakeApiServer api;
+  api.SetList("nodes", {KubeNode("n1", 2), KubeNode("n2", 2)});
+  api.SetList("pods", {BoundPod(11, "n1", "1:1000"), PodJson(12, {.cpu_milli = 1000}, "")});
+  ExtenderServer s("bestfit", api.url());
+  k8s::ApiServerOptions o;
+  o.url = api.url();
+  std::unique_ptr<KubeSync> sync = KubeSync::Start(s.service(), o);
+  // The list: both nodes, the pod another scheduler bound on n1's GPU 1; the pending one waits.
+  EXPECT_TRUE(Eventually(
+      s, "/v1/nodes", [](int st, const json& j) { return st == 200 && j["items"].size() == 2; }));
+  EXPECT_TRUE(Eventually(s, "/v1/pods/" + Uid(11), [](int st, const json& j) {
+    return st == 200 && j["node"] == "n1" && j["gpus"] == json({{{"index", 1}, {"milli", 1000}}});
+  }));
+  EXPECT_TRUE(Eventually(s, "/v1/pods/" + Uid(12), [](int st, const json&) { return st == 404; }));
+  // The watch: a pod bound without a decision on it gets the policy's GPUs; ended pods leave.
+  api.Push("pods", "ADDED", BoundPod(13, "n2", ""));
+  EXPECT_TRUE(Eventually(s, "/v1/pods/" + Uid(13), [](int st, const json& j) {
+    return st == 200 && j["node"] == "n2" && j["gpus"].size() == 1;
+  }));
+  api.Push("pods", "DELETED", BoundPod(11, "n1", "1:1000"));
+  EXPECT_TRUE(Eventually(s, "/v1/pods/" + Uid(11), [](int st, const json&) { return st == 404; }));
+  json done = BoundPod(13, "n2", "");
+  done["status"]["phase"] = "Succeeded";
+  api.Push("pods", "MODIFIED", done);
+  EXPECT_TRUE(Eventually(s, "/v1/pods/" + Uid(13), [](int st, const json&) { return st == 404; }));
+  // A cordon and a 410 Gone: the informer lists again, and n2, gone from the list, is deleted.
+  json cordoned = KubeNode("n1", 2);
+  cordoned["spec"]["unschedulable"] = true;
+  api.Push("nodes", "MODIFIED", cordoned);
+  EXPECT_TRUE(Eventually(s, "/v1/nodes/n1",
+                         [](int st, const json& j) { return st == 200 && j["cordoned"] == true; }));
+  api.SetList("nodes", {cordoned});
+  api.Push("nodes", "ERROR",
+           {{"kind", "Status"},
+            {"code", 410},
+            {"reason", "Expired"},
+            {"message", "too old resource version"}});
+  EXPECT_TRUE(Eventually(s, "/v1/nodes/n2", [](int st, const json&) { return st == 404; }));
+  const KubeSyncStats stats = sync->stats();
+  EXPECT_GE(stats.nodes.lists, 2);
+  EXPECT_EQ(stats.adopted, 2);
+  EXPECT_EQ(stats.unaccounted, 0);
 }
 
 class ExtenderSameDecisionsTest : public ::testing::TestWithParam<std::string> {};

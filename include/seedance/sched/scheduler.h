@@ -152,6 +152,12 @@ class Scheduler {
   // node), FailedPrecondition (over its queue's limit, or it does not fit there: the message
   // says why); the ledger is unchanged on error.
   absl::Status PlaceOn(PodInfo pod, std::string_view node, double now_s);
+  // A pod another scheduler bound (seen on the Kubernetes API): recorded on `node` on the GPUs
+  // given (indices), or, when none are given, on those the pod's policy would choose there.
+  // FailedPrecondition when Seedance's accounting has no room for it (the other scheduler
+  // over-committed, as Seedance counts); NotFound for an unknown node; AlreadyExists as SubmitPod.
+  absl::Status AdoptPod(PodInfo pod, std::string_view node, const std::vector<int>& gpus,
+                        double now_s);
   // Whether the pod would fit on `node` once the placed pods `victims` (uids; others are
   // ignored: Seedance does not account for them) were gone. Changes nothing.
   bool FitsWithout(const PodInfo& pod, std::string_view node,
