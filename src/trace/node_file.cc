@@ -85,13 +85,22 @@ absl::StatusOr<std::vector<core::NodeSpec>> ReadNodeFile(const std::string& path
 absl::StatusOr<NodesAndPods> ReadNodesAndPods(const std::string& nodes_path,
                                               const std::string& pods_path,
                                               const InputOptions& options) {
+  // The nodes first, so that a problem with both files names the node file, as it always has.
+  std::string nodes_text;
+  if (!IsYamlPath(nodes_path)) {
+    absl::StatusOr<std::string> text = base::ReadInput(nodes_path, base::InputKind::kTrace);
+    if (!text.ok()) return text.status();
+    nodes_text = *std::move(text);
+  }
   absl::StatusOr<std::string> pods_text = base::ReadInput(pods_path, base::InputKind::kTrace);
   if (!pods_text.ok()) return pods_text.status();
   NodesAndPods out;
   if (!k8s::LooksLikeSnapshot(*pods_text)) {
     absl::StatusOr<std::vector<core::NodeSpec>> nodes =
-        ReadNodeFile(nodes_path, options, &out.warnings);
+        IsYamlPath(nodes_path) ? ReadNodeFile(nodes_path, options, &out.warnings)
+                               : NodesFromText(nodes_path, nodes_text, options, &out.warnings);
     if (!nodes.ok()) return nodes.status();
+    if (nodes->empty()) return NoNodes(nodes_path);
     absl::StatusOr<std::vector<core::PodSpec>> pods =
         ParsePodCsv(*pods_text, pods_path, &out.pod_lines);
     if (!pods.ok()) return pods.status();
@@ -99,11 +108,7 @@ absl::StatusOr<NodesAndPods> ReadNodesAndPods(const std::string& nodes_path,
     out.pods = std::move(*pods);
     return out;
   }
-  absl::StatusOr<std::string> nodes_text =
-      IsYamlPath(nodes_path) ? absl::StatusOr<std::string>(std::string())
-                             : base::ReadInput(nodes_path, base::InputKind::kTrace);
-  if (!nodes_text.ok()) return nodes_text.status();
-  if (!k8s::LooksLikeSnapshot(*nodes_text)) {
+  if (!k8s::LooksLikeSnapshot(nodes_text)) {
     return absl::InvalidArgumentError(
         absl::StrCat(Shown(pods_path),
                      ": a kubectl pod snapshot goes with a kubectl node snapshot as --nodes "
@@ -113,7 +118,7 @@ absl::StatusOr<NodesAndPods> ReadNodesAndPods(const std::string& nodes_path,
   k8s::Snapshot s;
   const k8s::SnapshotOptions so{.ignore_unknown = options.ignore_unknown};
   for (auto [path, text] :
-       {std::pair{&nodes_path, &*nodes_text}, std::pair{&pods_path, &*pods_text}}) {
+       {std::pair{&nodes_path, &nodes_text}, std::pair{&pods_path, &*pods_text}}) {
     if (absl::Status st = k8s::AddSnapshotText(*text, SourceName(*path), so, &s); !st.ok()) {
       return st;
     }
