@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "httplib.h"
+#include "load_stats.h"
 #include "nlohmann/json.hpp"
 
 namespace {
@@ -80,12 +81,7 @@ json Pod(int i) {
           {"status", {{"phase", "Pending"}}}};
 }
 
-double Quantile(std::vector<double>& v, double q) {
-  if (v.empty()) return 0;
-  const size_t k = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
-  std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(k), v.end());
-  return v[k];
-}
+using seedance::bench::Quantile;
 
 }  // namespace
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "httplib.h"
+#include "load_stats.h"
 #include "nlohmann/json.hpp"
 
 namespace {
@@ -98,12 +99,7 @@ bool Parse(int argc, char** argv, Args* a) {
   return true;
 }
 
-double Quantile(std::vector<double>& v, double q) {
-  if (v.empty()) return 0;
-  const size_t k = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
-  std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(k), v.end());
-  return v[k];
-}
+using seedance::bench::Quantile;
 
 }  // namespace
 

@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "fill_reference_testing.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
@@ -490,36 +491,18 @@ TEST(KubeSyncTest, NodesAndPodsFollowTheClusterByListAndWatch) {
 class ExtenderSameDecisionsTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ExtenderSameDecisionsTest, FilterPrioritizeBindPlacesAsTheSimulatorDoes) {
-  const std::string dir = trace::DataDir() + "/alibaba-gpu-v2023/csv/";
-  auto nodes = trace::ReadNodeCsv(dir + "openb_node_list_gpu_node.csv");
-  auto pods = trace::ReadPodCsv(dir + "openb_pod_list_default.csv");
-  if (!nodes.ok() || !pods.ok()) {
+  const std::string policy = GetParam();
+  absl::StatusOr<testing::FillReference> ref = testing::LoadFillReference(policy);
+  if (absl::IsNotFound(ref.status())) {
     if (trace::DataRequired()) FAIL() << "the Alibaba GPU trace is missing";
     GTEST_SKIP() << "the Alibaba GPU trace is missing (SEEDANCE_DATA_DIR)";
   }
+  ASSERT_TRUE(ref.ok()) << ref.status();
   constexpr size_t kPods = 2000;
-  const std::string policy = GetParam();
-  sim::Workload w{*nodes, *pods, "openb_pod_list_default"};
-  sim::SimOptions so;
-  so.mode = sim::Mode::kFill;
-  so.seed = 42;
-  so.record_placements = true;
-  absl::StatusOr<sim::FillPlan> plan = sim::PlanFill(w, so);
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  absl::StatusOr<sim::RunResult> run = sim::Run(w, policy, so);
-  ASSERT_TRUE(run.ok()) << run.status();
-  std::vector<int> order = plan->node_order;
-  if (order.empty()) order = sched::Framework::RandomNodeOrder(static_cast<int>(nodes->size()), 42);
-  std::vector<core::NodeSpec> ordered;
-  for (int i : order) ordered.push_back((*nodes)[i]);
-  absl::StatusOr<core::ClusterState> view = core::ClusterState::Create(ordered);
-  ASSERT_TRUE(view.ok());
-  std::vector<core::PodSpec> replayed = plan->pods;
-  for (core::PodSpec& p : replayed) p.shape.gpu_model_mask = view->ModelMask(p.gpu_spec);
+  const std::vector<core::NodeSpec>& ordered = ref->ordered;
 
   FakeApiServer api;
-  ExtenderServer s(policy, api.url(),
-                   sched::TypicalShapes(sched::CountShapes(replayed), so.typical_coverage_pct));
+  ExtenderServer s(policy, api.url(), ref->oracle);
   json names = json::array();
   for (const core::NodeSpec& n : ordered) {
     json body = {{"cpu_milli", n.cpu_milli},
@@ -531,12 +514,12 @@ TEST_P(ExtenderSameDecisionsTest, FilterPrioritizeBindPlacesAsTheSimulatorDoes) 
     names.push_back(n.name);
   }
   int same = 0, pending = 0;
-  for (size_t i = 0; i < kPods && i < plan->pods.size(); ++i) {
-    const json pod = PodJson(i, plan->pods[i].shape, plan->pods[i].gpu_spec);
+  for (size_t i = 0; i < kPods && i < ref->pods.size(); ++i) {
+    const json pod = PodJson(i, ref->pods[i].shape, ref->pods[i].gpu_spec);
     auto [fs, filtered] = s.Verb("filter", {{"Pod", pod}, {"NodeNames", names}});
     ASSERT_EQ(fs, 200) << filtered;
     ASSERT_EQ(filtered["Error"], "") << i;
-    const core::Placement& want = run->placements[i];
+    const core::Placement& want = ref->placements[i];
     if (filtered["NodeNames"].empty()) {
       ASSERT_LT(want.node, 0) << "pod " << i << ": the simulator placed it";
       ++pending;
@@ -563,7 +546,7 @@ TEST_P(ExtenderSameDecisionsTest, FilterPrioritizeBindPlacesAsTheSimulatorDoes) 
     ASSERT_EQ(bs, 200);
     ASSERT_EQ(bound["Error"], "") << i;
     ASSERT_GE(want.node, 0) << "pod " << i << ": the simulator left it pending";
-    ASSERT_EQ(host, (*nodes)[want.node].name) << "pod " << i;
+    ASSERT_EQ(host, ref->nodes[want.node].name) << "pod " << i;
     auto r = s.client().Get(("/v1/pods/" + Uid(i)).c_str());
     ASSERT_TRUE(r && r->status == 200);
     const json reply = json::parse(r->body);

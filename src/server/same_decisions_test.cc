@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "fill_reference_testing.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
-#include "seedance/sched/frag.h"
 #include "seedance/server/http.h"
 #include "seedance/server/service.h"
 #include "seedance/sim/simulator.h"
@@ -26,53 +26,18 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct Trace {
-  std::vector<core::NodeSpec> nodes;
-  std::vector<core::PodSpec> pods;
-};
-
-bool LoadTrace(Trace* t) {
-  const std::string dir = trace::DataDir() + "/alibaba-gpu-v2023/csv/";
-  auto nodes = trace::ReadNodeCsv(dir + "openb_node_list_gpu_node.csv");
-  auto pods = trace::ReadPodCsv(dir + "openb_pod_list_default.csv");
-  if (!nodes.ok() || !pods.ok()) return false;
-  t->nodes = std::move(*nodes);
-  t->pods = std::move(*pods);
-  return true;
-}
-
 class SameDecisionsTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SameDecisionsTest, ServerPlacesEveryPodWhereTheSimulatorDoes) {
-  Trace t;
-  if (!LoadTrace(&t)) {
+  const std::string policy = GetParam();
+  absl::StatusOr<testing::FillReference> ref = testing::LoadFillReference(policy);
+  if (absl::IsNotFound(ref.status())) {
     if (trace::DataRequired()) FAIL() << "the Alibaba GPU trace is missing";
     GTEST_SKIP() << "the Alibaba GPU trace is missing (SEEDANCE_DATA_DIR)";
   }
-  const std::string policy = GetParam();
-  sim::Workload w{t.nodes, t.pods, "openb_pod_list_default"};
-  sim::SimOptions so;
-  so.mode = sim::Mode::kFill;
-  so.seed = 42;
-  so.record_placements = true;
-  absl::StatusOr<sim::FillPlan> plan = sim::PlanFill(w, so);
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  absl::StatusOr<sim::RunResult> run = sim::Run(w, policy, so);
-  ASSERT_TRUE(run.ok()) << run.status();
-  ASSERT_EQ(run->placements.size(), plan->pods.size());
-  std::vector<int> node_order = plan->node_order;
-  if (node_order.empty()) {
-    node_order = sched::Framework::RandomNodeOrder(static_cast<int>(t.nodes.size()), 42);
-  }
-
-  // The server's view: nodes in the simulator's tie-break order; fgd gets the same oracle as in
-  // the simulator (the replayed pods' typical shapes, models resolved against this node order).
-  std::vector<core::NodeSpec> ordered;
-  for (int i : node_order) ordered.push_back(t.nodes[i]);
-  absl::StatusOr<core::ClusterState> view = core::ClusterState::Create(ordered);
-  ASSERT_TRUE(view.ok());
-  std::vector<core::PodSpec> replayed = plan->pods;
-  for (core::PodSpec& p : replayed) p.shape.gpu_model_mask = view->ModelMask(p.gpu_spec);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  ASSERT_EQ(ref->placements.size(), ref->pods.size());
+  const std::vector<core::NodeSpec>& ordered = ref->ordered;
   ServiceOptions o;
   // Decisions, not durability, are under test: a RAM-backed state directory (when there is one)
   // keeps 20,000 sequential fsyncs from dominating the run.
@@ -83,8 +48,7 @@ TEST_P(SameDecisionsTest, ServerPlacesEveryPodWhereTheSimulatorDoes) {
   o.scheduler.default_profile = {"default", policy, {}, {}};
   o.scheduler.seed = 42;
   o.scheduler.queue.max_unschedulable_s = 1e9;  // no retries: the simulator tries each pod once
-  o.scheduler.oracle_workload =
-      sched::TypicalShapes(sched::CountShapes(replayed), so.typical_coverage_pct);
+  o.scheduler.oracle_workload = ref->oracle;
   absl::StatusOr<std::unique_ptr<Service>> service = Service::Start(o);
   ASSERT_TRUE(service.ok()) << service.status();
   HttpOptions ho;
@@ -105,8 +69,8 @@ TEST_P(SameDecisionsTest, ServerPlacesEveryPodWhereTheSimulatorDoes) {
     ASSERT_EQ(r->status, 201) << r->body;
   }
   int same = 0, placed = 0;
-  for (size_t i = 0; i < plan->pods.size(); ++i) {
-    const core::PodSpec& p = plan->pods[i];
+  for (size_t i = 0; i < ref->pods.size(); ++i) {
+    const core::PodSpec& p = ref->pods[i];
     json body = {{"name", "pod-" + std::to_string(i)},
                  {"cpu_milli", p.shape.cpu_milli},
                  {"memory_mib", p.shape.memory_mib},
@@ -117,14 +81,14 @@ TEST_P(SameDecisionsTest, ServerPlacesEveryPodWhereTheSimulatorDoes) {
     ASSERT_TRUE(r) << "POST pod " << i;
     ASSERT_EQ(r->status, 201) << r->body;
     json got = json::parse(r->body);
-    const core::Placement& want = run->placements[i];
+    const core::Placement& want = ref->placements[i];
     if (want.node < 0) {
       ASSERT_EQ(got["phase"], "Pending") << "pod " << i << ": the simulator could not place it";
       continue;
     }
     ++placed;
     ASSERT_EQ(got["phase"], "Bound") << "pod " << i << " " << r->body;
-    ASSERT_EQ(got["node"], t.nodes[want.node].name) << "pod " << i;
+    ASSERT_EQ(got["node"], ref->nodes[want.node].name) << "pod " << i;
     std::vector<int> want_gpus(want.gpu_ids().begin(), want.gpu_ids().end());
     std::vector<int> got_gpus;
     for (const json& g : got["gpus"]) got_gpus.push_back(g["index"].get<int>());
@@ -134,7 +98,7 @@ TEST_P(SameDecisionsTest, ServerPlacesEveryPodWhereTheSimulatorDoes) {
   std::printf(
       "%s, seed 42: %zu pods, %d placed by both on the same node and GPUs, %zu left "
       "pending by both\n",
-      policy.c_str(), plan->pods.size(), same, plan->pods.size() - placed);
+      policy.c_str(), ref->pods.size(), same, ref->pods.size() - placed);
   (*http)->Stop();
   (*service)->Shutdown();
   fs::remove_all(o.state_dir);
