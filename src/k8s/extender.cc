@@ -215,8 +215,8 @@ sched::PodInfo ToPodInfo(const Pod& pod, int64_t gpu_memory_mib) {
   return p;
 }
 
-absl::Status LearnNodes(sched::Scheduler& scheduler, const ExtenderArgs& args) {
-  for (const Node& n : args.nodes) {
+absl::Status LearnNodes(sched::Scheduler& scheduler, const std::vector<Node>& nodes) {
+  for (const Node& n : nodes) {
     core::NodeSpec spec = n.spec;
     const int at = scheduler.state().FindNode(spec.name);
     if (at >= 0 && scheduler.state().node(at) == spec &&

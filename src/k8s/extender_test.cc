@@ -78,7 +78,7 @@ class ExtenderTest : public ::testing::Test {
     absl::StatusOr<ExtenderArgs> a = ParseExtenderArgs(body.dump());
     EXPECT_TRUE(a.ok()) << a.status();
     if (!a->has_nodes) return *a;
-    EXPECT_TRUE(LearnNodes(*scheduler_, *a).ok());
+    EXPECT_TRUE(LearnNodes(*scheduler_, a->nodes).ok());
     return *a;
   }
 

@@ -51,11 +51,6 @@ class ExtenderMemory {
   std::unordered_map<std::string, std::vector<std::string>> uuids_;
 };
 
-void Send(httplib::Response& res, const Reply& r) {
-  res.status = r.status;
-  res.set_content(r.body, "application/json");
-}
-
 Finisher Json200(std::string body) {
   return [body = std::move(body)] { return Reply{200, body}; };
 }
@@ -70,7 +65,7 @@ void ArgsRoute(Service& s, ExtenderMemory& memory, const httplib::Request& req,
   Send(res, s.Run([shared, &memory, verb](Context& c) -> Finisher {
     if (shared->has_nodes) {
       memory.LearnUuids(*shared);
-      if (absl::Status st = k8s::LearnNodes(c.scheduler, *shared); !st.ok()) {
+      if (absl::Status st = k8s::LearnNodes(c.scheduler, shared->nodes); !st.ok()) {
         return Json200(verb.Failed(*shared, absl::StrCat("seedance: ", st.message())));
       }
     }

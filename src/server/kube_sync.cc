@@ -36,9 +36,7 @@ void ApplyNode(Context& c, KubeSync::State& st, const k8s::ObjectEvent& e) {
   }
   st.nodes.insert(name);
   if (!e.node.gpu_uuids.empty()) st.gpu_uuids[name] = e.node.gpu_uuids;
-  k8s::ExtenderArgs one;
-  one.nodes = {e.node};
-  (void)k8s::LearnNodes(c.scheduler, one);
+  (void)k8s::LearnNodes(c.scheduler, {e.node});
 }
 
 // The GPU indices a pod's seedance.io/gpus annotation names on its node (empty: none, or one

@@ -44,11 +44,6 @@ int64_t UnixNowNs() {
       .count();
 }
 
-void Send(httplib::Response& res, const Reply& r) {
-  res.status = r.status;
-  res.set_content(r.body, "application/json");
-}
-
 Finisher Fail(absl::Status st) {
   return [st = std::move(st)] { return ErrorReply(st); };
 }
@@ -428,6 +423,11 @@ void WatchRoute(Service& s, const HttpOptions& o, const httplib::Request& req,
 }
 
 }  // namespace
+
+void Send(httplib::Response& res, const Reply& r) {
+  res.status = r.status;
+  res.set_content(r.body, "application/json");
+}
 
 void RegisterRoutes(httplib::Server& h, Service& s, const HttpOptions& o,
                     const Authenticator& auth) {

@@ -11,6 +11,9 @@
 
 namespace seedance::server {
 
+// Writes `r` as the JSON reply.
+void Send(httplib::Response& res, const Reply& r);
+
 void RegisterRoutes(httplib::Server& h, Service& service, const HttpOptions& options,
                     const Authenticator& auth);
 // POST /k8s/extender/v1/{filter,prioritize,bind,preempt} (extender_routes.cc); `api` (may be

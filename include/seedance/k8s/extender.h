@@ -92,9 +92,10 @@ struct FilterResult {
 };
 
 // The verbs. `scheduler` must already know the nodes (nodes mode: Learn them first).
-// Learn: the Nodes of a nodes-mode request, added or updated in the scheduler where they differ
-// (a node's bound pods must still fit; such an update is refused and reported in `error`).
-absl::Status LearnNodes(sched::Scheduler& scheduler, const ExtenderArgs& args);
+// Learn: nodes (a nodes-mode request's, or the cluster's as watched) added or updated in the
+// scheduler where they differ, cordon included. FailedPrecondition when an update would strand
+// a node's bound pods (the nodes before it are learned).
+absl::Status LearnNodes(sched::Scheduler& scheduler, const std::vector<Node>& nodes);
 // `pod` is ResolvePod's. Filter notes the pod's arrival (once per uid) for learning policies.
 FilterResult Filter(sched::Scheduler& scheduler, const ExtenderArgs& args,
                     const sched::PodInfo& pod);
