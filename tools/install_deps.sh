@@ -28,6 +28,10 @@ PACKAGES=(
   libsqlite3-dev
   prometheus-cpp-dev
   libssl-dev
+  libgrpc++-dev
+  libprotobuf-dev
+  protobuf-compiler
+  protobuf-compiler-grpc
   curl
   wrk
   prometheus

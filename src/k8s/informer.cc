@@ -100,11 +100,15 @@ bool Informer::Decode(const json& object, ObjectEvent* event) {
   return false;
 }
 
+std::string Informer::Selector() const {
+  return field_selector.empty() ? "" : absl::StrCat("&fieldSelector=", QueryEscape(field_selector));
+}
+
 bool Informer::List(std::string* resource_version) {
   std::vector<ObjectEvent> events;
   std::string token;
   do {
-    std::string path = absl::StrCat("/api/v1/", resource_, "?limit=", kPageSize);
+    std::string path = absl::StrCat("/api/v1/", resource_, "?limit=", kPageSize, Selector());
     if (!token.empty()) absl::StrAppend(&path, "&continue=", QueryEscape(token));
     auto r = http_->list->Get(path, Headers(api_));
     if (!r || r->status != 200) {
@@ -143,7 +147,7 @@ bool Informer::Watch(std::string* resource_version) {
   }
   const std::string path = absl::StrCat(
       "/api/v1/", resource_, "?watch=1&allowWatchBookmarks=true&timeoutSeconds=", watch_timeout_s,
-      "&resourceVersion=", QueryEscape(*resource_version));
+      "&resourceVersion=", QueryEscape(*resource_version), Selector());
   std::string buffer;
   bool gone = false, broken = false;
   auto handle_line = [&](const std::string& line) {

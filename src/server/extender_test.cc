@@ -2,16 +2,10 @@
 // kube-scheduler drives it (pkg/scheduler/extender.go: filter, then prioritize on the nodes that
 // passed, then bind on the chosen node), with the Kubernetes API server played by a fake.
 //
-// The fake API server. No kube-apiserver can run here, so this test plays the two calls bind
-// makes, with the request and reply shapes of the real one (read from the upstream source,
-// k8s.io/kubernetes at v1.29):
-//   PATCH /api/v1/namespaces/{ns}/pods/{name}, Content-Type application/merge-patch+json
-//     (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/patch.go): 200 and the patched
-//     v1.Pod; 404 with a metav1.Status (reason NotFound) for an unknown pod.
-//   POST /api/v1/namespaces/{ns}/pods/{name}/binding, a v1.Binding (pkg/registry/core/pod/
-//     storage/storage.go, BindingREST.Create): 201 and metav1.Status{status: Success}; 409 with
-//     a metav1.Status (reason Conflict) when the pod is bound already.
-// It records every call so the test can check what bind sent and in which order.
+// No kube-apiserver can run here, so the API server is played by k8s::testing::FakeApiServer
+// (src/k8s/fake_apiserver_testing.h, where each shape it serves is documented with the upstream
+// source it was read from). It records every call so the test can check what bind sent and in
+// which order.
 //
 // The same decisions (issue 15): the default trace's first 2,000 pods sent through filter ->
 // prioritize -> bind against its 1,213 nodes (nodeCacheCapable: node names) are placed exactly
@@ -28,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "../k8s/fake_apiserver_testing.h"
 #include "fill_reference_testing.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
@@ -44,151 +39,8 @@ namespace seedance::server {
 namespace {
 
 namespace fs = std::filesystem;
+using k8s::testing::FakeApiServer;
 using nlohmann::json;
-
-class FakeApiServer {
- public:
-  struct Call {
-    std::string method, path, content_type;
-    json body;
-  };
-
-  FakeApiServer() {
-    http_.Patch(R"(/api/v1/namespaces/([a-z0-9.-]+)/pods/([a-z0-9.-]+))",
-                [this](const httplib::Request& req, httplib::Response& res) {
-                  Record(req);
-                  json pod = {{"apiVersion", "v1"},
-                              {"kind", "Pod"},
-                              {"metadata",
-                               {{"name", req.matches[2].str()},
-                                {"namespace", req.matches[1].str()},
-                                {"resourceVersion", "2"}}}};
-                  pod.merge_patch(json::parse(req.body));
-                  res.status = 200;
-                  res.set_content(pod.dump(), "application/json");
-                });
-    http_.Post(
-        R"(/api/v1/namespaces/([a-z0-9.-]+)/pods/([a-z0-9.-]+)/binding)",
-        [this](const httplib::Request& req, httplib::Response& res) {
-          Record(req);
-          std::lock_guard<std::mutex> lock(mu_);
-          if (req.matches[2].str() == refuse_ || !bound_.insert(req.matches[2].str()).second) {
-            res.status = 409;
-            res.set_content(
-                Status(409, "Conflict", "pod " + refuse_ + " is already assigned to node x"),
-                "application/json");
-            return;
-          }
-          res.status = 201;
-          res.set_content(json({{"kind", "Status"},
-                                {"apiVersion", "v1"},
-                                {"metadata", json::object()},
-                                {"status", "Success"},
-                                {"code", 201}})
-                              .dump(),
-                          "application/json");
-        });
-    // GET /api/v1/{nodes,pods}: the list (pkg/registry/generic/registry/store.go List: a v1.
-    // NodeList/PodList with metadata.resourceVersion); with watch=1 a stream of one event per line
-    // (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/watch.go: {"type","object"}).
-    http_.Get(R"(/api/v1/(nodes|pods))",
-              [this](const httplib::Request& req, httplib::Response& res) {
-                const std::string kind = req.matches[1].str();
-                if (req.get_param_value("watch") != "1") {
-                  std::lock_guard<std::mutex> lock(mu_);
-                  json list = {{"apiVersion", "v1"},
-                               {"kind", kind == "nodes" ? "NodeList" : "PodList"},
-                               {"metadata", {{"resourceVersion", std::to_string(revision_)}}},
-                               {"items", lists_[kind]}};
-                  res.set_content(list.dump(), "application/json");
-                  return;
-                }
-                res.set_chunked_content_provider(
-                    "application/json", [this, kind](size_t, httplib::DataSink& sink) {
-                      std::unique_lock<std::mutex> lock(mu_);
-                      cv_.wait_for(lock, std::chrono::milliseconds(50),
-                                   [&] { return stopping_ || !events_[kind].empty(); });
-                      if (stopping_) {
-                        sink.done();
-                        return true;
-                      }
-                      while (!events_[kind].empty()) {
-                        const std::string line = events_[kind].front().dump() + "\n";
-                        events_[kind].pop_front();
-                        if (!sink.write(line.data(), line.size())) return false;
-                      }
-                      return true;
-                    });
-              });
-    http_.set_tcp_nodelay(true);
-    port_ = http_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { http_.listen_after_bind(); });
-    while (!http_.is_running()) std::this_thread::yield();  // polls readiness
-  }
-  ~FakeApiServer() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    http_.stop();
-    thread_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  void RefuseBinding(const std::string& pod) {
-    std::lock_guard<std::mutex> lock(mu_);
-    refuse_ = pod;
-  }
-  // The next list of `kind` ("nodes" or "pods").
-  void SetList(const std::string& kind, json items) {
-    std::lock_guard<std::mutex> lock(mu_);
-    lists_[kind] = std::move(items);
-    ++revision_;
-  }
-  // One watch event for `kind`'s open watches.
-  void Push(const std::string& kind, const std::string& type, json object) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      object["metadata"]["resourceVersion"] = std::to_string(++revision_);
-      events_[kind].push_back({{"type", type}, {"object", std::move(object)}});
-    }
-    cv_.notify_all();
-  }
-  std::vector<Call> TakeCalls() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return std::exchange(calls_, {});
-  }
-
- private:
-  static std::string Status(int code, const std::string& reason, const std::string& message) {
-    return json({{"kind", "Status"},
-                 {"apiVersion", "v1"},
-                 {"metadata", json::object()},
-                 {"status", "Failure"},
-                 {"message", message},
-                 {"reason", reason},
-                 {"code", code}})
-        .dump();
-  }
-  void Record(const httplib::Request& req) {
-    std::lock_guard<std::mutex> lock(mu_);
-    calls_.push_back({req.method, req.path, req.get_header_value("Content-Type"),
-                      json::parse(req.body, nullptr, false)});
-  }
-
-  httplib::Server http_;
-  int port_ = 0;
-  std::thread thread_;
-  std::mutex mu_;
-  std::vector<Call> calls_;
-  std::string refuse_;
-  std::set<std::string> bound_;  // a pod is bound once; binding it again is a Conflict
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  int64_t revision_ = 100;
-  std::map<std::string, json> lists_ = {{"nodes", json::array()}, {"pods", json::array()}};
-  std::map<std::string, std::deque<json>> events_;
-};
 
 // A server in this process with the fake API server behind its extender.
 class ExtenderServer {

@@ -290,4 +290,29 @@ absl::StatusOr<std::unique_ptr<Collector>> NewNvmlCollector(std::string node_nam
   return std::unique_ptr<Collector>(new NvmlCollector(std::move(*lib), std::move(node_name)));
 }
 
+absl::StatusOr<std::vector<LocalGpu>> ListNvmlGpus() {
+  auto lib = internal::NvmlLibrary::Load();
+  if (!lib.ok()) return lib.status();
+  if ((*lib)->DeviceCount() == 0) return absl::NotFoundError("NVML: no NVIDIA GPU found");
+  std::vector<internal::NvmlReading> readings((*lib)->DeviceCount());
+  std::vector<LocalGpu> gpus(readings.size());
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    gpus[i].index = static_cast<int>(i);
+    auto r = (*lib)->Read(static_cast<int>(i));
+    if (!r.ok()) {
+      gpus[i].healthy = false;
+      continue;
+    }
+    readings[i] = *r;
+    gpus[i].name = r->name;
+    gpus[i].uuid = r->uuid;
+    gpus[i].pci_bus_id = r->pci_bus_id;
+    gpus[i].numa_node = r->numa_node;
+    gpus[i].memory_mib = static_cast<int64_t>(r->mem_total_bytes >> 20);
+  }
+  const auto peers = (*lib)->NvlinkPeers(readings);
+  for (size_t i = 0; i < gpus.size() && i < peers.size(); ++i) gpus[i].nvlink_peers = peers[i];
+  return gpus;
+}
+
 }  // namespace seedance::telemetry

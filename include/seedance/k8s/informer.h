@@ -54,8 +54,12 @@ class Informer {
 
   double retry_s = 1;
   int watch_timeout_s = 300;
+  // A field selector for both list and watch, e.g. "spec.nodeName=gpu-7" (a node's own pods, as
+  // the kubelet watches them); empty = every object.
+  std::string field_selector;
 
  private:
+  std::string Selector() const;  // "&fieldSelector=..." or ""
   bool List(std::string* resource_version);
   // false: list again (410 Gone or a broken stream).
   bool Watch(std::string* resource_version);

@@ -89,7 +89,7 @@ std::string_view GpuStyleName(GpuStyle style);  // "none", "seedance", "whole", 
 // One GPU of a placement decision (kGpusAnnotation).
 struct GpuAssignment {
   int index = -1;    // -1 when given by UUID
-  std::string uuid;  // empty when given by index
+  std::string uuid = {};  // empty when given by index
   int32_t milli = 0;
 };
 

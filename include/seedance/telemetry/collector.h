@@ -17,6 +17,7 @@
 #define SEEDANCE_TELEMETRY_COLLECTOR_H_
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -56,6 +57,21 @@ std::unique_ptr<Collector> NewProcfsCollector(ProcfsOptions options = {});
 // NotFound when libnvidia-ml.so.1 cannot be loaded or reports no device. `node_name` names the
 // node whose GPUs it fills (the profile's node of that name; added if absent).
 [[nodiscard]] absl::StatusOr<std::unique_ptr<Collector>> NewNvmlCollector(std::string node_name);
+
+// One local NVIDIA GPU as NVML reports it, in NVML's index order (PCI bus order).
+struct LocalGpu {
+  int index = 0;
+  std::string name;        // "NVIDIA H100 80GB HBM3"
+  std::string uuid;        // "GPU-5fd2..."
+  std::string pci_bus_id;  // lower case, "0000:3b:00.0"
+  int numa_node = -1;      // -1 = unknown
+  int64_t memory_mib = 0;
+  bool healthy = true;            // NVML answered for it
+  std::vector<int> nvlink_peers;  // indices of GPUs it has an active NVLink to
+};
+// The local GPUs, read once. NotFound as NewNvmlCollector; a GPU NVML cannot read is listed with
+// healthy = false (and its index only).
+[[nodiscard]] absl::StatusOr<std::vector<LocalGpu>> ListNvmlGpus();
 
 struct PrometheusOptions {
   // "http://[USER[:PASSWORD]@]host:9090[/PATH]" (https is not supported). Credentials are sent as
