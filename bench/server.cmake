@@ -10,3 +10,8 @@ target_link_libraries(server_load PRIVATE PkgConfig::HTTPLIB_BENCH nlohmann_json
 add_executable(extender_load extender_load.cc)
 target_link_libraries(extender_load PRIVATE PkgConfig::HTTPLIB_BENCH nlohmann_json::nlohmann_json
                       Threads::Threads)
+# The kubelet device plugin (BENCHMARKS.md, "Kubelet device plugin"): Allocate latency and
+# re-registration after a kubelet restart, the kubelet played in-process.
+add_executable(device_plugin_load device_plugin_load.cc)
+target_link_libraries(device_plugin_load PRIVATE seedance_deviceplugin seedance_deviceplugin_api
+                      Threads::Threads)

@@ -2,9 +2,14 @@
 #include "commands.h"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "seedance/base/io.h"
 #include "seedance/base/parse.h"
+#include "seedance/base/text.h"
 
 namespace seedance::cli {
 
@@ -13,6 +18,65 @@ bool ParseSeedList(const std::string& text, std::vector<uint64_t>* out) {
   if (!seeds.ok()) return false;
   out->insert(out->end(), seeds->begin(), seeds->end());
   return true;
+}
+
+// The bearer token: the file's first line, surrounding blanks removed; never printed.
+absl::StatusOr<std::string> ReadToken(const std::string& path, const char* flag) {
+  absl::StatusOr<std::string> text = base::ReadInput(path, base::InputKind::kConfig);
+  if (!text.ok()) return text.status();
+  std::string_view t = *text;
+  t = t.substr(0, t.find('\n'));
+  const absl::string_view stripped =
+      absl::StripAsciiWhitespace(absl::string_view(t.data(), t.size()));
+  t = std::string_view(stripped.data(), stripped.size());
+  if (t.size() < 16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " ", base::ForTerminal(path),
+                     ": the token must be at least 16 characters on the file's first line"));
+  }
+  return std::string(t);
+}
+
+void AddKubeFlags(CLI::App* app, KubeFlags* f, const std::string& api_help) {
+  app->add_option("--kube-api", f->kube_api, api_help)->type_name("URL");
+  app->add_option("--kube-token-file", f->kube_token_file,
+                  "With --kube-api: file whose first line is the bearer token for it")
+      ->type_name("FILE");
+  app->add_option("--kube-ca-file", f->kube_ca_file,
+                  "With --kube-api: PEM bundle the API server's certificate must chain to")
+      ->type_name("FILE");
+  app->add_flag("--kube-in-cluster", f->kube_in_cluster,
+                "Reach the API server as the pod's service account (KUBERNETES_SERVICE_HOST, "
+                "/var/run/secrets/kubernetes.io/serviceaccount)");
+}
+
+// --kube-api (with --kube-token-file, --kube-ca-file) or --kube-in-cluster; nullopt without.
+absl::StatusOr<std::optional<k8s::ApiServerOptions>> KubeOptionsOf(const KubeFlags& f) {
+  if (f.kube_in_cluster && !f.kube_api.empty()) {
+    return absl::InvalidArgumentError("--kube-api and --kube-in-cluster: give one of them");
+  }
+  if (f.kube_api.empty() && !f.kube_in_cluster) {
+    if (!f.kube_token_file.empty() || !f.kube_ca_file.empty()) {
+      return absl::InvalidArgumentError(
+          "--kube-token-file and --kube-ca-file go with --kube-api URL");
+    }
+    return std::optional<k8s::ApiServerOptions>();
+  }
+  k8s::ApiServerOptions o;
+  if (f.kube_in_cluster) {
+    absl::StatusOr<k8s::ApiServerOptions> in = k8s::InClusterOptions();
+    if (!in.ok()) return in.status();
+    o = *std::move(in);
+  } else {
+    o.url = f.kube_api;
+    o.ca_file = f.kube_ca_file;
+    if (!f.kube_token_file.empty()) {
+      absl::StatusOr<std::string> token = ReadToken(f.kube_token_file, "--kube-token-file");
+      if (!token.ok()) return token.status();
+      o.token = *std::move(token);
+    }
+  }
+  return std::optional<k8s::ApiServerOptions>(std::move(o));
 }
 
 }  // namespace seedance::cli

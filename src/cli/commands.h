@@ -6,11 +6,14 @@
 #include <cstdint>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/status/statusor.h"
 #include "options.h"
+#include "seedance/k8s/apiserver.h"
 
 namespace seedance::cli {
 
@@ -31,6 +34,22 @@ Command AddServeSimCommand(CLI::App& app);   // serve_sim_cmd.cc (serving)
 Command AddCostmodelCommand(CLI::App& app);  // costmodel_cmd.cc (serving: costmodel check)
 Command AddServerCommand(CLI::App& app);     // server_cmd.cc    (server: the live scheduler)
 Command AddNodeAgentCommand(CLI::App& app);  // node_agent_cmd.cc (nodeagent: cpuset pinning)
+Command AddDevicePluginCommand(CLI::App& app);  // device_plugin_cmd.cc (deviceplugin)
+
+// The bearer token in `path` (flag: the flag that named it, for messages): the file's first
+// line, surrounding blanks removed, at least 16 characters; never printed.
+absl::StatusOr<std::string> ReadToken(const std::string& path, const char* flag = "--token-file");
+
+// How a command reaches the Kubernetes API server: --kube-api URL (with --kube-token-file,
+// --kube-ca-file) or --kube-in-cluster.
+struct KubeFlags {
+  std::string kube_api, kube_token_file, kube_ca_file;
+  bool kube_in_cluster = false;
+};
+void AddKubeFlags(CLI::App* app, KubeFlags* f, const std::string& api_help);
+// The API server's options, or nullopt when no flag names one. InvalidArgument for both
+// --kube-api and --kube-in-cluster, or a token or CA file without --kube-api.
+absl::StatusOr<std::optional<k8s::ApiServerOptions>> KubeOptionsOf(const KubeFlags& f);
 
 // get, apply, delete, explain, cordon, uncordon over the REST API (client_cmd.cc: api).
 std::vector<Command> AddClientCommands(CLI::App& app);

@@ -52,8 +52,7 @@ struct ServerFlags {
   std::string ready_file;
   bool quiet = false;
   // The Kubernetes API server the extender's bind writes to.
-  std::string kube_api, kube_token_file, kube_ca_file;
-  bool kube_in_cluster = false;
+  KubeFlags kube;
 };
 
 absl::Status ParseListen(const std::string& text, std::string* host, int* port) {
@@ -90,23 +89,6 @@ absl::Status ParseListen(const std::string& text, std::string* host, int* port) 
   return absl::OkStatus();
 }
 
-// The bearer token: the file's first line, surrounding blanks removed; never printed.
-absl::StatusOr<std::string> ReadToken(const std::string& path, const char* flag = "--token-file") {
-  absl::StatusOr<std::string> text = base::ReadInput(path, base::InputKind::kConfig);
-  if (!text.ok()) return text.status();
-  std::string_view t = *text;
-  t = t.substr(0, t.find('\n'));
-  const absl::string_view stripped =
-      absl::StripAsciiWhitespace(absl::string_view(t.data(), t.size()));
-  t = std::string_view(stripped.data(), stripped.size());
-  if (t.size() < 16) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, " ", base::ForTerminal(path),
-                     ": the token must be at least 16 characters on the file's first line"));
-  }
-  return std::string(t);
-}
-
 absl::StatusOr<server::ServiceOptions> ServiceOptionsOf(const ServerFlags& f) {
   server::ServiceOptions o;
   o.state_dir = f.state;
@@ -141,35 +123,6 @@ absl::StatusOr<std::unique_ptr<base::OutputFile>> OpenReadyFile(const ServerFlag
   return base::OutputFile::Open(f.ready_file);
 }
 
-// --kube-api (with --kube-token-file, --kube-ca-file) or --kube-in-cluster; nullopt without.
-absl::StatusOr<std::optional<k8s::ApiServerOptions>> KubeOptionsOf(const ServerFlags& f) {
-  if (f.kube_in_cluster && !f.kube_api.empty()) {
-    return absl::InvalidArgumentError("--kube-api and --kube-in-cluster: give one of them");
-  }
-  if (f.kube_api.empty() && !f.kube_in_cluster) {
-    if (!f.kube_token_file.empty() || !f.kube_ca_file.empty()) {
-      return absl::InvalidArgumentError(
-          "--kube-token-file and --kube-ca-file go with --kube-api URL");
-    }
-    return std::optional<k8s::ApiServerOptions>();
-  }
-  k8s::ApiServerOptions o;
-  if (f.kube_in_cluster) {
-    absl::StatusOr<k8s::ApiServerOptions> in = k8s::InClusterOptions();
-    if (!in.ok()) return in.status();
-    o = *std::move(in);
-  } else {
-    o.url = f.kube_api;
-    o.ca_file = f.kube_ca_file;
-    if (!f.kube_token_file.empty()) {
-      absl::StatusOr<std::string> token = ReadToken(f.kube_token_file, "--kube-token-file");
-      if (!token.ok()) return token.status();
-      o.token = *std::move(token);
-    }
-  }
-  return std::optional<k8s::ApiServerOptions>(std::move(o));
-}
-
 int RunServer(const ServerFlags& f) {
   if (f.state.empty()) return UsageError("server: --state DIR is required (where state is kept)");
   server::HttpOptions h;
@@ -200,7 +153,7 @@ int RunServer(const ServerFlags& f) {
   h.max_body_bytes = static_cast<size_t>(f.max_body);
   h.max_connections = f.max_connections;
   h.rate_limit = f.rate_limit;
-  absl::StatusOr<std::optional<k8s::ApiServerOptions>> kube = KubeOptionsOf(f);
+  absl::StatusOr<std::optional<k8s::ApiServerOptions>> kube = KubeOptionsOf(f.kube);
   if (!kube.ok()) return Fail(kube.status());
   if (*kube) {
     absl::StatusOr<std::unique_ptr<k8s::ApiServerClient>> c = k8s::NewApiServerClient(**kube);
@@ -330,20 +283,10 @@ Command AddServerCommand(CLI::App& app) {
   s->add_option("--ready-file", f->ready_file,
                 "Write the server's URL to FILE once it accepts requests")
       ->type_name("FILE");
-  s->add_option("--kube-api", f->kube_api,
-                "Kubernetes API server: its nodes and pods are listed and watched, and the "
-                "extender's bind writes to it (annotation, then Binding), e.g. "
-                "https://10.0.0.1:6443 (docs/kubernetes.md)")
-      ->type_name("URL");
-  s->add_option("--kube-token-file", f->kube_token_file,
-                "With --kube-api: file whose first line is the bearer token for it")
-      ->type_name("FILE");
-  s->add_option("--kube-ca-file", f->kube_ca_file,
-                "With --kube-api: PEM bundle the API server's certificate must chain to")
-      ->type_name("FILE");
-  s->add_flag("--kube-in-cluster", f->kube_in_cluster,
-              "Reach the API server as the pod's service account (KUBERNETES_SERVICE_HOST, "
-              "/var/run/secrets/kubernetes.io/serviceaccount)");
+  AddKubeFlags(s, &f->kube,
+               "Kubernetes API server: its nodes and pods are listed and watched, and the "
+               "extender's bind writes to it (annotation, then Binding), e.g. "
+               "https://10.0.0.1:6443 (docs/kubernetes.md)");
   s->add_flag("-q,--quiet", f->quiet, "No start-up and shutdown lines on stderr");
   return {s, [f] { return RunServer(*f); }};
 }

@@ -84,6 +84,18 @@ absl::StatusOr<std::vector<Gpu>> NvmlGpus() {
   return gpus;
 }
 
+std::vector<bool> NvmlHealth(const std::vector<Gpu>& gpus) {
+  std::vector<bool> healthy(gpus.size(), false);
+  auto local = telemetry::ListNvmlGpus();
+  if (!local.ok()) return healthy;
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    for (const telemetry::LocalGpu& l : *local) {
+      if (l.healthy && l.uuid == gpus[i].uuid) healthy[i] = true;
+    }
+  }
+  return healthy;
+}
+
 std::string SliceId(const Gpu& gpu, int slice) { return absl::StrCat(gpu.uuid, "::", slice); }
 
 absl::StatusOr<int> GpuOfDevice(const std::vector<Gpu>& gpus, int slices_per_gpu,

@@ -53,6 +53,9 @@ struct FakeGpuOptions {
 // cannot read is an error (the plugin cannot advertise a device it cannot name).
 [[nodiscard]] absl::StatusOr<std::vector<Gpu>> NvmlGpus();
 
+// Which of `gpus` NVML still reads, by UUID (all false when NVML cannot be loaded).
+std::vector<bool> NvmlHealth(const std::vector<Gpu>& gpus);
+
 // "<uuid>::<slice>".
 std::string SliceId(const Gpu& gpu, int slice);
 // The GPU (index into `gpus`) and slice of a device ID; InvalidArgument naming the ID when it is
