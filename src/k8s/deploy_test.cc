@@ -72,5 +72,43 @@ TEST(DeployTest, ExtenderMayDoWhatBindDoesAndServesThePort) {
   EXPECT_TRUE(port);
 }
 
+// The device plugin's DaemonSet: runs `device-plugin` in the cluster with the kubelet's folder
+// mounted where the command looks for it, knows its node (the pod watch's field selector) and
+// may list and watch pods.
+TEST(DeployTest, DevicePluginSeesTheKubeletsFolderItsNodeAndThePods) {
+  bool watch = false, command = false, in_cluster = false, mounted = false, node = false;
+  for (const YAML::Node& doc : YAML::LoadAllFromFile(Deploy("device-plugin.yaml"))) {
+    const std::string kind = doc["kind"].as<std::string>();
+    if (kind == "ClusterRole") {
+      for (const YAML::Node& rule : doc["rules"]) {
+        for (const YAML::Node& verb : rule["verbs"]) {
+          watch |= rule["resources"][0].as<std::string>() == "pods" &&
+                   verb.as<std::string>() == "watch";
+        }
+      }
+    }
+    if (kind == "DaemonSet") {
+      const YAML::Node spec = doc["spec"]["template"]["spec"];
+      const YAML::Node c = spec["containers"][0];
+      command = c["args"][0].as<std::string>() == "device-plugin";
+      for (const YAML::Node& a : c["args"]) in_cluster |= a.as<std::string>() == "--kube-in-cluster";
+      for (const YAML::Node& m : c["volumeMounts"]) {
+        mounted |= m["mountPath"].as<std::string>() == "/var/lib/kubelet/device-plugins";
+      }
+      for (const YAML::Node& e : c["env"]) {
+        node |= e["name"].as<std::string>() == "NODE_NAME" &&
+                e["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>() == "spec.nodeName";
+      }
+      EXPECT_EQ(spec["volumes"][0]["hostPath"]["path"].as<std::string>(),
+                "/var/lib/kubelet/device-plugins");
+    }
+  }
+  EXPECT_TRUE(watch);
+  EXPECT_TRUE(command);
+  EXPECT_TRUE(in_cluster);
+  EXPECT_TRUE(mounted);
+  EXPECT_TRUE(node);
+}
+
 }  // namespace
 }  // namespace seedance::k8s
