@@ -110,6 +110,9 @@ int RunDevicePlugin(const DevicePluginFlags& f) {
   if (!gpus.ok()) return Fail(gpus.status());
   auto kube = KubeOptionsOf(f.kube);
   if (!kube.ok()) return Fail(kube.status());
+  if (*kube) {  // the URL's form, checked before anything starts
+    if (auto client = k8s::NewApiServerClient(**kube); !client.ok()) return Fail(client.status());
+  }
 
   sigset_t stop_signals;  // taken by this thread only (sigwait)
   sigemptyset(&stop_signals);

@@ -219,7 +219,7 @@ COMMANDS = {"simulate": (), "profile": (), "analyze": (), "serve-sim": (),
             "costmodel": ("check", "fit"), "clock": ("probe", "simulate"), "bench": ("timers",),
             "version": (), "help": (), "completion": (), "server": (),
             "get": ("nodes", "pods", "pod", "queues"), "apply": (), "delete": ("pod",), "explain": (),
-            "cordon": (), "uncordon": (), "node-agent": ("topology", "pin")}
+            "cordon": (), "uncordon": (), "node-agent": ("topology", "pin"), "device-plugin": ()}
 
 
 def command_of(argv):
@@ -598,6 +598,8 @@ PROBE = ["clock", "probe", "--server", "127.0.0.1:9"]
 CLOCK_SIM = ["clock", "simulate", "--seeds", "1"]
 BENCH = ["bench", "timers", "--impl", "seedance"]
 NA_PIN = ["node-agent", "pin", "--cgroup", "x", "--numa", "0", "--dry-run"]
+# The device plugin, failing before it serves (a folder that does not exist) whatever else holds.
+DP = ["device-plugin", "--fake-gpus", "2", "--plugin-dir", "{nodp}"]
 
 # (base argv, flag, kind, negative values valid)
 NUMERIC_FLAGS = [
@@ -646,6 +648,12 @@ NUMERIC_FLAGS = [
     (BENCH, "--lateness-s", "duration", False),
     (BENCH, "--tick-ms", "float", False),
     (NA_PIN, "--pid", "int", False),
+    (DP, "--slices-per-gpu", "int", False),
+    (DP, "--fake-gpus", "int", False),
+    (DP, "--fake-gpu-memory-mib", "int", False),
+    (DP, "--fake-numa-nodes", "int", False),
+    (DP, "--match-wait", "duration", False),
+    (DP, "--health-interval", "duration", False),
 ]
 
 BAD_ALWAYS = [("nan", "nan"), ("inf", "inf"), ("-inf", "-inf"), ("infinity", "Infinity"),
@@ -705,7 +713,7 @@ HELP_BASES = {
     "simulate": SIM_CHURN, "profile": PROFILE, "analyze": ANALYZE, "serve-sim": SERVE,
     "costmodel check": ["costmodel", "check", "--profile", "{allreduce.csv}", "--gpu", "h100"],
     "costmodel fit": CM_FIT, "clock probe": PROBE, "clock simulate": CLOCK_SIM,
-    "bench timers": BENCH, "node-agent pin": NA_PIN,
+    "bench timers": BENCH, "node-agent pin": NA_PIN, "device-plugin": DP,
 }
 
 
@@ -2131,6 +2139,61 @@ def node_agent_cases():
     return c
 
 
+# device-plugin: every case ends before the plugin would serve (it runs until a signal
+# otherwise). "dp" is a device-plugin folder made for the case.
+def device_plugin_cases():
+    B, E, C = "bad-value", "exit-code", "control"
+    DPD = ["device-plugin", "--fake-gpus", "2", "--plugin-dir", "{dp}"]
+    sock = "dp/seedance-gpu-count.sock"
+    c = [
+        Case(E, "device-plugin/folder-missing", DP, exit=1, msg=["nodp", "does not exist"]),
+        # No --fake-gpus: NVML's GPUs, absent on a machine without a driver (exit 1 either way:
+        # no GPUs, or the folder that does not exist).
+        Case(E, "device-plugin/no-gpus-or-no-folder", ["device-plugin", "--plugin-dir", "{nodp}"],
+             exit=1),
+        Case(E, "device-plugin/unknown-flag", DP + ["--slices", "2"], msg=["--slices"]),
+        Case(B, "device-plugin/--device-nodes=bogus", DP + ["--device-nodes", "sometimes"],
+             msg=["--device-nodes"]),
+        Case(B, "device-plugin/numa-above-gpus", DP + ["--fake-numa-nodes", "3"],
+             msg=["NUMA"]),
+        Case(B, "device-plugin/fake-gpus-above-max", DP + ["--fake-gpus", "17"],
+             msg=["--fake-gpus"]),
+        Case(B, "device-plugin/kube-api-and-in-cluster",
+             DP + ["--kube-api", "http://127.0.0.1:1", "--kube-in-cluster"], msg=["--kube-api"]),
+        Case(B, "device-plugin/token-without-kube-api", DP + ["--kube-token-file", "{tok}"],
+             msg=["--kube-api"], files={"tok": "0123456789abcdef0123\n"}),
+        Case(B, "device-plugin/kube-api-not-http", DP + ["--kube-api", "ftp://10.0.0.1"],
+             msg=["ftp://10.0.0.1"]),
+        Case(B, "device-plugin/kube-api-token-file-missing",
+             DP + ["--kube-api", "http://127.0.0.1:1", "--kube-token-file", "{notok}"],
+             msg=["notok"]),
+        Case(B, "device-plugin/socket-path-too-long",
+             ["device-plugin", "--fake-gpus", "2", "--plugin-dir", "/" + "d" * 120],
+             msg=["longer than"]),
+        Case(B, "device-plugin/kubelet-socket-too-long",
+             DP + ["--kubelet-socket", "/" + "k" * 120], msg=["longer than"]),
+    ]
+    for vname, v in (("no-slash", "gpu"), ("empty-domain", "/gpu"), ("empty-name", "seedance.io/"),
+                     ("two-slashes", "a/b/c"), ("kubernetes-io", "kubernetes.io/gpu"),
+                     ("upper-domain", "Seedance.io/gpu"), ("space", "seedance.io/g pu"),
+                     ("empty", ""), ("newline", "seedance.io/gpu\nx")):
+        c.append(Case(B, "device-plugin/--resource=" + vname, DPD + ["--resource", v],
+                      msg=["resource name"], setup=[("dir", "dp")]))
+    # Whatever sits where the plugin's socket goes, if it is not a socket, is left alone.
+    c += [
+        Case(C, "device-plugin/regular-file-at-socket", DPD, exit=1, msg=["not a socket"],
+             setup=[("dir", "dp"), ("file", sock, "mine\n")]),
+        Case(C, "device-plugin/fifo-at-socket", DPD, exit=1, msg=["not a socket"],
+             setup=[("dir", "dp"), ("fifo", sock)]),
+        Case(C, "device-plugin/device-at-socket", DPD, exit=1, msg=["not a socket"],
+             setup=[("dir", "dp"), ("chardev", sock)]),
+        Case(C, "device-plugin/folder-is-a-file", ["device-plugin", "--fake-gpus", "2",
+                                                   "--plugin-dir", "{dpfile}"],
+             exit=1, msg=["does not exist"], files={"dpfile": "x\n"}),
+    ]
+    return c
+
+
 def live_scheduler_cases():
     return server_flag_cases() + client_cases()
 
@@ -2150,4 +2213,5 @@ def build(binary=None):
     cases += mutant_cases()
     cases += live_scheduler_cases()
     cases += node_agent_cases()
+    cases += device_plugin_cases()
     return cases
