@@ -345,5 +345,73 @@ TEST_F(DevicePluginTest, RefusesBadOptionsAndForeignFiles) {
   EXPECT_THAT((*DevicePlugin::Create(o, alloc))->Serve().message(), HasSubstr("does not exist"));
 }
 
+// The wire contract: the names and field numbers the kubelet speaks, as upstream's api.proto
+// (k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1) gives them. A renumbered or renamed field
+// would still compile and round-trip between two Seedance processes, but not with a kubelet.
+TEST(DevicePluginApiTest, NamesAndFieldNumbersAreUpstreams) {
+  struct Field {
+    const google::protobuf::Descriptor* message;
+    const char* name;
+    int number;
+  };
+  const Field fields[] = {
+      {v1beta1::DevicePluginOptions::descriptor(), "pre_start_required", 1},
+      {v1beta1::DevicePluginOptions::descriptor(), "get_preferred_allocation_available", 2},
+      {v1beta1::RegisterRequest::descriptor(), "version", 1},
+      {v1beta1::RegisterRequest::descriptor(), "endpoint", 2},
+      {v1beta1::RegisterRequest::descriptor(), "resource_name", 3},
+      {v1beta1::RegisterRequest::descriptor(), "options", 4},
+      {v1beta1::ListAndWatchResponse::descriptor(), "devices", 1},
+      {v1beta1::TopologyInfo::descriptor(), "nodes", 1},
+      {v1beta1::NUMANode::descriptor(), "ID", 1},
+      {v1beta1::Device::descriptor(), "ID", 1},
+      {v1beta1::Device::descriptor(), "health", 2},
+      {v1beta1::Device::descriptor(), "topology", 3},
+      {v1beta1::PreStartContainerRequest::descriptor(), "devices_ids", 1},
+      {v1beta1::PreferredAllocationRequest::descriptor(), "container_requests", 1},
+      {v1beta1::ContainerPreferredAllocationRequest::descriptor(), "available_deviceIDs", 1},
+      {v1beta1::ContainerPreferredAllocationRequest::descriptor(), "must_include_deviceIDs", 2},
+      {v1beta1::ContainerPreferredAllocationRequest::descriptor(), "allocation_size", 3},
+      {v1beta1::PreferredAllocationResponse::descriptor(), "container_responses", 1},
+      {v1beta1::ContainerPreferredAllocationResponse::descriptor(), "deviceIDs", 1},
+      {v1beta1::AllocateRequest::descriptor(), "container_requests", 1},
+      {v1beta1::ContainerAllocateRequest::descriptor(), "devices_ids", 1},
+      {v1beta1::CDIDevice::descriptor(), "name", 1},
+      {v1beta1::AllocateResponse::descriptor(), "container_responses", 1},
+      {v1beta1::ContainerAllocateResponse::descriptor(), "envs", 1},
+      {v1beta1::ContainerAllocateResponse::descriptor(), "mounts", 2},
+      {v1beta1::ContainerAllocateResponse::descriptor(), "devices", 3},
+      {v1beta1::ContainerAllocateResponse::descriptor(), "annotations", 4},
+      {v1beta1::ContainerAllocateResponse::descriptor(), "cdi_devices", 5},
+      {v1beta1::Mount::descriptor(), "container_path", 1},
+      {v1beta1::Mount::descriptor(), "host_path", 2},
+      {v1beta1::Mount::descriptor(), "read_only", 3},
+      {v1beta1::DeviceSpec::descriptor(), "container_path", 1},
+      {v1beta1::DeviceSpec::descriptor(), "host_path", 2},
+      {v1beta1::DeviceSpec::descriptor(), "permissions", 3},
+  };
+  for (const Field& f : fields) {
+    const google::protobuf::FieldDescriptor* d = f.message->FindFieldByName(f.name);
+    ASSERT_NE(d, nullptr) << f.message->full_name() << "." << f.name;
+    EXPECT_EQ(d->number(), f.number) << f.message->full_name() << "." << f.name;
+  }
+  EXPECT_EQ(v1beta1::Device::descriptor()->field_count(), 3);
+  EXPECT_EQ(v1beta1::ContainerAllocateResponse::descriptor()->field_count(), 5);
+  EXPECT_TRUE(v1beta1::ContainerAllocateResponse::descriptor()->FindFieldByName("envs")->is_map());
+  // The methods' wire names (the gRPC paths).
+  const auto* plugin = v1beta1::DevicePlugin::service_full_name();
+  EXPECT_STREQ(plugin, "v1beta1.DevicePlugin");
+  EXPECT_STREQ(v1beta1::Registration::service_full_name(), "v1beta1.Registration");
+  const google::protobuf::ServiceDescriptor* svc =
+      v1beta1::Device::descriptor()->file()->FindServiceByName("DevicePlugin");
+  ASSERT_NE(svc, nullptr);
+  std::vector<std::string> methods;
+  for (int i = 0; i < svc->method_count(); ++i) methods.push_back(svc->method(i)->name());
+  EXPECT_THAT(methods,
+              ::testing::ElementsAre("GetDevicePluginOptions", "ListAndWatch",
+                                     "GetPreferredAllocation", "Allocate", "PreStartContainer"));
+  EXPECT_TRUE(svc->FindMethodByName("ListAndWatch")->server_streaming());
+}
+
 }  // namespace
 }  // namespace seedance::deviceplugin
