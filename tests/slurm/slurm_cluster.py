@@ -256,7 +256,7 @@ class SlurmCluster:
     def __init__(self, root: str, nodes: int = 16, gpus: int = 8, cpus_per_node: int = 32,
                  memory_mb: int = 256000, shards_per_gpu: int = 4, rest: bool = True,
                  rest_user: Optional[str] = None, start_timeout: float = 120.0,
-                 slurmd_timeout: int = 30, verbose: bool = False):
+                 slurmd_timeout: int = 30, cred_expire: int = 10, verbose: bool = False):
         if nodes < 1 or gpus < 0:
             raise ValueError("nodes must be >= 1 and gpus >= 0")
         if gpus > 64:
@@ -271,6 +271,8 @@ class SlurmCluster:
         self.rest_user = rest_user
         self.start_timeout = start_timeout
         self.slurmd_timeout = slurmd_timeout
+        # Slurm holds a requeued job back for cred_expire + 1 seconds (default 120).
+        self.cred_expire = max(5, cred_expire)
         self.verbose = verbose
         self.state: dict[str, Any] = {}
         self._procs: dict[str, subprocess.Popen] = {}
@@ -419,7 +421,8 @@ class SlurmCluster:
                 cpus_per_node=state.get("cpus_per_node", 32),
                 memory_mb=state.get("memory_mb", 256000),
                 shards_per_gpu=state.get("shards_per_gpu", 0), rest=bool(state.get("rest")),
-                rest_user=state.get("rest_user"), slurmd_timeout=state.get("slurmd_timeout", 30))
+                rest_user=state.get("rest_user"), slurmd_timeout=state.get("slurmd_timeout", 30),
+                cred_expire=state.get("cred_expire", 10))
         c.state = state
         return c
 
@@ -504,6 +507,7 @@ class SlurmCluster:
             "cpus_per_node": self.cpus_per_node, "memory_mb": self.memory_mb,
             "shards_per_gpu": self.shards_per_gpu, "rest": self.rest_enabled,
             "rest_user": self.rest_user, "slurmd_timeout": self.slurmd_timeout,
+            "cred_expire": self.cred_expire,
             "slurm_user": me, "ports": ports, "pids": {}, "version": self._slurm_version(),
         }
         self._write_configs()
@@ -567,7 +571,7 @@ class SlurmCluster:
             f"SlurmdUser={user}",
             "AuthType=auth/munge",
             "CredType=cred/munge",
-            f"AuthInfo=socket={self.munge_socket}",
+            f"AuthInfo=socket={self.munge_socket},cred_expire={self.cred_expire}",
             "AuthAltTypes=auth/jwt",
             f"AuthAltParameters=jwt_key={self.jwt_key_path}",
             f"StateSaveLocation={self.path('state')}",
@@ -1061,7 +1065,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     st.add_argument("--rest-user", help="user to run slurmrestd as (default seedance-slurm, "
                                         "else nobody)")
     st.add_argument("--timeout", type=float, default=120.0, help="overall start deadline (s)")
-    st.add_argument("--slurmd-timeout", type=int, default=30)
+    st.add_argument("--slurmd-timeout", type=int, default=30,
+                    help="seconds before slurmctld marks a silent node DOWN")
+    st.add_argument("--cred-expire", type=int, default=10,
+                    help="job credential lifetime; a requeued job waits this long + 1s")
     st.add_argument("-v", "--verbose", action="store_true")
     for name, help_ in (("stop", "stop the cluster under DIR (idempotent)"),
                         ("status", "print the daemons, ports and node states as JSON"),
@@ -1084,6 +1091,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                              memory_mb=args.memory_mb, shards_per_gpu=args.shards_per_gpu,
                              rest=not args.no_rest, rest_user=args.rest_user,
                              start_timeout=args.timeout, slurmd_timeout=args.slurmd_timeout,
+                             cred_expire=args.cred_expire,
                              verbose=args.verbose)
             c.start()
             print(f"cluster ready under {c.root} in {time.monotonic() - t0:.1f}s: "
