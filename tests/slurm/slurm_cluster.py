@@ -85,6 +85,18 @@ class ClusterError(RuntimeError):
     """Raised with a message meant for a person: what failed, and where to look."""
 
 
+class MissingPackages(ClusterError):
+    """Programs or plugins are not installed; the message names the Debian packages."""
+
+
+class NeedsRoot(ClusterError):
+    """Something only root can do (mknod of the fake GPU devices)."""
+
+
+class RestUnavailable(ClusterError):
+    """slurmrestd did not answer (connection refused, reset or timed out)."""
+
+
 # ----------------------------------------------------------------------------------------------
 # Small helpers
 
@@ -118,7 +130,7 @@ def check_prerequisites() -> dict[str, str]:
             missing.setdefault(package, set()).add("plugin " + plugin)
     if missing:
         lines = [f"  {pkg}: provides {', '.join(sorted(what))}" for pkg, what in sorted(missing.items())]
-        raise ClusterError(
+        raise MissingPackages(
             "Slurm test cluster: required programs or plugins are missing:\n" + "\n".join(lines) +
             "\nInstall them with:\n  apt-get install -y " + " ".join(sorted(missing)) +
             "\n(do NOT install slurm-wlm-emulator: it replaces the daemons through alternatives)")
@@ -221,6 +233,33 @@ def _free_ports(count: int, low: int = 20000, high: int = 32000) -> list[int]:
     return chosen
 
 
+def check_secure_ancestors(path: str) -> None:
+    """munged refuses to start when a directory above its socket, key or seed file can be
+    written by others (without the sticky bit) or belongs to another user; say so up front."""
+    me = os.geteuid()
+    d = os.path.realpath(path)
+    while True:
+        try:
+            st = os.stat(d)
+        except FileNotFoundError:
+            st = None
+        if st is not None:
+            writable = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+            if writable and not st.st_mode & stat.S_ISVTX:
+                raise ClusterError(
+                    f"munged would refuse {path}: {d} is group- or world-writable without the "
+                    f"sticky bit (mode {stat.S_IMODE(st.st_mode):o}); use another directory or "
+                    f"chmod g-w,o-w {d} (or chmod +t)")
+            if st.st_uid not in (0, me):
+                raise ClusterError(
+                    f"munged would refuse {path}: {d} belongs to uid {st.st_uid}, neither root "
+                    f"nor this user ({me}); use a directory owned by root or by this user")
+        parent = os.path.dirname(d)
+        if parent == d:
+            return
+        d = parent
+
+
 def _hostlist(prefix: str, count: int) -> str:
     return f"{prefix}1" if count == 1 else f"{prefix}[1-{count}]"
 
@@ -256,7 +295,8 @@ class SlurmCluster:
     def __init__(self, root: str, nodes: int = 16, gpus: int = 8, cpus_per_node: int = 32,
                  memory_mb: int = 256000, shards_per_gpu: int = 4, rest: bool = True,
                  rest_user: Optional[str] = None, start_timeout: float = 120.0,
-                 slurmd_timeout: int = 30, cred_expire: int = 10, verbose: bool = False):
+                 slurmd_timeout: int = 30, cred_expire: int = 10,
+                 extra_conf: Optional[list[str]] = None, verbose: bool = False):
         if nodes < 1 or gpus < 0:
             raise ValueError("nodes must be >= 1 and gpus >= 0")
         if gpus > 64:
@@ -273,10 +313,14 @@ class SlurmCluster:
         self.slurmd_timeout = slurmd_timeout
         # Slurm holds a requeued job back for cred_expire + 1 seconds (default 120).
         self.cred_expire = max(5, cred_expire)
+        # Lines appended to slurm.conf (e.g. "PriorityType=priority/multifactor").
+        self.extra_conf = list(extra_conf or [])
         self.verbose = verbose
         self.state: dict[str, Any] = {}
         self._procs: dict[str, subprocess.Popen] = {}
         self._bins: dict[str, str] = {}
+        self._deadline = 0.0
+        self._tokens: dict[str, tuple[str, float]] = {}
 
     @property
     def bins(self) -> dict[str, str]:
@@ -386,6 +430,9 @@ class SlurmCluster:
                 status, raw = resp.status, resp.read()
         except urllib.error.HTTPError as e:
             status, raw = e.code, e.read()
+        except (urllib.error.URLError, OSError) as e:
+            reason = getattr(e, "reason", e)
+            raise RestUnavailable(f"slurmrestd did not answer {method} {url}: {reason}") from e
         text = raw.decode("utf-8", "replace")
         try:
             return status, json.loads(text)
@@ -393,11 +440,10 @@ class SlurmCluster:
             return status, text
 
     def _cached_token(self, user: str) -> str:
-        cache = self.__dict__.setdefault("_tokens", {})
-        tok, made = cache.get(user, (None, 0.0))
-        if tok is None or time.time() - made > 1800:
+        tok, made = self._tokens.get(user, ("", 0.0))
+        if not tok or time.time() - made > 1800:   # tokens are made to last an hour
             tok = self.token(user)
-            cache[user] = (tok, time.time())
+            self._tokens[user] = (tok, time.time())
         return tok
 
     # -- state file ------------------------------------------------------------------------------
@@ -422,7 +468,7 @@ class SlurmCluster:
                 memory_mb=state.get("memory_mb", 256000),
                 shards_per_gpu=state.get("shards_per_gpu", 0), rest=bool(state.get("rest")),
                 rest_user=state.get("rest_user"), slurmd_timeout=state.get("slurmd_timeout", 30),
-                cred_expire=state.get("cred_expire", 10))
+                cred_expire=state.get("cred_expire", 10), extra_conf=state.get("extra_conf"))
         c.state = state
         return c
 
@@ -436,6 +482,8 @@ class SlurmCluster:
         self.stop()
 
     def start(self) -> "SlurmCluster":
+        """Starts munged, slurmctld, the slurmds and slurmrestd; returns once all answer."""
+        self._deadline = time.monotonic() + self.start_timeout
         self._bins = check_prerequisites()
         if len(self.munge_socket) > UNIX_PATH_MAX:
             raise ClusterError(f"directory {self.root} is too long: the munge socket path "
@@ -466,11 +514,16 @@ class SlurmCluster:
     def _prepare(self) -> None:
         uid = os.getuid()
         me = pwd.getpwuid(uid).pw_name
+        check_secure_ancestors(self.root)
         os.makedirs(self.root, exist_ok=True)
         # slurmrestd runs as another user and must be able to reach DIR/etc/slurm.conf.
         os.chmod(self.root, 0o755)
-        for sub in ("spool", "state", "run"):
+        # A fresh cluster every start: job IDs restart at 1, so old job output goes too. The
+        # previous run's logs are kept in log.prev.
+        for sub in ("spool", "state", "run", "jobs", "log.prev"):
             shutil.rmtree(self.path(sub), ignore_errors=True)
+        if os.path.isdir(self.path("log")):
+            os.rename(self.path("log"), self.path("log.prev"))
         for sub in ("etc", "log", "run", "state", "spool", "dev", "munge", "jobs"):
             os.makedirs(self.path(sub), exist_ok=True)
         os.chmod(self.path("etc"), 0o755)
@@ -479,8 +532,6 @@ class SlurmCluster:
         os.chmod(self.path("jobs"), 0o1777)   # job output from any user
         for k in range(1, self.nodes + 1):
             os.makedirs(self.path("spool", f"node{k}"), exist_ok=True)
-        for f in glob.glob(self.path("log", "*")):
-            os.unlink(f)
         for f in (self.munge_socket, self.munge_socket + ".lock"):
             if os.path.lexists(f):
                 os.unlink(f)
@@ -507,7 +558,7 @@ class SlurmCluster:
             "cpus_per_node": self.cpus_per_node, "memory_mb": self.memory_mb,
             "shards_per_gpu": self.shards_per_gpu, "rest": self.rest_enabled,
             "rest_user": self.rest_user, "slurmd_timeout": self.slurmd_timeout,
-            "cred_expire": self.cred_expire,
+            "cred_expire": self.cred_expire, "extra_conf": self.extra_conf,
             "slurm_user": me, "ports": ports, "pids": {}, "version": self._slurm_version(),
         }
         self._write_configs()
@@ -530,9 +581,11 @@ class SlurmCluster:
             except FileNotFoundError:
                 pass
             try:
-                os.mknod(dev, 0o666 | stat.S_IFCHR, want)
+                # 0600: on a machine with the NVIDIA driver 195:N is the real GPU N. Slurm only
+                # stat()s the file.
+                os.mknod(dev, 0o600 | stat.S_IFCHR, want)
             except PermissionError:
-                raise ClusterError(
+                raise NeedsRoot(
                     f"cannot create the fake GPU device {dev} (mknod c {NVIDIA_MAJOR} {i}): "
                     "that needs root (CAP_MKNOD). Run as root, or create the device nodes "
                     f"beforehand as root: mknod {dev} c {NVIDIA_MAJOR} {i}")
@@ -596,7 +649,6 @@ class SlurmCluster:
             "MpiDefault=none",
             "MailProg=/bin/true",
             "SwitchType=switch/none",
-            "LaunchParameters=use_interactive_step",
             # The emulated nodes claim more CPUs and memory than this machine has.
             "SlurmdParameters=config_overrides",
             "ReturnToService=2",
@@ -619,6 +671,9 @@ class SlurmCluster:
                          f"RealMemory={self.memory_mb}{gres} State=UNKNOWN")
         lines.append(f"PartitionName=gpu Nodes={_hostlist('node', self.nodes)} Default=YES "
                      "MaxTime=INFINITE State=UP OverSubscribe=NO")
+        if self.extra_conf:
+            lines.append("# extra_conf")
+            lines.extend(self.extra_conf)
         with open(self.conf, "w") as f:
             f.write("\n".join(lines) + "\n")
         os.chmod(self.conf, 0o644)
@@ -696,8 +751,7 @@ class SlurmCluster:
                    on_timeout=lambda: "\n".join(_tail(l) for l in logs))
 
     def _remaining(self) -> float:
-        if "_deadline" not in self.__dict__:
-            self._deadline = time.monotonic() + self.start_timeout
+        """Seconds left of the overall start deadline (start_timeout)."""
         return max(1.0, self._deadline - time.monotonic())
 
     def _start_slurmctld(self) -> None:
@@ -722,20 +776,44 @@ class SlurmCluster:
             self._spawn(name, self._slurmd_argv(name))
         self.wait_nodes(self.node_names(), ("idle",), timeout=self._remaining())
 
+    # Flags that make a node unusable even though its base state looks fine.
+    BAD_NODE_FLAGS = frozenset({"down", "drain", "draining", "drained", "fail", "failing",
+                                "not_responding", "future", "power_down", "powered_down",
+                                "powering_down", "reboot_requested", "reboot_issued"})
+
     def node_states(self) -> dict[str, str]:
-        """{node name: sinfo's long state, e.g. 'idle', 'down*', 'allocated'}."""
-        cp = self.run(["sinfo", "-h", "-N", "-o", "%N %T"], check=False, timeout=15)
+        """{node name: slurmctld's state, lower case, e.g. 'idle', 'mixed',
+        'down+not_responding', 'idle+drain'} from `scontrol show node -o`."""
+        cp = self.run(["scontrol", "show", "node", "-o"], check=False, timeout=15)
         states: dict[str, str] = {}
         if cp.returncode == 0:
             for line in cp.stdout.splitlines():
-                parts = line.split()
-                if len(parts) == 2:
-                    states[parts[0]] = parts[1].lower()
+                name = re.search(r"\bNodeName=(\S+)", line)
+                state = re.search(r"\bState=(\S+)", line)
+                if name and state:
+                    states[name.group(1)] = state.group(1).lower()
         return states
+
+    @classmethod
+    def state_matches(cls, state: str, wanted: Iterable[str]) -> bool:
+        """Whether a node_states() value is one of wanted. A wanted flag ('down', 'drain')
+        matches wherever it appears ('mixed+down'); a wanted base state ('idle') matches only
+        without flags that make the node unusable ('idle+not_responding' is not idle)."""
+        tokens = state.split("+") if state else []
+        if not tokens:
+            return False
+        for w in wanted:
+            if w in cls.BAD_NODE_FLAGS:
+                if w in tokens:
+                    return True
+            elif tokens[0] == w and not cls.BAD_NODE_FLAGS.intersection(tokens[1:]):
+                return True
+        return False
 
     def wait_nodes(self, names: list[str], states: tuple[str, ...], timeout: float = 60.0,
                    check_daemons: bool = True) -> dict[str, str]:
-        """Polls sinfo until every node in names is in one of states (e.g. ('idle',))."""
+        """Polls slurmctld until every node in names is in one of states (see state_matches),
+        e.g. wait_nodes(["node3"], ("down",)) or (..., ("idle", "mixed"))."""
         last: dict[str, str] = {}
 
         def ready() -> bool:
@@ -746,11 +824,11 @@ class SlurmCluster:
                         raise self._died(n, [self.path("log", f"{n}.out"),
                                              self.path("log", f"slurmd-{n}.log")])
             last = self.node_states()
-            return all(last.get(n, "").rstrip("*~#!%$@^-") in states for n in names)
+            return all(self.state_matches(last.get(n, ""), states) for n in names)
 
         def explain() -> str:
             bad = {n: last.get(n, "missing") for n in names
-                   if last.get(n, "").rstrip("*~#!%$@^-") not in states}
+                   if not self.state_matches(last.get(n, ""), states)}
             first = next(iter(bad), None)
             msg = f"  nodes not yet {'/'.join(states)}: {bad}"
             if first:
@@ -759,8 +837,8 @@ class SlurmCluster:
             msg += f"\n  last lines of slurmctld.log:\n{_tail(self.path('log', 'slurmctld.log'))}"
             return msg
 
-        poll_until(f"nodes {_short(names)} to be {'/'.join(states)} in sinfo", ready, timeout,
-                   on_timeout=explain)
+        poll_until(f"nodes {_short(names)} to be {'/'.join(states)} in slurmctld", ready,
+                   timeout, on_timeout=explain)
         return last
 
     def _detect_openapi(self, user: Optional[str]) -> dict[str, Any]:
@@ -807,7 +885,7 @@ class SlurmCluster:
                 raise self._died("slurmrestd", logs)
             try:
                 status, body = self.rest("GET", "/ping", token=token, timeout=5)
-            except (urllib.error.URLError, ConnectionError, socket.timeout, OSError):
+            except RestUnavailable:
                 return False
             if status != 200 or not isinstance(body, dict):
                 return False
@@ -999,13 +1077,16 @@ class SlurmCluster:
         """SIGKILLs node k's slurmd and waits until it is gone: the node is lost.
 
         With with_steps (the default) the node's slurmstepd processes and the jobs they run are
-        SIGKILLed too, as when a machine dies. With with_steps=False they keep running, as on a
-        node whose slurmd alone crashed (they are swept up by stop()).
-        slurmctld marks the node DOWN (not responding) after about SlurmdTimeout seconds."""
+        SIGKILLed too, as when a machine dies; restart_node(k) then reports a reboot. With
+        with_steps=False they keep running, as on a node whose slurmd alone crashed (stop()
+        sweeps them up). slurmctld marks the node DOWN (not responding) some time after
+        SlurmdTimeout seconds (29 s with SlurmdTimeout=10 here) and requeues its jobs."""
         name = self.node_name(k)
         steps = self._with_descendants(self._find_stepds(name)) if with_steps else []
         if not self._signal(name, signal.SIGKILL):
             raise ClusterError(f"slurmd for {name} is not running")
+        self.state.setdefault("lost_steps", {})[name] = with_steps
+        self._save_state()
         for p in steps:
             try:
                 os.kill(p, signal.SIGKILL)
@@ -1020,12 +1101,30 @@ class SlurmCluster:
                                    f"{[p for p in steps if pid_alive(p)]}")
             time.sleep(0.05)
 
-    def restart_node(self, k: int, timeout: float = 60.0) -> None:
-        """Starts node k's slurmd again and waits until slurmctld sees it responding."""
+    def restart_node(self, k: int, rebooted: Optional[bool] = None, timeout: float = 60.0
+                     ) -> None:
+        """Starts node k's slurmd again and waits until slurmctld sees it usable.
+
+        rebooted (default: whether the last kill_node(k) killed the node's jobs too) means the
+        machine is taken to have died and come back: if slurmctld has not yet marked the node
+        DOWN, it is set DOWN first (`scontrol update State=DOWN`, so its jobs are requeued or
+        end NODE_FAIL as after SlurmdTimeout), and slurmd starts with -b (report a reboot).
+        This is needed because all emulated nodes share this machine's boot time: slurmctld
+        takes a quick slurmd restart for a slurmd restart on a live machine, keeps the jobs
+        it thought were there RUNNING, and - their processes being gone - for ever.
+        ReturnToService=2 returns the node to service when it registers."""
         name = self.node_name(k)
         if self._proc_alive(name):
             raise ClusterError(f"slurmd for {name} is already running; kill_node({k}) first")
-        self._spawn(name, self._slurmd_argv(name))
+        lost = self.state.setdefault("lost_steps", {})
+        if rebooted is None:
+            rebooted = bool(lost.get(name))
+        if rebooted and not self.state_matches(self.node_states().get(name, ""), ("down",)):
+            self.run(["scontrol", "update", f"NodeName={name}", "State=DOWN",
+                      "Reason=harness: node lost"])
+            self.wait_nodes([name], ("down",), timeout=30, check_daemons=False)
+        lost.pop(name, None)
+        self._spawn(name, self._slurmd_argv(name) + (["-b"] if rebooted else []))
         self.wait_nodes([name], ("idle", "allocated", "mixed", "completing"), timeout=timeout)
 
     # Status
@@ -1069,6 +1168,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                     help="seconds before slurmctld marks a silent node DOWN")
     st.add_argument("--cred-expire", type=int, default=10,
                     help="job credential lifetime; a requeued job waits this long + 1s")
+    st.add_argument("--conf", action="append", default=[], metavar="LINE",
+                    help="a line to append to slurm.conf (repeatable)")
     st.add_argument("-v", "--verbose", action="store_true")
     for name, help_ in (("stop", "stop the cluster under DIR (idempotent)"),
                         ("status", "print the daemons, ports and node states as JSON"),
@@ -1083,6 +1184,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         if name == "kill-node":
             p.add_argument("--keep-steps", action="store_true",
                            help="leave the node's slurmstepd processes and jobs running")
+        else:
+            p.add_argument("--rebooted", action="store_true",
+                           help="slurmd -b: report a reboot (the default after kill-node "
+                                "without --keep-steps)")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "start":
@@ -1091,7 +1196,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                              memory_mb=args.memory_mb, shards_per_gpu=args.shards_per_gpu,
                              rest=not args.no_rest, rest_user=args.rest_user,
                              start_timeout=args.timeout, slurmd_timeout=args.slurmd_timeout,
-                             cred_expire=args.cred_expire,
+                             cred_expire=args.cred_expire, extra_conf=args.conf,
                              verbose=args.verbose)
             c.start()
             print(f"cluster ready under {c.root} in {time.monotonic() - t0:.1f}s: "
@@ -1122,7 +1227,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             c.kill_node(args.k, with_steps=not args.keep_steps)
             return 0
         if args.cmd == "restart-node":
-            c.restart_node(args.k)
+            c.restart_node(args.k, rebooted=True if args.rebooted else None)
             return 0
     except ClusterError as e:
         print(f"error: {e}", file=sys.stderr)

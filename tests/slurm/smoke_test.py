@@ -11,6 +11,8 @@ Starts a cluster (16 nodes x 8 fake GPUs unless told otherwise), then checks:
   job-states    a running then cancelled job, seen by squeue, scontrol and GET .../jobs
   node-loss     kill_node(): the node goes DOWN, its job is requeued; restart_node() brings it
                 back and the job runs again
+  node-loss-fast  kill_node() and restart_node() at once: a --requeue job is requeued and a
+                --no-requeue job ends NODE_FAIL within seconds
   timing        200 trivial submissions by sbatch and by slurmrestd (reported, not judged)
 
 Usage: smoke_test.py [--dir DIR] [--keep] [--nodes N] [--gpus G] [--submissions N]
@@ -25,6 +27,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -32,7 +35,8 @@ import traceback
 from typing import Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from slurm_cluster import ClusterError, SlurmCluster, check_prerequisites, poll_until  # noqa
+from slurm_cluster import (ClusterError, MissingPackages, NeedsRoot, SlurmCluster,  # noqa
+                           check_prerequisites, poll_until)
 
 SKIP = 77
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
@@ -268,6 +272,7 @@ class Smoke:
         return f"running: {seen}\n{detail}\nafter scancel: {after}"
 
     def node_loss(self) -> str:
+        """Slurm's own detection: kill a node, wait for slurmctld to mark it DOWN."""
         k = min(9, self.c.nodes)
         node = self.c.node_name(k)
         marker = os.path.join(self.jobs_dir, "never")
@@ -300,6 +305,34 @@ class Smoke:
                 f"{self.c.slurmd_timeout}); its job went {state} (Reason={reason}); "
                 f"restart_node({k}): node back in {t_up:.1f}s, the job RUNNING again "
                 f"{t_rerun:.1f}s after the restart (AuthInfo cred_expire={self.c.cred_expire})")
+
+    def node_loss_fast(self) -> str:
+        """kill_node then restart_node at once: the jobs there are lost without waiting."""
+        k = min(10, self.c.nodes)
+        node = self.c.node_name(k)
+        marker = os.path.join(self.jobs_dir, "never")
+        loop = f"while [ ! -e {marker} ]; do sleep 0.5; done"
+        requeue = self.sbatch("--gres=gpu:g0:1", f"--nodelist={node}", "--requeue",
+                              "--wrap", loop)
+        no_requeue = self.sbatch("--gres=gpu:g1:1", f"--nodelist={node}", "--no-requeue",
+                                 "--wrap", loop)
+        try:
+            for j in (requeue, no_requeue):
+                self.wait_job(j, ("RUNNING",))
+            t0 = time.monotonic()
+            self.c.kill_node(k)
+            self.c.restart_node(k)
+            s1 = self.wait_job(requeue, ("PENDING", "REQUEUED") + TERMINAL, timeout=30)
+            s2 = self.wait_job(no_requeue, TERMINAL, timeout=30)
+            dt = time.monotonic() - t0
+            r1 = self.job_fields(requeue).get("Reason")
+            r2 = self.job_fields(no_requeue).get("Reason")
+        finally:
+            self.c.run(["scancel", str(requeue), str(no_requeue)], check=False)
+        assert s1 in ("PENDING", "REQUEUED"), f"--requeue job after node loss: {s1}"
+        assert s2 == "NODE_FAIL", f"--no-requeue job after node loss: {s2}"
+        return (f"kill_node({k}) + restart_node({k}): within {dt:.1f}s the --requeue job was "
+                f"{s1} (Reason={r1}) and the --no-requeue job {s2} (Reason={r2})")
 
     def timing(self) -> str:
         n = self.submissions
@@ -354,12 +387,8 @@ def main() -> int:
 
     try:
         check_prerequisites()
-    except ClusterError as e:
+    except MissingPackages as e:
         print(f"SKIP: {e}")
-        return SKIP
-    if os.getuid() != 0:
-        print("SKIP: the smoke test runs the cluster as root (fake GPUs need mknod; "
-              "slurmd runs jobs as root)")
         return SKIP
 
     root = args.dir or tempfile.mkdtemp(prefix="seedance-slurm-")
@@ -367,6 +396,9 @@ def main() -> int:
     t0 = time.monotonic()
     try:
         c.start()
+    except NeedsRoot as e:
+        print(f"SKIP: {e}")
+        return SKIP
     except ClusterError as e:
         print(f"[FAIL] start: {e}")
         return 1
@@ -384,6 +416,7 @@ def main() -> int:
         s.check("job-states", s.job_states)
         if not args.skip_node_loss:
             s.check("node-loss", s.node_loss)
+            s.check("node-loss-fast", s.node_loss_fast)
         if args.submissions > 0:
             s.check("timing", s.timing)
     finally:
@@ -396,6 +429,10 @@ def main() -> int:
             c.stop()
             print(f"cluster stopped in {time.monotonic() - t0:.1f}s")
     failed = [r["check"] for r in s.results if not r["ok"]]
+    if failed or args.keep or args.dir:
+        print(f"logs: {c.path('log')}")
+    else:
+        shutil.rmtree(root, ignore_errors=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"version": c.state.get("version"), "openapi": c.state.get("openapi"),
