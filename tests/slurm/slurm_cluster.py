@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import argparse
 import base64
-import errno
 import glob
-import grp
 import hashlib
 import hmac
 import json
@@ -71,9 +69,12 @@ REQUIRED_PLUGINS = {
     "proctrack_linuxproc.so": "slurm-wlm-basic-plugins",
     "task_none.so": "slurm-wlm-basic-plugins",
 }
+# What to apt-get install (slurm-wlm-basic-plugins comes as a dependency; the JWT plugin only as
+# a Recommends, so it is named).
 DEBIAN_PACKAGES = ["slurmctld", "slurmd", "slurmrestd", "slurm-client", "munge",
-                   "slurm-wlm-basic-plugins", "slurm-wlm-jwt-plugin"]
-PLUGIN_DIR_GLOBS = ["/usr/lib/*/slurm-wlm", "/usr/lib/slurm-wlm", "/usr/lib64/slurm", "/usr/lib/slurm"]
+                   "slurm-wlm-jwt-plugin"]
+PLUGIN_DIR_GLOBS = ["/usr/lib/*/slurm-wlm", "/usr/lib/slurm-wlm", "/usr/lib64/slurm",
+                    "/usr/lib/slurm"]
 SBIN_DIRS = ["/usr/sbin", "/sbin", "/usr/local/sbin"]
 
 NVIDIA_MAJOR = 195          # the character-device major number of /dev/nvidiaN
@@ -129,7 +130,8 @@ def check_prerequisites() -> dict[str, str]:
         if not plugin_dir or not os.path.isfile(os.path.join(plugin_dir, plugin)):
             missing.setdefault(package, set()).add("plugin " + plugin)
     if missing:
-        lines = [f"  {pkg}: provides {', '.join(sorted(what))}" for pkg, what in sorted(missing.items())]
+        lines = [f"  {pkg}: provides {', '.join(sorted(what))}"
+                 for pkg, what in sorted(missing.items())]
         raise MissingPackages(
             "Slurm test cluster: required programs or plugins are missing:\n" + "\n".join(lines) +
             "\nInstall them with:\n  apt-get install -y " + " ".join(sorted(missing)) +
@@ -620,6 +622,9 @@ class SlurmCluster:
             "ClusterName=seedance-test",
             "SlurmctldHost=localhost(127.0.0.1)",
             f"SlurmctldPort={p['slurmctld']}",
+            # slurmd (and slurmrestd, by its argument) bind 127.0.0.1, not every address.
+            # slurmctld 22.05 binds 0.0.0.0 all the same.
+            "CommunicationParameters=NoInAddrAny",
             f"SlurmUser={user}",
             f"SlurmdUser={user}",
             "AuthType=auth/munge",
@@ -1171,6 +1176,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     st.add_argument("--conf", action="append", default=[], metavar="LINE",
                     help="a line to append to slurm.conf (repeatable)")
     st.add_argument("-v", "--verbose", action="store_true")
+    sub.add_parser("check", help="check that the Debian packages needed are installed")
     for name, help_ in (("stop", "stop the cluster under DIR (idempotent)"),
                         ("status", "print the daemons, ports and node states as JSON"),
                         ("env", "print shell exports for using the cluster's clients")):
@@ -1190,6 +1196,11 @@ def main(argv: Optional[list[str]] = None) -> int:
                                 "without --keep-steps)")
     args = ap.parse_args(argv)
     try:
+        if args.cmd == "check":
+            found = check_prerequisites()
+            print(f"all present (plugins in {found['plugin_dir']}); packages: "
+                  + " ".join(DEBIAN_PACKAGES))
+            return 0
         if args.cmd == "start":
             t0 = time.monotonic()
             c = SlurmCluster(args.dir, nodes=args.nodes, gpus=args.gpus, cpus_per_node=args.cpus,
@@ -1229,7 +1240,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         if args.cmd == "restart-node":
             c.restart_node(args.k, rebooted=True if args.rebooted else None)
             return 0
-    except ClusterError as e:
+    except (ClusterError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 2

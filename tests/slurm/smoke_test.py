@@ -17,8 +17,9 @@ Starts a cluster (16 nodes x 8 fake GPUs unless told otherwise), then checks:
 
 Usage: smoke_test.py [--dir DIR] [--keep] [--nodes N] [--gpus G] [--submissions N]
                      [--skip-node-loss] [--json FILE]
-Exit status: 0 all checks passed, 1 a check failed, 77 the cluster cannot run here (missing
-packages, not root). Standard library only. Waits by polling, never by fixed sleeps.
+Exit status: 0 all checks passed, 1 a check failed, 77 the cluster cannot run here (packages
+missing, or not root so the fake GPU devices cannot be made). Standard library only. Waits by
+polling, never by fixed sleeps. A temporary cluster directory is removed when all checks pass.
 """
 
 from __future__ import annotations
@@ -165,6 +166,18 @@ class Smoke:
             assert state == "COMPLETED", f"--gres={req}: job {job} ended {state}"
             lines.append(f"--gres={req} -> {self.output(job)}")
         assert "CVD=3 " in lines[1], f"shard:g3:2 did not land on GPU 3: {lines[1]}"
+        # Reported, not judged: what 22.05 does with shards of two types in one job, and with
+        # a GPU and shards in one job.
+        two = self.sbatch("--gres=shard:g3:1,shard:g4:1", "--nodelist=node2", "--wrap", script)
+        self.wait_job(two)
+        detail = self.c.run(["scontrol", "show", "job", "-d", str(two)]).stdout
+        m = re.search(r"JOB_GRES=(\S+)", detail)
+        lines.append(f"--gres=shard:g3:1,shard:g4:1 -> {self.output(two)}; JOB_GRES="
+                     f"{m.group(1) if m else '?'} (only one shard is given)")
+        cp = self.c.run(["sbatch", "-o", "/dev/null", "--gres=gpu:g0:1,shard:g1:2", "--wrap",
+                         "true"], check=False)
+        lines.append(f"--gres=gpu:g0:1,shard:g1:2 -> sbatch exit {cp.returncode}: "
+                     f"{cp.stderr.strip() or cp.stdout.strip()}")
         return "\n".join(lines)
 
     def all_gpus_busy(self) -> str:
@@ -248,16 +261,23 @@ class Smoke:
 
     def job_states(self) -> str:
         marker = os.path.join(self.jobs_dir, "never")
-        job = self.sbatch("--gres=gpu:g4:1", "--nodelist=node3", "--wrap",
+        job = self.sbatch("--gres=gpu:g4:1,gpu:g5:1", "--nodelist=node3", "--wrap",
                           f"while [ ! -e {marker} ]; do sleep 0.5; done")
         self.wait_job(job, ("RUNNING",))
+        # While it runs, `scontrol show job -d` says which GPU indexes it holds.
+        detail = self.c.run(["scontrol", "show", "job", "-d", str(job)]).stdout
+        idx = re.search(r"\sGRES=(\S+)", detail)
+        assert idx and "(IDX:4)" in idx.group(1) and "(IDX:5)" in idx.group(1), \
+            f"scontrol show job -d: {idx.group(1) if idx else detail}"
         seen = {"squeue": self.squeue_state(job), "scontrol": self.job_state(job),
                 "rest": self.rest_job_state(job)}
         assert set(seen.values()) == {"RUNNING"}, f"running job seen as {seen}"
         status, body = self.c.rest("GET", f"/job/{job}")
         assert status == 200, f"GET /job/{job} answered {status}"
         j = body["jobs"][0]
-        detail = f"GET /job/{job}: nodes={j.get('nodes')} tres_per_node={j.get('tres_per_node')}"
+        rest_detail = (f"GET /job/{job}: job_state={j.get('job_state')} nodes={j.get('nodes')} "
+                       f"tres_per_node={j.get('tres_per_node')} "
+                       f"gres_detail={j.get('gres_detail')}")
         self.c.run(["scancel", str(job)])
         self.wait_job(job, ("CANCELLED",))
         after = {}
@@ -269,7 +289,8 @@ class Smoke:
 
         poll_until("the cancelled job to read CANCELLED everywhere", all_cancelled, 30,
                    on_timeout=lambda: f"  seen as {after}")
-        return f"running: {seen}\n{detail}\nafter scancel: {after}"
+        return (f"running: {seen}\nscontrol show job -d: GRES={idx.group(1)}\n{rest_detail}\n"
+                f"after scancel: {after}")
 
     def node_loss(self) -> str:
         """Slurm's own detection: kill a node, wait for slurmctld to mark it DOWN."""
