@@ -1,6 +1,9 @@
 // Helpers shared by the subcommands (commands.h).
 #include "commands.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +38,16 @@ absl::StatusOr<std::string> ReadToken(const std::string& path, const char* flag)
                      ": the token must be at least 16 characters on the file's first line"));
   }
   return std::string(t);
+}
+
+sigset_t BlockStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  return set;
 }
 
 void AddKubeFlags(CLI::App* app, KubeFlags* f, const std::string& api_help) {

@@ -3,6 +3,8 @@
 // thin: actions parse and validate flags, call the libraries and print.
 #pragma once
 
+#include <signal.h>
+
 #include <cstdint>
 #include <functional>
 #include <iostream>
@@ -35,6 +37,11 @@ Command AddCostmodelCommand(CLI::App& app);  // costmodel_cmd.cc (serving: costm
 Command AddServerCommand(CLI::App& app);     // server_cmd.cc    (server: the live scheduler)
 Command AddNodeAgentCommand(CLI::App& app);  // node_agent_cmd.cc (nodeagent: cpuset pinning)
 Command AddDevicePluginCommand(CLI::App& app);  // device_plugin_cmd.cc (deviceplugin)
+
+// Blocks SIGINT and SIGTERM in the calling thread, and so in every thread it starts after, so
+// that only its sigwait(&set) takes them (never a handler in another thread), and ignores SIGPIPE.
+// Returns the set for sigwait. Long-running commands (server, device-plugin) call it first.
+sigset_t BlockStopSignals();
 
 // The bearer token in `path` (flag: the flag that named it, for messages): the file's first
 // line, surrounding blanks removed, at least 16 characters; never printed.

@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -114,12 +113,7 @@ int RunDevicePlugin(const DevicePluginFlags& f) {
     if (auto client = k8s::NewApiServerClient(**kube); !client.ok()) return Fail(client.status());
   }
 
-  sigset_t stop_signals;  // taken by this thread only (sigwait)
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  sigset_t stop_signals = BlockStopSignals();
 
   auto pods = std::make_unique<dp::PodCache>();
   auto alloc = dp::Allocator::Create(*gpus,

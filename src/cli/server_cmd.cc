@@ -170,13 +170,7 @@ int RunServer(const ServerFlags& f) {
   if (!so.ok()) return Fail(so.status());
   if (absl::Status st = server::HttpServer::Check(h); !st.ok()) return Fail(st);
 
-  // Signals are taken by this thread only (sigwait), never by a handler in another thread.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  sigset_t stop_signals = BlockStopSignals();
 
   absl::StatusOr<std::unique_ptr<server::Service>> service = server::Service::Start(*so);
   if (!service.ok()) return Fail(service.status());

@@ -203,7 +203,7 @@ int64_t GpuMemoryOf(const core::NodeSpec& node) {
 
 sched::PodInfo ToPodInfo(const Pod& pod, int64_t gpu_memory_mib) {
   sched::PodInfo p;
-  p.uid = pod.uid.empty() ? absl::StrCat(pod.ns, "/", pod.name) : pod.uid;
+  p.uid = pod.Key();
   p.name = pod.name;
   p.ns = pod.ns;
   p.priority = pod.priority;

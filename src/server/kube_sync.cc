@@ -56,7 +56,7 @@ std::vector<int> GpusOf(const k8s::Pod& p, const std::vector<std::string>& uuids
 
 void ApplyPod(Context& c, KubeSync::State& st, const k8s::ObjectEvent& e) {
   const k8s::Pod& p = e.pod;
-  const std::string uid = p.uid.empty() ? p.ns + "/" + p.name : p.uid;
+  const std::string uid = p.Key();
   const bool gone = e.type == k8s::ObjectEvent::Type::kDeleted || p.Terminal();
   if (gone) {
     st.pods.erase(uid);
@@ -121,9 +121,8 @@ std::unique_ptr<KubeSync> KubeSync::Start(Service& service, k8s::ApiServerOption
       api, "pods", [svc, st](std::vector<k8s::ObjectEvent> events, bool relisted) {
         (void)svc->Run([st, events = std::move(events), relisted](Context& c) -> Finisher {
           if (relisted) {
-            for (const std::string& uid : Missing(st->pods, events, [](const auto& e) {
-                   return e.pod.uid.empty() ? e.pod.ns + "/" + e.pod.name : e.pod.uid;
-                 })) {
+            for (const std::string& uid :
+                 Missing(st->pods, events, [](const auto& e) { return e.pod.Key(); })) {
               st->pods.erase(uid);
               if (c.scheduler.ledger().Find(uid) != nullptr) {
                 (void)c.scheduler.DeletePod(uid, c.now_s);

@@ -115,6 +115,8 @@ struct Pod {
   int64_t creation_unix_s = -1;     // metadata.creationTimestamp; -1 = absent
 
   bool Terminal() const { return phase == "Succeeded" || phase == "Failed"; }
+  // The pod's identity in Seedance's ledgers: its UID, or "namespace/name" when it has none.
+  std::string Key() const { return uid.empty() ? ns + "/" + name : uid; }
   // The per-GPU share in milli on GPUs of `gpu_memory_mib` MiB: the larger of the compute share
   // and the memory share (rounded up, at most 1000). 0 when the share is asked by memory and the
   // GPU memory is unknown (0).
