@@ -13,14 +13,13 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "deviceplugin/fake_kubelet_testing.h"
 #include "deviceplugin_v1beta1.grpc.pb.h"
 #include "load_stats.h"
 #include "seedance/deviceplugin/plugin.h"
@@ -31,33 +30,8 @@ namespace fs = std::filesystem;
 namespace dp = seedance::deviceplugin;
 using Clock = std::chrono::steady_clock;
 
-class Kubelet final : public v1beta1::Registration::Service {
- public:
-  explicit Kubelet(const std::string& socket) {
-    grpc::ServerBuilder b;
-    b.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
-    b.RegisterService(this);
-    server_ = b.BuildAndStart();
-  }
-  ~Kubelet() override { server_->Shutdown(); }
-  grpc::Status Register(grpc::ServerContext*, const v1beta1::RegisterRequest*,
-                        v1beta1::Empty*) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++registrations_;
-    cv_.notify_all();
-    return grpc::Status::OK;
-  }
-  bool WaitFor(int n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(60), [&] { return registrations_ >= n; });
-  }
-
- private:
-  std::unique_ptr<grpc::Server> server_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int registrations_ = 0;
-};
+using Kubelet = seedance::deviceplugin::testing::FakeKubelet;
+constexpr auto kPatience = std::chrono::seconds(60);
 
 seedance::k8s::ObjectEvent PodEvent(int i, int gpu, bool running) {
   seedance::k8s::ObjectEvent e;
@@ -101,7 +75,7 @@ int main(int argc, char** argv) {
   }
   auto kubelet = std::make_unique<Kubelet>((dir / "kubelet.sock").string());
   std::thread run([p = plugin->get()] { (*p).Run(); });
-  if (!kubelet->WaitFor(1)) return 1;
+  if (!kubelet->WaitForRegistration(1, kPatience)) return 1;
 
   // Pods that stay pending on GPU 7 (never requested): the matcher looks past them every time.
   for (int i = 0; i < pending; ++i) pods.Apply({PodEvent(-1 - i, 7, false)}, false);
@@ -148,7 +122,7 @@ int main(int argc, char** argv) {
     for (const auto& entry : fs::directory_iterator(dir)) fs::remove(entry.path());
     const auto t0 = Clock::now();
     kubelet = std::make_unique<Kubelet>((dir / "kubelet.sock").string());
-    if (!kubelet->WaitFor(1)) return 1;
+    if (!kubelet->WaitForRegistration(1, kPatience)) return 1;
     reregister_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }
   (*plugin)->Stop();

@@ -13,5 +13,6 @@ target_link_libraries(extender_load PRIVATE PkgConfig::HTTPLIB_BENCH nlohmann_js
 # The kubelet device plugin (BENCHMARKS.md, "Kubelet device plugin"): Allocate latency and
 # re-registration after a kubelet restart, the kubelet played in-process.
 add_executable(device_plugin_load device_plugin_load.cc)
+target_include_directories(device_plugin_load PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(device_plugin_load PRIVATE seedance_deviceplugin seedance_deviceplugin_api
                       Threads::Threads)

@@ -13,10 +13,6 @@
 namespace seedance::deviceplugin {
 namespace {
 
-std::string KeyOf(const k8s::Pod& pod) {
-  return pod.uid.empty() ? pod.ns + "/" + pod.name : pod.uid;
-}
-
 // A pod the plugin may still have to allocate: bound here, not yet started, with a decision.
 bool Allocatable(const k8s::Pod& pod) {
   return (pod.phase.empty() || pod.phase == "Pending") && !pod.gpus.empty();
@@ -28,7 +24,7 @@ void PodCache::Apply(std::vector<k8s::ObjectEvent> events, bool relisted) {
   std::lock_guard<std::mutex> lock(mu_);
   if (relisted) pods_.clear();
   for (const k8s::ObjectEvent& e : events) {
-    const std::string key = KeyOf(e.pod);
+    const std::string key = e.pod.Key();
     if (e.type == k8s::ObjectEvent::Type::kDeleted || !Allocatable(e.pod)) {
       pods_.erase(key);
     } else {
@@ -162,15 +158,18 @@ std::vector<std::string> Allocator::Preferred(const std::vector<std::string>& av
   }
   std::vector<std::string> out;
   std::vector<bool> taken(gpus_.size(), false);
-  auto take = [&](const std::string& id) {
+  auto take = [&](const std::string& id, int gpu) {  // gpu: -1 when the ID is not ours
     if (static_cast<int>(out.size()) >= size ||
         std::find(out.begin(), out.end(), id) != out.end()) {
       return;
     }
     out.push_back(id);
-    if (auto g = GpuOfDevice(gpus_, config_.slices_per_gpu, id); g.ok()) taken[*g] = true;
+    if (gpu >= 0) taken[gpu] = true;
   };
-  for (const std::string& id : must_include) take(id);
+  for (const std::string& id : must_include) {
+    auto g = GpuOfDevice(gpus_, config_.slices_per_gpu, id);
+    take(id, g.ok() ? *g : -1);
+  }
   if (size <= 0) return out;
 
   Candidate c;
@@ -199,11 +198,11 @@ std::vector<std::string> Allocator::Preferred(const std::vector<std::string>& av
     gpus = ChooseGpus(usable, need);
   }
   for (int g : gpus) {
-    if (!taken[g] && !free[g].empty()) take(free[g].front());
+    if (!taken[g] && !free[g].empty()) take(free[g].front(), g);
   }
   // More slices than free GPUs: the rest from any GPU, in the order given.
-  for (const auto& ids : free) {
-    for (const std::string& id : ids) take(id);
+  for (size_t g = 0; g < free.size(); ++g) {
+    for (const std::string& id : free[g]) take(id, static_cast<int>(g));
   }
   return out;
 }
@@ -232,7 +231,7 @@ absl::StatusOr<ContainerAllocation> Allocator::Allocate(const std::vector<std::s
     const uint64_t seen = pods_ == nullptr ? 0 : pods_->version();
     Candidate c;
     if (FindPod(asked.size(), rank, &c)) {
-      if (pods_->Claim(KeyOf(c.pod))) return Describe(c.gpus, c.milli, &c.pod);
+      if (pods_->Claim(c.pod.Key())) return Describe(c.gpus, c.milli, &c.pod);
       continue;  // another container claimed it first: look again
     }
     if (whole) return Describe(asked, std::vector<int32_t>(asked.size(), 1000), nullptr);

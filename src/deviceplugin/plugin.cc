@@ -88,15 +88,18 @@ struct DevicePlugin::Impl final : public v1beta1::DevicePlugin::Service {
     }
   }
   void Fail(const std::string& what) {
-    std::lock_guard<std::mutex> lock(mu);
-    stats.last_error = what;
-    if (what == last_logged) return;  // said once while it lasts
-    last_logged = what;
-    if (o.log) {
-      o.log(what);
-    } else {
-      std::cerr << "seedance device-plugin: " << what << "\n";
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stats.last_error = what;
+      if (what == last_logged) return;  // said once while it lasts
+      last_logged = what;
     }
+    Log(what);
+  }
+  // What the plugin tells the kubelet at registration and when asked.
+  static void FillOptions(v1beta1::DevicePluginOptions* out) {
+    out->set_pre_start_required(false);
+    out->set_get_preferred_allocation_available(true);
   }
 
   v1beta1::ListAndWatchResponse DeviceList() const {  // REQUIRES: mu held
@@ -116,8 +119,7 @@ struct DevicePlugin::Impl final : public v1beta1::DevicePlugin::Service {
 
   grpc::Status GetDevicePluginOptions(grpc::ServerContext*, const v1beta1::Empty*,
                                       v1beta1::DevicePluginOptions* out) override {
-    out->set_pre_start_required(false);
-    out->set_get_preferred_allocation_available(true);
+    FillOptions(out);
     return grpc::Status::OK;
   }
 
@@ -243,8 +245,7 @@ struct DevicePlugin::Impl final : public v1beta1::DevicePlugin::Service {
     req.set_version(kApiVersion);
     req.set_endpoint(Endpoint());
     req.set_resource_name(o.resource_name);
-    req.mutable_options()->set_pre_start_required(false);
-    req.mutable_options()->set_get_preferred_allocation_available(true);
+    FillOptions(req.mutable_options());
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() +
                      std::chrono::milliseconds(static_cast<int64_t>(o.register_timeout_s * 1000)));

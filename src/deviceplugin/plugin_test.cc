@@ -20,14 +20,13 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <thread>
 
 #include "../k8s/fake_apiserver_testing.h"
 #include "deviceplugin_v1beta1.grpc.pb.h"
+#include "fake_kubelet_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -42,41 +41,7 @@ using ::testing::HasSubstr;
 // printed, never asserted (speed belongs to bench/).
 constexpr auto kPatience = std::chrono::seconds(30);
 
-class FakeKubelet final : public v1beta1::Registration::Service {
- public:
-  explicit FakeKubelet(std::string socket) : socket_(std::move(socket)) {
-    grpc::ServerBuilder b;
-    b.AddListeningPort("unix:" + socket_, grpc::InsecureServerCredentials());
-    b.RegisterService(this);
-    server_ = b.BuildAndStart();
-  }
-  ~FakeKubelet() override { Shutdown(); }
-  void Shutdown() {
-    if (server_ != nullptr) server_->Shutdown();
-    server_.reset();
-  }
-  grpc::Status Register(grpc::ServerContext*, const v1beta1::RegisterRequest* req,
-                        v1beta1::Empty*) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    requests_.push_back(*req);
-    cv_.notify_all();
-    return grpc::Status::OK;
-  }
-  // Waits for the n-th registration (1-based); false after kPatience.
-  bool WaitForRegistration(size_t n, v1beta1::RegisterRequest* out) {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_for(lock, kPatience, [&] { return requests_.size() >= n; })) return false;
-    *out = requests_[n - 1];
-    return true;
-  }
-
- private:
-  std::string socket_;
-  std::unique_ptr<grpc::Server> server_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<v1beta1::RegisterRequest> requests_;
-};
+using seedance::deviceplugin::testing::FakeKubelet;
 
 // The kubelet's side of one plugin endpoint.
 struct Endpoint {
@@ -171,7 +136,7 @@ TEST_F(DevicePluginTest, RegistersAndStreamsSlicesWithTheirNumaNodeAndHealth) {
   FakeKubelet kubelet(KubeletSocket());
   Start(/*gpus=*/4, /*numa=*/2, /*slices=*/2, nullptr);
   v1beta1::RegisterRequest reg;
-  ASSERT_TRUE(kubelet.WaitForRegistration(1, &reg));
+  ASSERT_TRUE(kubelet.WaitForRegistration(1, kPatience, &reg));
   EXPECT_EQ(reg.version(), "v1beta1");
   EXPECT_EQ(reg.resource_name(), "seedance.io/gpu-count");
   EXPECT_EQ(reg.endpoint(), "seedance-gpu-count.sock");
@@ -212,7 +177,7 @@ TEST_F(DevicePluginTest, AllocateHandsOutTheGpusInThePodsAnnotation) {
   FakeKubelet kubelet(KubeletSocket());
   Start(/*gpus=*/4, /*numa=*/2, /*slices=*/4, &pods_);
   v1beta1::RegisterRequest reg;
-  ASSERT_TRUE(kubelet.WaitForRegistration(1, &reg));
+  ASSERT_TRUE(kubelet.WaitForRegistration(1, kPatience, &reg));
   // The extender bound a pod to GPU 3 after the plugin started: it arrives by the watch.
   api.Push("pods", "ADDED", PodJson("llm-0", "n1", "GPU-fake-n1-3:250"));
   const auto until = std::chrono::steady_clock::now() + kPatience;
@@ -280,7 +245,7 @@ TEST_F(DevicePluginTest, RegistersAgainWhenTheKubeletRestarts) {
   auto kubelet = std::make_unique<FakeKubelet>(KubeletSocket());
   Start(/*gpus=*/2, /*numa=*/1, /*slices=*/1, nullptr);
   v1beta1::RegisterRequest reg;
-  ASSERT_TRUE(kubelet->WaitForRegistration(1, &reg));
+  ASSERT_TRUE(kubelet->WaitForRegistration(1, kPatience, &reg));
   const std::string plugin_socket = (dir_ / reg.endpoint()).string();
   ASSERT_TRUE(fs::exists(plugin_socket));
 
@@ -290,7 +255,7 @@ TEST_F(DevicePluginTest, RegistersAgainWhenTheKubeletRestarts) {
   for (const auto& entry : fs::directory_iterator(dir_)) fs::remove(entry.path());
   const auto restarted = std::chrono::steady_clock::now();
   kubelet = std::make_unique<FakeKubelet>(KubeletSocket());
-  ASSERT_TRUE(kubelet->WaitForRegistration(1, &reg));
+  ASSERT_TRUE(kubelet->WaitForRegistration(1, kPatience, &reg));
   const double took =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - restarted).count();
   std::cout << "re-registered " << took << " s after the kubelet's socket was recreated\n";
