@@ -1,6 +1,7 @@
 #include "seedance/server/http.h"
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -147,7 +148,7 @@ absl::StatusOr<std::unique_ptr<httplib::Server>> MakeServer(const HttpOptions& o
 // accept queue (TcpExtListenOverflows) and some saw their first request fail with the connection
 // closed. The socket-options hook hands over the descriptor, and listen() again raises the
 // backlog to the system's maximum.
-absl::StatusOr<int> Bind(httplib::Server& h, const HttpOptions& o) {
+absl::StatusOr<int> Bind(httplib::Server& h, const HttpOptions& o, int* bound_fd = nullptr) {
   auto fd = std::make_shared<int>(-1);
   h.set_socket_options([fd](socket_t sock) {
     httplib::default_socket_options(sock);
@@ -168,6 +169,7 @@ absl::StatusOr<int> Bind(httplib::Server& h, const HttpOptions& o) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", base::ForTerminal(o.host), ":",
                                                port, ": ", std::strerror(errno)));
   }
+  if (bound_fd != nullptr) *bound_fd = *fd;
   return port;
 }
 
@@ -176,7 +178,13 @@ absl::StatusOr<int> Bind(httplib::Server& h, const HttpOptions& o) {
 absl::Status HttpServer::Check(const HttpOptions& options) {
   absl::StatusOr<std::unique_ptr<httplib::Server>> h = MakeServer(options);
   if (!h.ok()) return h.status();
-  return Bind(**h, options).status();  // the probe socket closes with the server
+  // httplib's destructor does not close a socket that never served: close the probe here, or
+  // (SO_REUSEPORT) it would stay bound to a fixed --listen port beside the real listener and
+  // take, and never answer, a share of the connections.
+  int fd = -1;
+  absl::Status st = Bind(**h, options, &fd).status();
+  if (fd >= 0) ::close(fd);
+  return st;
 }
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(Service& service,
