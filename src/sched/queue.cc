@@ -229,6 +229,15 @@ void SchedulingQueue::Add(QueuedPod pod, double now_s) {
 
 std::optional<QueuedPod> SchedulingQueue::Pop(double now_s) {
   MoveDueBackoff(now_s);
+  if (active_order_.empty() && options_.pop_backoff_when_idle) {
+    for (const auto& [until, id] : backoff_) {
+      Entry& e = index_.find(id)->second;
+      if (e.pod.hold_backoff) continue;
+      Detach(e);
+      InsertGrouped(e, kActive);
+      break;
+    }
+  }
   if (active_order_.empty()) return std::nullopt;
   Group* g = active_order_.begin()->group;
   active_order_.erase(active_order_.begin());
@@ -243,6 +252,7 @@ std::optional<QueuedPod> SchedulingQueue::Pop(double now_s) {
   const size_t erased = index_.erase(pod.id);
   SEEDANCE_CHECK(erased == 1) << "active pod " << pod.id << " not indexed";
   pod.popped_at_event = events_;
+  pod.hold_backoff = false;
   return pod;
 }
 

@@ -116,6 +116,36 @@ TEST(SchedulingQueue, BackoffDoublesUpToTheCap) {
   EXPECT_EQ(off.BackoffFor(7), 0);
 }
 
+TEST(SchedulingQueue, AnIdleQueueTakesBackoffPodsExceptHeldOnes) {
+  for (bool idle_pop : {false, true}) {
+    QueueOptions o;
+    o.pop_backoff_when_idle = idle_pop;
+    SchedulingQueue q(o);
+    q.Add(P(1), 0);
+    q.Add(P(2), 0);
+    QueuedPod a = PopId(q, 1, 0);
+    QueuedPod b = PopId(q, 2, 0);
+    a.attempts = b.attempts = 4;  // 16 s of backoff each (capped at 10)
+    b.hold_backoff = true;
+    q.OnEvent(QueueEvent::kPodDeleted, 0);  // something changed while they were tried
+    q.AddUnschedulable(a, 0);
+    q.AddUnschedulable(b, 0);
+    EXPECT_EQ(q.backoff_size(), 2u);
+    std::optional<QueuedPod> next = q.Pop(1);
+    if (!idle_pop) {
+      EXPECT_FALSE(next.has_value());
+      continue;
+    }
+    ASSERT_TRUE(next.has_value());
+    EXPECT_EQ(next->id, 1u);
+    EXPECT_FALSE(q.Pop(1).has_value()) << "a held backoff runs out first";
+    EXPECT_EQ(PopId(q, 2, 10).hold_backoff, false);  // cleared once popped
+    // Failing again with nothing changed: unschedulable, not tried again in the same pass.
+    q.AddUnschedulable(*next, 1);
+    EXPECT_FALSE(q.Pop(1).has_value());
+  }
+}
+
 TEST(SchedulingQueue, FailureAfterAnEventBacksOffExponentially) {
   SchedulingQueue q;
   q.Add(P(1), 0);

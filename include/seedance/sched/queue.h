@@ -46,6 +46,9 @@ struct QueuedPod {
   double arrived_s = 0;
   // Set by Pop: the queue's event count when the pod was popped (AddUnschedulable compares it).
   uint64_t popped_at_event = 0;
+  // Its backoff is a penalty that must run out (a binder refused it), never cut short by
+  // pop_backoff_when_idle. Cleared when it is popped.
+  bool hold_backoff = false;
 };
 
 // The QueueSort extension point: true if a should be tried before b. Must be a strict weak
@@ -64,6 +67,13 @@ struct QueueOptions {
   double max_backoff_s = 10;
   double max_unschedulable_s = 300;
   QueueLess less;  // empty: PriorityThenArrival()
+  // When no pod is active, Pop takes the backoff pod whose backoff ends first (not one with
+  // hold_backoff) instead of leaving the scheduler idle, as kube-scheduler does since 1.33
+  // (KEP-5142, SchedulerPopFromBackoffQ). A backoff pod is one something changed for since it
+  // last failed, so each is tried at most once more per change. Without it a live scheduler
+  // whose pods failed many times while the cluster was full waits out backoffs of up to
+  // max_backoff_s with GPUs free. Off by default (the simulator's replay order).
+  bool pop_backoff_when_idle = false;
 };
 
 enum class QueueEvent { kNodeAdded, kNodeUpdated, kPodDeleted };
