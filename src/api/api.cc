@@ -59,6 +59,15 @@ bool IsLabelName(std::string_view s) {
   return true;
 }
 
+// A label or annotation key: [PREFIX/]NAME.
+bool IsLabelKey(std::string_view key) {
+  if (size_t slash = key.find('/'); slash != std::string_view::npos) {
+    if (!IsDnsSubdomain(key.substr(0, slash))) return false;
+    key.remove_prefix(slash + 1);
+  }
+  return IsLabelName(key);
+}
+
 constexpr std::string_view kLabelRule =
     "[PREFIX/]NAME with PREFIX a DNS-1123 subdomain and NAME at most 63 characters of "
     "[A-Za-z0-9_.-], alphanumeric at both ends";
@@ -90,10 +99,9 @@ absl::Status CheckGpuSpec(std::string_view spec, std::string_view path) {
 }
 
 const std::vector<std::string>& PodKeys() {
-  static const auto* keys =
-      new std::vector<std::string>{"name",      "namespace", "cpu_milli", "memory_mib", "num_gpu",
-                                   "gpu_milli", "gpu_spec",  "priority",  "labels",     "gang",
-                                   "gang_min"};
+  static const auto* keys = new std::vector<std::string>{
+      "name",     "namespace", "cpu_milli", "memory_mib", "num_gpu",  "gpu_milli",
+      "gpu_spec", "priority",  "labels",    "gang",       "gang_min", "annotations"};
   return *keys;
 }
 
@@ -188,7 +196,12 @@ absl::Status DecodePod(const Json& root, PodRequest* pod) {
       !s.ok()) {
     return s;
   }
-  return absl::OkStatus();
+  if (absl::Status s = internal::ReadStringMap(Member(root, "annotations"), "$.annotations",
+                                               kMaxAnnotationBytes, &pod->annotations);
+      !s.ok()) {
+    return s;
+  }
+  return ValidateAnnotations(pod->annotations, "$.annotations");
 }
 
 // The path of the innermost open value while nlohmann parses.
@@ -232,6 +245,24 @@ bool IsDnsLabel(std::string_view s) {
   return s.size() <= 63 && IsDnsSubdomain(s) && s.find('.') == std::string_view::npos;
 }
 
+absl::Status ValidateAnnotations(const std::map<std::string, std::string>& annotations,
+                                 std::string_view path) {
+  size_t bytes = 0;
+  for (const auto& [key, value] : annotations) {
+    if (!IsLabelKey(key)) {
+      return FieldError(ChildPath(path, key),
+                        absl::StrCat("invalid annotation key ", internal::QuoteForMessage(key),
+                                     ": must be ", Sv(kLabelRule)));
+    }
+    bytes += key.size() + value.size();
+  }
+  if (bytes > kMaxAnnotationBytes) {
+    return FieldError(path, absl::StrCat("must be at most ", kMaxAnnotationBytes,
+                                         " bytes in all, keys and values (got ", bytes, ")"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateLabels(const std::map<std::string, std::string>& labels,
                             std::string_view path) {
   if (labels.size() > kMaxLabels) {
@@ -240,15 +271,7 @@ absl::Status ValidateLabels(const std::map<std::string, std::string>& labels,
   }
   for (const auto& [key, value] : labels) {
     const std::string p = ChildPath(path, key);
-    std::string_view name = key;
-    if (size_t slash = name.find('/'); slash != std::string_view::npos) {
-      if (!IsDnsSubdomain(name.substr(0, slash))) {
-        return FieldError(p, absl::StrCat("invalid label key ", internal::QuoteForMessage(key),
-                                          ": must be ", Sv(kLabelRule)));
-      }
-      name.remove_prefix(slash + 1);
-    }
-    if (!IsLabelName(name)) {
+    if (!IsLabelKey(key)) {
       return FieldError(p, absl::StrCat("invalid label key ", internal::QuoteForMessage(key),
                                         ": must be ", Sv(kLabelRule)));
     }
@@ -433,6 +456,10 @@ Json PodRequestToJson(const PodRequest& pod) {
   for (const auto& [k, v] : pod.labels) j["labels"][k] = v;
   j["gang"] = pod.gang;
   if (!pod.gang.empty()) j["gang_min"] = pod.gang_min;
+  if (!pod.annotations.empty()) {
+    j["annotations"] = Json::object();
+    for (const auto& [k, v] : pod.annotations) j["annotations"][k] = v;
+  }
   return j;
 }
 

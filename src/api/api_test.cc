@@ -58,9 +58,21 @@ TEST(ParsePodRequestTest, RoundTripsThroughJson) {
   pod.gpu_milli = 1;
   pod.priority = INT32_MIN;
   pod.labels = {{"a/b", "c"}};
+  pod.annotations = {{"slurm.seedance.io/script", "#!/bin/bash\necho \"hi\"\n"}, {"k", ""}};
   absl::StatusOr<PodRequest> back = ParsePodRequest(PodRequestToJson(pod).dump());
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, pod);
+}
+
+TEST(ParsePodRequestTest, AnnotationsAreLimitedInAllTo256KiB) {
+  PodRequest pod;
+  pod.name = "a";
+  pod.annotations = {{"x", std::string(kMaxAnnotationBytes - 1, 'v')}};
+  EXPECT_TRUE(ParsePodRequest(PodRequestToJson(pod).dump()).ok());
+  pod.annotations["y"] = "v";
+  const absl::Status st = ParsePodRequest(PodRequestToJson(pod).dump()).status();
+  EXPECT_EQ(FieldOf(st), "$.annotations") << st;
+  EXPECT_THAT(std::string(st.message()), HasSubstr("at most 262144 bytes"));
 }
 
 TEST(ParsePodRequestTest, ErrorsNameTheJsonPath) {
@@ -117,6 +129,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadPod{R"({"name": "a", "labels": {"Bad_Prefix/x": "y"}})", "$.labels[\"Bad_Prefix/x\"]",
                "invalid label key"},
         BadPod{R"({"name": "a", "labels": []})", "$.labels", "an object of strings"},
+        BadPod{R"({"name": "a", "annotations": {"a": 1}})", "$.annotations.a", "must be a string"},
+        BadPod{R"({"name": "a", "annotations": {"bad key": "x"}})", "$.annotations[\"bad key\"]",
+               "invalid annotation key"},
+        BadPod{R"({"name": "a", "annotations": "x"})", "$.annotations", "an object of strings"},
         BadPod{R"({"name": "a", "gang": "G"})", "$.gang", "DNS-1123"},
         BadPod{R"({"name": "a", "gang_min": 2})", "$.gang_min", "only with"},
         BadPod{R"({"name": "a", "gang": "g", "gang_min": 0})", "$.gang_min", ""},

@@ -217,6 +217,18 @@ absl::Status PodLedger::SetRevision(std::string_view uid, int64_t revision) {
   return absl::OkStatus();
 }
 
+absl::Status PodLedger::SetAnnotation(std::string_view uid, const std::string& key,
+                                      std::string value) {
+  Slot* s = FindSlot(uid);
+  if (!s) return absl::NotFoundError(absl::StrCat(Quoted(uid), " not found"));
+  if (value.empty()) {
+    s->pod.annotations.erase(key);
+  } else {
+    s->pod.annotations[key] = std::move(value);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<PodInfo> PodLedger::Remove(std::string_view uid) {
   auto it = by_uid_.find(Sv(uid));
   if (it == by_uid_.end()) return absl::NotFoundError(absl::StrCat(Quoted(uid), " not found"));

@@ -175,6 +175,7 @@ absl::Status Scheduler::DeletePod(std::string_view uid, double now_s) {
   }
   last_failure_.erase(Str(uid));
   placed_by_.erase(Str(uid));
+  bind_failures_.erase(Str(uid));
   absl::StatusOr<PodInfo> removed = ledger_.Remove(uid);
   if (!removed.ok()) return removed.status();
   Record(Change::kPodDeleted, Str(uid));
@@ -211,11 +212,12 @@ const PodInfo* Scheduler::ByQueueId(uint64_t id) const {
 
 absl::Status Scheduler::Bind(std::string_view uid) {
   if (absl::Status st = ledger_.Bind(uid); !st.ok()) return st;
+  if (auto it = bind_failures_.find(uid); it != bind_failures_.end()) bind_failures_.erase(it);
   Record(Change::kPodBound, Str(uid));
   return absl::OkStatus();
 }
 
-absl::Status Scheduler::Forget(std::string_view uid, double now_s) {
+absl::Status Scheduler::Forget(std::string_view uid, double now_s, std::string_view reason) {
   const PodInfo* pod = ledger_.Find(uid);
   if (!pod) return absl::NotFoundError(absl::StrCat("pod '", Str(uid), "' not found"));
   if (pod->phase != PodPhase::kAssumed) {
@@ -231,9 +233,17 @@ absl::Status Scheduler::Forget(std::string_view uid, double now_s) {
   const uint64_t id = next_queue_id_++;
   queue_uid_[id] = Str(uid);
   uid_queue_[Str(uid)] = id;
-  queue_.Add(
-      {.id = id, .priority = pod->priority, .seq = next_seq_++, .attempts = 0, .arrived_s = now_s},
-      now_s);
+  QueuedPod q{
+      .id = id, .priority = pod->priority, .seq = next_seq_++, .attempts = 0, .arrived_s = now_s};
+  if (reason.empty()) {
+    queue_.Add(q, now_s);
+  } else {
+    last_failure_[Str(uid)] = Str(reason);
+    q.attempts = bind_failures_[Str(uid)]++;
+    q.popped_at_event = 0;  // as if something changed since: to backoff, not unschedulable
+    q.hold_backoff = true;
+    queue_.AddUnschedulable(q, now_s);
+  }
   RequeueAfterRoomFreed(node, now_s);
   return absl::OkStatus();
 }

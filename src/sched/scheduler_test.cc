@@ -144,6 +144,42 @@ TEST(SchedulerTest, ExternalBindingAssumesThenBindsOrForgetsOnTimeout) {
   EXPECT_EQ(s->Forget("a", 31).code(), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST(SchedulerTest, AForgetWithAReasonIsTheLastFailureAndBacksOff) {
+  SchedulerOptions o;
+  o.internal_binding = false;
+  auto s = Make(o);
+  ASSERT_TRUE(s->PutNode(Node("n0", 1)).ok());
+  ASSERT_TRUE(s->SubmitPod(Pod("a", 1, 1000), 0).ok());
+  s->RunCycles(0);
+  ASSERT_EQ(s->ledger().Find("a")->phase, PodPhase::kAssumed);
+  ASSERT_TRUE(s->SetAnnotation("a", "x/error", "slurm: refused").ok());
+  ASSERT_TRUE(s->Forget("a", 1, "slurm: refused").ok());
+  EXPECT_EQ(s->LastFailure("a"), "slurm: refused");
+  EXPECT_EQ(s->ledger().Find("a")->annotations.at("x/error"), "slurm: refused");
+  EXPECT_EQ(s->state().gpu_allocated_milli(), 0);
+  s->RunCycles(1.1);  // within the first backoff (1 s): not tried yet
+  EXPECT_EQ(s->ledger().Find("a")->phase, PodPhase::kPending);
+  s->RunCycles(2.5);
+  ASSERT_EQ(s->ledger().Find("a")->phase, PodPhase::kAssumed);
+  ASSERT_TRUE(s->Forget("a", 3, "slurm: refused again").ok());
+  s->RunCycles(4.5);  // the second backoff is 2 s
+  EXPECT_EQ(s->ledger().Find("a")->phase, PodPhase::kPending);
+  s->RunCycles(5.5);
+  ASSERT_EQ(s->ledger().Find("a")->phase, PodPhase::kAssumed);
+  ASSERT_TRUE(s->Bind("a").ok());
+  ASSERT_TRUE(s->SetAnnotation("a", "x/error", "").ok());
+  EXPECT_TRUE(s->ledger().Find("a")->annotations.empty());
+  EXPECT_EQ(s->SetAnnotation("nope", "k", "v").code(), absl::StatusCode::kNotFound);
+  // Without a reason (an expired assumption) a pod is tried again at once.
+  ASSERT_TRUE(s->SubmitPod(Pod("b", 1, 1000), 6).ok());
+  ASSERT_TRUE(s->DeletePod("a", 6).ok());
+  s->RunCycles(6);
+  ASSERT_EQ(s->ledger().Find("b")->phase, PodPhase::kAssumed);
+  ASSERT_TRUE(s->Forget("b", 6).ok());
+  s->RunCycles(6);
+  EXPECT_EQ(s->ledger().Find("b")->phase, PodPhase::kAssumed);
+}
+
 TEST(SchedulerTest, RestoredPodsKeepTheirGpusAndAPlacementThatNoLongerFitsIsDataLoss) {
   auto s = Make();
   ASSERT_TRUE(s->PutNode(Node("n0", 2)).ok());

@@ -141,6 +141,8 @@ Json PodToJson(const sched::PodInfo& pod, const core::ClusterState& state) {
   }
   Json labels = Json::object();
   for (const auto& [k, v] : pod.labels) labels[k] = v;
+  Json annotations = Json::object();
+  for (const auto& [k, v] : pod.annotations) annotations[k] = v;
   return {{"uid", pod.uid},
           {"name", pod.name},
           {"namespace", pod.ns},
@@ -156,6 +158,7 @@ Json PodToJson(const sched::PodInfo& pod, const core::ClusterState& state) {
           {"gpu_spec", pod.gpu_spec},
           {"priority", pod.priority},
           {"labels", labels},
+          {"annotations", annotations},
           {"gang", pod.gang},
           {"gang_min", pod.gang.empty() ? Json(nullptr) : Json(pod.gang_min)},
           {"created_unix_ns", pod.created_unix_ns}};
@@ -177,6 +180,7 @@ absl::StatusOr<sched::PodInfo> PodFromJson(const Json& j, const core::ClusterSta
   if (st.ok()) st = Get(j, "gpu_spec", &p.gpu_spec);
   if (st.ok()) st = Get(j, "priority", &p.priority);
   if (st.ok()) st = Get(j, "labels", &p.labels);
+  if (st.ok()) st = Get(j, "annotations", &p.annotations);
   if (st.ok()) st = Get(j, "gang", &p.gang);
   if (st.ok()) st = Get(j, "gang_min", &p.gang_min);
   if (st.ok()) st = Get(j, "created_unix_ns", &p.created_unix_ns);

@@ -169,6 +169,7 @@ void PostPod(Service& s, const Caller& caller, const httplib::Request& req,
   pod.ns = std::move(pr->ns);
   pod.priority = pr->priority;
   pod.labels = std::move(pr->labels);
+  pod.annotations = std::move(pr->annotations);
   pod.gang = std::move(pr->gang);
   pod.gang_min = pr->gang_min;
   pod.gpu_spec = std::move(pr->gpu_spec);
@@ -177,6 +178,7 @@ void PostPod(Service& s, const Caller& caller, const httplib::Request& req,
   pod.shape.num_gpu = pr->num_gpu;
   pod.shape.gpu_milli = pr->gpu_milli;
   pod.created_unix_ns = UnixNowNs();
+  if (absl::Status st = s.Admit(pod); !st.ok()) return Send(res, ErrorReply(st));
   Send(res, s.Run([pod = std::move(pod)](Context& c) mutable -> Finisher {
     const std::string uid = pod.uid;
     if (absl::Status st = c.scheduler.SubmitPod(std::move(pod), c.now_s); !st.ok()) {

@@ -33,6 +33,8 @@ inline constexpr int kMaxBodyDepth = 32;
 // Most labels on one pod or node, and most taints on one node.
 inline constexpr size_t kMaxLabels = 64;
 inline constexpr size_t kMaxTaints = 64;
+// Most bytes of a pod's annotations, keys and values together (as Kubernetes, 256 KiB).
+inline constexpr size_t kMaxAnnotationBytes = size_t{256} << 10;
 // Largest cpu_milli / memory_mib a request may carry (2^40).
 inline constexpr int64_t kMaxQuantity = int64_t{1} << 40;
 // Largest gang_min.
@@ -57,6 +59,10 @@ struct PodRequest {
   // not at all, and more members than this are placed as they fit (an elastic gang). 1..10000,
   // default 1; only with `gang`.
   int32_t gang_min = 1;
+  // Kubernetes-style annotations: keys as label keys, any string values, at most
+  // kMaxAnnotationBytes in all. Seedance keeps them with the pod; a backend may read its own
+  // (the Slurm backend's slurm.seedance.io/script, docs/slurm.md).
+  std::map<std::string, std::string> annotations;
 
   core::PodShape Shape() const;  // cpu, memory, GPUs (gpu_model_mask left 0)
   bool operator==(const PodRequest&) const = default;
@@ -98,6 +104,9 @@ bool IsDnsLabel(std::string_view s);
 // status names `path` + the key.
 absl::Status ValidateLabels(const std::map<std::string, std::string>& labels,
                             std::string_view path);
+// Annotations: keys as label keys, values any string, kMaxAnnotationBytes in all.
+absl::Status ValidateAnnotations(const std::map<std::string, std::string>& annotations,
+                                 std::string_view path);
 
 // An InvalidArgument status "FIELD: MESSAGE" that remembers FIELD (a JSON path such as
 // "$.labels").

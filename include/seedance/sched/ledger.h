@@ -49,6 +49,9 @@ struct PodInfo {
   std::string uid, name, ns;  // ns = namespace
   int32_t priority = 0;
   std::map<std::string, std::string> labels;
+  // Opaque to the scheduler; kept and persisted with the pod (a backend's job script, its job
+  // id, its last error).
+  std::map<std::string, std::string> annotations;
   std::string gang;      // empty = none; else placed all or nothing with its namespace's
                          // other pods of this gang (docs/tenancy.md, "Gangs")
   int32_t gang_min = 1;  // the gang's minimum members
@@ -102,6 +105,8 @@ class PodLedger {
   // FailedPrecondition (not Assumed).
   absl::Status Forget(std::string_view uid);
   absl::Status SetRevision(std::string_view uid, int64_t revision);
+  // Sets an annotation (an empty value removes it). NotFound.
+  absl::Status SetAnnotation(std::string_view uid, const std::string& key, std::string value);
   // Removes the pod and returns it as it was. NotFound.
   absl::StatusOr<PodInfo> Remove(std::string_view uid);
 

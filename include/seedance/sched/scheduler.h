@@ -122,7 +122,16 @@ class Scheduler {
 
   // External binding (internal_binding = false).
   absl::Status Bind(std::string_view uid);
-  absl::Status Forget(std::string_view uid, double now_s);
+  // Back to Pending and queued again. Without a reason it is tried at once (the assumption
+  // expired); with one (the binder failed: "slurm: Invalid partition name specified") that is
+  // its last failure (LastFailure, explain) and it waits out a backoff that grows with each
+  // failed bind, as a failed scheduling attempt does.
+  absl::Status Forget(std::string_view uid, double now_s, std::string_view reason = {});
+  // Sets an annotation of a pod in the ledger (empty value: removes it). It is made durable with
+  // the pod's next change (Bind, Forget, Evict); NotFound for an unknown uid.
+  absl::Status SetAnnotation(std::string_view uid, const std::string& key, std::string value) {
+    return ledger_.SetAnnotation(uid, key, std::move(value));
+  }
   // Forgets every assumption past its deadline; returns how many.
   int ExpireAssumptions(double now_s);
 
@@ -265,6 +274,7 @@ class Scheduler {
   std::map<std::string, uint64_t, std::less<>> uid_queue_;
   std::map<std::string, std::string, std::less<>> last_failure_;
   std::map<std::string, std::string, std::less<>> placed_by_;  // uid -> profile that placed it
+  std::map<std::string, int, std::less<>> bind_failures_;      // uid -> Forgets with a reason
   uint64_t next_queue_id_ = 1;
   uint64_t next_seq_ = 0;
   std::vector<Change> changes_;

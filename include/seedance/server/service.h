@@ -58,6 +58,9 @@ struct ServiceOptions {
   int watch_memory = 65536;
   // How often rules are evaluated and fragmentation is measured.
   double tick_s = 1.0;
+  // POST /v1/pods admission beyond the API's own checks (a backend's requirements); an error
+  // is the caller's 4xx and nothing is created.
+  std::function<absl::Status(const sched::PodInfo&)> admit;
 };
 
 // One watch event as the API shows it.
@@ -81,6 +84,11 @@ class Service {
   using Finisher = std::function<Reply()>;
   using Operation = std::function<Finisher(Context&)>;
   Reply Run(Operation op);
+
+  // ServiceOptions::admit (OK when none is set).
+  absl::Status Admit(const sched::PodInfo& pod) const {
+    return options_.admit ? options_.admit(pod) : absl::OkStatus();
+  }
 
   // Nodes from a file the simulator reads, added (or updated) before serving. Durable on return.
   absl::Status Preload(const std::vector<core::NodeSpec>& nodes);
