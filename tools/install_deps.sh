@@ -36,6 +36,13 @@ PACKAGES=(
   wrk
   prometheus
   python3
+  # A real Slurm for the Slurm backend's tests (tests/slurm/README.md); never slurm-wlm-emulator.
+  slurmctld
+  slurmd
+  slurmrestd
+  slurm-client
+  munge
+  slurm-wlm-jwt-plugin
 )
 
 # A package counts as present only when dpkg reports it fully installed ("ii"); states such as

@@ -27,6 +27,7 @@
 #include "seedance/server/http.h"
 #include "seedance/server/kube_sync.h"
 #include "seedance/server/service.h"
+#include "seedance/server/slurm_backend.h"
 #include "seedance/trace/csv_reader.h"
 #include "seedance/trace/node_file.h"
 
@@ -53,7 +54,35 @@ struct ServerFlags {
   bool quiet = false;
   // The Kubernetes API server the extender's bind writes to.
   KubeFlags kube;
+  // --backend slurm (docs/slurm.md).
+  std::string backend = "local";
+  server::SlurmBackendOptions slurm;
+  std::string slurm_requeue = "resubmit";
+  bool slurm_no_probe = false;
 };
+
+// The Slurm backend's options, checked before anything starts.
+absl::Status CheckBackend(ServerFlags& f) {
+  const bool kube = !f.kube.kube_api.empty() || f.kube.kube_in_cluster;
+  if (f.backend == "local") {
+    if (!f.slurm.rest.url.empty()) {
+      return absl::InvalidArgumentError("--slurm-url: only with --backend slurm");
+    }
+    return absl::OkStatus();
+  }
+  if (kube) {
+    return absl::InvalidArgumentError(
+        "--backend slurm: Seedance binds to Slurm; --kube-api / --kube-in-cluster are for the "
+        "Kubernetes extender (--backend local)");
+  }
+  if (f.slurm.rest.url.empty()) {
+    return absl::InvalidArgumentError(
+        "--backend slurm: --slurm-url http://HOST:PORT of slurmrestd is required");
+  }
+  f.slurm.resubmit_lost = f.slurm_requeue == "resubmit";
+  f.slurm.probe_slurmd = !f.slurm_no_probe;
+  return absl::OkStatus();
+}
 
 absl::Status ParseListen(const std::string& text, std::string* host, int* port) {
   const size_t colon = text.rfind(':');
@@ -96,7 +125,14 @@ absl::StatusOr<server::ServiceOptions> ServiceOptionsOf(const ServerFlags& f) {
   o.scheduler.default_profile = {"default", f.placement, {}, {}};
   o.scheduler.seed = f.seed;
   o.scheduler.assume_timeout_s = f.assume_timeout_s;
+  if (f.backend == "slurm") {
+    // Placements wait (Assumed) until slurmrestd took the job; the backend binds or forgets.
+    o.scheduler.internal_binding = false;
+    o.admit = server::SlurmBackend::Admit;
+  }
   if (f.aging_s > 0) o.scheduler.queue.less = sched::AgedPriority(f.aging_s);
+  // Free room is used at once, not after the backoffs pods ran up while the cluster was full.
+  o.scheduler.queue.pop_backoff_when_idle = true;
   if (!f.oracle_pods.empty()) {
     absl::StatusOr<std::vector<core::PodSpec>> pods = trace::ReadPodCsv(f.oracle_pods);
     if (!pods.ok()) return pods.status();
@@ -123,8 +159,9 @@ absl::StatusOr<std::unique_ptr<base::OutputFile>> OpenReadyFile(const ServerFlag
   return base::OutputFile::Open(f.ready_file);
 }
 
-int RunServer(const ServerFlags& f) {
+int RunServer(ServerFlags f) {
   if (f.state.empty()) return UsageError("server: --state DIR is required (where state is kept)");
+  if (absl::Status st = CheckBackend(f); !st.ok()) return Fail(st);
   server::HttpOptions h;
   if (absl::Status st = ParseListen(f.listen, &h.host, &h.port); !st.ok()) return Fail(st);
   absl::StatusOr<std::unique_ptr<base::OutputFile>> ready = OpenReadyFile(f);
@@ -169,6 +206,9 @@ int RunServer(const ServerFlags& f) {
   absl::StatusOr<server::ServiceOptions> so = ServiceOptionsOf(f);
   if (!so.ok()) return Fail(so.status());
   if (absl::Status st = server::HttpServer::Check(h); !st.ok()) return Fail(st);
+  if (f.backend == "slurm") {
+    if (absl::Status st = server::SlurmBackend::Check(f.slurm); !st.ok()) return Fail(st);
+  }
 
   sigset_t stop_signals = BlockStopSignals();
 
@@ -183,6 +223,13 @@ int RunServer(const ServerFlags& f) {
   // With a Kubernetes API server: its nodes and pods, listed and watched (kube_sync.h).
   std::unique_ptr<server::KubeSync> sync;
   if (*kube) sync = server::KubeSync::Start(**service, **kube);
+  std::unique_ptr<server::SlurmBackend> slurm;
+  if (f.backend == "slurm") {
+    absl::StatusOr<std::unique_ptr<server::SlurmBackend>> b =
+        server::SlurmBackend::Start(**service, f.slurm);
+    if (!b.ok()) return Fail(b.status());
+    slurm = std::move(*b);
+  }
   const std::string url =
       absl::StrCat(h.tls_cert.empty() ? "http://" : "https://",
                    h.host.find(':') != std::string::npos ? absl::StrCat("[", h.host, "]") : h.host,
@@ -205,9 +252,70 @@ int RunServer(const ServerFlags& f) {
   sigwait(&stop_signals, &sig);
   if (!f.quiet) std::fprintf(stderr, "seedance server: signal %d, stopping\n", sig);
   sync.reset();
+  slurm.reset();
   (*http)->Stop();
   (*service)->Shutdown();
   return kExitOk;
+}
+
+void AddSlurmFlags(CLI::App* s, ServerFlags* f) {
+  s->add_option("--backend", f->backend,
+                "Who runs what Seedance places: local (the ledger; with --kube-api the "
+                "extender's binds go to Kubernetes) or slurm (jobs submitted to slurmrestd "
+                "pinned to the chosen node and GPUs; docs/slurm.md)")
+      ->check(CLI::IsMember({"local", "slurm"}))
+      ->capture_default_str();
+  const char* group = "Slurm backend (--backend slurm)";
+  s->add_option("--slurm-url", f->slurm.rest.url, "slurmrestd, http://HOST:PORT")
+      ->type_name("URL")
+      ->group(group);
+  s->add_option("--slurm-token-file", f->slurm.rest.token_file,
+                "File holding the JWT (`scontrol token username=USER lifespan=S > FILE`); read "
+                "again when slurmrestd refuses it")
+      ->type_name("FILE")
+      ->group(group);
+  s->add_option("--slurm-user", f->slurm.rest.user, "User the jobs run as (X-SLURM-USER-NAME)")
+      ->capture_default_str()
+      ->group(group);
+  s->add_option("--slurm-api", f->slurm.rest.api_version, "slurmrestd's OpenAPI version")
+      ->capture_default_str()
+      ->group(group);
+  s->add_option("--slurm-partition", f->slurm.partition,
+                "Partition the jobs go to; only its nodes are scheduled (default: every node, "
+                "the cluster's default partition)")
+      ->group(group);
+  s->add_option("--slurm-gpu-model", f->slurm.gpu_model,
+                "GPU model of nodes without a gpu-<MODEL> feature")
+      ->capture_default_str()
+      ->group(group);
+  s->add_option("--slurm-gpu-type-prefix", f->slurm.rest.gpu_type_prefix,
+                "gres.conf's per-GPU Type is PREFIX<index> (g0, g1, ...)")
+      ->capture_default_str()
+      ->group(group);
+  s->add_option("--slurm-workdir", f->slurm.workdir, "Working directory of a job by default")
+      ->capture_default_str()
+      ->group(group);
+  s->add_option("--slurm-output", f->slurm.output,
+                "Output file pattern of a job by default (Slurm's %j etc.; default: Slurm's)")
+      ->group(group);
+  AddDuration(s, "--slurm-node-poll", &f->slurm.node_poll_s, 1, base::Closed(0.05, 3600),
+              "How often nodes are listed and each slurmd probed")
+      ->group(group);
+  AddDuration(s, "--slurm-job-poll", &f->slurm.job_poll_s, 1, base::Closed(0.01, 3600),
+              "How often jobs are listed (ended jobs free their GPUs)")
+      ->group(group);
+  AddInt<int>(s, "--slurm-submitters", &f->slurm.submitters, 1, 256,
+              "Submissions to slurmrestd in flight at once")
+      ->group(group);
+  s->add_option("--slurm-requeue", f->slurm_requeue,
+                "A job whose node is lost (NODE_FAIL, slurmd not answering, node down or "
+                "drained): resubmit (placed again elsewhere) or fail (the pod ends)")
+      ->check(CLI::IsMember({"resubmit", "fail"}))
+      ->capture_default_str()
+      ->group(group);
+  s->add_flag("--slurm-no-probe", f->slurm_no_probe,
+              "Do not probe each node's slurmd port; rely on Slurm's node states alone")
+      ->group(group);
 }
 
 }  // namespace
@@ -281,6 +389,7 @@ Command AddServerCommand(CLI::App& app) {
                "Kubernetes API server: its nodes and pods are listed and watched, and the "
                "extender's bind writes to it (annotation, then Binding), e.g. "
                "https://10.0.0.1:6443 (docs/kubernetes.md)");
+  AddSlurmFlags(s, f.get());
   s->add_flag("-q,--quiet", f->quiet, "No start-up and shutdown lines on stderr");
   return {s, [f] { return RunServer(*f); }};
 }

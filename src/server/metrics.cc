@@ -82,6 +82,13 @@ Metrics::Metrics() : registry(std::make_shared<prometheus::Registry>()) {
                          .Help("Time to make one batch of changes durable (one fsync).")
                          .Register(r)
                          .Add({}, LatencyBuckets());
+  cycle_duration = &BuildHistogram()
+                        .Name("seedance_scheduling_cycles_duration_seconds")
+                        .Help(
+                            "Time a batch spent in scheduling cycles (placement decisions); "
+                            "divided by the attempts it made, the cost of one decision.")
+                        .Register(r)
+                        .Add({}, LatencyBuckets());
   batch_size = &BuildHistogram()
                     .Name("seedance_batch_operations")
                     .Help("Operations applied per batch (group commit).")

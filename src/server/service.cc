@@ -207,7 +207,11 @@ void Service::RunBatch(std::vector<std::pair<Operation, std::promise<Reply>>>& b
   finishers.reserve(batch.size());
   for (auto& [op, promise] : batch) finishers.push_back(op(ctx));
   scheduler_->ExpireAssumptions(now);
-  scheduler_->RunCycles(now);
+  const auto cycles_start = std::chrono::steady_clock::now();
+  if (scheduler_->RunCycles(now) > 0) {
+    metrics_->cycle_duration->Observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - cycles_start).count());
+  }
 
   std::vector<WatchEvent> events;
   store::Batch commit = BuildCommit(&events);

@@ -219,7 +219,8 @@ COMMANDS = {"simulate": (), "profile": (), "analyze": (), "serve-sim": (),
             "costmodel": ("check", "fit"), "clock": ("probe", "simulate"), "bench": ("timers",),
             "version": (), "help": (), "completion": (), "server": (),
             "get": ("nodes", "pods", "pod", "queues"), "apply": (), "delete": ("pod",), "explain": (),
-            "cordon": (), "uncordon": (), "node-agent": ("topology", "pin"), "device-plugin": ()}
+            "cordon": (), "uncordon": (), "node-agent": ("topology", "pin"), "device-plugin": (),
+            "submit": ()}
 
 
 def command_of(argv):
@@ -2198,6 +2199,60 @@ def live_scheduler_cases():
     return server_flag_cases() + client_cases()
 
 
+# The Slurm backend's flags (server --backend slurm) and `seedance submit`: every case ends before
+# anything would be served or submitted. Port 9 (discard) on loopback has no slurmrestd.
+def slurm_cases():
+    B, E = "bad-value", "exit-code"
+    SL = SRV + ["--backend", "slurm"]
+    URL = ["--slurm-url", "http://127.0.0.1:9"]
+    TOK = ["--slurm-token-file", "{jwt}"]
+    jwt = {"jwt": "SLURM_JWT=" + "x" * 40 + "\n"}
+    SUB = ["submit", "--server", "http://127.0.0.1:9", "--timeout", "3", "--gpus", "1"]
+    script = {"job.sh": "#!/bin/bash\ntrue\n"}
+    c = [
+        Case(B, "server/backend-unknown", SRV + ["--backend", "yarn"], msg=["--backend"]),
+        Case(B, "server/slurm-without-url", SL, msg=["--slurm-url"]),
+        Case(B, "server/slurm-url-without-backend", SRV + URL, msg=["--slurm-url"]),
+        Case(B, "server/slurm-url-not-http", SL + ["--slurm-url", "ftp://h:1"] + TOK, files=jwt,
+             msg=["--slurm-url"]),
+        Case(B, "server/slurm-url-with-path", SL + ["--slurm-url", "http://h:1/slurm"] + TOK,
+             files=jwt, msg=["--slurm-url"]),
+        Case(B, "server/slurm-no-token", SL + URL, msg=["--slurm-token-file"]),
+        Case(B, "server/slurm-token-empty", SL + URL + TOK, files={"jwt": "\n"},
+             msg=["jwt", "no token"]),
+        Case(E, "server/slurm-token-missing", SL + URL + ["--slurm-token-file", "{T}/nope"],
+             exit=(1, 2), msg=["nope"]),
+        Case(B, "server/slurm-with-kube", SL + URL + TOK + ["--kube-api", "https://10.0.0.1"],
+             files=jwt, msg=["--kube-api"]),
+        Case(B, "server/slurm-api-bad", SL + URL + TOK + ["--slurm-api", "../x"], files=jwt,
+             msg=["--slurm-api"]),
+        Case(B, "server/slurm-requeue-unknown", SL + URL + TOK + ["--slurm-requeue", "maybe"],
+             files=jwt, msg=["--slurm-requeue"]),
+        Case(E, "server/slurmrestd-unreachable", SL + URL + TOK, files=jwt, exit=1,
+             msg=["cannot reach slurmrestd"], max_s=20),
+        Case(E, "submit/no-script", SUB, msg=["script"]),
+        Case(E, "submit/script-missing", SUB + ["--", "{T}/nope.sh"], exit=(1, 2),
+             msg=["nope.sh"]),
+        Case(B, "submit/not-a-script", SUB + ["--", "{job.txt}"], files={"job.txt": "true\n"},
+             msg=["job.txt:1:", "#!"]),
+        Case(B, "submit/bad-name", SUB + ["--name", "Bad_Name", "--", "{job.sh}"], files=script,
+             msg=["$.name"]),
+        Case(B, "submit/gpu-milli-zero", SUB + ["--gpu-milli", "0", "--", "{job.sh}"],
+             files=script, msg=["--gpu-milli"]),
+        Case(E, "submit/server-unreachable", SUB + ["--", "{job.sh}"], files=script, exit=1,
+             max_s=10),
+    ]
+    for flag in ("--slurm-node-poll", "--slurm-job-poll", "--slurm-submitters"):
+        for name, v in (("nan", "nan"), ("minus", "-1"), ("zero", "0"), ("text", "lots")):
+            c.append(Case(B, "server/%s=%s" % (flag[2:], name), SL + URL + TOK + [flag, v],
+                          files=jwt, msg=[flag]))
+    for flag in ("--gpus", "--wait", "--time-limit", "--cpu-milli"):
+        for name, v in (("nan", "nan"), ("minus", "-1"), ("overflow", "1e999")):
+            c.append(Case(B, "submit/%s=%s" % (flag[2:], name), SUB + [flag, v, "--", "{job.sh}"],
+                          files=script, msg=[flag]))
+    return c
+
+
 def build(binary=None):
     cases = []
     cases += destroy_and_write_cases()
@@ -2214,4 +2269,5 @@ def build(binary=None):
     cases += live_scheduler_cases()
     cases += node_agent_cases()
     cases += device_plugin_cases()
+    cases += slurm_cases()
     return cases

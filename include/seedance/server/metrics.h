@@ -44,6 +44,7 @@ struct Metrics {
   prometheus::Counter* preemptions;  // seedance_preemptions_total
   prometheus::Family<prometheus::Counter>* http_requests;
   prometheus::Histogram* commit_duration;  // seconds per batch commit
+  prometheus::Histogram* cycle_duration;   // seconds of scheduling cycles per batch
   prometheus::Histogram* batch_size;       // operations per batch
   prometheus::Gauge* nodes;
   prometheus::Gauge* pods_bound;

@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""A/B on a real Slurm: the same job stream under Slurm's own placement (select/cons_tres,
+sched/backfill) and under Seedance's (`seedance server --backend slurm`), side by side.
+
+    python3 bench/slurm_ab.py build-int/src/cli/seedance [--jobs 1000] [--runs 3]
+
+Each run starts a 16-node x 8-GPU Slurm on loopback (tests/slurm/slurm_cluster.py) and submits
+the whole stream at once (tests/slurm/workload.py: the Alibaba trace's mix of 1/2/4/8-GPU jobs,
+durations the trace's / --scale, 1 s .. --cap). Slurm's own run submits to slurmrestd directly, `gres gpu:N` with
+a time limit of its duration rounded up to minutes, plus one (so backfill can plan); Seedance's submits the same jobs to
+its API. Measured from the jobs' own records: the GPU-idle share while any job waits and the
+makespan. Then the submission rate: 500 CPU-only 5 s jobs posted at once, the time until all are
+in Slurm; Seedance's decision time per job (seedance_scheduling_cycles_duration_seconds over
+the attempts) and slurmrestd's submit time (seedance_slurm_submit_duration_seconds).
+Prints medians over the runs, and the ratios Seedance / Slurm. Needs root and Slurm's packages."""
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "slurm"))
+sys.path.insert(0, os.path.join(HERE, "..", "src", "server"))
+
+import backend_test  # noqa: E402
+import slurm_cluster  # noqa: E402
+import testlib  # noqa: E402
+import workload  # noqa: E402
+
+NODES, GPUS = 16, 8
+
+
+def wait_slurm_idle(cluster, timeout):
+    backend_test.poll("Slurm to run every job", lambda: not [
+        j for j in cluster.rest("GET", "/jobs")[1]["jobs"]
+        if j["job_state"] in ("RUNNING", "PENDING", "CONFIGURING", "COMPLETING")], timeout)
+
+
+def run_slurm(cluster, jobs, out):
+    t0 = time.time()
+    errors = []
+
+    def worker(part):
+        for i in part:
+            gpus, seconds = jobs[i]
+            body = {"script": workload.script(i, seconds, out),
+                    "job": {"name": f"job-{i}", "nodes": "1", "tasks": 1, "cpus_per_task": 1,
+                            "gres": f"gpu:{gpus}",
+                            "time_limit": int(seconds // 60) + 2,
+                            "current_working_directory": out,
+                            "standard_output": os.path.join(out, "%j.out"),
+                            "environment": {"PATH": "/usr/bin:/bin"}}}
+            status, reply = cluster.rest("POST", "/job/submit", body, user="root")
+            if status != 200:
+                errors.append((i, status, reply))
+
+    # In order, from one thread: Slurm's queue order is its submission order.
+    worker(range(len(jobs)))
+    assert not errors, errors[:3]
+    wait_slurm_idle(cluster, 3600)
+    return workload.read_records(out), t0
+
+
+def direct_rate(cluster, out, count=500, threads=8):
+    """Jobs/s of POST /job/submit straight to slurmrestd (the baseline of the rate): the same
+    CPU-only 5 s jobs as Seedance's rate run, from `threads` threads, until all are accepted."""
+    body = lambda i: {"script": workload.script(70000 + i, 5.0, out),  # noqa: E731
+                      "job": {"name": f"direct-{i}", "nodes": "1", "tasks": 1,
+                              "cpus_per_task": 1, "current_working_directory": out,
+                              "standard_output": os.path.join(out, "%j.out"),
+                              "environment": {"PATH": "/usr/bin:/bin"}}}
+    errors = []
+
+    def worker(part):
+        for i in part:
+            status, reply = cluster.rest("POST", "/job/submit", body(i), user="root")
+            if status != 200:
+                errors.append((status, reply))
+
+    t0 = time.time()
+    ts = [threading.Thread(target=worker, args=(range(k, count, threads),))
+          for k in range(threads)]
+    for th in ts:
+        th.start()
+    for th in ts:
+        th.join()
+    rate = count / (time.time() - t0)
+    assert not errors, errors[:3]
+    wait_slurm_idle(cluster, 600)
+    return rate
+
+
+def run_seedance(binary, cluster, root, jwt, jobs, out):
+    server = testlib.Server(binary, os.path.join(root, "state-ab"), extra=[
+        "--backend", "slurm", "--slurm-url", cluster.rest_url, "--slurm-token-file", jwt,
+        "--slurm-workdir", out, "--slurm-output", os.path.join(out, "%j.out"),
+        "--slurm-job-poll", "0.2"])
+    server.start()
+    try:
+        client = testlib.Client(server.port)
+        t0 = time.time()
+        backend_test.submit_all(server.port, jobs, out)
+        backend_test.poll("every job to end", lambda: not testlib.list_pods(client), 3600)
+        # The submission rate: CPU-only jobs, all fitting at once.
+        rate_out = os.path.join(root, "rate")
+        os.makedirs(rate_out, exist_ok=True)
+        os.chmod(rate_out, 0o777)
+        cpu_jobs = [(0, 5.0)] * 500
+        t1 = time.time()
+        backend_test.submit_all(server.port, cpu_jobs, rate_out)
+        backend_test.poll("500 CPU-only jobs to be in Slurm", lambda: all(
+            backend_test.annotation(p, "slurm.seedance.io/job-id")
+            for p in testlib.list_pods(client)) or not testlib.list_pods(client), 600)
+        rate = len(cpu_jobs) / (time.time() - t1)
+        _, metrics = client.request("GET", "/metrics")
+        def metric(name):
+            return sum(float(v) for v in re.findall(
+                r"^" + name + r"(?:\{[^}]*\})? (\S+)$", metrics, re.M))
+        decide_ms = 1000.0 * metric("seedance_scheduling_cycles_duration_seconds_sum") / max(
+            1.0, metric("seedance_schedule_attempts_total"))
+        submit_ms = 1000.0 * metric("seedance_slurm_submit_duration_seconds_sum") / max(
+            1.0, metric("seedance_slurm_submit_duration_seconds_count"))
+        backend_test.poll("the CPU-only jobs to end", lambda: not testlib.list_pods(client), 600)
+        client.close()
+    finally:
+        server.stop()
+    return workload.read_records(out), t0, rate, decide_ms, submit_ms
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("binary")
+    ap.add_argument("--jobs", type=int, default=1000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--scale", type=float, default=120.0,
+                    help="trace seconds per benchmark second (durations capped at --cap)")
+    ap.add_argument("--cap", type=float, default=60.0)
+    a = ap.parse_args()
+    trace = testlib.trace_file("openb_pod_list_default.csv")
+    jobs = workload.job_stream(trace, a.jobs, scale=a.scale, cap=a.cap)
+    res = {"slurm": [], "seedance": []}
+    rates, decide_ms, submit_ms, direct = [], [], [], []
+    for run in range(a.runs):
+        root = tempfile.mkdtemp(prefix="seedance-ab-")
+        os.chmod(root, 0o755)
+        try:
+            with slurm_cluster.SlurmCluster(os.path.join(root, "cluster"), nodes=NODES,
+                                            gpus=GPUS) as cluster:
+                jwt = os.path.join(root, "jwt")
+                with open(jwt, "w") as f:
+                    f.write(cluster.token("root", lifespan=86400) + "\n")
+                for mode in (("slurm", "seedance") if run % 2 == 0 else ("seedance", "slurm")):
+                    out = os.path.join(root, f"out-{mode}")
+                    os.makedirs(out)
+                    os.chmod(out, 0o777)
+                    if mode == "slurm":
+                        records, t0 = run_slurm(cluster, jobs, out)
+                        direct.append(direct_rate(cluster, out))
+                    else:
+                        records, t0, rate, ms, sms = run_seedance(a.binary, cluster, root, jwt,
+                                                                  jobs, out)
+                        rates.append(rate)
+                        decide_ms.append(ms)
+                        submit_ms.append(sms)
+                    done = sum(1 for i in range(len(jobs))
+                               if any(r["end"] for r in records.get(i, [])))
+                    assert done == len(jobs), f"{mode}: {done} of {len(jobs)} jobs completed"
+                    share, makespan = workload.idle_share_while_waiting(records, jobs, t0,
+                                                                        NODES * GPUS)
+                    res[mode].append((share, makespan))
+                    print(f"run {run + 1} {mode:8s}: GPU-idle share while jobs wait "
+                          f"{share:.3f}, makespan {makespan:.1f} s", flush=True)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    med = {m: (statistics.median(s for s, _ in v), statistics.median(t for _, t in v))
+           for m, v in res.items()}
+    print(f"\nmedian of {a.runs} runs, {a.jobs} jobs, {NODES}x{GPUS} GPUs")
+    print(f"{'':10s} {'idle share while waiting':>26s} {'makespan s':>12s}")
+    for m in ("slurm", "seedance"):
+        print(f"{m:10s} {med[m][0]:26.3f} {med[m][1]:12.1f}")
+    print(f"{'ratio':10s} {med['seedance'][0] / med['slurm'][0]:26.3f} "
+          f"{med['seedance'][1] / med['slurm'][1]:12.3f}")
+    print(f"submission rate: Seedance {statistics.median(rates):.0f} jobs/s, slurmrestd directly "
+          f"{statistics.median(direct):.0f} jobs/s, ratio "
+          f"{statistics.median(rates) / statistics.median(direct):.2f} (500 CPU-only jobs, 8 "
+          f"submitters; medians)")
+    print(f"Seedance's decision per job: {statistics.median(decide_ms):.4f} ms "
+          f"(seedance_scheduling_cycles_duration_seconds per attempt); slurmrestd's submit call: "
+          f"{statistics.median(submit_ms):.1f} ms (mean; medians of runs)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""End-to-end test of `seedance server --backend slurm` against a real Slurm (docs/slurm.md).
+
+    python3 tests/slurm/backend_test.py build/src/cli/seedance
+
+It starts a real Slurm 22.05 from Debian's packages on loopback (slurm_cluster.py: munged,
+slurmctld, 16 slurmd with 8 fake GPUs each, slurmrestd), a Seedance server in front of it, and:
+
+  bad input   a pod without a script is refused (400); an unknown partition and slurmrestd down
+              reach the caller as the pod's slurm.seedance.io/error and the pod stays Pending;
+              once slurmrestd is back the pod runs (never lost);
+  1,000 jobs  GPU counts from the Alibaba trace's mix, durations scaled to seconds, all
+              submitted at once: every job's CUDA_VISIBLE_DEVICES (Slurm's) equals Seedance's
+              decision (SEEDANCE_GPUS) on Seedance's node, no GPU is in two running jobs at
+              once, all complete and leave the ledger; prints the count and the wall time;
+  node loss   a slurmd killed under a running job shows as unavailable (cordoned) within 10 s
+              and the job is requeued and runs on another node; deleting pods cancels jobs.
+
+Needs root (slurmd, device nodes) and the packages slurm_cluster.py names; exits 77 (skip)
+without them, unless SEEDANCE_REQUIRE_DATA=1, which makes that a failure. Every wait polls."""
+
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "src", "server"))
+
+import slurm_cluster  # noqa: E402
+import testlib  # noqa: E402
+import workload  # noqa: E402
+
+NODES, GPUS = 16, 8
+JOBS = int(os.environ.get("SEEDANCE_SLURM_JOBS", "1000"))
+
+
+def skip_or_fail(msg):
+    if os.environ.get("SEEDANCE_REQUIRE_DATA") == "1":
+        sys.exit(f"FAIL: {msg}")
+    print(f"SKIP: {msg}")
+    sys.exit(77)
+
+
+def poll(what, check, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def annotation(pod, key):
+    return (pod.get("annotations") or {}).get(key, "")
+
+
+def pod_body(name, gpus, script, **annotations):
+    a = {"slurm.seedance.io/script": script}
+    a.update({f"slurm.seedance.io/{k.replace('_', '-')}": v for k, v in annotations.items()})
+    return {"name": name, "cpu_milli": 1000, "num_gpu": gpus, "annotations": a}
+
+
+def get_pod(client, uid):
+    status, pod = client.request("GET", f"/v1/pods/{uid}")
+    return pod if status == 200 else None
+
+
+def check_bad_input(cluster, client, out):
+    ok_script = workload.script(99999, 1, out)
+    status, reply = client.request("POST", "/v1/pods", {"name": "no-script", "num_gpu": 1})
+    assert status == 400 and "slurm.seedance.io/script" in json.dumps(reply), (status, reply)
+
+    status, pod = client.request("POST", "/v1/pods",
+                                 pod_body("bad-partition", 1, ok_script, partition="nope"))
+    assert status == 201, (status, pod)
+    uid = pod["uid"]
+    pod = poll("Slurm's refusal on the pod",
+               lambda: (p := get_pod(client, uid)) and annotation(p, "slurm.seedance.io/error")
+               and p, 30)
+    error = annotation(pod, "slurm.seedance.io/error")
+    assert "Invalid partition name specified" in error, error
+    assert pod["phase"] in ("Pending", "Assumed"), pod
+    assert client.request("DELETE", f"/v1/pods/{uid}")[0] == 200
+    print(f"bad input: unknown partition -> pod Pending with \"{error}\"")
+
+    # slurmrestd down: the pod waits, and runs once it is back.
+    cluster._signal("slurmrestd", signal.SIGTERM)
+    poll("slurmrestd to exit", lambda: not cluster._proc_alive("slurmrestd"), 30)
+    status, pod = client.request("POST", "/v1/pods", pod_body("rest-down", 1, ok_script))
+    assert status == 201, (status, pod)
+    uid = pod["uid"]
+    pod = poll("the pod to record that slurmrestd is down",
+               lambda: (p := get_pod(client, uid)) and
+               "cannot reach slurmrestd" in annotation(p, "slurm.seedance.io/error") and p, 30)
+    assert pod["phase"] in ("Pending", "Assumed"), pod
+    print(f"bad input: slurmrestd down -> pod Pending with "
+          f"\"{annotation(pod, 'slurm.seedance.io/error')}\"")
+    cluster._start_slurmrestd()
+    poll("the pod to be submitted once slurmrestd is back",
+         lambda: (p := get_pod(client, uid)) is None or annotation(p, "slurm.seedance.io/job-id"),
+         60)
+    poll("the pod to end", lambda: get_pod(client, uid) is None, 60)
+    print("bad input: slurmrestd back -> the pod ran and ended (not lost)")
+
+
+def submit_all(port, jobs, out):
+    """POSTs every job from 4 threads; returns {index: uid}."""
+    uids, errors = {}, []
+    lock = threading.Lock()
+
+    def worker(part):
+        c = testlib.Client(port)
+        for i in part:
+            gpus, seconds = jobs[i]
+            status, pod = c.request("POST", "/v1/pods",
+                                    pod_body(f"job-{i}", gpus, workload.script(i, seconds, out)))
+            with lock:
+                if status == 201:
+                    uids[i] = pod["uid"]
+                else:
+                    errors.append((i, status, pod))
+        c.close()
+
+    threads = [threading.Thread(target=worker, args=(range(k, len(jobs), 4),)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    return uids
+
+
+def check_thousand_jobs(server, client, out, jobs):
+    t0 = time.time()
+    submit_all(server.port, jobs, out)
+    posted = time.time() - t0
+    poll("every job to end", lambda: len(testlib.list_pods(client)) == 0, 1800)
+    wall = time.time() - t0
+    records = workload.read_records(out)
+    records.pop(99999, None)
+    missing = [i for i in range(len(jobs)) if not any(r["end"] for r in records.get(i, []))]
+    assert not missing, f"{len(missing)} jobs never completed, e.g. {missing[:5]}"
+    wrong = [(i, r) for i, recs in records.items() for r in recs
+             if r["cvd"] != r["seedance_gpus"] or r["node"] != r["seedance_node"]]
+    assert not wrong, f"{len(wrong)} jobs ran elsewhere than Seedance decided: {wrong[:3]}"
+    overlaps = workload.gpu_overlaps(records, time.time())
+    assert not overlaps, f"GPUs in two running jobs at once: {overlaps[:3]}"
+    share, makespan = workload.idle_share_while_waiting(records, jobs, t0, NODES * GPUS)
+    print(f"{len(jobs)} jobs: all completed on Seedance's GPUs, no GPU shared, wall time "
+          f"{wall:.1f} s (posted in {posted:.1f} s; makespan {makespan:.1f} s, GPU-idle share "
+          f"while jobs waited {share:.3f})")
+
+
+def check_node_loss(cluster, client, out):
+    long_script = workload.script(88888, 120, out)
+    uids = []
+    for k in range(4):
+        status, pod = client.request("POST", "/v1/pods", pod_body(f"whole-{k}", 8, long_script))
+        assert status == 201, (status, pod)
+        uids.append(pod["uid"])
+    bound = poll("4 whole-node jobs to be in Slurm",
+                 lambda: all(annotation(get_pod(client, u) or {}, "slurm.seedance.io/job-id")
+                             for u in uids) and [get_pod(client, u) for u in uids], 60)
+    victim = bound[0]
+    node = victim["node"]
+    k = int(node.removeprefix("node"))
+    poll(f"the job to start on {node}",
+         lambda: any(r["node"] == node for r in workload.read_records(out).get(88888, [])), 60)
+    killed = time.monotonic()
+    cluster.kill_node(k)
+    poll(f"{node} to show as unavailable",
+         lambda: client.request("GET", f"/v1/nodes/{node}")[1].get("cordoned"), 10)
+    seen = time.monotonic() - killed
+    moved = poll("the lost job to be requeued and submitted on another node",
+                 lambda: (p := get_pod(client, victim["uid"])) and p["node"] not in (None, node)
+                 and annotation(p, "slurm.seedance.io/job-id") and p, 60)
+    assert annotation(moved, "slurm.seedance.io/job-id") != \
+        annotation(victim, "slurm.seedance.io/job-id")
+    poll("the requeued job to start on its new node",
+         lambda: any(r["node"] == moved["node"]
+                     for r in workload.read_records(out).get(88888, [])), 60)
+    print(f"node loss: {node}'s slurmd killed -> unavailable in Seedance after {seen:.1f} s; "
+          f"its job requeued to {moved['node']} as job "
+          f"{annotation(moved, 'slurm.seedance.io/job-id')}")
+    for u in uids:
+        assert client.request("DELETE", f"/v1/pods/{u}")[0] == 200
+    poll("the deleted pods' jobs to be cancelled in Slurm",
+         lambda: not [j for j in cluster.rest("GET", "/jobs")[1]["jobs"]
+                      if j["job_state"] in ("RUNNING", "PENDING")], 60)
+    print("node loss: deleting the pods cancelled their jobs")
+    cluster.restart_node(k)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: backend_test.py SEEDANCE_BINARY")
+    binary = sys.argv[1]
+    if os.geteuid() != 0:
+        skip_or_fail("needs root (slurmd runs jobs and the fake GPUs are device nodes)")
+    try:
+        slurm_cluster.check_prerequisites()
+    except slurm_cluster.MissingPackages as e:
+        skip_or_fail(str(e))
+    trace = testlib.trace_file("openb_pod_list_default.csv")
+    jobs = workload.job_stream(trace, JOBS)
+    root = tempfile.mkdtemp(prefix="seedance-slurm-")
+    os.chmod(root, 0o755)
+    out = os.path.join(root, "out")
+    os.makedirs(out, mode=0o777)
+    os.chmod(out, 0o777)
+    try:
+        with slurm_cluster.SlurmCluster(os.path.join(root, "cluster"), nodes=NODES,
+                                        gpus=GPUS) as cluster:
+            jwt = os.path.join(root, "jwt")
+            with open(jwt, "w") as f:
+                f.write(cluster.token("root", lifespan=86400) + "\n")
+            server = testlib.Server(binary, os.path.join(root, "state"), extra=[
+                "--backend", "slurm", "--slurm-url", cluster.rest_url,
+                "--slurm-token-file", jwt, "--slurm-workdir", out,
+                "--slurm-output", os.path.join(out, "%j.out"), "--slurm-job-poll", "0.2",
+                "--slurm-node-poll", "1"])
+            server.start()
+            try:
+                client = testlib.Client(server.port)
+                check_bad_input(cluster, client, out)
+                check_thousand_jobs(server, client, out, jobs)
+                check_node_loss(cluster, client, out)
+                client.close()
+            except BaseException:
+                print(server.output(), file=sys.stderr)
+                raise
+            finally:
+                server.stop()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
