@@ -58,7 +58,7 @@ struct ServerFlags {
   std::string backend = "local";
   server::SlurmBackendOptions slurm;
   std::string slurm_requeue = "resubmit";
-  bool slurm_no_probe = false;
+  bool slurm_probe = false;
 };
 
 // The Slurm backend's options, checked before anything starts.
@@ -80,7 +80,7 @@ absl::Status CheckBackend(ServerFlags& f) {
         "--backend slurm: --slurm-url http://HOST:PORT of slurmrestd is required");
   }
   f.slurm.resubmit_lost = f.slurm_requeue == "resubmit";
-  f.slurm.probe_slurmd = !f.slurm_no_probe;
+  f.slurm.probe_slurmd = f.slurm_probe;
   return absl::OkStatus();
 }
 
@@ -313,8 +313,9 @@ void AddSlurmFlags(CLI::App* s, ServerFlags* f) {
       ->check(CLI::IsMember({"resubmit", "fail"}))
       ->capture_default_str()
       ->group(group);
-  s->add_flag("--slurm-no-probe", f->slurm_no_probe,
-              "Do not probe each node's slurmd port; rely on Slurm's node states alone")
+  s->add_flag("--slurm-probe-slurmd", f->slurm_probe,
+              "Each node poll, connect to every node's slurmd: a lost node shows in ~2 s instead "
+              "of after SlurmdTimeout, but slurmd logs two 'Zero Bytes' errors per probe")
       ->group(group);
 }
 

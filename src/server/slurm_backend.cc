@@ -13,6 +13,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -143,14 +144,20 @@ struct SlurmBackend::State {
   void ApplyNodes(Service::Context& c, const std::vector<slurm::Node>& nodes,
                   const std::set<std::string>& unanswered, std::vector<int64_t>* cancel);
   void EndPod(Service::Context& c, const std::string& uid, bool requeue, const std::string& why);
+  // A node was lost: its bound pods' jobs are to be cancelled and the pods requeued (or ended).
+  void EndJobsOn(Service::Context& c, const std::string& node, const std::string& why,
+                 std::vector<int64_t>* cancel);
   void Reconcile(Service::Context& c, const std::vector<slurm::Job>& jobs);
   // Threads.
   void WatchLoop();
+  void OnEvent(const WatchEvent& e);  // a PodAssumed is submitted, a PodDeleted cancelled
+  void Resync();                      // every Assumed pod queued for submission
   void SubmitLoop();
   void PollLoop();
   void PollNodes();
   void PollJobs();
-  void Submit(Task t);
+  // Submits and records the outcome; returns the pod's new task when it was placed anew.
+  std::optional<Task> Submit(Task t);
 };
 
 void SlurmBackend::State::Log(const std::string& line) {
@@ -259,6 +266,25 @@ void SlurmBackend::State::EndPod(Service::Context& c, const std::string& uid, bo
   (void)c.scheduler.Evict(uid, c.now_s);
 }
 
+void SlurmBackend::State::EndJobsOn(Service::Context& c, const std::string& node,
+                                    const std::string& why, std::vector<int64_t>* cancel) {
+  const int idx = c.scheduler.state().FindNode(node);
+  std::vector<std::string> uids;
+  for (const sched::PodInfo* p : c.scheduler.ledger().PodsOnNode(idx)) {
+    if (p->phase != sched::PodPhase::kBound) continue;
+    int64_t job = 0;
+    if (absl::SimpleAtoi(Annotation(p->annotations, kSlurmJobId), &job)) cancel->push_back(job);
+    uids.push_back(p->uid);
+  }
+  for (const std::string& uid : uids) {
+    EndPod(c, uid, o.resubmit_lost,
+           absl::StrCat("slurm: node ", node, " lost (", why, ")",
+                        o.resubmit_lost ? "; requeued" : ""));
+    std::lock_guard<std::mutex> lock(mu);
+    ++(o.resubmit_lost ? stats.requeued : stats.failed);
+  }
+}
+
 void SlurmBackend::State::ApplyNodes(Service::Context& c, const std::vector<slurm::Node>& nodes,
                                      const std::set<std::string>& unanswered,
                                      std::vector<int64_t>* cancel) {
@@ -279,27 +305,15 @@ void SlurmBackend::State::ApplyNodes(Service::Context& c, const std::vector<slur
       known[n.name] = spec;
     }
     std::string why = n.Unavailability();
-    if (why.empty() && unanswered.contains(n.name)) {
-      why = absl::StrCat("slurmd at ", n.address, ":", n.port, " does not answer");
-    }
+    const bool probe_lost = unanswered.contains(n.name);
+    if (probe_lost) why = absl::StrCat("slurmd at ", n.address, ":", n.port, " does not answer");
     if (!why.empty() && cordoned.insert(n.name).second) {
       (void)c.scheduler.CordonNode(n.name, true);
       Log(absl::StrCat("slurm: node ", n.name, " unavailable: ", why));
       std::lock_guard<std::mutex> lock(mu);
       ++stats.nodes_unavailable;
     }
-    if (!why.empty() && o.resubmit_lost) {
-      const int idx = c.scheduler.state().FindNode(n.name);
-      for (const sched::PodInfo* p : c.scheduler.ledger().PodsOnNode(idx)) {
-        if (p->phase != sched::PodPhase::kBound) continue;
-        int64_t job = 0;
-        if (absl::SimpleAtoi(Annotation(p->annotations, kSlurmJobId), &job)) cancel->push_back(job);
-        const std::string uid = p->uid;
-        EndPod(c, uid, true, absl::StrCat("slurm: node ", n.name, " lost (", why, "); requeued"));
-        std::lock_guard<std::mutex> lock(mu);
-        ++stats.requeued;
-      }
-    }
+    if (n.Lost() || probe_lost) EndJobsOn(c, n.name, why, cancel);
     if (why.empty() && cordoned.erase(n.name) > 0) (void)c.scheduler.CordonNode(n.name, false);
   }
   for (auto it = known.begin(); it != known.end();) {
@@ -353,48 +367,59 @@ void SlurmBackend::State::Reconcile(Service::Context& c, const std::vector<slurm
 
 // ---------------------------------------------------------------------------------- threads
 
+void SlurmBackend::State::Resync() {
+  service.Run([this](Service::Context& c) -> Service::Finisher {
+    c.scheduler.ledger().ForEach([&](const sched::PodInfo& p) {
+      if (p.phase == sched::PodPhase::kAssumed) {
+        Enqueue(MakeTask(p, c.scheduler.state().node(p.placement.node).name));
+      }
+    });
+    return [] { return Reply{200, "{}"}; };
+  });
+}
+
+void SlurmBackend::State::OnEvent(const WatchEvent& e) {
+  const JsonValue j = JsonValue::parse(e.json, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return;
+  const std::string type = j.value("type", "");
+  auto obj = j.find("object");
+  if ((type != "PodAssumed" && type != "PodDeleted") || obj == j.end() || !obj->is_object()) {
+    return;
+  }
+  if (type == "PodAssumed") {
+    // The event's pod (spec, placement, annotations) is all a job needs.
+    absl::StatusOr<sched::PodInfo> pod = PodOfEvent(*obj);
+    if (pod.ok()) Enqueue(MakeTask(*pod, obj->value("node", "")));
+    return;
+  }
+  const std::string uid = obj->value("uid", "");
+  int64_t job = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = uid_job.find(uid);
+    if (it == uid_job.end()) return;  // not a job, or one that ended (EndPod untracked it)
+    job = it->second;
+  }
+  Untrack(uid);
+  (void)rest->Cancel(job);
+  std::lock_guard<std::mutex> lock(mu);
+  ++stats.cancelled;
+}
+
 void SlurmBackend::State::WatchLoop() {
   int64_t since = watch_from;
   while (!stopping) {
     absl::StatusOr<std::vector<WatchEvent>> events = service.Watch(since, 4096, 0.5);
     if (!events.ok()) {
+      // Fell too far behind the event log: what was missed is in the ledger.
       if (!Sleep(0.5)) return;
-      since = service.revision();  // fell too far behind: the resync below finds what was missed
-      service.Run([this](Service::Context& c) -> Service::Finisher {
-        c.scheduler.ledger().ForEach([&](const sched::PodInfo& p) {
-          if (p.phase == sched::PodPhase::kAssumed) {
-            Enqueue(MakeTask(p, c.scheduler.state().node(p.placement.node).name));
-          }
-        });
-        return [] { return Reply{200, "{}"}; };
-      });
+      since = service.revision();
+      Resync();
       continue;
     }
     for (const WatchEvent& e : *events) {
       since = e.revision;
-      const JsonValue j = JsonValue::parse(e.json, nullptr, /*allow_exceptions=*/false);
-      if (!j.is_object()) continue;
-      const std::string type = j.value("type", "");
-      if (type != "PodAssumed" && type != "PodDeleted") continue;
-      const JsonValue& obj = j["object"];
-      const std::string uid = obj.value("uid", "");
-      if (type == "PodDeleted") {
-        int64_t job = 0;
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          auto it = uid_job.find(uid);
-          if (it == uid_job.end()) continue;
-          job = it->second;
-        }
-        Untrack(uid);
-        (void)rest->Cancel(job);
-        std::lock_guard<std::mutex> lock(mu);
-        ++stats.cancelled;
-        continue;
-      }
-      // The event's pod (spec, placement, annotations) is all a job needs.
-      absl::StatusOr<sched::PodInfo> pod = PodOfEvent(obj);
-      if (pod.ok()) Enqueue(MakeTask(*pod, obj.value("node", "")));
+      OnEvent(e);
     }
   }
 }
@@ -410,23 +435,28 @@ void SlurmBackend::State::SubmitLoop() {
       tasks.pop_front();
     }
     const std::string uid = t.uid;
-    Submit(std::move(t));
-    std::lock_guard<std::mutex> lock(mu);
-    in_flight.erase(uid);
+    std::optional<Task> again = Submit(std::move(t));
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      in_flight.erase(uid);
+    }
+    if (again) Enqueue(std::move(*again));
   }
 }
 
-void SlurmBackend::State::Submit(Task t) {
+std::optional<Task> SlurmBackend::State::Submit(Task t) {
   absl::StatusOr<int64_t> job = absl::FailedPreconditionError(t.error);
   const Clock::time_point t0 = Clock::now();
   if (t.error.empty()) job = rest->Submit(t.spec);
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   bool orphan = false;  // submitted, but the pod is no longer waiting for this placement
+  std::optional<Task> again;  // the pod was placed anew meanwhile (its assumption expired)
   service.Run([&](Service::Context& c) -> Service::Finisher {
     const sched::PodInfo* p = c.scheduler.ledger().Find(t.uid);
-    const bool same = p != nullptr && p->phase == sched::PodPhase::kAssumed &&
-                      c.scheduler.state().node(p->placement.node).name == t.node &&
+    const bool assumed = p != nullptr && p->phase == sched::PodPhase::kAssumed;
+    const bool same = assumed && c.scheduler.state().node(p->placement.node).name == t.node &&
                       GpusOfPod(*p) == t.gpus;
+    if (assumed && !same) again = MakeTask(*p, c.scheduler.state().node(p->placement.node).name);
     if (!job.ok()) {
       if (same) {
         const std::string why(job.status().message());
@@ -452,6 +482,7 @@ void SlurmBackend::State::Submit(Task t) {
   }
   if (!job.ok()) Log(absl::StrCat("pod ", t.uid, " stays pending: ", job.status().message()));
   if (orphan) (void)rest->Cancel(*job);
+  return again;
 }
 
 void SlurmBackend::State::PollNodes() {

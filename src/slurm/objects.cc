@@ -128,6 +128,11 @@ bool HasAny(const std::vector<std::string>& flags, std::initializer_list<std::st
 
 bool Node::Available() const { return Unavailability().empty(); }
 
+bool Node::Lost() const {
+  return absl::EqualsIgnoreCase(state, "down") ||
+         HasAny(state_flags, {"NOT_RESPONDING", "POWERED_DOWN", "POWER_DOWN"});
+}
+
 std::string Node::Unavailability() const {
   const std::string s = absl::AsciiStrToLower(state);
   const bool bad_state = s == "down" || s == "drained" || s == "draining" || s == "fail" ||

@@ -75,7 +75,9 @@ TEST(SlurmNodes, DownDrainedAndNotRespondingAreUnavailable) {
   ASSERT_TRUE(nodes.ok()) << nodes.status();
   EXPECT_FALSE((*nodes)[0].Available());
   EXPECT_EQ((*nodes)[0].Unavailability(), "down+not_responding");
+  EXPECT_TRUE((*nodes)[0].Lost());
   EXPECT_FALSE((*nodes)[1].Available());
+  EXPECT_FALSE((*nodes)[1].Lost());  // drained: its jobs run on, nothing new starts
   EXPECT_TRUE((*nodes)[2].Available());
 }
 

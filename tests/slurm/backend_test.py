@@ -14,7 +14,8 @@ slurmctld, 16 slurmd with 8 fake GPUs each, slurmrestd), a Seedance server in fr
               decision (SEEDANCE_GPUS) on Seedance's node, no GPU is in two running jobs at
               once, all complete and leave the ledger; prints the count and the wall time;
   node loss   a slurmd killed under a running job shows as unavailable (cordoned) within 10 s
-              and the job is requeued and runs on another node; deleting pods cancels jobs.
+              (--slurm-probe-slurmd) and the job is requeued and runs on another node;
+              deleting pods cancels jobs.
 
 Needs root (slurmd, device nodes) and the packages slurm_cluster.py names; exits 77 (skip)
 without them, unless SEEDANCE_REQUIRE_DATA=1, which makes that a failure. Every wait polls."""
@@ -225,7 +226,7 @@ def main():
                 "--backend", "slurm", "--slurm-url", cluster.rest_url,
                 "--slurm-token-file", jwt, "--slurm-workdir", out,
                 "--slurm-output", os.path.join(out, "%j.out"), "--slurm-job-poll", "0.2",
-                "--slurm-node-poll", "1"])
+                "--slurm-node-poll", "1", "--slurm-probe-slurmd"])
             server.start()
             try:
                 client = testlib.Client(server.port)

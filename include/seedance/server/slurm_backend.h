@@ -7,9 +7,10 @@
 //                     Slurm's message, and is tried again after a backoff (never lost);
 //   job ended         COMPLETED, FAILED, CANCELLED, TIMEOUT ...: the pod leaves the ledger and
 //                     its GPUs are free;
-//   node lost         the job is NODE_FAIL, or the node's slurmd stops answering (probed each
-//                     node poll: two refused connects in a row) or Slurm marks it down or
-//                     drained: the node is cordoned and, with requeue = resubmit, its pods are
+//   node drained      (or draining, failing, rebooting) it is cordoned; its jobs run on;
+//   node lost         the job is NODE_FAIL, or Slurm marks the node down or not responding,
+//                     or (probe_slurmd) its slurmd refused two connects in a row: the node is
+//                     cordoned and, with requeue = resubmit, its pods are
 //                     requeued (their jobs cancelled) and placed again elsewhere;
 //   pod deleted       through the API: its job is cancelled.
 // Nodes come from GET /nodes (those of the partition, when one is given): CPUs, memory, the typed
@@ -51,7 +52,7 @@ struct SlurmBackendOptions {
   double job_poll_s = 0.25;
   int submitters = 8;         // submissions in flight at once
   bool resubmit_lost = true;  // node lost: requeue the pods (else they end as failed)
-  bool probe_slurmd = true;   // connect to each node's slurmd every node poll
+  bool probe_slurmd = false;  // connect to each node's slurmd every node poll (slurmd logs it)
 };
 
 struct SlurmBackendStats {

@@ -42,6 +42,8 @@ struct Node {
   bool Available() const;
   // Why not (empty when available): "down (Not responding)".
   std::string Unavailability() const;
+  // Down, not responding or powered down: its jobs are gone (a drained node's run on).
+  bool Lost() const;
 };
 
 // Decodes GET /nodes. `gpu_type_prefix` names the per-GPU types ("g": gpu:g3:1 is GPU 3); a GPU
