@@ -146,6 +146,17 @@ class ReplicaImpl final : public Replica {
   }
 
   void Follow(int64_t lease) {
+    // A read first: the campaign (a write through etcd's log) only while no replica leads.
+    absl::StatusOr<RangeResult> cur = election_->Range(store_->leader_key(), "");
+    if (!cur.ok()) {
+      Note(absl::StrCat("reading the leader key: ", cur.status().message()));
+      return;
+    }
+    if (cur->kvs.empty()) return Campaign(lease);
+    Observe(cur->kvs[0], lease);
+  }
+
+  void Campaign(int64_t lease) {
     const std::string value = Json({{"id", options_.id}, {"url", url_}}).dump();
     absl::StatusOr<TxnResult> r =
         election_->Txn({{TxnCompare::kCreate, store_->leader_key(), 0, ""}},
@@ -156,13 +167,18 @@ class ReplicaImpl final : public Replica {
       return;
     }
     if (r->succeeded) return Lead(r->revision);
-    if (!r->ranges.empty() && !r->ranges[0].empty()) {
-      const KeyValue& kv = r->ranges[0][0];
-      Json j = Json::parse(kv.value, nullptr, false);
-      const std::string id = j.is_object() ? j.value("id", "") : "";
-      if (kv.lease == lease && id == options_.id) return Lead(kv.create_revision);  // lost reply
-      Publish(id, j.is_object() ? j.value("url", "") : "", kv.create_revision);
-    }
+    if (!r->ranges.empty() && !r->ranges[0].empty()) Observe(r->ranges[0][0], lease);
+  }
+
+  // Another replica leads (or this one does and the campaign's reply was lost): note who, and
+  // bring the read view up to date.
+  void Observe(const KeyValue& kv, int64_t lease) {
+    Json j = Json::parse(kv.value, nullptr, false);
+    const std::string id = j.is_object() && j["id"].is_string() ? j["id"].get<std::string>() : "";
+    const std::string url =
+        j.is_object() && j["url"].is_string() ? j["url"].get<std::string>() : "";
+    if (kv.lease == lease && id == options_.id) return Lead(kv.create_revision);
+    Publish(id, url, kv.create_revision);
     absl::StatusOr<bool> moved = store_->Refresh();
     if (!moved.ok()) {
       Note(absl::StrCat("reading the state: ", moved.status().message()));
