@@ -20,6 +20,7 @@
 #include "seedance/base/io.h"
 #include "seedance/base/parse.h"
 #include "seedance/base/text.h"
+#include "seedance/ha/replica.h"
 #include "seedance/k8s/apiserver.h"
 #include "seedance/sched/frag.h"
 #include "seedance/sched/queue.h"
@@ -36,6 +37,9 @@ namespace {
 struct ServerFlags {
   std::string listen = "127.0.0.1:7070";
   std::string state;
+  std::string store;  // --store sqlite://DIR | etcd://HOST:PORT[,...]
+  std::string etcd_prefix = "/seedance/";
+  double lease_ttl_s = 3;
   std::string nodes;
   std::string policy;
   std::string token_file;
@@ -123,8 +127,40 @@ absl::StatusOr<std::unique_ptr<base::OutputFile>> OpenReadyFile(const ServerFlag
   return base::OutputFile::Open(f.ready_file);
 }
 
-int RunServer(const ServerFlags& f) {
-  if (f.state.empty()) return UsageError("server: --state DIR is required (where state is kept)");
+// Where the state is kept: --state DIR, --store sqlite://DIR (the same) or --store etcd://...
+// (the replica's options in *etcd). Usage errors name the flags.
+absl::Status ResolveStore(ServerFlags& f, std::optional<ha::ReplicaOptions>* etcd) {
+  if (!f.state.empty() && !f.store.empty()) {
+    return absl::InvalidArgumentError("server: give --state DIR or --store URL, not both");
+  }
+  if (f.state.empty() && f.store.empty()) {
+    return absl::InvalidArgumentError(
+        "server: --state DIR or --store URL is required (where state is kept)");
+  }
+  if (f.store.empty()) return absl::OkStatus();
+  if (f.store.rfind("sqlite://", 0) == 0) {
+    f.state = f.store.substr(9);
+    if (f.state.empty()) {
+      return absl::InvalidArgumentError("--store: sqlite://DIR needs a directory");
+    }
+    return absl::OkStatus();
+  }
+  if (f.store.rfind("etcd://", 0) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--store: expected sqlite://DIR or etcd://HOST:PORT[,HOST:PORT...], got '",
+                     base::ForTerminal(base::Clip(f.store, 100)), "'"));
+  }
+  ha::ReplicaOptions o;
+  o.store.url = f.store;
+  o.store.prefix = f.etcd_prefix;
+  o.lease_ttl_s = f.lease_ttl_s;
+  etcd->emplace(std::move(o));
+  return absl::OkStatus();
+}
+
+int RunServer(ServerFlags f) {
+  std::optional<ha::ReplicaOptions> etcd;
+  if (absl::Status st = ResolveStore(f, &etcd); !st.ok()) return Fail(st);
   server::HttpOptions h;
   if (absl::Status st = ParseListen(f.listen, &h.host, &h.port); !st.ok()) return Fail(st);
   absl::StatusOr<std::unique_ptr<base::OutputFile>> ready = OpenReadyFile(f);
@@ -172,9 +208,20 @@ int RunServer(const ServerFlags& f) {
 
   sigset_t stop_signals = BlockStopSignals();
 
-  absl::StatusOr<std::unique_ptr<server::Service>> service = server::Service::Start(*so);
+  // With etcd: a replica that follows until it wins the election (docs/ha.md).
+  std::unique_ptr<ha::Replica> replica;
+  std::unique_ptr<store::Store> store;
+  if (etcd) {
+    absl::StatusOr<std::unique_ptr<ha::Replica>> r = ha::Replica::Open(*etcd);
+    if (!r.ok()) return Fail(r.status());
+    replica = std::move(*r);
+    store = replica->TakeStore();
+    so->follower = true;
+  }
+  absl::StatusOr<std::unique_ptr<server::Service>> service =
+      server::Service::Start(*so, std::move(store));
   if (!service.ok()) return Fail(service.status());
-  if (!preload.empty()) {
+  if (!preload.empty() && !replica) {
     if (absl::Status st = (*service)->Preload(preload); !st.ok()) return Fail(st);
   }
   absl::StatusOr<std::unique_ptr<server::HttpServer>> http =
@@ -187,6 +234,16 @@ int RunServer(const ServerFlags& f) {
       absl::StrCat(h.tls_cert.empty() ? "http://" : "https://",
                    h.host.find(':') != std::string::npos ? absl::StrCat("[", h.host, "]") : h.host,
                    ":", (*http)->port());
+  if (replica) {
+    server::Service* svc = service->get();
+    // --nodes is put by whichever replica leads (again on each takeover: a put is idempotent).
+    replica->Start(svc, url, [svc, preload] {
+      if (preload.empty()) return;
+      if (absl::Status st = svc->Preload(preload); !st.ok()) {
+        std::fprintf(stderr, "seedance server: %s\n", std::string(st.message()).c_str());
+      }
+    });
+  }
   if (*ready) {
     absl::Status st = (*ready)->Write(url + "\n");
     if (st.ok()) st = (*ready)->Commit();
@@ -194,10 +251,11 @@ int RunServer(const ServerFlags& f) {
   }
   if (!f.quiet) {
     std::fprintf(stderr, "seedance server: serving %s (state %s, revision %lld, %s)\n", url.c_str(),
-                 base::ForTerminal(f.state).c_str(), static_cast<long long>((*service)->revision()),
-                 !h.tenant_tokens.empty()
-                     ? absl::StrCat(h.tenant_tokens.size(), " tenants: every /v1/ call needs a token")
-                           .c_str()
+                 base::ForTerminal(etcd ? f.store : f.state).c_str(),
+                 static_cast<long long>((*service)->revision()),
+                 !h.tenant_tokens.empty() ? absl::StrCat(h.tenant_tokens.size(),
+                                                         " tenants: every /v1/ call needs a token")
+                                                .c_str()
                  : h.token.empty() ? "no auth: give --token-file to require a token"
                                    : "bearer token required for changes");
   }
@@ -205,6 +263,7 @@ int RunServer(const ServerFlags& f) {
   sigwait(&stop_signals, &sig);
   if (!f.quiet) std::fprintf(stderr, "seedance server: signal %d, stopping\n", sig);
   sync.reset();
+  if (replica) replica->Stop();  // a leader revokes its lease: another takes over at once
   (*http)->Stop();
   (*service)->Shutdown();
   return kExitOk;
@@ -239,6 +298,17 @@ Command AddServerCommand(CLI::App& app) {
       ->capture_default_str();
   s->add_option("--state", f->state, "Directory of the durable state (created if absent)")
       ->type_name("DIR");
+  s->add_option("--store", f->store,
+                "Where the state is kept instead of --state: sqlite://DIR (= --state DIR) or "
+                "etcd://HOST:PORT[,HOST:PORT...] for replicas that elect a leader (docs/ha.md)")
+      ->type_name("URL");
+  s->add_option("--etcd-prefix", f->etcd_prefix,
+                "Key prefix of the state in etcd (starts and ends with '/'); replicas of one "
+                "cluster share it")
+      ->capture_default_str();
+  AddDuration(s, "--lease-ttl", &f->lease_ttl_s, 1, base::Closed(2, 3600),
+              "etcd lease of the leader: a follower takes over within about this long after the "
+              "leader dies");
   s->add_option("--nodes", f->nodes,
                 "Preload nodes from an openb node CSV, a cluster descriptor (.yaml/.json) or "
                 "`kubectl get nodes -o json` output")

@@ -1,6 +1,7 @@
 #include "seedance/server/http.h"
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -147,7 +148,7 @@ absl::StatusOr<std::unique_ptr<httplib::Server>> MakeServer(const HttpOptions& o
 // accept queue (TcpExtListenOverflows) and some saw their first request fail with the connection
 // closed. The socket-options hook hands over the descriptor, and listen() again raises the
 // backlog to the system's maximum.
-absl::StatusOr<int> Bind(httplib::Server& h, const HttpOptions& o) {
+absl::StatusOr<int> Bind(httplib::Server& h, const HttpOptions& o, int* fd_out = nullptr) {
   auto fd = std::make_shared<int>(-1);
   h.set_socket_options([fd](socket_t sock) {
     httplib::default_socket_options(sock);
@@ -164,6 +165,7 @@ absl::StatusOr<int> Bind(httplib::Server& h, const HttpOptions& o) {
                                                o.port,
                                                " (in use, or not an address of this host)"));
   }
+  if (fd_out) *fd_out = *fd;
   if (*fd >= 0 && ::listen(*fd, SOMAXCONN) != 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", base::ForTerminal(o.host), ":",
                                                port, ": ", std::strerror(errno)));
@@ -176,7 +178,13 @@ absl::StatusOr<int> Bind(httplib::Server& h, const HttpOptions& o) {
 absl::Status HttpServer::Check(const HttpOptions& options) {
   absl::StatusOr<std::unique_ptr<httplib::Server>> h = MakeServer(options);
   if (!h.ok()) return h.status();
-  return Bind(**h, options).status();  // the probe socket closes with the server
+  // httplib closes a listening socket only in stop(), which does nothing when it never served:
+  // the probe socket is closed here, or it would stay bound beside the real one (SO_REUSEPORT)
+  // and take a share of the connections to a fixed --listen port that nobody accepts.
+  int fd = -1;
+  absl::StatusOr<int> port = Bind(**h, options, &fd);
+  if (fd >= 0) ::close(fd);
+  return port.status();
 }
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(Service& service,
@@ -217,6 +225,27 @@ void HttpServer::Wait() {
 void HttpServer::Stop() {
   if (http_) http_->stop();
   if (listener_.joinable()) listener_.join();
+}
+
+// A write to a follower (docs/ha.md): 307 to the leader's URL when one is known (the method and
+// body are to be repeated there), else 503; the body is the API's error either way.
+void HttpServer::SendToLeader(const httplib::Request& req, httplib::Response& res) {
+  const LeaderInfo who = service_.leader_info();
+  if (!who.leader_url.empty() && who.leader_url != who.self_url) {
+    res.status = 307;
+    res.set_header("Location", who.leader_url + req.target);
+    res.set_content(api::ErrorBody(absl::UnavailableError(
+                        absl::StrCat("this replica is a follower: send writes to the leader, ",
+                                     who.leader_url, " (", who.leader_id, ")"))),
+                    "application/json");
+    return;
+  }
+  res.status = 503;
+  res.set_header("Retry-After", "1");
+  res.set_content(api::ErrorBody(absl::UnavailableError(
+                      "this replica is not the leader and no leader is known yet (an election "
+                      "is under way); retry, or ask GET /v1/leader")),
+                  "application/json");
 }
 
 void HttpServer::Routes() {
@@ -260,6 +289,11 @@ void HttpServer::Routes() {
                           ": nodes, the policy and the watch stream are the administrator's"))),
                       "application/json");
       service_.metrics().CountRequest("forbidden", 403);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (IsMutating(req.method) && !service_.leading()) {
+      SendToLeader(req, res);
+      service_.metrics().CountRequest("not_leader", res.status);
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
