@@ -190,6 +190,7 @@ class GatewayClient final : public EtcdClient {
       conns_[i]->set_read_timeout(0, us(options_.request_timeout_s));
       conns_[i]->set_write_timeout(0, us(options_.request_timeout_s));
       conns_[i]->set_keep_alive(true);
+      conns_[i]->set_tcp_nodelay(true);  // no Nagle delay against the delayed ACK: ~40 ms a call
     }
     return *conns_[i];
   }
