@@ -158,6 +158,31 @@ absl::Status ResolveStore(ServerFlags& f, std::optional<ha::ReplicaOptions>* etc
   return absl::OkStatus();
 }
 
+// The replica for --store etcd://... (null without it); the service then starts as a follower
+// on the replica's store.
+absl::StatusOr<std::unique_ptr<ha::Replica>> OpenReplica(
+    const std::optional<ha::ReplicaOptions>& etcd, server::ServiceOptions* so,
+    std::unique_ptr<store::Store>* store) {
+  if (!etcd) return nullptr;
+  absl::StatusOr<std::unique_ptr<ha::Replica>> r = ha::Replica::Open(*etcd);
+  if (!r.ok()) return r.status();
+  *store = (*r)->TakeStore();
+  so->follower = true;
+  return r;
+}
+
+// Joins the election. --nodes is put by whichever replica leads (again on each takeover: a put
+// of an unchanged node changes nothing but its revision).
+void StartReplica(ha::Replica& replica, server::Service* svc, const std::string& url,
+                  const std::vector<core::NodeSpec>& preload) {
+  replica.Start(svc, url, [svc, preload] {
+    if (preload.empty()) return;
+    if (absl::Status st = svc->Preload(preload); !st.ok()) {
+      std::fprintf(stderr, "seedance server: %s\n", std::string(st.message()).c_str());
+    }
+  });
+}
+
 int RunServer(ServerFlags f) {
   std::optional<ha::ReplicaOptions> etcd;
   if (absl::Status st = ResolveStore(f, &etcd); !st.ok()) return Fail(st);
@@ -209,19 +234,13 @@ int RunServer(ServerFlags f) {
   sigset_t stop_signals = BlockStopSignals();
 
   // With etcd: a replica that follows until it wins the election (docs/ha.md).
-  std::unique_ptr<ha::Replica> replica;
   std::unique_ptr<store::Store> store;
-  if (etcd) {
-    absl::StatusOr<std::unique_ptr<ha::Replica>> r = ha::Replica::Open(*etcd);
-    if (!r.ok()) return Fail(r.status());
-    replica = std::move(*r);
-    store = replica->TakeStore();
-    so->follower = true;
-  }
+  absl::StatusOr<std::unique_ptr<ha::Replica>> replica = OpenReplica(etcd, &*so, &store);
+  if (!replica.ok()) return Fail(replica.status());
   absl::StatusOr<std::unique_ptr<server::Service>> service =
       server::Service::Start(*so, std::move(store));
   if (!service.ok()) return Fail(service.status());
-  if (!preload.empty() && !replica) {
+  if (!preload.empty() && !*replica) {
     if (absl::Status st = (*service)->Preload(preload); !st.ok()) return Fail(st);
   }
   absl::StatusOr<std::unique_ptr<server::HttpServer>> http =
@@ -234,16 +253,7 @@ int RunServer(ServerFlags f) {
       absl::StrCat(h.tls_cert.empty() ? "http://" : "https://",
                    h.host.find(':') != std::string::npos ? absl::StrCat("[", h.host, "]") : h.host,
                    ":", (*http)->port());
-  if (replica) {
-    server::Service* svc = service->get();
-    // --nodes is put by whichever replica leads (again on each takeover: a put is idempotent).
-    replica->Start(svc, url, [svc, preload] {
-      if (preload.empty()) return;
-      if (absl::Status st = svc->Preload(preload); !st.ok()) {
-        std::fprintf(stderr, "seedance server: %s\n", std::string(st.message()).c_str());
-      }
-    });
-  }
+  if (*replica) StartReplica(**replica, service->get(), url, preload);
   if (*ready) {
     absl::Status st = (*ready)->Write(url + "\n");
     if (st.ok()) st = (*ready)->Commit();
@@ -263,7 +273,7 @@ int RunServer(ServerFlags f) {
   sigwait(&stop_signals, &sig);
   if (!f.quiet) std::fprintf(stderr, "seedance server: signal %d, stopping\n", sig);
   sync.reset();
-  if (replica) replica->Stop();  // a leader revokes its lease: another takes over at once
+  if (*replica) (*replica)->Stop();  // a leader revokes its lease: another takes over at once
   (*http)->Stop();
   (*service)->Shutdown();
   return kExitOk;
