@@ -32,6 +32,8 @@ PACKAGES=(
   libprotobuf-dev
   protobuf-compiler
   protobuf-compiler-grpc
+  etcd-server
+  etcd-client
   curl
   wrk
   prometheus

@@ -20,6 +20,7 @@
 #include "seedance/base/io.h"
 #include "seedance/base/parse.h"
 #include "seedance/base/text.h"
+#include "seedance/ha/replica.h"
 #include "seedance/k8s/apiserver.h"
 #include "seedance/sched/frag.h"
 #include "seedance/sched/queue.h"
@@ -37,6 +38,9 @@ namespace {
 struct ServerFlags {
   std::string listen = "127.0.0.1:7070";
   std::string state;
+  std::string store;  // --store sqlite://DIR | etcd://HOST:PORT[,...]
+  std::string etcd_prefix = "/seedance/";
+  double lease_ttl_s = 3;
   std::string nodes;
   std::string policy;
   std::string token_file;
@@ -62,7 +66,7 @@ struct ServerFlags {
 };
 
 // The Slurm backend's options, checked before anything starts.
-absl::Status CheckBackend(ServerFlags& f) {
+absl::Status CheckBackend(ServerFlags& f, bool replicated) {
   const bool kube = !f.kube.kube_api.empty() || f.kube.kube_in_cluster;
   if (f.backend == "local") {
     if (!f.slurm.rest.url.empty()) {
@@ -78,6 +82,11 @@ absl::Status CheckBackend(ServerFlags& f) {
   if (f.slurm.rest.url.empty()) {
     return absl::InvalidArgumentError(
         "--backend slurm: --slurm-url http://HOST:PORT of slurmrestd is required");
+  }
+  if (replicated) {
+    return absl::InvalidArgumentError(
+        "--backend slurm: not with --store etcd:// yet (replicas would all submit); run one "
+        "server with --state");
   }
   f.slurm.resubmit_lost = f.slurm_requeue == "resubmit";
   f.slurm.probe_slurmd = f.slurm_probe;
@@ -159,28 +168,81 @@ absl::StatusOr<std::unique_ptr<base::OutputFile>> OpenReadyFile(const ServerFlag
   return base::OutputFile::Open(f.ready_file);
 }
 
-int RunServer(ServerFlags f) {
-  if (f.state.empty()) return UsageError("server: --state DIR is required (where state is kept)");
-  if (absl::Status st = CheckBackend(f); !st.ok()) return Fail(st);
+// Where the state is kept: --state DIR, --store sqlite://DIR (the same) or --store etcd://...
+// (the replica's options in *etcd). Usage errors name the flags.
+absl::Status ResolveStore(ServerFlags& f, std::optional<ha::ReplicaOptions>* etcd) {
+  if (!f.state.empty() && !f.store.empty()) {
+    return absl::InvalidArgumentError("server: give --state DIR or --store URL, not both");
+  }
+  if (f.state.empty() && f.store.empty()) {
+    return absl::InvalidArgumentError(
+        "server: --state DIR or --store URL is required (where state is kept)");
+  }
+  if (f.store.empty()) return absl::OkStatus();
+  if (f.store.rfind("sqlite://", 0) == 0) {
+    f.state = f.store.substr(9);
+    if (f.state.empty()) {
+      return absl::InvalidArgumentError("--store: sqlite://DIR needs a directory");
+    }
+    return absl::OkStatus();
+  }
+  if (f.store.rfind("etcd://", 0) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--store: expected sqlite://DIR or etcd://HOST:PORT[,HOST:PORT...], got '",
+                     base::ForTerminal(base::Clip(f.store, 100)), "'"));
+  }
+  ha::ReplicaOptions o;
+  o.store.url = f.store;
+  o.store.prefix = f.etcd_prefix;
+  o.lease_ttl_s = f.lease_ttl_s;
+  etcd->emplace(std::move(o));
+  return absl::OkStatus();
+}
+
+// The replica for --store etcd://... (null without it); the service then starts as a follower
+// on the replica's store.
+absl::StatusOr<std::unique_ptr<ha::Replica>> OpenReplica(
+    const std::optional<ha::ReplicaOptions>& etcd, server::ServiceOptions* so,
+    std::unique_ptr<store::Store>* store) {
+  if (!etcd) return nullptr;
+  absl::StatusOr<std::unique_ptr<ha::Replica>> r = ha::Replica::Open(*etcd);
+  if (!r.ok()) return r.status();
+  *store = (*r)->TakeStore();
+  so->follower = true;
+  return r;
+}
+
+// Joins the election. --nodes is put by whichever replica leads (again on each takeover: a put
+// of an unchanged node changes nothing but its revision).
+void StartReplica(ha::Replica& replica, server::Service* svc, const std::string& url,
+                  const std::vector<core::NodeSpec>& preload) {
+  replica.Start(svc, url, [svc, preload] {
+    if (preload.empty()) return;
+    if (absl::Status st = svc->Preload(preload); !st.ok()) {
+      std::fprintf(stderr, "seedance server: %s\n", std::string(st.message()).c_str());
+    }
+  });
+}
+
+// The HTTP server's options: --listen, tokens, tenants, TLS and limits.
+absl::StatusOr<server::HttpOptions> HttpOptionsOf(const ServerFlags& f) {
   server::HttpOptions h;
-  if (absl::Status st = ParseListen(f.listen, &h.host, &h.port); !st.ok()) return Fail(st);
-  absl::StatusOr<std::unique_ptr<base::OutputFile>> ready = OpenReadyFile(f);
-  if (!ready.ok()) return Fail(ready.status());
+  if (absl::Status st = ParseListen(f.listen, &h.host, &h.port); !st.ok()) return st;
   if (!f.token_file.empty()) {
     absl::StatusOr<std::string> token = ReadToken(f.token_file);
-    if (!token.ok()) return Fail(token.status());
+    if (!token.ok()) return token.status();
     h.token = *token;
   }
   if (!f.tenant_tokens.empty()) {
     absl::StatusOr<std::string> text = base::ReadInput(f.tenant_tokens, base::InputKind::kConfig);
-    if (!text.ok()) return Fail(text.status());
+    if (!text.ok()) return text.status();
     absl::StatusOr<std::vector<server::TenantToken>> tenants =
         server::ParseTenantTokens(*text, f.tenant_tokens);
-    if (!tenants.ok()) return Fail(tenants.status());
+    if (!tenants.ok()) return tenants.status();
     for (const server::TenantToken& t : *tenants) {
       if (t.token == h.token) {
-        return Fail(absl::InvalidArgumentError(absl::StrCat(
-            "--tenant-tokens: tenant '", t.tenant, "' has the administrator's token")));
+        return absl::InvalidArgumentError(
+            absl::StrCat("--tenant-tokens: tenant '", t.tenant, "' has the administrator's token"));
       }
     }
     h.tenant_tokens = std::move(*tenants);
@@ -190,6 +252,18 @@ int RunServer(ServerFlags f) {
   h.max_body_bytes = static_cast<size_t>(f.max_body);
   h.max_connections = f.max_connections;
   h.rate_limit = f.rate_limit;
+  return h;
+}
+
+int RunServer(ServerFlags f) {
+  std::optional<ha::ReplicaOptions> etcd;
+  if (absl::Status st = ResolveStore(f, &etcd); !st.ok()) return Fail(st);
+  if (absl::Status st = CheckBackend(f, etcd.has_value()); !st.ok()) return Fail(st);
+  absl::StatusOr<server::HttpOptions> http_options = HttpOptionsOf(f);
+  if (!http_options.ok()) return Fail(http_options.status());
+  server::HttpOptions& h = *http_options;
+  absl::StatusOr<std::unique_ptr<base::OutputFile>> ready = OpenReadyFile(f);
+  if (!ready.ok()) return Fail(ready.status());
   absl::StatusOr<std::optional<k8s::ApiServerOptions>> kube = KubeOptionsOf(f.kube);
   if (!kube.ok()) return Fail(kube.status());
   if (*kube) {
@@ -212,9 +286,14 @@ int RunServer(ServerFlags f) {
 
   sigset_t stop_signals = BlockStopSignals();
 
-  absl::StatusOr<std::unique_ptr<server::Service>> service = server::Service::Start(*so);
+  // With etcd: a replica that follows until it wins the election (docs/ha.md).
+  std::unique_ptr<store::Store> store;
+  absl::StatusOr<std::unique_ptr<ha::Replica>> replica = OpenReplica(etcd, &*so, &store);
+  if (!replica.ok()) return Fail(replica.status());
+  absl::StatusOr<std::unique_ptr<server::Service>> service =
+      server::Service::Start(*so, std::move(store));
   if (!service.ok()) return Fail(service.status());
-  if (!preload.empty()) {
+  if (!preload.empty() && !*replica) {
     if (absl::Status st = (*service)->Preload(preload); !st.ok()) return Fail(st);
   }
   absl::StatusOr<std::unique_ptr<server::HttpServer>> http =
@@ -234,6 +313,7 @@ int RunServer(ServerFlags f) {
       absl::StrCat(h.tls_cert.empty() ? "http://" : "https://",
                    h.host.find(':') != std::string::npos ? absl::StrCat("[", h.host, "]") : h.host,
                    ":", (*http)->port());
+  if (*replica) StartReplica(**replica, service->get(), url, preload);
   if (*ready) {
     absl::Status st = (*ready)->Write(url + "\n");
     if (st.ok()) st = (*ready)->Commit();
@@ -241,10 +321,11 @@ int RunServer(ServerFlags f) {
   }
   if (!f.quiet) {
     std::fprintf(stderr, "seedance server: serving %s (state %s, revision %lld, %s)\n", url.c_str(),
-                 base::ForTerminal(f.state).c_str(), static_cast<long long>((*service)->revision()),
-                 !h.tenant_tokens.empty()
-                     ? absl::StrCat(h.tenant_tokens.size(), " tenants: every /v1/ call needs a token")
-                           .c_str()
+                 base::ForTerminal(etcd ? f.store : f.state).c_str(),
+                 static_cast<long long>((*service)->revision()),
+                 !h.tenant_tokens.empty() ? absl::StrCat(h.tenant_tokens.size(),
+                                                         " tenants: every /v1/ call needs a token")
+                                                .c_str()
                  : h.token.empty() ? "no auth: give --token-file to require a token"
                                    : "bearer token required for changes");
   }
@@ -253,6 +334,7 @@ int RunServer(ServerFlags f) {
   if (!f.quiet) std::fprintf(stderr, "seedance server: signal %d, stopping\n", sig);
   sync.reset();
   slurm.reset();
+  if (*replica) (*replica)->Stop();  // a leader revokes its lease: another takes over at once
   (*http)->Stop();
   (*service)->Shutdown();
   return kExitOk;
@@ -336,6 +418,10 @@ Command AddServerCommand(CLI::App& app) {
       "  seedance server --state /var/lib/seedance --nodes openb_node_list_gpu_node.csv\n"
       "  seedance server --listen 0.0.0.0:7070 --state st --token-file /etc/seedance/token "
       "--policy policy.yaml\n"
+      "  seedance server --store etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379 --listen "
+      "10.0.0.4:7070\n"
+      "  (one of several replicas: the leader decides, followers serve reads and redirect "
+      "writes; docs/ha.md)\n"
       "  curl -X POST localhost:7070/v1/pods -d '{\"name\":\"p1\",\"cpu_milli\":4000,"
       "\"num_gpu\":1,\"gpu_milli\":500}'\n\n"
       "As a kube-scheduler extender (filter, prioritize, bind, preempt under "
@@ -348,6 +434,17 @@ Command AddServerCommand(CLI::App& app) {
       ->capture_default_str();
   s->add_option("--state", f->state, "Directory of the durable state (created if absent)")
       ->type_name("DIR");
+  s->add_option("--store", f->store,
+                "Where the state is kept instead of --state: sqlite://DIR (= --state DIR) or "
+                "etcd://HOST:PORT[,HOST:PORT...] for replicas that elect a leader (docs/ha.md)")
+      ->type_name("URL");
+  s->add_option("--etcd-prefix", f->etcd_prefix,
+                "Key prefix of the state in etcd (starts and ends with '/'); replicas of one "
+                "cluster share it")
+      ->capture_default_str();
+  AddDuration(s, "--lease-ttl", &f->lease_ttl_s, 1, base::Closed(2, 3600),
+              "etcd lease of the leader: a follower takes over within about this long after the "
+              "leader dies");
   s->add_option("--nodes", f->nodes,
                 "Preload nodes from an openb node CSV, a cluster descriptor (.yaml/.json) or "
                 "`kubectl get nodes -o json` output")

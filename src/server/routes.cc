@@ -73,6 +73,20 @@ absl::StatusOr<int> PageSize(const httplib::Request& req) {
   return static_cast<int>(v);
 }
 
+// GET /v1/leader (docs/ha.md).
+Json LeaderJson(const Service& s) {
+  const LeaderInfo i = s.leader_info();
+  if (!i.replicated) return {{"replicated", false}, {"role", "leader"}, {"leader", nullptr}};
+  Json leader = nullptr;
+  if (!i.leader_url.empty()) leader = {{"id", i.leader_id}, {"url", i.leader_url}};
+  return {{"replicated", true},
+          {"role", s.leading() ? "leader" : "follower"},
+          {"self", {{"id", i.self_id}, {"url", i.self_url}}},
+          {"leader", leader},
+          {"term", i.term},
+          {"revision", s.revision()}};
+}
+
 // ----------------------------------------------------------------------------------- nodes
 
 void PutNode(Service& s, const httplib::Request& req, httplib::Response& res) {
@@ -467,7 +481,13 @@ void RegisterRoutes(httplib::Server& h, Service& s, const HttpOptions& o,
   });
   h.Get("/readyz", [&s](const httplib::Request&, httplib::Response& res) {
     res.status = s.ready() ? 200 : 503;
-    res.set_content(s.ready() ? "ready\n" : "not ready\n", "text/plain");
+    res.set_content(!s.ready()    ? "not ready\n"
+                    : s.leading() ? "ready\n"
+                                  : "ready (follower)\n",
+                    "text/plain");
+  });
+  h.Get("/v1/leader", [&s](const httplib::Request&, httplib::Response& res) {
+    Send(res, {200, base::DumpJson(LeaderJson(s), -1)});
   });
   h.Get("/metrics", [&m](const httplib::Request&, httplib::Response& res) {
     res.set_content(m.Expose(), "text/plain; version=0.0.4");

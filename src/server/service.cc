@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <set>
 #include <thread>
 #include <utility>
@@ -65,8 +66,10 @@ Service::~Service() { Shutdown(); }
 
 double Service::Now() const { return MonotonicS(); }
 
-absl::StatusOr<std::unique_ptr<Service>> Service::Start(ServiceOptions options) {
+absl::StatusOr<std::unique_ptr<Service>> Service::Start(ServiceOptions options,
+                                                        std::unique_ptr<store::Store> store) {
   std::unique_ptr<Service> s(new Service(std::move(options)));
+  s->leading_ = !s->options_.follower;
   // Every input is checked before the state directory is opened (or created), so a refused
   // start leaves nothing behind.
   absl::StatusOr<std::unique_ptr<sched::Scheduler>> sc =
@@ -74,9 +77,13 @@ absl::StatusOr<std::unique_ptr<Service>> Service::Start(ServiceOptions options) 
   if (!sc.ok()) return sc.status();
   s->scheduler_ = std::move(*sc);
   if (absl::Status p = s->StartPolicies(); !p.ok()) return p;
-  absl::StatusOr<std::unique_ptr<store::Store>> st = store::Store::Open(s->options_.state_dir);
-  if (!st.ok()) return st.status();
-  s->store_ = std::move(*st);
+  if (store) {
+    s->store_ = std::move(store);
+  } else {
+    absl::StatusOr<std::unique_ptr<store::Store>> st = store::Store::Open(s->options_.state_dir);
+    if (!st.ok()) return st.status();
+    s->store_ = std::move(*st);
+  }
   std::string stored_policy;
   if (absl::Status r = s->Recover(&stored_policy); !r.ok()) return r;
   if (absl::Status p = s->ApplyStoredPolicy(stored_policy); !p.ok()) return p;
@@ -90,7 +97,7 @@ absl::Status Service::Recover(std::string* policy_text) {
   absl::StatusOr<store::Snapshot> snap = store_->Load();
   if (!snap.ok()) return snap.status();
   *policy_text = snap->policy_text;
-  const std::string where = absl::StrCat(options_.state_dir, "/state.db");
+  const std::string& where = store_->path();
   for (const store::NodeRecord& rec : snap->nodes) {
     Json j = Json::parse(rec.spec_json, nullptr, false);
     absl::StatusOr<core::NodeSpec> spec = NodeFromJson(j);
@@ -184,8 +191,16 @@ void Service::Loop() {
       const double until = std::min(wake.value_or(1e300), last_tick_s_ + options_.tick_s);
       const double wait = std::max(0.0, until - Now());
       cv_.wait_for(lock, std::chrono::duration<double>(std::min(wait, 3600.0)),
-                   [&] { return stopping_ || !inbox_.empty(); });
+                   [&] { return stopping_ || !inbox_.empty() || !reloads_.empty(); });
       if (stopping_) return;
+      if (!reloads_.empty()) {
+        std::vector<std::pair<bool, std::promise<absl::Status>>> reloads;
+        reloads.swap(reloads_);
+        lock.unlock();
+        const absl::Status st = Rebuild(reloads.back().first);  // the latest request wins
+        for (auto& [lead, done] : reloads) done.set_value(st);
+        continue;
+      }
       const size_t take = std::min<size_t>(inbox_.size(), options_.max_batch);
       batch.assign(std::make_move_iterator(inbox_.begin()),
                    std::make_move_iterator(inbox_.begin() + static_cast<ptrdiff_t>(take)));
@@ -197,6 +212,7 @@ void Service::Loop() {
 }
 
 void Service::RunBatch(std::vector<std::pair<Operation, std::promise<Reply>>>& batch) {
+  if (!leading_.load()) return RunFollowerBatch(batch);
   const double now = Now();
   // Every decision of this batch is made under one policy, even if a reload lands meanwhile.
   batch_policy_ = policies_->Current();
@@ -227,20 +243,105 @@ void Service::RunBatch(std::vector<std::pair<Operation, std::promise<Reply>>>& b
     metrics_->commit_duration->Observe(Now() - t0);
   }
   metrics_->batch_size->Observe(static_cast<double>(batch.size()));
-  if (!committed.ok()) {
-    // The in-memory state is ahead of the disk: nothing of this batch may be acknowledged and
-    // the process cannot go on as if it were durable. Refuse everything and stop serving.
-    for (auto& [op, promise] : batch) {
-      promise.set_value(ErrorReply(absl::UnavailableError(
-          absl::StrCat("the state could not be made durable: ", committed.message()))));
-    }
-    SEEDANCE_CHECK(committed.ok()) << "state commit failed; restart recovers the last durable "
-                                      "state: "
-                                   << committed.message();
-  }
+  if (!committed.ok()) return FailBatch(batch, committed);
   for (size_t i = 0; i < batch.size(); ++i) batch[i].second.set_value(finishers[i]());
   Publish(std::move(events));
   UpdateGauges();
+}
+
+void Service::FailBatch(std::vector<std::pair<Operation, std::promise<Reply>>>& batch,
+                        const absl::Status& committed) {
+  // The in-memory state is ahead of the store: nothing of this batch may be acknowledged.
+  for (auto& [op, promise] : batch) {
+    promise.set_value(ErrorReply(absl::UnavailableError(
+        absl::StrCat("the state could not be made durable: ", committed.message()))));
+  }
+  // A replicated store stays usable (another replica may lead now): rebuild from what it holds
+  // and stop deciding. Otherwise the process cannot go on as if it were durable.
+  SEEDANCE_CHECK(store_->reloadable())
+      << "state commit failed; restart recovers the last durable state: " << committed.message();
+  std::fprintf(stderr, "seedance server: commit refused (%s); following from now on\n",
+               std::string(committed.message()).c_str());
+  commit_failed_ = true;
+  if (absl::Status st = Rebuild(false); !st.ok()) {
+    std::fprintf(stderr, "seedance server: %s\n", std::string(st.message()).c_str());
+  }
+  commit_failed_ = true;  // Rebuild clears it; the caller must still step down
+}
+
+void Service::RunFollowerBatch(std::vector<std::pair<Operation, std::promise<Reply>>>& batch) {
+  last_tick_s_ = Now();  // a follower runs no rules: the loop sleeps until an operation comes
+  Context ctx{*scheduler_, *this, last_tick_s_};
+  std::vector<Finisher> finishers;
+  finishers.reserve(batch.size());
+  for (auto& [op, promise] : batch) finishers.push_back(op(ctx));
+  if (!scheduler_->TakeChanges().empty() || pending_policy_text_) {
+    // A write slipped past the HTTP check while this service was being demoted: refuse the
+    // batch and put the state back as the store has it.
+    pending_policy_text_.reset();
+    for (auto& [op, promise] : batch) {
+      promise.set_value(Unavailable("this replica is not the leader; ask GET /v1/leader"));
+    }
+    if (absl::Status st = Rebuild(false); !st.ok()) {
+      std::fprintf(stderr, "seedance server: %s\n", std::string(st.message()).c_str());
+    }
+    return;
+  }
+  for (size_t i = 0; i < batch.size(); ++i) batch[i].second.set_value(finishers[i]());
+}
+
+absl::Status Service::Reload(bool lead) {
+  std::promise<absl::Status> done;
+  std::future<absl::Status> result = done.get_future();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return absl::UnavailableError("the server is shutting down");
+    reloads_.emplace_back(lead, std::move(done));
+  }
+  cv_.notify_one();
+  return result.get();
+}
+
+absl::Status Service::Rebuild(bool lead) {
+  leading_ = false;
+  ready_ = false;
+  absl::StatusOr<std::unique_ptr<sched::Scheduler>> sc =
+      sched::Scheduler::Create(options_.scheduler);
+  if (!sc.ok()) return sc.status();
+  scheduler_ = std::move(*sc);
+  queues_policy_ = nullptr;
+  queues_config_ = {};
+  submitted_at_.clear();
+  batch_pod_json_.clear();
+  pending_policy_text_.reset();
+  std::string stored_policy;
+  if (absl::Status r = Recover(&stored_policy); !r.ok()) return r;
+  if (absl::Status p = ApplyStoredPolicy(stored_policy); !p.ok()) return p;
+  batch_policy_ = policies_->Current();
+  SyncQueues(Now());
+  (void)scheduler_->TakeChanges();
+  {
+    // The events in memory were published by another life of this service: a watcher is served
+    // from the store from now on, which has every event in order.
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    recent_.clear();
+  }
+  UpdateGauges();
+  commit_failed_ = false;
+  leading_ = lead;
+  ready_ = true;
+  watch_cv_.notify_all();
+  return absl::OkStatus();
+}
+
+void Service::SetLeaderInfo(LeaderInfo info) {
+  std::lock_guard<std::mutex> lock(leader_mu_);
+  leader_info_ = std::move(info);
+}
+
+LeaderInfo Service::leader_info() const {
+  std::lock_guard<std::mutex> lock(leader_mu_);
+  return leader_info_;
 }
 
 void Service::ObserveBound(const std::string& uid, double now) {
@@ -406,12 +507,13 @@ absl::Status Service::StartPolicies() {
 }
 
 absl::Status Service::ApplyStoredPolicy(const std::string& stored_text) {
-  if (options_.policy_path.empty() && !stored_text.empty()) {
+  if (options_.policy_path.empty() && !stored_text.empty() && stored_text != applied_policy_text_) {
     // The policy last PUT over the API, as acknowledged.
     if (absl::Status st = policies_->Reload(stored_text, "PUT /v1/policy"); !st.ok()) {
-      return absl::DataLossError(absl::StrCat(
-          options_.state_dir, "/state.db: the stored policy is refused: ", st.message()));
+      return absl::DataLossError(
+          absl::StrCat(store_->path(), ": the stored policy is refused: ", st.message()));
     }
+    applied_policy_text_ = stored_text;
     use_policy_profiles_ = true;
   }
   scheduler_->SetProfileSelector([this](const sched::PodInfo& pod) { return ProfileOf(pod); });

@@ -71,7 +71,10 @@ class Server:
         os.close(fd)
         os.unlink(ready)
         self.log = tempfile.TemporaryFile()
-        cmd = [self.binary, "server", "--listen", "127.0.0.1:0", "--state", self.state_dir,
+        # An etcd URL is a replica's --store (src/ha/failover_test.py); anything else a --state.
+        where = (["--store", self.state_dir] if self.state_dir.startswith("etcd://")
+                 else ["--state", self.state_dir])
+        cmd = [self.binary, "server", "--listen", "127.0.0.1:0"] + where + [
                "--ready-file", ready, "--quiet"] + self.extra
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log, env=self.env)
         deadline = time.monotonic() + DEADLINE_S

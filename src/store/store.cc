@@ -378,7 +378,34 @@ bool Batch::empty() const {
          events.empty() && !policy_text.has_value();
 }
 
-struct Store::Impl {
+// The SQLite store (Store::Open).
+class SqliteStore final : public Store {
+ public:
+  struct Impl;
+  explicit SqliteStore(std::unique_ptr<Impl> impl);
+  ~SqliteStore() override;
+  absl::StatusOr<Snapshot> Load() override;
+  absl::Status Commit(const Batch& batch) override;
+  absl::StatusOr<std::vector<EventRecord>> EventsSince(int64_t after_revision,
+                                                       size_t limit) override;
+  int64_t oldest_event_revision() const override { return dropped_through_.load() + 1; }
+  int64_t revision() const override { return revision_.load(); }
+  int64_t event_count() const override { return event_count_.load(); }
+  const std::string& path() const override { return db_path_; }
+
+ private:
+  friend class Store;  // Open sets the counters
+  absl::Status CommitLocked(const Batch& batch);
+
+  std::unique_ptr<Impl> impl_;
+  std::string db_path_;
+  std::atomic<int64_t> dropped_through_{0};
+  std::atomic<int64_t> revision_{0};
+  std::atomic<int64_t> event_count_{0};
+  std::atomic<int64_t> last_event_revision_{0};
+};
+
+struct SqliteStore::Impl {
   std::string dir;
   std::string path;
   StoreOptions options;
@@ -587,8 +614,9 @@ struct Store::Impl {
   }
 };
 
-Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)), db_path_(impl_->path) {}
-Store::~Store() = default;
+SqliteStore::SqliteStore(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)), db_path_(impl_->path) {}
+SqliteStore::~SqliteStore() = default;
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir_in, StoreOptions o) {
   if (dir_in.empty()) return absl::InvalidArgumentError("--state: the directory name is empty");
@@ -603,7 +631,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir_in, St
   std::string dir = dir_in;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
 
-  auto impl = std::make_unique<Impl>();
+  auto impl = std::make_unique<SqliteStore::Impl>();
   impl->dir = dir;
   impl->path = absl::StrCat(dir, "/", kDbName);
   impl->options = o;
@@ -647,20 +675,20 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir_in, St
     return refuse(s);
   }
   if (o.checkpoint_pages > 0) {
-    Impl* raw = impl.get();
-    sqlite3_wal_hook(raw->writer.get(), &Impl::OnWalCommit, raw);
+    SqliteStore::Impl* raw = impl.get();
+    sqlite3_wal_hook(raw->writer.get(), &SqliteStore::Impl::OnWalCommit, raw);
     impl->checkpoint_thread = std::thread([raw] { raw->CheckpointLoop(); });
   }
 
-  std::unique_ptr<Store> store(new Store(std::move(impl)));
+  auto store = std::make_unique<SqliteStore>(std::move(impl));
   store->revision_ = counters.revision;
   store->dropped_through_ = counters.dropped;
   store->event_count_ = counters.count;
   store->last_event_revision_ = counters.last;
-  return store;
+  return std::unique_ptr<Store>(std::move(store));
 }
 
-absl::StatusOr<Snapshot> Store::Load() {
+absl::StatusOr<Snapshot> SqliteStore::Load() {
   std::lock_guard<std::mutex> lock(impl_->writer_mu);
   sqlite3* w = impl_->writer.get();
   const std::string& path = impl_->path;
@@ -717,7 +745,7 @@ absl::StatusOr<Snapshot> Store::Load() {
   return snap;
 }
 
-absl::Status Store::Commit(const Batch& batch) {
+absl::Status SqliteStore::Commit(const Batch& batch) {
   std::lock_guard<std::mutex> lock(impl_->writer_mu);
   if (!impl_->broken.ok()) {
     return absl::FailedPreconditionError(
@@ -752,7 +780,7 @@ absl::Status Store::Commit(const Batch& batch) {
   return CommitLocked(batch);
 }
 
-absl::Status Store::CommitLocked(const Batch& batch) {
+absl::Status SqliteStore::CommitLocked(const Batch& batch) {
   Impl& m = *impl_;
   absl::Status s = m.Run(m.begin, "cannot begin a transaction");
   if (!s.ok()) return s;
@@ -851,7 +879,8 @@ absl::Status Store::CommitLocked(const Batch& batch) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<EventRecord>> Store::EventsSince(int64_t after_revision, size_t limit) {
+absl::StatusOr<std::vector<EventRecord>> SqliteStore::EventsSince(int64_t after_revision,
+                                                                  size_t limit) {
   std::vector<EventRecord> out;
   if (limit == 0) return out;
   std::lock_guard<std::mutex> lock(impl_->reader_mu);

@@ -1795,6 +1795,30 @@ def server_flag_cases():
     c.append(Case(B, "server/placement-unknown", SRV + ["--placement", "nope"],
                   msg=["--placement"]))
     c.append(Case(E, "server/no-state", ["server", "--listen", "127.0.0.1:0"], msg=["--state"]))
+    # --store (docs/ha.md): sqlite://DIR or etcd://HOST:PORT[,...]; --etcd-prefix, --lease-ttl.
+    st = SRV[:4]
+    etcd_down = st + ["--store", "etcd://127.0.0.1:1"]
+    c.append(Case(E, "server/store-and-state", SRV + ["--store", "etcd://127.0.0.1:1"],
+                  msg=["--store", "--state"]))
+    for name, v in (("scheme", "ftp://x"), ("empty", ""), ("etcd-no-endpoint", "etcd://"),
+                    ("etcd-no-port", "etcd://host"), ("etcd-port-overflow", "etcd://h:70000"),
+                    ("etcd-port-zero", "etcd://h:0"), ("etcd-trailing-comma", "etcd://a:1,"),
+                    ("etcd-space", "etcd://h st:1"), ("etcd-ansi", "etcd://" + ESC + ":1"),
+                    ("sqlite-no-dir", "sqlite://")):
+        c.append(Case(B, "server/store-" + name, st + ["--store", v], msg=["--store"],
+                      absent=[("stderr", "\x1b")]))
+    c.append(Case(B, "server/store-sqlite-is-a-file", st + ["--store", "sqlite://{nodes.csv}"],
+                  exit=(1, 2), msg=["nodes.csv"]))
+    c.append(Case(E, "server/store-etcd-unreachable", etcd_down, exit=1, msg=["127.0.0.1:1"],
+                  max_s=15))
+    for name, v in (("no-slash", "seedance"), ("no-trailing-slash", "/seedance"), ("empty", ""),
+                    ("space", "/a b/"), ("ansi", "/" + ESC + "/")):
+        c.append(Case(B, "server/etcd-prefix-" + name, etcd_down + ["--etcd-prefix", v],
+                      msg=["--etcd-prefix"], absent=[("stderr", "\x1b")]))
+    for name, v in (("nan", "nan"), ("minus", "-1"), ("overflow", "1e999"), ("text", "lots"),
+                    ("empty", ""), ("below-etcd-minimum", "1s"), ("over-an-hour", "2h")):
+        c.append(Case(B, "server/lease-ttl=" + name, etcd_down + ["--lease-ttl", v],
+                      msg=["--lease-ttl"]))
     c.append(Case(E, "server/unknown-flag", SRV + ["--bogus"], msg=["--bogus"]))
     c.append(Case(E, "server/stray-argument", SRV + ["stray"], msg=["stray"]))
     # --state that cannot be a state directory.

@@ -21,7 +21,9 @@
 
 namespace httplib {
 class Server;
-}
+struct Request;
+struct Response;
+}  // namespace httplib
 
 namespace seedance::server {
 
@@ -64,6 +66,7 @@ class HttpServer {
  private:
   HttpServer(Service& service, HttpOptions options);
   void Routes();
+  void SendToLeader(const httplib::Request& req, httplib::Response& res);
 
   Service& service_;
   HttpOptions options_;

@@ -7,6 +7,11 @@
 // releases the replies and publishes the changes to watchers. So a 2xx reply means the change
 // is on disk, and a crash loses only changes nobody was told about.
 //
+// With a replicated store (etcd, docs/ha.md) a Service is either the leader, which decides and
+// commits as above, or a follower, which serves reads from the state it last loaded from the
+// store and makes no decision at all (no scheduling cycle, no commit); Reload switches between
+// the two by rebuilding the state from the store.
+//
 // Thread-safety: every public method is thread-safe.
 #ifndef SEEDANCE_SERVER_SERVICE_H_
 #define SEEDANCE_SERVER_SERVICE_H_
@@ -61,6 +66,16 @@ struct ServiceOptions {
   // POST /v1/pods admission beyond the API's own checks (a backend's requirements); an error
   // is the caller's 4xx and nothing is created.
   std::function<absl::Status(const sched::PodInfo&)> admit;
+  // Start as a follower (a replicated store; docs/ha.md): serve reads, decide nothing.
+  bool follower = false;
+};
+
+// Who decides, for GET /v1/leader and for sending writers to the leader (docs/ha.md).
+struct LeaderInfo {
+  bool replicated = false;  // false: a single server (SQLite), always the leader
+  std::string self_id, self_url;
+  std::string leader_id, leader_url;  // empty while no leader is known
+  int64_t term = 0;                   // the leader key's create revision in etcd (0: unknown)
 };
 
 // One watch event as the API shows it.
@@ -71,8 +86,10 @@ struct WatchEvent {
 
 class Service {
  public:
-  // Opens (or creates) the state, recovers everything it acknowledged, starts the loop.
-  static absl::StatusOr<std::unique_ptr<Service>> Start(ServiceOptions options);
+  // Opens (or creates) the state, recovers everything it acknowledged, starts the loop. `store`
+  // null: the SQLite store under options.state_dir; otherwise that store (etcd).
+  static absl::StatusOr<std::unique_ptr<Service>> Start(ServiceOptions options,
+                                                        std::unique_ptr<store::Store> store = {});
   ~Service();
   Service(const Service&) = delete;
   Service& operator=(const Service&) = delete;
@@ -106,6 +123,18 @@ class Service {
   // Stops the loop; pending operations get 503.
   void Shutdown();
 
+  // Rebuilds the scheduler from store().Load() between two batches and becomes the leader
+  // (`lead`) or a follower. Pending operations wait for it. On failure the service is not ready
+  // (503) until a later Reload succeeds.
+  absl::Status Reload(bool lead);
+  // True while this service decides (always, without a replicated store).
+  bool leading() const { return leading_.load(); }
+  // Set when a commit to a reloadable store failed: the service made itself a follower (its
+  // replies were 503) and the caller should step down from leadership. Cleared by Reload.
+  bool commit_failed() const { return commit_failed_.load(); }
+  void SetLeaderInfo(LeaderInfo info);
+  LeaderInfo leader_info() const;
+
   // PUT /v1/policy (loop thread, inside an operation): installs the policy (the previous one
   // stays Active when it is refused) and makes its text durable with the batch.
   absl::Status ReplacePolicy(const std::string& text);
@@ -122,6 +151,13 @@ class Service {
  private:
   explicit Service(ServiceOptions options);
   absl::Status Recover(std::string* policy_text);
+  // Reload's work, on the loop thread.
+  absl::Status Rebuild(bool lead);
+  // A follower's batch: reads only; refuses (503) the batch if any operation changed the state.
+  void RunFollowerBatch(std::vector<std::pair<Operation, std::promise<Reply>>>& batch);
+  // A failed commit: every reply 503; a reloadable store makes this service a follower again.
+  void FailBatch(std::vector<std::pair<Operation, std::promise<Reply>>>& batch,
+                 const absl::Status& committed);
   void Loop();
   // Applies one batch: operations, scheduling, revisions, commit; returns the replies.
   void RunBatch(std::vector<std::pair<Operation, std::promise<Reply>>>& batch);
@@ -162,7 +198,13 @@ class Service {
   std::condition_variable cv_;
   std::vector<std::pair<Operation, std::promise<Reply>>> inbox_;
   bool stopping_ = false;
+  std::vector<std::pair<bool, std::promise<absl::Status>>> reloads_;  // Reload requests
   std::thread loop_;
+  std::atomic<bool> leading_{true};
+  std::atomic<bool> commit_failed_{false};
+  std::string applied_policy_text_;  // the stored policy last installed (loop thread)
+  mutable std::mutex leader_mu_;
+  LeaderInfo leader_info_;
 
   std::atomic<int64_t> revision_{0};
   std::atomic<bool> ready_{false};

@@ -1,15 +1,15 @@
 // Durable state of `seedance server`: nodes, pods, the revision counter, the policy text and the
-// recent events (for watch ?since=) in one SQLite database in WAL mode under the --state
-// directory. The store is schema-agnostic: specs and objects are opaque JSON text chosen by the
-// server. docs/state.md describes the files, the schema, the durability promise and recovery.
+// recent events (for watch ?since=), behind the Store interface; the SQLite implementation keeps
+// them in one database in WAL mode under the --state directory. The store is schema-agnostic: specs
+// and objects are opaque JSON text chosen by the server. docs/state.md describes the files, the
+// schema, the durability promise and recovery.
 //
-// Thread safety: Load and Commit are serialised by an internal mutex (one writer connection);
-// EventsSince runs on its own reader connection and may be called from any thread concurrently
-// with Commit; oldest_event_revision and revision are lock-free. A background thread checkpoints
-// the WAL (StoreOptions::checkpoint_pages).
+// Thread safety (SQLite): Load and Commit are serialised by an internal mutex (one writer
+// connection); EventsSince runs on its own reader connection and may be called from any thread
+// concurrently with Commit; oldest_event_revision and revision are lock-free. A background thread
+// checkpoints the WAL (StoreOptions::checkpoint_pages).
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -85,53 +85,49 @@ struct StoreOptions {
 inline constexpr int32_t kApplicationId = 0x53444E43;
 inline constexpr int32_t kSchemaVersion = 1;
 
+// The store a server keeps its state in. Two implementations: SQLite under a --state directory
+// (Store::Open, this header; docs/state.md) and etcd (seedance/ha/etcd_store.h; docs/ha.md).
 class Store {
  public:
-  // Creates DIR (0700) and DIR/state.db (0600, created complete under a temporary name and
-  // renamed into place) if absent. WAL, synchronous=FULL (a commit is fsync'd), an
-  // application_id + schema version so a foreign or newer file is refused (FailedPrecondition
-  // naming the file), a quick_check so a corrupt file is refused (DataLoss), never reset. A lock
-  // file DIR/lock (flock) so two servers cannot share one --state (FailedPrecondition naming the
-  // holder's pid). InvalidArgument for an empty DIR or options out of range.
+  // The SQLite store. Creates DIR (0700) and DIR/state.db (0600, created complete under a
+  // temporary name and renamed into place) if absent. WAL, synchronous=FULL (a commit is
+  // fsync'd), an application_id + schema version so a foreign or newer file is refused
+  // (FailedPrecondition naming the file), a quick_check so a corrupt file is refused (DataLoss),
+  // never reset. A lock file DIR/lock (flock) so two servers cannot share one --state
+  // (FailedPrecondition naming the holder's pid). InvalidArgument for an empty DIR or options out
+  // of range.
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& dir, StoreOptions o = {});
-  ~Store();
-  Store(const Store&) = delete;
-  Store& operator=(const Store&) = delete;
+  virtual ~Store() = default;
 
-  absl::StatusOr<Snapshot> Load();  // everything, fast: 100,000 pods well under 1 s
+  virtual absl::StatusOr<Snapshot> Load() = 0;  // everything, fast: 100,000 pods well under 1 s
 
-  // One transaction, durable (fsync'd) on return. InvalidArgument (nothing written) for a batch
-  // breaking the rules above (empty key, revisions going backwards). An I/O failure returns
-  // Unavailable/DataLoss and leaves the store unusable: every later Commit fails with
-  // FailedPrecondition, since after a failed fsync the file's state is unknown; the server should
-  // exit and recover from disk on restart.
-  absl::Status Commit(const Batch& batch);
+  // One atomic change, durable on return (SQLite: fsync'd; etcd: on a quorum). InvalidArgument
+  // (nothing written) for a batch breaking the rules above (empty key, revisions going
+  // backwards). SQLite: an I/O failure returns Unavailable/DataLoss and leaves the store unusable:
+  // every later Commit fails with FailedPrecondition, since after a failed fsync the file's state
+  // is unknown; the server should exit and recover from disk on restart. etcd: Aborted when this
+  // process is no longer the leader (fenced; nothing written), Unavailable when etcd could not
+  // be reached (the change may or may not be in etcd); reloadable() is true.
+  virtual absl::Status Commit(const Batch& batch) = 0;
 
   // Events with revision > after_revision, oldest first, at most `limit` (0 = none).
   // Check oldest_event_revision() AFTER the call: if after_revision + 1 < it, events the watcher
   // needs were dropped by retention (possibly meanwhile) and it must relist.
-  absl::StatusOr<std::vector<EventRecord>> EventsSince(int64_t after_revision, size_t limit);
+  virtual absl::StatusOr<std::vector<EventRecord>> EventsSince(int64_t after_revision,
+                                                               size_t limit) = 0;
 
   // The revision from which the event log is complete: every event with a revision >= this is
   // still in the store (one above the highest revision dropped by retention; 1 when nothing was
   // ever dropped). A watch for the events after `since` is served iff since + 1 >= this;
   // otherwise it must relist (HTTP 410).
-  int64_t oldest_event_revision() const { return dropped_through_.load() + 1; }
-  int64_t revision() const { return revision_.load(); }        // of the last Commit
-  int64_t event_count() const { return event_count_.load(); }  // events retained
-  const std::string& path() const { return db_path_; }         // DIR/state.db
-
- private:
-  struct Impl;
-  explicit Store(std::unique_ptr<Impl> impl);
-  absl::Status CommitLocked(const Batch& batch);
-
-  std::unique_ptr<Impl> impl_;
-  std::string db_path_;
-  std::atomic<int64_t> dropped_through_{0};
-  std::atomic<int64_t> revision_{0};
-  std::atomic<int64_t> event_count_{0};
-  std::atomic<int64_t> last_event_revision_{0};
+  virtual int64_t oldest_event_revision() const = 0;
+  virtual int64_t revision() const = 0;     // of the last Commit
+  virtual int64_t event_count() const = 0;  // events retained
+  // Where the state is, for messages: DIR/state.db, or etcd://HOST:PORT,...PREFIX.
+  virtual const std::string& path() const = 0;
+  // True when a failed Commit leaves the store usable and the caller may rebuild its state from
+  // Load() (etcd: another replica may have taken over); false when the process must exit (SQLite).
+  virtual bool reloadable() const { return false; }
 };
 
 }  // namespace seedance::store
