@@ -96,29 +96,43 @@ def direct_rate(cluster, out, count=500, threads=8):
     return rate
 
 
-def run_seedance(binary, cluster, root, jwt, jobs, out):
-    server = testlib.Server(binary, os.path.join(root, "state-ab"), extra=[
+def seedance_rate(client, port, root, count=500):
+    """Jobs/s from POSTing `count` CPU-only 5 s jobs (all fit at once) until all are in Slurm."""
+    rate_out = os.path.join(root, "rate")
+    os.makedirs(rate_out, exist_ok=True)
+    os.chmod(rate_out, 0o777)
+    def submitted():
+        _, text = client.request("GET", "/metrics")
+        m = re.search(r'^seedance_slurm_submits_total\{result="ok"\} (\S+)$', text, re.M)
+        return float(m.group(1)) if m else 0.0
+
+    before = submitted()
+    t1 = time.time()
+    backend_test.submit_all(port, [(0, 5.0)] * count, rate_out)
+    # The backend's own counter (cheap to read), not a listing of every pod.
+    backend_test.poll(f"{count} CPU-only jobs to be in Slurm",
+                      lambda: submitted() - before >= count, 600)
+    rate = count / (time.time() - t1)
+    backend_test.poll("the CPU-only jobs to end", lambda: not testlib.list_pods(client), 600)
+    return rate
+
+
+def start_server(binary, cluster, root, jwt, out):
+    server = testlib.Server(binary, os.path.join(root, "state-" + os.path.basename(out)), extra=[
         "--backend", "slurm", "--slurm-url", cluster.rest_url, "--slurm-token-file", jwt,
         "--slurm-workdir", out, "--slurm-output", os.path.join(out, "%j.out"),
         "--slurm-job-poll", "0.2"])
-    server.start()
+    return server.start()
+
+
+def run_seedance(binary, cluster, root, jwt, jobs, out):
+    server = start_server(binary, cluster, root, jwt, out)
     try:
         client = testlib.Client(server.port)
         t0 = time.time()
         backend_test.submit_all(server.port, jobs, out)
         backend_test.poll("every job to end", lambda: not testlib.list_pods(client), 3600)
-        # The submission rate: CPU-only jobs, all fitting at once.
-        rate_out = os.path.join(root, "rate")
-        os.makedirs(rate_out, exist_ok=True)
-        os.chmod(rate_out, 0o777)
-        cpu_jobs = [(0, 5.0)] * 500
-        t1 = time.time()
-        backend_test.submit_all(server.port, cpu_jobs, rate_out)
-        backend_test.poll("500 CPU-only jobs to be in Slurm", lambda: all(
-            backend_test.annotation(p, "slurm.seedance.io/job-id")
-            for p in testlib.list_pods(client)) or not testlib.list_pods(client), 600)
-        rate = len(cpu_jobs) / (time.time() - t1)
-        _, metrics = client.request("GET", "/metrics")
+        rate = seedance_rate(client, server.port, root)
         def metric(name):
             return sum(float(v) for v in re.findall(
                 r"^" + name + r"(?:\{[^}]*\})? (\S+)$", metrics, re.M))
@@ -126,11 +140,39 @@ def run_seedance(binary, cluster, root, jwt, jobs, out):
             1.0, metric("seedance_schedule_attempts_total"))
         submit_ms = 1000.0 * metric("seedance_slurm_submit_duration_seconds_sum") / max(
             1.0, metric("seedance_slurm_submit_duration_seconds_count"))
-        backend_test.poll("the CPU-only jobs to end", lambda: not testlib.list_pods(client), 600)
         client.close()
     finally:
         server.stop()
     return workload.read_records(out), t0, rate, decide_ms, submit_ms
+
+
+def rate_only(a):
+    seedance, direct = [], []
+    for run in range(a.runs):
+        root = tempfile.mkdtemp(prefix="seedance-ab-")
+        os.chmod(root, 0o755)
+        try:
+            with slurm_cluster.SlurmCluster(os.path.join(root, "cluster"), nodes=NODES,
+                                            gpus=GPUS) as cluster:
+                jwt = os.path.join(root, "jwt")
+                with open(jwt, "w") as f:
+                    f.write(cluster.token("root", lifespan=86400) + "\n")
+                out = os.path.join(root, "out")
+                os.makedirs(out)
+                os.chmod(out, 0o777)
+                direct.append(direct_rate(cluster, out))
+                server = start_server(a.binary, cluster, root, jwt, out)
+                try:
+                    seedance.append(seedance_rate(testlib.Client(server.port), server.port, root))
+                finally:
+                    server.stop()
+                print(f"run {run + 1}: Seedance {seedance[-1]:.0f} jobs/s, slurmrestd directly "
+                      f"{direct[-1]:.0f} jobs/s", flush=True)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    print(f"median of {a.runs}: Seedance {statistics.median(seedance):.0f} jobs/s, slurmrestd "
+          f"directly {statistics.median(direct):.0f} jobs/s, ratio "
+          f"{statistics.median(seedance) / statistics.median(direct):.2f}")
 
 
 def main():
@@ -141,11 +183,15 @@ def main():
     ap.add_argument("--scale", type=float, default=120.0,
                     help="trace seconds per benchmark second (durations capped at --cap)")
     ap.add_argument("--cap", type=float, default=60.0)
+    ap.add_argument("--rate-only", action="store_true",
+                    help="only the submission rates (Seedance's and slurmrestd's directly)")
     a = ap.parse_args()
     trace = testlib.trace_file("openb_pod_list_default.csv")
     jobs = workload.job_stream(trace, a.jobs, scale=a.scale, cap=a.cap)
     res = {"slurm": [], "seedance": []}
     rates, decide_ms, submit_ms, direct = [], [], [], []
+    if a.rate_only:
+        return rate_only(a)
     for run in range(a.runs):
         root = tempfile.mkdtemp(prefix="seedance-ab-")
         os.chmod(root, 0o755)

@@ -44,6 +44,12 @@ struct Task {
   std::string error;  // set when the pod cannot become a job (no script)
 };
 
+// What became of a submission (the job id, or why not), applied by BindLoop.
+struct Result {
+  Task task;
+  absl::StatusOr<int64_t> job;
+};
+
 // What a placement is, to compare a submission's pod with the ledger's.
 std::vector<int> GpusOfPod(const sched::PodInfo& p) {
   std::vector<int> out;
@@ -119,6 +125,7 @@ struct SlurmBackend::State {
   std::mutex mu;  // guards the members up to the stats
   std::condition_variable cv;
   std::deque<Task> tasks;
+  std::vector<Result> results;                       // submitted, not yet applied
   std::unordered_set<std::string> in_flight;         // uids queued or being submitted
   std::unordered_map<int64_t, std::string> job_uid;  // jobs Seedance bound, alive as far as known
   std::unordered_map<std::string, int64_t> uid_job;
@@ -156,8 +163,9 @@ struct SlurmBackend::State {
   void PollLoop();
   void PollNodes();
   void PollJobs();
-  // Submits and records the outcome; returns the pod's new task when it was placed anew.
-  std::optional<Task> Submit(Task t);
+  void Record(Service::Context& c, const Result& r, std::vector<int64_t>* cancel,
+              std::vector<Task>* again);
+  void BindLoop();  // applies the submissions' results, all that arrived, in one operation
 };
 
 void SlurmBackend::State::Log(const std::string& line) {
@@ -434,55 +442,81 @@ void SlurmBackend::State::SubmitLoop() {
       t = std::move(tasks.front());
       tasks.pop_front();
     }
-    const std::string uid = t.uid;
-    std::optional<Task> again = Submit(std::move(t));
+    absl::Status refused = absl::FailedPreconditionError(t.error);
+    Result r{std::move(t), std::move(refused)};
+    if (r.task.error.empty()) {
+      const Clock::time_point t0 = Clock::now();
+      r.job = rest->Submit(r.task.spec);
+      const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+      submit_duration->Observe(s);
+      std::lock_guard<std::mutex> lock(mu);
+      stats.submit_ms_total += 1000 * s;
+    }
+    (r.job.ok() ? submits_ok : submits_failed)->Increment();
+    if (!r.job.ok()) {
+      Log(absl::StrCat("pod ", r.task.uid, " stays pending: ", r.job.status().message()));
+    }
     {
       std::lock_guard<std::mutex> lock(mu);
-      in_flight.erase(uid);
+      ++(r.job.ok() ? stats.submitted : stats.submit_errors);
+      results.push_back(std::move(r));
     }
-    if (again) Enqueue(std::move(*again));
+    cv.notify_all();
   }
 }
 
-std::optional<Task> SlurmBackend::State::Submit(Task t) {
-  absl::StatusOr<int64_t> job = absl::FailedPreconditionError(t.error);
-  const Clock::time_point t0 = Clock::now();
-  if (t.error.empty()) job = rest->Submit(t.spec);
-  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  bool orphan = false;  // submitted, but the pod is no longer waiting for this placement
-  std::optional<Task> again;  // the pod was placed anew meanwhile (its assumption expired)
-  service.Run([&](Service::Context& c) -> Service::Finisher {
-    const sched::PodInfo* p = c.scheduler.ledger().Find(t.uid);
-    const bool assumed = p != nullptr && p->phase == sched::PodPhase::kAssumed;
-    const bool same = assumed && c.scheduler.state().node(p->placement.node).name == t.node &&
-                      GpusOfPod(*p) == t.gpus;
-    if (assumed && !same) again = MakeTask(*p, c.scheduler.state().node(p->placement.node).name);
-    if (!job.ok()) {
-      if (same) {
-        const std::string why(job.status().message());
-        (void)c.scheduler.SetAnnotation(t.uid, kSlurmError, why);
-        (void)c.scheduler.Forget(t.uid, c.now_s, why);
-      }
-    } else if (same) {
-      (void)c.scheduler.SetAnnotation(t.uid, kSlurmJobId, absl::StrCat(*job));
-      (void)c.scheduler.SetAnnotation(t.uid, kSlurmError, "");
-      (void)c.scheduler.Bind(t.uid);
-      Track(*job, t.uid);
-    } else {
-      orphan = true;
-    }
-    return [] { return Reply{200, "{}"}; };
-  });
-  (job.ok() ? submits_ok : submits_failed)->Increment();
-  if (t.error.empty()) submit_duration->Observe(ms / 1000);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    stats.submit_ms_total += ms;
-    ++(job.ok() ? stats.submitted : stats.submit_errors);
+void SlurmBackend::State::Record(Service::Context& c, const Result& r, std::vector<int64_t>* cancel,
+                                 std::vector<Task>* again) {
+  const Task& t = r.task;
+  const sched::PodInfo* p = c.scheduler.ledger().Find(t.uid);
+  const bool assumed = p != nullptr && p->phase == sched::PodPhase::kAssumed;
+  const bool same = assumed && c.scheduler.state().node(p->placement.node).name == t.node &&
+                    GpusOfPod(*p) == t.gpus;
+  // Placed anew meanwhile (its assumption expired): the new placement needs its own job.
+  if (assumed && !same) {
+    again->push_back(MakeTask(*p, c.scheduler.state().node(p->placement.node).name));
   }
-  if (!job.ok()) Log(absl::StrCat("pod ", t.uid, " stays pending: ", job.status().message()));
-  if (orphan) (void)rest->Cancel(*job);
-  return again;
+  if (!same) {
+    if (r.job.ok()) cancel->push_back(*r.job);  // nobody waits for this job any more
+    return;
+  }
+  if (!r.job.ok()) {
+    const std::string why(r.job.status().message());
+    (void)c.scheduler.SetAnnotation(t.uid, kSlurmError, why);
+    (void)c.scheduler.Forget(t.uid, c.now_s, why);
+    return;
+  }
+  (void)c.scheduler.SetAnnotation(t.uid, kSlurmJobId, absl::StrCat(*r.job));
+  (void)c.scheduler.SetAnnotation(t.uid, kSlurmError, "");
+  (void)c.scheduler.Bind(t.uid);
+  Track(*r.job, t.uid);
+}
+
+void SlurmBackend::State::BindLoop() {
+  while (true) {
+    std::vector<Result> batch;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return stopping || !results.empty(); });
+      if (stopping) return;
+      batch.assign(std::make_move_iterator(results.begin()),
+                   std::make_move_iterator(results.end()));
+      results.clear();
+    }
+    // Every outcome that arrived meanwhile in one operation (one commit).
+    std::vector<int64_t> cancel;
+    std::vector<Task> again;
+    service.Run([&](Service::Context& c) -> Service::Finisher {
+      for (const Result& r : batch) Record(c, r, &cancel, &again);
+      return [] { return Reply{200, "{}"}; };
+    });
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (const Result& r : batch) in_flight.erase(r.task.uid);
+    }
+    for (Task& t : again) Enqueue(std::move(t));
+    for (int64_t job : cancel) (void)rest->Cancel(job);
+  }
 }
 
 void SlurmBackend::State::PollNodes() {
@@ -551,8 +585,12 @@ void SlurmBackend::State::PollLoop() {
       next_nodes =
           Clock::now() + std::chrono::microseconds(static_cast<int64_t>(o.node_poll_s * 1e6));
     }
+    // slurmrestd lists every job of the last MinJobAge on each call, so a poll of a busy
+    // cluster costs it (and slurmctld) real time: at most a quarter of it goes to polling.
+    const Clock::time_point t0 = Clock::now();
     PollJobs();
-    if (!Sleep(o.job_poll_s)) return;
+    const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (!Sleep(std::max(o.job_poll_s, 3 * took))) return;
   }
 }
 
@@ -648,6 +686,7 @@ absl::StatusOr<std::unique_ptr<SlurmBackend>> SlurmBackend::Start(Service& servi
   b->state_ = st;
   b->threads_.emplace_back([st] { st->WatchLoop(); });
   b->threads_.emplace_back([st] { st->PollLoop(); });
+  b->threads_.emplace_back([st] { st->BindLoop(); });
   for (int i = 0; i < st->o.submitters; ++i) b->threads_.emplace_back([st] { st->SubmitLoop(); });
   return b;
 }

@@ -50,7 +50,7 @@ struct SlurmBackendOptions {
   std::string output;             // --output pattern without slurm.seedance.io/output
   double node_poll_s = 1;
   double job_poll_s = 0.25;
-  int submitters = 8;         // submissions in flight at once
+  int submitters = 16;        // submissions in flight at once
   bool resubmit_lost = true;  // node lost: requeue the pods (else they end as failed)
   bool probe_slurmd = false;  // connect to each node's slurmd every node poll (slurmd logs it)
 };
