@@ -17,10 +17,8 @@ Prints medians over the runs, and the ratios Seedance / Slurm. Needs root and Sl
 import argparse
 import os
 import re
-import shutil
 import statistics
 import sys
-import tempfile
 import threading
 import time
 
@@ -29,7 +27,6 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "slurm"))
 sys.path.insert(0, os.path.join(HERE, "..", "src", "server"))
 
 import backend_test  # noqa: E402
-import slurm_cluster  # noqa: E402
 import testlib  # noqa: E402
 import workload  # noqa: E402
 
@@ -98,9 +95,7 @@ def direct_rate(cluster, out, count=500, threads=8):
 
 def seedance_rate(client, port, root, count=500):
     """Jobs/s from POSTing `count` CPU-only 5 s jobs (all fit at once) until all are in Slurm."""
-    rate_out = os.path.join(root, "rate")
-    os.makedirs(rate_out, exist_ok=True)
-    os.chmod(rate_out, 0o777)
+    rate_out = workload.out_dir(root, "rate")
     def submitted():
         _, text = client.request("GET", "/metrics")
         m = re.search(r'^seedance_slurm_submits_total\{result="ok"\} (\S+)$', text, re.M)
@@ -133,6 +128,8 @@ def run_seedance(binary, cluster, root, jwt, jobs, out):
         backend_test.submit_all(server.port, jobs, out)
         backend_test.poll("every job to end", lambda: not testlib.list_pods(client), 3600)
         rate = seedance_rate(client, server.port, root)
+        _, metrics = client.request("GET", "/metrics")
+
         def metric(name):
             return sum(float(v) for v in re.findall(
                 r"^" + name + r"(?:\{[^}]*\})? (\S+)$", metrics, re.M))
@@ -149,27 +146,16 @@ def run_seedance(binary, cluster, root, jwt, jobs, out):
 def rate_only(a):
     seedance, direct = [], []
     for run in range(a.runs):
-        root = tempfile.mkdtemp(prefix="seedance-ab-")
-        os.chmod(root, 0o755)
-        try:
-            with slurm_cluster.SlurmCluster(os.path.join(root, "cluster"), nodes=NODES,
-                                            gpus=GPUS) as cluster:
-                jwt = os.path.join(root, "jwt")
-                with open(jwt, "w") as f:
-                    f.write(cluster.token("root", lifespan=86400) + "\n")
-                out = os.path.join(root, "out")
-                os.makedirs(out)
-                os.chmod(out, 0o777)
-                direct.append(direct_rate(cluster, out))
-                server = start_server(a.binary, cluster, root, jwt, out)
-                try:
-                    seedance.append(seedance_rate(testlib.Client(server.port), server.port, root))
-                finally:
-                    server.stop()
-                print(f"run {run + 1}: Seedance {seedance[-1]:.0f} jobs/s, slurmrestd directly "
-                      f"{direct[-1]:.0f} jobs/s", flush=True)
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
+        with workload.test_cluster("seedance-ab-", NODES, GPUS) as (root, cluster, jwt):
+            out = workload.out_dir(root, "out")
+            direct.append(direct_rate(cluster, out))
+            server = start_server(a.binary, cluster, root, jwt, out)
+            try:
+                seedance.append(seedance_rate(testlib.Client(server.port), server.port, root))
+            finally:
+                server.stop()
+        print(f"run {run + 1}: Seedance {seedance[-1]:.0f} jobs/s, slurmrestd directly "
+              f"{direct[-1]:.0f} jobs/s", flush=True)
     print(f"median of {a.runs}: Seedance {statistics.median(seedance):.0f} jobs/s, slurmrestd "
           f"directly {statistics.median(direct):.0f} jobs/s, ratio "
           f"{statistics.median(seedance) / statistics.median(direct):.2f}")
@@ -193,37 +179,25 @@ def main():
     if a.rate_only:
         return rate_only(a)
     for run in range(a.runs):
-        root = tempfile.mkdtemp(prefix="seedance-ab-")
-        os.chmod(root, 0o755)
-        try:
-            with slurm_cluster.SlurmCluster(os.path.join(root, "cluster"), nodes=NODES,
-                                            gpus=GPUS) as cluster:
-                jwt = os.path.join(root, "jwt")
-                with open(jwt, "w") as f:
-                    f.write(cluster.token("root", lifespan=86400) + "\n")
-                for mode in (("slurm", "seedance") if run % 2 == 0 else ("seedance", "slurm")):
-                    out = os.path.join(root, f"out-{mode}")
-                    os.makedirs(out)
-                    os.chmod(out, 0o777)
-                    if mode == "slurm":
-                        records, t0 = run_slurm(cluster, jobs, out)
-                        direct.append(direct_rate(cluster, out))
-                    else:
-                        records, t0, rate, ms, sms = run_seedance(a.binary, cluster, root, jwt,
-                                                                  jobs, out)
-                        rates.append(rate)
-                        decide_ms.append(ms)
-                        submit_ms.append(sms)
-                    done = sum(1 for i in range(len(jobs))
-                               if any(r["end"] for r in records.get(i, [])))
-                    assert done == len(jobs), f"{mode}: {done} of {len(jobs)} jobs completed"
-                    share, makespan = workload.idle_share_while_waiting(records, jobs, t0,
-                                                                        NODES * GPUS)
-                    res[mode].append((share, makespan))
-                    print(f"run {run + 1} {mode:8s}: GPU-idle share while jobs wait "
-                          f"{share:.3f}, makespan {makespan:.1f} s", flush=True)
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
+        with workload.test_cluster("seedance-ab-", NODES, GPUS) as (root, cluster, jwt):
+            for mode in (("slurm", "seedance") if run % 2 == 0 else ("seedance", "slurm")):
+                out = workload.out_dir(root, f"out-{mode}")
+                if mode == "slurm":
+                    records, t0 = run_slurm(cluster, jobs, out)
+                    direct.append(direct_rate(cluster, out))
+                else:
+                    records, t0, rate, ms, sms = run_seedance(a.binary, cluster, root, jwt, jobs,
+                                                              out)
+                    rates.append(rate)
+                    decide_ms.append(ms)
+                    submit_ms.append(sms)
+                done = sum(1 for i in range(len(jobs)) if any(r["end"] for r in records.get(i, [])))
+                assert done == len(jobs), f"{mode}: {done} of {len(jobs)} jobs completed"
+                share, makespan = workload.idle_share_while_waiting(records, jobs, t0,
+                                                                    NODES * GPUS)
+                res[mode].append((share, makespan))
+                print(f"run {run + 1} {mode:8s}: GPU-idle share while jobs wait {share:.3f}, "
+                      f"makespan {makespan:.1f} s", flush=True)
     med = {m: (statistics.median(s for s, _ in v), statistics.median(t for _, t in v))
            for m, v in res.items()}
     print(f"\nmedian of {a.runs} runs, {a.jobs} jobs, {NODES}x{GPUS} GPUs")

@@ -13,7 +13,7 @@ store::Batch Sample() {
   b.delete_nodes = {"gone"};
   b.put_pods = {{"u1", "ns", "p1", "{}", "Bound", "n0", "[{\"index\":0,\"milli\":500}]", 4}};
   b.delete_pods = {"u0"};
-  b.events = {{4, "PodBound", std::string("{\"x\":\"\0\xff\"}", 12)}};
+  b.events = {{4, "PodBound", std::string("{\"x\":\"\0\xff\"}", 10)}};
   b.revision = 4;
   b.policy_text = "profiles: []\n";
   return b;

@@ -147,6 +147,10 @@ TEST(SlurmSubmit, RepliesAndSlurmsErrors) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(bad.status().message(), "slurm: submit: Invalid partition name specified (error 2000)");
+  bad = ParseSubmitReply(500, R"({"errors": [{"error_code": 2014,
+                           "error": "Requested node configuration is not available"}]})");
+  EXPECT_EQ(bad.status().message(),
+            "slurm: submit: Requested node configuration is not available (error 2014)");
   bad = ParseSubmitReply(500, "Internal Server Error");
   EXPECT_NE(bad.status().message().find("HTTP 500"), std::string::npos) << bad.status();
   bad = ParseSubmitReply(200, R"({"errors": []})");

@@ -6,8 +6,10 @@
 It starts a real Slurm 22.05 from Debian's packages on loopback (slurm_cluster.py: munged,
 slurmctld, 16 slurmd with 8 fake GPUs each, slurmrestd), a Seedance server in front of it, and:
 
-  bad input   a pod without a script is refused (400); an unknown partition and slurmrestd down
-              reach the caller as the pod's slurm.seedance.io/error and the pod stays Pending;
+  bad input   a pod without a script is refused (400); an unknown partition, a node
+              configuration Slurm cannot give (error 2014, as for unavailable GRES) and
+              slurmrestd down reach the caller as the pod's slurm.seedance.io/error and the
+              pod stays Pending;
               once slurmrestd is back the pod runs (never lost);
   1,000 jobs  GPU counts from the Alibaba trace's mix, durations scaled to seconds, all
               submitted at once: every job's CUDA_VISIBLE_DEVICES (Slurm's) equals Seedance's
@@ -22,10 +24,8 @@ without them, unless SEEDANCE_REQUIRE_DATA=1, which makes that a failure. Every 
 
 import json
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 
@@ -90,6 +90,23 @@ def check_bad_input(cluster, client, out):
     assert pod["phase"] in ("Pending", "Assumed"), pod
     assert client.request("DELETE", f"/v1/pods/{uid}")[0] == 200
     print(f"bad input: unknown partition -> pod Pending with \"{error}\"")
+
+    # Slurm cannot give the job what it asks for there (error 2014, as for a missing GRES).
+    last = f"node{NODES}"
+    assert client.request("POST", f"/v1/nodes/{last}/cordon")[0] == 200  # so it lands elsewhere
+    status, pod = client.request("POST", "/v1/pods",
+                                 pod_body("not-there", 1, ok_script, partition="last"))
+    assert status == 201, (status, pod)
+    uid = pod["uid"]
+    pod = poll("Slurm's refusal on the pod",
+               lambda: (p := get_pod(client, uid)) and annotation(p, "slurm.seedance.io/error")
+               and p, 30)
+    error = annotation(pod, "slurm.seedance.io/error")
+    assert "Requested node configuration is not available" in error, error
+    assert pod["phase"] in ("Pending", "Assumed"), pod
+    assert client.request("DELETE", f"/v1/pods/{uid}")[0] == 200
+    assert client.request("POST", f"/v1/nodes/{last}/uncordon")[0] == 200
+    print(f"bad input: a configuration Slurm does not have -> pod Pending with \"{error}\"")
 
     # slurmrestd down: the pod waits, and runs once it is back.
     cluster._signal("slurmrestd", signal.SIGTERM)
@@ -211,36 +228,27 @@ def main():
         skip_or_fail(str(e))
     trace = testlib.trace_file("openb_pod_list_default.csv")
     jobs = workload.job_stream(trace, JOBS)
-    root = tempfile.mkdtemp(prefix="seedance-slurm-")
-    os.chmod(root, 0o755)
-    out = os.path.join(root, "out")
-    os.makedirs(out, mode=0o777)
-    os.chmod(out, 0o777)
-    try:
-        with slurm_cluster.SlurmCluster(os.path.join(root, "cluster"), nodes=NODES,
-                                        gpus=GPUS) as cluster:
-            jwt = os.path.join(root, "jwt")
-            with open(jwt, "w") as f:
-                f.write(cluster.token("root", lifespan=86400) + "\n")
-            server = testlib.Server(binary, os.path.join(root, "state"), extra=[
-                "--backend", "slurm", "--slurm-url", cluster.rest_url,
-                "--slurm-token-file", jwt, "--slurm-workdir", out,
-                "--slurm-output", os.path.join(out, "%j.out"), "--slurm-job-poll", "0.2",
-                "--slurm-node-poll", "1", "--slurm-probe-slurmd"])
-            server.start()
-            try:
-                client = testlib.Client(server.port)
-                check_bad_input(cluster, client, out)
-                check_thousand_jobs(server, client, out, jobs)
-                check_node_loss(cluster, client, out)
-                client.close()
-            except BaseException:
-                print(server.output(), file=sys.stderr)
-                raise
-            finally:
-                server.stop()
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    # A second partition of one node: a job for it pinned to another node is refused by Slurm
+    # as a GRES it cannot have is ("Requested node configuration is not available").
+    conf = [f"PartitionName=last Nodes=node{NODES} MaxTime=INFINITE State=UP"]
+    with workload.test_cluster("seedance-slurm-", NODES, GPUS, conf) as (root, cluster, jwt):
+        out = workload.out_dir(root, "out")
+        server = testlib.Server(binary, os.path.join(root, "state"), extra=[
+            "--backend", "slurm", "--slurm-url", cluster.rest_url, "--slurm-token-file", jwt,
+            "--slurm-workdir", out, "--slurm-output", os.path.join(out, "%j.out"),
+            "--slurm-job-poll", "0.2", "--slurm-node-poll", "1", "--slurm-probe-slurmd"])
+        server.start()
+        try:
+            client = testlib.Client(server.port)
+            check_bad_input(cluster, client, out)
+            check_thousand_jobs(server, client, out, jobs)
+            check_node_loss(cluster, client, out)
+            client.close()
+        except BaseException:
+            print(server.output(), file=sys.stderr)
+            raise
+        finally:
+            server.stop()
     print("PASS")
 
 

@@ -7,10 +7,15 @@ and 60 s make the jobs long enough that this machine's job launches are not the 
 file: when it started and ended, its node, CUDA_VISIBLE_DEVICES (what Slurm gave it) and
 SEEDANCE_NODE / SEEDANCE_GPUS (what Seedance decided; absent under Slurm's own placement)."""
 
+import contextlib
 import csv
 import glob
 import os
 import random
+import shutil
+import tempfile
+
+import slurm_cluster
 
 
 def job_stream(trace_csv, count, seed=1, scale=600.0, cap=20.0):
@@ -99,3 +104,28 @@ def idle_share_while_waiting(records, jobs, t0, total_gpus):
     makespan = (max(ends) - t0) if ends else 0.0
     share = idle_area / (wait_time * total_gpus) if wait_time > 0 else 0.0
     return share, makespan
+
+
+@contextlib.contextmanager
+def test_cluster(prefix, nodes, gpus, extra_conf=()):
+    """A real Slurm under a new temporary directory ROOT, and a day's JWT for root in ROOT/jwt:
+    yields (root, cluster, jwt path); stops the cluster and removes ROOT after."""
+    root = tempfile.mkdtemp(prefix=prefix)
+    os.chmod(root, 0o755)  # slurmrestd runs as another user
+    try:
+        with slurm_cluster.SlurmCluster(os.path.join(root, "cluster"), nodes=nodes, gpus=gpus,
+                                        extra_conf=list(extra_conf)) as cluster:
+            jwt = os.path.join(root, "jwt")
+            with open(jwt, "w") as f:
+                f.write(cluster.token("root", lifespan=86400) + "\n")
+            yield root, cluster, jwt
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def out_dir(root, name):
+    """A folder every job can write its record to."""
+    path = os.path.join(root, name)
+    os.makedirs(path, exist_ok=True)
+    os.chmod(path, 0o777)
+    return path
