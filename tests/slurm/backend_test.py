@@ -73,38 +73,37 @@ def get_pod(client, uid):
     return pod if status == 200 else None
 
 
+def expect_refused(client, name, script, partition, says):
+    """Submits a pod for `partition`; Slurm's refusal (`says`) must reach the pod, which stays
+    Pending. Deletes it; returns the error."""
+    status, pod = client.request("POST", "/v1/pods",
+                                 pod_body(name, 1, script, partition=partition))
+    assert status == 201, (status, pod)
+    uid = pod["uid"]
+    pod = poll("Slurm's refusal on the pod",
+               lambda: (p := get_pod(client, uid)) and annotation(p, "slurm.seedance.io/error")
+               and p, 30)
+    error = annotation(pod, "slurm.seedance.io/error")
+    assert says in error, error
+    assert pod["phase"] in ("Pending", "Assumed"), pod
+    assert client.request("DELETE", f"/v1/pods/{uid}")[0] == 200
+    return error
+
+
 def check_bad_input(cluster, client, out):
     ok_script = workload.script(99999, 1, out)
     status, reply = client.request("POST", "/v1/pods", {"name": "no-script", "num_gpu": 1})
     assert status == 400 and "slurm.seedance.io/script" in json.dumps(reply), (status, reply)
 
-    status, pod = client.request("POST", "/v1/pods",
-                                 pod_body("bad-partition", 1, ok_script, partition="nope"))
-    assert status == 201, (status, pod)
-    uid = pod["uid"]
-    pod = poll("Slurm's refusal on the pod",
-               lambda: (p := get_pod(client, uid)) and annotation(p, "slurm.seedance.io/error")
-               and p, 30)
-    error = annotation(pod, "slurm.seedance.io/error")
-    assert "Invalid partition name specified" in error, error
-    assert pod["phase"] in ("Pending", "Assumed"), pod
-    assert client.request("DELETE", f"/v1/pods/{uid}")[0] == 200
+    error = expect_refused(client, "bad-partition", ok_script, "nope",
+                           "Invalid partition name specified")
     print(f"bad input: unknown partition -> pod Pending with \"{error}\"")
 
     # Slurm cannot give the job what it asks for there (error 2014, as for a missing GRES).
     last = f"node{NODES}"
     assert client.request("POST", f"/v1/nodes/{last}/cordon")[0] == 200  # so it lands elsewhere
-    status, pod = client.request("POST", "/v1/pods",
-                                 pod_body("not-there", 1, ok_script, partition="last"))
-    assert status == 201, (status, pod)
-    uid = pod["uid"]
-    pod = poll("Slurm's refusal on the pod",
-               lambda: (p := get_pod(client, uid)) and annotation(p, "slurm.seedance.io/error")
-               and p, 30)
-    error = annotation(pod, "slurm.seedance.io/error")
-    assert "Requested node configuration is not available" in error, error
-    assert pod["phase"] in ("Pending", "Assumed"), pod
-    assert client.request("DELETE", f"/v1/pods/{uid}")[0] == 200
+    error = expect_refused(client, "not-there", ok_script, "last",
+                           "Requested node configuration is not available")
     assert client.request("POST", f"/v1/nodes/{last}/uncordon")[0] == 200
     print(f"bad input: a configuration Slurm does not have -> pod Pending with \"{error}\"")
 
