@@ -214,7 +214,7 @@ std::string TaintsText(const Json& j) {
 }
 
 std::string NodeStatus(const Json& n) {
-  return n.is_object() && n.value("cordoned", false) ? "Ready,SchedulingDisabled" : "Ready";
+  return base::BoolField(n, "cordoned") ? "Ready,SchedulingDisabled" : "Ready";
 }
 
 std::string NodesTable(const std::vector<Json>& nodes, bool wide) {

@@ -25,9 +25,9 @@ absl::Status FromHttpStatus(int status, const std::string& what, const std::stri
   std::string message = base::ForTerminal(base::Clip(body, 300));
   std::string reason;
   const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_object() && j.value("kind", "") == "Status") {
-    message = base::ForTerminal(base::Clip(j.value("message", ""), 300));
-    reason = j.value("reason", "");
+  if (base::StringField(j, "kind") == "Status") {
+    message = base::ForTerminal(base::Clip(base::StringField(j, "message"), 300));
+    reason = base::StringField(j, "reason");
   }
   const std::string text = absl::StrCat(what, ": HTTP ", status, reason.empty() ? "" : " ", reason,
                                         message.empty() ? "" : ": ", message);

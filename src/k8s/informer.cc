@@ -126,8 +126,8 @@ bool Informer::List(std::string* resource_version) {
       if (Decode(item, &e)) events.push_back(std::move(e));
     }
     const json& meta = list.value("metadata", json::object());
-    *resource_version = meta.is_object() ? meta.value("resourceVersion", "") : "";
-    token = meta.is_object() ? meta.value("continue", "") : "";
+    *resource_version = base::StringField(meta, "resourceVersion");
+    token = base::StringField(meta, "continue");
   } while (!token.empty() && !stop_);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -153,16 +153,18 @@ bool Informer::Watch(std::string* resource_version) {
   auto handle_line = [&](const std::string& line) {
     const json ev = json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (!ev.is_object() || !ev.contains("object") || !ev["object"].is_object()) return;
-    const std::string type = ev.value("type", "");
+    const std::string type = base::StringField(ev, "type");
     const json& object = ev["object"];
     if (type == "ERROR") {
-      gone = object.value("code", 0) == 410;
-      if (!gone) Error(absl::StrCat("watch ", resource_, ": ", object.value("message", "error")));
+      gone = base::IntField(object, "code") == 410;
+      if (!gone)
+        Error(
+            absl::StrCat("watch ", resource_, ": ", base::StringField(object, "message", "error")));
       broken = true;
       return;
     }
     if (object.contains("metadata") && object["metadata"].is_object()) {
-      const std::string rv = object["metadata"].value("resourceVersion", "");
+      const std::string rv = base::StringField(object["metadata"], "resourceVersion");
       if (!rv.empty()) *resource_version = rv;
     }
     if (type == "BOOKMARK") return;

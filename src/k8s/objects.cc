@@ -369,8 +369,8 @@ absl::Status DecodeGpuModels(const json& spec, const std::string& pointer, Pod* 
   auto exprs = (*terms)[0].find("matchExpressions");
   if (exprs == (*terms)[0].end() || !exprs->is_array()) return absl::OkStatus();
   for (const json& e : *exprs) {
-    if (!e.is_object() || e.value("operator", "") != "In") continue;
-    const std::string key = e.value("key", "");
+    if (!e.is_object() || base::StringField(e, "operator") != "In") continue;
+    const std::string key = base::StringField(e, "key");
     if (key != kGpuModelLabel && key != kGfdProductLabel) continue;
     auto values = e.find("values");
     if (values == e.end() || !values->is_array()) continue;

@@ -181,6 +181,12 @@ TEST(DecodePodTest, ModelFromNodeSelectorOrAffinity) {
         "matchExpressions": [{"key": "seedance.io/gpu-model", "operator": "In",
                               "values": ["A100", "H100"]}]}]}}})");
   EXPECT_EQ(Decode(j).pod.gpu_spec, "A100|H100");
+  // An operator or key of another type is no match, not a type_error thrown out of the decoder.
+  j["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+   ["nodeSelectorTerms"][0]["matchExpressions"][0]["operator"] = json::array();
+  const Decoded odd = Decode(j);
+  EXPECT_TRUE(odd.status.ok()) << odd.status;
+  EXPECT_EQ(odd.pod.gpu_spec, "");
 }
 
 TEST(DecodePodTest, GpuAssignmentAnnotation) {

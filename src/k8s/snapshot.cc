@@ -53,7 +53,7 @@ absl::Status Report(std::string_view source, const std::vector<Unknown>& unknown
 
 absl::Status AddItem(const json& item, const std::string& pointer, std::string_view source,
                      const SnapshotOptions& options, Snapshot* s) {
-  const std::string kind = item.is_object() ? item.value("kind", "") : "";
+  const std::string kind = base::StringField(item, "kind");
   std::vector<Unknown> unknown;
   auto prefixed = [&](const absl::Status& st) { return Bad(source, st.message()); };
   if (kind == "Node") {
@@ -224,7 +224,11 @@ absl::Status AddSnapshotText(std::string_view text, std::string_view source,
     return Bad(source, absl::StrCat("invalid JSON: ", base::Clip(e.what(), 160)));
   }
   if (!doc.is_object()) return Bad(source, "expected a kubectl JSON object (kind List)");
-  const std::string kind = doc.value("kind", "");
+  if (auto k = doc.find("kind"); k != doc.end() && !k->is_string()) {
+    return Bad(source,
+               absl::StrCat("/kind: expected a string such as \"List\", not ", k->type_name()));
+  }
+  const std::string kind = base::StringField(doc, "kind");
   if (kind == "Node" || kind == "Pod") return AddItem(doc, "", source, options, snapshot);
   if (kind != "List" && kind != "NodeList" && kind != "PodList") {
     return Bad(source, absl::StrCat("/kind: '", base::ForTerminal(base::Clip(kind, 40)),

@@ -209,6 +209,14 @@ TEST(SnapshotTest, SyntaxErrorsNameTheLine) {
   st = AddSnapshotText(R"({"apiVersion": "v1", "kind": "Service"})", "svc.json", {}, &s);
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(st.message(), HasSubstr("svc.json: /kind: 'Service' is not List"));
+  // A kind of another type: found by the k8s fuzz target (json::value threw type_error).
+  st = AddSnapshotText(R"({"apiVersion": "v1", "kind": {"name": "n"}})", "odd.json", {}, &s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("odd.json: /kind: expected a string"));
+  st = AddSnapshotText(R"({"apiVersion": "v1", "kind": "List", "items": [{"kind": 7}]})",
+                       "item.json", {}, &s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("/items/0 (an object without a kind)"));
 }
 
 TEST(SnapshotTest, DuplicateNamesAreRefused) {

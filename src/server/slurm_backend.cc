@@ -389,7 +389,7 @@ void SlurmBackend::State::Resync() {
 void SlurmBackend::State::OnEvent(const WatchEvent& e) {
   const JsonValue j = JsonValue::parse(e.json, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return;
-  const std::string type = j.value("type", "");
+  const std::string type = base::StringField(j, "type");
   auto obj = j.find("object");
   if ((type != "PodAssumed" && type != "PodDeleted") || obj == j.end() || !obj->is_object()) {
     return;
@@ -397,7 +397,7 @@ void SlurmBackend::State::OnEvent(const WatchEvent& e) {
   if (type == "PodAssumed") {
     // The event's pod (spec, placement, annotations) is all a job needs.
     absl::StatusOr<sched::PodInfo> pod = PodOfEvent(*obj);
-    if (pod.ok()) Enqueue(MakeTask(*pod, obj->value("node", "")));
+    if (pod.ok()) Enqueue(MakeTask(*pod, base::StringField(*obj, "node")));
     return;
   }
   const std::string uid = obj->value("uid", "");

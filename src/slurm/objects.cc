@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -24,23 +25,19 @@ absl::Status PathError(std::string_view path, std::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat("slurmrestd reply: ", A(path), ": ", A(message)));
 }
 
+// Deeper than any slurmrestd reply; refused before the parser's recursion.
+constexpr int kMaxDepth = 64;
+
 absl::StatusOr<Json> ParseObject(std::string_view body) {
+  if (base::JsonNestingDepth(body, kMaxDepth) > kMaxDepth) {
+    return PathError("$", absl::StrCat("JSON nested deeper than ", kMaxDepth, " levels"));
+  }
   Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     return PathError("$", absl::StrCat("not JSON: ", base::ForTerminal(base::Clip(body, 120))));
   }
   if (!j.is_object()) return PathError("$", "not a JSON object");
   return j;
-}
-
-std::string Str(const Json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-int64_t Int(const Json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
 }
 
 std::vector<std::string> Strings(const Json& j, const char* key) {
@@ -115,6 +112,10 @@ void ReadGres(const std::string& gres, std::string_view prefix, Node* n) {
   n->shards_per_gpu = static_cast<int32_t>(std::min<int64_t>(per, 1000));
 }
 
+// Bounds of a node's figures: 1M CPUs, 1 EiB of memory in MiB.
+constexpr int64_t kMaxCpus = int64_t{1} << 20;
+constexpr int64_t kMaxMib = int64_t{1} << 40;
+
 bool HasAny(const std::vector<std::string>& flags, std::initializer_list<std::string_view> any) {
   for (const std::string& f : flags) {
     for (std::string_view a : any) {
@@ -157,22 +158,32 @@ absl::StatusOr<std::vector<Node>> ParseNodes(std::string_view body,
   std::vector<Node> out;
   for (size_t i = 0; i < nodes->size(); ++i) {
     const Json& v = (*nodes)[i];
-    if (!v.is_object() || Str(v, "name").empty()) {
+    if (!v.is_object() || base::StringField(v, "name").empty()) {
       return PathError(absl::StrCat("$.nodes[", i, "]"), "not a node with a name");
     }
     Node n;
-    n.name = Str(v, "name");
-    n.cpus = Int(v, "cpus");
-    n.memory_mib = Int(v, "real_memory");
-    ReadGres(Str(v, "gres"), gpu_type_prefix, &n);
-    n.state = Str(v, "state");
+    n.name = base::StringField(v, "name");
+    n.cpus = base::IntField(v, "cpus");
+    n.memory_mib = base::IntField(v, "real_memory");
+    ReadGres(base::StringField(v, "gres"), gpu_type_prefix, &n);
+    n.state = base::StringField(v, "state");
     n.state_flags = Strings(v, "state_flags");
     n.features = Strings(v, "active_features");
     if (n.features.empty()) n.features = Strings(v, "features");
     n.partitions = Strings(v, "partitions");
-    n.reason = Str(v, "reason");
-    n.address = Str(v, "address");
-    n.port = static_cast<int>(Int(v, "port"));
+    n.reason = base::StringField(v, "reason");
+    n.address = base::StringField(v, "address");
+    const int64_t port = base::IntField(v, "port");
+    n.port = static_cast<int>(port);
+    // Beyond any machine: refused here so no product (cpus x 1000) can overflow downstream.
+    for (const auto& [field, value, max] :
+         {std::tuple{"cpus", n.cpus, kMaxCpus}, std::tuple{"real_memory", n.memory_mib, kMaxMib},
+          std::tuple{"port", port, int64_t{65535}}}) {
+      if (value < 0 || value > max) {
+        return PathError(absl::StrCat("$.nodes[", i, "].", field),
+                         absl::StrCat(value, " is out of range [0, ", max, "]"));
+      }
+    }
     out.push_back(std::move(n));
   }
   return out;
@@ -212,17 +223,17 @@ absl::StatusOr<std::vector<Job>> ParseJobs(std::string_view body) {
   out.reserve(jobs->size());
   for (size_t i = 0; i < jobs->size(); ++i) {
     const Json& v = (*jobs)[i];
-    if (!v.is_object() || Int(v, "job_id") <= 0) {
+    if (!v.is_object() || base::IntField(v, "job_id") <= 0) {
       return PathError(absl::StrCat("$.jobs[", i, "]"), "not a job with a job_id");
     }
     Job job;
-    job.id = Int(v, "job_id");
-    job.name = Str(v, "name");
-    job.state = Str(v, "job_state");
-    job.nodes = Str(v, "nodes");
-    job.reason = Str(v, "state_reason");
-    job.comment = Str(v, "comment");
-    job.exit_code = Int(v, "exit_code");
+    job.id = base::IntField(v, "job_id");
+    job.name = base::StringField(v, "name");
+    job.state = base::StringField(v, "job_state");
+    job.nodes = base::StringField(v, "nodes");
+    job.reason = base::StringField(v, "state_reason");
+    job.comment = base::StringField(v, "comment");
+    job.exit_code = base::IntField(v, "exit_code");
     job.phase = PhaseOf(job.state);
     out.push_back(std::move(job));
   }
@@ -259,13 +270,13 @@ absl::Status ErrorsOf(int http_status, std::string_view body, std::string_view w
   if (j.is_object() && j.contains("errors") && j["errors"].is_array()) {
     for (const Json& e : j["errors"]) {
       if (!e.is_object()) continue;
-      std::string text = Str(e, "error");
-      const std::string description = Str(e, "description");
+      std::string text = base::StringField(e, "error");
+      const std::string description = base::StringField(e, "description");
       if (!description.empty() && description != text) {
         text = text.empty() ? description : absl::StrCat(text, ": ", description);
       }
-      int64_t code = Int(e, "error_number");
-      if (code == 0) code = Int(e, "error_code");
+      int64_t code = base::IntField(e, "error_number");
+      if (code == 0) code = base::IntField(e, "error_code");
       errors.push_back(absl::StrCat(base::ForTerminal(base::Clip(text, 200)),
                                     code != 0 ? absl::StrCat(" (error ", code, ")") : ""));
     }
@@ -285,11 +296,11 @@ absl::Status ErrorsOf(int http_status, std::string_view body, std::string_view w
 absl::StatusOr<int64_t> ParseSubmitReply(int http_status, std::string_view body) {
   if (absl::Status st = ErrorsOf(http_status, body, "slurm: submit"); !st.ok()) return st;
   Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || Int(j, "job_id") <= 0) {
+  if (!j.is_object() || base::IntField(j, "job_id") <= 0) {
     return absl::UnavailableError(absl::StrCat("slurm: submit: no job_id in the reply: ",
                                                base::ForTerminal(base::Clip(body, 200))));
   }
-  return Int(j, "job_id");
+  return base::IntField(j, "job_id");
 }
 
 absl::StatusOr<std::string> GresFor(std::span<const int8_t> gpus, int32_t gpu_milli,

@@ -87,6 +87,21 @@ TEST(SlurmNodes, ABodyThatIsNotSlurmrestdsIsAnErrorWithItsPath) {
   EXPECT_NE(st.message().find("$.nodes"), std::string::npos) << st;
   st = ParseNodes(R"({"nodes": [{"cpus": 4}]})").status();
   EXPECT_NE(st.message().find("$.nodes[0]"), std::string::npos) << st;
+  // Figures no machine has are refused with their path, so cpus x 1000 cannot overflow later.
+  st = ParseNodes(R"({"nodes": [{"name": "a", "cpus": 9223372036854775807}]})").status();
+  EXPECT_NE(st.message().find("$.nodes[0].cpus: 9223372036854775807 is out of range"),
+            std::string::npos)
+      << st;
+  st = ParseNodes(R"({"nodes": [{"name": "a", "cpus": 4, "real_memory": -1}]})").status();
+  EXPECT_NE(st.message().find("$.nodes[0].real_memory"), std::string::npos) << st;
+  // A field of another type reads as absent rather than throwing out of the parser.
+  absl::StatusOr<std::vector<Node>> odd =
+      ParseNodes(R"({"nodes": [{"name": "a", "cpus": "4", "state": {"x": 1}}]})");
+  ASSERT_TRUE(odd.ok()) << odd.status();
+  EXPECT_EQ((*odd)[0].cpus, 0);
+  EXPECT_EQ((*odd)[0].state, "");
+  st = ParseNodes(std::string(1000, '[') + std::string(1000, ']')).status();
+  EXPECT_NE(st.message().find("nested deeper"), std::string::npos) << st;
 }
 
 TEST(SlurmJobs, StatesMapToPhases) {
