@@ -7,10 +7,11 @@
 #   asan    ASan+UBSan build in build-asan/ (gcc -O1 -g1, -Werror, no benchmarks)
 #   test    deps + asan, every test under the sanitizers, then each fuzz target for 30 s (the
 #           release build is `make build`; all use -Wall -Wextra -Werror)
+#   tsan    ThreadSanitizer build in build-tsan/ of the TSAN_TESTS only, and a run of them
 #   fuzz    libFuzzer build in build-fuzz/ (clang) and a FUZZ_SECONDS run of each FUZZ_TARGETS
 #   bench   build, then run every benchmark binary in build/bench/
 #   format  clang-format -i over src/ include/ bench/
-#   clean   remove build/ build-asan/ build-fuzz/
+#   clean   remove build/ build-asan/ build-fuzz/ build-tsan/
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -23,6 +24,10 @@ NPROC := $(shell nproc 2>/dev/null || echo 2)
 BUILD_DIR := build
 ASAN_DIR := build-asan
 FUZZ_DIR := build-fuzz
+TSAN_DIR := build-tsan
+# The tests whose subject is concurrency, built and run under ThreadSanitizer (which cannot be
+# combined with ASan): only their targets are built, so the step stays short.
+TSAN_TESTS ?= slice_manager_test
 SEEDANCE := $(BUILD_DIR)/src/cli/seedance
 
 SAN_ENV := ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -46,7 +51,7 @@ FUZZ_CXXFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recov
 CLANG_FORMAT ?= $(shell command -v clang-format || command -v clang-format-14)
 BENCH_ARGS ?=
 
-.PHONY: deps build demo asan test fuzz bench format clean
+.PHONY: deps build demo asan test tsan fuzz bench format clean
 
 deps:
 	bash tools/install_deps.sh
@@ -67,10 +72,23 @@ test: deps asan
 	@echo "== make test: ctest under ASan+UBSan ($(ASAN_DIR))"
 	$(SAN_ENV) ctest --test-dir $(ASAN_DIR) --output-on-failure --no-tests=error -j2 \
 	  2>&1 | tee $(ASAN_DIR)/ctest.log
+	@$(MAKE) --no-print-directory tsan
 	@$(MAKE) --no-print-directory fuzz
 	@echo "== make test: summary"
 	@echo "ctest: $$(grep -E '^[0-9]+% tests passed' $(ASAN_DIR)/ctest.log)"
 	@echo "fuzz:"; cat $(FUZZ_DIR)/fuzz.result
+
+tsan:
+	cmake -S . -B $(TSAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$(SAN_OPT)" "-DCMAKE_CXX_FLAGS=-fsanitize=thread" \
+	  "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread" -DSEEDANCE_BUILD_BENCH=OFF
+	cmake --build $(TSAN_DIR) --target $(TSAN_TESTS) -j$(NPROC)
+	@echo "== make tsan: $(TSAN_TESTS) under ThreadSanitizer"
+	@for t in $(TSAN_TESTS); do \
+	  bin=$$(find $(TSAN_DIR) -type f -name $$t -perm -u+x | head -n 1); \
+	  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "$$bin" --gtest_brief=1 \
+	    || { echo "tsan: $$t FAILED"; exit 1; }; \
+	done
 
 fuzz:
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
@@ -115,4 +133,4 @@ format:
 	  | xargs -0 -r $(CLANG_FORMAT) -i
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR) $(TSAN_DIR)
