@@ -26,7 +26,9 @@ ASAN_DIR := build-asan
 FUZZ_DIR := build-fuzz
 TSAN_DIR := build-tsan
 # The tests whose subject is concurrency, built and run under ThreadSanitizer (which cannot be
-# combined with ASan): only their targets are built, so the step stays short.
+# combined with ASan): only their targets are built, so the step stays short. -Wno-tsan: gcc
+# warns that TSan cannot see std::atomic_thread_fence, which only Boost.Asio's executor in the
+# engine library uses (not on any TSAN_TESTS path).
 TSAN_TESTS ?= slice_manager_test
 SEEDANCE := $(BUILD_DIR)/src/cli/seedance
 
@@ -80,7 +82,7 @@ test: deps asan
 
 tsan:
 	cmake -S . -B $(TSAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$(SAN_OPT)" "-DCMAKE_CXX_FLAGS=-fsanitize=thread" \
+	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$(SAN_OPT)" "-DCMAKE_CXX_FLAGS=-fsanitize=thread -Wno-tsan" \
 	  "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread" -DSEEDANCE_BUILD_BENCH=OFF
 	cmake --build $(TSAN_DIR) --target $(TSAN_TESTS) -j$(NPROC)
 	@echo "== make tsan: $(TSAN_TESTS) under ThreadSanitizer"
