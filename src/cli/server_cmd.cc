@@ -25,6 +25,7 @@
 #include "seedance/sched/frag.h"
 #include "seedance/sched/queue.h"
 #include "seedance/sched/registry.h"
+#include "seedance/server/deployments.h"
 #include "seedance/server/http.h"
 #include "seedance/server/kube_sync.h"
 #include "seedance/server/service.h"
@@ -42,6 +43,7 @@ struct ServerFlags {
   std::string etcd_prefix = "/seedance/";
   double lease_ttl_s = 3;
   std::string nodes;
+  std::string deployments;  // --deployments FILE (docs/autoscale.md, "Live")
   std::string policy;
   std::string token_file;
   std::string tenant_tokens;
@@ -64,6 +66,17 @@ struct ServerFlags {
   std::string slurm_requeue = "resubmit";
   bool slurm_probe = false;
 };
+
+// --deployments: the file read and checked before anything starts (nullopt without the flag).
+absl::StatusOr<std::optional<server::DeploymentsConfig>> ReadDeployments(const ServerFlags& f) {
+  if (f.deployments.empty()) return std::nullopt;
+  absl::StatusOr<std::string> text = base::ReadInput(f.deployments, base::InputKind::kConfig);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<server::DeploymentsConfig> c =
+      server::ParseDeploymentsConfig(*text, f.deployments);
+  if (!c.ok()) return c.status();
+  return std::optional<server::DeploymentsConfig>(std::move(*c));
+}
 
 // The Slurm backend's options, checked before anything starts.
 absl::Status CheckBackend(ServerFlags& f, bool replicated) {
@@ -155,6 +168,7 @@ absl::StatusOr<server::ServiceOptions> ServiceOptionsOf(const ServerFlags& f) {
 absl::StatusOr<std::unique_ptr<base::OutputFile>> OpenReadyFile(const ServerFlags& f) {
   if (f.ready_file.empty()) return nullptr;
   if (absl::Status st = base::CheckOutputsDistinct({{"--nodes", f.nodes},
+                                                    {"--deployments", f.deployments},
                                                     {"--policy", f.policy},
                                                     {"--token-file", f.token_file},
                                                     {"--tenant-tokens", f.tenant_tokens},
@@ -277,6 +291,8 @@ int RunServer(ServerFlags f) {
     if (!nodes.ok()) return Fail(nodes.status());
     preload = std::move(*nodes);
   }
+  absl::StatusOr<std::optional<server::DeploymentsConfig>> deployments = ReadDeployments(f);
+  if (!deployments.ok()) return Fail(deployments.status());
   absl::StatusOr<server::ServiceOptions> so = ServiceOptionsOf(f);
   if (!so.ok()) return Fail(so.status());
   if (absl::Status st = server::HttpServer::Check(h); !st.ok()) return Fail(st);
@@ -295,6 +311,14 @@ int RunServer(ServerFlags f) {
   if (!service.ok()) return Fail(service.status());
   if (!preload.empty() && !*replica) {
     if (absl::Status st = (*service)->Preload(preload); !st.ok()) return Fail(st);
+  }
+  // Deployments whose replicas the autoscaler sets (deployments.h); GET /v1/deployments.
+  std::unique_ptr<server::DeploymentController> controller;
+  if (*deployments) {
+    auto c = server::DeploymentController::Start(**service, std::move(**deployments));
+    if (!c.ok()) return Fail(c.status());
+    controller = std::move(*c);
+    h.deployments_status = [c = controller.get()] { return c->StatusJson(); };
   }
   absl::StatusOr<std::unique_ptr<server::HttpServer>> http =
       server::HttpServer::Start(**service, h);
@@ -336,6 +360,7 @@ int RunServer(ServerFlags f) {
   slurm.reset();
   if (*replica) (*replica)->Stop();  // a leader revokes its lease: another takes over at once
   (*http)->Stop();
+  controller.reset();
   (*service)->Shutdown();
   return kExitOk;
 }
@@ -448,6 +473,11 @@ Command AddServerCommand(CLI::App& app) {
   s->add_option("--nodes", f->nodes,
                 "Preload nodes from an openb node CSV, a cluster descriptor (.yaml/.json) or "
                 "`kubectl get nodes -o json` output")
+      ->type_name("FILE");
+  s->add_option("--deployments", f->deployments,
+                "Deployments whose replica count the container autoscaler (hpa, seed or "
+                "predictive) sets from Prometheus queries every period; JSON, schema in "
+                "docs/autoscale.md")
       ->type_name("FILE");
   s->add_option("--policy", f->policy, "Policy file (docs/policy.md), reloaded when it changes")
       ->type_name("FILE");

@@ -1,8 +1,11 @@
 #include "seedance/server/codec.h"
 
+#include <chrono>
+#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace seedance::server {
 
@@ -218,6 +221,35 @@ absl::StatusOr<sched::PodInfo> PodFromJson(const Json& j, const core::ClusterSta
     p.placement.numa = static_cast<int32_t>(it->get<int64_t>());
   }
   return p;
+}
+
+std::string NewPodUid() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  const uint64_t a = rng(), b = rng();
+  // RFC 4122 version 4 layout.
+  return absl::StrFormat("%08x-%04x-4%03x-%04x-%012x", a >> 32, (a >> 16) & 0xffff, a & 0xfff,
+                         ((b >> 48) & 0x3fff) | 0x8000, b & 0xffffffffffffull);
+}
+
+sched::PodInfo PodFromRequest(api::PodRequest r) {
+  sched::PodInfo pod;
+  pod.uid = NewPodUid();
+  pod.name = std::move(r.name);
+  pod.ns = std::move(r.ns);
+  pod.priority = r.priority;
+  pod.labels = std::move(r.labels);
+  pod.annotations = std::move(r.annotations);
+  pod.gang = std::move(r.gang);
+  pod.gang_min = r.gang_min;
+  pod.gpu_spec = std::move(r.gpu_spec);
+  pod.shape.cpu_milli = r.cpu_milli;
+  pod.shape.memory_mib = r.memory_mib;
+  pod.shape.num_gpu = r.num_gpu;
+  pod.shape.gpu_milli = r.gpu_milli;
+  pod.created_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  return pod;
 }
 
 }  // namespace seedance::server

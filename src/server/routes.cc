@@ -30,20 +30,6 @@ using Context = Service::Context;
 constexpr int kDefaultPageSize = 500;
 constexpr int kMaxPageSize = 5000;
 
-std::string NewUid() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  const uint64_t a = rng(), b = rng();
-  // RFC 4122 version 4 layout.
-  return absl::StrFormat("%08x-%04x-4%03x-%04x-%012x", a >> 32, (a >> 16) & 0xffff, a & 0xfff,
-                         ((b >> 48) & 0x3fff) | 0x8000, b & 0xffffffffffffull);
-}
-
-int64_t UnixNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 Finisher Fail(absl::Status st) {
   return [st = std::move(st)] { return ErrorReply(st); };
 }
@@ -177,21 +163,7 @@ void PostPod(Service& s, const Caller& caller, const httplib::Request& req,
   if (absl::Status st = CheckNamespace(caller, pr->ns); !st.ok()) {
     return Send(res, ErrorReply(st));
   }
-  sched::PodInfo pod;
-  pod.uid = NewUid();
-  pod.name = std::move(pr->name);
-  pod.ns = std::move(pr->ns);
-  pod.priority = pr->priority;
-  pod.labels = std::move(pr->labels);
-  pod.annotations = std::move(pr->annotations);
-  pod.gang = std::move(pr->gang);
-  pod.gang_min = pr->gang_min;
-  pod.gpu_spec = std::move(pr->gpu_spec);
-  pod.shape.cpu_milli = pr->cpu_milli;
-  pod.shape.memory_mib = pr->memory_mib;
-  pod.shape.num_gpu = pr->num_gpu;
-  pod.shape.gpu_milli = pr->gpu_milli;
-  pod.created_unix_ns = UnixNowNs();
+  sched::PodInfo pod = PodFromRequest(std::move(*pr));
   if (absl::Status st = s.Admit(pod); !st.ok()) return Send(res, ErrorReply(st));
   Send(res, s.Run([pod = std::move(pod)](Context& c) mutable -> Finisher {
     const std::string uid = pod.uid;
@@ -476,6 +448,11 @@ void RegisterRoutes(httplib::Server& h, Service& s, const HttpOptions& o,
           WatchRoute(s, o, req, res);
         }));
   RegisterPolicyRoutes(h, s);
+  h.Get("/v1/deployments",
+        Counted(m, "list_deployments", [&o](const httplib::Request&, httplib::Response& res) {
+          Send(res, o.deployments_status ? Reply{200, o.deployments_status()}
+                                         : Reply{200, R"({"deployments":[]})"});
+        }));
   h.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });

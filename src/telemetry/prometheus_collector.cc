@@ -542,7 +542,40 @@ class PrometheusCollector : public Collector {
   double describe_time_ = 0;
 };
 
+class PromQuerier : public PrometheusQuerier {
+ public:
+  explicit PromQuerier(PrometheusOptions options) : client_(std::move(options)) {}
+  absl::Status Init() { return client_.Init(); }
+
+  absl::StatusOr<double> Sum(const std::string& promql, double unix_time_s) override {
+    absl::StatusOr<Vector> v = client_.Query(promql, unix_time_s);
+    if (!v.ok()) return v.status();
+    double sum = 0;
+    bool any = false;
+    for (const internal::PromSample& s : *v) {
+      if (std::isnan(s.value)) continue;
+      sum += s.value;
+      any = true;
+    }
+    if (!any) {
+      return absl::NotFoundError(absl::StrCat("prometheus ", client_.url(), ": query '",
+                                              base::Clip(promql, 120), "' matched no series"));
+    }
+    return sum;
+  }
+  const std::string& url() const override { return client_.url(); }
+
+ private:
+  PromClient client_;
+};
+
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<PrometheusQuerier>> NewPrometheusQuerier(PrometheusOptions options) {
+  auto q = std::make_unique<PromQuerier>(std::move(options));
+  if (absl::Status s = q->Init(); !s.ok()) return s;
+  return std::unique_ptr<PrometheusQuerier>(std::move(q));
+}
 
 absl::StatusOr<std::unique_ptr<Collector>> NewPrometheusCollector(PrometheusOptions options) {
   auto c = std::make_unique<PrometheusCollector>(std::move(options));

@@ -26,6 +26,7 @@ Classes (the issue's "Why" list, plus the valid controls that keep the fixtures 
   control     valid inputs that must succeed with valid output
 """
 
+import json
 import os
 
 # ----------------------------------------------------------------------------------------------
@@ -2277,6 +2278,81 @@ def slurm_cases():
     return c
 
 
+def deployment_cases():
+    """seedance server --deployments FILE: each bad file is refused (exit 2) naming the file and
+    the JSON path, before any state is opened."""
+    B, E = "bad-value", "exit-code"
+    good = {"name": "web", "pod": {"cpu_milli": 1000},
+            "autoscale": {"mode": "hpa", "metrics": [
+                {"name": "rps", "query": "sum(rate(r[1m]))", "target_per_replica": 10}]}}
+
+    def file(deployment=None, top=None):
+        doc = {"prometheus": "http://127.0.0.1:9", "deployments": [deployment or good]}
+        doc.update(top or {})
+        return {"d.json": json.dumps(doc)}
+
+    def dep(**over):
+        d = json.loads(json.dumps(good))
+        for k, v in over.items():
+            if k.startswith("a_"):
+                d["autoscale"][k[2:]] = v
+            else:
+                d[k] = v
+        return d
+
+    D = SRV + ["--deployments", "{d.json}"]
+    c = [
+        Case(E, "server/deployments-missing", SRV + ["--deployments", "{T}/nope.json"],
+             exit=(1, 2), msg=["nope.json"]),
+        Case(B, "server/deployments-not-json", D, files={"d.json": "{\n"},
+             msg=["d.json:2:", "not JSON"]),
+        Case(B, "server/deployments-deep", D, files={"d.json": "[" * 5000},
+             msg=["d.json", "nested deeper"]),
+        Case(B, "server/deployments-no-prometheus", D,
+             files={"d.json": json.dumps({"deployments": [good]})}, msg=["$.prometheus"]),
+        Case(B, "server/deployments-prometheus-bad-url", D,
+             files=file(top={"prometheus": "http://h:99999"}), msg=["$.prometheus", "port"]),
+        Case(B, "server/deployments-empty", D, files=file(top={"deployments": []}),
+             msg=["$.deployments"]),
+        Case(B, "server/deployments-unknown-field", D, files=file(dep(replica=3)),
+             msg=["$.deployments[0].replica", "unknown field"]),
+        Case(B, "server/deployments-mode", D, files=file(dep(a_mode="fast")),
+             msg=["$.deployments[0].autoscale.mode"]),
+        Case(B, "server/deployments-no-metric", D, files=file(dep(a_metrics=[])),
+             msg=["$.deployments[0].autoscale.metrics"]),
+        Case(B, "server/deployments-pod-name", D, files=file(dep(pod={"name": "x"})),
+             msg=["$.deployments[0].pod.name"]),
+        Case(B, "server/deployments-pod-bad", D, files=file(dep(pod={"gpu_milli": 5000})),
+             msg=["$.deployments[0].pod"]),
+        Case(B, "server/deployments-min-over-max", D,
+             files=file(dep(a_min_replicas=9, a_max_replicas=3)),
+             msg=["$.deployments[0].autoscale"]),
+        Case(B, "server/deployments-name-bad", D, files=file(dep(name="Bad_Name")),
+             msg=["$.deployments[0].pod"]),
+    ]
+    c.append(Case(B, "server/deployments-period_s=overflow", D,
+                  files={"d.json": json.dumps({"prometheus": "http://127.0.0.1:9",
+                                               "deployments": [good]}).replace(
+                      '"name": "web"', '"name": "web", "period_s": 1e999')},
+                  msg=["d.json", "1e999"]))
+    for field, values in (("period_s", ("0", "-1", '"x"')),
+                          ("replicas", ("-1", "1.5", "1e12"))):
+        for v in values:
+            c.append(Case(B, "server/deployments-%s=%s" % (field, v.strip('"')), D,
+                          files={"d.json": json.dumps({"prometheus": "http://127.0.0.1:9",
+                                                       "deployments": [good]}).replace(
+                              '"name": "web"', '"name": "web", "%s": %s' % (field, v))},
+                          msg=["$.deployments[0].%s" % field]))
+    for field, v in (("max_replicas", "100000"), ("tolerance", '"x"'),
+                     ("min_replicas", "0")):
+        d = json.dumps(good).replace('"mode": "hpa"', '"mode": "hpa", "%s": %s' % (field, v))
+        c.append(Case(B, "server/deployments-autoscale-%s=%s" % (field, v.strip('"')), D,
+                      files={"d.json": '{"prometheus": "http://127.0.0.1:9", "deployments": [%s]}'
+                             % d},
+                      msg=["$.deployments[0].autoscale"]))
+    return c
+
+
 def build(binary=None):
     cases = []
     cases += destroy_and_write_cases()
@@ -2294,4 +2370,5 @@ def build(binary=None):
     cases += node_agent_cases()
     cases += device_plugin_cases()
     cases += slurm_cases()
+    cases += deployment_cases()
     return cases

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "seedance/api/api.h"
 #include "seedance/core/cluster_state.h"
 #include "seedance/sched/ledger.h"
 
@@ -34,6 +35,11 @@ Json NodeStatusJson(const core::ClusterState& state, int n, const sched::PodLedg
 Json PodToJson(const sched::PodInfo& pod, const core::ClusterState& state);
 // Inverse of PodToJson (node resolved by name against `state`; the placement's node must exist).
 absl::StatusOr<sched::PodInfo> PodFromJson(const Json& j, const core::ClusterState& state);
+
+// A new pod's uid: a random RFC 4122 version 4 UUID.
+std::string NewPodUid();
+// The pod a POST /v1/pods request (or a deployment's template) makes: a new uid, created now.
+sched::PodInfo PodFromRequest(api::PodRequest request);
 
 }  // namespace seedance::server
 

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -49,6 +50,8 @@ struct HttpOptions {
   double max_watch_s = 300;
   // The Kubernetes API server the extender's bind writes to (null: bind is refused).
   std::shared_ptr<k8s::ApiServerClient> kube_api;
+  // GET /v1/deployments' body (DeploymentController::StatusJson); unset: an empty list.
+  std::function<std::string()> deployments_status;
 };
 
 class HttpServer {

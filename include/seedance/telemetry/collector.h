@@ -94,6 +94,19 @@ struct PrometheusOptions {
 [[nodiscard]] absl::StatusOr<std::unique_ptr<Collector>> NewPrometheusCollector(
     PrometheusOptions options);
 
+// One PromQL instant query answered as a number, for control loops (the container autoscaler):
+// the sum of the result vector's samples, NaN samples left out. NotFound when the query matched
+// no series (or only NaN); errors as NewPrometheusCollector's. Thread-safety: one caller at a
+// time.
+class PrometheusQuerier {
+ public:
+  virtual ~PrometheusQuerier() = default;
+  virtual absl::StatusOr<double> Sum(const std::string& promql, double unix_time_s) = 0;
+  virtual const std::string& url() const = 0;  // redacted
+};
+[[nodiscard]] absl::StatusOr<std::unique_ptr<PrometheusQuerier>> NewPrometheusQuerier(
+    PrometheusOptions options);
+
 // `url` with the user information ("user:password@") and any query string replaced by
 // "<redacted>", and invalid UTF-8 replaced: safe to print or store.
 std::string RedactUrl(std::string_view url);

@@ -1,0 +1,507 @@
+#include "seedance/server/deployments.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
+#include "prometheus/counter.h"
+#include "prometheus/gauge.h"
+#include "seedance/base/text.h"
+#include "seedance/server/codec.h"
+#include "seedance/telemetry/collector.h"
+
+namespace seedance::server {
+
+namespace {
+
+using JsonDoc = nlohmann::json;
+
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// ---- the file ----
+
+// Reads one object's fields, each by name and JSON path; the first problem is kept.
+class Fields {
+ public:
+  Fields(const JsonDoc& j, std::string path, std::string_view file)
+      : j_(j), path_(std::move(path)), file_(file) {
+    if (!j_.is_object()) Fail("", "expected an object");
+  }
+  template <class T>
+  void Number(const char* key, T* out) {
+    seen_.insert(key);
+    auto it = j_.find(key);
+    if (!ok() || it == j_.end()) return;
+    if (!it->is_number()) return Fail(key, "expected a number");
+    const double v = it->get<double>();
+    if constexpr (std::is_integral_v<T>) {
+      if (v != std::floor(v) || v < -1e9 || v > 1e9) return Fail(key, "expected an integer");
+    }
+    *out = static_cast<T>(v);
+  }
+  void String(const char* key, std::string* out, bool required = false) {
+    seen_.insert(key);
+    auto it = j_.find(key);
+    if (!ok()) return;
+    if (it == j_.end()) {
+      if (required) Fail(key, "required");
+      return;
+    }
+    if (!it->is_string()) return Fail(key, "expected a string");
+    *out = it->get<std::string>();
+    if (required && out->empty()) Fail(key, "must not be empty");
+  }
+  // The raw member (null when absent); the caller decodes it.
+  const JsonDoc* Member(const char* key) {
+    seen_.insert(key);
+    auto it = j_.find(key);
+    return it == j_.end() ? nullptr : &*it;
+  }
+  // Every key was read: one that was not is a typo, refused.
+  void NoOthers() {
+    if (!ok() || !j_.is_object()) return;
+    for (const auto& [k, v] : j_.items()) {
+      if (!seen_.contains(k)) {
+        return Fail(k, absl::StrCat("unknown field (known: ", absl::StrJoin(seen_, ", "), ")"));
+      }
+    }
+  }
+  void Fail(std::string_view key, std::string_view why) {
+    if (!ok()) return;
+    status_ = absl::InvalidArgumentError(
+        absl::StrCat(base::ForTerminal(std::string(file_)), ": ", path_, key.empty() ? "" : ".",
+                     base::ForTerminal(base::Clip(std::string(key), 60)), ": ", std::string(why)));
+  }
+  bool ok() const { return status_.ok(); }
+  const absl::Status& status() const { return status_; }
+  std::string At(std::string_view key) const { return absl::StrCat(path_, ".", std::string(key)); }
+
+ private:
+  const JsonDoc& j_;
+  std::string path_;
+  std::string_view file_;
+  std::set<std::string> seen_;
+  absl::Status status_;
+};
+
+absl::Status WithPath(std::string_view file, const std::string& path, const absl::Status& st) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(base::ForTerminal(std::string(file)), ": ", path, ": ", st.message()));
+}
+
+absl::Status ParseMetrics(const JsonDoc* list, const std::string& path, std::string_view file,
+                          std::vector<DeploymentMetric>* out) {
+  if (list == nullptr) return absl::OkStatus();
+  if (!list->is_array()) return WithPath(file, path, absl::InvalidArgumentError("expected a list"));
+  for (size_t i = 0; i < list->size(); ++i) {
+    DeploymentMetric m;
+    Fields f((*list)[i], absl::StrCat(path, "[", i, "]"), file);
+    f.String("name", &m.name, true);
+    f.String("query", &m.query, true);
+    f.Number("target_per_replica", &m.target_per_replica);
+    f.NoOthers();
+    if (f.ok() && !(m.target_per_replica > 0)) f.Fail("target_per_replica", "must be > 0");
+    if (!f.ok()) return f.status();
+    out->push_back(std::move(m));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseAutoscale(const JsonDoc& j, const std::string& path, std::string_view file,
+                            DeploymentSpec* d) {
+  Fields f(j, path, file);
+  std::string mode = "hpa";
+  f.String("mode", &mode);
+  if (!f.ok()) return f.status();
+  absl::StatusOr<autoscale::Mode> m = autoscale::ParseMode(mode);
+  if (!m.ok()) return WithPath(file, f.At("mode"), m.status());
+  d->mode = *m;
+  int min_replicas = 1, max_replicas = 10;
+  f.Number("min_replicas", &min_replicas);
+  f.Number("max_replicas", &max_replicas);
+  if (f.ok() && (max_replicas < 1 || max_replicas > 10000)) {
+    f.Fail("max_replicas", "must be in [1, 10000]");
+  }
+  d->hpa.min_replicas = d->seed.min_replicas = d->predictive.min_replicas = min_replicas;
+  d->hpa.max_replicas = d->seed.max_replicas = d->predictive.max_replicas = max_replicas;
+  f.Number("tolerance", &d->hpa.tolerance);
+  f.Number("scale_down_stabilization_s", &d->hpa.scale_down.stabilization_window_s);
+  if (absl::Status st = ParseMetrics(f.Member("metrics"), f.At("metrics"), file, &d->metrics);
+      !st.ok()) {
+    return st;
+  }
+  f.String("cpu_query", &d->cpu_query);
+  f.String("latency_query", &d->latency_query);
+  f.String("error_query", &d->error_query);
+  f.Number("latency_target_s", &d->seed.latency_target_s);
+  f.String("rate_query", &d->rate_query);
+  f.Number("capacity_rps_per_replica", &d->predictive.capacity_rps_per_replica);
+  f.Number("horizon_s", &d->predictive.horizon_s);
+  f.NoOthers();
+  if (!f.ok()) return f.status();
+  if (d->mode == autoscale::Mode::kHpa && d->metrics.empty()) {
+    return WithPath(file, f.At("metrics"), absl::InvalidArgumentError("hpa needs a metric"));
+  }
+  if (d->mode == autoscale::Mode::kSeed && d->cpu_query.empty()) {
+    return WithPath(file, f.At("cpu_query"), absl::InvalidArgumentError("seed needs it"));
+  }
+  if (d->mode == autoscale::Mode::kPredictive && d->rate_query.empty()) {
+    return WithPath(file, f.At("rate_query"), absl::InvalidArgumentError("predictive needs it"));
+  }
+  return absl::OkStatus();
+}
+
+// The pod template, checked as POST /v1/pods checks a pod.
+absl::Status ParseTemplate(const JsonDoc* pod, const std::string& path, std::string_view file,
+                           DeploymentSpec* d) {
+  JsonDoc body = pod == nullptr ? JsonDoc::object() : *pod;
+  if (!body.is_object()) return WithPath(file, path, absl::InvalidArgumentError("not an object"));
+  for (const char* reserved : {"name", "namespace"}) {
+    if (body.contains(reserved)) {
+      return WithPath(file, absl::StrCat(path, ".", reserved),
+                      absl::InvalidArgumentError("set by the deployment"));
+    }
+  }
+  body["name"] = d->name + "-0";
+  body["namespace"] = d->ns;
+  absl::StatusOr<api::PodRequest> r = api::ParsePodRequest(body.dump());
+  if (!r.ok()) return WithPath(file, path, r.status());
+  d->pod = std::move(*r);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DeploymentSpec> ParseDeployment(const JsonDoc& j, const std::string& path,
+                                               std::string_view file) {
+  DeploymentSpec d;
+  Fields f(j, path, file);
+  f.String("name", &d.name, true);
+  f.String("namespace", &d.ns);
+  f.Number("replicas", &d.replicas);
+  f.Number("period_s", &d.period_s);
+  const JsonDoc* pod = f.Member("pod");
+  const JsonDoc* scale = f.Member("autoscale");
+  f.NoOthers();
+  if (f.ok() && !(d.period_s >= 0.1 && d.period_s <= 3600)) f.Fail("period_s", "in [0.1, 3600]");
+  if (f.ok() && d.replicas < 0) f.Fail("replicas", "must be >= 0");
+  if (!f.ok()) return f.status();
+  if (absl::Status st = ParseTemplate(pod, f.At("pod"), file, &d); !st.ok()) return st;
+  if (scale == nullptr) {
+    return WithPath(file, f.At("autoscale"), absl::InvalidArgumentError("required"));
+  }
+  if (absl::Status st = ParseAutoscale(*scale, f.At("autoscale"), file, &d); !st.ok()) return st;
+  return d;
+}
+
+absl::StatusOr<std::unique_ptr<autoscale::Autoscaler>> NewAutoscaler(const DeploymentSpec& d) {
+  switch (d.mode) {
+    case autoscale::Mode::kHpa:
+      return autoscale::NewHpaAutoscaler(d.hpa);
+    case autoscale::Mode::kSeed:
+      return autoscale::NewSeedAutoscaler(d.seed);
+    case autoscale::Mode::kPredictive:
+      return autoscale::NewPredictiveAutoscaler(d.predictive);
+  }
+  return absl::InvalidArgumentError("unknown mode");
+}
+
+}  // namespace
+
+absl::StatusOr<DeploymentsConfig> ParseDeploymentsConfig(std::string_view text,
+                                                         std::string_view file) {
+  if (base::JsonNestingDepth(text, 32) > 32) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(file), ": JSON nested deeper than 32 levels"));
+  }
+  JsonDoc j;
+  try {
+    j = JsonDoc::parse(text);
+  } catch (const JsonDoc::parse_error& e) {
+    const size_t byte = std::min(e.byte, text.size());
+    const auto line = std::count(text.begin(), text.begin() + static_cast<ptrdiff_t>(byte), '\n');
+    return absl::InvalidArgumentError(absl::StrCat(base::ForTerminal(std::string(file)), ":",
+                                                   line + 1, ": not JSON (byte ", e.byte, ")"));
+  } catch (const JsonDoc::exception& e) {
+    // A number beyond a double (1e999): the parser names no position, its message the token.
+    return absl::InvalidArgumentError(absl::StrCat(base::ForTerminal(std::string(file)),
+                                                   ": not JSON: ", base::Clip(e.what(), 160)));
+  }
+  DeploymentsConfig c;
+  Fields f(j, "$", file);
+  f.String("prometheus", &c.prometheus_url, true);
+  f.Number("query_timeout_s", &c.query_timeout_s);
+  const JsonDoc* list = f.Member("deployments");
+  f.NoOthers();
+  if (f.ok() && (list == nullptr || !list->is_array() || list->empty())) {
+    f.Fail("deployments", "expected a non-empty list");
+  }
+  if (!f.ok()) return f.status();
+  {
+    // The URL is checked here, before the server opens its state (nothing is contacted yet).
+    telemetry::PrometheusOptions po;
+    po.url = c.prometheus_url;
+    po.timeout_s = c.query_timeout_s;
+    if (auto q = telemetry::NewPrometheusQuerier(po); !q.ok()) {
+      return WithPath(file, "$.prometheus", q.status());
+    }
+  }
+  std::set<std::pair<std::string, std::string>> names;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const std::string path = absl::StrCat("$.deployments[", i, "]");
+    absl::StatusOr<DeploymentSpec> d = ParseDeployment((*list)[i], path, file);
+    if (!d.ok()) return d.status();
+    if (!names.emplace(d->ns, d->name).second) {
+      return WithPath(file, path + ".name", absl::InvalidArgumentError("appears twice"));
+    }
+    // The autoscaler's own checks (bounds, targets), named by this path.
+    if (auto a = NewAutoscaler(*d); !a.ok()) return WithPath(file, path + ".autoscale", a.status());
+    c.deployments.push_back(std::move(*d));
+  }
+  return c;
+}
+
+// ---- the controller ----
+
+struct Deployment {
+  DeploymentSpec spec;
+  std::unique_ptr<autoscale::Autoscaler> scaler;
+  int replicas = 0;  // what it should have now
+  int pods = 0;      // what the last reconcile found
+  double next_due_s = 0;
+  int64_t decisions = 0, scalings = 0, errors = 0;
+  std::string last_error;
+  JsonDoc last = nullptr;  // the last decision
+  prometheus::Gauge* replicas_gauge = nullptr;
+  prometheus::Counter* errors_counter = nullptr;
+  prometheus::Counter* scale_up = nullptr;
+  prometheus::Counter* scale_down = nullptr;
+};
+
+struct DeploymentController::State {
+  Service& service;
+  std::unique_ptr<telemetry::PrometheusQuerier> prometheus;
+  mutable std::mutex mu;  // deployments' status fields, stop
+  std::condition_variable cv;
+  bool stop = false;
+  std::vector<Deployment> deployments;
+  std::thread loop;
+
+  explicit State(Service& s) : service(s) {}
+  void Loop();
+  void Step(Deployment& d, double now_s);
+  absl::Status Observe(Deployment& d, double now_s, autoscale::Observation* obs, JsonDoc* inputs);
+  int Reconcile(const Deployment& d, int replicas);
+};
+
+absl::Status DeploymentController::State::Observe(Deployment& d, double now_s,
+                                                  autoscale::Observation* obs, JsonDoc* inputs) {
+  auto sum = [&](const std::string& q, double* out) -> absl::Status {
+    if (q.empty()) return absl::OkStatus();
+    absl::StatusOr<double> v = prometheus->Sum(q, now_s);
+    if (!v.ok()) return v.status();
+    if (!std::isfinite(*v) || *v < 0) {
+      return absl::OutOfRangeError(absl::StrCat("query '", base::Clip(q, 80), "' gave ", *v));
+    }
+    *out = *v;
+    (*inputs)[q] = *v;
+    return absl::OkStatus();
+  };
+  for (const DeploymentMetric& m : d.spec.metrics) {
+    double total = 0;
+    if (absl::Status st = sum(m.query, &total); !st.ok()) return st;
+    obs->metrics.push_back(
+        {m.name, total / std::max(1, obs->current_replicas), m.target_per_replica});
+  }
+  if (absl::Status st = sum(d.spec.cpu_query, &obs->cpu_utilization); !st.ok()) return st;
+  if (absl::Status st = sum(d.spec.latency_query, &obs->p95_latency_s); !st.ok()) return st;
+  if (absl::Status st = sum(d.spec.error_query, &obs->error_rate); !st.ok()) return st;
+  return sum(d.spec.rate_query, &obs->arrival_rate_rps);
+}
+
+// Makes pods 0..replicas-1 of `d` exist and no others; returns how many exist afterwards (-1
+// when the service refused the batch: not leading, shutting down).
+int DeploymentController::State::Reconcile(const Deployment& d, int replicas) {
+  const DeploymentSpec& spec = d.spec;
+  std::vector<sched::PodInfo> missing;
+  // Built here, off the loop thread; submitted only if the index is missing.
+  for (int k = 0; k < replicas; ++k) {
+    api::PodRequest r = spec.pod;
+    r.name = absl::StrCat(spec.name, "-", k);
+    r.ns = spec.ns;
+    r.annotations[kDeploymentAnnotation] = spec.name;
+    r.annotations[kReplicaAnnotation] = std::to_string(k);
+    missing.push_back(PodFromRequest(std::move(r)));
+  }
+  int found = -1;
+  const Reply reply = service.Run([&](Service::Context& c) -> Service::Finisher {
+    std::map<int, std::string> have;  // replica index -> uid
+    c.scheduler.ledger().ForEach([&](const sched::PodInfo& p) {
+      auto dep = p.annotations.find(kDeploymentAnnotation);
+      auto rep = p.annotations.find(kReplicaAnnotation);
+      int k = -1;
+      if (p.ns == spec.ns && dep != p.annotations.end() && dep->second == spec.name &&
+          rep != p.annotations.end() && absl::SimpleAtoi(rep->second, &k) && k >= 0) {
+        have[k] = p.uid;
+      }
+    });
+    for (auto it = have.rbegin(); it != have.rend(); ++it) {
+      if (it->first >= replicas) (void)c.scheduler.DeletePod(it->second, c.now_s);
+    }
+    for (int k = 0; k < replicas; ++k) {
+      if (have.contains(k)) continue;
+      const std::string uid = missing[k].uid;
+      if (c.scheduler.SubmitPod(std::move(missing[k]), c.now_s).ok()) c.NoteSubmitted(uid);
+    }
+    found = replicas;
+    return [] { return Reply{200, "{}"}; };
+  });
+  return reply.status == 200 ? found : -1;
+}
+
+void DeploymentController::State::Step(Deployment& d, double now_s) {
+  autoscale::Observation obs;
+  obs.now_s = now_s;
+  obs.current_replicas = d.replicas;
+  JsonDoc inputs = JsonDoc::object();
+  const absl::Status st = Observe(d, now_s, &obs, &inputs);
+  int replicas = d.replicas;
+  JsonDoc last = nullptr;
+  if (st.ok()) {
+    const autoscale::Decision dec = d.scaler->Decide(obs);
+    replicas = dec.replicas;
+    last = {{"time", now_s},        {"recommendation", dec.recommendation},
+            {"replicas", replicas}, {"from", d.replicas},
+            {"reason", dec.reason}, {"score", std::isfinite(dec.score) ? dec.score : 0.0},
+            {"inputs", inputs}};
+  } else {
+    d.errors_counter->Increment();
+  }
+  const int pods = Reconcile(d, replicas);
+  std::lock_guard<std::mutex> lock(mu);
+  if (st.ok()) {
+    ++d.decisions;
+    if (replicas > d.replicas) d.scale_up->Increment();
+    if (replicas < d.replicas) d.scale_down->Increment();
+    if (replicas != d.replicas) ++d.scalings;
+    d.replicas = replicas;
+    d.last = std::move(last);
+  } else {
+    ++d.errors;
+    d.last_error = base::Clip(std::string(st.message()), 300);
+  }
+  if (pods >= 0) d.pods = pods;
+  d.replicas_gauge->Set(d.replicas);
+}
+
+void DeploymentController::State::Loop() {
+  std::unique_lock<std::mutex> lock(mu);
+  while (!stop) {
+    Deployment* next = nullptr;
+    for (Deployment& d : deployments) {
+      if (next == nullptr || d.next_due_s < next->next_due_s) next = &d;
+    }
+    const double wait_s = next->next_due_s - UnixNow();
+    if (wait_s > 0) {
+      cv.wait_for(lock, std::chrono::duration<double>(wait_s));
+      continue;
+    }
+    next->next_due_s += next->spec.period_s;
+    // A period missed (a slow query) is not made up: the next one starts from now.
+    next->next_due_s = std::max(next->next_due_s, UnixNow());
+    lock.unlock();
+    Step(*next, UnixNow());
+    lock.lock();
+  }
+}
+
+absl::StatusOr<std::unique_ptr<DeploymentController>> DeploymentController::Start(
+    Service& service, DeploymentsConfig config) {
+  telemetry::PrometheusOptions po;
+  po.url = config.prometheus_url;
+  po.timeout_s = config.query_timeout_s;
+  absl::StatusOr<std::unique_ptr<telemetry::PrometheusQuerier>> prom =
+      telemetry::NewPrometheusQuerier(po);
+  if (!prom.ok()) return prom.status();
+  auto state = std::make_unique<State>(service);
+  state->prometheus = std::move(*prom);
+  auto& registry = *service.metrics().registry;
+  auto& replicas = prometheus::BuildGauge()
+                       .Name("seedance_deployment_replicas")
+                       .Help("Replicas a deployment should have (the autoscaler's last decision)")
+                       .Register(registry);
+  auto& scalings = prometheus::BuildCounter()
+                       .Name("seedance_autoscaler_scalings_total")
+                       .Help("Replica count changes by the autoscaler, by direction")
+                       .Register(registry);
+  auto& errors = prometheus::BuildCounter()
+                     .Name("seedance_autoscaler_errors_total")
+                     .Help("Periods without a decision: a metric query failed")
+                     .Register(registry);
+  const double now = UnixNow();
+  for (DeploymentSpec& spec : config.deployments) {
+    Deployment d;
+    absl::StatusOr<std::unique_ptr<autoscale::Autoscaler>> a = NewAutoscaler(spec);
+    if (!a.ok()) return a.status();
+    d.scaler = std::move(*a);
+    const std::map<std::string, std::string> labels = {{"namespace", spec.ns},
+                                                       {"deployment", spec.name}};
+    d.replicas_gauge = &replicas.Add(labels);
+    d.errors_counter = &errors.Add(labels);
+    auto up = labels, down = labels;
+    up["direction"] = "up";
+    down["direction"] = "down";
+    d.scale_up = &scalings.Add(up);
+    d.scale_down = &scalings.Add(down);
+    d.replicas = std::clamp(spec.replicas, spec.hpa.min_replicas, spec.hpa.max_replicas);
+    d.next_due_s = now;
+    d.spec = std::move(spec);
+    state->deployments.push_back(std::move(d));
+  }
+  State* s = state.get();
+  s->loop = std::thread([s] { s->Loop(); });
+  return std::unique_ptr<DeploymentController>(new DeploymentController(std::move(state)));
+}
+
+DeploymentController::DeploymentController(std::unique_ptr<State> state)
+    : state_(std::move(state)) {}
+
+DeploymentController::~DeploymentController() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->stop = true;
+  }
+  state_->cv.notify_all();
+  if (state_->loop.joinable()) state_->loop.join();
+}
+
+std::string DeploymentController::StatusJson() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const Deployment& d : state_->deployments) {
+    nlohmann::ordered_json j = {{"name", d.spec.name},
+                                {"namespace", d.spec.ns},
+                                {"mode", std::string(autoscale::ModeName(d.spec.mode))},
+                                {"replicas", d.replicas},
+                                {"pods", d.pods},
+                                {"period_s", d.spec.period_s},
+                                {"decisions", d.decisions},
+                                {"scalings", d.scalings},
+                                {"errors", d.errors}};
+    j["last_decision"] = d.last;
+    if (!d.last_error.empty()) j["last_error"] = d.last_error;
+    list.push_back(std::move(j));
+  }
+  return base::DumpJson(nlohmann::ordered_json{{"deployments", std::move(list)}});
+}
+
+}  // namespace seedance::server
