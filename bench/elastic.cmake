@@ -6,3 +6,7 @@ target_link_libraries(slice_bench PRIVATE seedance_elastic CLI11::CLI11 Threads:
 # GPU memory compaction in churn on the Alibaba trace's GPU-sharing pods (docs/elastic.md).
 add_executable(defrag_churn defrag_churn.cc)
 target_link_libraries(defrag_churn PRIVATE seedance_elastic seedance_trace CLI11::CLI11)
+
+# Training-job re-placement in churn on the Alibaba trace (docs/elastic.md).
+add_executable(replacement_churn replacement_churn.cc)
+target_link_libraries(replacement_churn PRIVATE seedance_elastic seedance_trace CLI11::CLI11)
