@@ -17,6 +17,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 #include "seedance/base/text.h"
+#include "seedance/engine/period_controller.h"
 #include "seedance/server/codec.h"
 #include "seedance/telemetry/collector.h"
 
@@ -190,6 +191,18 @@ absl::StatusOr<DeploymentSpec> ParseDeployment(const JsonDoc& j, const std::stri
   f.String("namespace", &d.ns);
   f.Number("replicas", &d.replicas);
   f.Number("period_s", &d.period_s);
+  std::string period = "fixed";
+  f.String("period", &period);
+  f.Number("min_period_s", &d.min_period_s);
+  f.Number("max_period_s", &d.max_period_s);
+  if (f.ok() && period != "fixed" && period != "adaptive") {
+    f.Fail("period", "must be fixed or adaptive");
+  }
+  d.adaptive_period = period == "adaptive";
+  if (f.ok() &&
+      !(d.min_period_s >= 0.1 && d.min_period_s <= d.max_period_s && d.max_period_s <= 3600)) {
+    f.Fail("min_period_s", "need 0.1 <= min_period_s <= max_period_s <= 3600");
+  }
   const JsonDoc* pod = f.Member("pod");
   const JsonDoc* scale = f.Member("autoscale");
   f.NoOthers();
@@ -221,7 +234,8 @@ absl::StatusOr<std::unique_ptr<autoscale::Autoscaler>> NewAutoscaler(const Deplo
 absl::StatusOr<DeploymentsConfig> ParseDeploymentsConfig(std::string_view text,
                                                          std::string_view file) {
   if (base::JsonNestingDepth(text, 32) > 32) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(file), ": JSON nested deeper than 32 levels"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(file), ": JSON nested deeper than 32 levels"));
   }
   JsonDoc j;
   try {
@@ -278,6 +292,8 @@ struct Deployment {
   int replicas = 0;  // what it should have now
   int pods = 0;      // what the last reconcile found
   double next_due_s = 0;
+  double period_s = 0;  // the period in force (spec.period_s unless adaptive)
+  std::unique_ptr<engine::PeriodController> period;  // adaptive only
   int64_t decisions = 0, scalings = 0, errors = 0;
   std::string last_error;
   JsonDoc last = nullptr;  // the last decision
@@ -301,6 +317,7 @@ struct DeploymentController::State {
   void Step(Deployment& d, double now_s);
   absl::Status Observe(Deployment& d, double now_s, autoscale::Observation* obs, JsonDoc* inputs);
   int Reconcile(const Deployment& d, int replicas);
+  double NextPeriod(Deployment& d, const autoscale::Observation& obs, double margin);
 };
 
 absl::Status DeploymentController::State::Observe(Deployment& d, double now_s,
@@ -368,6 +385,45 @@ int DeploymentController::State::Reconcile(const Deployment& d, int replicas) {
   return reply.status == 200 ? found : -1;
 }
 
+namespace {
+
+// How much room the deployment has at its target, for the PeriodController: (target - load) /
+// target, from the mode's own measure (hpa: the highest metric ratio; seed: its smoothed score
+// against 1; predictive: the rate it sized for against what the replicas serve).
+double SlaMargin(const DeploymentSpec& spec, const autoscale::Observation& obs,
+                 const autoscale::Decision& dec) {
+  switch (spec.mode) {
+    case autoscale::Mode::kHpa:
+    case autoscale::Mode::kSeed:
+      return 1 - dec.score;
+    case autoscale::Mode::kPredictive: {
+      const double serves =
+          spec.predictive.capacity_rps_per_replica * std::max(1, obs.current_replicas);
+      return 1 - obs.arrival_rate_rps / serves;
+    }
+  }
+  return 0;
+}
+
+// The load the PeriodController watches: the first metric's value, the arrival rate or the CPU.
+double LoadOf(const DeploymentSpec& spec, const autoscale::Observation& obs) {
+  if (!obs.metrics.empty()) return obs.metrics[0].current * std::max(1, obs.current_replicas);
+  if (spec.mode == autoscale::Mode::kPredictive) return obs.arrival_rate_rps;
+  return obs.cpu_utilization;
+}
+
+}  // namespace
+
+double DeploymentController::State::NextPeriod(Deployment& d, const autoscale::Observation& obs,
+                                               double margin) {
+  const double load = LoadOf(d.spec, obs);
+  if (std::isfinite(load) && std::isfinite(margin)) {
+    d.period->ObserveQps(obs.now_s, load);
+    return d.period->Decide(obs.now_s, margin).period_s;
+  }
+  return d.period_s;
+}
+
 void DeploymentController::State::Step(Deployment& d, double now_s) {
   autoscale::Observation obs;
   obs.now_s = now_s;
@@ -376,8 +432,10 @@ void DeploymentController::State::Step(Deployment& d, double now_s) {
   const absl::Status st = Observe(d, now_s, &obs, &inputs);
   int replicas = d.replicas;
   JsonDoc last = nullptr;
+  double margin = 0;
   if (st.ok()) {
     const autoscale::Decision dec = d.scaler->Decide(obs);
+    margin = SlaMargin(d.spec, obs, dec);
     replicas = dec.replicas;
     last = {{"time", now_s},        {"recommendation", dec.recommendation},
             {"replicas", replicas}, {"from", d.replicas},
@@ -401,6 +459,7 @@ void DeploymentController::State::Step(Deployment& d, double now_s) {
   }
   if (pods >= 0) d.pods = pods;
   d.replicas_gauge->Set(d.replicas);
+  if (d.period && st.ok()) d.period_s = NextPeriod(d, obs, margin);
 }
 
 void DeploymentController::State::Loop() {
@@ -415,12 +474,12 @@ void DeploymentController::State::Loop() {
       cv.wait_for(lock, std::chrono::duration<double>(wait_s));
       continue;
     }
-    next->next_due_s += next->spec.period_s;
-    // A period missed (a slow query) is not made up: the next one starts from now.
-    next->next_due_s = std::max(next->next_due_s, UnixNow());
     lock.unlock();
     Step(*next, UnixNow());
     lock.lock();
+    // The period Step left in force (adaptive: just decided). A period missed (a slow query) is
+    // not made up: the next one starts from now.
+    next->next_due_s = std::max(next->next_due_s + next->period_s, UnixNow());
   }
 }
 
@@ -464,6 +523,15 @@ absl::StatusOr<std::unique_ptr<DeploymentController>> DeploymentController::Star
     d.scale_down = &scalings.Add(down);
     d.replicas = std::clamp(spec.replicas, spec.hpa.min_replicas, spec.hpa.max_replicas);
     d.next_due_s = now;
+    d.period_s = spec.period_s;
+    if (spec.adaptive_period) {
+      engine::PeriodOptions po;
+      po.base_period_s = spec.period_s;
+      po.min_period_s = spec.min_period_s;
+      po.max_period_s = spec.max_period_s;
+      po.calm_period_s = std::clamp(po.calm_period_s, po.min_period_s, po.max_period_s);
+      d.period = std::make_unique<engine::PeriodController>(po);
+    }
     d.spec = std::move(spec);
     state->deployments.push_back(std::move(d));
   }
@@ -493,7 +561,8 @@ std::string DeploymentController::StatusJson() const {
                                 {"mode", std::string(autoscale::ModeName(d.spec.mode))},
                                 {"replicas", d.replicas},
                                 {"pods", d.pods},
-                                {"period_s", d.spec.period_s},
+                                {"period", d.period ? "adaptive" : "fixed"},
+                                {"period_s", d.period_s},
                                 {"decisions", d.decisions},
                                 {"scalings", d.scalings},
                                 {"errors", d.errors}};

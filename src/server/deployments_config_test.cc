@@ -64,6 +64,14 @@ TEST(DeploymentsConfigTest, ReadsEveryField) {
   EXPECT_EQ(chat.mode, autoscale::Mode::kPredictive);
   EXPECT_EQ(chat.predictive.capacity_rps_per_replica, 3);
   EXPECT_EQ(chat.predictive.max_replicas, 20);
+  EXPECT_FALSE(chat.adaptive_period);
+  c = ParseDeploymentsConfig(With(R"("period_s": 5)", R"("period_s": 5, "period": "adaptive",
+                                  "min_period_s": 1, "max_period_s": 20)"),
+                             "d.json");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->deployments[0].adaptive_period);
+  EXPECT_EQ(c->deployments[0].min_period_s, 1);
+  EXPECT_EQ(c->deployments[0].max_period_s, 20);
 }
 
 TEST(DeploymentsConfigTest, ErrorsNameTheFileAndTheJsonPath) {
@@ -76,6 +84,10 @@ TEST(DeploymentsConfigTest, ErrorsNameTheFileAndTheJsonPath) {
               HasSubstr("d.json: $.deployments[0].autoscale.mode: "));
   EXPECT_THAT(Error(With(R"("period_s": 5)", R"("period_s": 0)")),
               HasSubstr("d.json: $.deployments[0].period_s: in [0.1, 3600]"));
+  EXPECT_THAT(Error(With(R"("period_s": 5)", R"("period": "fast")")),
+              HasSubstr("d.json: $.deployments[0].period: must be fixed or adaptive"));
+  EXPECT_THAT(Error(With(R"("period_s": 5)", R"("min_period_s": 40)")),
+              HasSubstr("$.deployments[0].min_period_s: need 0.1 <= min_period_s"));
   EXPECT_THAT(Error(With(R"("replicas": 2)", R"("replica": 2)")),
               HasSubstr("d.json: $.deployments[0].replica: unknown field"));
   EXPECT_THAT(Error(With(R"("target_per_replica": 20)", R"("target_per_replica": 0)")),

@@ -46,6 +46,11 @@ struct DeploymentSpec {
   api::PodRequest pod;  // the template (its name is replaced)
   int replicas = 1;     // to start with, when no pod of it exists yet
   double period_s = 15;
+  // "period": "adaptive": engine::PeriodController sets each next period from the load's
+  // volatility and the SLA margin (docs/clock.md), between min and max_period_s, starting at
+  // period_s.
+  bool adaptive_period = false;
+  double min_period_s = 2, max_period_s = 30;
   autoscale::Mode mode = autoscale::Mode::kHpa;
   autoscale::HpaOptions hpa;
   autoscale::SeedOptions seed;
