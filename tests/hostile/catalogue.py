@@ -2329,6 +2329,11 @@ def deployment_cases():
              msg=["$.deployments[0].autoscale"]),
         Case(B, "server/deployments-name-bad", D, files=file(dep(name="Bad_Name")),
              msg=["$.deployments[0].pod"]),
+        Case(B, "server/deployments-period-mode", D, files=file(dep(period="fast")),
+             msg=["$.deployments[0].period"]),
+        Case(B, "server/deployments-period-bounds", D,
+             files=file(dep(period="adaptive", min_period_s=40, max_period_s=10)),
+             msg=["$.deployments[0].min_period_s"]),
     ]
     c.append(Case(B, "server/deployments-period_s=overflow", D,
                   files={"d.json": json.dumps({"prometheus": "http://127.0.0.1:9",
