@@ -54,6 +54,13 @@ absl::Status ValidateField(std::string_view mode, std::string_view field, double
                                                  ")"));
 }
 
+absl::Status ValidateFields(std::string_view mode, std::initializer_list<FieldCheck> checks) {
+  for (const FieldCheck& c : checks) {
+    if (absl::Status s = ValidateField(mode, c.field, c.value, c.ok, c.what); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 void CheckObservation(const Observation& obs, double* last_now_s) {
   SEEDANCE_CHECK(std::isfinite(obs.now_s) && obs.now_s >= *last_now_s)
       << "observation at " << obs.now_s << " s comes before the previous one at " << *last_now_s

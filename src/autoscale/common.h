@@ -2,6 +2,7 @@
 #ifndef SEEDANCE_SRC_AUTOSCALE_COMMON_H_
 #define SEEDANCE_SRC_AUTOSCALE_COMMON_H_
 
+#include <initializer_list>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -17,6 +18,17 @@ namespace seedance::autoscale::internal {
 // non-finite value.
 [[nodiscard]] absl::Status ValidateField(std::string_view mode, std::string_view field,
                                          double value, bool ok, std::string_view what);
+
+// One option's check, for a table of them.
+struct FieldCheck {
+  const char* field;
+  double value;
+  bool ok;
+  const char* what;
+};
+// The first failing check of `checks` as ValidateField's status; OK when all pass.
+[[nodiscard]] absl::Status ValidateFields(std::string_view mode,
+                                          std::initializer_list<FieldCheck> checks);
 
 // Checks the REQUIRES of Autoscaler::Decide that all modes share (time order, replica count) and
 // records now_s in *last_now_s.

@@ -153,26 +153,20 @@ absl::StatusOr<std::unique_ptr<Autoscaler>> NewPredictiveAutoscaler(const Predic
       !s.ok()) {
     return s;
   }
-  struct Check {
-    const char* field;
-    double value;
-    bool ok;
-    const char* what;
-  };
-  const Check checks[] = {
-      {"capacity_rps_per_replica", o.capacity_rps_per_replica, o.capacity_rps_per_replica > 0,
-       "> 0"},
-      {"horizon_s", o.horizon_s, o.horizon_s >= 0, ">= 0"},
-      {"trend_window_s", o.trend_window_s, o.trend_window_s > 0, "> 0"},
-      {"headroom_quantile", o.headroom_quantile,
-       o.headroom_quantile >= 0 && o.headroom_quantile <= 1, "in [0, 1]"},
-      {"error_window_s", o.error_window_s, o.error_window_s > 0, "> 0"},
-      {"scale_down_window_s", o.scale_down_window_s, o.scale_down_window_s >= 0, ">= 0"},
-  };
-  for (const Check& c : checks) {
-    if (absl::Status s = ValidateField("predictive", c.field, c.value, c.ok, c.what); !s.ok()) {
-      return s;
-    }
+  if (absl::Status s = internal::ValidateFields(
+          "predictive",
+          {
+              {"capacity_rps_per_replica", o.capacity_rps_per_replica,
+               o.capacity_rps_per_replica > 0, "> 0"},
+              {"horizon_s", o.horizon_s, o.horizon_s >= 0, ">= 0"},
+              {"trend_window_s", o.trend_window_s, o.trend_window_s > 0, "> 0"},
+              {"headroom_quantile", o.headroom_quantile,
+               o.headroom_quantile >= 0 && o.headroom_quantile <= 1, "in [0, 1]"},
+              {"error_window_s", o.error_window_s, o.error_window_s > 0, "> 0"},
+              {"scale_down_window_s", o.scale_down_window_s, o.scale_down_window_s >= 0, ">= 0"},
+          });
+      !s.ok()) {
+    return s;
   }
   return std::unique_ptr<Autoscaler>(new PredictiveAutoscaler(o));
 }

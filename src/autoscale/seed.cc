@@ -96,34 +96,30 @@ absl::StatusOr<std::unique_ptr<Autoscaler>> NewSeedAutoscaler(const SeedOptions&
       !s.ok()) {
     return s;
   }
-  struct Check {
-    const char* field;
-    double value;
-    bool ok;
-    const char* what;
-  };
-  const Check checks[] = {
-      {"cpu_weight", o.cpu_weight, o.cpu_weight >= 0, ">= 0"},
-      {"latency_weight", o.latency_weight, o.latency_weight >= 0, ">= 0"},
-      {"error_weight", o.error_weight, o.error_weight >= 0, ">= 0"},
-      {"cpu_weight + latency_weight + error_weight",
-       o.cpu_weight + o.latency_weight + o.error_weight,
-       o.cpu_weight + o.latency_weight + o.error_weight > 0, "> 0"},
-      {"cpu_target", o.cpu_target, o.cpu_target > 0, "> 0"},
-      {"latency_target_s", o.latency_target_s, o.latency_target_s > 0, "> 0"},
-      {"error_rate_target", o.error_rate_target, o.error_rate_target > 0, "> 0"},
-      {"alpha", o.alpha, o.alpha > 0 && o.alpha <= 1, "in (0, 1]"},
-      {"threshold", o.threshold, o.threshold > 0, "> 0"},
-      {"up_factor", o.up_factor, o.up_factor > 1, "> 1"},
-      {"up_periods", static_cast<double>(o.up_periods), o.up_periods >= 1, ">= 1"},
-      {"down_factor", o.down_factor, o.down_factor > 0 && o.down_factor < 1, "in (0, 1)"},
-      {"down_periods", static_cast<double>(o.down_periods), o.down_periods >= 1, ">= 1"},
-      {"max_up_ratio", o.max_up_ratio, o.max_up_ratio > 1, "> 1"},
-      {"down_step_replicas", static_cast<double>(o.down_step_replicas), o.down_step_replicas >= 1,
-       ">= 1"},
-  };
-  for (const Check& c : checks) {
-    if (absl::Status s = ValidateField("seed", c.field, c.value, c.ok, c.what); !s.ok()) return s;
+  if (absl::Status s = internal::ValidateFields(
+          "seed",
+          {
+              {"cpu_weight", o.cpu_weight, o.cpu_weight >= 0, ">= 0"},
+              {"latency_weight", o.latency_weight, o.latency_weight >= 0, ">= 0"},
+              {"error_weight", o.error_weight, o.error_weight >= 0, ">= 0"},
+              {"cpu_weight + latency_weight + error_weight",
+               o.cpu_weight + o.latency_weight + o.error_weight,
+               o.cpu_weight + o.latency_weight + o.error_weight > 0, "> 0"},
+              {"cpu_target", o.cpu_target, o.cpu_target > 0, "> 0"},
+              {"latency_target_s", o.latency_target_s, o.latency_target_s > 0, "> 0"},
+              {"error_rate_target", o.error_rate_target, o.error_rate_target > 0, "> 0"},
+              {"alpha", o.alpha, o.alpha > 0 && o.alpha <= 1, "in (0, 1]"},
+              {"threshold", o.threshold, o.threshold > 0, "> 0"},
+              {"up_factor", o.up_factor, o.up_factor > 1, "> 1"},
+              {"up_periods", static_cast<double>(o.up_periods), o.up_periods >= 1, ">= 1"},
+              {"down_factor", o.down_factor, o.down_factor > 0 && o.down_factor < 1, "in (0, 1)"},
+              {"down_periods", static_cast<double>(o.down_periods), o.down_periods >= 1, ">= 1"},
+              {"max_up_ratio", o.max_up_ratio, o.max_up_ratio > 1, "> 1"},
+              {"down_step_replicas", static_cast<double>(o.down_step_replicas),
+               o.down_step_replicas >= 1, ">= 1"},
+          });
+      !s.ok()) {
+    return s;
   }
   return std::unique_ptr<Autoscaler>(new SeedAutoscaler(o));
 }
