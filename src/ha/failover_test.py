@@ -36,18 +36,12 @@ NODES = 200
 GPU_MILLI = (50, 100, 125, 250)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class EtcdCluster:
     """Three etcd members on loopback, data under `root`, stopped by their PIDs."""
 
     def __init__(self, root, members=3):
         self.root = root
-        self.members = [(f"m{i}", free_port(), free_port()) for i in range(members)]
+        self.members = [(f"m{i}", testlib.free_port(), testlib.free_port()) for i in range(members)]
         self.procs = []
 
     def start(self):

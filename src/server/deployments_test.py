@@ -17,7 +17,6 @@ import http.server
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,12 +33,6 @@ TARGET = 10.0  # requests/s per replica
 # The decision's own costs beyond period + scrape: one Prometheus query and the scrape's
 # duration (both milliseconds on loopback), with room for a loaded CI machine.
 SLACK_S = 0.5
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Load:
@@ -165,15 +158,12 @@ def main():
     ap.add_argument("binary")
     ap.add_argument("--prometheus", default="/usr/bin/prometheus")
     args = ap.parse_args()
-    if not os.path.exists(args.prometheus):
-        msg = f"{args.prometheus} not installed (Debian package prometheus)"
-        if os.environ.get("SEEDANCE_REQUIRE_DATA") == "1":
-            sys.exit(f"FAIL: {msg}")
-        print(f"SKIP: {msg}")
-        return 77
+    missing = testlib.prometheus_missing(args.prometheus)
+    if missing is not None:
+        return missing
     work = tempfile.mkdtemp(prefix="seedance-deploy-")
     load = Load()
-    prom_port = free_port()
+    prom_port = testlib.free_port()
     write_deployments(os.path.join(work, "deployments.json"), prom_port)
     server = testlib.Server(args.binary, os.path.join(work, "state"),
                             ["--deployments", os.path.join(work, "deployments.json")]).start()

@@ -14,17 +14,13 @@ import sys
 import tempfile
 import time
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+import testlib
 
 
 def main():
     binary = sys.argv[1]
     with tempfile.TemporaryDirectory() as d:
-        port = free_port()
+        port = testlib.free_port()
         fd, ready = tempfile.mkstemp(dir=d)
         os.close(fd)
         os.unlink(ready)

@@ -9,7 +9,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,12 +18,6 @@ import urllib.parse
 import urllib.request
 
 import testlib
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def query(port, expr):
@@ -67,18 +60,15 @@ def main():
     ap.add_argument("dashboard")
     ap.add_argument("--prometheus", default="/usr/bin/prometheus")
     args = ap.parse_args()
-    if not os.path.exists(args.prometheus):
-        msg = f"{args.prometheus} not installed (Debian package prometheus)"
-        if os.environ.get("SEEDANCE_REQUIRE_DATA") == "1":
-            sys.exit(f"FAIL: {msg}")
-        print(f"SKIP: {msg}")
-        return 77
+    missing = testlib.prometheus_missing(args.prometheus)
+    if missing is not None:
+        return missing
     with open(args.dashboard) as f:
         panels = json.load(f)["panels"]
     exprs = [(p["title"], t["expr"]) for p in panels for t in p["targets"]]
     work = tempfile.mkdtemp(prefix="seedance-prom-")
     server = testlib.Server(args.binary, os.path.join(work, "state")).start()
-    prom_port = free_port()
+    prom_port = testlib.free_port()
     with open(os.path.join(work, "prometheus.yml"), "w") as f:
         f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
                 "scrape_configs:\n  - job_name: seedance\n    static_configs:\n"

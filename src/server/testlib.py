@@ -7,12 +7,32 @@ import http.client
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 DEADLINE_S = 120
+
+
+def free_port():
+    """A loopback port free now (a daemon the test starts binds it next)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def prometheus_missing(binary):
+    """None when Debian's prometheus is at `binary`; else the exit code the test returns: 77
+    (skip), or a failure when SEEDANCE_REQUIRE_DATA=1."""
+    if os.path.exists(binary):
+        return None
+    msg = f"{binary} not installed (Debian package prometheus)"
+    if os.environ.get("SEEDANCE_REQUIRE_DATA") == "1":
+        sys.exit(f"FAIL: {msg}")
+    print(f"SKIP: {msg}")
+    return 77
 
 
 def data_dir():
