@@ -469,6 +469,10 @@ void DeploymentController::State::Loop() {
     for (Deployment& d : deployments) {
       if (next == nullptr || d.next_due_s < next->next_due_s) next = &d;
     }
+    if (next == nullptr) {  // nothing to scale: wait for the stop
+      cv.wait(lock, [this] { return stop; });
+      continue;
+    }
     const double wait_s = next->next_due_s - UnixNow();
     if (wait_s > 0) {
       cv.wait_for(lock, std::chrono::duration<double>(wait_s));
