@@ -73,7 +73,10 @@ class Churn {
   Churn(const std::vector<NodeGroup>& groups, const ChurnOptions& o) : groups_(groups), o_(o) {}
 
   ChurnReport Run(const std::vector<TracePod>& pods, double rate_per_s) {
+    // Arrivals and provisioning delays draw from separate streams, so both expanders see the
+    // same arrivals for a seed (common random numbers).
     std::mt19937_64 rng(o_.seed);
+    std::mt19937_64 delay_rng(o_.seed ^ 0x9e3779b97f4a7c15ULL);
     std::exponential_distribution<double> gap(rate_per_s);
     std::uniform_int_distribution<size_t> pick(0, pods.size() - 1);
     std::uniform_real_distribution<double> delay(o_.provision_min_s, o_.provision_max_s);
@@ -105,7 +108,7 @@ class Churn {
         Arrive(next_id++, &pods[pick(rng)], t);
         next_arrival = t + gap(rng);
       } else {
-        Scan(t, [&] { return t + delay(rng); });
+        Scan(t, [&] { return t + delay(delay_rng); });
         next_scan = t + o_.scan_interval_s;
       }
     }
