@@ -1,0 +1,140 @@
+// Cluster autoscaler for the simulator (issue 17, part 2): node groups, scale-up of pending pods
+// through an expander, a modelled provisioning delay, and scale-down of idle nodes.
+//
+// The contract follows the Kubernetes Cluster Autoscaler (CA) FAQ and its expander docs: a node
+// group is a template node with a min and max size; every scan the pending pods that do not fit
+// on nodes already requested are bin-packed (first fit, largest GPU request first) onto new nodes
+// of each group's template, giving one expansion option per group; an expander picks one option
+// and its nodes are requested; they join after the provisioning delay. A node with nothing
+// running for idle_s or more is removed while its group is above its min size (an idle node has
+// nothing to drain).
+//
+// Expanders:
+//   ca-least-waste  CA's least-waste: the option with the least wasted CPU fraction plus wasted
+//                   memory fraction after fitting its pods; GPUs are not scored (as in CA).
+//   seedance        the price of the GPU capacity the option leaves unallocated, in $/h (a
+//                   partly used GPU's free share counts as waste in full), ties broken by CPU
+//                   and memory waste, then by more pods helped; the count is then balanced over
+//                   groups similar to the chosen one (same GPU model and count, CPU and memory
+//                   within balance_tolerance), as CA's --balance-similar-node-groups.
+//
+// Everything here is a value driven by the caller's clock (no threads, no I/O).
+// Thread-safety: not thread-safe; callers serialise access.
+#ifndef SEEDANCE_CLUSTERSCALE_CLUSTER_AUTOSCALER_H_
+#define SEEDANCE_CLUSTERSCALE_CLUSTER_AUTOSCALER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "seedance/core/cluster_state.h"
+
+namespace seedance::clusterscale {
+
+// A node group: a template node and the bounds on how many such nodes may exist.
+struct NodeGroup {
+  std::string name;
+  core::NodeSpec node;  // template; cost_usd_per_hour is the whole node's price
+  int min_size = 0;
+  int max_size = 0;
+};
+
+struct GroupOptions {
+  // min_size = floor(min_fraction x nodes of that shape); max_size = ceil(max_factor x nodes).
+  double min_fraction = 0.0;
+  double max_factor = 1.0;
+};
+
+// One group per distinct node shape (CPU, memory, GPU count, GPU model), in first-seen order,
+// named "<model>x<gpus>-<cpu>c-<mem>g". InvalidArgument naming the field for an empty list or
+// bad options (min_fraction outside [0, 1], max_factor < 1 or not finite).
+absl::StatusOr<std::vector<NodeGroup>> GroupsFromNodes(const std::vector<core::NodeSpec>& nodes,
+                                                       const GroupOptions& options = {});
+
+enum class ExpanderKind { kCaLeastWaste, kSeedance };
+
+// A pending pod as the autoscaler sees it: its request and the GPU models it accepts (empty =
+// any model).
+struct PendingPod {
+  core::PodShape shape;
+  std::vector<std::string> gpu_models;
+};
+
+// True when one empty `node` can hold `pod` (CPU, memory, GPU count and share, model).
+bool FitsEmptyNode(const core::NodeSpec& node, const PendingPod& pod);
+
+// One group's expansion option: how many new nodes and which pending pods (indices) they hold.
+struct Option {
+  int group = -1;
+  int node_count = 0;
+  std::vector<int> pods;
+  double cpu_waste = 0;               // wasted CPU fraction of the new nodes
+  double memory_waste = 0;            // wasted memory fraction
+  double gpu_waste_usd_per_hour = 0;  // price of their unallocated GPU capacity
+};
+
+// Scale-up decision: nodes to add per group (the sum may span several groups after balancing).
+struct ScaleUp {
+  std::vector<int> add;  // per group
+  int pods_helped = 0;
+};
+
+struct ScaleUpOptions {
+  ExpanderKind expander = ExpanderKind::kSeedance;
+  int max_nodes_per_scale_up = 1000;  // CA's --max-nodes-per-scaleup
+  double balance_tolerance = 0.05;    // relative CPU/memory difference of similar groups
+};
+
+// Checks ScaleUpOptions: InvalidArgument naming the field.
+absl::Status Validate(const ScaleUpOptions& options);
+
+// The expansion option of every group that can take at least one pod, given `room[g]` more nodes
+// allowed in group g. REQUIRES: room.size() == groups.size(), every room[g] >= 0.
+std::vector<Option> ExpansionOptions(const std::vector<NodeGroup>& groups,
+                                     const std::vector<PendingPod>& pending,
+                                     const std::vector<int>& room, int max_nodes);
+
+// Picks one option with the expander and balances it over similar groups (seedance only).
+// Empty `add` (all zero) when no option exists. REQUIRES: Validate(options).ok().
+ScaleUp DecideScaleUp(const std::vector<NodeGroup>& groups, const std::vector<PendingPod>& pending,
+                      const std::vector<int>& room, const ScaleUpOptions& options);
+
+// Churn simulation of the autoscaled cluster (docs/cluster-autoscaler.md).
+struct ChurnOptions {
+  ScaleUpOptions scale_up;
+  double load = 0.9;             // offered GPU load against the full cluster (max sizes)
+  double duration_h = 48;        // measured window
+  double warmup_h = 6;           // before the window, not measured
+  double scan_interval_s = 10;   // CA's --scan-interval
+  double provision_min_s = 180;  // provisioning delay, uniform in [min, max]
+  double provision_max_s = 240;
+  double idle_s = 600;  // CA's --scale-down-unneeded-time
+  uint64_t seed = 42;
+};
+
+absl::Status Validate(const ChurnOptions& options);
+
+struct ChurnReport {
+  int64_t pods_arrived = 0;    // in the window
+  int64_t pods_never_fit = 0;  // trace pods no template can hold (left out)
+  double pending_p50_s = 0;
+  double pending_p99_s = 0;
+  double gpu_hours_paid = 0;  // GPUs of nodes from request to removal, in the window
+  double idle_gpu_hours = 0;  // joined GPUs not allocated, in the window
+  double cost_usd = 0;        // node price paid in the window
+  int64_t nodes_added = 0;
+  int64_t nodes_removed = 0;
+  int64_t pods_waiting_at_end = 0;
+};
+
+// Runs churn (Poisson arrivals copying trace pods with their own lifetimes; pods without a
+// deletion time are left out) from every group at its min size. Pods are placed best-fit (least
+// free GPU after placement, then least free CPU). InvalidArgument for bad options or no pods.
+absl::StatusOr<ChurnReport> RunChurn(const std::vector<NodeGroup>& groups,
+                                     const std::vector<core::PodSpec>& pods,
+                                     const ChurnOptions& options);
+
+}  // namespace seedance::clusterscale
+
+#endif  // SEEDANCE_CLUSTERSCALE_CLUSTER_AUTOSCALER_H_

@@ -1,0 +1,349 @@
+// The churn simulation of an autoscaled cluster (RunChurn in the header; the rules are in
+// docs/cluster-autoscaler.md).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <queue>
+#include <random>
+#include <set>
+#include <tuple>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "node_room.h"
+#include "seedance/clusterscale/cluster_autoscaler.h"
+
+namespace seedance::clusterscale {
+
+absl::Status Validate(const ChurnOptions& o) {
+  if (absl::Status s = Validate(o.scale_up); !s.ok()) return s;
+  auto bad = [](const char* field, double v, const char* want) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", v, " ", want));
+  };
+  if (!(o.load > 0 && o.load <= 100)) return bad("load", o.load, "is outside (0, 100]");
+  if (!(o.duration_h > 0 && o.duration_h <= 87600))
+    return bad("duration_h", o.duration_h, "is outside (0, 87600]");
+  if (!(o.warmup_h >= 0 && o.warmup_h <= 87600))
+    return bad("warmup_h", o.warmup_h, "is outside [0, 87600]");
+  if (!(o.scan_interval_s > 0 && o.scan_interval_s <= 3600))
+    return bad("scan_interval_s", o.scan_interval_s, "is outside (0, 3600]");
+  if (!(o.provision_min_s >= 0 && o.provision_min_s <= 86400))
+    return bad("provision_min_s", o.provision_min_s, "is outside [0, 86400]");
+  if (!(o.provision_max_s >= o.provision_min_s && o.provision_max_s <= 86400))
+    return bad("provision_max_s", o.provision_max_s, "must be in [provision_min_s, 86400]");
+  if (!(o.idle_s >= 0 && o.idle_s <= 86400 * 7))
+    return bad("idle_s", o.idle_s, "is outside [0, 604800]");
+  return absl::OkStatus();
+}
+
+namespace {
+
+enum class NodeState { kProvisioning, kReady, kRemoved };
+
+struct SimNode {
+  int group;
+  NodeRoom room;
+  NodeState state;
+  int running = 0;
+  double idle_since_s = 0;
+};
+
+struct TracePod {
+  PendingPod pod;
+  int32_t priority;
+  double lifetime_s;
+};
+
+struct Waiting {
+  int64_t id;
+  double arrival_s;
+  const TracePod* pod;
+};
+
+struct RunningPod {
+  int node;
+  std::vector<int> gpus;
+  const TracePod* pod;
+};
+
+class Churn {
+ public:
+  Churn(const std::vector<NodeGroup>& groups, const ChurnOptions& o) : groups_(groups), o_(o) {}
+
+  ChurnReport Run(const std::vector<TracePod>& pods, double rate_per_s) {
+    // Arrivals and provisioning delays draw from separate streams, so both expanders see the
+    // same arrivals for a seed (common random numbers).
+    std::mt19937_64 rng(o_.seed);
+    std::mt19937_64 delay_rng(o_.seed ^ 0x9e3779b97f4a7c15ULL);
+    std::exponential_distribution<double> gap(rate_per_s);
+    std::uniform_int_distribution<size_t> pick(0, pods.size() - 1);
+    std::uniform_real_distribution<double> delay(o_.provision_min_s, o_.provision_max_s);
+    window_start_s_ = o_.warmup_h * 3600;
+    end_s_ = window_start_s_ + o_.duration_h * 3600;
+    size_.assign(groups_.size(), 0);
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      for (int i = 0; i < groups_[g].min_size; ++i) {
+        Join(Request(static_cast<int>(g)), 0);
+      }
+    }
+    double next_arrival = gap(rng);
+    double next_scan = o_.scan_interval_s;
+    int64_t next_id = 0;
+    while (true) {
+      const double dep = departures_.empty() ? kInf : departures_.top().first;
+      const double join = joins_.empty() ? kInf : joins_.top().first;
+      const double t = std::min({next_arrival, next_scan, dep, join});
+      if (t > end_s_) break;
+      Advance(t);
+      if (t == dep) {
+        Depart(departures_.top().second);
+        departures_.pop();
+      } else if (t == join) {
+        const int n = joins_.top().second;
+        joins_.pop();
+        Join(n, t);
+      } else if (t == next_arrival) {
+        Arrive(next_id++, &pods[pick(rng)], t);
+        next_arrival = t + gap(rng);
+      } else {
+        Scan(t, [&] { return t + delay(delay_rng); });
+        next_scan = t + o_.scan_interval_s;
+      }
+    }
+    Advance(end_s_);
+    for (const auto& [key, w] : waiting_) {
+      if (w.arrival_s >= window_start_s_) delays_.push_back(end_s_ - w.arrival_s);
+    }
+    report_.pods_waiting_at_end = static_cast<int64_t>(waiting_.size());
+    std::sort(delays_.begin(), delays_.end());
+    report_.pending_p50_s = Percentile(0.50);
+    report_.pending_p99_s = Percentile(0.99);
+    return report_;
+  }
+
+ private:
+  static constexpr double kInf = std::numeric_limits<double>::infinity();
+  using Key = std::pair<int32_t, int64_t>;  // (-priority, arrival id)
+
+  double Percentile(double q) const {
+    if (delays_.empty()) return 0;
+    const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(delays_.size())));
+    return delays_[std::max<size_t>(rank, 1) - 1];
+  }
+
+  // Integrates paid and idle GPU capacity and cost up to `t`, inside the window only.
+  void Advance(double t) {
+    const double from = std::max(now_, window_start_s_);
+    const double to = std::min(t, end_s_);
+    if (to > from) {
+      const double h = (to - from) / 3600;
+      report_.gpu_hours_paid += paid_gpus_ * h;
+      report_.idle_gpu_hours += static_cast<double>(ready_free_gpu_milli_) / core::kMilliGpu * h;
+      report_.cost_usd += cost_rate_ * h;
+    }
+    now_ = t;
+  }
+
+  int Request(int g) {
+    nodes_.push_back(SimNode{g, NodeRoom(groups_[g].node), NodeState::kProvisioning});
+    ++size_[g];
+    paid_gpus_ += groups_[g].node.num_gpus;
+    cost_rate_ += groups_[g].node.cost_usd_per_hour;
+    return static_cast<int>(nodes_.size()) - 1;
+  }
+
+  void Join(int n, double t) {
+    SimNode& node = nodes_[n];
+    node.state = NodeState::kReady;
+    node.idle_since_s = t;
+    ready_.insert(n);
+    ready_free_gpu_milli_ += node.room.gpu_free_milli();
+    Retry(n, t);
+  }
+
+  void Start(int64_t id, const TracePod* pod, int n, double arrival_s, double t) {
+    SimNode& node = nodes_[n];
+    const int64_t before = node.room.gpu_free_milli();
+    RunningPod r{n, node.room.Take(pod->pod.shape), pod};
+    ready_free_gpu_milli_ -= before - node.room.gpu_free_milli();
+    ++node.running;
+    running_.emplace(id, std::move(r));
+    departures_.emplace(t + pod->lifetime_s, id);
+    if (arrival_s >= window_start_s_) delays_.push_back(t - arrival_s);
+  }
+
+  void Arrive(int64_t id, const TracePod* pod, double t) {
+    if (t >= window_start_s_) ++report_.pods_arrived;
+    int best = -1;
+    std::pair<int64_t, int64_t> best_key;
+    for (int n : ready_) {
+      const NodeRoom& room = nodes_[n].room;
+      if (!room.Fits(pod->pod)) continue;
+      std::pair<int64_t, int64_t> key{room.gpu_free_milli() - pod->pod.shape.TotalGpuMilli(),
+                                      room.cpu_free_milli() - pod->pod.shape.cpu_milli};
+      if (best < 0 || key < best_key) {
+        best = n;
+        best_key = key;
+      }
+    }
+    if (best >= 0) {
+      Start(id, pod, best, t, t);
+    } else {
+      waiting_.emplace(Key{-pod->priority, id}, Waiting{id, t, pod});
+    }
+  }
+
+  void Depart(int64_t id) {
+    auto it = running_.find(id);
+    SimNode& node = nodes_[it->second.node];
+    const int64_t before = node.room.gpu_free_milli();
+    node.room.Give(it->second.pod->pod.shape, it->second.gpus);
+    ready_free_gpu_milli_ += node.room.gpu_free_milli() - before;
+    if (--node.running == 0) node.idle_since_s = now_;
+    const int n = it->second.node;
+    running_.erase(it);
+    Retry(n, now_);
+  }
+
+  // Starts, in queue order, the waiting pods that fit on node n (the only node that gained room).
+  void Retry(int n, double t) {
+    std::set<std::tuple<int64_t, int64_t, int32_t, int32_t, const TracePod*>> failed;
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      const TracePod* p = it->second.pod;
+      const core::PodShape& s = p->pod.shape;
+      auto shape = std::make_tuple(s.cpu_milli, s.memory_mib, s.num_gpu, s.gpu_milli,
+                                   p->pod.gpu_models.empty() ? nullptr : p);
+      if (failed.count(shape) || !nodes_[n].room.Fits(p->pod)) {
+        failed.insert(shape);
+        ++it;
+        continue;
+      }
+      Start(it->second.id, p, n, it->second.arrival_s, t);
+      it = waiting_.erase(it);
+    }
+  }
+
+  template <typename Delay>
+  void Scan(double t, Delay delay) {
+    // Scale-down: ready nodes idle for idle_s, while their group is above its min.
+    std::vector<int> remove;
+    for (int n : ready_) {
+      const SimNode& node = nodes_[n];
+      if (node.running == 0 && t - node.idle_since_s >= o_.idle_s &&
+          size_[node.group] > groups_[node.group].min_size) {
+        remove.push_back(n);
+        --size_[node.group];
+      }
+    }
+    for (int n : remove) {
+      SimNode& node = nodes_[n];
+      node.state = NodeState::kRemoved;
+      ready_.erase(n);
+      ready_free_gpu_milli_ -= node.room.gpu_free_milli();
+      paid_gpus_ -= groups_[node.group].node.num_gpus;
+      cost_rate_ -= groups_[node.group].node.cost_usd_per_hour;
+      if (t >= window_start_s_) ++report_.nodes_removed;
+    }
+    if (waiting_.empty()) return;
+    // Pods that fit on nodes still provisioning are left to them (CA counts upcoming nodes).
+    std::vector<NodeRoom> upcoming;
+    for (int n : provisioning()) upcoming.push_back(nodes_[n].room);
+    std::vector<PendingPod> pending;
+    for (const auto& [key, w] : waiting_) {
+      bool covered = false;
+      for (NodeRoom& r : upcoming) {
+        if (r.Fits(w.pod->pod)) {
+          r.Take(w.pod->pod.shape);
+          covered = true;
+          break;
+        }
+      }
+      if (!covered) pending.push_back(w.pod->pod);
+    }
+    if (pending.empty()) return;
+    std::vector<int> room(groups_.size());
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      room[g] = std::max(0, groups_[g].max_size - size_[g]);
+    }
+    const ScaleUp up = DecideScaleUp(groups_, pending, room, o_.scale_up);
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      for (int i = 0; i < up.add[g]; ++i) {
+        joins_.emplace(delay(), Request(static_cast<int>(g)));
+        if (t >= window_start_s_) ++report_.nodes_added;
+      }
+    }
+  }
+
+  std::vector<int> provisioning() const {
+    std::vector<int> out;
+    for (size_t n = nodes_.size(); n-- > 0;) {
+      if (nodes_[n].state == NodeState::kProvisioning) out.push_back(static_cast<int>(n));
+    }
+    return out;
+  }
+
+  const std::vector<NodeGroup>& groups_;
+  const ChurnOptions& o_;
+  std::vector<SimNode> nodes_;
+  std::set<int> ready_;
+  std::vector<int> size_;  // provisioning + ready nodes per group
+  std::map<Key, Waiting> waiting_;
+  std::map<int64_t, RunningPod> running_;
+  using Event = std::pair<double, int64_t>;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> departures_;
+  std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>,
+                      std::greater<std::pair<double, int>>>
+      joins_;
+  std::vector<double> delays_;
+  double now_ = 0;
+  double window_start_s_ = 0;
+  double end_s_ = 0;
+  double paid_gpus_ = 0;
+  double cost_rate_ = 0;
+  int64_t ready_free_gpu_milli_ = 0;
+  ChurnReport report_;
+};
+
+}  // namespace
+
+absl::StatusOr<ChurnReport> RunChurn(const std::vector<NodeGroup>& groups,
+                                     const std::vector<core::PodSpec>& pods,
+                                     const ChurnOptions& options) {
+  if (absl::Status s = Validate(options); !s.ok()) return s;
+  if (groups.empty()) return absl::InvalidArgumentError("groups: no node group");
+  std::vector<TracePod> trace;
+  int64_t never_fit = 0;
+  double lifetime_sum = 0, gpu_sum = 0;
+  for (const core::PodSpec& p : pods) {
+    if (p.deletion_s < p.creation_s || p.deletion_s < 0) continue;
+    TracePod t{PendingPod{p.shape, {}}, p.priority,
+               std::max(1.0, static_cast<double>(p.deletion_s - p.creation_s))};
+    if (!p.gpu_spec.empty()) t.pod.gpu_models = absl::StrSplit(p.gpu_spec, '|');
+    bool fits = false;
+    for (const NodeGroup& g : groups) fits = fits || FitsEmptyNode(g.node, t.pod);
+    if (!fits) {
+      ++never_fit;
+      continue;
+    }
+    lifetime_sum += t.lifetime_s;
+    gpu_sum += static_cast<double>(p.shape.TotalGpuMilli());
+    trace.push_back(std::move(t));
+  }
+  if (trace.empty() || gpu_sum == 0) {
+    return absl::InvalidArgumentError("pods: no pod with a deletion time and a GPU request fits");
+  }
+  double capacity_milli = 0;
+  for (const NodeGroup& g : groups) {
+    capacity_milli += static_cast<double>(g.max_size) * g.node.num_gpus * core::kMilliGpu;
+  }
+  const double n = static_cast<double>(trace.size());
+  const double rate = options.load * capacity_milli / ((lifetime_sum / n) * (gpu_sum / n));
+  Churn churn(groups, options);
+  ChurnReport report = churn.Run(trace, rate);
+  report.pods_never_fit = never_fit;
+  return report;
+}
+
+}  // namespace seedance::clusterscale

@@ -1,0 +1,210 @@
+#include "seedance/clusterscale/cluster_autoscaler.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "node_room.h"
+
+namespace seedance::clusterscale {
+namespace {
+
+core::NodeSpec Node(int64_t cpu, int64_t mem_gib, int32_t gpus, std::string model, double price) {
+  return core::NodeSpec{"n", cpu * 1000, mem_gib * 1024, gpus, std::move(model), price};
+}
+
+NodeGroup Group(std::string name, core::NodeSpec node, int max_size) {
+  node.name = name;
+  return NodeGroup{std::move(name), std::move(node), 0, max_size};
+}
+
+PendingPod Pod(int64_t cpu, int64_t mem_gib, int32_t gpus, int32_t gpu_milli) {
+  return PendingPod{core::PodShape{cpu * 1000, mem_gib * 1024, gpus, gpu_milli}, {}};
+}
+
+// A 1-GPU pod of 1 CPU and 1 GiB that lives one second.
+core::PodSpec OneSecondPod() {
+  core::PodSpec p;
+  p.name = "p";
+  p.shape = {1000, 1024, 1, 1000};
+  p.creation_s = 0;
+  p.deletion_s = 1;
+  return p;
+}
+
+struct ExpanderCase {
+  std::string name;
+  std::vector<NodeGroup> groups;
+  std::vector<PendingPod> pods;
+  std::vector<int> want_ca;        // nodes added per group by ca-least-waste
+  std::vector<int> want_seedance;  // ... by the seedance expander
+};
+
+// Every row worked by hand in its comment.
+TEST(ExpanderTest, ChoicesMatchHandComputedRows) {
+  const std::vector<ExpanderCase> cases = {
+      // One 8-core 32 GiB 1-GPU pod. "dense" (8c/32G/4xT4): CPU and memory waste 0, 3 of 4 GPUs
+      // idle. "single" (16c/64G/1xV100M16): waste 0.5 + 0.5, no GPU idle. CA takes dense.
+      {"ca_ignores_idle_gpus",
+       {Group("dense", Node(8, 32, 4, "T4", 2.12), 10),
+        Group("single", Node(16, 64, 1, "V100M16", 2.48), 10)},
+       {Pod(8, 32, 1, 1000)},
+       {1, 0},
+       {0, 1}},
+      // Two 4c/16G 1-GPU pods on equal shapes: every waste is 0 and both help 2 pods; CA keeps
+      // the first group, Seedance the cheaper ($1.06 against $4.96 for the node).
+      {"price_breaks_ties",
+       {Group("v100", Node(8, 32, 2, "V100M16", 4.96), 10),
+        Group("t4", Node(8, 32, 2, "T4", 1.06), 10)},
+       {Pod(4, 16, 1, 1000), Pod(4, 16, 1, 1000)},
+       {1, 0},
+       {0, 1}},
+      // Four 0.5-GPU pods of 1c/4G. "two" (2 GPUs, 8c/32G) takes all four on one node: GPU waste
+      // 0, CPU 0.5, memory 0.5 = 1.0. "eight" (8 GPUs, 4c/16G) takes all four: CPU 0, memory 0,
+      // GPU waste 6 of 8. CA picks eight, Seedance two.
+      {"gpu_shares_packed",
+       {Group("two", Node(8, 32, 2, "V100M16", 4.96), 10),
+        Group("eight", Node(4, 16, 8, "V100M16", 19.84), 10)},
+       {Pod(1, 4, 1, 500), Pod(1, 4, 1, 500), Pod(1, 4, 1, 500), Pod(1, 4, 1, 500)},
+       {0, 1},
+       {1, 0}},
+      // Similar groups (same model and GPUs, memory within 5%), three 8c/30G 1-GPU pods, one per
+      // node. CA: memory waste a 2/32 = 0.0625, b 1/31 = 0.032 -> all three on b. Seedance picks b
+      // too (no GPU idle on either, less CPU+memory waste), then balances: each node goes to the
+      // similar group with strictly most room left, first on ties: b (10 > 8), b (9 > 8), then
+      // a (8 = 8) -> {1, 2}.
+      {"balance_similar_groups",
+       {Group("a", Node(8, 32, 1, "V100M16", 2.48), 8),
+        Group("b", Node(8, 31, 1, "V100M16", 2.48), 10)},
+       {Pod(8, 30, 1, 1000), Pod(8, 30, 1, 1000), Pod(8, 30, 1, 1000)},
+       {0, 3},
+       {1, 2}},
+  };
+  for (const ExpanderCase& c : cases) {
+    std::vector<int> room;
+    for (const NodeGroup& g : c.groups) room.push_back(g.max_size);
+    ScaleUpOptions ca{.expander = ExpanderKind::kCaLeastWaste};
+    ScaleUpOptions seed{.expander = ExpanderKind::kSeedance};
+    EXPECT_EQ(DecideScaleUp(c.groups, c.pods, room, ca).add, c.want_ca) << c.name;
+    EXPECT_EQ(DecideScaleUp(c.groups, c.pods, room, seed).add, c.want_seedance) << c.name;
+  }
+}
+
+TEST(ExpanderTest, RespectsRoomAndPerScaleUpCap) {
+  std::vector<NodeGroup> groups = {Group("g", Node(8, 32, 1, "T4", 0.53), 5)};
+  std::vector<PendingPod> pods(4, Pod(8, 32, 1, 1000));
+  EXPECT_EQ(DecideScaleUp(groups, pods, {2}, {}).add, std::vector<int>{2});
+  EXPECT_EQ(DecideScaleUp(groups, pods, {0}, {}).add, std::vector<int>{0});
+  EXPECT_EQ(DecideScaleUp(groups, pods, {5}, {.max_nodes_per_scale_up = 3}).add,
+            std::vector<int>{3});
+  // A pod no template can hold gives no option.
+  EXPECT_EQ(DecideScaleUp(groups, {Pod(9, 1, 0, 0)}, {5}, {}).add, std::vector<int>{0});
+  // A model restriction is honoured.
+  PendingPod v100 = Pod(1, 1, 1, 1000);
+  v100.gpu_models = {"V100M16"};
+  EXPECT_FALSE(FitsEmptyNode(groups[0].node, v100));
+}
+
+TEST(GroupsTest, OneGroupPerShapeWithBounds) {
+  std::vector<core::NodeSpec> nodes = {Node(8, 32, 1, "T4", 0.53), Node(8, 32, 1, "T4", 0.53),
+                                       Node(96, 384, 8, "G2", 19.84), Node(8, 32, 1, "T4", 0.53)};
+  absl::StatusOr<std::vector<NodeGroup>> groups =
+      GroupsFromNodes(nodes, {.min_fraction = 0.5, .max_factor = 1.5});
+  ASSERT_TRUE(groups.ok()) << groups.status();
+  ASSERT_EQ(groups->size(), 2u);
+  EXPECT_EQ((*groups)[0].name, "T4x1-8c-32g");
+  EXPECT_EQ((*groups)[0].min_size, 1);  // floor(0.5 x 3)
+  EXPECT_EQ((*groups)[0].max_size, 5);  // ceil(1.5 x 3)
+  EXPECT_EQ((*groups)[1].min_size, 0);
+  EXPECT_EQ((*groups)[1].max_size, 2);
+}
+
+TEST(OptionsTest, BadOptionsNameTheField) {
+  struct Row {
+    absl::Status status;
+    std::string field;
+  };
+  std::vector<core::NodeSpec> nodes = {Node(8, 32, 1, "T4", 0.53)};
+  auto churn = [](auto edit) {
+    ChurnOptions o;
+    edit(o);
+    return Validate(o);
+  };
+  const std::vector<Row> rows = {
+      {GroupsFromNodes(nodes, {.min_fraction = 1.5}).status(), "min_fraction"},
+      {GroupsFromNodes(nodes, {.max_factor = 0.5}).status(), "max_factor"},
+      {GroupsFromNodes({}, {}).status(), "nodes"},
+      {Validate(ScaleUpOptions{.max_nodes_per_scale_up = 0}), "max_nodes_per_scale_up"},
+      {Validate(ScaleUpOptions{.balance_tolerance = -1}), "balance_tolerance"},
+      {churn([](ChurnOptions& o) { o.load = 0; }), "load"},
+      {churn([](ChurnOptions& o) { o.duration_h = -1; }), "duration_h"},
+      {churn([](ChurnOptions& o) { o.scan_interval_s = 0; }), "scan_interval_s"},
+      {churn([](ChurnOptions& o) { o.provision_max_s = 100; }), "provision_max_s"},
+      {churn([](ChurnOptions& o) { o.idle_s = -1; }), "idle_s"},
+  };
+  for (const Row& r : rows) {
+    EXPECT_EQ(r.status.code(), absl::StatusCode::kInvalidArgument) << r.field;
+    EXPECT_TRUE(absl::StartsWith(r.status.message(), r.field + ":")) << r.status;
+  }
+}
+
+// Sparse arrivals of 1-second pods on a group of at most one 1-GPU node, min 0: every pod waits
+// for a fresh node (the next scan, within 10 s, plus the fixed 200 s delay), and every node is
+// removed once idle for idle_s, so it is paid for delay + 1 s + idle_s up to one scan more.
+TEST(ChurnTest, ProvisioningDelayAndIdleScaleDown) {
+  std::vector<NodeGroup> groups = {Group("g", Node(8, 32, 1, "T4", 0.53), 1)};
+  std::vector<core::PodSpec> pods = {OneSecondPod()};
+  ChurnOptions o;
+  o.load = 1e-5;  // one arrival every 1e5 s on average
+  o.duration_h = 1000;
+  o.warmup_h = 0;
+  o.provision_min_s = o.provision_max_s = 200;
+  o.idle_s = 600;
+  absl::StatusOr<ChurnReport> r = RunChurn(groups, pods, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_GT(r->pods_arrived, 10);
+  EXPECT_GE(r->pending_p50_s, 200);
+  EXPECT_LE(r->pending_p99_s, 210);
+  EXPECT_EQ(r->nodes_added, r->pods_arrived);
+  EXPECT_GE(r->nodes_removed, r->nodes_added - 1);
+  const double n = static_cast<double>(r->nodes_added);
+  EXPECT_GE(r->gpu_hours_paid, (n - 1) * 801 / 3600);
+  EXPECT_LE(r->gpu_hours_paid, n * 821 / 3600);
+  // The node idles idle_s (plus up to one scan) after its pod, and not while provisioning.
+  EXPECT_GE(r->idle_gpu_hours, (n - 1) * 600 / 3600);
+  EXPECT_LE(r->idle_gpu_hours, n * 610 / 3600);
+}
+
+TEST(ChurnTest, NodesNeverDropBelowMin) {
+  std::vector<NodeGroup> groups = {Group("g", Node(8, 32, 1, "T4", 0.53), 3)};
+  groups[0].min_size = 2;
+  std::vector<core::PodSpec> pods = {OneSecondPod()};
+  ChurnOptions o;
+  o.load = 1e-4;
+  o.duration_h = 10;
+  o.warmup_h = 0;
+  absl::StatusOr<ChurnReport> r = RunChurn(groups, pods, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->nodes_added, 0);  // two nodes always hold the rare pod
+  EXPECT_EQ(r->nodes_removed, 0);
+  EXPECT_NEAR(r->gpu_hours_paid, 20, 1e-6);
+}
+
+using ClusterscaleDeathTest = ::testing::Test;
+
+TEST(ClusterscaleDeathTest, RoomOfTheWrongSizeIsABug) {
+  std::vector<NodeGroup> groups = {Group("g", Node(8, 32, 1, "T4", 0.53), 1)};
+  EXPECT_DEATH(ExpansionOptions(groups, {}, {1, 1}, 10), "room has .* entries for .* groups");
+  EXPECT_DEATH(ExpansionOptions(groups, {}, {-1}, 10), "group .* has negative room");
+}
+
+TEST(ClusterscaleDeathTest, TakingMoreThanTheRoomIsABug) {
+  core::NodeSpec node = Node(8, 32, 2, "T4", 1.06);
+  NodeRoom room(node);
+  EXPECT_DEATH(room.Take({9000, 1, 0, 0}), "pod of .* mCPU taken from a node with .* free");
+  EXPECT_DEATH(room.Take({1000, 1, 3, 1000}), "pod of .* GPUs got");
+}
+
+}  // namespace
+}  // namespace seedance::clusterscale

@@ -1,0 +1,103 @@
+// Internal: the free room of one node (CPU, memory, per-GPU free milli) and the fit rule shared by
+// the expansion estimator and the churn simulation. Not thread-safe.
+#ifndef SEEDANCE_SRC_CLUSTERSCALE_NODE_ROOM_H_
+#define SEEDANCE_SRC_CLUSTERSCALE_NODE_ROOM_H_
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "seedance/base/check.h"
+#include "seedance/clusterscale/cluster_autoscaler.h"
+
+namespace seedance::clusterscale {
+
+class NodeRoom {
+ public:
+  explicit NodeRoom(const core::NodeSpec& node)
+      : model_(&node.gpu_model),
+        cpu_free_(node.cpu_milli),
+        memory_free_(node.memory_mib),
+        gpu_free_(static_cast<size_t>(node.num_gpus), core::kMilliGpu) {}
+
+  // True when `pod` fits now: CPU, memory, an accepted model, whole free GPUs or one GPU with
+  // enough free share.
+  bool Fits(const PendingPod& pod) const {
+    const core::PodShape& s = pod.shape;
+    if (s.cpu_milli > cpu_free_ || s.memory_mib > memory_free_) return false;
+    if (s.num_gpu == 0) return true;
+    if (!pod.gpu_models.empty() &&
+        std::find(pod.gpu_models.begin(), pod.gpu_models.end(), *model_) == pod.gpu_models.end()) {
+      return false;
+    }
+    if (s.gpu_milli >= core::kMilliGpu) return WholeFree() >= s.num_gpu;
+    for (int32_t f : gpu_free_) {
+      if (f >= s.gpu_milli) return true;
+    }
+    return false;
+  }
+
+  // Takes the pod's request: whole GPUs from the lowest free index, a share from the GPU with
+  // the least free room that holds it (best fit). Returns the GPUs used (for Give).
+  // REQUIRES: the pod fits.
+  std::vector<int> Take(const core::PodShape& s) {
+    SEEDANCE_CHECK(s.cpu_milli <= cpu_free_ && s.memory_mib <= memory_free_)
+        << "pod of " << s.cpu_milli << " mCPU taken from a node with " << cpu_free_ << " free";
+    cpu_free_ -= s.cpu_milli;
+    memory_free_ -= s.memory_mib;
+    std::vector<int> used;
+    if (s.num_gpu == 0) return used;
+    if (s.gpu_milli >= core::kMilliGpu) {
+      for (size_t i = 0; i < gpu_free_.size() && static_cast<int>(used.size()) < s.num_gpu; ++i) {
+        if (gpu_free_[i] == core::kMilliGpu) {
+          gpu_free_[i] = 0;
+          used.push_back(static_cast<int>(i));
+        }
+      }
+    } else {
+      int best = -1;
+      for (size_t i = 0; i < gpu_free_.size(); ++i) {
+        if (gpu_free_[i] >= s.gpu_milli && (best < 0 || gpu_free_[i] < gpu_free_[best])) {
+          best = static_cast<int>(i);
+        }
+      }
+      if (best >= 0) {
+        gpu_free_[best] -= s.gpu_milli;
+        used.push_back(best);
+      }
+    }
+    SEEDANCE_CHECK(static_cast<int>(used.size()) == s.num_gpu)
+        << "pod of " << s.num_gpu << " GPUs got " << used.size();
+    return used;
+  }
+
+  // Returns what Take took.
+  void Give(const core::PodShape& s, const std::vector<int>& gpus) {
+    cpu_free_ += s.cpu_milli;
+    memory_free_ += s.memory_mib;
+    const int32_t per = s.gpu_milli >= core::kMilliGpu ? core::kMilliGpu : s.gpu_milli;
+    for (int i : gpus) gpu_free_[i] += per;
+  }
+
+  int64_t cpu_free_milli() const { return cpu_free_; }
+  int64_t memory_free_mib() const { return memory_free_; }
+  int64_t gpu_free_milli() const {
+    int64_t sum = 0;
+    for (int32_t f : gpu_free_) sum += f;
+    return sum;
+  }
+
+ private:
+  int WholeFree() const {
+    return static_cast<int>(std::count(gpu_free_.begin(), gpu_free_.end(), core::kMilliGpu));
+  }
+
+  const std::string* model_;
+  int64_t cpu_free_;
+  int64_t memory_free_;
+  std::vector<int32_t> gpu_free_;
+};
+
+}  // namespace seedance::clusterscale
+
+#endif  // SEEDANCE_SRC_CLUSTERSCALE_NODE_ROOM_H_
