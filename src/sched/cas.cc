@@ -15,6 +15,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -131,7 +132,7 @@ absl::Status ParseOptions(const std::map<std::string, std::string>& params, CasO
 // primary plus the node's secondary: the sum equals the one-plugin score exactly.
 class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugin {
  public:
-  explicit CasPlugin(CasOptions o) : opt_(o) {}
+  explicit CasPlugin(CasOptions o) : opt_(o) { eval_.set_memoize(false); }
   std::string_view Name() const override { return "CostAwareScore"; }
   bool Cacheable() const override { return true; }
   // Moves whenever the learned target workload (all the cached primary reads) is rebuilt.
@@ -153,26 +154,48 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
     }
   }
 
-  void PreScore(CycleState&, const ClusterState& s) override {
+  void PreScore(CycleState& c, const ClusterState& s) override {
     if (cluster_cpu_per_gpu_ < 0 && s.gpu_capacity_milli() > 0) {
       cluster_cpu_per_gpu_ =
           static_cast<double>(s.cpu_capacity_milli()) / static_cast<double>(s.gpu_capacity_milli());
       UpdateCpuRegime();
     }
+    states_.StartCycle(s, *c.pod, epoch_);
   }
 
-  // primary x kSecondaryRange (the best sharing GPU's for a sharing pod).
+  // primary x kSecondaryRange (the best sharing GPU's for a sharing pod). A pure function of
+  // the node's state, the pod and the learned workload: computed once per distinct state.
   int64_t Score(const CycleState& c, const ClusterState& s, int n) override {
     const PodShape& pod = *c.pod;
-    if (!pod.IsGpuSharing()) return Primary(eval_.Delta(s, n, pod)) * kSecondaryRange;
-    return BestSharingGpuScore(
-        s, n, pod, [&](int i) { return Primary(eval_.Delta(s, n, pod, i)) * kSecondaryRange; });
+    return states_.Get(s, n, pod, [&] {
+      if (!pod.IsGpuSharing()) return Primary(eval_.Delta(s, n, pod)) * kSecondaryRange;
+      return BestSharingGpuScore(
+          s, n, pod, [&](int i) { return Primary(eval_.Delta(s, n, pod, i)) * kSecondaryRange; });
+    });
   }
 
   // The CPU-balance secondary in [0, kSecondaryRange): CasBalanceScore's score.
-  int64_t Secondary(const ClusterState& s, int n, const PodShape& pod) const;
+  int64_t Secondary(const ClusterState& s, int n, const PodShape& pod) const {
+    const SecondaryTerms t = TermsFor(pod);
+    return t.Of(s, n);
+  }
+  // The secondaries of many nodes for one pod (the same values, one set-up).
+  void SecondaryBatch(const ClusterState& s, const PodShape& pod, std::span<const int> nodes,
+                      std::span<int64_t> out) const {
+    const SecondaryTerms t = TermsFor(pod);
+    for (size_t i = 0; i < nodes.size(); ++i) out[i] = t.Of(s, nodes[i]);
+  }
   // Secondaries lie in [0, kSecondaryRange).
   static constexpr int64_t kSecondaryRange = int64_t{1} << 21;
+
+  // What the secondary reads of the pod and of the learned workload, set up once per pod.
+  struct SecondaryTerms {
+    enum Kind { kNone, kBalance, kSpread } kind = kNone;
+    int64_t pod_cpu = 0, pod_gpu = 0;
+    double cpu_per_gpu = 0;
+    int64_t Of(const ClusterState& s, int n) const;
+  };
+  SecondaryTerms TermsFor(const PodShape& pod) const;
 
   bool Reserve(CycleState& c, const ClusterState& s, Placement* p) override {
     const PodShape& pod = *c.pod;
@@ -239,6 +262,7 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
 
   CasOptions opt_;
   FragEvaluator eval_;
+  StateScoreMemo states_;
   std::map<std::tuple<int64_t, int32_t, int32_t, uint64_t>, double> counts_;
   double seen_ = 0;
   double since_rebuild_ = 0;
@@ -250,20 +274,29 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
   bool spread_cpu_pods_ = true;
 };
 
-// Secondary (GPU pods while balancing, CPU-only pods while spreading): CPU surplus.
-int64_t CasPlugin::Secondary(const ClusterState& s, int n, const PodShape& pod) const {
+CasPlugin::SecondaryTerms CasPlugin::TermsFor(const PodShape& pod) const {
+  SecondaryTerms t;
   const bool balance_gpu_pod =
       pod.num_gpu > 0 &&
       (opt_.balance_gpu_pods == 2 || (opt_.balance_gpu_pods == 1 && spread_cpu_pods_));
   const bool spread_cpu_pod = pod.num_gpu == 0 && spread_cpu_pods_;
-  if (!balance_gpu_pod && !spread_cpu_pod) return 0;
+  t.kind = balance_gpu_pod  ? SecondaryTerms::kBalance
+           : spread_cpu_pod ? SecondaryTerms::kSpread
+                            : SecondaryTerms::kNone;
+  t.pod_cpu = pod.cpu_milli;
+  t.pod_gpu = pod.TotalGpuMilli();
+  t.cpu_per_gpu = gpu_pods_gpu_milli_ > 0 ? gpu_pods_cpu_milli_ / gpu_pods_gpu_milli_ : 0.0;
+  return t;
+}
+
+// Secondary (GPU pods while balancing, CPU-only pods while spreading): CPU surplus.
+int64_t CasPlugin::SecondaryTerms::Of(const ClusterState& s, int n) const {
+  if (kind == kNone) return 0;
   // CPU surplus after placement: CPU left minus what the idle GPUs left will need.
-  const int64_t gpu_left = s.gpu_milli_left(n) - pod.TotalGpuMilli();
-  const double cpu_per_gpu =
-      gpu_pods_gpu_milli_ > 0 ? gpu_pods_cpu_milli_ / gpu_pods_gpu_milli_ : 0.0;
-  const double surplus = static_cast<double>(s.cpu_left(n) - pod.cpu_milli) -
-                         static_cast<double>(gpu_left) * cpu_per_gpu;
-  if (balance_gpu_pod) {
+  const int64_t gpu_left = s.gpu_milli_left(n) - pod_gpu;
+  const double surplus =
+      static_cast<double>(s.cpu_left(n) - pod_cpu) - static_cast<double>(gpu_left) * cpu_per_gpu;
+  if (kind == kBalance) {
     // Keep CPU in proportion to idle GPU: smallest |surplus| first.
     const int64_t units = static_cast<int64_t>(std::abs(surplus) / 100.0);
     return std::max<int64_t>(0, kSecondaryRange - 1 - units);
@@ -285,6 +318,10 @@ class CasBalanceScore : public ScorePlugin {
   std::string_view Name() const override { return "CostAwareCpuBalance"; }
   int64_t Score(const CycleState& c, const ClusterState& s, int n) override {
     return cas_->Secondary(s, n, *c.pod);
+  }
+  void ScoreBatch(const CycleState& c, const ClusterState& s, std::span<const int> nodes,
+                  std::span<int64_t> out) override {
+    cas_->SecondaryBatch(s, *c.pod, nodes, out);
   }
   int64_t ScoreBound() const override { return CasPlugin::kSecondaryRange; }
 

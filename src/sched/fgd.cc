@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 
 namespace seedance::sched::internal {
@@ -55,24 +56,40 @@ void FragEvaluator::SetWorkload(TargetWorkload w) {
     mask_.push_back(t.gpu_model_mask);
     freq_.push_back(t.freq);
   }
+  levels_ = milli_;
+  std::sort(levels_.begin(), levels_.end(), std::greater<>());
+  levels_.erase(std::unique(levels_.begin(), levels_.end()), levels_.end());
+  level_.clear();
+  for (const int32_t v : milli_) {
+    level_.push_back(static_cast<int32_t>(
+        std::lower_bound(levels_.begin(), levels_.end(), v, std::greater<>()) - levels_.begin()));
+  }
+  count_at_.assign(levels_.size(), 0);
   Reset();
 }
 
 // F = sum over shapes of freq x (idle GPU the shape cannot use). Every class but Q3 counts all
 // idle GPU, so F = total x sum(freq) - sum over Q3 shapes of freq x (GPU on devices that fit).
-double FragEvaluator::FastScore(const NodeResources& r) const {
-  MemoKey key{r.cpu_left, r.model, r.num_gpus, {}};
+FragMemoKey KeyOf(const NodeResources& r, int64_t* total) {
+  FragMemoKey key{r.cpu_left, r.model, r.num_gpus, {}};
   std::array<int32_t, core::kMaxGpusPerNode>& g = key.sorted_gpu_left;
-  const int k = r.num_gpus;
-  int64_t total = 0;
-  for (int i = 0; i < k; ++i) {  // insertion sort, descending
+  int64_t sum = 0;
+  for (int i = 0; i < r.num_gpus; ++i) {  // insertion sort, descending
     int32_t v = r.gpu_left[i];
-    total += v;
+    sum += v;
     int j = i;
     for (; j > 0 && g[j - 1] < v; --j) g[j] = g[j - 1];
     g[j] = v;
   }
+  if (total != nullptr) *total = sum;
+  return key;
+}
+
+double FragEvaluator::FastScore(const NodeResources& r) const {
+  int64_t total = 0;
+  const MemoKey key = KeyOf(r, &total);
   if (total == 0) return 0;
+  if (!memoize_) return FastScoreSorted(key, total);
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   const double score = FastScoreSorted(key, total);
   if (memo_.size() >= kMaxMemo) memo_.clear();
@@ -86,16 +103,23 @@ double FragEvaluator::FastScoreSorted(const MemoKey& key, int64_t total) const {
   std::array<int64_t, core::kMaxGpusPerNode + 1> prefix;
   prefix[0] = 0;
   for (int i = 0; i < k; ++i) prefix[i + 1] = prefix[i] + g[i];
+  // GPUs with room for each distinct per-GPU request, in one pass (both descending).
+  int cnt = 0;
+  for (size_t j = 0; j < levels_.size(); ++j) {
+    while (cnt < k && g[cnt] >= levels_[j]) ++cnt;
+    count_at_[j] = cnt;
+  }
+  // Shapes that cannot use the node add exactly 0.0, so the sum is the same, in the same order,
+  // as skipping them: the figures stay identical to the last digit.
+  const uint64_t model_bit =
+      key.model == core::kNoGpuModel ? 0 : uint64_t{1} << static_cast<unsigned>(key.model);
   double usable = 0;
   const size_t m = milli_.size();
   for (size_t t = 0; t < m; ++t) {
-    if (key.cpu_left < cpu_[t]) continue;
-    if (mask_[t] != 0 && (key.model == core::kNoGpuModel || !((mask_[t] >> key.model) & 1u))) {
-      continue;
-    }
-    int cnt = 0;
-    while (cnt < k && g[cnt] >= milli_[t]) ++cnt;
-    if (cnt >= num_[t]) usable += freq_[t] * static_cast<double>(prefix[cnt]);
+    const int c = count_at_[level_[t]];
+    const bool fits =
+        key.cpu_left >= cpu_[t] && (mask_[t] == 0 || (mask_[t] & model_bit) != 0) && c >= num_[t];
+    usable += fits ? freq_[t] * static_cast<double>(prefix[c]) : 0.0;
   }
   return static_cast<double>(total) * freq_sum_ - usable;
 }
@@ -122,6 +146,43 @@ double FragEvaluator::Delta(const core::ClusterState& s, int n, const core::PodS
     r = SubtractLikeReference(r, pod);
   }
   return before - FastScore(r);
+}
+
+void StateScoreMemo::StartCycle(const core::ClusterState& s, const core::PodShape& pod,
+                                uint64_t epoch) {
+  if (&s != state_ || node_.size() != static_cast<size_t>(s.num_nodes())) {
+    // Versions are per ClusterState object (and size): ids made for another are void.
+    state_ = &s;
+    node_.assign(static_cast<size_t>(s.num_nodes()), {0, 0});
+    Renumber();
+  }
+  if (epoch != epoch_) {
+    epoch_ = epoch;
+    ++gen_;
+  }
+  row_key_ = ShapeOf(pod);
+  row_ = &rows_[row_key_];
+}
+
+int StateScoreMemo::StateOf(const core::ClusterState& s, int n) {
+  auto& slot = node_[static_cast<size_t>(n)];
+  const uint64_t stamp = static_cast<uint64_t>(s.version(n)) + 1;
+  if (slot.first == stamp) return slot.second;
+  // A bound on distinct states keeps the rows small in long churn: renumber past it.
+  if (ids_.size() >= 2 * node_.size() + extra_states_) {
+    Renumber();
+    ++renumberings_;
+  }
+  auto [it, inserted] = ids_.emplace(KeyOf(NodeResources::Of(s, n)), static_cast<int>(ids_.size()));
+  slot = {stamp, it->second};
+  return it->second;
+}
+
+void StateScoreMemo::Renumber() {
+  ids_.clear();
+  for (auto& slot : node_) slot.first = 0;
+  for (auto& [key, row] : rows_) row.clear();
+  ++gen_;
 }
 
 int64_t FgdScoreFromDelta(double delta) {

@@ -100,6 +100,68 @@ void Framework::PrepareScorers(CycleState& cycle, const core::ClusterState& stat
   }
 }
 
+int Framework::HighestFirstInOrder(std::span<const int> nodes,
+                                   std::span<const int64_t> totals) const {
+  if (nodes.empty()) return -1;
+  // Two plain passes (the highest total, then the first of those in node order) instead of one
+  // branchy pass: most contenders tie on the highest total.
+  const int64_t top = *std::max_element(totals.begin(), totals.end());
+  int best_node = -1;
+  int best_rank = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (totals[i] != top) continue;
+    const int r = rank_[nodes[i]];
+    if (best_node < 0 || r < best_rank) {
+      best_node = nodes[i];
+      best_rank = r;
+    }
+  }
+  return best_node;
+}
+
+// The cached scorers' weighted sums first, then the uncached (bounded) scorers on the nodes
+// those sums do not rule out: a node whose sum plus `slack` (the most the uncached scorers can
+// add) is below the best sum cannot win.
+int Framework::SelectBounded(const CycleState& cycle, const core::ClusterState& state,
+                             int64_t slack) {
+  const size_t num_scorers = profile_.scores.size();
+  partial_.assign(feasible_.size(), 0);
+  for (size_t s = 0; s < num_scorers; ++s) {
+    CacheEntry* entries = cycle_entries_[s];
+    if (entries == nullptr) continue;
+    ScorePlugin& plugin = *profile_.scores[s].plugin;
+    const int64_t w = profile_.scores[s].weight;
+    const uint64_t gen = cycle_gen_[s];
+    for (size_t i = 0; i < feasible_.size(); ++i) {
+      const int n = feasible_[i];
+      partial_[i] += w * Cached(entries[n], gen | state.version(n), plugin, cycle, state, n);
+    }
+  }
+  const int64_t top = partial_.empty() ? 0 : *std::max_element(partial_.begin(), partial_.end());
+  contenders_.clear();
+  contender_totals_.clear();
+  for (size_t i = 0; i < feasible_.size(); ++i) {
+    if (partial_[i] + slack < top) continue;
+    contenders_.push_back(feasible_[i]);
+    contender_totals_.push_back(partial_[i]);
+  }
+  contender_scores_.resize(contenders_.size());
+  for (size_t s = 0; s < num_scorers; ++s) {
+    if (cycle_entries_[s]) continue;
+    ScorePlugin& plugin = *profile_.scores[s].plugin;
+    plugin.ScoreBatch(cycle, state, contenders_, contender_scores_);
+    const int64_t bound = plugin.ScoreBound();
+    const int64_t w = profile_.scores[s].weight;
+    for (size_t i = 0; i < contenders_.size(); ++i) {
+      const int64_t x = contender_scores_[i];
+      SEEDANCE_CHECK(x >= 0 && x < bound) << "score plugin '" << plugin.Name() << "' scored " << x
+                                          << ", outside its bound [0, " << bound << ")";
+      contender_totals_[i] += w * x;
+    }
+  }
+  return HighestFirstInOrder(contenders_, contender_totals_);
+}
+
 int Framework::SelectUnnormalized(const CycleState& cycle, const core::ClusterState& state) {
   const size_t num_scorers = profile_.scores.size();
   int best_node = -1;
@@ -138,39 +200,7 @@ int Framework::SelectUnnormalized(const CycleState& cycle, const core::ClusterSt
     bounded = bound > 0 && w >= 0;
     slack += w * (bound - 1);
   }
-  if (bounded) {
-    partial_.resize(feasible_.size());
-    int64_t top = 0;
-    for (size_t i = 0; i < feasible_.size(); ++i) {
-      const int n = feasible_[i];
-      int64_t v = 0;
-      for (size_t s = 0; s < num_scorers; ++s) {
-        if (CacheEntry* entries = cycle_entries_[s]) {
-          v += profile_.scores[s].weight * Cached(entries[n], cycle_gen_[s] | state.version(n),
-                                                  *profile_.scores[s].plugin, cycle, state, n);
-        }
-      }
-      partial_[i] = v;
-      if (i == 0 || v > top) top = v;
-    }
-    for (size_t i = 0; i < feasible_.size(); ++i) {
-      if (partial_[i] + slack < top) continue;
-      const int n = feasible_[i];
-      int64_t v = partial_[i];
-      for (size_t s = 0; s < num_scorers; ++s) {
-        if (!cycle_entries_[s]) {
-          ScorePlugin& plugin = *profile_.scores[s].plugin;
-          const int64_t x = plugin.Score(cycle, state, n);
-          SEEDANCE_CHECK(x >= 0 && x < plugin.ScoreBound())
-              << "score plugin '" << plugin.Name() << "' scored " << x << ", outside its bound [0, "
-              << plugin.ScoreBound() << ")";
-          v += profile_.scores[s].weight * x;
-        }
-      }
-      consider(n, v);
-    }
-    return best_node;
-  }
+  if (bounded) return SelectBounded(cycle, state, slack);
   for (int n : feasible_) {
     int64_t v = 0;
     for (size_t s = 0; s < num_scorers; ++s) {

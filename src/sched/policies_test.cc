@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -400,6 +401,151 @@ TEST(FgdSubtractTest, TakesFullestGpusThatFit) {
     EXPECT_EQ(after.cpu_left, 8000 - c.pod.cpu_milli);
     EXPECT_EQ(std::vector<int32_t>(after.gpu_left.begin(), after.gpu_left.begin() + 4), c.want);
   }
+}
+
+// A random walk over the states of a few node types (so that states repeat), with sharing and
+// whole-GPU pods; `step` sees the cluster after every allocation or release.
+template <typename Step>
+void RandomWalk(ClusterState& s, int steps, uint64_t seed, Step step) {
+  std::mt19937_64 rng(seed);
+  const PodShape pods[] = {Share(300, 2000), Share(500, 4000), Whole(1, 6000), Whole(2, 1000),
+                           Cpu(3000)};
+  std::vector<std::pair<PodShape, Placement>> live;
+  for (int i = 0; i < steps; ++i) {
+    if (!live.empty() && rng() % 3 == 0) {
+      const size_t k = rng() % live.size();
+      ASSERT_TRUE(s.Release(live[k].first, live[k].second).ok());
+      live[k] = live.back();
+      live.pop_back();
+    } else {
+      const PodShape& pod = pods[rng() % 5];
+      Placement p;
+      p.node = static_cast<int>(rng() % static_cast<uint64_t>(s.num_nodes()));
+      if (!s.Fits(p.node, pod)) continue;
+      auto gl = s.gpu_left(p.node);
+      for (int g = 0; g < static_cast<int>(gl.size()) && p.num_gpus < pod.num_gpu; ++g) {
+        if (gl[g] >= pod.gpu_milli) p.gpus[p.num_gpus++] = static_cast<int8_t>(g);
+      }
+      ASSERT_TRUE(s.Allocate(pod, p).ok());
+      live.emplace_back(pod, p);
+    }
+    step(s);
+  }
+}
+
+std::vector<NodeSpec> RepeatedNodes(int count) {
+  std::vector<NodeSpec> nodes;
+  for (int i = 0; i < count; ++i) {
+    nodes.push_back({"n" + std::to_string(i), 16000 * (1 + i % 2), 262144, 2 + 2 * (i % 3),
+                     i % 4 == 3 ? "B" : "A", 0, 0});
+  }
+  return nodes;
+}
+
+// Skipping the fragment-amount memo must not change a single bit of the amounts.
+TEST(FragEvaluatorTest, MemoDoesNotChangeAnyAmount) {
+  auto s = ClusterState::Create(RepeatedNodes(12));
+  ASSERT_TRUE(s.ok()) << s.status();
+  TargetWorkload w = {Target(1000, 1, 300, 0.3), Target(4000, 1, 500, 0.2),
+                      Target(6000, 1, 1000, 0.3), Target(2000, 2, 1000, 0.15),
+                      Target(3000, 0, 0, 0.05)};
+  w[1].gpu_model_mask = s->ModelMask("B");  // B only: some nodes have no access
+  internal::FragEvaluator memo, plain;
+  memo.SetWorkload(w);
+  plain.SetWorkload(w);
+  plain.set_memoize(false);
+  RandomWalk(*s, 400, 7, [&](const ClusterState& st) {
+    for (int n = 0; n < st.num_nodes(); ++n) {
+      ASSERT_EQ(memo.Current(st, n), plain.Current(st, n)) << "node " << n;
+      EXPECT_NEAR(memo.Current(st, n), NodeFragScore(NodeResources::Of(st, n), w), 1e-6);
+      for (const PodShape& pod : {Share(300, 2000), Whole(1, 6000)}) {
+        if (st.Fits(n, pod)) {
+          ASSERT_EQ(memo.Delta(st, n, pod), plain.Delta(st, n, pod));
+        }
+      }
+    }
+  });
+}
+
+// The memo gives every node the score of its own state, computes once per distinct state and
+// epoch, and stays right across epochs, node changes and renumbering.
+TEST(StateScoreMemoTest, EveryNodeGetsItsOwnStatesScoreComputedOncePerState) {
+  auto s = ClusterState::Create(RepeatedNodes(8));
+  ASSERT_TRUE(s.ok()) << s.status();
+  // A score that differs between states and pods and epochs.
+  auto direct = [](const ClusterState& st, int n, const PodShape& pod, uint64_t epoch) {
+    const internal::FragMemoKey k = internal::KeyOf(NodeResources::Of(st, n));
+    int64_t v = k.cpu_left / 1000 + 7 * k.model + 131 * static_cast<int64_t>(epoch);
+    for (int32_t g : k.sorted_gpu_left) v = v * 31 + g;
+    return v ^ (pod.cpu_milli + pod.gpu_milli * 3);
+  };
+  internal::StateScoreMemo memo(/*extra_states=*/4);  // renumbers often
+  uint64_t epoch = 0;
+  int steps = 0;
+  size_t most_computed = 0;
+  RandomWalk(*s, 5000, 11, [&](const ClusterState& st) {
+    if (++steps % 50 == 0) ++epoch;
+    for (const PodShape& pod : {Share(300, 2000), Whole(2, 1000)}) {
+      memo.StartCycle(st, pod, epoch);
+      const int renumbered_before = memo.renumberings();
+      size_t computed = 0;
+      for (int pass = 0; pass < 2; ++pass) {
+        for (int n = 0; n < st.num_nodes(); ++n) {
+          const int64_t got = memo.Get(st, n, pod, [&] {
+            ++computed;
+            return direct(st, n, pod, epoch);
+          });
+          ASSERT_EQ(got, direct(st, n, pod, epoch)) << "node " << n << ", step " << steps;
+        }
+      }
+      // At most one computation per node, and none on the second pass; a renumbering in the
+      // cycle (at most one: a cycle adds at most a state per node) voids what came before it.
+      const bool renumbered = memo.renumberings() != renumbered_before;
+      ASSERT_LE(memo.renumberings() - renumbered_before, 1);
+      ASSERT_LE(computed, static_cast<size_t>(st.num_nodes()) * (renumbered ? 2 : 1));
+      most_computed = std::max(most_computed, computed);
+      // A pod other than the cycle's is computed every time, never served from the memo.
+      int other_calls = 0;
+      memo.Get(st, 0, Cpu(1), [&] { return static_cast<int64_t>(++other_calls); });
+      memo.Get(st, 0, Cpu(1), [&] { return static_cast<int64_t>(++other_calls); });
+      ASSERT_EQ(other_calls, 2);
+    }
+  });
+  EXPECT_GT(most_computed, 0u);
+  // The walk sees more than the 2 x 8 + 4 distinct states kept at once, so the ids were
+  // renumbered along the way (and the checks above held across it).
+  EXPECT_GE(memo.renumberings(), 10);
+  EXPECT_LE(memo.num_states(), 2u * 8 + 4);
+}
+
+// Nodes in one state share one computation.
+TEST(StateScoreMemoTest, NodesInTheSameStateShareOneComputation) {
+  auto s = ClusterState::Create({{"a", 32000, 262144, 4, "A", 0, 0},
+                                 {"b", 32000, 262144, 4, "A", 0, 0},
+                                 {"c", 32000, 262144, 4, "A", 0, 0},
+                                 {"d", 16000, 262144, 4, "A", 0, 0}});
+  ASSERT_TRUE(s.ok()) << s.status();
+  internal::StateScoreMemo memo;
+  const PodShape pod = Share(500);
+  int computed = 0;
+  auto score_all = [&] {
+    memo.StartCycle(*s, pod, 1);
+    for (int n = 0; n < 4; ++n) memo.Get(*s, n, pod, [&] { return int64_t{++computed}; });
+  };
+  score_all();
+  EXPECT_EQ(computed, 2);  // a, b, c share a state; d has less CPU
+  Placement p;
+  p.node = 1;
+  p.gpus[p.num_gpus++] = 3;
+  ASSERT_TRUE(s->Allocate(pod, p).ok());
+  score_all();
+  EXPECT_EQ(computed, 3);  // b is in a new state; the others are remembered
+  Placement q = p;
+  q.node = 2;
+  q.gpus[0] = 0;  // another GPU, the same multiset of GPU lefts as b
+  ASSERT_TRUE(s->Allocate(pod, q).ok());
+  score_all();
+  EXPECT_EQ(computed, 3);
 }
 
 TEST_F(PolicyTest, FgdSharingPodKeepsWholeGpusFree) {

@@ -161,6 +161,12 @@ class ScorePlugin : public virtual Plugin {
   // mask, and Epoch() (see the score cache above).
   virtual bool Cacheable() const { return false; }
   virtual uint64_t Epoch() const { return 0; }
+  // Scores nodes[i] into out[i] (same size), as Score would one by one; a plugin may override it
+  // with a tighter loop. The framework uses it where it scores many nodes with an uncached plugin.
+  virtual void ScoreBatch(const CycleState& cycle, const core::ClusterState& state,
+                          std::span<const int> nodes, std::span<int64_t> out) {
+    for (size_t i = 0; i < nodes.size(); ++i) out[i] = Score(cycle, state, nodes[i]);
+  }
   // If > 0, every Score lies in [0, ScoreBound()). Lets the framework skip scoring, with an
   // uncached plugin, the nodes whose other (cached) scores already rule them out; the decision
   // is the same. Score must then have no side effects that matter. 0: no bound.
@@ -283,6 +289,9 @@ class Framework {
   void PrepareScorers(CycleState& cycle, const core::ClusterState& state, int shape_id);
   // One pass over the feasible nodes: weighted sum of every scorer, best total, first in node
   // order on ties. For profiles without filters or normalisation.
+  // The node with the highest total, the first in node order among equals; -1 if none.
+  int HighestFirstInOrder(std::span<const int> nodes, std::span<const int64_t> totals) const;
+  int SelectBounded(const CycleState& cycle, const core::ClusterState& state, int64_t slack);
   int SelectUnnormalized(const CycleState& cycle, const core::ClusterState& state);
   // False when the raw scores select the same node as the normalised ones (NormalizeKeepsTop).
   bool NeedsNormalizing() const;
@@ -325,6 +334,8 @@ class Framework {
   std::vector<CacheEntry*> cycle_entries_;
   std::vector<uint64_t> cycle_gen_;
   std::vector<int64_t> partial_;  // per feasible node: the weighted sum of the cached scores
+  std::vector<int> contenders_;   // the feasible nodes the cached scores do not rule out
+  std::vector<int64_t> contender_totals_, contender_scores_;
   std::vector<int> rank_;         // rank_[node] = position in options_.node_order
   std::vector<int> feasible_;
   std::vector<int64_t> scores_;
