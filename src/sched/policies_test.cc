@@ -474,10 +474,12 @@ TEST(StateScoreMemoTest, EveryNodeGetsItsOwnStatesScoreComputedOncePerState) {
   ASSERT_TRUE(s.ok()) << s.status();
   // A score that differs between states and pods and epochs.
   auto direct = [](const ClusterState& st, int n, const PodShape& pod, uint64_t epoch) {
+    // Unsigned: the hash wraps by design (signed overflow is undefined, and UBSan stops on it).
     const internal::FragMemoKey k = internal::KeyOf(NodeResources::Of(st, n));
-    int64_t v = k.cpu_left / 1000 + 7 * k.model + 131 * static_cast<int64_t>(epoch);
-    for (int32_t g : k.sorted_gpu_left) v = v * 31 + g;
-    return v ^ (pod.cpu_milli + pod.gpu_milli * 3);
+    uint64_t v = static_cast<uint64_t>(k.cpu_left / 1000 + 7 * k.model) + 131 * epoch;
+    for (int32_t g : k.sorted_gpu_left) v = v * 31 + static_cast<uint64_t>(g);
+    v ^= static_cast<uint64_t>(pod.cpu_milli + pod.gpu_milli * 3);
+    return static_cast<int64_t>(v >> 1);
   };
   internal::StateScoreMemo memo(/*extra_states=*/4);  // renumbers often
   uint64_t epoch = 0;
@@ -516,6 +518,30 @@ TEST(StateScoreMemoTest, EveryNodeGetsItsOwnStatesScoreComputedOncePerState) {
   // renumbered along the way (and the checks above held across it).
   EXPECT_GE(memo.renumberings(), 10);
   EXPECT_LE(memo.num_states(), 2u * 8 + 4);
+}
+
+// Scores are kept for a bounded number of pod shapes (the service sees whatever its users
+// submit), and stay right when older shapes' rows are dropped.
+TEST(StateScoreMemoTest, KeepsABoundedNumberOfShapes) {
+  auto s = ClusterState::Create(RepeatedNodes(4));
+  ASSERT_TRUE(s.ok()) << s.status();
+  internal::StateScoreMemo memo;
+  const size_t shapes = 3 * internal::StateScoreMemo::kMaxShapes;
+  for (size_t i = 0; i < shapes; ++i) {
+    const PodShape pod = Cpu(static_cast<int64_t>(i + 1));
+    memo.StartCycle(*s, pod, 1);
+    for (int n = 0; n < s->num_nodes(); ++n) {
+      const int64_t want = pod.cpu_milli * 10 + n % 2;
+      ASSERT_EQ(memo.Get(*s, n, pod, [&] { return want; }), want);
+    }
+    ASSERT_LE(memo.num_shapes(), internal::StateScoreMemo::kMaxShapes);
+  }
+  // The first shape's row was dropped: its score is computed again, not served stale.
+  const PodShape first = Cpu(1);
+  memo.StartCycle(*s, first, 1);
+  int computed = 0;
+  memo.Get(*s, 0, first, [&] { return int64_t{++computed}; });
+  EXPECT_EQ(computed, 1);
 }
 
 // Nodes in one state share one computation.
