@@ -161,7 +161,13 @@ void StateScoreMemo::StartCycle(const core::ClusterState& s, const core::PodShap
     ++gen_;
   }
   row_key_ = ShapeOf(pod);
-  row_ = &rows_[row_key_];
+  auto it = rows_.find(row_key_);
+  if (it == rows_.end()) {
+    // The service sees whatever shapes its users submit: keep the rows of a bounded number.
+    if (rows_.size() >= kMaxShapes) rows_.clear();
+    it = rows_.emplace(row_key_, std::vector<Entry>()).first;
+  }
+  row_ = &it->second;
 }
 
 int StateScoreMemo::StateOf(const core::ClusterState& s, int n) {

@@ -105,8 +105,12 @@ class StateScoreMemo {
     }
     return e.score;
   }
-  // Distinct states seen since the last renumbering, and renumberings so far (for tests).
+  // Pod shapes whose scores are kept at once; a new shape past it drops all rows.
+  static constexpr size_t kMaxShapes = 512;
+  // Distinct states seen since the last renumbering, pod shapes with kept scores, and
+  // renumberings so far (for tests).
   size_t num_states() const { return ids_.size(); }
+  size_t num_shapes() const { return rows_.size(); }
   int renumberings() const { return renumberings_; }
 
  private:

@@ -125,41 +125,86 @@ int Framework::HighestFirstInOrder(std::span<const int> nodes,
 int Framework::SelectBounded(const CycleState& cycle, const core::ClusterState& state,
                              int64_t slack) {
   const size_t num_scorers = profile_.scores.size();
-  partial_.assign(feasible_.size(), 0);
+  const size_t num_feasible = feasible_.size();
+  if (num_feasible == 0) return -1;
+  // Plain pointers in the loops: a score computed on a cache miss writes through references the
+  // compiler cannot tell apart from these vectors, and would reload them on every node.
+  const int* feasible = feasible_.data();
+  partial_.assign(num_feasible, 0);
+  int64_t* partial = partial_.data();
   for (size_t s = 0; s < num_scorers; ++s) {
     CacheEntry* entries = cycle_entries_[s];
     if (entries == nullptr) continue;
     ScorePlugin& plugin = *profile_.scores[s].plugin;
     const int64_t w = profile_.scores[s].weight;
     const uint64_t gen = cycle_gen_[s];
-    for (size_t i = 0; i < feasible_.size(); ++i) {
-      const int n = feasible_[i];
-      partial_[i] += w * Cached(entries[n], gen | state.version(n), plugin, cycle, state, n);
+    for (size_t i = 0; i < num_feasible; ++i) {
+      const int n = feasible[i];
+      partial[i] += w * Cached(entries[n], gen | state.version(n), plugin, cycle, state, n);
     }
   }
-  const int64_t top = partial_.empty() ? 0 : *std::max_element(partial_.begin(), partial_.end());
-  contenders_.clear();
-  contender_totals_.clear();
-  for (size_t i = 0; i < feasible_.size(); ++i) {
-    if (partial_[i] + slack < top) continue;
-    contenders_.push_back(feasible_[i]);
-    contender_totals_.push_back(partial_[i]);
+  const int64_t top = *std::max_element(partial, partial + num_feasible);
+  // Compacted without branches: most nodes pass, in no predictable pattern.
+  contenders_.resize(num_feasible);
+  contender_totals_.resize(num_feasible);
+  int* contenders = contenders_.data();
+  int64_t* totals = contender_totals_.data();
+  size_t kept = 0;
+  for (size_t i = 0; i < num_feasible; ++i) {
+    contenders[kept] = feasible[i];
+    totals[kept] = partial[i];
+    kept += static_cast<size_t>(partial[i] + slack >= top);
   }
-  contender_scores_.resize(contenders_.size());
+  contenders_.resize(kept);
+  contender_totals_.resize(kept);
+  contender_scores_.resize(kept);
+  const int64_t* scores = contender_scores_.data();
   for (size_t s = 0; s < num_scorers; ++s) {
     if (cycle_entries_[s]) continue;
     ScorePlugin& plugin = *profile_.scores[s].plugin;
     plugin.ScoreBatch(cycle, state, contenders_, contender_scores_);
     const int64_t bound = plugin.ScoreBound();
     const int64_t w = profile_.scores[s].weight;
-    for (size_t i = 0; i < contenders_.size(); ++i) {
-      const int64_t x = contender_scores_[i];
+    for (size_t i = 0; i < kept; ++i) {
+      const int64_t x = scores[i];
       SEEDANCE_CHECK(x >= 0 && x < bound) << "score plugin '" << plugin.Name() << "' scored " << x
                                           << ", outside its bound [0, " << bound << ")";
-      contender_totals_[i] += w * x;
+      totals[i] += w * x;
     }
   }
   return HighestFirstInOrder(contenders_, contender_totals_);
+}
+
+// The common case (every reference policy), kept tight: plain pointers, since a score computed
+// on a cache miss writes through references the compiler cannot tell apart from the vectors.
+int Framework::SelectOneScorer(const CycleState& cycle, const core::ClusterState& state) {
+  ScorePlugin& plugin = *profile_.scores[0].plugin;
+  const int64_t w = profile_.scores[0].weight;
+  const int* feasible = feasible_.data();
+  const size_t num_feasible = feasible_.size();
+  const int* rank = rank_.data();
+  int best_node = -1;
+  int64_t best = 0;
+  int best_rank = 0;
+  auto consider = [&](int n, int64_t v) {
+    if (best_node < 0 || v > best || (v == best && rank[n] < best_rank)) {
+      best = v;
+      best_node = n;
+      best_rank = rank[n];
+    }
+  };
+  if (CacheEntry* entries = cycle_entries_[0]) {
+    const uint64_t gen = cycle_gen_[0];
+    for (size_t i = 0; i < num_feasible; ++i) {
+      const int n = feasible[i];
+      consider(n, w * Cached(entries[n], gen | state.version(n), plugin, cycle, state, n));
+    }
+  } else {
+    for (size_t i = 0; i < num_feasible; ++i) {
+      consider(feasible[i], w * plugin.Score(cycle, state, feasible[i]));
+    }
+  }
+  return best_node;
 }
 
 int Framework::SelectUnnormalized(const CycleState& cycle, const core::ClusterState& state) {
@@ -174,20 +219,7 @@ int Framework::SelectUnnormalized(const CycleState& cycle, const core::ClusterSt
       best_rank = rank_[n];
     }
   };
-  if (num_scorers == 1) {
-    // The common case (every reference policy), kept tight.
-    ScorePlugin& plugin = *profile_.scores[0].plugin;
-    const int64_t w = profile_.scores[0].weight;
-    if (CacheEntry* entries = cycle_entries_[0]) {
-      const uint64_t gen = cycle_gen_[0];
-      for (int n : feasible_) {
-        consider(n, w * Cached(entries[n], gen | state.version(n), plugin, cycle, state, n));
-      }
-    } else {
-      for (int n : feasible_) consider(n, w * plugin.Score(cycle, state, n));
-    }
-    return best_node;
-  }
+  if (num_scorers == 1) return SelectOneScorer(cycle, state);
   // When every uncached scorer is bounded, score the cached ones first: a node whose cached sum
   // plus the most the uncached ones could add is below the best cached sum cannot win (the node
   // holding that sum totals at least as much), so its uncached scores are not computed.

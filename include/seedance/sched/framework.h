@@ -291,6 +291,7 @@ class Framework {
   // order on ties. For profiles without filters or normalisation.
   // The node with the highest total, the first in node order among equals; -1 if none.
   int HighestFirstInOrder(std::span<const int> nodes, std::span<const int64_t> totals) const;
+  int SelectOneScorer(const CycleState& cycle, const core::ClusterState& state);
   int SelectBounded(const CycleState& cycle, const core::ClusterState& state, int64_t slack);
   int SelectUnnormalized(const CycleState& cycle, const core::ClusterState& state);
   // False when the raw scores select the same node as the normalised ones (NormalizeKeepsTop).
