@@ -170,10 +170,9 @@ void StateScoreMemo::StartCycle(const core::ClusterState& s, const core::PodShap
   row_ = &it->second;
 }
 
-int StateScoreMemo::StateOf(const core::ClusterState& s, int n) {
+int StateScoreMemo::NewStateOf(const core::ClusterState& s, int n) {
   auto& slot = node_[static_cast<size_t>(n)];
   const uint64_t stamp = static_cast<uint64_t>(s.version(n)) + 1;
-  if (slot.first == stamp) return slot.second;
   // A bound on distinct states keeps the rows small in long churn: renumber past it.
   if (ids_.size() >= 2 * node_.size() + extra_states_) {
     Renumber();

@@ -131,7 +131,13 @@ class StateScoreMemo {
   static ShapeKey ShapeOf(const core::PodShape& p) {
     return {p.cpu_milli, p.gpu_milli, p.num_gpu, p.gpu_model_mask};
   }
-  int StateOf(const core::ClusterState& s, int n);
+  int StateOf(const core::ClusterState& s, int n) {
+    const auto& slot = node_[static_cast<size_t>(n)];
+    if (slot.first == static_cast<uint64_t>(s.version(n)) + 1) return slot.second;
+    return NewStateOf(s, n);
+  }
+  // StateOf for a node whose version moved: its state's id, a new one if the state is new.
+  int NewStateOf(const core::ClusterState& s, int n);
   void Renumber();
 
   const core::ClusterState* state_ = nullptr;

@@ -1,6 +1,7 @@
 #include "seedance/sched/framework.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <utility>
 
@@ -132,18 +133,21 @@ int Framework::SelectBounded(const CycleState& cycle, const core::ClusterState& 
   const int* feasible = feasible_.data();
   partial_.assign(num_feasible, 0);
   int64_t* partial = partial_.data();
+  // The best cached sum, taken in the last cached scorer's pass (0 if none is cached).
+  int64_t top = 0;
   for (size_t s = 0; s < num_scorers; ++s) {
     CacheEntry* entries = cycle_entries_[s];
     if (entries == nullptr) continue;
     ScorePlugin& plugin = *profile_.scores[s].plugin;
     const int64_t w = profile_.scores[s].weight;
     const uint64_t gen = cycle_gen_[s];
+    top = std::numeric_limits<int64_t>::min();
     for (size_t i = 0; i < num_feasible; ++i) {
       const int n = feasible[i];
       partial[i] += w * Cached(entries[n], gen | state.version(n), plugin, cycle, state, n);
+      top = std::max(top, partial[i]);
     }
   }
-  const int64_t top = *std::max_element(partial, partial + num_feasible);
   // Compacted without branches: most nodes pass, in no predictable pattern.
   contenders_.resize(num_feasible);
   contender_totals_.resize(num_feasible);
@@ -159,20 +163,36 @@ int Framework::SelectBounded(const CycleState& cycle, const core::ClusterState& 
   contender_totals_.resize(kept);
   contender_scores_.resize(kept);
   const int64_t* scores = contender_scores_.data();
+  const int* rank = rank_.data();
+  int best_node = -1;
+  int64_t best = 0;
+  int best_rank = 0;
+  size_t uncached_left = 0;
+  for (size_t s = 0; s < num_scorers; ++s) uncached_left += cycle_entries_[s] == nullptr;
+  if (uncached_left == 0) return HighestFirstInOrder(contenders_, contender_totals_);
   for (size_t s = 0; s < num_scorers; ++s) {
     if (cycle_entries_[s]) continue;
     ScorePlugin& plugin = *profile_.scores[s].plugin;
     plugin.ScoreBatch(cycle, state, contenders_, contender_scores_);
     const int64_t bound = plugin.ScoreBound();
     const int64_t w = profile_.scores[s].weight;
+    const bool last = --uncached_left == 0;
     for (size_t i = 0; i < kept; ++i) {
       const int64_t x = scores[i];
       SEEDANCE_CHECK(x >= 0 && x < bound) << "score plugin '" << plugin.Name() << "' scored " << x
                                           << ", outside its bound [0, " << bound << ")";
       totals[i] += w * x;
+      if (!last) continue;
+      // The highest total, the first in node order among equals, in the same pass.
+      const int64_t t = totals[i];
+      if (best_node < 0 || t > best || (t == best && rank[contenders[i]] < best_rank)) {
+        best = t;
+        best_node = contenders[i];
+        best_rank = rank[best_node];
+      }
     }
   }
-  return HighestFirstInOrder(contenders_, contender_totals_);
+  return best_node;
 }
 
 // The common case (every reference policy), kept tight: plain pointers, since a score computed
