@@ -59,6 +59,11 @@ struct CasOptions {
   // GPU pods among equal scores: 0 = node order (FGD); 1 = while CPU pods are spread, the node
   // whose CPU left afterwards best matches its idle GPUs (smallest |surplus|); 2 = always.
   int balance_gpu_pods = 1;
+  // GPU pods that accept any model, once pods bound to a GPU model have been seen: 1 = not
+  // balanced (node order decides among equal primaries), 0 = balanced like the others. The
+  // balance steers pods by each node's CPU per GPU, so it moves unbound pods onto the models
+  // whose nodes match the learned ratio, which bound pods then find full (docs/cas.md).
+  int bound_aware = 1;
 };
 
 // One knob: its name, the accepted range, and where it goes. Integer choices take 0..choice_max.
@@ -82,6 +87,7 @@ const std::vector<Knob>& Knobs() {
       {"cpu_pods", {}, 2, nullptr, &CasOptions::cpu_pods},
       {"cpu_headroom_ratio", base::Positive(), -1, &CasOptions::cpu_headroom_ratio, nullptr},
       {"balance_gpu_pods", {}, 2, nullptr, &CasOptions::balance_gpu_pods},
+      {"bound_aware", {}, 1, nullptr, &CasOptions::bound_aware},
   };
   return *knobs;
 }
@@ -145,6 +151,7 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
     if (pod.num_gpu > 0) {
       gpu_pods_cpu_milli_ += static_cast<double>(pod.cpu_milli);
       gpu_pods_gpu_milli_ += static_cast<double>(pod.TotalGpuMilli());
+      seen_bound_gpu_pods_ = seen_bound_gpu_pods_ || pod.gpu_model_mask != 0;
     }
     ++seen_;
     ++since_rebuild_;
@@ -271,13 +278,16 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
   double all_cpu_milli_ = 0, all_gpu_milli_ = 0;
   double gpu_pods_cpu_milli_ = 0, gpu_pods_gpu_milli_ = 0;
   double cluster_cpu_per_gpu_ = -1;  // set at the first PreScore
+  bool seen_bound_gpu_pods_ = false;  // a GPU pod bound to a model has arrived
   bool spread_cpu_pods_ = true;
 };
 
 CasPlugin::SecondaryTerms CasPlugin::TermsFor(const PodShape& pod) const {
   SecondaryTerms t;
+  const bool unbound_among_bound =
+      opt_.bound_aware == 1 && seen_bound_gpu_pods_ && pod.gpu_model_mask == 0;
   const bool balance_gpu_pod =
-      pod.num_gpu > 0 &&
+      pod.num_gpu > 0 && !unbound_among_bound &&
       (opt_.balance_gpu_pods == 2 || (opt_.balance_gpu_pods == 1 && spread_cpu_pods_));
   const bool spread_cpu_pod = pod.num_gpu == 0 && spread_cpu_pods_;
   t.kind = balance_gpu_pod  ? SecondaryTerms::kBalance

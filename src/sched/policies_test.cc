@@ -788,6 +788,42 @@ TEST_F(PolicyTest, CasWithoutHistoryBalancesCpu) {
       order_only);
 }
 
+// Once a GPU pod bound to a model has arrived, GPU pods that accept any model are no longer
+// balanced: the node order decides among equal primaries (bound_aware, docs/cas.md); pods bound
+// to a model are still balanced, and bound_aware=0 balances every GPU pod as before.
+TEST_F(PolicyTest, CasStopsBalancingUnboundGpuPodsOnceBoundOnesArrive) {
+  // Before the first rebuild every primary is 0, so the secondary or the node order decides.
+  auto place = [&](const std::map<std::string, std::string>& params, bool bound_seen,
+                   const std::string& pod_model, int64_t n1_cpu_used) {
+    PolicyContext ctx;
+    ctx.params = params;
+    auto profile = Registry::Builtins().Create("cas", ctx);
+    EXPECT_TRUE(profile.ok()) << profile.status();
+    Framework fw(*std::move(profile), FrameworkOptions{});
+    ClusterState s = Cluster(MixedNodes(), {});
+    if (n1_cpu_used > 0) {
+      EXPECT_TRUE(s.Allocate(Cpu(n1_cpu_used), Placement{.node = 1}).ok());
+    }
+    PodShape bound = Whole(1);
+    bound.gpu_model_mask = s.ModelMask("B");
+    EXPECT_NE(bound.gpu_model_mask, 0u);
+    fw.NotifyArrival(bound_seen ? bound : Whole(1));  // CPU per GPU learned: 1 milli per milli
+    PodShape pod = Whole(1);
+    pod.gpu_model_mask = pod_model.empty() ? 0 : s.ModelMask(pod_model);
+    Outcome out = fw.Schedule(pod, s);
+    EXPECT_TRUE(out.ok()) << out.reason;
+    return out.placement.node;
+  };
+  // Unbound: balanced (least CPU left after it: n2) until a bound pod is seen, then node order.
+  EXPECT_EQ(place({}, false, "", 0), 2);
+  EXPECT_EQ(place({}, true, "", 0), 0);
+  EXPECT_EQ(place({{"bound_aware", "0"}}, true, "", 0), 2);
+  // Bound to A (n0, n1), with 50 of n1's 64 cores in use: the balance prefers n1 (14 - 1 - 7 =
+  // 6 cores of surplus) to n0 (32 - 1 - 3 = 28), against the node order; it still applies.
+  EXPECT_EQ(place({}, true, "A", 50000), 1);
+  EXPECT_EQ(place({{"balance_gpu_pods", "0"}}, true, "A", 50000), 0);
+}
+
 TEST_F(PolicyTest, CasEpochMovesAfterArrivals) {
   PolicyContext ctx;
   ctx.params = {{"min_rebuild_arrivals", "16"}, {"rebuild_fraction", "0.05"}};
