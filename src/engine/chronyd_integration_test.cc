@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -176,9 +177,15 @@ TEST(ChronydIntegrationTest, SntpClientQueriesALocalChronyd) {
     if (!result.ok() && !chronyd.Running() && attempt < 2) continue;  // lost the port race
     ASSERT_TRUE(result.ok()) << result.status() << "\nchronyd log:\n" << chronyd.Log();
 
-    // Same machine, same clock: the offset is the path asymmetry, far below a millisecond.
-    EXPECT_LT(std::fabs(result->sample.offset_s), 1e-3) << result->sample.offset_s;
-    EXPECT_GE(result->sample.delay_s, 0);
+    // Same machine, same clock: the offset is only the path asymmetry, which NTP's error bound
+    // caps at half the round trip (t1 <= t2 <= t3 <= t4 on one clock), whatever the load. Slack
+    // of 100 us for how chronyd takes its timestamps (its receive and transmit stamps were seen
+    // up to 8 us outside the client's, making the round trip slightly negative). A fixed bound
+    // (it was 1 ms) failed under load.
+    constexpr double kStampSlack = 1e-4;
+    EXPECT_LE(std::fabs(result->sample.offset_s), result->sample.delay_s / 2 + kStampSlack)
+        << "offset " << result->sample.offset_s << ", delay " << result->sample.delay_s;
+    EXPECT_GE(result->sample.delay_s, -kStampSlack);
     EXPECT_LT(result->sample.delay_s, 0.1);
     EXPECT_EQ(result->reply.mode, kNtpModeServer);
     EXPECT_EQ(result->reply.stratum, 8);  // `local stratum 8`
@@ -188,12 +195,18 @@ TEST(ChronydIntegrationTest, SntpClientQueriesALocalChronyd) {
     // A few more samples through the estimator: offset and frequency stay near zero.
     auto est = NewRegressionEstimator();
     est->AddSample(result->sample);
+    double max_delay = result->sample.delay_s;
     for (int i = 0; i < 4; ++i) {
       auto more = client.Query();
       ASSERT_TRUE(more.ok()) << more.status();
+      EXPECT_LE(std::fabs(more->sample.offset_s), more->sample.delay_s / 2 + kStampSlack);
+      max_delay = std::max(max_delay, more->sample.delay_s);
       est->AddSample(more->sample);
     }
-    EXPECT_LT(std::fabs(est->OffsetAt(result->sample.local_time_s)), 1e-3);
+    // A (weighted) line through samples each within half their round trip of zero, read at an
+    // end of the samples: within 1 ms on a quiet machine, and within twice the largest round
+    // trip when load has stretched it.
+    EXPECT_LE(std::fabs(est->OffsetAt(result->sample.local_time_s)), std::max(1e-3, 2 * max_delay));
     chronyd.Stop();
     return;
   }
