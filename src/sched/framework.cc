@@ -10,6 +10,25 @@
 #include "seedance/sched/topology.h"
 
 namespace seedance::sched {
+namespace {
+
+// The node with the highest value seen so far, the first in node order (lowest rank) among
+// equals. The rank is read only on a tie.
+struct BestInOrder {
+  const int* rank;
+  int node = -1;
+  int64_t value = 0;
+  int node_rank = 0;
+  void Consider(int n, int64_t v) {
+    if (node < 0 || v > value || (v == value && rank[n] < node_rank)) {
+      value = v;
+      node = n;
+      node_rank = rank[n];
+    }
+  }
+};
+
+}  // namespace
 
 std::string_view CodeName(Code code) {
   switch (code) {
@@ -101,25 +120,6 @@ void Framework::PrepareScorers(CycleState& cycle, const core::ClusterState& stat
   }
 }
 
-int Framework::HighestFirstInOrder(std::span<const int> nodes,
-                                   std::span<const int64_t> totals) const {
-  if (nodes.empty()) return -1;
-  // Two plain passes (the highest total, then the first of those in node order) instead of one
-  // branchy pass: most contenders tie on the highest total.
-  const int64_t top = *std::max_element(totals.begin(), totals.end());
-  int best_node = -1;
-  int best_rank = 0;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (totals[i] != top) continue;
-    const int r = rank_[nodes[i]];
-    if (best_node < 0 || r < best_rank) {
-      best_node = nodes[i];
-      best_rank = r;
-    }
-  }
-  return best_node;
-}
-
 // The cached scorers' weighted sums first, then the uncached (bounded) scorers on the nodes
 // those sums do not rule out: a node whose sum plus `slack` (the most the uncached scorers can
 // add) is below the best sum cannot win.
@@ -163,13 +163,13 @@ int Framework::SelectBounded(const CycleState& cycle, const core::ClusterState& 
   contender_totals_.resize(kept);
   contender_scores_.resize(kept);
   const int64_t* scores = contender_scores_.data();
-  const int* rank = rank_.data();
-  int best_node = -1;
-  int64_t best = 0;
-  int best_rank = 0;
+  BestInOrder best{rank_.data()};
   size_t uncached_left = 0;
   for (size_t s = 0; s < num_scorers; ++s) uncached_left += cycle_entries_[s] == nullptr;
-  if (uncached_left == 0) return HighestFirstInOrder(contenders_, contender_totals_);
+  if (uncached_left == 0) {
+    for (size_t i = 0; i < kept; ++i) best.Consider(contenders[i], totals[i]);
+    return best.node;
+  }
   for (size_t s = 0; s < num_scorers; ++s) {
     if (cycle_entries_[s]) continue;
     ScorePlugin& plugin = *profile_.scores[s].plugin;
@@ -182,17 +182,11 @@ int Framework::SelectBounded(const CycleState& cycle, const core::ClusterState& 
       SEEDANCE_CHECK(x >= 0 && x < bound) << "score plugin '" << plugin.Name() << "' scored " << x
                                           << ", outside its bound [0, " << bound << ")";
       totals[i] += w * x;
-      if (!last) continue;
       // The highest total, the first in node order among equals, in the same pass.
-      const int64_t t = totals[i];
-      if (best_node < 0 || t > best || (t == best && rank[contenders[i]] < best_rank)) {
-        best = t;
-        best_node = contenders[i];
-        best_rank = rank[best_node];
-      }
+      if (last) best.Consider(contenders[i], totals[i]);
     }
   }
-  return best_node;
+  return best.node;
 }
 
 // The common case (every reference policy), kept tight: plain pointers, since a score computed
@@ -202,43 +196,23 @@ int Framework::SelectOneScorer(const CycleState& cycle, const core::ClusterState
   const int64_t w = profile_.scores[0].weight;
   const int* feasible = feasible_.data();
   const size_t num_feasible = feasible_.size();
-  const int* rank = rank_.data();
-  int best_node = -1;
-  int64_t best = 0;
-  int best_rank = 0;
-  auto consider = [&](int n, int64_t v) {
-    if (best_node < 0 || v > best || (v == best && rank[n] < best_rank)) {
-      best = v;
-      best_node = n;
-      best_rank = rank[n];
-    }
-  };
+  BestInOrder best{rank_.data()};
   if (CacheEntry* entries = cycle_entries_[0]) {
     const uint64_t gen = cycle_gen_[0];
     for (size_t i = 0; i < num_feasible; ++i) {
       const int n = feasible[i];
-      consider(n, w * Cached(entries[n], gen | state.version(n), plugin, cycle, state, n));
+      best.Consider(n, w * Cached(entries[n], gen | state.version(n), plugin, cycle, state, n));
     }
   } else {
     for (size_t i = 0; i < num_feasible; ++i) {
-      consider(feasible[i], w * plugin.Score(cycle, state, feasible[i]));
+      best.Consider(feasible[i], w * plugin.Score(cycle, state, feasible[i]));
     }
   }
-  return best_node;
+  return best.node;
 }
 
 int Framework::SelectUnnormalized(const CycleState& cycle, const core::ClusterState& state) {
   const size_t num_scorers = profile_.scores.size();
-  int best_node = -1;
-  int64_t best = 0;
-  int best_rank = 0;
-  auto consider = [&](int n, int64_t v) {
-    if (best_node < 0 || v > best || (v == best && rank_[n] < best_rank)) {
-      best = v;
-      best_node = n;
-      best_rank = rank_[n];
-    }
-  };
   if (num_scorers == 1) return SelectOneScorer(cycle, state);
   // When every uncached scorer is bounded, score the cached ones first: a node whose cached sum
   // plus the most the uncached ones could add is below the best cached sum cannot win (the node
@@ -253,6 +227,7 @@ int Framework::SelectUnnormalized(const CycleState& cycle, const core::ClusterSt
     slack += w * (bound - 1);
   }
   if (bounded) return SelectBounded(cycle, state, slack);
+  BestInOrder best{rank_.data()};
   for (int n : feasible_) {
     int64_t v = 0;
     for (size_t s = 0; s < num_scorers; ++s) {
@@ -263,9 +238,9 @@ int Framework::SelectUnnormalized(const CycleState& cycle, const core::ClusterSt
                   : plugin.Score(cycle, state, n);
       v += profile_.scores[s].weight * x;
     }
-    consider(n, v);
+    best.Consider(n, v);
   }
-  return best_node;
+  return best.node;
 }
 
 int Framework::SelectNormalized(const CycleState& cycle, const core::ClusterState& state) {

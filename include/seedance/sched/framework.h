@@ -289,8 +289,6 @@ class Framework {
   void PrepareScorers(CycleState& cycle, const core::ClusterState& state, int shape_id);
   // One pass over the feasible nodes: weighted sum of every scorer, best total, first in node
   // order on ties. For profiles without filters or normalisation.
-  // The node with the highest total, the first in node order among equals; -1 if none.
-  int HighestFirstInOrder(std::span<const int> nodes, std::span<const int64_t> totals) const;
   int SelectOneScorer(const CycleState& cycle, const core::ClusterState& state);
   int SelectBounded(const CycleState& cycle, const core::ClusterState& state, int64_t slack);
   int SelectUnnormalized(const CycleState& cycle, const core::ClusterState& state);
