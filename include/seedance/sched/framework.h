@@ -287,8 +287,10 @@ class Framework {
   // Calls each scorer's PreScore and prepares its cache: entries for this pod's shape (nullptr
   // when the scorer is not cached) and the stamp's generation bits.
   void PrepareScorers(CycleState& cycle, const core::ClusterState& state, int shape_id);
-  // One pass over the feasible nodes: weighted sum of every scorer, best total, first in node
-  // order on ties. For profiles without filters or normalisation.
+  // The selections for profiles without normalisation; each returns the node with the best
+  // weighted total, the first in node order on ties, or -1. SelectUnnormalized dispatches: one
+  // scorer (SelectOneScorer), uncached scorers that are all bounded (SelectBounded: cached sums
+  // first, the rest only on the nodes they do not rule out), else one pass over every scorer.
   int SelectOneScorer(const CycleState& cycle, const core::ClusterState& state);
   int SelectBounded(const CycleState& cycle, const core::ClusterState& state, int64_t slack);
   int SelectUnnormalized(const CycleState& cycle, const core::ClusterState& state);
