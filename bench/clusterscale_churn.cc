@@ -1,6 +1,9 @@
 // Churn of the autoscaled Alibaba GPU cluster, CA-like least-waste against the Seedance expander
 // (docs/cluster-autoscaler.md). Usage:
-//   clusterscale_churn [LOAD] [HOURS] [SEED...]   (defaults 0.9 24 42)
+//   clusterscale_churn [--drain-below U] [LOAD] [HOURS] [SEED...]   (defaults 0.5 0.9 24 42)
+// --drain-below U: both autoscalers drain non-empty nodes under utilization U (CA's
+// --scale-down-utilization-threshold, default 0.5; 0 = only empty nodes are removed); Seedance's
+// drains also keep the headroom for the demand expected during a provisioning delay.
 // Needs the public data (trace::DataDir()). Prints one row per expander and seed and the ratios.
 #include <cstdio>
 #include <cstdlib>
@@ -29,34 +32,43 @@ int main(int argc, char** argv) {
   auto groups = cs::GroupsFromNodes(*nodes, {.min_fraction = 0.1, .max_factor = 1.0});
   if (!groups.ok()) return 1;
   cs::ChurnOptions o;
-  o.load = argc > 1 ? std::atof(argv[1]) : 0.9;
-  o.duration_h = argc > 2 ? std::atof(argv[2]) : 24;
+  o.drain_below_utilization = 0.5;
+  int arg = 1;
+  if (argc > 2 && std::string(argv[1]) == "--drain-below") {
+    o.drain_below_utilization = std::atof(argv[2]);
+    arg = 3;
+  }
+  o.load = argc > arg ? std::atof(argv[arg]) : 0.9;
+  o.duration_h = argc > arg + 1 ? std::atof(argv[arg + 1]) : 24;
   std::vector<uint64_t> seeds;
-  for (int i = 3; i < argc; ++i) seeds.push_back(std::strtoull(argv[i], nullptr, 10));
+  for (int i = arg + 2; i < argc; ++i) seeds.push_back(std::strtoull(argv[i], nullptr, 10));
   if (seeds.empty()) seeds.push_back(42);
-  std::printf("groups %zu, load %.2f, window %.0f h after %.0f h warm-up\n", groups->size(), o.load,
-              o.duration_h, o.warmup_h);
-  std::printf("%-14s %5s %8s %10s %10s %12s %12s %10s %7s %7s %7s\n", "expander", "seed", "arrived",
+  std::printf("groups %zu, load %.2f, window %.0f h after %.0f h warm-up, drain below %.2f\n",
+              groups->size(), o.load, o.duration_h, o.warmup_h, o.drain_below_utilization);
+  std::printf("%-14s %5s %8s %10s %10s %12s %12s %10s %7s %7s %7s %7s %7s\n", "expander", "seed", "arrived",
               "p50_s", "p99_s", "gpu_h_paid", "idle_gpu_h", "cost_usd", "added", "removed",
-              "waiting");
+              "waiting", "drained", "moved");
   for (uint64_t seed : seeds) {
     cs::ChurnReport r[2];
     for (int e = 0; e < 2; ++e) {
       o.seed = seed;
       o.scale_up.expander = e == 0 ? ExpanderKind::kCaLeastWaste : ExpanderKind::kSeedance;
+      o.drain_keeps_headroom = e == 1;
       auto rep = cs::RunChurn(*groups, *pods, o);
       if (!rep.ok()) {
         std::fprintf(stderr, "%s\n", rep.status().ToString().c_str());
         return 1;
       }
       r[e] = *rep;
-      std::printf("%-14s %5llu %8lld %10.1f %10.1f %12.1f %12.1f %10.0f %7lld %7lld %7lld\n",
+      std::printf("%-14s %5llu %8lld %10.1f %10.1f %12.1f %12.1f %10.0f %7lld %7lld %7lld %7lld %7lld\n",
                   e == 0 ? "ca-least-waste" : "seedance", static_cast<unsigned long long>(seed),
                   static_cast<long long>(r[e].pods_arrived), r[e].pending_p50_s, r[e].pending_p99_s,
                   r[e].gpu_hours_paid, r[e].idle_gpu_hours, r[e].cost_usd,
                   static_cast<long long>(r[e].nodes_added),
                   static_cast<long long>(r[e].nodes_removed),
-                  static_cast<long long>(r[e].pods_waiting_at_end));
+                  static_cast<long long>(r[e].pods_waiting_at_end),
+                  static_cast<long long>(r[e].nodes_drained),
+                  static_cast<long long>(r[e].pods_moved));
     }
     std::printf("%-14s %5llu %8s %10.3f %10.3f %12.3f %12.3f %10.3f\n", "ratio s/ca",
                 static_cast<unsigned long long>(seed), "", r[1].pending_p50_s / r[0].pending_p50_s,

@@ -2,6 +2,7 @@
 // docs/cluster-autoscaler.md).
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <map>
 #include <queue>
@@ -35,6 +36,10 @@ absl::Status Validate(const ChurnOptions& o) {
     return bad("provision_max_s", o.provision_max_s, "must be in [provision_min_s, 86400]");
   if (!(o.idle_s >= 0 && o.idle_s <= 86400 * 7))
     return bad("idle_s", o.idle_s, "is outside [0, 604800]");
+  if (!(o.drain_below_utilization >= 0 && o.drain_below_utilization <= 1))
+    return bad("drain_below_utilization", o.drain_below_utilization, "is outside [0, 1]");
+  if (!(o.max_drains_per_scan >= 1 && o.max_drains_per_scan <= 1000000))
+    return bad("max_drains_per_scan", o.max_drains_per_scan, "is outside [1, 1000000]");
   return absl::OkStatus();
 }
 
@@ -48,6 +53,8 @@ struct SimNode {
   NodeState state;
   int running = 0;
   double idle_since_s = 0;
+  double underused_since_s = -1;  // < 0: not below the drain threshold
+  std::vector<int64_t> pods;      // ids of the pods running here
 };
 
 struct TracePod {
@@ -147,7 +154,7 @@ class Churn {
   }
 
   int Request(int g) {
-    nodes_.push_back(SimNode{g, NodeRoom(groups_[g].node), NodeState::kProvisioning});
+    nodes_.push_back(SimNode{g, NodeRoom(groups_[g].node), NodeState::kProvisioning, 0, 0, -1, {}});
     ++size_[g];
     paid_gpus_ += groups_[g].node.num_gpus;
     cost_rate_ += groups_[g].node.cost_usd_per_hour;
@@ -169,6 +176,7 @@ class Churn {
     RunningPod r{n, node.room.Take(pod->pod.shape), pod};
     ready_free_gpu_milli_ -= before - node.room.gpu_free_milli();
     ++node.running;
+    node.pods.push_back(id);
     running_.emplace(id, std::move(r));
     departures_.emplace(t + pod->lifetime_s, id);
     if (arrival_s >= window_start_s_) delays_.push_back(t - arrival_s);
@@ -176,18 +184,14 @@ class Churn {
 
   void Arrive(int64_t id, const TracePod* pod, double t) {
     if (t >= window_start_s_) ++report_.pods_arrived;
-    int best = -1;
-    std::pair<int64_t, int64_t> best_key;
-    for (int n : ready_) {
-      const NodeRoom& room = nodes_[n].room;
-      if (!room.Fits(pod->pod)) continue;
-      std::pair<int64_t, int64_t> key{room.gpu_free_milli() - pod->pod.shape.TotalGpuMilli(),
-                                      room.cpu_free_milli() - pod->pod.shape.cpu_milli};
-      if (best < 0 || key < best_key) {
-        best = n;
-        best_key = key;
-      }
+    recent_.emplace_back(t, pod->pod.shape.TotalGpuMilli());
+    recent_milli_ += pod->pod.shape.TotalGpuMilli();
+    while (recent_.front().first < t - kRateWindowS) {
+      recent_milli_ -= recent_.front().second;
+      recent_.pop_front();
     }
+    const int best =
+        BestFit(pod->pod, -1, [&](int n) -> const NodeRoom& { return nodes_[n].room; });
     if (best >= 0) {
       Start(id, pod, best, t, t);
     } else {
@@ -202,6 +206,7 @@ class Churn {
     node.room.Give(it->second.pod->pod.shape, it->second.gpus);
     ready_free_gpu_milli_ += node.room.gpu_free_milli() - before;
     if (--node.running == 0) node.idle_since_s = now_;
+    std::erase(node.pods, id);
     const int n = it->second.node;
     running_.erase(it);
     Retry(n, now_);
@@ -237,15 +242,8 @@ class Churn {
         --size_[node.group];
       }
     }
-    for (int n : remove) {
-      SimNode& node = nodes_[n];
-      node.state = NodeState::kRemoved;
-      ready_.erase(n);
-      ready_free_gpu_milli_ -= node.room.gpu_free_milli();
-      paid_gpus_ -= groups_[node.group].node.num_gpus;
-      cost_rate_ -= groups_[node.group].node.cost_usd_per_hour;
-      if (t >= window_start_s_) ++report_.nodes_removed;
-    }
+    for (int n : remove) RemoveNode(n, t);
+    if (o_.drain_below_utilization > 0) DrainUnderused(t);
     if (waiting_.empty()) return;
     // Pods that fit on nodes still provisioning are left to them (CA counts upcoming nodes).
     std::vector<NodeRoom> upcoming;
@@ -276,6 +274,131 @@ class Churn {
     }
   }
 
+  void RemoveNode(int n, double t) {
+    SimNode& node = nodes_[n];
+    node.state = NodeState::kRemoved;
+    ready_.erase(n);
+    ready_free_gpu_milli_ -= node.room.gpu_free_milli();
+    paid_gpus_ -= groups_[node.group].node.num_gpus;
+    cost_rate_ -= groups_[node.group].node.cost_usd_per_hour;
+    if (t >= window_start_s_) ++report_.nodes_removed;
+  }
+
+  // Utilization as CA computes it: the allocated GPU share of a GPU node, else the larger of
+  // the allocated CPU and memory shares.
+  double Utilization(const SimNode& node) const {
+    const core::NodeSpec& spec = groups_[node.group].node;
+    auto used = [](int64_t free, int64_t total) {
+      return total > 0 ? 1.0 - static_cast<double>(free) / static_cast<double>(total) : 0.0;
+    };
+    if (spec.num_gpus > 0) {
+      return used(node.room.gpu_free_milli(), int64_t{spec.num_gpus} * core::kMilliGpu);
+    }
+    return std::max(used(node.room.cpu_free_milli(), spec.cpu_milli),
+                    used(node.room.memory_free_mib(), spec.memory_mib));
+  }
+
+  // CA's scale-down of underused nodes: a non-empty node below the utilization threshold for
+  // idle_s, in a group above its min, is drained when all its pods fit on the other ready nodes.
+  void DrainUnderused(double t) {
+    std::vector<std::pair<double, int>> due;  // (utilization, node), least used first
+    for (int n : ready_) {
+      SimNode& node = nodes_[n];
+      if (node.running == 0 || Utilization(node) >= o_.drain_below_utilization) {
+        node.underused_since_s = -1;
+        continue;
+      }
+      if (node.underused_since_s < 0) node.underused_since_s = t;
+      if (t - node.underused_since_s >= o_.idle_s) due.emplace_back(Utilization(node), n);
+    }
+    std::sort(due.begin(), due.end());
+    int drained = 0;
+    for (const auto& [utilization, n] : due) {
+      if (drained == o_.max_drains_per_scan) break;
+      if (size_[nodes_[n].group] <= groups_[nodes_[n].group].min_size) continue;
+      if (o_.drain_keeps_headroom && !HeadroomAfterDrain(n, t)) continue;
+      if (!TryDrain(n, t)) continue;
+      --size_[nodes_[n].group];
+      RemoveNode(n, t);
+      ++drained;
+      if (t >= window_start_s_) ++report_.nodes_drained;
+    }
+  }
+
+  // Whether the ready nodes' free GPU capacity without node n (its pods moved onto the others)
+  // covers the GPU demand expected before a new node could join.
+  bool HeadroomAfterDrain(int n, double t) const {
+    const double rate = static_cast<double>(recent_milli_) / std::clamp(t, 1.0, kRateWindowS);
+    const double capacity =
+        static_cast<double>(groups_[nodes_[n].group].node.num_gpus) * core::kMilliGpu;
+    const double free_after = static_cast<double>(ready_free_gpu_milli_) - capacity;
+    return free_after >= rate * (o_.provision_max_s + o_.scan_interval_s);
+  }
+
+  // Moves every pod of node n to the other ready nodes (best fit, largest GPU request first) if
+  // all of them fit there; false (nothing moved) otherwise.
+  bool TryDrain(int n, double t) {
+    std::vector<int64_t> pods = nodes_[n].pods;
+    std::sort(pods.begin(), pods.end(), [&](int64_t a, int64_t b) {
+      return running_.at(a).pod->pod.shape.TotalGpuMilli() >
+             running_.at(b).pod->pod.shape.TotalGpuMilli();
+    });
+    // Plan on copies of the destinations' rooms.
+    std::map<int, NodeRoom> rooms;
+    std::vector<int> target;
+    for (int64_t id : pods) {
+      const PendingPod& pod = running_.at(id).pod->pod;
+      const int best = BestFit(pod, n, [&](int m) -> const NodeRoom& {
+        auto it = rooms.find(m);
+        return it != rooms.end() ? it->second : nodes_[m].room;
+      });
+      if (best < 0) return false;
+      rooms.try_emplace(best, nodes_[best].room).first->second.Take(pod.shape);
+      target.push_back(best);
+    }
+    for (size_t i = 0; i < pods.size(); ++i) Move(pods[i], target[i], t);
+    return true;
+  }
+
+  // The ready node other than `skip` where `pod` leaves the least free GPU, then CPU, each
+  // node's room read through room_of(node); -1 if none fits.
+  template <typename RoomOf>
+  int BestFit(const PendingPod& pod, int skip, RoomOf room_of) const {
+    int best = -1;
+    std::pair<int64_t, int64_t> best_key;
+    for (int m : ready_) {
+      if (m == skip) continue;
+      const NodeRoom& room = room_of(m);
+      if (!room.Fits(pod)) continue;
+      std::pair<int64_t, int64_t> key{room.gpu_free_milli() - pod.shape.TotalGpuMilli(),
+                                      room.cpu_free_milli() - pod.shape.cpu_milli};
+      if (best < 0 || key < best_key) {
+        best = m;
+        best_key = key;
+      }
+    }
+    return best;
+  }
+
+  // Moves running pod `id` to node m; it keeps its departure time.
+  void Move(int64_t id, int m, double t) {
+    RunningPod& r = running_.at(id);
+    SimNode& from = nodes_[r.node];
+    int64_t before = from.room.gpu_free_milli();
+    from.room.Give(r.pod->pod.shape, r.gpus);
+    ready_free_gpu_milli_ += from.room.gpu_free_milli() - before;
+    if (--from.running == 0) from.idle_since_s = t;
+    std::erase(from.pods, id);
+    SimNode& to = nodes_[m];
+    before = to.room.gpu_free_milli();
+    r.gpus = to.room.Take(r.pod->pod.shape);
+    ready_free_gpu_milli_ -= before - to.room.gpu_free_milli();
+    ++to.running;
+    to.pods.push_back(id);
+    r.node = m;
+    if (t >= window_start_s_) ++report_.pods_moved;
+  }
+
   std::vector<int> provisioning() const {
     std::vector<int> out;
     for (size_t n = nodes_.size(); n-- > 0;) {
@@ -303,6 +426,10 @@ class Churn {
   double paid_gpus_ = 0;
   double cost_rate_ = 0;
   int64_t ready_free_gpu_milli_ = 0;
+  // GPU milli of the arrivals of the last kRateWindowS seconds (the headroom guard's rate).
+  static constexpr double kRateWindowS = 3600;
+  std::deque<std::pair<double, int64_t>> recent_;
+  int64_t recent_milli_ = 0;
   ChurnReport report_;
 };
 

@@ -142,6 +142,8 @@ TEST(OptionsTest, BadOptionsNameTheField) {
       {churn([](ChurnOptions& o) { o.scan_interval_s = 0; }), "scan_interval_s"},
       {churn([](ChurnOptions& o) { o.provision_max_s = 100; }), "provision_max_s"},
       {churn([](ChurnOptions& o) { o.idle_s = -1; }), "idle_s"},
+      {churn([](ChurnOptions& o) { o.drain_below_utilization = 1.5; }), "drain_below_utilization"},
+      {churn([](ChurnOptions& o) { o.max_drains_per_scan = 0; }), "max_drains_per_scan"},
   };
   for (const Row& r : rows) {
     EXPECT_EQ(r.status.code(), absl::StatusCode::kInvalidArgument) << r.field;
@@ -189,6 +191,84 @@ TEST(ChurnTest, NodesNeverDropBelowMin) {
   EXPECT_EQ(r->nodes_added, 0);  // two nodes always hold the rare pod
   EXPECT_EQ(r->nodes_removed, 0);
   EXPECT_NEAR(r->gpu_hours_paid, 20, 1e-6);
+}
+
+// 1-GPU pods on 4-GPU nodes, half living 100 s and half 20,000 s: departures leave nodes with
+// one or two long pods on them. Without draining such a node stays until its last pod ends;
+// draining below 0.5 (CA's threshold) moves those pods onto other nodes' free GPUs and removes
+// it, so fewer GPUs sit idle for the same arrivals. Nothing is moved when draining is off, and
+// every drained node moved at least one pod (an empty node is removed, not drained).
+TEST(ChurnTest, DrainingUnderusedNodesMovesPodsAndCutsIdleGpus) {
+  std::vector<NodeGroup> groups = {Group("g", Node(32, 128, 4, "T4", 2.12), 40)};
+  std::vector<core::PodSpec> pods;
+  for (int i = 0; i < 2; ++i) {
+    core::PodSpec p = OneSecondPod();
+    p.name = "p" + std::to_string(i);
+    p.deletion_s = i == 0 ? 100 : 20000;
+    pods.push_back(p);
+  }
+  ChurnOptions o;
+  o.load = 0.3;
+  o.duration_h = 48;
+  o.warmup_h = 6;
+  absl::StatusOr<ChurnReport> off = RunChurn(groups, pods, o);
+  o.drain_below_utilization = 0.5;
+  absl::StatusOr<ChurnReport> on = RunChurn(groups, pods, o);
+  ASSERT_TRUE(off.ok()) << off.status();
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_EQ(off->pods_arrived, on->pods_arrived);  // the same arrivals
+  EXPECT_EQ(off->nodes_drained, 0);
+  EXPECT_EQ(off->pods_moved, 0);
+  EXPECT_GT(on->nodes_drained, 0);
+  EXPECT_GE(on->pods_moved, on->nodes_drained);
+  EXPECT_LE(on->nodes_drained, on->nodes_removed);
+  EXPECT_LT(on->idle_gpu_hours, off->idle_gpu_hours);
+}
+
+// The headroom guard drains only while the free GPUs left cover the demand expected before a
+// new node could join. With a day-long provisioning delay that demand (a day of arrivals) is
+// more than the whole group holds, so no drain passes; with no delay (and 1 s scans) the demand
+// to cover is a fraction of a GPU and drains pass.
+TEST(ChurnTest, HeadroomGuardKeepsRoomForTheProvisioningDelay) {
+  std::vector<NodeGroup> groups = {Group("g", Node(32, 128, 4, "T4", 2.12), 40)};
+  std::vector<core::PodSpec> pods;
+  for (int i = 0; i < 2; ++i) {
+    core::PodSpec p = OneSecondPod();
+    p.name = "p" + std::to_string(i);
+    p.deletion_s = i == 0 ? 100 : 20000;
+    pods.push_back(p);
+  }
+  ChurnOptions o;
+  o.load = 0.3;
+  o.duration_h = 48;
+  o.drain_below_utilization = 0.5;
+  o.drain_keeps_headroom = true;
+  o.provision_min_s = o.provision_max_s = 86400;
+  absl::StatusOr<ChurnReport> slow = RunChurn(groups, pods, o);
+  o.provision_min_s = o.provision_max_s = 0;
+  o.scan_interval_s = 1;
+  absl::StatusOr<ChurnReport> instant = RunChurn(groups, pods, o);
+  ASSERT_TRUE(slow.ok()) << slow.status();
+  ASSERT_TRUE(instant.ok()) << instant.status();
+  EXPECT_EQ(slow->nodes_drained, 0);
+  EXPECT_GT(instant->nodes_drained, 0);
+}
+
+// A node whose pods fit nowhere else is not drained: one group of at most one node.
+TEST(ChurnTest, ANodeIsDrainedOnlyWhenItsPodsFitElsewhere) {
+  std::vector<NodeGroup> groups = {Group("g", Node(32, 128, 4, "T4", 2.12), 1)};
+  core::PodSpec p = OneSecondPod();
+  p.deletion_s = 5000;
+  ChurnOptions o;
+  o.load = 0.5;
+  o.duration_h = 24;
+  o.warmup_h = 0;
+  o.drain_below_utilization = 1.0;
+  absl::StatusOr<ChurnReport> r = RunChurn(groups, {p}, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GT(r->pods_arrived, 10);
+  EXPECT_EQ(r->nodes_drained, 0);
+  EXPECT_EQ(r->pods_moved, 0);
 }
 
 using ClusterscaleDeathTest = ::testing::Test;

@@ -7,7 +7,7 @@
 // of each group's template, giving one expansion option per group; an expander picks one option
 // and its nodes are requested; they join after the provisioning delay. A node with nothing
 // running for idle_s or more is removed while its group is above its min size (an idle node has
-// nothing to drain).
+// nothing to drain); optionally, as CA's utilization threshold, an underused node is drained.
 //
 // Expanders:
 //   ca-least-waste  CA's least-waste: the option with the least wasted CPU fraction plus wasted
@@ -110,6 +110,18 @@ struct ChurnOptions {
   double provision_min_s = 180;  // provisioning delay, uniform in [min, max]
   double provision_max_s = 240;
   double idle_s = 600;  // CA's --scale-down-unneeded-time
+  // CA's --scale-down-utilization-threshold: a non-empty node whose utilization (as CA computes
+  // it: the allocated GPU share on a GPU node, the larger of CPU and memory on a CPU node) stays
+  // below this for idle_s is drained at a scan when every pod on it fits on the other ready
+  // nodes: its pods move there (best fit, each keeping its remaining lifetime) and it is removed
+  // while its group is above its min. 0 = off (only empty nodes are removed).
+  double drain_below_utilization = 0;
+  int max_drains_per_scan = 1;  // non-empty nodes drained per scan (CA drains one at a time)
+  // Seedance's guard on draining: a node is drained only if the free GPU capacity of the ready
+  // nodes left afterwards still covers the GPU demand expected to arrive before a new node could
+  // join (the GPU milli arrived in the last hour, per second, x (provision_max_s +
+  // scan_interval_s)), so a drain does not make the next arrivals wait for provisioning.
+  bool drain_keeps_headroom = false;
   uint64_t seed = 42;
 };
 
@@ -124,7 +136,9 @@ struct ChurnReport {
   double idle_gpu_hours = 0;  // joined GPUs not allocated, in the window
   double cost_usd = 0;        // node price paid in the window
   int64_t nodes_added = 0;
-  int64_t nodes_removed = 0;
+  int64_t nodes_removed = 0;  // empty or drained
+  int64_t nodes_drained = 0;  // of those, drained of running pods
+  int64_t pods_moved = 0;     // running pods moved off drained nodes (each a restart)
   int64_t pods_waiting_at_end = 0;
 };
 
