@@ -1,9 +1,12 @@
 // Churn of the autoscaled Alibaba GPU cluster, CA-like least-waste against the Seedance expander
 // (docs/cluster-autoscaler.md). Usage:
-//   clusterscale_churn [--drain-below U] [LOAD] [HOURS] [SEED...]   (defaults 0.5 0.9 24 42)
+//   clusterscale_churn [--drain-below U] [--policy P] [--ca-policy P] [LOAD] [HOURS] [SEED...]
+//   (defaults: 0.5, built-in best fit for both, 0.9 24 42)
 // --drain-below U: both autoscalers drain non-empty nodes under utilization U (CA's
 // --scale-down-utilization-threshold, default 0.5; 0 = only empty nodes are removed); Seedance's
 // drains also keep the headroom for the demand expected during a provisioning delay.
+// --policy P: both place pods with the sched policy P (bestfit, fgd, cas, ...); --ca-policy P
+// gives the CA-like its own (default: the same as Seedance's).
 // Needs the public data (trace::DataDir()). Prints one row per expander and seed and the ratios.
 #include <cstdio>
 #include <cstdlib>
@@ -33,18 +36,34 @@ int main(int argc, char** argv) {
   if (!groups.ok()) return 1;
   cs::ChurnOptions o;
   o.drain_below_utilization = 0.5;
+  std::string policy, ca_policy;
+  bool ca_policy_set = false;
   int arg = 1;
-  if (argc > 2 && std::string(argv[1]) == "--drain-below") {
-    o.drain_below_utilization = std::atof(argv[2]);
-    arg = 3;
+  for (; arg + 1 < argc && std::string(argv[arg]).starts_with("--"); arg += 2) {
+    const std::string flag = argv[arg];
+    if (flag == "--drain-below") {
+      o.drain_below_utilization = std::atof(argv[arg + 1]);
+    } else if (flag == "--policy") {
+      policy = argv[arg + 1];
+    } else if (flag == "--ca-policy") {
+      ca_policy = argv[arg + 1];
+      ca_policy_set = true;
+    } else {
+      std::fprintf(stderr, "clusterscale_churn: unknown flag %s\n", flag.c_str());
+      return 2;
+    }
   }
+  if (!ca_policy_set) ca_policy = policy;
   o.load = argc > arg ? std::atof(argv[arg]) : 0.9;
   o.duration_h = argc > arg + 1 ? std::atof(argv[arg + 1]) : 24;
   std::vector<uint64_t> seeds;
   for (int i = arg + 2; i < argc; ++i) seeds.push_back(std::strtoull(argv[i], nullptr, 10));
   if (seeds.empty()) seeds.push_back(42);
-  std::printf("groups %zu, load %.2f, window %.0f h after %.0f h warm-up, drain below %.2f\n",
-              groups->size(), o.load, o.duration_h, o.warmup_h, o.drain_below_utilization);
+  std::printf(
+      "groups %zu, load %.2f, window %.0f h after %.0f h warm-up, drain below %.2f, placement: "
+      "ca-least-waste %s, seedance %s\n",
+      groups->size(), o.load, o.duration_h, o.warmup_h, o.drain_below_utilization,
+      ca_policy.empty() ? "best fit" : ca_policy.c_str(), policy.empty() ? "best fit" : policy.c_str());
   std::printf("%-14s %5s %8s %10s %10s %12s %12s %10s %7s %7s %7s %7s %7s\n", "expander", "seed", "arrived",
               "p50_s", "p99_s", "gpu_h_paid", "idle_gpu_h", "cost_usd", "added", "removed",
               "waiting", "drained", "moved");
@@ -54,6 +73,7 @@ int main(int argc, char** argv) {
       o.seed = seed;
       o.scale_up.expander = e == 0 ? ExpanderKind::kCaLeastWaste : ExpanderKind::kSeedance;
       o.drain_keeps_headroom = e == 1;
+      o.policy = e == 0 ? ca_policy : policy;
       auto rep = cs::RunChurn(*groups, *pods, o);
       if (!rep.ok()) {
         std::fprintf(stderr, "%s\n", rep.status().ToString().c_str());

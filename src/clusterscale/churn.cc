@@ -5,6 +5,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <memory>
 #include <queue>
 #include <random>
 #include <set>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "node_room.h"
+#include "policy_placer.h"
 #include "seedance/clusterscale/cluster_autoscaler.h"
 
 namespace seedance::clusterscale {
@@ -73,11 +75,15 @@ struct RunningPod {
   int node;
   std::vector<int> gpus;
   const TracePod* pod;
+  core::Placement placement;  // the policy's, when ChurnOptions::policy is set
 };
 
 class Churn {
  public:
-  Churn(const std::vector<NodeGroup>& groups, const ChurnOptions& o) : groups_(groups), o_(o) {}
+  // `policy`: where pods go (null: the built-in best fit over the nodes' rooms).
+  Churn(const std::vector<NodeGroup>& groups, const ChurnOptions& o,
+        std::unique_ptr<internal::PolicyPlacer> policy)
+      : groups_(groups), o_(o), policy_(std::move(policy)) {}
 
   ChurnReport Run(const std::vector<TracePod>& pods, double rate_per_s) {
     // Arrivals and provisioning delays draw from separate streams, so both expanders see the
@@ -167,13 +173,24 @@ class Churn {
     node.idle_since_s = t;
     ready_.insert(n);
     ready_free_gpu_milli_ += node.room.gpu_free_milli();
+    if (policy_) policy_->Join(n, groups_[node.group].node);
     Retry(n, t);
   }
 
-  void Start(int64_t id, const TracePod* pod, int n, double arrival_s, double t) {
+  // Starts pod `id` on node n: on the GPUs of `placed` (the policy's) or, when null, on those
+  // the node's room picks.
+  void Start(int64_t id, const TracePod* pod, int n, double arrival_s, double t,
+             const core::Placement* placed = nullptr) {
     SimNode& node = nodes_[n];
     const int64_t before = node.room.gpu_free_milli();
-    RunningPod r{n, node.room.Take(pod->pod.shape), pod};
+    RunningPod r{n, {}, pod, {}};
+    if (placed != nullptr) {
+      node.room.TakeOn(pod->pod.shape, placed->gpu_ids());
+      r.gpus.assign(placed->gpu_ids().begin(), placed->gpu_ids().end());
+      r.placement = *placed;
+    } else {
+      r.gpus = node.room.Take(pod->pod.shape);
+    }
     ready_free_gpu_milli_ -= before - node.room.gpu_free_milli();
     ++node.running;
     node.pods.push_back(id);
@@ -190,10 +207,11 @@ class Churn {
       recent_milli_ -= recent_.front().second;
       recent_.pop_front();
     }
-    const int best =
-        BestFit(pod->pod, -1, [&](int n) -> const NodeRoom& { return nodes_[n].room; });
+    if (policy_) policy_->Arrived(pod->pod.shape);
+    core::Placement placed;
+    const int best = Place(pod->pod, &placed);
     if (best >= 0) {
-      Start(id, pod, best, t, t);
+      Start(id, pod, best, t, t, policy_ ? &placed : nullptr);
     } else {
       waiting_.emplace(Key{-pod->priority, id}, Waiting{id, t, pod});
     }
@@ -204,6 +222,7 @@ class Churn {
     SimNode& node = nodes_[it->second.node];
     const int64_t before = node.room.gpu_free_milli();
     node.room.Give(it->second.pod->pod.shape, it->second.gpus);
+    if (policy_) policy_->Release(it->second.pod->pod.shape, it->second.placement);
     ready_free_gpu_milli_ += node.room.gpu_free_milli() - before;
     if (--node.running == 0) node.idle_since_s = now_;
     std::erase(node.pods, id);
@@ -212,7 +231,15 @@ class Churn {
     Retry(n, now_);
   }
 
-  // Starts, in queue order, the waiting pods that fit on node n (the only node that gained room).
+  // Where `pod` goes among the ready nodes, or -1: the policy's choice (bound in its state,
+  // *placed set) or the built-in best fit.
+  int Place(const PendingPod& pod, core::Placement* placed) {
+    if (policy_) return policy_->Place(pod.shape, placed);
+    return BestFit(pod, -1, [&](int n) -> const NodeRoom& { return nodes_[n].room; });
+  }
+
+  // Starts, in queue order, the waiting pods that fit on node n (the only node that gained
+  // room); a policy may put them on any node with room.
   void Retry(int n, double t) {
     std::set<std::tuple<int64_t, int64_t, int32_t, int32_t, const TracePod*>> failed;
     for (auto it = waiting_.begin(); it != waiting_.end();) {
@@ -225,7 +252,14 @@ class Churn {
         ++it;
         continue;
       }
-      Start(it->second.id, p, n, it->second.arrival_s, t);
+      core::Placement placed;
+      const int m = policy_ ? Place(p->pod, &placed) : n;
+      if (m < 0) {
+        failed.insert(shape);
+        ++it;
+        continue;
+      }
+      Start(it->second.id, p, m, it->second.arrival_s, t, policy_ ? &placed : nullptr);
       it = waiting_.erase(it);
     }
   }
@@ -281,6 +315,7 @@ class Churn {
     ready_free_gpu_milli_ -= node.room.gpu_free_milli();
     paid_gpus_ -= groups_[node.group].node.num_gpus;
     cost_rate_ -= groups_[node.group].node.cost_usd_per_hour;
+    if (policy_) policy_->Remove(n);
     if (t >= window_start_s_) ++report_.nodes_removed;
   }
 
@@ -386,12 +421,21 @@ class Churn {
     SimNode& from = nodes_[r.node];
     int64_t before = from.room.gpu_free_milli();
     from.room.Give(r.pod->pod.shape, r.gpus);
+    if (policy_) policy_->Release(r.pod->pod.shape, r.placement);
     ready_free_gpu_milli_ += from.room.gpu_free_milli() - before;
     if (--from.running == 0) from.idle_since_s = t;
     std::erase(from.pods, id);
     SimNode& to = nodes_[m];
     before = to.room.gpu_free_milli();
-    r.gpus = to.room.Take(r.pod->pod.shape);
+    if (policy_) {
+      // The plan checked the rooms, which the state mirrors: the policy takes it there.
+      SEEDANCE_CHECK(policy_->PlaceOn(r.pod->pod.shape, m, &r.placement))
+          << "a drained pod did not fit on the node its plan chose";
+      to.room.TakeOn(r.pod->pod.shape, r.placement.gpu_ids());
+      r.gpus.assign(r.placement.gpu_ids().begin(), r.placement.gpu_ids().end());
+    } else {
+      r.gpus = to.room.Take(r.pod->pod.shape);
+    }
     ready_free_gpu_milli_ -= before - to.room.gpu_free_milli();
     ++to.running;
     to.pods.push_back(id);
@@ -409,6 +453,7 @@ class Churn {
 
   const std::vector<NodeGroup>& groups_;
   const ChurnOptions& o_;
+  std::unique_ptr<internal::PolicyPlacer> policy_;
   std::vector<SimNode> nodes_;
   std::set<int> ready_;
   std::vector<int> size_;  // provisioning + ready nodes per group
@@ -440,6 +485,13 @@ absl::StatusOr<ChurnReport> RunChurn(const std::vector<NodeGroup>& groups,
                                      const ChurnOptions& options) {
   if (absl::Status s = Validate(options); !s.ok()) return s;
   if (groups.empty()) return absl::InvalidArgumentError("groups: no node group");
+  std::unique_ptr<internal::PolicyPlacer> policy;
+  if (!options.policy.empty()) {
+    absl::StatusOr<std::unique_ptr<internal::PolicyPlacer>> created =
+        internal::PolicyPlacer::Create(groups, pods, options);
+    if (!created.ok()) return created.status();
+    policy = std::move(*created);
+  }
   std::vector<TracePod> trace;
   int64_t never_fit = 0;
   double lifetime_sum = 0, gpu_sum = 0;
@@ -448,6 +500,7 @@ absl::StatusOr<ChurnReport> RunChurn(const std::vector<NodeGroup>& groups,
     TracePod t{PendingPod{p.shape, {}}, p.priority,
                std::max(1.0, static_cast<double>(p.deletion_s - p.creation_s))};
     if (!p.gpu_spec.empty()) t.pod.gpu_models = absl::StrSplit(p.gpu_spec, '|');
+    if (policy) t.pod.shape.gpu_model_mask = policy->ModelMask(p.gpu_spec);
     bool fits = false;
     for (const NodeGroup& g : groups) fits = fits || FitsEmptyNode(g.node, t.pod);
     if (!fits) {
@@ -467,7 +520,7 @@ absl::StatusOr<ChurnReport> RunChurn(const std::vector<NodeGroup>& groups,
   }
   const double n = static_cast<double>(trace.size());
   const double rate = options.load * capacity_milli / ((lifetime_sum / n) * (gpu_sum / n));
-  Churn churn(groups, options);
+  Churn churn(groups, options, std::move(policy));
   ChurnReport report = churn.Run(trace, rate);
   report.pods_never_fit = never_fit;
   return report;

@@ -254,6 +254,46 @@ TEST(ChurnTest, HeadroomGuardKeepsRoomForTheProvisioningDelay) {
   EXPECT_GT(instant->nodes_drained, 0);
 }
 
+// Placement through a sched policy: every policy sees the same arrivals, binds in its own
+// ClusterState (checked against churn's rooms on every placement, move and removal: a mismatch
+// aborts), and drains move pods through it. An unknown policy or knob is refused by name.
+TEST(ChurnTest, PlacesThroughASchedPolicy) {
+  std::vector<NodeGroup> groups = {Group("t4", Node(32, 128, 4, "T4", 2.12), 20),
+                                   Group("v100", Node(64, 256, 8, "V100M16", 19.84), 10)};
+  std::vector<core::PodSpec> pods;
+  for (int i = 0; i < 3; ++i) {
+    core::PodSpec p = OneSecondPod();
+    p.name = "p" + std::to_string(i);
+    p.deletion_s = i == 0 ? 100 : 20000;
+    if (i == 2) p.shape = {4000, 4096, 1, 500};  // a half-GPU share
+    pods.push_back(p);
+  }
+  pods[1].gpu_spec = "V100M16";  // bound to one model
+  ChurnOptions o;
+  o.load = 0.3;
+  o.duration_h = 48;
+  o.drain_below_utilization = 0.5;
+  absl::StatusOr<ChurnReport> builtin = RunChurn(groups, pods, o);
+  ASSERT_TRUE(builtin.ok()) << builtin.status();
+  for (const char* policy : {"bestfit", "fgd", "cas"}) {
+    o.policy = policy;
+    absl::StatusOr<ChurnReport> r = RunChurn(groups, pods, o);
+    ASSERT_TRUE(r.ok()) << policy << ": " << r.status();
+    EXPECT_EQ(r->pods_arrived, builtin->pods_arrived) << policy;
+    EXPECT_GT(r->gpu_hours_paid, 0) << policy;
+    EXPECT_GT(r->nodes_drained, 0) << policy;
+  }
+  o.policy = "no-such-policy";
+  absl::StatusOr<ChurnReport> bad = RunChurn(groups, pods, o);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StartsWith(bad.status().message(), "policy:")) << bad.status();
+  o.policy = "cas";
+  o.policy_params = {{"no_such_knob", "1"}};
+  bad = RunChurn(groups, pods, o);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StartsWith(bad.status().message(), "policy:")) << bad.status();
+}
+
 // A node whose pods fit nowhere else is not drained: one group of at most one node.
 TEST(ChurnTest, ANodeIsDrainedOnlyWhenItsPodsFitElsewhere) {
   std::vector<NodeGroup> groups = {Group("g", Node(32, 128, 4, "T4", 2.12), 1)};

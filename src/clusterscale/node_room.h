@@ -4,6 +4,7 @@
 #define SEEDANCE_SRC_CLUSTERSCALE_NODE_ROOM_H_
 
 #include <algorithm>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,23 @@ class NodeRoom {
     SEEDANCE_CHECK(static_cast<int>(used.size()) == s.num_gpu)
         << "pod of " << s.num_gpu << " GPUs got " << used.size();
     return used;
+  }
+
+  // Takes the pod's request on the GPUs given (a placement decided elsewhere): whole GPUs or
+  // the pod's share of one. REQUIRES: they have the room.
+  void TakeOn(const core::PodShape& s, std::span<const int8_t> gpus) {
+    SEEDANCE_CHECK(s.cpu_milli <= cpu_free_ && s.memory_mib <= memory_free_ &&
+                   static_cast<int>(gpus.size()) == s.num_gpu)
+        << "pod of " << s.cpu_milli << " mCPU and " << s.num_gpu << " GPUs placed on a node with "
+        << cpu_free_ << " free, on " << gpus.size() << " GPUs";
+    const int32_t per = s.gpu_milli >= core::kMilliGpu ? core::kMilliGpu : s.gpu_milli;
+    for (int8_t g : gpus) {
+      SEEDANCE_CHECK(g >= 0 && static_cast<size_t>(g) < gpu_free_.size() && gpu_free_[g] >= per)
+          << "GPU " << int{g} << " has no room for " << per << " milli";
+    }
+    cpu_free_ -= s.cpu_milli;
+    memory_free_ -= s.memory_mib;
+    for (int8_t g : gpus) gpu_free_[g] -= per;
   }
 
   // Returns what Take took.

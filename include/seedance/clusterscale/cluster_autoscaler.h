@@ -24,6 +24,7 @@
 #define SEEDANCE_CLUSTERSCALE_CLUSTER_AUTOSCALER_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -122,6 +123,12 @@ struct ChurnOptions {
   // join (the GPU milli arrived in the last hour, per second, x (provision_max_s +
   // scan_interval_s)), so a drain does not make the next arrivals wait for provisioning.
   bool drain_keeps_headroom = false;
+  // Placement of arriving, retried and moved pods: empty = the built-in best fit (least free GPU,
+  // then CPU, after placement); otherwise a registered sched policy (bestfit, fgd, cas, ...)
+  // deciding on a ClusterState of the ready nodes, with its knobs in policy_params (fgd is
+  // handed the trace's typical shapes, as in `seedance simulate`).
+  std::string policy;
+  std::map<std::string, std::string> policy_params;
   uint64_t seed = 42;
 };
 
@@ -143,8 +150,9 @@ struct ChurnReport {
 };
 
 // Runs churn (Poisson arrivals copying trace pods with their own lifetimes; pods without a
-// deletion time are left out) from every group at its min size. Pods are placed best-fit (least
-// free GPU after placement, then least free CPU). InvalidArgument for bad options or no pods.
+// deletion time are left out) from every group at its min size. Pods are placed by
+// options.policy (default: best fit, least free GPU after placement, then least free CPU).
+// InvalidArgument for bad options (an unknown policy or knob included) or no pods.
 absl::StatusOr<ChurnReport> RunChurn(const std::vector<NodeGroup>& groups,
                                      const std::vector<core::PodSpec>& pods,
                                      const ChurnOptions& options);
