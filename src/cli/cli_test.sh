@@ -264,5 +264,36 @@ expect_rc "pod snapshot needs a node snapshot" 2 "kubectl node snapshot" simulat
   --nodes "$nodes" --pods "$k8s/pods.json"
 expect_rc "analyze takes one input" 2 "not both" analyze --nodes "$k8s/nodes.json" -i "$tmp/x.json"
 
+# ---- simulate --mode autoscale (docs/cluster-autoscaler.md)
+printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time\np0,4000,8192,1,1000,0,3600\np1,2000,4096,1,500,0,600\np2,8000,16384,2,1000,0,7200\n' >"$tmp/life.csv"
+check "autoscale writes a table with ratios" \
+  '"$bin" simulate -q --mode autoscale --nodes "$nodes" --pods "$tmp/life.csv" --seeds 1-2 \
+     --duration 4h --warmup 1h | grep -q "^seedance / ca-least-waste"'
+check "autoscale writes JSON, one run per autoscaler and seed" \
+  '"$bin" simulate -q --mode autoscale --nodes "$nodes" --pods "$tmp/life.csv" --seeds 1-2 \
+     --duration 4h --warmup 1h --policy fgd --format json |
+   python3 -c "import json,sys; d=json.load(sys.stdin); assert d[\"schema_version\"] == \"simulate-autoscale/v1\"; assert len(d[\"runs\"]) == 4 and len(d[\"ratios\"]) == 2, d; assert d[\"meta\"][\"placement\"] == \"fgd\""'
+expect_error "autoscale flag outside autoscale" "--expanders: only for --mode autoscale" \
+  --nodes "$nodes" --pods "$pods" --expanders seedance
+expect_error "fill flag in autoscale" "--tune: not for --mode autoscale" \
+  --mode autoscale --nodes "$nodes" --pods "$tmp/life.csv" --tune 2
+expect_error "autoscale needs files" "--mode autoscale needs --nodes FILE and --pods FILE" --mode autoscale
+expect_error "autoscale unknown expander" "--expanders: unknown expander 'hpa'" \
+  --mode autoscale --nodes "$nodes" --pods "$tmp/life.csv" --expanders seedance,hpa
+expect_error "autoscale one placement policy" "--policy: autoscale places with one registered policy" \
+  --mode autoscale --nodes "$nodes" --pods "$tmp/life.csv" --policy fgd,cas
+expect_error "autoscale bad knob" "unknown cas option 'x'" \
+  --mode autoscale --nodes "$nodes" --pods "$tmp/life.csv" --policy cas --policy-opt x=1
+expect_error "autoscale provisioning range" "--provision-max" \
+  --mode autoscale --nodes "$nodes" --pods "$tmp/life.csv" --provision-min 300 --provision-max 200
+expect_error "autoscale arrival cap" "more than the limit of 5000000" \
+  --mode autoscale --nodes "$nodes" --pods "$tmp/life.csv" --load 100 --duration 87600h
+expect_error "autoscale scan cap" "more than the limit of 1000000" \
+  --mode autoscale --nodes "$nodes" --pods "$tmp/life.csv" --scan-interval 0.001 --duration 100h
+expect_error "autoscale writes no csv" "--format" \
+  --mode autoscale --nodes "$nodes" --pods "$tmp/life.csv" --format csv
+expect_error "autoscale pods without lifetimes" "deletion time" \
+  --mode autoscale --nodes "$nodes" --pods "$pods"
+
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

@@ -28,6 +28,8 @@
 #include "commands.h"
 #include "seedance/base/io.h"
 #include "seedance/base/text.h"
+#include "seedance/clusterscale/cluster_autoscaler.h"
+#include "seedance/clusterscale/report.h"
 #include "seedance/core/resource_descriptor.h"
 #include "seedance/sched/frag.h"
 #include "seedance/sched/registry.h"
@@ -71,6 +73,14 @@ struct Flags {
   bool quiet = false;
   bool ignore_unknown = false;
   CLI::Option* duration_opt = nullptr;
+  // --mode autoscale (docs/cluster-autoscaler.md)
+  std::string expanders = "ca-least-waste,seedance";
+  double group_min = 0.1, group_max = 1.0;
+  seedance::clusterscale::ChurnOptions autoscale;
+  CLI::Option* policy_opt = nullptr;
+  CLI::Option* load_opt = nullptr;
+  std::vector<CLI::Option*> autoscale_only;  // refused in the other modes
+  std::vector<CLI::Option*> not_autoscale;   // refused in autoscale mode
 };
 
 class Progress {
@@ -456,9 +466,139 @@ int SimulateJobs(const Flags& f) {
   return 0;
 }
 
+// The autoscale flags only with --mode autoscale, and the flags it has no use for not with it.
+absl::Status CheckAutoscaleModeFlags(const Flags& f) {
+  const bool autoscale = f.mode == "autoscale";
+  for (const CLI::Option* o : autoscale ? f.not_autoscale : f.autoscale_only) {
+    if (o->count() > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          o->get_name(), autoscale ? ": not for --mode autoscale" : ": only for --mode autoscale"));
+    }
+  }
+  if (autoscale && (f.nodes.empty() || f.pods.empty())) {
+    return absl::InvalidArgumentError(
+        "--mode autoscale needs --nodes FILE and --pods FILE (the node shapes become the node "
+        "groups; pods need deletion times)");
+  }
+  return absl::OkStatus();
+}
+
+// The library's field names in an autoscale error ("provision_max_s: ...") as the flags that
+// set them; other errors keep `prefix` in front.
+absl::Status AsFlagError(const absl::Status& status, const std::string& prefix) {
+  static const std::vector<std::pair<std::string, std::string>> kFields = {
+      {"load", "--load"},
+      {"duration_h", "--duration"},
+      {"warmup_h", "--warmup"},
+      {"scan_interval_s", "--scan-interval"},
+      {"provision_min_s", "--provision-min"},
+      {"provision_max_s", "--provision-max"},
+      {"idle_s", "--idle"},
+      {"drain_below_utilization", "--drain-below"},
+      {"min_fraction", "--group-min"},
+      {"max_factor", "--group-max"},
+      {"policy", "--policy"}};
+  const std::string msg(status.message());
+  for (const auto& [field, flag] : kFields) {
+    if (msg.starts_with(field + ": ")) {
+      return absl::Status(status.code(), flag + msg.substr(field.size()));
+    }
+  }
+  return Prefixed(prefix, status);
+}
+
+// --mode autoscale: churn on an autoscaled cluster, one run per seed and autoscaler.
+int SimulateAutoscale(const Flags& f) {
+  namespace cs = seedance::clusterscale;
+  absl::StatusOr<std::string> format = ResolveFormat(f.out, {"table", "json"});
+  if (!format.ok()) return Fail(format.status());
+  std::vector<cs::ExpanderKind> expanders;
+  for (absl::string_view name : absl::StrSplit(f.expanders, ',', absl::SkipEmpty())) {
+    absl::StatusOr<cs::ExpanderKind> kind = cs::ParseExpander(std::string(name));
+    if (!kind.ok()) return Fail(Prefixed("--expanders", kind.status()));
+    if (std::find(expanders.begin(), expanders.end(), *kind) == expanders.end()) {
+      expanders.push_back(*kind);
+    }
+  }
+  if (expanders.empty()) return UsageError("--expanders: no expander given");
+  if (expanders.size() * f.seeds.size() > kMaxRuns) {
+    return UsageError(absl::StrCat("--expanders x --seeds: ", expanders.size(), " x ",
+                                   f.seeds.size(), " runs, more than the limit of ", kMaxRuns));
+  }
+  cs::ChurnOptions o = f.autoscale;
+  o.load = f.load_opt->count() > 0 ? f.options.load : 0.9;
+  o.duration_h = f.duration_s / 3600;
+  o.warmup_h = f.warmup_s < 0 ? 6 : f.warmup_s / 3600;
+  if (!(o.duration_h > 0)) return UsageError("--duration: autoscale needs a window > 0");
+  if (f.policy_opt->count() > 0) {
+    if (!seedance::sched::Registry::Builtins().Contains(f.policy)) {
+      return UsageError("--policy: autoscale places with one registered policy (got '" +
+                        Shown(f.policy) + "'); leave it out for the built-in best fit");
+    }
+    o.policy = f.policy;
+  }
+  for (const std::string& kv : f.policy_opts) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return UsageError("--policy-opt: expected KEY=VALUE, got '" + Shown(kv) + "'");
+    }
+    o.policy_params[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  if (!o.policy_params.empty()) {
+    if (o.policy.empty()) return UsageError("--policy-opt: autoscale needs --policy with it");
+    seedance::sched::PolicyContext ctx;
+    ctx.params = o.policy_params;
+    auto profile = seedance::sched::Registry::Builtins().Create(o.policy, ctx);
+    if (!profile.ok()) return Fail(Prefixed(o.policy, profile.status()));
+  }
+  if (absl::Status s = cs::Validate(o); !s.ok()) return Fail(AsFlagError(s, "--mode autoscale"));
+  std::vector<Output> outs;
+  if (absl::Status s = OpenOutputs(f, *format, &outs); !s.ok()) return Fail(s);
+  absl::StatusOr<seedance::sim::Workload> workload = LoadWorkload(f);
+  if (!workload.ok()) return Fail(workload.status());
+  for (seedance::core::NodeSpec& n : workload->nodes) {
+    if (n.cost_usd_per_hour <= 0) {
+      n.cost_usd_per_hour = seedance::sim::DefaultGpuPriceUsdPerHour(n.gpu_model) * n.num_gpus;
+    }
+  }
+  absl::StatusOr<std::vector<cs::NodeGroup>> groups = cs::GroupsFromNodes(
+      workload->nodes, {.min_fraction = f.group_min, .max_factor = f.group_max});
+  if (!groups.ok()) return Fail(AsFlagError(groups.status(), Shown(f.nodes)));
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::vector<cs::ChurnRun>> runs =
+      cs::RunChurnSet(*groups, workload->pods, o, expanders, f.seeds, f.jobs);
+  if (!runs.ok()) return Fail(AsFlagError(runs.status(), Shown(f.pods)));
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string summary =
+      absl::StrFormat("%zu runs (%zu autoscalers x %zu seeds, %zu node groups) in %.2f s wall\n",
+                      runs->size(), expanders.size(), f.seeds.size(), groups->size(), wall_s);
+  nlohmann::ordered_json doc = cs::ChurnRunsToJson(*runs);
+  doc["meta"] = {{"nodes", f.nodes},
+                 {"pods", f.pods},
+                 {"placement", o.policy.empty() ? "best fit" : o.policy},
+                 {"groups", groups->size()},
+                 {"load", o.load},
+                 {"duration_h", o.duration_h},
+                 {"warmup_h", o.warmup_h},
+                 {"drain_below", o.drain_below_utilization}};
+  for (Output& out : outs) {
+    const std::string text = out.format == "json" ? base::DumpJson(doc, 1) + "\n"
+                                                  : cs::RenderChurnTable(*runs) + summary;
+    if (absl::Status s = out.file->Write(text); !s.ok()) return Fail(s);
+  }
+  for (Output& out : outs) {
+    if (absl::Status s = out.file->Commit(); !s.ok()) return Fail(s);
+  }
+  if (*format != "table" && !f.quiet) std::fputs(summary.c_str(), stderr);
+  return 0;
+}
+
 int Simulate(const Flags& f) {
   if (absl::Status s = CheckJobModeFlags(f); !s.ok()) return Fail(s);
+  if (absl::Status s = CheckAutoscaleModeFlags(f); !s.ok()) return Fail(s);
   if (f.mode == "jobs") return SimulateJobs(f);
+  if (f.mode == "autoscale") return SimulateAutoscale(f);
   absl::StatusOr<std::string> format = ResolveFormat(f.out, kFormats);
   if (!format.ok()) return Fail(format.status());
   absl::StatusOr<seedance::sim::SimOptions> options = ResolveOptions(f);
@@ -581,10 +721,12 @@ Command AddSimulateCommand(CLI::App& app) {
       "  kubectl get nodes -o json > nodes.json; kubectl get pods -A -o json > pods.json\n"
       "  seedance simulate --nodes nodes.json --pods pods.json --policy bestfit,fgd,cas\n"
       "  seedance simulate --mode jobs --trace philly.csv --tenants philly_vc.csv \\\n"
-      "      --policy fifo,sjf,srtf --window 2017-10-01,2017-11-30 --capacity-scale 0.25\n\n"
+      "      --policy fifo,sjf,srtf --window 2017-10-01,2017-11-30 --capacity-scale 0.25\n"
+      "  seedance simulate --mode autoscale --nodes N.csv --pods P.csv --duration 24h "
+      "--seeds 42-44 --policy fgd\n\n"
       "Limits: at most 10,000 runs (policies x seeds); a run replays at most 5,000,000 pods "
-      "(fill: trace plus resampled; churn: expected arrivals); --duration and --warmup at most "
-      "87600h.\n\n"
+      "(fill: trace plus resampled; churn and autoscale: expected arrivals); --duration and "
+      "--warmup at most 87600h; autoscale at most 1,000,000 scans.\n\n"
       "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error.");
   sim->add_option("--nodes", f->nodes,
                   "Node CSV (sn,cpu_milli,memory_mib,gpu,model), a cluster descriptor "
@@ -598,65 +740,76 @@ Command AddSimulateCommand(CLI::App& app) {
   sim->add_flag("--ignore-unknown", f->ignore_unknown,
                 "kubectl snapshots: skip objects Seedance does not understand (each named in a "
                 "warning) instead of refusing the file");
-  sim->add_option("--policy", f->policy,
-                  "Comma list of random, dotprod, clustering, packing, bestfit, fgd, cas; "
-                  "'all' = the six reference policies plus cas")
-      ->capture_default_str();
+  f->policy_opt = sim->add_option("--policy", f->policy,
+                                  "Comma list of random, dotprod, clustering, packing, bestfit, "
+                                  "fgd, cas; 'all' = the six reference policies plus cas. "
+                                  "autoscale: the one policy placing pods under both "
+                                  "autoscalers (default: a built-in best fit)")
+                      ->capture_default_str();
   sim->add_option("--mode", f->mode,
                   "fill (paper protocol), churn (Poisson arrivals with "
-                  "departures), replay (trace times) or jobs (a multi-tenant job trace: "
-                  "--trace, --tenants; docs/jobs.md)")
+                  "departures), replay (trace times), jobs (a multi-tenant job trace: "
+                  "--trace, --tenants; docs/jobs.md) or autoscale (churn on a cluster whose "
+                  "node groups a cluster autoscaler grows and shrinks; docs/cluster-autoscaler.md)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"fill", "churn", "replay", "jobs"}));
+      ->check(CLI::IsMember({"fill", "churn", "replay", "jobs", "autoscale"}));
   AddSeeds(sim, "--seeds,--seed", &f->seeds, &f->seeds_text,
            "Seeds: N, A-B or a comma list (at most 100000)");
-  sim->add_option("--rng", f->rng,
-                  "fill: random stream for pod and tie-break node order. 'seedance' "
-                  "(mt19937_64) or 'reference' (Go math/rand drawn as the FGD authors' "
-                  "simulator does, so seeds 42-51 replay the paper's runs)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"seedance", "reference"}));
-  AddDouble(sim, "--tune", &f->options.tune, base::Closed(0.01, 100),
-            "fill: replayed GPU demand as a multiple of GPU capacity");
-  AddDouble(sim, "--load", &f->options.load, base::Closed(0.001, 100),
-            "churn: offered GPU load (1.0 = capacity)");
-  sim->add_option("--load-basis", f->load_basis,
-                  "churn: 'means' (rate x mean lifetime x mean GPU / capacity, default) or "
-                  "'exact' (rate x E[lifetime x GPU] / capacity)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"means", "exact"}));
+  f->not_autoscale.push_back(
+      sim->add_option("--rng", f->rng,
+                      "fill: random stream for pod and tie-break node order. 'seedance' "
+                      "(mt19937_64) or 'reference' (Go math/rand drawn as the FGD authors' "
+                      "simulator does, so seeds 42-51 replay the paper's runs)")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"seedance", "reference"})));
+  f->not_autoscale.push_back(AddDouble(sim, "--tune", &f->options.tune, base::Closed(0.01, 100),
+                                       "fill: replayed GPU demand as a multiple of GPU capacity"));
+  f->load_opt = AddDouble(sim, "--load", &f->options.load, base::Closed(0.001, 100),
+                          "churn: offered GPU load (1.0 = capacity); autoscale: against the "
+                          "groups at their max sizes (default there 0.9)");
+  f->not_autoscale.push_back(
+      sim->add_option("--load-basis", f->load_basis,
+                      "churn: 'means' (rate x mean lifetime x mean GPU / capacity, default) or "
+                      "'exact' (rate x E[lifetime x GPU] / capacity)")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"means", "exact"})));
   f->duration_opt =
       AddDuration(sim, "--duration", &f->duration_s, 3600, base::NonNegative(kMaxSimulatedSeconds),
                   "churn/replay: measured window of simulated time; churn needs > 0, replay "
                   "without it (or with 0) replays the whole trace");
   AddDuration(sim, "--warmup", &f->warmup_s, 3600, base::NonNegative(kMaxSimulatedSeconds),
               "churn/replay: warm-up before measuring (default: churn 3 mean lifetimes, capped "
-              "at 7 days; replay 0)")
+              "at 7 days; replay 0; autoscale 6h)")
       ->default_str("auto");
-  AddDouble(sim, "--time-scale", &f->options.time_scale, base::Closed(1e-6, 1e9),
-            "replay: divide trace times by this");
+  f->not_autoscale.push_back(AddDouble(sim, "--time-scale", &f->options.time_scale,
+                                       base::Closed(1e-6, 1e9),
+                                       "replay: divide trace times by this"));
   sim->add_option("--policy-opt", f->policy_opts,
                   "Policy knob KEY=VALUE (repeatable; see docs/cas.md)")
       ->type_name("KEY=VALUE");
-  sim->add_option("--score-cache", f->score_cache,
-                  "Reuse cacheable scores between decisions: on (default) or off (every score "
-                  "recomputed; results must be identical)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"on", "off"}));
-  sim->add_option("--topology", f->topology,
-                  "Give every node a documented GPU topology before the run (docs/topology.md): "
-                  "none (default: the nodes' own), dgx (NVSwitch, 2 NUMA nodes), pcie-tree (2 "
-                  "PCIe switches x half the GPUs, 2 NUMA nodes, no NVLink) or mixed (alternating); "
-                  "reports then add the multi-GPU pods' best-bandwidth share and all-reduce "
-                  "slowdown")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"none", "dgx", "pcie-tree", "mixed"}));
-  sim->add_option("--gpu-choice", f->gpu_choice,
-                  "Which free GPUs a whole-GPU pod gets on its node: topology (default: the "
-                  "best-bandwidth set that keeps islands whole; lowest indices without "
-                  "topology) or index (lowest indices, as the FGD reference simulator)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"topology", "index"}));
+  f->not_autoscale.push_back(
+      sim->add_option("--score-cache", f->score_cache,
+                      "Reuse cacheable scores between decisions: on (default) or off (every score "
+                      "recomputed; results must be identical)")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"on", "off"})));
+  f->not_autoscale.push_back(
+      sim->add_option(
+             "--topology", f->topology,
+             "Give every node a documented GPU topology before the run (docs/topology.md): "
+             "none (default: the nodes' own), dgx (NVSwitch, 2 NUMA nodes), pcie-tree (2 "
+             "PCIe switches x half the GPUs, 2 NUMA nodes, no NVLink) or mixed (alternating); "
+             "reports then add the multi-GPU pods' best-bandwidth share and all-reduce "
+             "slowdown")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"none", "dgx", "pcie-tree", "mixed"})));
+  f->not_autoscale.push_back(
+      sim->add_option("--gpu-choice", f->gpu_choice,
+                      "Which free GPUs a whole-GPU pod gets on its node: topology (default: the "
+                      "best-bandwidth set that keeps islands whole; lowest indices without "
+                      "topology) or index (lowest indices, as the FGD reference simulator)")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"topology", "index"})));
   sim->add_option("--trace", f->trace,
                   "jobs: job trace CSV (timestamp,duration,num_gpus[,gpu_time],cluster), e.g. "
                   "the Philly trace")
@@ -688,12 +841,40 @@ Command AddSimulateCommand(CLI::App& app) {
             "jobs: multiply every tenant's nodes (round half to even)");
   AddOutputFlags(sim, &f->out, kFormats,
                  "Write the results to FILE ('-' = standard output, the default)");
-  sim->add_option("--dump-order", f->dump_order,
-                  "fill: also write each seed's pod arrival order to this CSV (seed,position,"
-                  "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,arrived_gpu_milli)")
-      ->type_name("FILE");
-  AddDeprecatedString(sim, "--json", &f->json, "-o FILE --format json");
-  AddDeprecatedString(sim, "--report", &f->report, "-o FILE --format html");
+  f->not_autoscale.push_back(
+      sim->add_option("--dump-order", f->dump_order,
+                      "fill: also write each seed's pod arrival order to this CSV (seed,position,"
+                      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,arrived_gpu_milli)")
+          ->type_name("FILE"));
+  f->not_autoscale.push_back(AddDeprecatedString(sim, "--json", &f->json, "-o FILE --format json"));
+  f->not_autoscale.push_back(
+      AddDeprecatedString(sim, "--report", &f->report, "-o FILE --format html"));
+  f->autoscale.drain_below_utilization = 0.5;  // CA's --scale-down-utilization-threshold
+  f->autoscale_only = {
+      sim->add_option("--expanders", f->expanders,
+                      "autoscale: comma list of ca-least-waste (CA's least-waste: CPU and "
+                      "memory waste, CA's scale-down) and seedance (price-weighted GPU waste, "
+                      "similar groups balanced, drains that keep headroom); ratios are to the "
+                      "first")
+          ->capture_default_str(),
+      AddDouble(sim, "--group-min", &f->group_min, base::Closed(0, 1),
+                "autoscale: each node group's min size as a fraction of the node file's nodes "
+                "of its shape"),
+      AddDouble(sim, "--group-max", &f->group_max, base::Closed(1, 1000),
+                "autoscale: each group's max size as a multiple of those nodes"),
+      AddDouble(sim, "--drain-below", &f->autoscale.drain_below_utilization, base::Closed(0, 1),
+                "autoscale: drain non-empty nodes under this utilization for --idle (CA's "
+                "--scale-down-utilization-threshold; 0 = remove empty nodes only)"),
+      AddDuration(sim, "--provision-min", &f->autoscale.provision_min_s, 1, base::Closed(0, 86400),
+                  "autoscale: shortest provisioning delay of a new node"),
+      AddDuration(sim, "--provision-max", &f->autoscale.provision_max_s, 1, base::Closed(0, 86400),
+                  "autoscale: longest provisioning delay (uniform)"),
+      AddDuration(sim, "--idle", &f->autoscale.idle_s, 1, base::Closed(0, 604800),
+                  "autoscale: how long a node stays empty (or under --drain-below) before it "
+                  "goes (CA's --scale-down-unneeded-time)"),
+      AddDuration(sim, "--scan-interval", &f->autoscale.scan_interval_s, 1,
+                  base::Closed(0.001, 3600), "autoscale: the autoscaler's loop period"),
+  };
   AddInt<int>(sim, "-j,--jobs", &f->jobs, 0, kMaxJobs, "Worker threads (0 = all cores)");
   sim->add_flag("-q,--quiet", f->quiet, "No progress bar and no summary line on stderr");
 

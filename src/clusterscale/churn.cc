@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "node_room.h"
 #include "policy_placer.h"
@@ -520,6 +521,19 @@ absl::StatusOr<ChurnReport> RunChurn(const std::vector<NodeGroup>& groups,
   }
   const double n = static_cast<double>(trace.size());
   const double rate = options.load * capacity_milli / ((lifetime_sum / n) * (gpu_sum / n));
+  // Bounded work, whatever the options: every run ends in reasonable time.
+  const double span_s = (options.warmup_h + options.duration_h) * 3600;
+  if (!(rate * span_s <= kMaxChurnArrivals)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "load: %.4g expected arrivals over warm-up and window, more than the limit of %d "
+        "(lower the load or shorten the run)",
+        rate * span_s, kMaxChurnArrivals));
+  }
+  if (!(span_s / options.scan_interval_s <= kMaxChurnScans)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "scan_interval_s: %.4g scans over warm-up and window, more than the limit of %d",
+        span_s / options.scan_interval_s, kMaxChurnScans));
+  }
   Churn churn(groups, options, std::move(policy));
   ChurnReport report = churn.Run(trace, rate);
   report.pods_never_fit = never_fit;

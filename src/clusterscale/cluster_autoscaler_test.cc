@@ -33,6 +33,18 @@ core::PodSpec OneSecondPod() {
   return p;
 }
 
+// Two 1-GPU pods: one living 100 s, one 20,000 s.
+std::vector<core::PodSpec> ShortAndLongPods() {
+  std::vector<core::PodSpec> pods;
+  for (int i = 0; i < 2; ++i) {
+    core::PodSpec p = OneSecondPod();
+    p.name = "p" + std::to_string(i);
+    p.deletion_s = i == 0 ? 100 : 20000;
+    pods.push_back(p);
+  }
+  return pods;
+}
+
 struct ExpanderCase {
   std::string name;
   std::vector<NodeGroup> groups;
@@ -200,13 +212,7 @@ TEST(ChurnTest, NodesNeverDropBelowMin) {
 // every drained node moved at least one pod (an empty node is removed, not drained).
 TEST(ChurnTest, DrainingUnderusedNodesMovesPodsAndCutsIdleGpus) {
   std::vector<NodeGroup> groups = {Group("g", Node(32, 128, 4, "T4", 2.12), 40)};
-  std::vector<core::PodSpec> pods;
-  for (int i = 0; i < 2; ++i) {
-    core::PodSpec p = OneSecondPod();
-    p.name = "p" + std::to_string(i);
-    p.deletion_s = i == 0 ? 100 : 20000;
-    pods.push_back(p);
-  }
+  const std::vector<core::PodSpec> pods = ShortAndLongPods();
   ChurnOptions o;
   o.load = 0.3;
   o.duration_h = 48;
@@ -231,13 +237,7 @@ TEST(ChurnTest, DrainingUnderusedNodesMovesPodsAndCutsIdleGpus) {
 // to cover is a fraction of a GPU and drains pass.
 TEST(ChurnTest, HeadroomGuardKeepsRoomForTheProvisioningDelay) {
   std::vector<NodeGroup> groups = {Group("g", Node(32, 128, 4, "T4", 2.12), 40)};
-  std::vector<core::PodSpec> pods;
-  for (int i = 0; i < 2; ++i) {
-    core::PodSpec p = OneSecondPod();
-    p.name = "p" + std::to_string(i);
-    p.deletion_s = i == 0 ? 100 : 20000;
-    pods.push_back(p);
-  }
+  const std::vector<core::PodSpec> pods = ShortAndLongPods();
   ChurnOptions o;
   o.load = 0.3;
   o.duration_h = 48;

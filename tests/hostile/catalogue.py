@@ -242,7 +242,7 @@ def command_of(argv):
         if "--mode" in words:
             j = words.index("--mode")
             mode = words[j + 1] if j + 1 < len(words) else ""
-        return cmd + " " + mode if mode in ("fill", "churn", "replay", "jobs") else cmd
+        return cmd + " " + mode if mode in ("fill", "churn", "replay", "jobs", "autoscale") else cmd
     return cmd
 
 
@@ -275,6 +275,10 @@ WRITERS = [
     Writer("simulate-replay", ["simulate", "-q", "--nodes", "{nodes.csv}", "--pods",
                                "{pods_replay.csv}", "--policy", "bestfit", "--seeds", "1",
                                "--mode", "replay"],
+           inputs=("nodes.csv", "pods_replay.csv")),
+    Writer("simulate-autoscale", ["simulate", "-q", "--nodes", "{nodes.csv}", "--pods",
+                                  "{pods_replay.csv}", "--seeds", "1", "--mode", "autoscale",
+                                  "--duration", "2", "--warmup", "0"],
            inputs=("nodes.csv", "pods_replay.csv")),
     Writer("simulate-jobs", ["simulate", "-q", "--mode", "jobs", "--trace", "{jobs.csv}",
                              "--tenants", "{vc.csv}", "--policy", "all"],
@@ -591,6 +595,8 @@ SIM_CHURN = ["simulate", "-q", "--nodes", "{nodes.csv}", "--pods", "{pods_replay
              "--policy", "bestfit", "--seeds", "1", "--mode", "churn"]
 SIM_REPLAY = ["simulate", "-q", "--nodes", "{nodes.csv}", "--pods", "{pods_replay.csv}",
               "--policy", "bestfit", "--seeds", "1", "--mode", "replay"]
+SIM_AUTOSCALE = ["simulate", "-q", "--nodes", "{nodes.csv}", "--pods", "{pods_replay.csv}",
+                 "--seeds", "1", "--mode", "autoscale", "--duration", "2", "--warmup", "0"]
 PROFILE = ["profile", "-q", "-o", "{p.json}"]
 ANALYZE = ["analyze", "-i", "{profile.json}"]
 SERVE = ["serve-sim", "--trace", "{azure.csv}", "--batching", "continuous"]
@@ -611,6 +617,13 @@ NUMERIC_FLAGS = [
     (SIM_CHURN, "--warmup", "duration", True),
     (SIM_REPLAY, "--time-scale", "float", False),
     (SIM, "--jobs", "int", False),
+    (SIM_AUTOSCALE, "--group-min", "float", False),
+    (SIM_AUTOSCALE, "--group-max", "float", False),
+    (SIM_AUTOSCALE, "--drain-below", "float", False),
+    (SIM_AUTOSCALE, "--provision-min", "duration", False),
+    (SIM_AUTOSCALE, "--provision-max", "duration", False),
+    (SIM_AUTOSCALE, "--idle", "duration", False),
+    (SIM_AUTOSCALE, "--scan-interval", "duration", False),
     (PROFILE, "--duration", "duration", False),
     (PROFILE, "--interval", "duration", False),
     (PROFILE + ["--prometheus", "http://127.0.0.1:1"], "--timeout", "duration", False),

@@ -149,10 +149,16 @@ struct ChurnReport {
   int64_t pods_waiting_at_end = 0;
 };
 
+// RunChurn's bounds on the work of one run: expected arrivals and autoscaler scans over warm-up
+// and window.
+inline constexpr int kMaxChurnArrivals = 5'000'000;
+inline constexpr int kMaxChurnScans = 1'000'000;
+
 // Runs churn (Poisson arrivals copying trace pods with their own lifetimes; pods without a
 // deletion time are left out) from every group at its min size. Pods are placed by
 // options.policy (default: best fit, least free GPU after placement, then least free CPU).
-// InvalidArgument for bad options (an unknown policy or knob included) or no pods.
+// InvalidArgument for bad options (an unknown policy or knob included), no pods, or a run past
+// kMaxChurnArrivals or kMaxChurnScans.
 absl::StatusOr<ChurnReport> RunChurn(const std::vector<NodeGroup>& groups,
                                      const std::vector<core::PodSpec>& pods,
                                      const ChurnOptions& options);
