@@ -86,7 +86,8 @@ class Churn {
         std::unique_ptr<internal::PolicyPlacer> policy)
       : groups_(groups), o_(o), policy_(std::move(policy)) {}
 
-  ChurnReport Run(const std::vector<TracePod>& pods, double rate_per_s) {
+  // The run's report, or the first error of the policy placing its pods (Internal).
+  absl::StatusOr<ChurnReport> Run(const std::vector<TracePod>& pods, double rate_per_s) {
     // Arrivals and provisioning delays draw from separate streams, so both expanders see the
     // same arrivals for a seed (common random numbers).
     std::mt19937_64 rng(o_.seed);
@@ -105,7 +106,7 @@ class Churn {
     double next_arrival = gap(rng);
     double next_scan = o_.scan_interval_s;
     int64_t next_id = 0;
-    while (true) {
+    while (error_.ok()) {
       const double dep = departures_.empty() ? kInf : departures_.top().first;
       const double join = joins_.empty() ? kInf : joins_.top().first;
       const double t = std::min({next_arrival, next_scan, dep, join});
@@ -134,6 +135,7 @@ class Churn {
     std::sort(delays_.begin(), delays_.end());
     report_.pending_p50_s = Percentile(0.50);
     report_.pending_p99_s = Percentile(0.99);
+    if (!error_.ok()) return error_;
     return report_;
   }
 
@@ -235,7 +237,12 @@ class Churn {
   // Where `pod` goes among the ready nodes, or -1: the policy's choice (bound in its state,
   // *placed set) or the built-in best fit.
   int Place(const PendingPod& pod, core::Placement* placed) {
-    if (policy_) return policy_->Place(pod.shape, placed);
+    if (policy_) {
+      absl::StatusOr<int> node = policy_->Place(pod.shape, placed);
+      if (node.ok()) return *node;
+      if (error_.ok()) error_ = node.status();
+      return -1;
+    }
     return BestFit(pod, -1, [&](int n) -> const NodeRoom& { return nodes_[n].room; });
   }
 
@@ -353,7 +360,10 @@ class Churn {
       if (drained == o_.max_drains_per_scan) break;
       if (size_[nodes_[n].group] <= groups_[nodes_[n].group].min_size) continue;
       if (o_.drain_keeps_headroom && !HeadroomAfterDrain(n, t)) continue;
-      if (!TryDrain(n, t)) continue;
+      if (!TryDrain(n, t)) {
+        if (!error_.ok()) return;
+        continue;
+      }
       --size_[nodes_[n].group];
       RemoveNode(n, t);
       ++drained;
@@ -392,7 +402,9 @@ class Churn {
       rooms.try_emplace(best, nodes_[best].room).first->second.Take(pod.shape);
       target.push_back(best);
     }
-    for (size_t i = 0; i < pods.size(); ++i) Move(pods[i], target[i], t);
+    for (size_t i = 0; i < pods.size(); ++i) {
+      if (!Move(pods[i], target[i], t)) return false;
+    }
     return true;
   }
 
@@ -416,8 +428,9 @@ class Churn {
     return best;
   }
 
-  // Moves running pod `id` to node m; it keeps its departure time.
-  void Move(int64_t id, int m, double t) {
+  // Moves running pod `id` to node m; it keeps its departure time. False (and error_ set) if
+  // the policy fails or refuses the node the plan chose (the rooms it mirrors said it fits).
+  bool Move(int64_t id, int m, double t) {
     RunningPod& r = running_.at(id);
     SimNode& from = nodes_[r.node];
     int64_t before = from.room.gpu_free_milli();
@@ -430,8 +443,13 @@ class Churn {
     before = to.room.gpu_free_milli();
     if (policy_) {
       // The plan checked the rooms, which the state mirrors: the policy takes it there.
-      SEEDANCE_CHECK(policy_->PlaceOn(r.pod->pod.shape, m, &r.placement))
-          << "a drained pod did not fit on the node its plan chose";
+      absl::StatusOr<bool> placed = policy_->PlaceOn(r.pod->pod.shape, m, &r.placement);
+      if (!placed.ok() || !*placed) {
+        error_ = !placed.ok() ? placed.status()
+                              : absl::InternalError(
+                                    "drain: the policy refused a pod on the node the plan chose");
+        return false;
+      }
       to.room.TakeOn(r.pod->pod.shape, r.placement.gpu_ids());
       r.gpus.assign(r.placement.gpu_ids().begin(), r.placement.gpu_ids().end());
     } else {
@@ -442,6 +460,7 @@ class Churn {
     to.pods.push_back(id);
     r.node = m;
     if (t >= window_start_s_) ++report_.pods_moved;
+    return true;
   }
 
   std::vector<int> provisioning() const {
@@ -477,6 +496,7 @@ class Churn {
   std::deque<std::pair<double, int64_t>> recent_;
   int64_t recent_milli_ = 0;
   ChurnReport report_;
+  absl::Status error_;  // the first policy error; it stops the run
 };
 
 }  // namespace
@@ -535,8 +555,8 @@ absl::StatusOr<ChurnReport> RunChurn(const std::vector<NodeGroup>& groups,
         span_s / options.scan_interval_s, kMaxChurnScans));
   }
   Churn churn(groups, options, std::move(policy));
-  ChurnReport report = churn.Run(trace, rate);
-  report.pods_never_fit = never_fit;
+  absl::StatusOr<ChurnReport> report = churn.Run(trace, rate);
+  if (report.ok()) report->pods_never_fit = never_fit;
   return report;
 }
 

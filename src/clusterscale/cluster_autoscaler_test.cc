@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "node_room.h"
+#include "policy_placer.h"
 
 namespace seedance::clusterscale {
 namespace {
@@ -324,6 +325,32 @@ TEST(ClusterscaleDeathTest, TakingMoreThanTheRoomIsABug) {
   NodeRoom room(node);
   EXPECT_DEATH(room.Take({9000, 1, 0, 0}), "pod of .* mCPU taken from a node with .* free");
   EXPECT_DEATH(room.Take({1000, 1, 3, 1000}), "pod of .* GPUs got");
+}
+
+TEST(ClusterscaleDeathTest, MirroringAPlacementWithoutRoomIsABug) {
+  core::NodeSpec node = Node(8, 32, 2, "T4", 1.06);
+  NodeRoom room(node);
+  const std::vector<int8_t> one = {0};
+  EXPECT_DEATH(room.TakeOn({9000, 1, 1, 1000}, one),
+               "pod of .* mCPU and .* GPUs placed on a node with .* free");
+  room.TakeOn({1000, 1, 1, 600}, one);
+  EXPECT_DEATH(room.TakeOn({1000, 1, 1, 600}, one), "GPU 0 has no room for 600 milli");
+}
+
+TEST(ClusterscaleDeathTest, APolicyStateOutOfStepIsABug) {
+  std::vector<NodeGroup> groups = {Group("g", Node(8, 32, 2, "T4", 1.06), 4)};
+  ChurnOptions o;
+  o.policy = "bestfit";
+  absl::StatusOr<std::unique_ptr<internal::PolicyPlacer>> placer =
+      internal::PolicyPlacer::Create(groups, {OneSecondPod()}, o);
+  ASSERT_TRUE(placer.ok()) << placer.status();
+  (*placer)->Join(0, groups[0].node);
+  EXPECT_DEATH((*placer)->Join(0, groups[0].node), "node 0 could not join");
+  core::Placement placed;
+  absl::StatusOr<int> node = (*placer)->Place(OneSecondPod().shape, &placed);
+  ASSERT_TRUE(node.ok());
+  EXPECT_EQ(*node, 0);
+  EXPECT_DEATH((*placer)->Remove(0), "node 0 could not leave");
 }
 
 }  // namespace

@@ -55,17 +55,18 @@ void PolicyPlacer::Remove(int node) {
   slot_of_[node] = -1;
 }
 
-int PolicyPlacer::Place(const core::PodShape& pod, core::Placement* placement) {
+absl::StatusOr<int> PolicyPlacer::Place(const core::PodShape& pod, core::Placement* placement) {
   const sched::Outcome out = framework_.Schedule(pod, state_);
-  SEEDANCE_CHECK(out.code != sched::Code::kError) << "policy error: " << out.reason;
+  if (out.code == sched::Code::kError) return absl::InternalError("policy: " + out.reason);
   if (!out.ok()) return -1;
   *placement = out.placement;
   return node_of_.at(out.placement.node);
 }
 
-bool PolicyPlacer::PlaceOn(const core::PodShape& pod, int node, core::Placement* placement) {
+absl::StatusOr<bool> PolicyPlacer::PlaceOn(const core::PodShape& pod, int node,
+                                           core::Placement* placement) {
   const sched::Outcome out = framework_.PlaceOn(pod, state_, slot_of_.at(node));
-  SEEDANCE_CHECK(out.code != sched::Code::kError) << "policy error: " << out.reason;
+  if (out.code == sched::Code::kError) return absl::InternalError("policy: " + out.reason);
   if (!out.ok()) return false;
   *placement = out.placement;
   return true;

@@ -35,10 +35,11 @@ class PolicyPlacer {
 
   void Arrived(const core::PodShape& pod) { framework_.NotifyArrival(pod); }
   // Binds `pod` where the policy chooses: churn's node index and the placement (its node field
-  // is the state's slot, for Release), or -1 when no ready node takes it.
-  int Place(const core::PodShape& pod, core::Placement* placement);
+  // is the state's slot, for Release), or -1 when no ready node takes it. Internal when the
+  // policy fails (sched::Code::kError).
+  absl::StatusOr<int> Place(const core::PodShape& pod, core::Placement* placement);
   // Binds `pod` on churn's node `node` (a drain's move): false when it does not fit there.
-  bool PlaceOn(const core::PodShape& pod, int node, core::Placement* placement);
+  absl::StatusOr<bool> PlaceOn(const core::PodShape& pod, int node, core::Placement* placement);
   void Release(const core::PodShape& pod, const core::Placement& placement);
 
  private:
