@@ -445,9 +445,10 @@ class Churn {
       // The plan checked the rooms, which the state mirrors: the policy takes it there.
       absl::StatusOr<bool> placed = policy_->PlaceOn(r.pod->pod.shape, m, &r.placement);
       if (!placed.ok() || !*placed) {
-        error_ = !placed.ok() ? placed.status()
-                              : absl::InternalError(
-                                    "drain: the policy refused a pod on the node the plan chose");
+        error_ =
+            !placed.ok()
+                ? placed.status()
+                : absl::InternalError("drain: the policy refused a pod on the node the plan chose");
         return false;
       }
       to.room.TakeOn(r.pod->pod.shape, r.placement.gpu_ids());
