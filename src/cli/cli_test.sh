@@ -275,6 +275,8 @@ check "autoscale writes JSON, one run per autoscaler and seed" \
    python3 -c "import json,sys; d=json.load(sys.stdin); assert d[\"schema_version\"] == \"simulate-autoscale/v1\"; assert len(d[\"runs\"]) == 4 and len(d[\"ratios\"]) == 2, d; assert d[\"meta\"][\"placement\"] == \"fgd\""'
 expect_error "autoscale flag outside autoscale" "--expanders: only for --mode autoscale" \
   --nodes "$nodes" --pods "$pods" --expanders seedance
+expect_error "--prescale outside autoscale" "--prescale: only for --mode autoscale" \
+  --nodes "$nodes" --pods "$pods" --prescale
 expect_error "fill flag in autoscale" "--tune: not for --mode autoscale" \
   --mode autoscale --nodes "$nodes" --pods "$tmp/life.csv" --tune 2
 expect_error "autoscale needs files" "--mode autoscale needs --nodes FILE and --pods FILE" --mode autoscale

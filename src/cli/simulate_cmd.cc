@@ -872,6 +872,9 @@ Command AddSimulateCommand(CLI::App& app) {
       AddDuration(sim, "--idle", &f->autoscale.idle_s, 1, base::Closed(0, 604800),
                   "autoscale: how long a node stays empty (or under --drain-below) before it "
                   "goes (CA's --scale-down-unneeded-time)"),
+      sim->add_flag("--prescale", f->autoscale.prescale,
+                    "autoscale: Seedance's autoscaler also scales up ahead of the demand "
+                    "expected during a provisioning delay (predictive pre-scaling)"),
       AddDuration(sim, "--scan-interval", &f->autoscale.scan_interval_s, 1,
                   base::Closed(0.001, 3600), "autoscale: the autoscaler's loop period"),
   };

@@ -135,6 +135,10 @@ class Churn {
     std::sort(delays_.begin(), delays_.end());
     report_.pending_p50_s = Percentile(0.50);
     report_.pending_p99_s = Percentile(0.99);
+    // delays_ is sorted: the waits are its positive tail.
+    const auto first_wait = std::upper_bound(delays_.begin(), delays_.end(), 0.0);
+    report_.pods_waited = delays_.end() - first_wait;
+    if (report_.pods_waited > 0) report_.waited_p50_s = first_wait[(report_.pods_waited - 1) / 2];
     if (!error_.ok()) return error_;
     return report_;
   }
@@ -204,10 +208,10 @@ class Churn {
 
   void Arrive(int64_t id, const TracePod* pod, double t) {
     if (t >= window_start_s_) ++report_.pods_arrived;
-    recent_.emplace_back(t, pod->pod.shape.TotalGpuMilli());
+    recent_.push_back({t, pod});
     recent_milli_ += pod->pod.shape.TotalGpuMilli();
-    while (recent_.front().first < t - kRateWindowS) {
-      recent_milli_ -= recent_.front().second;
+    while (recent_.front().time_s < t - kRateWindowS) {
+      recent_milli_ -= recent_.front().pod->pod.shape.TotalGpuMilli();
       recent_.pop_front();
     }
     if (policy_) policy_->Arrived(pod->pod.shape);
@@ -286,7 +290,7 @@ class Churn {
     }
     for (int n : remove) RemoveNode(n, t);
     if (o_.drain_below_utilization > 0) DrainUnderused(t);
-    if (waiting_.empty()) return;
+    if (waiting_.empty() && !o_.prescale) return;
     // Pods that fit on nodes still provisioning are left to them (CA counts upcoming nodes).
     std::vector<NodeRoom> upcoming;
     for (int n : provisioning()) upcoming.push_back(nodes_[n].room);
@@ -302,14 +306,22 @@ class Churn {
       }
       if (!covered) pending.push_back(w.pod->pod);
     }
-    if (pending.empty()) return;
+    if (pending.empty() && !o_.prescale) return;
     std::vector<int> room(groups_.size());
     for (size_t g = 0; g < groups_.size(); ++g) {
       room[g] = std::max(0, groups_[g].max_size - size_[g]);
     }
-    const ScaleUp up = DecideScaleUp(groups_, pending, room, o_.scale_up);
+    ScaleUp up;
+    up.add.assign(groups_.size(), 0);
+    if (!pending.empty()) up = DecideScaleUp(groups_, pending, room, o_.scale_up);
+    std::vector<int> add = up.add;
+    if (o_.prescale) {
+      int64_t upcoming_free = 0;
+      for (const NodeRoom& r : upcoming) upcoming_free += r.gpu_free_milli();
+      Prescale(t, upcoming_free, room, up, pending, &add);
+    }
     for (size_t g = 0; g < groups_.size(); ++g) {
-      for (int i = 0; i < up.add[g]; ++i) {
+      for (int i = 0; i < add[g]; ++i) {
         joins_.emplace(delay(), Request(static_cast<int>(g)));
         if (t >= window_start_s_) ++report_.nodes_added;
       }
@@ -374,11 +386,43 @@ class Churn {
   // Whether the ready nodes' free GPU capacity without node n (its pods moved onto the others)
   // covers the GPU demand expected before a new node could join.
   bool HeadroomAfterDrain(int n, double t) const {
-    const double rate = static_cast<double>(recent_milli_) / std::clamp(t, 1.0, kRateWindowS);
     const double capacity =
         static_cast<double>(groups_[nodes_[n].group].node.num_gpus) * core::kMilliGpu;
     const double free_after = static_cast<double>(ready_free_gpu_milli_) - capacity;
-    return free_after >= rate * (o_.provision_max_s + o_.scan_interval_s);
+    return free_after >= ExpectedDemand(t);
+  }
+
+  // GPU milli expected to arrive before a node requested now could join: the last hour's
+  // arrival rate times (provision_max_s + scan_interval_s).
+  double ExpectedDemand(double t) const {
+    const double rate = static_cast<double>(recent_milli_) / std::clamp(t, 1.0, kRateWindowS);
+    return rate * (o_.provision_max_s + o_.scan_interval_s);
+  }
+
+  // Predictive pre-scaling: when the free GPUs of ready and upcoming nodes (less what `pending`
+  // will take) fall short of ExpectedDemand, requests nodes for the shortfall, sized by the
+  // expander for the latest arrivals' shapes (the demand is expected to look like them).
+  void Prescale(double t, int64_t upcoming_free, const std::vector<int>& room, const ScaleUp& up,
+                const std::vector<PendingPod>& pending, std::vector<int>* add) {
+    double have = static_cast<double>(ready_free_gpu_milli_ + upcoming_free);
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      have += static_cast<double>(up.add[g]) * groups_[g].node.num_gpus * core::kMilliGpu;
+    }
+    for (const PendingPod& p : pending) have -= static_cast<double>(p.shape.TotalGpuMilli());
+    double short_by = ExpectedDemand(t) - have;
+    if (short_by <= 0) return;
+    std::vector<PendingPod> expected;
+    for (auto it = recent_.rbegin(); it != recent_.rend() && short_by > 0; ++it) {
+      expected.push_back(it->pod->pod);
+      short_by -= static_cast<double>(it->pod->pod.shape.TotalGpuMilli());
+    }
+    std::vector<int> left(room.size());
+    for (size_t g = 0; g < room.size(); ++g) left[g] = std::max(0, room[g] - up.add[g]);
+    const ScaleUp pre = DecideScaleUp(groups_, expected, left, o_.scale_up);
+    for (size_t g = 0; g < groups_.size(); ++g) (*add)[g] += pre.add[g];
+    if (t >= window_start_s_) {
+      for (int a : pre.add) report_.nodes_prescaled += a;
+    }
   }
 
   // Moves every pod of node n to the other ready nodes (best fit, largest GPU request first) if
@@ -494,7 +538,11 @@ class Churn {
   int64_t ready_free_gpu_milli_ = 0;
   // GPU milli of the arrivals of the last kRateWindowS seconds (the headroom guard's rate).
   static constexpr double kRateWindowS = 3600;
-  std::deque<std::pair<double, int64_t>> recent_;
+  struct Recent {
+    double time_s;
+    const TracePod* pod;
+  };
+  std::deque<Recent> recent_;
   int64_t recent_milli_ = 0;
   ChurnReport report_;
   absl::Status error_;  // the first policy error; it stops the run

@@ -27,6 +27,7 @@ std::string_view ExpanderName(ExpanderKind kind) {
 ChurnOptions ForAutoscaler(ChurnOptions base, ExpanderKind kind) {
   base.scale_up.expander = kind;
   base.drain_keeps_headroom = kind == ExpanderKind::kSeedance;
+  base.prescale = base.prescale && kind == ExpanderKind::kSeedance;
   return base;
 }
 
@@ -94,17 +95,17 @@ std::string Cell(double v, const char* fmt) {
 }  // namespace
 
 std::string RenderChurnTable(const std::vector<ChurnRun>& runs) {
-  std::string out =
-      absl::StrFormat("%-15s %6s %8s %9s %9s %11s %11s %10s %6s %7s %7s %6s %7s\n", "expander",
-                      "seed", "arrived", "p50_s", "p99_s", "gpu_h_paid", "idle_gpu_h", "cost_usd",
-                      "added", "removed", "drained", "moved", "waiting");
+  std::string out = absl::StrFormat(
+      "%-15s %6s %8s %9s %9s %7s %10s %11s %11s %10s %6s %7s %7s %6s %7s\n", "expander", "seed",
+      "arrived", "p50_s", "p99_s", "waited", "wait_p50_s", "gpu_h_paid", "idle_gpu_h", "cost_usd",
+      "added", "removed", "drained", "moved", "waiting");
   for (const ChurnRun& run : runs) {
     const ChurnReport& r = run.report;
     absl::StrAppendFormat(
-        &out, "%-15s %6d %8d %9.1f %9.1f %11.1f %11.1f %10.0f %6d %7d %7d %6d %7d\n",
+        &out, "%-15s %6d %8d %9.1f %9.1f %7d %10.1f %11.1f %11.1f %10.0f %6d %7d %7d %6d %7d\n",
         ExpanderName(run.expander), run.seed, r.pods_arrived, r.pending_p50_s, r.pending_p99_s,
-        r.gpu_hours_paid, r.idle_gpu_hours, r.cost_usd, r.nodes_added, r.nodes_removed,
-        r.nodes_drained, r.pods_moved, r.pods_waiting_at_end);
+        r.pods_waited, r.waited_p50_s, r.gpu_hours_paid, r.idle_gpu_hours, r.cost_usd,
+        r.nodes_added, r.nodes_removed, r.nodes_drained, r.pods_moved, r.pods_waiting_at_end);
   }
   const std::vector<RatioRow> rows = RatioRows(runs);
   if (rows.empty()) return out;
@@ -146,6 +147,9 @@ nlohmann::ordered_json ChurnRunsToJson(const std::vector<ChurnRun>& runs) {
                            {"nodes_removed", r.nodes_removed},
                            {"nodes_drained", r.nodes_drained},
                            {"pods_moved", r.pods_moved},
+                           {"nodes_prescaled", r.nodes_prescaled},
+                           {"pods_waited", r.pods_waited},
+                           {"waited_p50_s", r.waited_p50_s},
                            {"pods_waiting_at_end", r.pods_waiting_at_end}});
   }
   doc["ratios"] = nlohmann::ordered_json::array();

@@ -36,7 +36,8 @@ TEST(ReportTest, ExpanderNamesRoundTrip) {
   EXPECT_TRUE(absl::StrContains(bad.status().message(), "ca-least-waste, seedance"));
 }
 
-// Only Seedance's autoscaler keeps headroom on drains; the expander follows the kind.
+// Only Seedance's autoscaler keeps headroom on drains and pre-scales; the expander follows the
+// kind.
 TEST(ReportTest, ForAutoscalerSetsExpanderAndGuard) {
   ChurnOptions base;
   base.drain_below_utilization = 0.5;
@@ -47,6 +48,9 @@ TEST(ReportTest, ForAutoscalerSetsExpanderAndGuard) {
   EXPECT_EQ(sd.scale_up.expander, ExpanderKind::kSeedance);
   EXPECT_TRUE(sd.drain_keeps_headroom);
   EXPECT_EQ(sd.drain_below_utilization, 0.5);
+  base.prescale = true;  // Seedance's only: CA has no pre-scaling
+  EXPECT_FALSE(ForAutoscaler(base, ExpanderKind::kCaLeastWaste).prescale);
+  EXPECT_TRUE(ForAutoscaler(base, ExpanderKind::kSeedance).prescale);
 }
 
 // Seed-major order, each run as RunChurn gives it, the same on one thread as on four.

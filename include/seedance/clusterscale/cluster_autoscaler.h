@@ -123,6 +123,11 @@ struct ChurnOptions {
   // join (the GPU milli arrived in the last hour, per second, x (provision_max_s +
   // scan_interval_s)), so a drain does not make the next arrivals wait for provisioning.
   bool drain_keeps_headroom = false;
+  // Predictive pre-scaling: every scan, when the free GPU capacity of ready and provisioning
+  // nodes (less what pending pods will take) is below the GPU demand expected to arrive before a
+  // node requested now could join (the same estimate as the headroom guard), nodes are requested
+  // for the shortfall, the expander sizing them for the latest arrivals' shapes.
+  bool prescale = false;
   // Placement of arriving, retried and moved pods: empty = the built-in best fit (least free GPU,
   // then CPU, after placement); otherwise a registered sched policy (bestfit, fgd, cas, ...)
   // deciding on a ClusterState of the ready nodes, with its knobs in policy_params (fgd is
@@ -143,9 +148,12 @@ struct ChurnReport {
   double idle_gpu_hours = 0;  // joined GPUs not allocated, in the window
   double cost_usd = 0;        // node price paid in the window
   int64_t nodes_added = 0;
-  int64_t nodes_removed = 0;  // empty or drained
-  int64_t nodes_drained = 0;  // of those, drained of running pods
-  int64_t pods_moved = 0;     // running pods moved off drained nodes (each a restart)
+  int64_t nodes_removed = 0;    // empty or drained
+  int64_t nodes_drained = 0;    // of those, drained of running pods
+  int64_t pods_moved = 0;       // running pods moved off drained nodes (each a restart)
+  int64_t nodes_prescaled = 0;  // of nodes_added, those requested ahead of pending pods
+  int64_t pods_waited = 0;      // pods that waited at all (pending time > 0)
+  double waited_p50_s = 0;      // their median pending time (a scale-up's latency)
   int64_t pods_waiting_at_end = 0;
 };
 

@@ -19,7 +19,8 @@ absl::StatusOr<ExpanderKind> ParseExpander(std::string_view name);
 std::string_view ExpanderName(ExpanderKind kind);
 
 // The autoscaler `kind` names, on top of `base`: its expander, and for Seedance's the headroom
-// guard on drains (the CA-like drains as CA does).
+// guard on drains (the CA-like drains as CA does); base.prescale stays on for Seedance's only
+// (CA has no pre-scaling).
 ChurnOptions ForAutoscaler(ChurnOptions base, ExpanderKind kind);
 
 struct ChurnRun {
