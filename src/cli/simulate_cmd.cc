@@ -507,51 +507,75 @@ absl::Status AsFlagError(const absl::Status& status, const std::string& prefix) 
   return Prefixed(prefix, status);
 }
 
-// --mode autoscale: churn on an autoscaled cluster, one run per seed and autoscaler.
-int SimulateAutoscale(const Flags& f) {
-  namespace cs = seedance::clusterscale;
-  absl::StatusOr<std::string> format = ResolveFormat(f.out, {"table", "json"});
-  if (!format.ok()) return Fail(format.status());
-  std::vector<cs::ExpanderKind> expanders;
+// --expanders as a list without repeats.
+absl::StatusOr<std::vector<seedance::clusterscale::ExpanderKind>> ParseExpanders(const Flags& f) {
+  std::vector<seedance::clusterscale::ExpanderKind> expanders;
   for (absl::string_view name : absl::StrSplit(f.expanders, ',', absl::SkipEmpty())) {
-    absl::StatusOr<cs::ExpanderKind> kind = cs::ParseExpander(std::string(name));
-    if (!kind.ok()) return Fail(Prefixed("--expanders", kind.status()));
+    auto kind = seedance::clusterscale::ParseExpander(std::string(name));
+    if (!kind.ok()) return Prefixed("--expanders", kind.status());
     if (std::find(expanders.begin(), expanders.end(), *kind) == expanders.end()) {
       expanders.push_back(*kind);
     }
   }
-  if (expanders.empty()) return UsageError("--expanders: no expander given");
+  if (expanders.empty()) return absl::InvalidArgumentError("--expanders: no expander given");
   if (expanders.size() * f.seeds.size() > kMaxRuns) {
-    return UsageError(absl::StrCat("--expanders x --seeds: ", expanders.size(), " x ",
-                                   f.seeds.size(), " runs, more than the limit of ", kMaxRuns));
+    return absl::InvalidArgumentError(absl::StrCat("--expanders x --seeds: ", expanders.size(),
+                                                   " x ", f.seeds.size(),
+                                                   " runs, more than the limit of ", kMaxRuns));
   }
-  cs::ChurnOptions o = f.autoscale;
+  return expanders;
+}
+
+// The autoscale flags as ChurnOptions, every value and the placement policy's knobs checked.
+absl::StatusOr<seedance::clusterscale::ChurnOptions> ResolveAutoscaleOptions(const Flags& f) {
+  seedance::clusterscale::ChurnOptions o = f.autoscale;
   o.load = f.load_opt->count() > 0 ? f.options.load : 0.9;
   o.duration_h = f.duration_s / 3600;
   o.warmup_h = f.warmup_s < 0 ? 6 : f.warmup_s / 3600;
-  if (!(o.duration_h > 0)) return UsageError("--duration: autoscale needs a window > 0");
+  if (!(o.duration_h > 0)) {
+    return absl::InvalidArgumentError("--duration: autoscale needs a window > 0");
+  }
   if (f.policy_opt->count() > 0) {
     if (!seedance::sched::Registry::Builtins().Contains(f.policy)) {
-      return UsageError("--policy: autoscale places with one registered policy (got '" +
-                        Shown(f.policy) + "'); leave it out for the built-in best fit");
+      return absl::InvalidArgumentError(
+          "--policy: autoscale places with one registered policy (got '" + Shown(f.policy) +
+          "'); leave it out for the built-in best fit");
     }
     o.policy = f.policy;
   }
   for (const std::string& kv : f.policy_opts) {
     const size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return UsageError("--policy-opt: expected KEY=VALUE, got '" + Shown(kv) + "'");
+      return absl::InvalidArgumentError("--policy-opt: expected KEY=VALUE, got '" + Shown(kv) +
+                                        "'");
     }
     o.policy_params[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   if (!o.policy_params.empty()) {
-    if (o.policy.empty()) return UsageError("--policy-opt: autoscale needs --policy with it");
+    if (o.policy.empty()) {
+      return absl::InvalidArgumentError("--policy-opt: autoscale needs --policy with it");
+    }
     seedance::sched::PolicyContext ctx;
     ctx.params = o.policy_params;
     auto profile = seedance::sched::Registry::Builtins().Create(o.policy, ctx);
-    if (!profile.ok()) return Fail(Prefixed(o.policy, profile.status()));
+    if (!profile.ok()) return Prefixed(o.policy, profile.status());
   }
-  if (absl::Status s = cs::Validate(o); !s.ok()) return Fail(AsFlagError(s, "--mode autoscale"));
+  if (absl::Status s = seedance::clusterscale::Validate(o); !s.ok()) {
+    return AsFlagError(s, "--mode autoscale");
+  }
+  return o;
+}
+
+// --mode autoscale: churn on an autoscaled cluster, one run per seed and autoscaler.
+int SimulateAutoscale(const Flags& f) {
+  namespace cs = seedance::clusterscale;
+  absl::StatusOr<std::string> format = ResolveFormat(f.out, {"table", "json"});
+  if (!format.ok()) return Fail(format.status());
+  absl::StatusOr<std::vector<cs::ExpanderKind>> expanders = ParseExpanders(f);
+  if (!expanders.ok()) return Fail(expanders.status());
+  absl::StatusOr<cs::ChurnOptions> options = ResolveAutoscaleOptions(f);
+  if (!options.ok()) return Fail(options.status());
+  const cs::ChurnOptions& o = *options;
   std::vector<Output> outs;
   if (absl::Status s = OpenOutputs(f, *format, &outs); !s.ok()) return Fail(s);
   absl::StatusOr<seedance::sim::Workload> workload = LoadWorkload(f);
@@ -566,13 +590,13 @@ int SimulateAutoscale(const Flags& f) {
   if (!groups.ok()) return Fail(AsFlagError(groups.status(), Shown(f.nodes)));
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<std::vector<cs::ChurnRun>> runs =
-      cs::RunChurnSet(*groups, workload->pods, o, expanders, f.seeds, f.jobs);
+      cs::RunChurnSet(*groups, workload->pods, o, *expanders, f.seeds, f.jobs);
   if (!runs.ok()) return Fail(AsFlagError(runs.status(), Shown(f.pods)));
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string summary =
       absl::StrFormat("%zu runs (%zu autoscalers x %zu seeds, %zu node groups) in %.2f s wall\n",
-                      runs->size(), expanders.size(), f.seeds.size(), groups->size(), wall_s);
+                      runs->size(), expanders->size(), f.seeds.size(), groups->size(), wall_s);
   nlohmann::ordered_json doc = cs::ChurnRunsToJson(*runs);
   doc["meta"] = {{"nodes", f.nodes},
                  {"pods", f.pods},
@@ -581,7 +605,9 @@ int SimulateAutoscale(const Flags& f) {
                  {"load", o.load},
                  {"duration_h", o.duration_h},
                  {"warmup_h", o.warmup_h},
-                 {"drain_below", o.drain_below_utilization}};
+                 {"drain_below", o.drain_below_utilization},
+                 {"prescale", o.prescale},
+                 {"seeds", f.seeds}};
   for (Output& out : outs) {
     const std::string text = out.format == "json" ? base::DumpJson(doc, 1) + "\n"
                                                   : cs::RenderChurnTable(*runs) + summary;
