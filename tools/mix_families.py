@@ -199,6 +199,8 @@ def compare(args):
                        "--format", "json", "-o", out.name]
                 if args.jobs:
                     cmd += ["-j", str(args.jobs)]
+                for opt in args.policy_opt:
+                    cmd += ["--policy-opt", opt]
                 subprocess.run(cmd, check=True)
                 doc = json.load(open(out.name))
             mean = {p["name"]: p["summary"]["unalloc_gpu_pct_at_100"]["mean"]
@@ -226,6 +228,8 @@ def main():
     c.add_argument("--rng", default="seedance,reference", help="random streams, comma list")
     c.add_argument("--policies", default="fgd,cas", help="ratios are to the first")
     c.add_argument("--jobs", type=int, default=0, help="simulate's worker threads (0 = all)")
+    c.add_argument("--policy-opt", action="append", default=[], metavar="KEY=VALUE",
+                   help="passed to simulate (repeatable), e.g. min_drift=0 for cas")
     args = ap.parse_args()
     derive(args) if args.cmd == "derive" else compare(args)
 

@@ -2,7 +2,8 @@
 //
 // Three ideas on top of FGD's fragmentation gradient (Weng et al., ATC'23):
 //  1. No oracle: the target workload is learned online from the pods seen arriving (FGD is
-//     handed the replayed trace's shape distribution in advance).
+//     handed the replayed trace's shape distribution in advance), and relearned only when it
+//     has moved (relearning voids every cached score).
 //  2. A coarser score, sigmoid(dF / 3000) instead of sigmoid(dF / 1000), truncated to an
 //     integer as in FGD: more near-equal nodes tie and fall back to the fixed node order,
 //     which packs like first-fit. Inside the chosen node a GPU-sharing pod takes the GPU with
@@ -20,6 +21,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "fgd.h"
@@ -64,7 +66,22 @@ struct CasOptions {
   // balance steers pods by each node's CPU per GPU, so it moves unbound pods onto the models
   // whose nodes match the learned ratio, which bound pods then find full (docs/cas.md).
   int bound_aware = 1;
+  // A scheduled rebuild is skipped while the newly learned workload lies within this
+  // total-variation distance of the one in use (0: always rebuild). Negative: derived from the
+  // score's resolution, MinDrift() (docs/cas.md).
+  double min_drift = -1;
 };
+
+// The drift below which relearning is skipped: min_drift, or where it is negative, the distance
+// at which a one-GPU pod's gradient moves by about half a score step. A distance d moves each
+// gradient by about d x the GPU the pod takes; one step of int(sigmoid(x / scale) x 100) at its
+// centre is 4 x scale / 100 milli-GPU (120 at the default 3,000), one of the raw score
+// delta_quantum.
+double MinDrift(const CasOptions& o) {
+  if (o.min_drift >= 0) return o.min_drift;
+  const double step = o.raw_delta ? o.delta_quantum : 4.0 * o.sigmoid_scale / 100.0;
+  return step / 2.0 / static_cast<double>(kMilliGpu);
+}
 
 // One knob: its name, the accepted range, and where it goes. Integer choices take 0..choice_max.
 struct Knob {
@@ -88,6 +105,7 @@ const std::vector<Knob>& Knobs() {
       {"cpu_headroom_ratio", base::Positive(), -1, &CasOptions::cpu_headroom_ratio, nullptr},
       {"balance_gpu_pods", {}, 2, nullptr, &CasOptions::balance_gpu_pods},
       {"bound_aware", {}, 1, nullptr, &CasOptions::bound_aware},
+      {"min_drift", base::Closed(0, 1), -1, &CasOptions::min_drift, nullptr},
   };
   return *knobs;
 }
@@ -176,8 +194,17 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
     const PodShape& pod = *c.pod;
     return states_.Get(s, n, pod, [&] {
       if (!pod.IsGpuSharing()) return Primary(eval_.Delta(s, n, pod)) * kSecondaryRange;
-      return BestSharingGpuScore(
-          s, n, pod, [&](int i) { return Primary(eval_.Delta(s, n, pod, i)) * kSecondaryRange; });
+      // Primary is non-decreasing in the gradient: the best GPU's primary is the primary of
+      // the best gradient, one sigmoid per node state instead of one per GPU room.
+      double best = 0;
+      bool any = false;
+      BestSharingGpuScore(s, n, pod, [&](int i) {
+        const double delta = eval_.Delta(s, n, pod, i);
+        best = any ? std::max(best, delta) : delta;
+        any = true;
+        return int64_t{0};
+      });
+      return any ? Primary(best) * kSecondaryRange : 0;
     });
   }
 
@@ -190,6 +217,15 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
   void SecondaryBatch(const ClusterState& s, const PodShape& pod, std::span<const int> nodes,
                       std::span<int64_t> out) const {
     const SecondaryTerms t = TermsFor(pod);
+    if (t.kind == SecondaryTerms::kNone) {
+      std::fill(out.begin(), out.end(), 0);
+      return;
+    }
+    if (t.kind == SecondaryTerms::kBalance) {
+      // SecondaryTerms::Of's balance branch, without the per-node kind tests.
+      for (size_t i = 0; i < nodes.size(); ++i) out[i] = t.Balance(s, nodes[i]);
+      return;
+    }
     for (size_t i = 0; i < nodes.size(); ++i) out[i] = t.Of(s, nodes[i]);
   }
   // Secondaries lie in [0, kSecondaryRange).
@@ -201,6 +237,18 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
     int64_t pod_cpu = 0, pod_gpu = 0;
     double cpu_per_gpu = 0;
     int64_t Of(const ClusterState& s, int n) const;
+    // Of for kind == kBalance.
+    int64_t Balance(const ClusterState& s, int n) const {
+      const double surplus = Surplus(s, n);
+      const int64_t units = static_cast<int64_t>(std::abs(surplus) / 100.0);
+      return std::max<int64_t>(0, kSecondaryRange - 1 - units);
+    }
+    // CPU surplus after placement: CPU left minus what the idle GPUs left will need.
+    double Surplus(const ClusterState& s, int n) const {
+      const int64_t gpu_left = s.gpu_milli_left(n) - pod_gpu;
+      return static_cast<double>(s.cpu_left(n) - pod_cpu) -
+             static_cast<double>(gpu_left) * cpu_per_gpu;
+    }
   };
   SecondaryTerms TermsFor(const PodShape& pod) const;
 
@@ -238,8 +286,17 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
       sc.count = count;
       counts.push_back(std::move(sc));
     }
-    eval_.SetWorkload(TypicalShapes(std::move(counts), opt_.coverage_pct));
+    TargetWorkload learned = TypicalShapes(std::move(counts), opt_.coverage_pct);
     since_rebuild_ = 0;
+    // Relearning voids every cached score: not worth it while the workload has barely moved,
+    // but the one in use is never learned from fewer than half the pods seen, so that a
+    // settled estimate keeps sharpening (a long churn run) instead of freezing.
+    if (epoch_ > 0 && seen_ < 2 * learned_from_ &&
+        WorkloadDistance(learned, eval_.workload()) < MinDrift(opt_)) {
+      return;
+    }
+    learned_from_ = seen_;
+    eval_.SetWorkload(std::move(learned));
     ++epoch_;
   }
 
@@ -270,9 +327,11 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
   CasOptions opt_;
   FragEvaluator eval_;
   StateScoreMemo states_;
-  std::map<std::tuple<int64_t, int32_t, int32_t, uint64_t>, double> counts_;
+  // Iteration order does not matter: TypicalShapes orders shapes totally.
+  absl::flat_hash_map<std::tuple<int64_t, int32_t, int32_t, uint64_t>, double> counts_;
   double seen_ = 0;
   double since_rebuild_ = 0;
+  double learned_from_ = 0;  // pods seen when the workload in use was learned
   uint64_t epoch_ = 0;
   // Learned CPU demand: all pods, and GPU pods only (milli-CPU per milli-GPU).
   double all_cpu_milli_ = 0, all_gpu_milli_ = 0;
@@ -302,15 +361,10 @@ CasPlugin::SecondaryTerms CasPlugin::TermsFor(const PodShape& pod) const {
 // Secondary (GPU pods while balancing, CPU-only pods while spreading): CPU surplus.
 int64_t CasPlugin::SecondaryTerms::Of(const ClusterState& s, int n) const {
   if (kind == kNone) return 0;
-  // CPU surplus after placement: CPU left minus what the idle GPUs left will need.
+  // Keep CPU in proportion to idle GPU: smallest |surplus| first.
+  if (kind == kBalance) return Balance(s, n);
+  const double surplus = Surplus(s, n);
   const int64_t gpu_left = s.gpu_milli_left(n) - pod_gpu;
-  const double surplus =
-      static_cast<double>(s.cpu_left(n) - pod_cpu) - static_cast<double>(gpu_left) * cpu_per_gpu;
-  if (kind == kBalance) {
-    // Keep CPU in proportion to idle GPU: smallest |surplus| first.
-    const int64_t units = static_cast<int64_t>(std::abs(surplus) / 100.0);
-    return std::max<int64_t>(0, kSecondaryRange - 1 - units);
-  }
   if (surplus >= 0) {
     // Most surplus first: keeps every node's CPU in proportion to its idle GPUs.
     return kSecondaryRange / 2 +

@@ -2,6 +2,7 @@
 #ifndef SEEDANCE_SCHED_FGD_H_
 #define SEEDANCE_SCHED_FGD_H_
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <utility>
@@ -97,7 +98,10 @@ class StateScoreMemo {
     if (row_ == nullptr || &s != state_ || !(ShapeOf(pod) == row_key_)) return compute();
     const int id = StateOf(s, n);
     std::vector<Entry>& row = *row_;
-    if (static_cast<size_t>(id) >= row.size()) row.resize(static_cast<size_t>(id) + 1);
+    // Grown to every state known so far at once, not one entry per new state.
+    if (static_cast<size_t>(id) >= row.size()) {
+      row.resize(std::max(static_cast<size_t>(id) + 1, ids_.size()));
+    }
     Entry& e = row[static_cast<size_t>(id)];
     if (e.gen != gen_) {
       e.score = compute();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
 #include <tuple>
 
 namespace seedance::sched {
@@ -113,6 +114,18 @@ TargetWorkload TypicalShapes(std::vector<ShapeCount> counts, double coverage_pct
     out.push_back(std::move(s));
   }
   return out;
+}
+
+double WorkloadDistance(const TargetWorkload& a, const TargetWorkload& b) {
+  std::map<std::tuple<int64_t, int32_t, int32_t, uint64_t, std::string>, double> diff;
+  auto key = [](const TargetShape& t) {
+    return std::make_tuple(t.cpu_milli, t.num_gpu, t.gpu_milli, t.gpu_model_mask, t.gpu_spec);
+  };
+  for (const TargetShape& t : a) diff[key(t)] += t.freq;
+  for (const TargetShape& t : b) diff[key(t)] -= t.freq;
+  double sum = 0;
+  for (const auto& kv : diff) sum += std::abs(kv.second);
+  return sum / 2.0;
 }
 
 std::vector<ShapeCount> CountShapes(std::span<const core::PodSpec> pods) {

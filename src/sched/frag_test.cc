@@ -327,6 +327,24 @@ TEST(TypicalShapesTest, StopsAtCoverageAndRenormalises) {
   EXPECT_NEAR(w[0].freq + w[1].freq + w[2].freq, 1.0, 1e-12);
 }
 
+TEST(WorkloadDistanceTest, HalfTheSumOfFrequencyDifferences) {
+  const TargetWorkload a = TypicalShapes({Count(1000, 1, 1000, 60), Count(2000, 0, 0, 40)}, 100);
+  const TargetWorkload b = TypicalShapes({Count(1000, 1, 1000, 50), Count(2000, 0, 0, 50)}, 100);
+  EXPECT_DOUBLE_EQ(WorkloadDistance(a, a), 0.0);
+  EXPECT_NEAR(WorkloadDistance(a, b), 0.1, 1e-12);
+  EXPECT_NEAR(WorkloadDistance(b, a), 0.1, 1e-12);
+  // A shape only one side has counts its whole frequency there.
+  const TargetWorkload c = TypicalShapes({Count(1000, 1, 1000, 60), Count(3000, 2, 1000, 40)}, 100);
+  EXPECT_NEAR(WorkloadDistance(a, c), 0.4, 1e-12);
+  // The model mask is part of a shape's identity.
+  TargetWorkload bound = a;
+  bound[0].gpu_model_mask = 2;
+  EXPECT_NEAR(WorkloadDistance(a, bound), 0.6, 1e-12);
+  const TargetWorkload disjoint = TypicalShapes({Count(5000, 8, 1000, 1)}, 100);
+  EXPECT_NEAR(WorkloadDistance(a, disjoint), 1.0, 1e-12);
+  EXPECT_DOUBLE_EQ(WorkloadDistance({}, {}), 0.0);
+}
+
 TEST(TypicalShapesTest, CoverageTable) {
   struct Case {
     std::string name;

@@ -839,6 +839,57 @@ TEST_F(PolicyTest, CasEpochMovesAfterArrivals) {
   EXPECT_GT(plugin->Epoch(), start);
 }
 
+// Relearning is skipped while the learned workload stays within min_drift of the one in use and
+// it was learned from at least half the pods seen; it happens once the workload moves further.
+// The same share of 300 milli-GPU 16 times: relearnt only when the pods seen double (1, 2, 4, 8,
+// 16). Then 4 shares of 700: the second moves the workload by 2/18 = 0.11, over the 0.06 the
+// default derives, not over 0.5.
+TEST_F(PolicyTest, CasRelearnsOnlyWhenTheWorkloadHasMoved) {
+  for (const std::string drift : {"", "0", "0.5"}) {
+    SCOPED_TRACE("min_drift=" + drift);
+    PolicyContext ctx;
+    ctx.params = {{"min_rebuild_arrivals", "1"}, {"rebuild_fraction", "0"}};
+    if (!drift.empty()) ctx.params["min_drift"] = drift;
+    auto profile = Registry::Builtins().Create("cas", ctx);
+    ASSERT_TRUE(profile.ok()) << profile.status();
+    std::shared_ptr<ScorePlugin> plugin = profile->scores.at(0).plugin;
+    Framework fw(*std::move(profile), FrameworkOptions{});
+    std::vector<int> relearnt_at;
+    auto arrive = [&](int n, const PodShape& pod) {
+      const uint64_t before = plugin->Epoch();
+      fw.NotifyArrival(pod);
+      if (plugin->Epoch() != before) relearnt_at.push_back(n);
+    };
+    for (int n = 1; n <= 16; ++n) arrive(n, Share(300));
+    std::vector<int> want = {1, 2, 4, 8, 16};
+    if (drift == "0") {
+      want.clear();
+      for (int n = 1; n <= 16; ++n) want.push_back(n);
+    }
+    EXPECT_EQ(relearnt_at, want);
+    relearnt_at.clear();
+    for (int n = 17; n <= 20; ++n) arrive(n, Share(700));
+    if (drift == "0") {
+      EXPECT_EQ(relearnt_at, (std::vector<int>{17, 18, 19, 20}));
+    } else if (drift == "0.5") {
+      EXPECT_TRUE(relearnt_at.empty());
+    } else {
+      ASSERT_FALSE(relearnt_at.empty());
+      EXPECT_EQ(relearnt_at.front(), 18);
+    }
+  }
+}
+
+TEST_F(PolicyTest, CasRejectsDriftOutsideZeroToOne) {
+  for (const std::string value : {"-0.1", "1.5", "nan"}) {
+    SCOPED_TRACE(value);
+    PolicyContext ctx;
+    ctx.params = {{"min_drift", value}};
+    EXPECT_EQ(Registry::Builtins().Create("cas", ctx).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+}
+
 // Scales must be positive finite numbers: a zero or NaN scale would make the score undefined.
 TEST_F(PolicyTest, CasRejectsNonPositiveOrNanScales) {
   for (const auto& [key, value] :
@@ -856,7 +907,7 @@ TEST_F(PolicyTest, CasRejectsNonPositiveOrNanScales) {
 
 TEST_F(PolicyTest, CasEpochMovesOnEveryArrivalWhenAskedTo) {
   PolicyContext ctx;
-  ctx.params = {{"min_rebuild_arrivals", "1"}};
+  ctx.params = {{"min_rebuild_arrivals", "1"}, {"min_drift", "0"}};
   auto profile = Registry::Builtins().Create("cas", ctx);
   ASSERT_TRUE(profile.ok()) << profile.status();
   std::shared_ptr<ScorePlugin> plugin = profile->scores.at(0).plugin;

@@ -77,6 +77,11 @@ struct ShapeCount {
 // CPU-only shapes are included (the paper's configuration).
 TargetWorkload TypicalShapes(std::vector<ShapeCount> counts, double coverage_pct = 95.0);
 
+// Total-variation distance between two workloads: half the sum over shapes (CPU, GPU count,
+// milli-GPU, model mask and spec) of the difference of their frequencies, a shape missing from
+// one counting 0 there. 0 for equal workloads, 1 for disjoint ones (frequencies summing to 1).
+double WorkloadDistance(const TargetWorkload& a, const TargetWorkload& b);
+
 // Counts identical shapes of `pods`; gpu_model_mask must already be resolved.
 std::vector<ShapeCount> CountShapes(std::span<const core::PodSpec> pods);
 
