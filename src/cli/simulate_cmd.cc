@@ -24,86 +24,19 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "commands.h"
 #include "seedance/base/io.h"
 #include "seedance/base/text.h"
-#include "seedance/clusterscale/cluster_autoscaler.h"
-#include "seedance/clusterscale/report.h"
 #include "seedance/core/resource_descriptor.h"
 #include "seedance/sched/frag.h"
 #include "seedance/sched/registry.h"
-#include "seedance/sim/jobs.h"
 #include "seedance/sim/report.h"
 #include "seedance/sim/simulator.h"
 #include "seedance/trace/csv_reader.h"
-#include "seedance/trace/job_trace.h"
 #include "seedance/trace/node_file.h"
+#include "simulate_modes.h"
 
-namespace seedance::cli {
-namespace {
-
-using seedance::sim::Mode;
-
-const std::vector<std::string> kFormats = {"table", "json", "csv", "html"};
-// Runs (policies x seeds) in one invocation; each run keeps its curve in memory for the report.
-constexpr size_t kMaxRuns = 10000;
-// Longest --duration / --warmup: 10 years of simulated time (sim::CheckRun's bound).
-constexpr double kMaxSimulatedSeconds = 87600.0 * 3600;
-constexpr int kMaxJobs = 1024;
-
-// All flag values; they live as long as the returned action, which outlives parsing.
-struct Flags {
-  std::string nodes, pods, policy = "all", mode = "fill", rng = "seedance";
-  std::string load_basis = "means", score_cache = "on";
-  std::string topology = "none", gpu_choice = "topology";
-  // --mode jobs
-  std::string trace, tenants, protocol = "helios-qssf", partition = "isolated", window;
-  std::string ties = "reverse";
-  double capacity_scale = 1.0;
-  std::string seeds_text = "42-51";
-  std::vector<uint64_t> seeds;
-  OutputFlags out;
-  std::string json, report, dump_order;  // --json and --report are deprecated aliases
-  std::vector<std::string> policy_opts;
-  seedance::sim::SimOptions options;
-  double duration_s = 72 * 3600.0;
-  double warmup_s = -1;  // < 0: the mode's default
-  int jobs = 0;
-  bool quiet = false;
-  bool ignore_unknown = false;
-  CLI::Option* duration_opt = nullptr;
-  // --mode autoscale (docs/cluster-autoscaler.md)
-  std::string expanders = "ca-least-waste,seedance";
-  double group_min = 0.1, group_max = 1.0;
-  seedance::clusterscale::ChurnOptions autoscale;
-  CLI::Option* policy_opt = nullptr;
-  CLI::Option* load_opt = nullptr;
-  std::vector<CLI::Option*> autoscale_only;  // refused in the other modes
-  std::vector<CLI::Option*> not_autoscale;   // refused in autoscale mode
-};
-
-class Progress {
- public:
-  Progress(size_t total, bool enabled) : total_(total), enabled_(enabled) {}
-  void Tick(const std::string& label) {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++done_;
-    if (!enabled_) return;
-    const int width = 30;
-    const int filled = static_cast<int>(width * done_ / total_);
-    std::fprintf(stderr, "\r[%s%s] %zu/%zu %-24s", std::string(filled, '#').c_str(),
-                 std::string(width - filled, '.').c_str(), done_, total_,
-                 base::ForTerminal(label).c_str());
-    if (done_ == total_) std::fprintf(stderr, "\r%*s\r", width + 40, "");
-    std::fflush(stderr);
-  }
-
- private:
-  std::mutex mu_;
-  size_t total_, done_ = 0;
-  bool enabled_;
-};
+namespace seedance::cli::simulate {
 
 // `status` with "PREFIX: " in front of its message, keeping its code (and so its exit status).
 absl::Status Prefixed(const std::string& prefix, const absl::Status& status) {
@@ -157,6 +90,116 @@ absl::StatusOr<seedance::sim::Workload> LoadWorkload(const Flags& f) {
   }
   return w;
 }
+
+namespace {
+
+// Where `path` finally leads through symlinks (which may not exist yet), made absolute.
+std::string FinalTarget(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec);
+  for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(p, ec)); ++hops) {
+    const fs::path link = fs::read_symlink(p, ec);
+    if (ec) break;
+    p = link.is_absolute() ? link : p.parent_path() / link;
+  }
+  const fs::path dir = fs::weakly_canonical(p.parent_path(), ec);
+  return ec ? p.lexically_normal().string() : (dir / p.filename()).string();
+}
+
+}  // namespace
+
+absl::Status OpenOutputs(const Flags& f, const std::string& format, std::vector<Output>* outs) {
+  std::vector<base::NamedPath> named = {{"--output", f.out.output},
+                                        {"--json", f.json},
+                                        {"--report", f.report},
+                                        {"--dump-order", f.dump_order}};
+  std::vector<base::NamedPath> inputs = {{"--nodes", f.nodes}, {"--pods", f.pods}};
+  if (!f.trace.empty()) inputs.push_back({"--trace", f.trace});
+  if (!f.tenants.empty()) inputs.push_back({"--tenants", f.tenants});
+  std::vector<base::NamedPath> outputs;
+  for (const auto& n : named) {
+    if (!n.path.empty()) outputs.push_back(n);
+  }
+  if (absl::Status s = base::CheckOutputsDistinct(inputs, outputs); !s.ok()) return s;
+  // Two outputs naming one file would overwrite each other.
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    for (size_t j = i + 1; j < outputs.size(); ++j) {
+      if (outputs[i].path == "-" && outputs[j].path == "-") {
+        return absl::InvalidArgumentError(
+            absl::StrCat(outputs[i].flag, " and ", outputs[j].flag, " both name standard output"));
+      }
+      if (absl::Status s = base::CheckOutputsDistinct({outputs[i]}, {outputs[j]}); !s.ok()) {
+        return s;
+      }
+      // Files that do not exist yet have no inode to compare: compare where their symlinks lead.
+      if (outputs[i].path != "-" && outputs[j].path != "-" &&
+          FinalTarget(outputs[i].path) == FinalTarget(outputs[j].path)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(outputs[j].flag, " ", Shown(outputs[j].path), " and ", outputs[i].flag,
+                         " ", Shown(outputs[i].path), " name the same file"));
+      }
+    }
+  }
+  auto open = [&](const std::string& flag, const std::string& path,
+                  const std::string& fmt) -> absl::Status {
+    auto file = base::OutputFile::Open(path);
+    if (!file.ok()) return Prefixed(flag, file.status());
+    outs->push_back({flag, fmt, std::move(*file)});
+    return absl::OkStatus();
+  };
+  const std::string main_path = f.out.output.empty() ? "-" : f.out.output;
+  if (absl::Status s = open("--output", main_path, format); !s.ok()) return s;
+  if (!f.json.empty()) {
+    if (absl::Status s = open("--json", f.json, "json"); !s.ok()) return s;
+  }
+  if (!f.report.empty()) {
+    if (absl::Status s = open("--report", f.report, "html"); !s.ok()) return s;
+  }
+  if (!f.dump_order.empty()) {
+    if (absl::Status s = open("--dump-order", f.dump_order, "order"); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace seedance::cli::simulate
+
+namespace seedance::cli {
+namespace {
+
+using seedance::sim::Mode;
+using simulate::Flags;
+using simulate::kMaxRuns;
+using simulate::Output;
+using simulate::Prefixed;
+using simulate::Shown;
+
+const std::vector<std::string> kFormats = {"table", "json", "csv", "html"};
+// Longest --duration / --warmup: 10 years of simulated time (sim::CheckRun's bound).
+constexpr double kMaxSimulatedSeconds = 87600.0 * 3600;
+constexpr int kMaxJobs = 1024;
+
+class Progress {
+ public:
+  Progress(size_t total, bool enabled) : total_(total), enabled_(enabled) {}
+  void Tick(const std::string& label) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++done_;
+    if (!enabled_) return;
+    const int width = 30;
+    const int filled = static_cast<int>(width * done_ / total_);
+    std::fprintf(stderr, "\r[%s%s] %zu/%zu %-24s", std::string(filled, '#').c_str(),
+                 std::string(width - filled, '.').c_str(), done_, total_,
+                 base::ForTerminal(label).c_str());
+    if (done_ == total_) std::fprintf(stderr, "\r%*s\r", width + 40, "");
+    std::fflush(stderr);
+  }
+
+ private:
+  std::mutex mu_;
+  size_t total_, done_ = 0;
+  bool enabled_;
+};
 
 // The --policy list: names, or "all" for the six reference policies plus cas.
 absl::StatusOr<std::vector<std::string>> ParsePolicies(const std::string& list) {
@@ -278,346 +321,12 @@ absl::StatusOr<seedance::sim::SimOptions> ResolveOptions(const Flags& f) {
   return o;
 }
 
-// An output opened before the runs, with the text to write once they are done.
-struct Output {
-  std::string flag;
-  std::string format;
-  std::unique_ptr<base::OutputFile> file;
-};
-
-// Where `path` finally leads through symlinks (which may not exist yet), made absolute.
-std::string FinalTarget(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path p = fs::absolute(path, ec);
-  for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(p, ec)); ++hops) {
-    const fs::path link = fs::read_symlink(p, ec);
-    if (ec) break;
-    p = link.is_absolute() ? link : p.parent_path() / link;
-  }
-  const fs::path dir = fs::weakly_canonical(p.parent_path(), ec);
-  return ec ? p.lexically_normal().string() : (dir / p.filename()).string();
-}
-
-absl::Status OpenOutputs(const Flags& f, const std::string& format, std::vector<Output>* outs) {
-  std::vector<base::NamedPath> named = {{"--output", f.out.output},
-                                        {"--json", f.json},
-                                        {"--report", f.report},
-                                        {"--dump-order", f.dump_order}};
-  std::vector<base::NamedPath> inputs = {{"--nodes", f.nodes}, {"--pods", f.pods}};
-  if (!f.trace.empty()) inputs.push_back({"--trace", f.trace});
-  if (!f.tenants.empty()) inputs.push_back({"--tenants", f.tenants});
-  std::vector<base::NamedPath> outputs;
-  for (const auto& n : named) {
-    if (!n.path.empty()) outputs.push_back(n);
-  }
-  if (absl::Status s = base::CheckOutputsDistinct(inputs, outputs); !s.ok()) return s;
-  // Two outputs naming one file would overwrite each other.
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    for (size_t j = i + 1; j < outputs.size(); ++j) {
-      if (outputs[i].path == "-" && outputs[j].path == "-") {
-        return absl::InvalidArgumentError(
-            absl::StrCat(outputs[i].flag, " and ", outputs[j].flag, " both name standard output"));
-      }
-      if (absl::Status s = base::CheckOutputsDistinct({outputs[i]}, {outputs[j]}); !s.ok()) {
-        return s;
-      }
-      // Files that do not exist yet have no inode to compare: compare where their symlinks lead.
-      if (outputs[i].path != "-" && outputs[j].path != "-" &&
-          FinalTarget(outputs[i].path) == FinalTarget(outputs[j].path)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(outputs[j].flag, " ", Shown(outputs[j].path), " and ", outputs[i].flag,
-                         " ", Shown(outputs[i].path), " name the same file"));
-      }
-    }
-  }
-  auto open = [&](const std::string& flag, const std::string& path,
-                  const std::string& fmt) -> absl::Status {
-    auto file = base::OutputFile::Open(path);
-    if (!file.ok()) return Prefixed(flag, file.status());
-    outs->push_back({flag, fmt, std::move(*file)});
-    return absl::OkStatus();
-  };
-  const std::string main_path = f.out.output.empty() ? "-" : f.out.output;
-  if (absl::Status s = open("--output", main_path, format); !s.ok()) return s;
-  if (!f.json.empty()) {
-    if (absl::Status s = open("--json", f.json, "json"); !s.ok()) return s;
-  }
-  if (!f.report.empty()) {
-    if (absl::Status s = open("--report", f.report, "html"); !s.ok()) return s;
-  }
-  if (!f.dump_order.empty()) {
-    if (absl::Status s = open("--dump-order", f.dump_order, "order"); !s.ok()) return s;
-  }
-  return absl::OkStatus();
-}
-
 std::string Render(const std::string& format, const std::vector<seedance::sim::PolicyRuns>& results,
                    const seedance::sim::ReportMeta& meta, const std::string& summary) {
   if (format == "json") return base::DumpJson(seedance::sim::ToJson(results, meta), 1) + "\n";
   if (format == "csv") return seedance::sim::RenderCsv(results, meta);
   if (format == "html") return seedance::sim::RenderHtml(results, meta);
   return seedance::sim::RenderTable(results, meta) + summary;
-}
-
-// --window START,END: UTC dates or times; an empty side is the trace's own first or last submit.
-absl::StatusOr<seedance::sim::JobWindow> ParseWindow(const std::string& text,
-                                                     const std::vector<seedance::trace::TraceJob>& trace) {
-  seedance::sim::JobWindow w{std::numeric_limits<int64_t>::max(), 0};
-  for (const auto& j : trace) {
-    w.start_unix_s = std::min(w.start_unix_s, j.submit_unix_s);
-    w.end_unix_s = std::max(w.end_unix_s, j.submit_unix_s);
-  }
-  if (trace.empty()) w.start_unix_s = 0;
-  if (text.empty()) return w;
-  const std::vector<std::string> parts = absl::StrSplit(text, ',');
-  if (parts.size() != 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--window: expected START,END (got '", Shown(text), "')"));
-  }
-  for (int side = 0; side < 2; ++side) {
-    const std::string p(absl::StripAsciiWhitespace(parts[side]));
-    if (p.empty()) continue;
-    int64_t v = 0;
-    if (!seedance::trace::ParseUtcTimestamp(p, &v)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--window: '", Shown(p),
-                       "' is not a UTC date 'YYYY-MM-DD' or time 'YYYY-MM-DD HH:MM:SS'"));
-    }
-    // A bare end date means the whole day, to its last minute (the reference's 23:59:00).
-    if (side == 1 && p.size() == 10) v += 86400 - 60;
-    (side == 0 ? w.start_unix_s : w.end_unix_s) = v;
-  }
-  if (w.end_unix_s < w.start_unix_s) {
-    return absl::InvalidArgumentError(absl::StrCat("--window: the end is before the start (got '",
-                                                   Shown(text), "')"));
-  }
-  return w;
-}
-
-// Flags of the other modes make no sense with jobs, and the reverse.
-absl::Status CheckJobModeFlags(const Flags& f) {
-  const bool jobs = f.mode == "jobs";
-  if (!jobs) {
-    if (!f.trace.empty() || !f.tenants.empty() || !f.window.empty() || f.capacity_scale != 1.0 ||
-        f.partition != "isolated" || f.ties != "reverse") {
-      return absl::InvalidArgumentError(
-          "--trace, --tenants, --window, --capacity-scale, --partition and --submit-ties: only "
-          "for --mode jobs");
-    }
-    return absl::OkStatus();
-  }
-  if (!f.nodes.empty() || !f.pods.empty() || !f.dump_order.empty() || f.topology != "none" ||
-      !f.policy_opts.empty() || f.rng != "seedance") {
-    return absl::InvalidArgumentError(
-        "--nodes, --pods, --dump-order, --topology, --policy-opt and --rng: not for --mode jobs "
-        "(it reads --trace and --tenants)");
-  }
-  if (f.trace.empty() || f.tenants.empty()) {
-    return absl::InvalidArgumentError("--mode jobs needs --trace FILE and --tenants FILE");
-  }
-  return absl::OkStatus();
-}
-
-int SimulateJobs(const Flags& f) {
-  absl::StatusOr<std::string> format = ResolveFormat(f.out, {"table", "json"});
-  if (!format.ok()) return Fail(format.status());
-  const std::string policy_list = f.policy == "all" ? "all" : f.policy;
-  absl::StatusOr<std::vector<std::string>> policies =
-      seedance::sim::ParseJobPolicies(policy_list);
-  if (!policies.ok()) return Fail(policies.status());
-  std::vector<Output> outs;
-  if (absl::Status s = OpenOutputs(f, *format, &outs); !s.ok()) return Fail(s);
-  absl::StatusOr<std::vector<seedance::trace::TraceJob>> trace =
-      seedance::trace::ReadJobTrace(f.trace);
-  if (!trace.ok()) return Fail(trace.status());
-  absl::StatusOr<std::vector<seedance::trace::TenantSpec>> tenants =
-      seedance::trace::ReadTenantCsv(f.tenants);
-  if (!tenants.ok()) return Fail(tenants.status());
-  absl::StatusOr<seedance::sim::JobWindow> window = ParseWindow(f.window, *trace);
-  if (!window.ok()) return Fail(window.status());
-
-  seedance::sim::JobSelection sel;
-  sel.window = *window;
-  sel.capacity_scale = f.capacity_scale;
-  sel.ties = f.ties == "file" ? seedance::sim::SubmitTies::kFile
-                              : seedance::sim::SubmitTies::kReverseFile;
-  absl::StatusOr<seedance::sim::JobRunSet> set = seedance::sim::RunJobPolicies(
-      *trace, *tenants, sel, f.partition == "pooled", *policies);
-  if (!set.ok()) return Fail(set.status());
-  nlohmann::ordered_json doc = seedance::sim::JobRunsToJson(set->workload, set->runs);
-  doc["meta"] = seedance::sim::JobMetaJson(*set, {{"trace", f.trace},
-                                                  {"tenants", f.tenants},
-                                                  {"protocol", f.protocol},
-                                                  {"partition", f.partition},
-                                                  {"capacity_scale", f.capacity_scale}});
-  const std::string summary = seedance::sim::JobRunSummary(*set);
-  for (Output& out : outs) {
-    const std::string text = out.format == "json"
-                                 ? base::DumpJson(doc, 1) + "\n"
-                                 : seedance::sim::RenderJobTable(set->workload, set->runs) +
-                                       summary;
-    if (absl::Status s = out.file->Write(text); !s.ok()) return Fail(s);
-  }
-  for (Output& out : outs) {
-    if (absl::Status s = out.file->Commit(); !s.ok()) return Fail(s);
-  }
-  if (*format != "table" && !f.quiet) std::fputs(summary.c_str(), stderr);
-  return 0;
-}
-
-// The autoscale flags only with --mode autoscale, and the flags it has no use for not with it.
-absl::Status CheckAutoscaleModeFlags(const Flags& f) {
-  const bool autoscale = f.mode == "autoscale";
-  for (const CLI::Option* o : autoscale ? f.not_autoscale : f.autoscale_only) {
-    if (o->count() > 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          o->get_name(), autoscale ? ": not for --mode autoscale" : ": only for --mode autoscale"));
-    }
-  }
-  if (autoscale && (f.nodes.empty() || f.pods.empty())) {
-    return absl::InvalidArgumentError(
-        "--mode autoscale needs --nodes FILE and --pods FILE (the node shapes become the node "
-        "groups; pods need deletion times)");
-  }
-  return absl::OkStatus();
-}
-
-// The library's field names in an autoscale error ("provision_max_s: ...") as the flags that
-// set them; other errors keep `prefix` in front.
-absl::Status AsFlagError(const absl::Status& status, const std::string& prefix) {
-  static const std::vector<std::pair<std::string, std::string>> kFields = {
-      {"load", "--load"},
-      {"duration_h", "--duration"},
-      {"warmup_h", "--warmup"},
-      {"scan_interval_s", "--scan-interval"},
-      {"provision_min_s", "--provision-min"},
-      {"provision_max_s", "--provision-max"},
-      {"idle_s", "--idle"},
-      {"drain_below_utilization", "--drain-below"},
-      {"min_fraction", "--group-min"},
-      {"max_factor", "--group-max"},
-      {"policy", "--policy"}};
-  const std::string msg(status.message());
-  for (const auto& [field, flag] : kFields) {
-    if (msg.starts_with(field + ": ")) {
-      return absl::Status(status.code(), flag + msg.substr(field.size()));
-    }
-  }
-  return Prefixed(prefix, status);
-}
-
-// --expanders as a list without repeats.
-absl::StatusOr<std::vector<seedance::clusterscale::ExpanderKind>> ParseExpanders(const Flags& f) {
-  std::vector<seedance::clusterscale::ExpanderKind> expanders;
-  for (absl::string_view name : absl::StrSplit(f.expanders, ',', absl::SkipEmpty())) {
-    auto kind = seedance::clusterscale::ParseExpander(std::string(name));
-    if (!kind.ok()) return Prefixed("--expanders", kind.status());
-    if (std::find(expanders.begin(), expanders.end(), *kind) == expanders.end()) {
-      expanders.push_back(*kind);
-    }
-  }
-  if (expanders.empty()) return absl::InvalidArgumentError("--expanders: no expander given");
-  if (expanders.size() * f.seeds.size() > kMaxRuns) {
-    return absl::InvalidArgumentError(absl::StrCat("--expanders x --seeds: ", expanders.size(),
-                                                   " x ", f.seeds.size(),
-                                                   " runs, more than the limit of ", kMaxRuns));
-  }
-  return expanders;
-}
-
-// The autoscale flags as ChurnOptions, every value and the placement policy's knobs checked.
-absl::StatusOr<seedance::clusterscale::ChurnOptions> ResolveAutoscaleOptions(const Flags& f) {
-  seedance::clusterscale::ChurnOptions o = f.autoscale;
-  o.load = f.load_opt->count() > 0 ? f.options.load : 0.9;
-  o.duration_h = f.duration_s / 3600;
-  o.warmup_h = f.warmup_s < 0 ? 6 : f.warmup_s / 3600;
-  if (!(o.duration_h > 0)) {
-    return absl::InvalidArgumentError("--duration: autoscale needs a window > 0");
-  }
-  if (f.policy_opt->count() > 0) {
-    if (!seedance::sched::Registry::Builtins().Contains(f.policy)) {
-      return absl::InvalidArgumentError(
-          "--policy: autoscale places with one registered policy (got '" + Shown(f.policy) +
-          "'); leave it out for the built-in best fit");
-    }
-    o.policy = f.policy;
-  }
-  for (const std::string& kv : f.policy_opts) {
-    const size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return absl::InvalidArgumentError("--policy-opt: expected KEY=VALUE, got '" + Shown(kv) +
-                                        "'");
-    }
-    o.policy_params[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  if (!o.policy_params.empty()) {
-    if (o.policy.empty()) {
-      return absl::InvalidArgumentError("--policy-opt: autoscale needs --policy with it");
-    }
-    seedance::sched::PolicyContext ctx;
-    ctx.params = o.policy_params;
-    auto profile = seedance::sched::Registry::Builtins().Create(o.policy, ctx);
-    if (!profile.ok()) return Prefixed(o.policy, profile.status());
-  }
-  if (absl::Status s = seedance::clusterscale::Validate(o); !s.ok()) {
-    return AsFlagError(s, "--mode autoscale");
-  }
-  return o;
-}
-
-// --mode autoscale: churn on an autoscaled cluster, one run per seed and autoscaler.
-int SimulateAutoscale(const Flags& f) {
-  namespace cs = seedance::clusterscale;
-  absl::StatusOr<std::string> format = ResolveFormat(f.out, {"table", "json"});
-  if (!format.ok()) return Fail(format.status());
-  absl::StatusOr<std::vector<cs::ExpanderKind>> expanders = ParseExpanders(f);
-  if (!expanders.ok()) return Fail(expanders.status());
-  absl::StatusOr<cs::ChurnOptions> options = ResolveAutoscaleOptions(f);
-  if (!options.ok()) return Fail(options.status());
-  const cs::ChurnOptions& o = *options;
-  std::vector<Output> outs;
-  if (absl::Status s = OpenOutputs(f, *format, &outs); !s.ok()) return Fail(s);
-  absl::StatusOr<seedance::sim::Workload> workload = LoadWorkload(f);
-  if (!workload.ok()) return Fail(workload.status());
-  for (seedance::core::NodeSpec& n : workload->nodes) {
-    if (n.cost_usd_per_hour <= 0) {
-      n.cost_usd_per_hour = seedance::sim::DefaultGpuPriceUsdPerHour(n.gpu_model) * n.num_gpus;
-    }
-  }
-  absl::StatusOr<std::vector<cs::NodeGroup>> groups = cs::GroupsFromNodes(
-      workload->nodes, {.min_fraction = f.group_min, .max_factor = f.group_max});
-  if (!groups.ok()) return Fail(AsFlagError(groups.status(), Shown(f.nodes)));
-  const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<std::vector<cs::ChurnRun>> runs =
-      cs::RunChurnSet(*groups, workload->pods, o, *expanders, f.seeds, f.jobs);
-  if (!runs.ok()) return Fail(AsFlagError(runs.status(), Shown(f.pods)));
-  const double wall_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const std::string summary =
-      absl::StrFormat("%zu runs (%zu autoscalers x %zu seeds, %zu node groups) in %.2f s wall\n",
-                      runs->size(), expanders->size(), f.seeds.size(), groups->size(), wall_s);
-  nlohmann::ordered_json doc = cs::ChurnRunsToJson(*runs);
-  doc["meta"] = {{"nodes", f.nodes},
-                 {"pods", f.pods},
-                 {"placement", o.policy.empty() ? "best fit" : o.policy},
-                 {"groups", groups->size()},
-                 {"load", o.load},
-                 {"duration_h", o.duration_h},
-                 {"warmup_h", o.warmup_h},
-                 {"drain_below", o.drain_below_utilization},
-                 {"prescale", o.prescale},
-                 {"seeds", f.seeds}};
-  for (Output& out : outs) {
-    const std::string text = out.format == "json" ? base::DumpJson(doc, 1) + "\n"
-                                                  : cs::RenderChurnTable(*runs) + summary;
-    if (absl::Status s = out.file->Write(text); !s.ok()) return Fail(s);
-  }
-  for (Output& out : outs) {
-    if (absl::Status s = out.file->Commit(); !s.ok()) return Fail(s);
-  }
-  if (*format != "table" && !f.quiet) std::fputs(summary.c_str(), stderr);
-  return 0;
 }
 
 int Simulate(const Flags& f) {
