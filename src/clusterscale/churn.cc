@@ -359,12 +359,13 @@ class Churn {
     std::vector<std::pair<double, int>> due;  // (utilization, node), least used first
     for (int n : ready_) {
       SimNode& node = nodes_[n];
-      if (node.running == 0 || Utilization(node) >= o_.drain_below_utilization) {
+      const double utilization = node.running == 0 ? 0.0 : Utilization(node);
+      if (node.running == 0 || utilization >= o_.drain_below_utilization) {
         node.underused_since_s = -1;
         continue;
       }
       if (node.underused_since_s < 0) node.underused_since_s = t;
-      if (t - node.underused_since_s >= o_.idle_s) due.emplace_back(Utilization(node), n);
+      if (t - node.underused_since_s >= o_.idle_s) due.emplace_back(utilization, n);
     }
     std::sort(due.begin(), due.end());
     int drained = 0;
