@@ -168,16 +168,13 @@ int SimulateAutoscale(const Flags& f) {
                  {"drain_below", o.drain_below_utilization},
                  {"prescale", o.prescale},
                  {"seeds", f.seeds}};
-  for (Output& out : outs) {
-    const std::string text = out.format == "json" ? base::DumpJson(doc, 1) + "\n"
-                                                  : cs::RenderChurnTable(*runs) + summary;
-    if (absl::Status s = out.file->Write(text); !s.ok()) return Fail(s);
-  }
-  for (Output& out : outs) {
-    if (absl::Status s = out.file->Commit(); !s.ok()) return Fail(s);
-  }
-  if (*format != "table" && !f.quiet) std::fputs(summary.c_str(), stderr);
-  return 0;
+  return Finish(
+      f, *format, outs,
+      [&](const std::string& fmt) {
+        return fmt == "json" ? base::DumpJson(doc, 1) + "\n"
+                             : cs::RenderChurnTable(*runs) + summary;
+      },
+      summary);
 }
 
 }  // namespace seedance::cli::simulate

@@ -162,6 +162,19 @@ absl::Status OpenOutputs(const Flags& f, const std::string& format, std::vector<
   return absl::OkStatus();
 }
 
+int Finish(const Flags& f, const std::string& format, std::vector<Output>& outs,
+           const std::function<std::string(const std::string&)>& text_for,
+           const std::string& summary) {
+  for (Output& out : outs) {
+    if (absl::Status s = out.file->Write(text_for(out.format)); !s.ok()) return Fail(s);
+  }
+  for (Output& out : outs) {
+    if (absl::Status s = out.file->Commit(); !s.ok()) return Fail(s);
+  }
+  if (format != "table" && !f.quiet) std::fputs(summary.c_str(), stderr);
+  return 0;
+}
+
 }  // namespace seedance::cli::simulate
 
 namespace seedance::cli {
@@ -422,16 +435,12 @@ int Simulate(const Flags& f) {
       absl::StrFormat("%zu runs (%zu policies x %zu seeds) in %.2f s wall on %d thread(s)\n",
                       tasks.size(), policies->size(), seeds.size(), meta.total_wall_s, jobs);
 
-  for (Output& out : outs) {
-    const std::string text =
-        out.format == "order" ? order_csv : Render(out.format, results, meta, summary);
-    if (absl::Status s = out.file->Write(text); !s.ok()) return Fail(s);
-  }
-  for (Output& out : outs) {
-    if (absl::Status s = out.file->Commit(); !s.ok()) return Fail(s);
-  }
-  if (*format != "table" && !f.quiet) std::fputs(summary.c_str(), stderr);
-  return 0;
+  return simulate::Finish(
+      f, *format, outs,
+      [&](const std::string& fmt) {
+        return fmt == "order" ? order_csv : Render(fmt, results, meta, summary);
+      },
+      summary);
 }
 
 }  // namespace

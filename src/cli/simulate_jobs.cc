@@ -113,17 +113,13 @@ int SimulateJobs(const Flags& f) {
                                                   {"partition", f.partition},
                                                   {"capacity_scale", f.capacity_scale}});
   const std::string summary = seedance::sim::JobRunSummary(*set);
-  for (Output& out : outs) {
-    const std::string text =
-        out.format == "json" ? base::DumpJson(doc, 1) + "\n"
+  return Finish(
+      f, *format, outs,
+      [&](const std::string& fmt) {
+        return fmt == "json" ? base::DumpJson(doc, 1) + "\n"
                              : seedance::sim::RenderJobTable(set->workload, set->runs) + summary;
-    if (absl::Status s = out.file->Write(text); !s.ok()) return Fail(s);
-  }
-  for (Output& out : outs) {
-    if (absl::Status s = out.file->Commit(); !s.ok()) return Fail(s);
-  }
-  if (*format != "table" && !f.quiet) std::fputs(summary.c_str(), stderr);
-  return 0;
+      },
+      summary);
 }
 
 }  // namespace seedance::cli::simulate

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -73,6 +74,13 @@ absl::StatusOr<seedance::sim::Workload> LoadWorkload(const Flags& f);
 // Opens -o/--output (in `format`) and the extra outputs (--json, --report, --dump-order) before
 // any run, refusing outputs that name an input or each other.
 absl::Status OpenOutputs(const Flags& f, const std::string& format, std::vector<Output>* outs);
+
+// Writes each output's text (`text_for(its format)`), then commits them all, so that a failed
+// write leaves no output half-written; then prints `summary` on standard error unless the main
+// output is a table (which ends with it) or -q. The command's exit status.
+int Finish(const Flags& f, const std::string& format, std::vector<Output>& outs,
+           const std::function<std::string(const std::string&)>& text_for,
+           const std::string& summary);
 
 // --mode jobs (simulate_jobs.cc). Its flags only with it, and the pod modes' not with it.
 absl::Status CheckJobModeFlags(const Flags& f);
