@@ -2,7 +2,6 @@
 #ifndef SEEDANCE_SCHED_FGD_H_
 #define SEEDANCE_SCHED_FGD_H_
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <utility>
@@ -98,10 +97,7 @@ class StateScoreMemo {
     if (row_ == nullptr || &s != state_ || !(ShapeOf(pod) == row_key_)) return compute();
     const int id = StateOf(s, n);
     std::vector<Entry>& row = *row_;
-    // Grown to every state known so far at once, not one entry per new state.
-    if (static_cast<size_t>(id) >= row.size()) {
-      row.resize(std::max(static_cast<size_t>(id) + 1, ids_.size()));
-    }
+    if (static_cast<size_t>(id) >= row.size()) row.resize(static_cast<size_t>(id) + 1);
     Entry& e = row[static_cast<size_t>(id)];
     if (e.gen != gen_) {
       e.score = compute();
