@@ -3,9 +3,11 @@
 // repeated with scaled CPU and memory; pods are the first 1,000 GPU pods of the default trace.
 #include <benchmark/benchmark.h>
 
+#include <string>
 #include <vector>
 
 #include "seedance/clusterscale/cluster_autoscaler.h"
+#include "seedance/clusterscale/live.h"
 #include "seedance/sim/simulator.h"
 #include "seedance/trace/csv_reader.h"
 
@@ -45,5 +47,62 @@ static void BM_ScaleUpDecision(benchmark::State& state) {
   state.SetLabel(state.range(0) == 0 ? "ca-least-waste" : "seedance");
 }
 BENCHMARK(BM_ScaleUpDecision)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+// One scan of the service's cluster autoscaler (`seedance server --node-groups`, live.h): the
+// same 1,000 pending pods x 50 groups, plus the 1,213 trace nodes as group nodes, each with
+// three quarters of its GPUs allocated; with range(0) = 1 draining is on (threshold 0.8 and no
+// unneeded time, so every node is an underused candidate and 30 are tried per scan, CA's
+// default).
+static void BM_LiveScan(benchmark::State& state) {
+  const std::string dir = seedance::trace::DataDir() + "/alibaba-gpu-v2023/csv/";
+  auto nodes = seedance::trace::ReadNodeCsv(dir + "openb_node_list_gpu_node.csv");
+  auto pods = seedance::trace::ReadPodCsv(dir + "openb_pod_list_default.csv");
+  if (!nodes.ok() || !pods.ok()) {
+    state.SkipWithError("public data missing");
+    return;
+  }
+  auto base = cs::GroupsFromNodes(*nodes);
+  std::vector<cs::NodeGroup> groups;
+  for (int i = 0; groups.size() < 50; ++i) {
+    cs::NodeGroup g = (*base)[i % base->size()];
+    if (i >= static_cast<int>(base->size())) g.name += "-v" + std::to_string(i);
+    g.max_size = 2000;
+    groups.push_back(g);
+  }
+  cs::LiveView view;
+  for (size_t n = 0; n < nodes->size(); ++n) {
+    const seedance::core::NodeSpec& spec = (*nodes)[n];
+    cs::LiveNode node{spec.name, -1, false};
+    for (size_t g = 0; g < base->size(); ++g) {
+      const seedance::core::NodeSpec& t = (*base)[g].node;
+      if (t.cpu_milli == spec.cpu_milli && t.memory_mib == spec.memory_mib &&
+          t.num_gpus == spec.num_gpus && t.gpu_model == spec.gpu_model) {
+        node.group = static_cast<int>(g);
+      }
+    }
+    node.gpu_model = spec.gpu_model;
+    node.cpu_free_milli = spec.cpu_milli / 4;
+    node.memory_free_mib = spec.memory_mib / 4;
+    const int used = spec.num_gpus * 3 / 4;
+    for (int g = 0; g < spec.num_gpus; ++g) node.gpu_free_milli.push_back(g < used ? 0 : 1000);
+    node.utilization = spec.num_gpus > 0 ? static_cast<double>(used) / spec.num_gpus : 0.75;
+    for (int i = 0; i < used; ++i) node.pods.push_back({{1000, 1024, 1, 1000}, {}});
+    view.nodes.push_back(std::move(node));
+  }
+  for (const auto& p : *pods) {
+    if (p.shape.num_gpu == 0) continue;
+    view.unschedulable.push_back({p.shape, {}});
+    if (view.unschedulable.size() == 1000) break;
+  }
+  cs::LiveOptions options;
+  options.scale_down_utilization_threshold = state.range(0) == 1 ? 0.8 : 0;
+  options.scale_down_unneeded_s = 0;  // candidates at once
+  for (auto _ : state) {
+    cs::LiveAutoscaler scaler(groups, options);  // no request in flight: every scan decides
+    benchmark::DoNotOptimize(scaler.Scan(view));
+  }
+  state.SetLabel(state.range(0) == 1 ? "draining on" : "empty nodes only");
+}
+BENCHMARK(BM_LiveScan)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

@@ -28,6 +28,7 @@
 #include "seedance/server/deployments.h"
 #include "seedance/server/http.h"
 #include "seedance/server/kube_sync.h"
+#include "seedance/server/node_groups.h"
 #include "seedance/server/service.h"
 #include "seedance/server/slurm_backend.h"
 #include "seedance/trace/csv_reader.h"
@@ -44,6 +45,7 @@ struct ServerFlags {
   double lease_ttl_s = 3;
   std::string nodes;
   std::string deployments;  // --deployments FILE (docs/autoscale.md, "Live")
+  std::string node_groups;  // --node-groups FILE (docs/cluster-autoscaler.md, "In the service")
   std::string policy;
   std::string token_file;
   std::string tenant_tokens;
@@ -163,12 +165,23 @@ absl::StatusOr<server::ServiceOptions> ServiceOptionsOf(const ServerFlags& f) {
   return o;
 }
 
+// --node-groups: the file read and checked before anything starts (nullopt without the flag).
+absl::StatusOr<std::optional<server::NodeGroupsConfig>> ReadNodeGroups(const ServerFlags& f) {
+  if (f.node_groups.empty()) return std::nullopt;
+  absl::StatusOr<std::string> text = base::ReadInput(f.node_groups, base::InputKind::kConfig);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<server::NodeGroupsConfig> c = server::ParseNodeGroupsConfig(*text, f.node_groups);
+  if (!c.ok()) return c.status();
+  return std::optional<server::NodeGroupsConfig>(std::move(*c));
+}
+
 // --ready-file, opened before anything starts (as every output is, docs/cli.md): a FIFO with no
 // reader, a device, an input file or an unwritable directory is refused at once.
 absl::StatusOr<std::unique_ptr<base::OutputFile>> OpenReadyFile(const ServerFlags& f) {
   if (f.ready_file.empty()) return nullptr;
   if (absl::Status st = base::CheckOutputsDistinct({{"--nodes", f.nodes},
                                                     {"--deployments", f.deployments},
+                                                    {"--node-groups", f.node_groups},
                                                     {"--policy", f.policy},
                                                     {"--token-file", f.token_file},
                                                     {"--tenant-tokens", f.tenant_tokens},
@@ -293,6 +306,8 @@ int RunServer(ServerFlags f) {
   }
   absl::StatusOr<std::optional<server::DeploymentsConfig>> deployments = ReadDeployments(f);
   if (!deployments.ok()) return Fail(deployments.status());
+  absl::StatusOr<std::optional<server::NodeGroupsConfig>> node_groups = ReadNodeGroups(f);
+  if (!node_groups.ok()) return Fail(node_groups.status());
   absl::StatusOr<server::ServiceOptions> so = ServiceOptionsOf(f);
   if (!so.ok()) return Fail(so.status());
   if (absl::Status st = server::HttpServer::Check(h); !st.ok()) return Fail(st);
@@ -319,6 +334,14 @@ int RunServer(ServerFlags f) {
     if (!c.ok()) return Fail(c.status());
     controller = std::move(*c);
     h.deployments_status = [c = controller.get()] { return c->StatusJson(); };
+  }
+  // Node groups the cluster autoscaler grows and shrinks (node_groups.h); GET /v1/node-groups.
+  std::unique_ptr<server::NodeGroupController> groups;
+  if (*node_groups) {
+    auto c = server::NodeGroupController::Start(**service, std::move(**node_groups));
+    if (!c.ok()) return Fail(c.status());
+    groups = std::move(*c);
+    h.node_groups_status = [c = groups.get()] { return c->StatusJson(); };
   }
   absl::StatusOr<std::unique_ptr<server::HttpServer>> http =
       server::HttpServer::Start(**service, h);
@@ -478,6 +501,11 @@ Command AddServerCommand(CLI::App& app) {
                 "Deployments whose replica count the container autoscaler (hpa, seed or "
                 "predictive) sets from Prometheus queries every period; JSON, schema in "
                 "docs/autoscale.md")
+      ->type_name("FILE");
+  s->add_option("--node-groups", f->node_groups,
+                "Node groups the cluster autoscaler grows for unschedulable pods and shrinks by "
+                "removing nodes empty for 10 minutes, through a simulated or a command "
+                "provisioner; JSON, schema in docs/cluster-autoscaler.md")
       ->type_name("FILE");
   s->add_option("--policy", f->policy, "Policy file (docs/policy.md), reloaded when it changes")
       ->type_name("FILE");

@@ -20,6 +20,13 @@ class NodeRoom {
         cpu_free_(node.cpu_milli),
         memory_free_(node.memory_mib),
         gpu_free_(static_cast<size_t>(node.num_gpus), core::kMilliGpu) {}
+  // A node with some of its room taken: what is free of each. `model` must outlive the room.
+  NodeRoom(const std::string& model, int64_t cpu_free, int64_t memory_free,
+           std::vector<int32_t> gpu_free)
+      : model_(&model),
+        cpu_free_(cpu_free),
+        memory_free_(memory_free),
+        gpu_free_(std::move(gpu_free)) {}
 
   // True when `pod` fits now: CPU, memory, an accepted model, whole free GPUs or one GPU with
   // enough free share.

@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "config_json.h"
 #include "nlohmann/json.hpp"
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
@@ -32,75 +33,6 @@ double UnixNow() {
 }
 
 // ---- the file ----
-
-// Reads one object's fields, each by name and JSON path; the first problem is kept.
-class Fields {
- public:
-  Fields(const JsonDoc& j, std::string path, std::string_view file)
-      : j_(j), path_(std::move(path)), file_(file) {
-    if (!j_.is_object()) Fail("", "expected an object");
-  }
-  template <class T>
-  void Number(const char* key, T* out) {
-    seen_.insert(key);
-    auto it = j_.find(key);
-    if (!ok() || it == j_.end()) return;
-    if (!it->is_number()) return Fail(key, "expected a number");
-    const double v = it->get<double>();
-    if constexpr (std::is_integral_v<T>) {
-      if (v != std::floor(v) || v < -1e9 || v > 1e9) return Fail(key, "expected an integer");
-    }
-    *out = static_cast<T>(v);
-  }
-  void String(const char* key, std::string* out, bool required = false) {
-    seen_.insert(key);
-    auto it = j_.find(key);
-    if (!ok()) return;
-    if (it == j_.end()) {
-      if (required) Fail(key, "required");
-      return;
-    }
-    if (!it->is_string()) return Fail(key, "expected a string");
-    *out = it->get<std::string>();
-    if (required && out->empty()) Fail(key, "must not be empty");
-  }
-  // The raw member (null when absent); the caller decodes it.
-  const JsonDoc* Member(const char* key) {
-    seen_.insert(key);
-    auto it = j_.find(key);
-    return it == j_.end() ? nullptr : &*it;
-  }
-  // Every key was read: one that was not is a typo, refused.
-  void NoOthers() {
-    if (!ok() || !j_.is_object()) return;
-    for (const auto& [k, v] : j_.items()) {
-      if (!seen_.contains(k)) {
-        return Fail(k, absl::StrCat("unknown field (known: ", absl::StrJoin(seen_, ", "), ")"));
-      }
-    }
-  }
-  void Fail(std::string_view key, std::string_view why) {
-    if (!ok()) return;
-    status_ = absl::InvalidArgumentError(
-        absl::StrCat(base::ForTerminal(std::string(file_)), ": ", path_, key.empty() ? "" : ".",
-                     base::ForTerminal(base::Clip(std::string(key), 60)), ": ", std::string(why)));
-  }
-  bool ok() const { return status_.ok(); }
-  const absl::Status& status() const { return status_; }
-  std::string At(std::string_view key) const { return absl::StrCat(path_, ".", std::string(key)); }
-
- private:
-  const JsonDoc& j_;
-  std::string path_;
-  std::string_view file_;
-  std::set<std::string> seen_;
-  absl::Status status_;
-};
-
-absl::Status WithPath(std::string_view file, const std::string& path, const absl::Status& st) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(base::ForTerminal(std::string(file)), ": ", path, ": ", st.message()));
-}
 
 absl::Status ParseMetrics(const JsonDoc* list, const std::string& path, std::string_view file,
                           std::vector<DeploymentMetric>* out) {
@@ -233,23 +165,9 @@ absl::StatusOr<std::unique_ptr<autoscale::Autoscaler>> NewAutoscaler(const Deplo
 
 absl::StatusOr<DeploymentsConfig> ParseDeploymentsConfig(std::string_view text,
                                                          std::string_view file) {
-  if (base::JsonNestingDepth(text, 32) > 32) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(std::string(file), ": JSON nested deeper than 32 levels"));
-  }
-  JsonDoc j;
-  try {
-    j = JsonDoc::parse(text);
-  } catch (const JsonDoc::parse_error& e) {
-    const size_t byte = std::min(e.byte, text.size());
-    const auto line = std::count(text.begin(), text.begin() + static_cast<ptrdiff_t>(byte), '\n');
-    return absl::InvalidArgumentError(absl::StrCat(base::ForTerminal(std::string(file)), ":",
-                                                   line + 1, ": not JSON (byte ", e.byte, ")"));
-  } catch (const JsonDoc::exception& e) {
-    // A number beyond a double (1e999): the parser names no position, its message the token.
-    return absl::InvalidArgumentError(absl::StrCat(base::ForTerminal(std::string(file)),
-                                                   ": not JSON: ", base::Clip(e.what(), 160)));
-  }
+  absl::StatusOr<JsonDoc> parsed = ParseConfigJson(text, file);
+  if (!parsed.ok()) return parsed.status();
+  const JsonDoc& j = *parsed;
   DeploymentsConfig c;
   Fields f(j, "$", file);
   f.String("prometheus", &c.prometheus_url, true);

@@ -453,6 +453,11 @@ void RegisterRoutes(httplib::Server& h, Service& s, const HttpOptions& o,
           Send(res, o.deployments_status ? Reply{200, o.deployments_status()}
                                          : Reply{200, R"({"deployments":[]})"});
         }));
+  h.Get("/v1/node-groups",
+        Counted(m, "list_node_groups", [&o](const httplib::Request&, httplib::Response& res) {
+          Send(res, o.node_groups_status ? Reply{200, o.node_groups_status()}
+                                         : Reply{200, R"({"groups":[]})"});
+        }));
   h.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });

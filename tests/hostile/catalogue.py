@@ -2371,6 +2371,101 @@ def deployment_cases():
     return c
 
 
+def node_group_cases():
+    """seedance server --node-groups FILE: each bad file is refused (exit 2) naming the file and
+    the JSON path, before any state is opened."""
+    B, E = "bad-value", "exit-code"
+    node = {"cpu_milli": 32000, "memory_mib": 131072, "num_gpus": 4, "gpu_model": "A100"}
+    good = {"name": "gpu", "min_size": 0, "max_size": 3, "node": node}
+
+    def file(group=None, top=None, groups=None):
+        doc = {"groups": groups if groups is not None else [group or good]}
+        doc.update(top or {})
+        return {"g.json": json.dumps(doc)}
+
+    def grp(**over):
+        g = json.loads(json.dumps(good))
+        g.update(over)
+        return g
+
+    G = SRV + ["--node-groups", "{g.json}"]
+    cmd = {"kind": "command", "resume_program": "/bin/true", "suspend_program": "/bin/true"}
+    c = [
+        Case(E, "server/node-groups-missing", SRV + ["--node-groups", "{T}/nope.json"],
+             exit=(1, 2), msg=["nope.json"]),
+        Case(B, "server/node-groups-not-json", G, files={"g.json": "{\n"},
+             msg=["g.json:2:", "not JSON"]),
+        Case(B, "server/node-groups-deep", G, files={"g.json": "[" * 5000},
+             msg=["g.json", "nested deeper"]),
+        Case(B, "server/node-groups-empty", G, files=file(groups=[]), msg=["$.groups"]),
+        Case(B, "server/node-groups-not-list", G, files={"g.json": '{"groups": {}}'},
+             msg=["$.groups"]),
+        Case(B, "server/node-groups-unknown-field", G, files=file(top={"scan_interval": 1}),
+             msg=["$.scan_interval", "unknown field"]),
+        Case(B, "server/node-groups-group-unknown-field", G, files=file(grp(max=3)),
+             msg=["$.groups[0].max", "unknown field"]),
+        Case(B, "server/node-groups-no-node", G, files=file({"name": "g", "max_size": 1}),
+             msg=["$.groups[0].node", "required"]),
+        Case(B, "server/node-groups-node-bad", G, files=file(grp(node={"cpu_milli": 1000})),
+             msg=["$.groups[0].node"]),
+        Case(B, "server/node-groups-node-model", G,
+             files=file(grp(node={"cpu_milli": 1, "memory_mib": 1, "num_gpus": 2})),
+             msg=["$.groups[0].node"]),
+        Case(B, "server/node-groups-node-cordoned", G,
+             files=file(grp(node=dict(node, cordoned=True))), msg=["$.groups[0].node.cordoned"]),
+        Case(B, "server/node-groups-node-label", G,
+             files=file(grp(node=dict(node, labels={"seedance.io/node-group": "other"}))),
+             msg=["$.groups[0].node.labels"]),
+        Case(B, "server/node-groups-min-over-max", G, files=file(grp(min_size=4)),
+             msg=["$.groups[0].max_size", "min_size (4)"]),
+        Case(B, "server/node-groups-name", G, files=file(grp(name="GPU_1")),
+             msg=["$.groups[0].name"]),
+        Case(B, "server/node-groups-name-twice", G, files=file(groups=[good, good]),
+             msg=["$.groups[1].name", "clashes"]),
+        Case(B, "server/node-groups-name-prefix", G, files=file(groups=[good, grp(name="gpu-1")]),
+             msg=["$.groups[1].name", "clashes"]),
+        Case(B, "server/node-groups-expander", G, files=file(top={"expander": "random"}),
+             msg=["$.expander", "ca-least-waste"]),
+        Case(B, "server/node-groups-provisioner-kind", G,
+             files=file(top={"provisioner": {"kind": "cloud"}}), msg=["$.provisioner.kind"]),
+        Case(B, "server/node-groups-command-no-program", G,
+             files=file(top={"provisioner": {"kind": "command"}}),
+             msg=["$.provisioner.resume_program"]),
+        Case(B, "server/node-groups-command-relative", G,
+             files=file(top={"provisioner": dict(cmd, suspend_program="bin/true")}),
+             msg=["$.provisioner.suspend_program", "absolute"]),
+        Case(B, "server/node-groups-command-delay", G,
+             files=file(top={"provisioner": dict(cmd, delay_s=1)}), msg=["$.provisioner.delay_s"]),
+        Case(B, "server/node-groups-simulated-program", G,
+             files=file(top={"provisioner": {"resume_program": "/bin/true"}}),
+             msg=["$.provisioner.resume_program"]),
+    ]
+    for field, values in (("scan_interval_s", ("0", "-1", "1e999", '"x"', "1e9")),
+                          ("scale_down_unneeded_s", ("-1", '"x"')),
+                          ("provision_timeout_s", ("0", "-5")),
+                          ("backoff_s", ("-1",)),
+                          ("max_nodes_per_scale_up", ("0", "1.5")),
+                          ("balance_tolerance", ("2", "-0.1")),
+                          ("scale_down_utilization_threshold", ("1.5", "-0.5", '"half"')),
+                          ("max_drains_per_scan", ("0", "-3", "2.5"))):
+        for v in values:
+            text = json.dumps({"groups": [good]}).replace('{"groups"', '{"%s": %s, "groups"'
+                                                          % (field, v))
+            c.append(Case(B, "server/node-groups-%s=%s" % (field, v.strip('"')), G,
+                          files={"g.json": text},
+                          msg=["g.json", "1e999" if v == "1e999" else "$.%s" % field]))
+    for field, values in (("min_size", (-1, 0.5)), ("max_size", (1000000, "3"))):
+        for v in values:
+            c.append(Case(B, "server/node-groups-%s=%s" % (field, v), G,
+                          files=file(grp(**{field: v})), msg=["$.groups[0].%s" % field]))
+    for v in ("-1", "1e9"):
+        c.append(Case(B, "server/node-groups-delay_s=%s" % v, G,
+                      files=file(top={"provisioner": {"kind": "simulated",
+                                                      "delay_s": float(v)}}),
+                      msg=["$.provisioner.delay_s"]))
+    return c
+
+
 def build(binary=None):
     cases = []
     cases += destroy_and_write_cases()
@@ -2389,4 +2484,5 @@ def build(binary=None):
     cases += device_plugin_cases()
     cases += slurm_cases()
     cases += deployment_cases()
+    cases += node_group_cases()
     return cases

@@ -52,6 +52,8 @@ struct HttpOptions {
   std::shared_ptr<k8s::ApiServerClient> kube_api;
   // GET /v1/deployments' body (DeploymentController::StatusJson); unset: an empty list.
   std::function<std::string()> deployments_status;
+  // GET /v1/node-groups' body (NodeGroupController::StatusJson); unset: no groups.
+  std::function<std::string()> node_groups_status;
 };
 
 class HttpServer {
