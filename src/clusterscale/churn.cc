@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "arrival_window.h"
 #include "node_room.h"
 #include "policy_placer.h"
 #include "seedance/clusterscale/cluster_autoscaler.h"
@@ -208,12 +209,7 @@ class Churn {
 
   void Arrive(int64_t id, const TracePod* pod, double t) {
     if (t >= window_start_s_) ++report_.pods_arrived;
-    recent_.push_back({t, pod});
-    recent_milli_ += pod->pod.shape.TotalGpuMilli();
-    while (recent_.front().time_s < t - kRateWindowS) {
-      recent_milli_ -= recent_.front().pod->pod.shape.TotalGpuMilli();
-      recent_.pop_front();
-    }
+    recent_.Add(t, pod->pod);
     if (policy_) policy_->Arrived(pod->pod.shape);
     core::Placement placed;
     const int best = Place(pod->pod, &placed);
@@ -396,8 +392,7 @@ class Churn {
   // GPU milli expected to arrive before a node requested now could join: the last hour's
   // arrival rate times (provision_max_s + scan_interval_s).
   double ExpectedDemand(double t) const {
-    const double rate = static_cast<double>(recent_milli_) / std::clamp(t, 1.0, kRateWindowS);
-    return rate * (o_.provision_max_s + o_.scan_interval_s);
+    return recent_.ExpectedMilli(t, o_.provision_max_s + o_.scan_interval_s);
   }
 
   // Predictive pre-scaling: when the free GPUs of ready and upcoming nodes (less what `pending`
@@ -412,11 +407,7 @@ class Churn {
     for (const PendingPod& p : pending) have -= static_cast<double>(p.shape.TotalGpuMilli());
     double short_by = ExpectedDemand(t) - have;
     if (short_by <= 0) return;
-    std::vector<PendingPod> expected;
-    for (auto it = recent_.rbegin(); it != recent_.rend() && short_by > 0; ++it) {
-      expected.push_back(it->pod->pod);
-      short_by -= static_cast<double>(it->pod->pod.shape.TotalGpuMilli());
-    }
+    const std::vector<PendingPod> expected = recent_.Latest(short_by);
     std::vector<int> left(room.size());
     for (size_t g = 0; g < room.size(); ++g) left[g] = std::max(0, room[g] - up.add[g]);
     const ScaleUp pre = DecideScaleUp(groups_, expected, left, o_.scale_up);
@@ -537,14 +528,8 @@ class Churn {
   double paid_gpus_ = 0;
   double cost_rate_ = 0;
   int64_t ready_free_gpu_milli_ = 0;
-  // GPU milli of the arrivals of the last kRateWindowS seconds (the headroom guard's rate).
-  static constexpr double kRateWindowS = 3600;
-  struct Recent {
-    double time_s;
-    const TracePod* pod;
-  };
-  std::deque<Recent> recent_;
-  int64_t recent_milli_ = 0;
+  // The last hour's arrivals (the headroom guard's and pre-scaling's rate).
+  internal::ArrivalWindow recent_{0, 3600};
   ChurnReport report_;
   absl::Status error_;  // the first policy error; it stops the run
 };

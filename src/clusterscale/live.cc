@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "arrival_window.h"
 #include "node_room.h"
 #include "seedance/base/check.h"
 
@@ -41,6 +42,9 @@ absl::Status Validate(const LiveOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_drains_per_scan: ", options.max_drains_per_scan, " must be >= 1"));
   }
+  if (absl::Status st = time("demand_horizon_s", options.demand_horizon_s, false); !st.ok()) {
+    return st;
+  }
   if (options.max_drain_candidates < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_drain_candidates: ", options.max_drain_candidates, " must be >= 1"));
@@ -61,7 +65,14 @@ LiveAutoscaler::LiveAutoscaler(std::vector<NodeGroup> groups, LiveOptions option
   }
 }
 
+LiveAutoscaler::~LiveAutoscaler() = default;
+
 namespace {
+
+// A node's GPU capacity in milli.
+double Capacity(const LiveNode& n) {
+  return static_cast<double>(n.gpu_free_milli.size()) * core::kMilliGpu;
+}
 
 // K when `name` is GROUP-K for this group's name (K decimal), else -1.
 int IndexIn(std::string_view name, const std::string& group) {
@@ -89,7 +100,8 @@ void LiveAutoscaler::MatchRequested(const LiveView& view, LiveActions* out) {
   }
 }
 
-void LiveAutoscaler::Shrink(const LiveView& view, std::vector<int>* size, LiveActions* out) {
+void LiveAutoscaler::Shrink(const LiveView& view, std::vector<int>* size, double* ready_free_milli,
+                            LiveActions* out) {
   const double threshold = options_.scale_down_utilization_threshold;
   std::map<std::string, double> still;
   std::vector<const LiveNode*> candidates;  // underused past the unneeded time: drain if they can
@@ -103,6 +115,7 @@ void LiveAutoscaler::Shrink(const LiveView& view, std::vector<int>* size, LiveAc
         --(*size)[g];
         --status_[g].ready;
         out->remove.push_back(n.name);
+        if (n.schedulable) *ready_free_milli -= Capacity(n);
         continue;
       }
       candidates.push_back(&n);
@@ -110,7 +123,7 @@ void LiveAutoscaler::Shrink(const LiveView& view, std::vector<int>* size, LiveAc
     still[n.name] = since;
     ++status_[g].unneeded;
   }
-  Drain(view, std::move(candidates), size, out);
+  Drain(view, std::move(candidates), size, ready_free_milli, out);
   for (const auto& [name, pods] : out->drain) still.erase(name);
   unneeded_since_ = std::move(still);  // a node needed again starts over
 }
@@ -141,7 +154,7 @@ int BestFit(const PendingPod& pod, const std::vector<NodeRoom>& rooms,
 }  // namespace
 
 void LiveAutoscaler::Drain(const LiveView& view, std::vector<const LiveNode*> candidates,
-                           std::vector<int>* size, LiveActions* out) {
+                           std::vector<int>* size, double* ready_free_milli, LiveActions* out) {
   if (candidates.empty()) return;
   // Where pods may go: schedulable nodes not removed in this scan. A drained node takes no pod,
   // and a node that takes pods is not drained in the same scan.
@@ -166,6 +179,12 @@ void LiveAutoscaler::Drain(const LiveView& view, std::vector<const LiveNode*> ca
     const int g = c->group;
     auto self = index.find(c);
     if ((*size)[g] <= groups_[g].min_size || (self != index.end() && took[self->second])) {
+      continue;
+    }
+    // The guard: the free GPU capacity left once the node is gone (its pods moved onto the
+    // others) must still cover the demand expected before a new node could join.
+    if (options_.drain_keeps_headroom &&
+        *ready_free_milli - Capacity(*c) < out->expected_demand_milli) {
       continue;
     }
     ++tried;
@@ -197,6 +216,7 @@ void LiveAutoscaler::Drain(const LiveView& view, std::vector<const LiveNode*> ca
     --status_[g].ready;
     --status_[g].unneeded;
     out->drain.emplace_back(c->name, static_cast<int>(c->pods.size()));
+    if (c->schedulable) *ready_free_milli -= Capacity(*c);
     ++drained;
   }
 }
@@ -216,34 +236,66 @@ std::string LiveAutoscaler::NewName(int group, const LiveView& view) const {
   return absl::StrCat(name, "-", k);
 }
 
-void LiveAutoscaler::Grow(const LiveView& view, const std::vector<int>& size, LiveActions* out) {
+void LiveAutoscaler::Grow(const LiveView& view, const std::vector<int>& size,
+                          double ready_free_milli, LiveActions* out) {
   // Pods that fit on nodes still being provisioned wait for them (CA counts upcoming nodes).
   std::vector<NodeRoom> upcoming;
   for (const auto& [name, req] : requested_) upcoming.emplace_back(groups_[req.group].node);
   std::vector<PendingPod> rest;
+  double rest_milli = 0;
   for (const PendingPod& p : view.unschedulable) {
     auto room = std::find_if(upcoming.begin(), upcoming.end(),
                              [&](const NodeRoom& r) { return r.Fits(p); });
     if (room == upcoming.end()) {
       rest.push_back(p);
+      rest_milli += static_cast<double>(p.shape.TotalGpuMilli());
     } else {
       room->Take(p.shape);
       ++out->pods_waiting_for_upcoming;
     }
   }
-  if (rest.empty()) return;
+  if (rest.empty() && !options_.prescale) return;
   std::vector<int> room(groups_.size(), 0);
   for (size_t g = 0; g < groups_.size(); ++g) {
     if (backoff_until_[g] > view.now_s) continue;
     room[g] = std::max(0, groups_[g].max_size - size[g]);
   }
-  const ScaleUp up = DecideScaleUp(groups_, rest, room, options_.scale_up);
+  ScaleUp up;
+  up.add.assign(groups_.size(), 0);
+  if (!rest.empty()) up = DecideScaleUp(groups_, rest, room, options_.scale_up);
   out->pods_helped = up.pods_helped;
+  if (options_.prescale) {
+    double have = ready_free_milli - rest_milli;
+    for (const NodeRoom& r : upcoming) have += static_cast<double>(r.gpu_free_milli());
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      have += static_cast<double>(up.add[g]) * groups_[g].node.num_gpus * core::kMilliGpu;
+    }
+    Prescale(room, up, have, view, out);
+  }
   for (size_t g = 0; g < groups_.size(); ++g) {
     for (int i = 0; i < up.add[g]; ++i) {
       const std::string name = NewName(static_cast<int>(g), view);
       requested_[name] = {static_cast<int>(g), view.now_s};
       out->add.emplace_back(static_cast<int>(g), name);
+    }
+  }
+}
+
+// Pre-scaling: requests nodes for the expected demand that the free capacity `have_milli`
+// (schedulable, upcoming and just requested nodes, less the unschedulable pods) does not cover.
+void LiveAutoscaler::Prescale(const std::vector<int>& room, const ScaleUp& up, double have_milli,
+                              const LiveView& view, LiveActions* out) {
+  const double short_by = out->expected_demand_milli - have_milli;
+  if (short_by <= 0) return;
+  std::vector<int> left(room.size());
+  for (size_t g = 0; g < room.size(); ++g) left[g] = std::max(0, room[g] - up.add[g]);
+  const ScaleUp pre = DecideScaleUp(groups_, arrivals_->Latest(short_by), left, options_.scale_up);
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    for (int i = 0; i < pre.add[g]; ++i) {
+      const std::string name = NewName(static_cast<int>(g), view);
+      requested_[name] = {static_cast<int>(g), view.now_s};
+      out->add.emplace_back(static_cast<int>(g), name);
+      ++out->prescaled;
     }
   }
 }
@@ -268,8 +320,17 @@ LiveActions LiveAutoscaler::Scan(const LiveView& view) {
     ++status_[n.group].ready;
   }
   for (const auto& [name, req] : requested_) ++size[req.group];
-  Shrink(view, &size, &out);
-  Grow(view, size, &out);
+  if (!arrivals_) arrivals_ = std::make_unique<internal::ArrivalWindow>(view.now_s, 3600);
+  for (const PendingPod& p : view.arrivals) arrivals_->Add(view.now_s, p);
+  arrivals_->Expire(view.now_s);
+  out.expected_demand_milli = arrivals_->ExpectedMilli(view.now_s, options_.demand_horizon_s);
+  double ready_free_milli = 0;
+  for (const LiveNode& n : view.nodes) {
+    if (!n.schedulable) continue;
+    for (int32_t f : n.gpu_free_milli) ready_free_milli += f;
+  }
+  Shrink(view, &size, &ready_free_milli, &out);
+  Grow(view, size, ready_free_milli, &out);
   for (const auto& [name, req] : requested_) ++status_[req.group].provisioning;
   for (size_t g = 0; g < groups_.size(); ++g) {
     status_[g].backed_off = backoff_until_[g] > view.now_s;

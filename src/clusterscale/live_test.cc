@@ -269,6 +269,68 @@ TEST(LiveAutoscalerTest, OnlyTheLeastUsedCandidatesAreTriedInOneScan) {
   }
 }
 
+TEST(LiveAutoscalerTest, PrescalingAsksForTheExpectedDemandAheadOfPendingPods) {
+  for (bool prescale : {false, true}) {
+    LiveOptions o = Options();
+    o.prescale = prescale;
+    o.demand_horizon_s = 3600;  // the whole last hour's arrivals again within the horizon
+    LiveAutoscaler a(Groups(), o);
+    LiveView v;
+    v.nodes = {A100Node("a100x8-0", 8), {"t4x1-0", 1, false}};
+    a.Scan(v);  // the window starts here
+    v.now_s = 3600;
+    v.arrivals = {Gpus(2), Gpus(2), Gpus(2), Gpus(2)};  // 8 GPUs arrived, all running now
+    const LiveActions act = a.Scan(v);
+    EXPECT_DOUBLE_EQ(act.expected_demand_milli, 8'000);
+    if (!prescale) {
+      EXPECT_TRUE(act.add.empty());
+      continue;
+    }
+    // No free GPU anywhere: one 8 x A100 node holds four 2-GPU pods with nothing wasted.
+    ASSERT_EQ(act.add.size(), 1u);
+    EXPECT_EQ(act.add[0].second, "a100x8-1");
+    EXPECT_EQ(act.prescaled, 1);
+    // The node asked for covers the same demand at the next scan: nothing more.
+    v.now_s = 3610;
+    v.arrivals.clear();
+    EXPECT_TRUE(a.Scan(v).add.empty());
+  }
+}
+
+TEST(LiveAutoscalerTest, ABurstRightAfterTheStartIsNotTakenForARate) {
+  LiveOptions o = Options();
+  o.demand_horizon_s = 250;
+  LiveAutoscaler a(Groups(), o);
+  LiveView v;
+  v.arrivals = {Gpus(8)};
+  // 8 GPUs in the first scan: over at least the horizon, at most what arrived is expected.
+  EXPECT_DOUBLE_EQ(a.Scan(v).expected_demand_milli, 8'000);
+  v.arrivals.clear();
+  v.now_s = 1'000;  // then the rate over the time since the start: 8000 / 1000 x 250
+  EXPECT_DOUBLE_EQ(a.Scan(v).expected_demand_milli, 2'000);
+  v.now_s = 1'000 + 3'601;  // older than the hour: forgotten
+  EXPECT_DOUBLE_EQ(a.Scan(v).expected_demand_milli, 0);
+}
+
+TEST(LiveAutoscalerTest, TheHeadroomGuardKeepsANodeTheExpectedDemandNeeds) {
+  for (double horizon : {250.0, 3600.0}) {
+    LiveOptions o = Draining();
+    o.drain_keeps_headroom = true;
+    o.demand_horizon_s = horizon;
+    LiveAutoscaler a(Groups(), o);
+    LiveView v;
+    // 7 + 4 GPUs free; draining a100x8-0 leaves 3 free. 4 GPUs arrived in the first 600 s:
+    // 4000 / 600 x 250 = 1,667 milli expected (drain), x 3600 = 24,000 (keep).
+    v.nodes = {A100Node("a100x8-0", 1), A100Node("a100x8-1", 4)};
+    v.arrivals = {Gpus(4)};
+    a.Scan(v);
+    v.now_s = 600;
+    v.arrivals.clear();
+    const LiveActions act = a.Scan(v);
+    EXPECT_EQ(act.drain.size(), horizon == 250.0 ? 1u : 0u) << "horizon " << horizon;
+  }
+}
+
 TEST(LiveAutoscalerTest, OptionsAreCheckedByName) {
   LiveOptions o = Options();
   o.provision_timeout_s = 0;
@@ -288,6 +350,9 @@ TEST(LiveAutoscalerTest, OptionsAreCheckedByName) {
   o = Options();
   o.max_drain_candidates = 0;
   EXPECT_NE(Validate(o).message().find("max_drain_candidates"), std::string::npos);
+  o = Options();
+  o.demand_horizon_s = -1;
+  EXPECT_NE(Validate(o).message().find("demand_horizon_s"), std::string::npos);
   EXPECT_TRUE(Validate(Options()).ok());
 }
 

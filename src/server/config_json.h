@@ -56,6 +56,13 @@ class Fields {
     *out = it->get<std::string>();
     if (required && out->empty()) Fail(key, "must not be empty");
   }
+  void Bool(const char* key, bool* out) {
+    seen_.insert(key);
+    auto it = j_.find(key);
+    if (!ok() || it == j_.end()) return;
+    if (!it->is_boolean()) return Fail(key, "expected true or false");
+    *out = it->get<bool>();
+  }
   // The raw member (null when absent); the caller decodes it.
   const nlohmann::json* Member(const char* key) {
     seen_.insert(key);

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <unordered_set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -85,6 +86,7 @@ absl::Status ParseProvisioner(const JsonDoc* j, const std::string& path, std::st
   std::string kind = "simulated";
   f.String("kind", &kind);
   f.Number("delay_s", &c->simulated_delay_s);
+  f.Number("provision_estimate_s", &c->provision_estimate_s);
   f.String("resume_program", &c->resume_program);
   f.String("suspend_program", &c->suspend_program);
   f.NoOthers();
@@ -98,9 +100,15 @@ absl::Status ParseProvisioner(const JsonDoc* j, const std::string& path, std::st
       f.Fail(c->resume_program.empty() ? "suspend_program" : "resume_program",
              "only for kind command");
     }
+    if (j->contains("provision_estimate_s")) {
+      f.Fail("provision_estimate_s", "only for kind command (simulated: delay_s)");
+    }
   } else if (kind == "command") {
     c->provisioner = NodeGroupsConfig::Provisioner::kCommand;
     if (j->contains("delay_s")) f.Fail("delay_s", "only for kind simulated");
+    if (!(c->provision_estimate_s >= 0 && c->provision_estimate_s <= 86'400)) {
+      f.Fail("provision_estimate_s", "must be in [0, 86400] seconds");
+    }
     for (auto [key, value] : {std::pair{"resume_program", &c->resume_program},
                               std::pair{"suspend_program", &c->suspend_program}}) {
       if (!value->starts_with("/")) f.Fail(key, "required: an absolute path");
@@ -122,6 +130,8 @@ absl::Status ParseTop(const JsonDoc& j, std::string_view file, NodeGroupsConfig*
   f.Number("scale_down_utilization_threshold", &o.scale_down_utilization_threshold);
   f.Number("max_drains_per_scan", &o.max_drains_per_scan);
   f.Number("max_drain_candidates", &o.max_drain_candidates);
+  f.Bool("prescale", &o.prescale);
+  f.Bool("drain_keeps_headroom", &o.drain_keeps_headroom);
   f.Number("max_nodes_per_scale_up", &o.scale_up.max_nodes_per_scale_up);
   f.Number("balance_tolerance", &o.scale_up.balance_tolerance);
   std::string expander = "seedance";
@@ -168,6 +178,12 @@ absl::StatusOr<NodeGroupsConfig> ParseNodeGroupsConfig(std::string_view text,
   if (absl::Status st = ParseProvisioner(provisioner, "$.provisioner", file, &c); !st.ok()) {
     return st;
   }
+  // Pre-scaling's and the guard's horizon: a node asked for now joins after the provisioning
+  // delay, and is asked for at the next scan at the latest.
+  c.autoscaler.demand_horizon_s =
+      (c.provisioner == NodeGroupsConfig::Provisioner::kSimulated ? c.simulated_delay_s
+                                                                  : c.provision_estimate_s) +
+      c.scan_interval_s;
   if (groups->size() > 1000) {
     return WithPath(file, "$.groups", absl::InvalidArgumentError("at most 1000 groups"));
   }
@@ -231,6 +247,10 @@ struct NodeGroupController::State {
   void Loop();
   void Scan(double now_s);
   bool Observe(clusterscale::LiveView* view);
+  // The pods the last scan saw (loop thread): those not among them are arrivals. Not valid
+  // before the first scan, or after one that could not read the state.
+  std::unordered_set<std::string> seen_uids;
+  bool seen_valid = false;
   struct Removed {
     std::vector<std::string> removed, drained;
     int64_t pods_evicted = 0;
@@ -326,17 +346,22 @@ bool NodeGroupController::State::Observe(clusterscale::LiveView* view) {
       names.push_back(st.node(n).name);
       view->nodes.push_back(Describe(c.scheduler, n, GroupOf(st.node(n), by_name)));
     }
+    std::unordered_set<std::string> uids;
     c.scheduler.ledger().ForEach([&](const sched::PodInfo& p) {
+      uids.insert(p.uid);
+      if (seen_valid && !seen_uids.contains(p.uid)) view->arrivals.push_back(AsPending(p));
       if (p.phase != sched::PodPhase::kPending || c.scheduler.LastFailure(p.uid).empty()) return;
       const auto fits = c.scheduler.FilterNodes(p, names);
       if (std::none_of(fits.begin(), fits.end(), [](const auto& f) { return !f.has_value(); })) {
         view->unschedulable.push_back(AsPending(p));
       }
     });
+    seen_uids = std::move(uids);
     view->now_s = UnixNow();
     return [] { return Reply{200, "{}"}; };
   });
-  return r.status == 200;
+  seen_valid = r.status == 200;
+  return seen_valid;
 }
 
 // Removes each node of `remove` that is still empty, and drains each of `drain` that still has
@@ -468,7 +493,11 @@ void NodeGroupController::State::Reap() {
 void NodeGroupController::State::Scan(double now_s) {
   clusterscale::LiveView view;
   const auto observe_start = std::chrono::steady_clock::now();
-  if (!service.leading() || !Observe(&view)) return;
+  if (!service.leading()) {
+    seen_valid = false;  // a new leader starts its count of arrivals afresh
+    return;
+  }
+  if (!Observe(&view)) return;
   const double observe_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - observe_start).count();
   clusterscale::LiveActions act;
@@ -516,6 +545,9 @@ void NodeGroupController::State::Scan(double now_s) {
                {"unschedulable", view.unschedulable.size()},
                {"pods_helped", act.pods_helped},
                {"waiting_for_upcoming", act.pods_waiting_for_upcoming},
+               {"arrivals", view.arrivals.size()},
+               {"expected_demand_gpus", act.expected_demand_milli / core::kMilliGpu},
+               {"prescaled", act.prescaled},
                {"added", std::move(added)},
                {"removed", done.removed},
                {"drained", done.drained},

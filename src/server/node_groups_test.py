@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The cluster autoscaler in the service (issue 17): `seedance server --node-groups FILE`.
 
-Three parts, each against the real binary on loopback (bad files are in tests/hostile,
+Four parts, each against the real binary on loopback (bad files are in tests/hostile,
 node_group_cases):
 1. Simulated provisioner: unschedulable pods make the autoscaler add nodes of the right group
    (bin-packed, never past max_size, none for a pod no template can hold); the pods bind on
@@ -14,6 +14,8 @@ node_group_cases):
    program that exits non-zero fails its nodes at once (counted, group backed off).
 3. Draining (scale_down_utilization_threshold): an underused node whose pods fit elsewhere is
    drained - its pods evicted and placed again on the other node - and removed.
+4. Pre-scaling (prescale): a burst that fills the cluster makes it ask for a node before any pod
+   waits.
 
 usage: node_groups_test.py SEEDANCE_BINARY"""
 
@@ -267,13 +269,46 @@ def draining(binary, work):
         server.stop()
 
 
+def prescaling(binary, work):
+    """prescale: a burst that fills the only node makes the autoscaler ask for another before any
+    pod is pending (the last hour's arrival rate x the horizon, delay_s + scan_interval_s, is
+    more than the free room)."""
+    cfg = config({"kind": "simulated", "delay_s": DELAY_S}, cpu_min=0)
+    cfg["prescale"] = True
+    cfg["scale_down_unneeded_s"] = 600  # nothing is removed while the test looks
+    path = write(os.path.join(work, "prescale.json"), cfg)
+    server = testlib.Server(binary, os.path.join(work, "prescale-state"),
+                            ["--node-groups", path]).start()
+    try:
+        client = testlib.Client(server.port)
+        status, body = client.request("PUT", "/v1/nodes/gpu-0", GPU_NODE)
+        assert status == 201, (status, body)
+        wait("a first scan", lambda: groups(client)[1]["scans"] >= 1)
+        for i in range(4):  # fills gpu-0's 4 GPUs
+            submit(client, f"burst-{i}", 1)
+        wait("the burst bound", lambda: all_bound(client, [f"burst-{i}" for i in range(4)]))
+        wait("gpu-1 asked for ahead of demand", lambda: "gpu-1" in nodes(client), timeout=30)
+        ps = pods(client)
+        assert all(p["phase"] == "Bound" for p in ps.values()), ps
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics").read().decode()
+        line = 'seedance_cluster_autoscaler_nodes_total{change="added",group="gpu"} 1'
+        assert line in metrics, [m for m in metrics.splitlines() if "autoscaler" in m]
+        # Covered now: the next scans ask for nothing more.
+        scans = groups(client)[1]["scans"] + 5
+        wait("five more scans", lambda: groups(client)[1]["scans"] >= scans)
+        assert nodes(client) == ["gpu-0", "gpu-1"], nodes(client)
+    finally:
+        server.stop()
+
+
 def main():
     binary = sys.argv[1]
     work = tempfile.mkdtemp(prefix="seedance-node-groups-")
     simulated(binary, work)
     command(binary, work)
     draining(binary, work)
-    print("node groups: simulated and command provisioners, draining passed")
+    prescaling(binary, work)
+    print("node groups: simulated and command provisioners, draining, prescaling passed")
     return 0
 
 

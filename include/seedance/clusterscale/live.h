@@ -23,6 +23,7 @@
 #define SEEDANCE_CLUSTERSCALE_LIVE_H_
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,10 @@
 #include "seedance/clusterscale/cluster_autoscaler.h"
 
 namespace seedance::clusterscale {
+
+namespace internal {
+class ArrivalWindow;
+}  // namespace internal
 
 struct LiveOptions {
   ScaleUpOptions scale_up;
@@ -47,10 +52,22 @@ struct LiveOptions {
   // Underused nodes tried per scan, the least used first (CA's
   // --scale-down-non-empty-candidates-count): bounds a scan's work on a large cluster.
   int max_drain_candidates = 30;
+  // Predictive pre-scaling, as the simulator's `prescale`: every scan, when the free GPU capacity
+  // of the schedulable and provisioning nodes, less what the unschedulable pods will take, is
+  // below the GPU demand expected within demand_horizon_s (the last hour's arrivals' GPU rate x
+  // the horizon), nodes are requested for the shortfall, sized by the expander for the latest
+  // arrivals' shapes.
+  bool prescale = false;
+  // Seedance's headroom guard, as the simulator's `drain_keeps_headroom`: an underused node is
+  // drained only if the free GPU capacity left afterwards still covers that expected demand.
+  bool drain_keeps_headroom = false;
+  // How far ahead both look: about the time a node requested now takes to join, plus a scan.
+  double demand_horizon_s = 250;
 };
 
 // InvalidArgument naming the field (times must be finite and >= 0, provision_timeout_s > 0,
-// the threshold in [0, 1], max_drains_per_scan and max_drain_candidates >= 1).
+// the threshold in [0, 1], max_drains_per_scan and max_drain_candidates >= 1, demand_horizon_s
+// finite and >= 0).
 absl::Status Validate(const LiveOptions& options);
 
 // A node of the cluster as a scan sees it.
@@ -74,6 +91,7 @@ struct LiveView {
   double now_s = 0;
   std::vector<LiveNode> nodes;
   std::vector<PendingPod> unschedulable;  // pods the scheduler tried and could not place
+  std::vector<PendingPod> arrivals;       // pods submitted since the previous scan (demand)
 };
 
 struct LiveActions {
@@ -84,6 +102,8 @@ struct LiveActions {
   std::vector<std::pair<int, std::string>> timed_out;  // (group, name) requested, never joined
   int pods_helped = 0;                                 // unschedulable pods the additions are for
   int pods_waiting_for_upcoming = 0;                   // left to nodes still being provisioned
+  int prescaled = 0;                 // of `add`, nodes asked for ahead of demand (prescale)
+  double expected_demand_milli = 0;  // GPU milli expected within demand_horizon_s
 };
 
 // What a group looks like after a scan, for status and metrics.
@@ -98,6 +118,9 @@ class LiveAutoscaler {
  public:
   // REQUIRES: Validate(options).ok(); every group's min_size <= max_size.
   LiveAutoscaler(std::vector<NodeGroup> groups, LiveOptions options);
+  ~LiveAutoscaler();
+  LiveAutoscaler(const LiveAutoscaler&) = delete;
+  LiveAutoscaler& operator=(const LiveAutoscaler&) = delete;
 
   LiveActions Scan(const LiveView& view);
   // A requested node the provisioner says it cannot bring up: forgotten and its group backed off
@@ -113,10 +136,14 @@ class LiveAutoscaler {
     double at_s = 0;
   };
   void MatchRequested(const LiveView& view, LiveActions* out);
-  void Shrink(const LiveView& view, std::vector<int>* size, LiveActions* out);
+  void Shrink(const LiveView& view, std::vector<int>* size, double* ready_free_milli,
+              LiveActions* out);
   void Drain(const LiveView& view, std::vector<const LiveNode*> candidates, std::vector<int>* size,
-             LiveActions* out);
-  void Grow(const LiveView& view, const std::vector<int>& size, LiveActions* out);
+             double* ready_free_milli, LiveActions* out);
+  void Grow(const LiveView& view, const std::vector<int>& size, double ready_free_milli,
+            LiveActions* out);
+  void Prescale(const std::vector<int>& room, const ScaleUp& up, double have_milli,
+                const LiveView& view, LiveActions* out);
   std::string NewName(int group, const LiveView& view) const;
 
   std::vector<NodeGroup> groups_;
@@ -125,6 +152,7 @@ class LiveAutoscaler {
   std::map<std::string, double> unneeded_since_;  // group node -> first scan seen unneeded
   std::vector<double> backoff_until_;             // per group
   std::vector<LiveGroupStatus> status_;
+  std::unique_ptr<internal::ArrivalWindow> arrivals_;  // from the first scan on
 };
 
 }  // namespace seedance::clusterscale

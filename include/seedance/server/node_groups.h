@@ -18,6 +18,9 @@
 //              `suspend_program NAME...` is run for nodes removed. A resume program that exits
 //              non-zero fails its nodes at once (the group is backed off).
 //
+// Pods that appear between two scans are the arrivals that pre-scaling and the headroom guard
+// count (live.h); the first scan after a start only takes note of the pods there are.
+//
 // Only the leader decides (a follower's scan is refused by the service and skipped). Requests in
 // flight are not durable: after a restart, a pod still unschedulable is asked for again.
 //
@@ -44,6 +47,9 @@ struct NodeGroupsConfig {
   std::vector<clusterscale::NodeGroup> groups;  // templates carry kNodeGroupLabel
   enum class Provisioner { kSimulated, kCommand } provisioner = Provisioner::kSimulated;
   double simulated_delay_s = 180;               // simulated
+  // command: how long a node takes to register after its resume program starts, for the
+  // expected-demand horizon of pre-scaling and the headroom guard (simulated: delay_s).
+  double provision_estimate_s = 240;
   std::string resume_program, suspend_program;  // command: absolute paths
 };
 
@@ -59,7 +65,8 @@ class NodeGroupController {
                                                                     NodeGroupsConfig config);
   ~NodeGroupController();
   // GET /v1/node-groups: {"provisioner", "scan_interval_s", "scans", "errors", "last_error",
-  // "last_scan": {time, unschedulable, pods_helped, waiting_for_upcoming, added, removed,
+  // "last_scan": {time, unschedulable, pods_helped, waiting_for_upcoming, arrivals,
+  // expected_demand_gpus, prescaled, added, removed,
   // drained, pods_evicted, timed_out, observe_ms (reading the state on the service's loop),
   // decide_ms}, "groups": [{name, min_size, max_size, ready, provisioning, unneeded,
   // backed_off, template}]}.
