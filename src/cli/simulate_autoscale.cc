@@ -107,6 +107,23 @@ absl::StatusOr<seedance::clusterscale::ChurnOptions> ResolveAutoscaleOptions(con
   return o;
 }
 
+// The cluster and the pods: from --nodes and --pods, or a job trace replayed (--trace, with
+// o->replay set and, without --duration, the window running to the last submit).
+absl::StatusOr<seedance::sim::Workload> LoadAutoscaleWorkload(
+    const Flags& f, seedance::clusterscale::ChurnOptions* o) {
+  if (f.trace.empty()) return LoadWorkload(f);
+  absl::StatusOr<JobReplay> replay = LoadJobReplay(f);
+  if (!replay.ok()) return replay.status();
+  o->replay = true;
+  if (f.duration_opt->count() == 0) {
+    o->duration_h = std::max(1.0, replay->span_s / 3600 - o->warmup_h);
+  }
+  seedance::sim::Workload w;
+  w.nodes = std::move(replay->nodes);
+  w.pods = std::move(replay->pods);
+  return w;
+}
+
 }  // namespace
 
 // The autoscale flags only with --mode autoscale, and the flags it has no use for not with it.
@@ -118,10 +135,30 @@ absl::Status CheckAutoscaleModeFlags(const Flags& f) {
           o->get_name(), autoscale ? ": not for --mode autoscale" : ": only for --mode autoscale"));
     }
   }
-  if (autoscale && (f.nodes.empty() || f.pods.empty())) {
+  if (!autoscale) return absl::OkStatus();
+  if (!f.trace.empty() || !f.tenants.empty()) {
+    if (f.trace.empty() || f.tenants.empty()) {
+      return absl::InvalidArgumentError(
+          "--mode autoscale replays a job trace with --trace FILE and --tenants FILE together");
+    }
+    if (!f.nodes.empty() || !f.pods.empty()) {
+      return absl::InvalidArgumentError(
+          "--nodes, --pods: not with --trace (the tenants' nodes are the cluster, the jobs the "
+          "pods)");
+    }
+    if (f.load_opt->count() > 0) {
+      return absl::InvalidArgumentError(
+          "--load: not with --trace (a job trace is replayed at its own arrival times)");
+    }
+    return absl::OkStatus();
+  }
+  if (!f.window.empty() || f.capacity_scale != 1.0) {
+    return absl::InvalidArgumentError("--window, --capacity-scale: only with --trace");
+  }
+  if (f.nodes.empty() || f.pods.empty()) {
     return absl::InvalidArgumentError(
         "--mode autoscale needs --nodes FILE and --pods FILE (the node shapes become the node "
-        "groups; pods need deletion times)");
+        "groups; pods need deletion times), or a job trace: --trace FILE --tenants FILE");
   }
   return absl::OkStatus();
 }
@@ -135,10 +172,10 @@ int SimulateAutoscale(const Flags& f) {
   if (!expanders.ok()) return Fail(expanders.status());
   absl::StatusOr<cs::ChurnOptions> options = ResolveAutoscaleOptions(f);
   if (!options.ok()) return Fail(options.status());
-  const cs::ChurnOptions& o = *options;
+  cs::ChurnOptions o = *options;
   std::vector<Output> outs;
   if (absl::Status s = OpenOutputs(f, *format, &outs); !s.ok()) return Fail(s);
-  absl::StatusOr<seedance::sim::Workload> workload = LoadWorkload(f);
+  absl::StatusOr<seedance::sim::Workload> workload = LoadAutoscaleWorkload(f, &o);
   if (!workload.ok()) return Fail(workload.status());
   for (seedance::core::NodeSpec& n : workload->nodes) {
     if (n.cost_usd_per_hour <= 0) {
@@ -151,7 +188,7 @@ int SimulateAutoscale(const Flags& f) {
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<std::vector<cs::ChurnRun>> runs =
       cs::RunChurnSet(*groups, workload->pods, o, *expanders, f.seeds, f.jobs);
-  if (!runs.ok()) return Fail(AsFlagError(runs.status(), Shown(f.pods)));
+  if (!runs.ok()) return Fail(AsFlagError(runs.status(), Shown(o.replay ? f.trace : f.pods)));
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string summary =
@@ -160,6 +197,12 @@ int SimulateAutoscale(const Flags& f) {
   nlohmann::ordered_json doc = cs::ChurnRunsToJson(*runs);
   doc["meta"] = {{"nodes", f.nodes},
                  {"pods", f.pods},
+                 {"trace", f.trace},
+                 {"tenants", f.tenants},
+                 {"window", f.window},
+                 {"capacity_scale", f.capacity_scale},
+                 {"replay", o.replay},
+                 {"pods_replayed", o.replay ? workload->pods.size() : 0},
                  {"placement", o.policy.empty() ? "best fit" : o.policy},
                  {"groups", groups->size()},
                  {"load", o.load},

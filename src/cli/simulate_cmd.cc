@@ -467,7 +467,9 @@ Command AddSimulateCommand(CLI::App& app) {
       "  seedance simulate --mode jobs --trace philly.csv --tenants philly_vc.csv \\\n"
       "      --policy fifo,sjf,srtf --window 2017-10-01,2017-11-30 --capacity-scale 0.25\n"
       "  seedance simulate --mode autoscale --nodes N.csv --pods P.csv --duration 24h "
-      "--seeds 42-44 --policy fgd\n\n"
+      "--seeds 42-44 --policy fgd\n"
+      "  seedance simulate --mode autoscale --trace philly.csv --tenants philly_vc.csv \\\n"
+      "      --window 2017-10-01,2017-11-30 --seeds 42-44 --prescale\n\n"
       "Limits: at most 10,000 runs (policies x seeds); a run replays at most 5,000,000 pods "
       "(fill: trace plus resampled; churn and autoscale: expected arrivals); --duration and "
       "--warmup at most 87600h; autoscale at most 1,000,000 scans.\n\n"
@@ -555,12 +557,14 @@ Command AddSimulateCommand(CLI::App& app) {
           ->capture_default_str()
           ->check(CLI::IsMember({"topology", "index"})));
   sim->add_option("--trace", f->trace,
-                  "jobs: job trace CSV (timestamp,duration,num_gpus[,gpu_time],cluster), e.g. "
-                  "the Philly trace")
+                  "jobs and autoscale: job trace CSV (timestamp,duration,num_gpus[,gpu_time],"
+                  "cluster), e.g. the Philly trace; autoscale replays its jobs at their submit "
+                  "times on a pool of the tenants' 8-GPU nodes")
       ->type_name("FILE");
   sim->add_option("--tenants", f->tenants,
-                  "jobs: tenant CSV (vc,node num[,weight]): each tenant's 8-GPU nodes, its "
-                  "partition (isolated) or guaranteed quota (quota-*)")
+                  "jobs and autoscale: tenant CSV (vc,node num[,weight]): each tenant's 8-GPU "
+                  "nodes, its partition (isolated) or guaranteed quota (quota-*); autoscale: their "
+                  "sum is the node group's size (x --group-max)")
       ->type_name("FILE");
   sim->add_option("--protocol", f->protocol,
                   "jobs: the job protocol; helios-qssf (the SC'21 Helios simulator's: 1-second "
@@ -573,8 +577,8 @@ Command AddSimulateCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"isolated", "pooled"}));
   sim->add_option("--window", f->window,
-                  "jobs: START,END in UTC ('2017-10-01,2017-11-30' or with HH:MM:SS; a bare end "
-                  "date runs to 23:59:00); default the whole trace")
+                  "jobs and autoscale: START,END in UTC ('2017-10-01,2017-11-30' or with "
+                  "HH:MM:SS; a bare end date runs to 23:59:00); default the whole trace")
       ->type_name("START,END");
   sim->add_option("--submit-ties", f->ties,
                   "jobs: order of jobs submitted in the same second: reverse (default: reverse "
@@ -582,7 +586,7 @@ Command AddSimulateCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"reverse", "file"}));
   AddDouble(sim, "--capacity-scale", &f->capacity_scale, base::Closed(0.001, 1000),
-            "jobs: multiply every tenant's nodes (round half to even)");
+            "jobs and autoscale: multiply every tenant's nodes (round half to even)");
   AddOutputFlags(sim, &f->out, kFormats,
                  "Write the results to FILE ('-' = standard output, the default)");
   f->not_autoscale.push_back(

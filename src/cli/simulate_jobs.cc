@@ -13,7 +13,9 @@
 #include "absl/strings/strip.h"
 #include "commands.h"
 #include "seedance/base/text.h"
+#include "seedance/clusterscale/cluster_autoscaler.h"
 #include "seedance/sim/jobs.h"
+#include "seedance/sim/simulator.h"
 #include "seedance/trace/job_trace.h"
 #include "simulate_modes.h"
 
@@ -61,11 +63,14 @@ absl::StatusOr<seedance::sim::JobWindow> ParseWindow(
 absl::Status CheckJobModeFlags(const Flags& f) {
   const bool jobs = f.mode == "jobs";
   if (!jobs) {
-    if (!f.trace.empty() || !f.tenants.empty() || !f.window.empty() || f.capacity_scale != 1.0 ||
-        f.partition != "isolated" || f.ties != "reverse") {
+    if (f.partition != "isolated" || f.ties != "reverse") {
+      return absl::InvalidArgumentError("--partition and --submit-ties: only for --mode jobs");
+    }
+    if (f.mode != "autoscale" &&
+        (!f.trace.empty() || !f.tenants.empty() || !f.window.empty() || f.capacity_scale != 1.0)) {
       return absl::InvalidArgumentError(
-          "--trace, --tenants, --window, --capacity-scale, --partition and --submit-ties: only "
-          "for --mode jobs");
+          "--trace, --tenants, --window and --capacity-scale: only for --mode jobs and "
+          "--mode autoscale");
     }
     return absl::OkStatus();
   }
@@ -79,6 +84,44 @@ absl::Status CheckJobModeFlags(const Flags& f) {
     return absl::InvalidArgumentError("--mode jobs needs --trace FILE and --tenants FILE");
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<JobReplay> LoadJobReplay(const Flags& f) {
+  absl::StatusOr<std::vector<seedance::trace::TraceJob>> trace =
+      seedance::trace::ReadJobTrace(f.trace);
+  if (!trace.ok()) return trace.status();
+  absl::StatusOr<std::vector<seedance::trace::TenantSpec>> tenants =
+      seedance::trace::ReadTenantCsv(f.tenants);
+  if (!tenants.ok()) return tenants.status();
+  absl::StatusOr<seedance::sim::JobWindow> window = ParseWindow(f.window, *trace);
+  if (!window.ok()) return window.status();
+  seedance::sim::JobSelection sel;
+  sel.window = *window;
+  sel.capacity_scale = f.capacity_scale;
+  sel.pooled = true;  // one autoscaled pool: a job is too large only beyond all of it
+  absl::StatusOr<seedance::sim::JobWorkload> w = seedance::sim::SelectJobs(*trace, *tenants, sel);
+  if (!w.ok()) return w.status();
+  constexpr int kGpusPerNode = 8;  // the tenant file counts 8-GPU nodes
+  std::vector<seedance::clusterscale::JobArrival> jobs;
+  JobReplay out;
+  for (const seedance::sim::JobSpec& j : w->jobs) {
+    jobs.push_back({j.submit_s, j.duration_s, j.gpus});
+    out.span_s = std::max(out.span_s, static_cast<double>(j.submit_s));
+  }
+  out.pods = seedance::clusterscale::PodsFromJobs(jobs, kGpusPerNode);
+  int64_t nodes = 0;
+  for (const seedance::sim::JobTenant& t : w->tenants) nodes += t.nodes;
+  // A job trace records no CPU, memory or GPU model: nominal values, and no pod asks for CPU or
+  // memory (docs/cluster-autoscaler.md, "Job traces").
+  const seedance::core::NodeSpec node{
+      "gpu8",       64'000, 512 * 1024,
+      kGpusPerNode, "GPU",  seedance::sim::DefaultGpuPriceUsdPerHour("GPU") * 8};
+  out.nodes.assign(static_cast<size_t>(nodes), node);
+  if (out.nodes.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tenants: ", Shown(f.tenants), " gives no node at --capacity-scale ", f.capacity_scale));
+  }
+  return out;
 }
 
 int SimulateJobs(const Flags& f) {

@@ -85,6 +85,15 @@ int Finish(const Flags& f, const std::string& format, std::vector<Output>& outs,
 // --mode jobs (simulate_jobs.cc). Its flags only with it, and the pod modes' not with it.
 absl::Status CheckJobModeFlags(const Flags& f);
 int SimulateJobs(const Flags& f);
+// --mode autoscale --trace: the jobs of --window as pods of 8-GPU nodes (PodsFromJobs) and
+// the pooled cluster of the tenants' nodes (x --capacity-scale) as that many 8-GPU nodes, and
+// the last job's submit time in seconds after the first's.
+struct JobReplay {
+  std::vector<seedance::core::NodeSpec> nodes;
+  std::vector<seedance::core::PodSpec> pods;
+  double span_s = 0;
+};
+absl::StatusOr<JobReplay> LoadJobReplay(const Flags& f);
 
 // --mode autoscale (simulate_autoscale.cc). Its flags only with it, and the others not with it.
 absl::Status CheckAutoscaleModeFlags(const Flags& f);

@@ -18,6 +18,7 @@
 #include "arrival_window.h"
 #include "node_room.h"
 #include "policy_placer.h"
+#include "seedance/base/check.h"
 #include "seedance/clusterscale/cluster_autoscaler.h"
 
 namespace seedance::clusterscale {
@@ -62,6 +63,7 @@ struct SimNode {
 };
 
 struct TracePod {
+  double replay_at_s = 0;  // replay: when it arrives
   PendingPod pod;
   int32_t priority;
   double lifetime_s;
@@ -104,7 +106,10 @@ class Churn {
         Join(Request(static_cast<int>(g)), 0);
       }
     }
-    double next_arrival = gap(rng);
+    // Replay: pods in creation order at their creation times; otherwise Poisson copies.
+    size_t replayed = 0;
+    auto replay_time = [&] { return replayed < pods.size() ? pods[replayed].replay_at_s : kInf; };
+    double next_arrival = o_.replay ? replay_time() : gap(rng);
     double next_scan = o_.scan_interval_s;
     int64_t next_id = 0;
     while (error_.ok()) {
@@ -121,8 +126,13 @@ class Churn {
         joins_.pop();
         Join(n, t);
       } else if (t == next_arrival) {
-        Arrive(next_id++, &pods[pick(rng)], t);
-        next_arrival = t + gap(rng);
+        if (o_.replay) {
+          Arrive(next_id++, &pods[replayed++], t);
+          next_arrival = replay_time();
+        } else {
+          Arrive(next_id++, &pods[pick(rng)], t);
+          next_arrival = t + gap(rng);
+        }
       } else {
         Scan(t, [&] { return t + delay(delay_rng); });
         next_scan = t + o_.scan_interval_s;
@@ -553,7 +563,7 @@ absl::StatusOr<ChurnReport> RunChurn(const std::vector<NodeGroup>& groups,
   double lifetime_sum = 0, gpu_sum = 0;
   for (const core::PodSpec& p : pods) {
     if (p.deletion_s < p.creation_s || p.deletion_s < 0) continue;
-    TracePod t{PendingPod{p.shape, {}}, p.priority,
+    TracePod t{static_cast<double>(p.creation_s), PendingPod{p.shape, {}}, p.priority,
                std::max(1.0, static_cast<double>(p.deletion_s - p.creation_s))};
     if (!p.gpu_spec.empty()) t.pod.gpu_models = absl::StrSplit(p.gpu_spec, '|');
     if (policy) t.pod.shape.gpu_model_mask = policy->ModelMask(p.gpu_spec);
@@ -575,10 +585,22 @@ absl::StatusOr<ChurnReport> RunChurn(const std::vector<NodeGroup>& groups,
     capacity_milli += static_cast<double>(g.max_size) * g.node.num_gpus * core::kMilliGpu;
   }
   const double n = static_cast<double>(trace.size());
-  const double rate = options.load * capacity_milli / ((lifetime_sum / n) * (gpu_sum / n));
+  // Replay: the pods in creation order (stable: file order among equal times); the rate is
+  // not used (1 keeps the unused Poisson draw well defined).
+  const double rate =
+      options.replay ? 1.0 : options.load * capacity_milli / ((lifetime_sum / n) * (gpu_sum / n));
+  if (options.replay) {
+    std::stable_sort(trace.begin(), trace.end(), [](const TracePod& a, const TracePod& b) {
+      return a.replay_at_s < b.replay_at_s;
+    });
+  }
   // Bounded work, whatever the options: every run ends in reasonable time.
   const double span_s = (options.warmup_h + options.duration_h) * 3600;
-  if (!(rate * span_s <= kMaxChurnArrivals)) {
+  if (options.replay && n > kMaxChurnArrivals) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "pods: %d to replay, more than the limit of %d", trace.size(), kMaxChurnArrivals));
+  }
+  if (!options.replay && !(rate * span_s <= kMaxChurnArrivals)) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "load: %.4g expected arrivals over warm-up and window, more than the limit of %d "
         "(lower the load or shorten the run)",
@@ -593,6 +615,24 @@ absl::StatusOr<ChurnReport> RunChurn(const std::vector<NodeGroup>& groups,
   absl::StatusOr<ChurnReport> report = churn.Run(trace, rate);
   if (report.ok()) report->pods_never_fit = never_fit;
   return report;
+}
+
+std::vector<core::PodSpec> PodsFromJobs(const std::vector<JobArrival>& jobs, int gpus_per_node) {
+  SEEDANCE_CHECK(gpus_per_node >= 1) << "jobs replayed on nodes of " << gpus_per_node << " GPUs";
+  std::vector<core::PodSpec> pods;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const JobArrival& job = jobs[j];
+    for (int32_t left = job.gpus, part = 0; left > 0; left -= gpus_per_node, ++part) {
+      core::PodSpec p;
+      p.name = absl::StrCat("job-", j, "-", part);
+      p.shape.num_gpu = std::min(left, gpus_per_node);
+      p.shape.gpu_milli = core::kMilliGpu;
+      p.creation_s = job.submit_s;
+      p.deletion_s = job.submit_s + job.duration_s;
+      pods.push_back(std::move(p));
+    }
+  }
+  return pods;
 }
 
 }  // namespace seedance::clusterscale

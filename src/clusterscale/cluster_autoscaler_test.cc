@@ -191,6 +191,48 @@ TEST(ChurnTest, ProvisioningDelayAndIdleScaleDown) {
   EXPECT_LE(r->idle_gpu_hours, n * 610 / 3600);
 }
 
+TEST(JobReplayTest, AJobLargerThanANodeBecomesPodsOfWholeNodes) {
+  const std::vector<core::PodSpec> pods =
+      PodsFromJobs({{0, 100, 1}, {10, 50, 20}, {20, 5, 0}}, /*gpus_per_node=*/8);
+  ASSERT_EQ(pods.size(), 4u);  // 1 GPU; 8 + 8 + 4; a job without GPUs gives no pod
+  const std::vector<int32_t> gpus = {1, 8, 8, 4};
+  for (size_t i = 0; i < pods.size(); ++i) {
+    EXPECT_EQ(pods[i].shape.num_gpu, gpus[i]);
+    EXPECT_EQ(pods[i].shape.gpu_milli, core::kMilliGpu);
+    EXPECT_EQ(pods[i].shape.cpu_milli, 0);
+  }
+  EXPECT_EQ(pods[3].name, "job-1-2");
+  EXPECT_EQ(pods[3].creation_s, 10);
+  EXPECT_EQ(pods[3].deletion_s, 60);
+}
+
+// Two 1-GPU jobs replayed on a group of 1-GPU nodes (min 0): each arrives once, at its own
+// time, and waits for a node of its own (the first still runs when the second comes).
+TEST(JobReplayTest, PodsArriveOnceAtTheirCreationTimes) {
+  std::vector<NodeGroup> groups = {Group("g", Node(8, 32, 1, "T4", 0.53), 2)};
+  ChurnOptions o;
+  o.replay = true;
+  o.duration_h = 2;
+  o.warmup_h = 0;
+  o.scan_interval_s = 10;
+  o.provision_min_s = o.provision_max_s = 100;
+  absl::StatusOr<ChurnReport> r =
+      RunChurn(groups, PodsFromJobs({{500, 3000, 1}, {100, 3000, 1}}, 1), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->pods_arrived, 2);
+  EXPECT_EQ(r->nodes_added, 2);
+  EXPECT_EQ(r->pods_waited, 2);
+  // Each waits for the next scan (10 s at most) and the 100 s delay.
+  EXPECT_GE(r->pending_p50_s, 100);
+  EXPECT_LE(r->pending_p99_s, 110);
+  // The job arriving at 100 s runs to 100 + wait + 3000; nothing is left waiting.
+  EXPECT_EQ(r->pods_waiting_at_end, 0);
+}
+
+TEST(ClusterscaleDeathTest, NodesWithoutGpusCannotTakeAJobTrace) {
+  EXPECT_DEATH(PodsFromJobs({{0, 1, 1}}, 0), "jobs replayed on nodes of 0 GPUs");
+}
+
 TEST(ChurnTest, NodesNeverDropBelowMin) {
   std::vector<NodeGroup> groups = {Group("g", Node(8, 32, 1, "T4", 0.53), 3)};
   groups[0].min_size = 2;

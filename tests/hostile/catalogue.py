@@ -263,6 +263,9 @@ class Writer:
         self.format_flag = format_flag
 
 
+# --mode autoscale replaying a job trace (the jobs on the tenants' pooled 8-GPU nodes).
+SIM_AS_TRACE = ["simulate", "-q", "--mode", "autoscale", "--trace", "{jobs.csv}", "--tenants",
+                "{vc.csv}", "--seeds", "1"]
 WRITERS = [
     Writer("version", ["version"]),
     Writer("simulate-fill", ["simulate", "-q", "--nodes", "{nodes.csv}", "--pods", "{pods.csv}",
@@ -282,6 +285,8 @@ WRITERS = [
            inputs=("nodes.csv", "pods_replay.csv")),
     Writer("simulate-jobs", ["simulate", "-q", "--mode", "jobs", "--trace", "{jobs.csv}",
                              "--tenants", "{vc.csv}", "--policy", "all"],
+           inputs=("jobs.csv", "vc.csv")),
+    Writer("simulate-autoscale-trace", SIM_AS_TRACE + ["--duration", "2", "--warmup", "0"],
            inputs=("jobs.csv", "vc.csv")),
     Writer("profile", ["profile", "-q", "--duration", "1", "--interval", "0.5"], fmt="profile",
            format_flag=False),
@@ -484,6 +489,12 @@ READERS = [
            "--trace"),
     Reader("simulate-jobs-tenants", ["simulate", "-q", "--mode", "jobs", "--trace",
                                      "{jobs.csv}", "--tenants", "IN", "--policy", "all"],
+           "vc.csv", "--tenants"),
+    Reader("simulate-autoscale-trace", ["simulate", "-q", "--mode", "autoscale", "--trace", "IN",
+                                        "--tenants", "{vc.csv}", "--seeds", "1"], "jobs.csv",
+           "--trace"),
+    Reader("simulate-autoscale-tenants", ["simulate", "-q", "--mode", "autoscale", "--trace",
+                                          "{jobs.csv}", "--tenants", "IN", "--seeds", "1"],
            "vc.csv", "--tenants"),
     Reader("simulate-nodes-k8s", ["simulate", "-q", "--nodes", "IN", "--pods",
                                   "{k8s_pods.json}", "--policy", "bestfit", "--seeds", "1"],
@@ -957,6 +968,21 @@ def bad_value_cases():
              msg=["--policy"]),
         Case(B, "simulate/mode-invalid-utf8", SIM + ["--mode", os.fsdecode(b"\xff\xfe")],
              msg=["--mode"]),
+        Case(B, "simulate/autoscale-trace-with-nodes", SIM_AS_TRACE + ["--nodes", "{nodes.csv}"],
+             msg=["--nodes", "--trace"]),
+        Case(B, "simulate/autoscale-trace-with-load", SIM_AS_TRACE + ["--load", "0.5"],
+             msg=["--load"]),
+        Case(B, "simulate/autoscale-trace-partition", SIM_AS_TRACE + ["--partition", "pooled"],
+             msg=["--partition"]),
+        Case(B, "simulate/autoscale-trace-no-tenants", SIM_AS_TRACE[:6] + ["--seeds", "1"],
+             msg=["--tenants"]),
+        Case(B, "simulate/autoscale-window-without-trace", SIM_AUTOSCALE + ["--window",
+                                                                           "2017-10-01,"],
+             msg=["--window"]),
+        Case(B, "simulate/autoscale-trace-bad-window", SIM_AS_TRACE + ["--window", "soon"],
+             msg=["--window"]),
+        Case(B, "simulate/churn-with-trace", SIM_CHURN + ["--trace", "{jobs.csv}"],
+             msg=["--trace"]),
         Case(B, "simulate/nodes-descriptor-ext-but-csv", SIM[:2] + ["--nodes", "{n.yaml}",
                                                                     "--pods", "{pods.csv}"],
              files={"n.yaml": NODES_CSV}, msg=["n.yaml"]),

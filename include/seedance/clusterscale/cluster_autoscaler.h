@@ -134,6 +134,10 @@ struct ChurnOptions {
   // handed the trace's typical shapes, as in `seedance simulate`).
   std::string policy;
   std::map<std::string, std::string> policy_params;
+  // Replay instead of Poisson churn: every pod arrives once, at its creation_s (seconds from the
+  // start of the run), and lives deletion_s - creation_s; `load` is not used. For job traces
+  // (PodsFromJobs); the seed then only draws the provisioning delays.
+  bool replay = false;
   uint64_t seed = 42;
 };
 
@@ -157,13 +161,28 @@ struct ChurnReport {
   int64_t pods_waiting_at_end = 0;
 };
 
+// A job of a job trace (the Philly trace, docs/jobs.md) as the autoscaler replays it.
+struct JobArrival {
+  int64_t submit_s = 0;    // seconds after the start of the replay
+  int64_t duration_s = 0;  // run time
+  int32_t gpus = 0;        // all at once
+};
+
+// The pods of `jobs` for a replay (ChurnOptions::replay) on nodes of gpus_per_node GPUs: a job
+// of at most gpus_per_node GPUs is one pod; a larger one is ceil(gpus / gpus_per_node) pods of
+// whole nodes (the last takes the remainder) arriving together. They are placed one by one, not
+// as a gang: the autoscaler sizes nodes for them alike either way. Pods ask for whole GPUs and
+// no CPU or memory (a job trace records none). REQUIRES: gpus_per_node >= 1.
+std::vector<core::PodSpec> PodsFromJobs(const std::vector<JobArrival>& jobs, int gpus_per_node);
+
 // RunChurn's bounds on the work of one run: expected arrivals and autoscaler scans over warm-up
 // and window.
 inline constexpr int kMaxChurnArrivals = 5'000'000;
 inline constexpr int kMaxChurnScans = 1'000'000;
 
-// Runs churn (Poisson arrivals copying trace pods with their own lifetimes; pods without a
-// deletion time are left out) from every group at its min size. Pods are placed by
+// Runs churn (Poisson arrivals copying trace pods with their own lifetimes, or with
+// options.replay each pod once at its creation time; pods without a deletion time are left
+// out) from every group at its min size. Pods are placed by
 // options.policy (default: best fit, least free GPU after placement, then least free CPU).
 // InvalidArgument for bad options (an unknown policy or knob included), no pods, or a run past
 // kMaxChurnArrivals or kMaxChurnScans.
