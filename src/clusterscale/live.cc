@@ -153,6 +153,32 @@ int BestFit(const PendingPod& pod, const std::vector<NodeRoom>& rooms,
 
 }  // namespace
 
+std::vector<PendingPod> LeftOver(const std::vector<PendingPod>& pods,
+                                 const std::vector<LiveNode>& nodes) {
+  std::vector<NodeRoom> rooms;
+  for (const LiveNode& n : nodes) {
+    if (n.schedulable) {
+      rooms.emplace_back(n.gpu_model, n.cpu_free_milli, n.memory_free_mib, n.gpu_free_milli);
+    }
+  }
+  std::vector<const PendingPod*> order;
+  for (const PendingPod& p : pods) order.push_back(&p);
+  std::stable_sort(order.begin(), order.end(), [](const PendingPod* a, const PendingPod* b) {
+    return a->shape.TotalGpuMilli() > b->shape.TotalGpuMilli();
+  });
+  std::vector<PendingPod> left;
+  for (const PendingPod* p : order) {
+    auto room =
+        std::find_if(rooms.begin(), rooms.end(), [&](const NodeRoom& r) { return r.Fits(*p); });
+    if (room == rooms.end()) {
+      left.push_back(*p);
+    } else {
+      room->Take(p->shape);
+    }
+  }
+  return left;
+}
+
 void LiveAutoscaler::Drain(const LiveView& view, std::vector<const LiveNode*> candidates,
                            std::vector<int>* size, double* ready_free_milli, LiveActions* out) {
   if (candidates.empty()) return;

@@ -331,6 +331,19 @@ TEST(LiveAutoscalerTest, TheHeadroomGuardKeepsANodeTheExpectedDemandNeeds) {
   }
 }
 
+TEST(LiveAutoscalerTest, AGangNeedsNewNodesOnlyForTheMembersTheFreeRoomCannotTake) {
+  // 4 + 3 GPUs free on two nodes, and a cordoned node with 8.
+  std::vector<LiveNode> nodes = {A100Node("a100x8-0", 4), A100Node("a100x8-1", 5),
+                                 A100Node("a100x8-2", 0, /*schedulable=*/false)};
+  EXPECT_TRUE(LeftOver({Gpus(4), Gpus(3)}, nodes).empty());
+  EXPECT_TRUE(LeftOver({Gpus(3), Gpus(4)}, nodes).empty());  // the larger request goes first
+  const std::vector<PendingPod> one = LeftOver({Gpus(4), Gpus(4)}, nodes);  // each alone fits
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].shape.num_gpu, 4);
+  EXPECT_EQ(LeftOver({Gpus(8)}, nodes).size(), 1u);  // only the cordoned node has 8
+  EXPECT_TRUE(LeftOver({}, nodes).empty());
+}
+
 TEST(LiveAutoscalerTest, OptionsAreCheckedByName) {
   LiveOptions o = Options();
   o.provision_timeout_s = 0;

@@ -68,6 +68,15 @@ absl::StatusOr<clusterscale::NodeGroup> ParseGroup(const JsonDoc& j, const std::
     return WithPath(file, f.At("node.cordoned"),
                     absl::InvalidArgumentError("a template node cannot be cordoned"));
   }
+  for (const core::Taint& t : r->spec.taints) {
+    if (t.effect != core::kTaintPreferNoSchedule) {
+      return WithPath(file, f.At("node.taints"),
+                      absl::InvalidArgumentError(
+                          absl::StrCat("a ", t.effect,
+                                       " taint: pods carry no tolerations, so no pod could go "
+                                       "to such a node and the group would grow for nothing")));
+    }
+  }
   auto [label, added] = r->spec.labels.emplace(kNodeGroupLabel, g.name);
   if (!added && label->second != g.name) {
     return WithPath(
@@ -347,15 +356,27 @@ bool NodeGroupController::State::Observe(clusterscale::LiveView* view) {
       view->nodes.push_back(Describe(c.scheduler, n, GroupOf(st.node(n), by_name)));
     }
     std::unordered_set<std::string> uids;
+    std::map<std::string, std::vector<clusterscale::PendingPod>> gangs;  // failed members
     c.scheduler.ledger().ForEach([&](const sched::PodInfo& p) {
       uids.insert(p.uid);
       if (seen_valid && !seen_uids.contains(p.uid)) view->arrivals.push_back(AsPending(p));
       if (p.phase != sched::PodPhase::kPending || c.scheduler.LastFailure(p.uid).empty()) return;
+      if (!p.gang.empty()) {
+        gangs[absl::StrCat(p.ns, "/", p.gang)].push_back(AsPending(p));
+        return;
+      }
       const auto fits = c.scheduler.FilterNodes(p, names);
       if (std::none_of(fits.begin(), fits.end(), [](const auto& f) { return !f.has_value(); })) {
         view->unschedulable.push_back(AsPending(p));
       }
     });
+    // A gang is placed all at once: when its members do not fit together, those the free room
+    // cannot take count as unschedulable, even if each alone would fit.
+    for (const auto& [key, members] : gangs) {
+      const std::vector<clusterscale::PendingPod> left =
+          clusterscale::LeftOver(members, view->nodes);
+      view->unschedulable.insert(view->unschedulable.end(), left.begin(), left.end());
+    }
     seen_uids = std::move(uids);
     view->now_s = UnixNow();
     return [] { return Reply{200, "{}"}; };

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The cluster autoscaler in the service (issue 17): `seedance server --node-groups FILE`.
 
-Four parts, each against the real binary on loopback (bad files are in tests/hostile,
+Five parts, each against the real binary on loopback (bad files are in tests/hostile,
 node_group_cases):
 1. Simulated provisioner: unschedulable pods make the autoscaler add nodes of the right group
    (bin-packed, never past max_size, none for a pod no template can hold); the pods bind on
@@ -14,7 +14,8 @@ node_group_cases):
    program that exits non-zero fails its nodes at once (counted, group backed off).
 3. Draining (scale_down_utilization_threshold): an underused node whose pods fit elsewhere is
    drained - its pods evicted and placed again on the other node - and removed.
-4. Pre-scaling (prescale): a burst that fills the cluster makes it ask for a node before any pod
+4. A gang whose members fit alone but not together gets a node.
+5. Pre-scaling (prescale): a burst that fills the cluster makes it ask for a node before any pod
    waits.
 
 usage: node_groups_test.py SEEDANCE_BINARY"""
@@ -269,6 +270,28 @@ def draining(binary, work):
         server.stop()
 
 
+def gang(binary, work):
+    """A gang whose members each fit on the free room but not all at once gets nodes: the
+    scheduler places it all or nothing, so the autoscaler counts its members together."""
+    cfg = write(os.path.join(work, "gang.json"),
+                config({"kind": "simulated", "delay_s": DELAY_S}, cpu_min=0))
+    server = testlib.Server(binary, os.path.join(work, "gang-state"),
+                            ["--node-groups", cfg]).start()
+    try:
+        client = testlib.Client(server.port)
+        status, body = client.request("PUT", "/v1/nodes/gpu-0", GPU_NODE)  # 4 GPUs free
+        assert status == 201, (status, body)
+        for i in range(3):  # three 2-GPU members: any one fits on gpu-0, all three do not
+            status, body = client.request("POST", "/v1/pods", {
+                "name": f"m{i}", "cpu_milli": 1000, "memory_mib": 1024, "num_gpu": 2,
+                "gpu_milli": 1000, "gang": "train", "gang_min": 3})
+            assert status in (200, 201, 202), (status, body)
+        wait("the gang bound", lambda: all_bound(client, ["m0", "m1", "m2"]), timeout=30)
+        assert nodes(client) == ["gpu-0", "gpu-1"], nodes(client)
+    finally:
+        server.stop()
+
+
 def prescaling(binary, work):
     """prescale: a burst that fills the only node makes the autoscaler ask for another before any
     pod is pending (the last hour's arrival rate x the horizon, delay_s + scan_interval_s, is
@@ -307,8 +330,9 @@ def main():
     simulated(binary, work)
     command(binary, work)
     draining(binary, work)
+    gang(binary, work)
     prescaling(binary, work)
-    print("node groups: simulated and command provisioners, draining, prescaling passed")
+    print("node groups: simulated and command provisioners, draining, a gang, prescaling passed")
     return 0
 
 

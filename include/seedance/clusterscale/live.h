@@ -114,6 +114,12 @@ struct LiveGroupStatus {
   bool backed_off = false;
 };
 
+// The pods of `pods` that do not fit on the free room of the schedulable `nodes` when all are
+// placed at once (first fit, largest GPU request first): for a gang, the members new nodes must
+// hold. Empty when the gang fits now and only waits for its retry.
+std::vector<PendingPod> LeftOver(const std::vector<PendingPod>& pods,
+                                 const std::vector<LiveNode>& nodes);
+
 class LiveAutoscaler {
  public:
   // REQUIRES: Validate(options).ok(); every group's min_size <= max_size.
