@@ -74,8 +74,9 @@ double Capacity(const LiveNode& n) {
   return static_cast<double>(n.gpu_free_milli.size()) * core::kMilliGpu;
 }
 
-// K when `name` is GROUP-K for this group's name (K decimal), else -1.
-int IndexIn(std::string_view name, const std::string& group) {
+}  // namespace
+
+int IndexInGroup(std::string_view name, std::string_view group) {
   if (name.size() <= group.size() + 1 || !name.starts_with(group) || name[group.size()] != '-') {
     return -1;
   }
@@ -84,8 +85,6 @@ int IndexIn(std::string_view name, const std::string& group) {
   const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), k);
   return ec == std::errc() && end == digits.data() + digits.size() && k >= 0 ? k : -1;
 }
-
-}  // namespace
 
 void LiveAutoscaler::MatchRequested(const LiveView& view, LiveActions* out) {
   for (const LiveNode& n : view.nodes) requested_.erase(n.name);  // joined
@@ -251,7 +250,7 @@ std::string LiveAutoscaler::NewName(int group, const LiveView& view) const {
   const std::string& name = groups_[group].name;
   std::vector<bool> used;
   auto mark = [&](std::string_view n) {
-    const int k = IndexIn(n, name);
+    const int k = IndexInGroup(n, name);
     if (k < 0 || k > groups_[group].max_size) return;  // past max: never the lowest free one
     if (static_cast<size_t>(k) >= used.size()) used.resize(k + 1, false);
     used[k] = true;

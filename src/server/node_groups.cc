@@ -105,6 +105,7 @@ absl::Status ParseProvisioner(const JsonDoc* j, const std::string& path, std::st
     if (!(c->simulated_delay_s >= 0 && c->simulated_delay_s <= 86'400)) {
       f.Fail("delay_s", "must be in [0, 86400] seconds");
     }
+
     if (!c->resume_program.empty() || !c->suspend_program.empty()) {
       f.Fail(c->resume_program.empty() ? "suspend_program" : "resume_program",
              "only for kind command");
@@ -186,6 +187,15 @@ absl::StatusOr<NodeGroupsConfig> ParseNodeGroupsConfig(std::string_view text,
   if (absl::Status st = ParseTop(*parsed, file, &c, &groups, &provisioner); !st.ok()) return st;
   if (absl::Status st = ParseProvisioner(provisioner, "$.provisioner", file, &c); !st.ok()) {
     return st;
+  }
+  // A simulated node that joined after its request timed out would come on top of the one asked
+  // for again in its place.
+  if (c.provisioner == NodeGroupsConfig::Provisioner::kSimulated &&
+      !(c.simulated_delay_s < c.autoscaler.provision_timeout_s)) {
+    return WithPath(file, "$.provisioner.delay_s",
+                    absl::InvalidArgumentError(
+                        absl::StrCat(c.simulated_delay_s, " must be below provision_timeout_s (",
+                                     c.autoscaler.provision_timeout_s, ")")));
   }
   // Pre-scaling's and the guard's horizon: a node asked for now joins after the provisioning
   // delay, and is asked for at the next scan at the latest.
@@ -296,13 +306,10 @@ int GroupOf(const core::NodeSpec& node, const std::map<std::string, int>& by_nam
     return g == by_name.end() ? -1 : g->second;
   }
   const size_t dash = node.name.rfind('-');
-  if (dash == std::string::npos || dash + 1 == node.name.size()) return -1;
-  if (!std::all_of(node.name.begin() + static_cast<ptrdiff_t>(dash) + 1, node.name.end(),
-                   [](char c) { return c >= '0' && c <= '9'; })) {
-    return -1;
-  }
+  if (dash == std::string::npos) return -1;
   auto g = by_name.find(node.name.substr(0, dash));
-  return g == by_name.end() ? -1 : g->second;
+  if (g == by_name.end() || clusterscale::IndexInGroup(node.name, g->first) < 0) return -1;
+  return g->second;
 }
 
 // A pending pod as the autoscaler sees it.

@@ -2497,6 +2497,13 @@ def node_group_cases():
         for v in values:
             c.append(Case(B, "server/node-groups-%s=%s" % (field, v), G,
                           files=file(grp(**{field: v})), msg=["$.groups[0].%s" % field]))
+    c.append(Case(B, "server/node-groups-delay-past-timeout", G,
+                  files=file(top={"provision_timeout_s": 60,
+                                  "provisioner": {"kind": "simulated", "delay_s": 60}}),
+                  msg=["$.provisioner.delay_s", "provision_timeout_s"]))
+    c.append(Case(B, "server/node-groups-default-delay-past-timeout", G,
+                  files=file(top={"provision_timeout_s": 100}),
+                  msg=["$.provisioner.delay_s", "provision_timeout_s (100)"]))
     for v in ("-1", "1e9"):
         c.append(Case(B, "server/node-groups-delay_s=%s" % v, G,
                       files=file(top={"provisioner": {"kind": "simulated",

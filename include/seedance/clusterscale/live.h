@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -113,6 +114,9 @@ struct LiveGroupStatus {
   int unneeded = 0;      // empty or underused nodes waiting out scale_down_unneeded_s
   bool backed_off = false;
 };
+
+// K when `node` is named GROUP-K for the group named `group` (K decimal, >= 0), else -1.
+int IndexInGroup(std::string_view node, std::string_view group);
 
 // The pods of `pods` that do not fit on the free room of the schedulable `nodes` when all are
 // placed at once (first fit, largest GPU request first): for a gang, the members new nodes must
