@@ -285,6 +285,16 @@ void LiveAutoscaler::Grow(const LiveView& view, const std::vector<int>& size,
     if (backoff_until_[g] > view.now_s) continue;
     room[g] = std::max(0, groups_[g].max_size - size[g]);
   }
+  for (const PendingPod& p : rest) {
+    bool fits = false, has_room = false;
+    for (size_t g = 0; g < groups_.size() && !has_room; ++g) {
+      if (!FitsEmptyNode(groups_[g].node, p)) continue;
+      fits = true;
+      has_room = room[g] > 0;
+    }
+    if (!fits) ++out->pods_no_group_fits;
+    if (fits && !has_room) ++out->pods_groups_full;
+  }
   ScaleUp up;
   up.add.assign(groups_.size(), 0);
   if (!rest.empty()) up = DecideScaleUp(groups_, rest, room, options_.scale_up);

@@ -53,6 +53,20 @@ TEST(LiveAutoscalerTest, AnUnschedulablePodGetsANodeOfTheGroupThatWastesLeast) {
   EXPECT_EQ(third.add[0], std::make_pair(0, std::string("a100x8-0")));
 }
 
+TEST(LiveAutoscalerTest, PodsNoNodeCanBeAskedForAreCountedByWhy) {
+  LiveAutoscaler a(Groups(), Options());
+  LiveView v;
+  v.nodes = {{"a100x8-0", 0, false}, {"a100x8-1", 0, false}, {"a100x8-2", 0, false}};
+  // 16 GPUs: no template holds it; 8 GPUs: only the A100 group, at its max of 3; 1 GPU: the
+  // T4 group has room.
+  v.unschedulable = {Gpus(16), Gpus(8), Gpus(1)};
+  const LiveActions act = a.Scan(v);
+  EXPECT_EQ(act.pods_no_group_fits, 1);
+  EXPECT_EQ(act.pods_groups_full, 1);
+  ASSERT_EQ(act.add.size(), 1u);
+  EXPECT_EQ(act.add[0].first, 1);
+}
+
 TEST(LiveAutoscalerTest, PodsAreBinPackedOntoAsFewNodesAsTheyNeed) {
   LiveAutoscaler a(Groups(), Options());
   LiveView v;

@@ -131,6 +131,8 @@ def simulated(binary, work):
         wait("three more scans", lambda: groups(client)[1]["scans"] >= scans + 3)
         assert nodes(client) == ["cpu-0", "gpu-0", "gpu-1"], nodes(client)
         assert pods(client)["huge"]["phase"] == "Pending"
+        last = groups(client)[1]["last_scan"]
+        assert last["not_helped"]["no_group_fits"] == 1, last
         # Past max_size: four pods of 4 GPUs need four nodes, the group may add one more.
         for i in range(4):
             submit(client, f"w{i}", 4)

@@ -103,6 +103,10 @@ struct LiveActions {
   std::vector<std::pair<int, std::string>> timed_out;  // (group, name) requested, never joined
   int pods_helped = 0;                                 // unschedulable pods the additions are for
   int pods_waiting_for_upcoming = 0;                   // left to nodes still being provisioned
+  // Unschedulable pods no node can be asked for, by why (CA's NotTriggerScaleUp): no group's
+  // node could hold one even empty; or every group that could is at max_size or backed off.
+  int pods_no_group_fits = 0;
+  int pods_groups_full = 0;
   int prescaled = 0;                 // of `add`, nodes asked for ahead of demand (prescale)
   double expected_demand_milli = 0;  // GPU milli expected within demand_horizon_s
 };

@@ -66,7 +66,8 @@ class NodeGroupController {
   ~NodeGroupController();
   // GET /v1/node-groups: {"provisioner", "scan_interval_s", "scans", "errors", "last_error",
   // "last_scan": {time, unschedulable, pods_helped, waiting_for_upcoming, arrivals,
-  // expected_demand_gpus, prescaled, added, removed,
+  // expected_demand_gpus, prescaled, not_helped: {no_group_fits, groups_full_or_backed_off},
+  // added, removed,
   // drained, pods_evicted, timed_out, observe_ms (reading the state on the service's loop),
   // decide_ms}, "groups": [{name, min_size, max_size, ready, provisioning, unneeded,
   // backed_off, template}]}.
