@@ -175,6 +175,28 @@ absl::StatusOr<std::optional<server::NodeGroupsConfig>> ReadNodeGroups(const Ser
   return std::optional<server::NodeGroupsConfig>(std::move(*c));
 }
 
+// Where the live cluster autoscaler can run: not under the Kubernetes extender (Kubernetes keeps
+// the pods it cannot schedule, they never reach Seedance's queue), and under Slurm only with a
+// command provisioner (Slurm's own nodes join through the backend; a simulated one would give
+// Seedance nodes Slurm does not have).
+absl::Status CheckNodeGroupsBackend(const ServerFlags& f,
+                                    const std::optional<server::NodeGroupsConfig>& groups) {
+  if (!groups) return absl::OkStatus();
+  if (!f.kube.kube_api.empty() || f.kube.kube_in_cluster) {
+    return absl::InvalidArgumentError(
+        "--node-groups: not with --kube-api / --kube-in-cluster (Kubernetes keeps the pods it "
+        "cannot schedule; use its Cluster Autoscaler or Karpenter there)");
+  }
+  if (f.backend == "slurm" &&
+      groups->provisioner == server::NodeGroupsConfig::Provisioner::kSimulated) {
+    return absl::InvalidArgumentError(
+        "--node-groups: with --backend slurm the provisioner must be kind command (e.g. a resume "
+        "program that powers up Slurm's cloud nodes GROUP-K); a simulated node would be one "
+        "Slurm does not have");
+  }
+  return absl::OkStatus();
+}
+
 // --ready-file, opened before anything starts (as every output is, docs/cli.md): a FIFO with no
 // reader, a device, an input file or an unwritable directory is refused at once.
 absl::StatusOr<std::unique_ptr<base::OutputFile>> OpenReadyFile(const ServerFlags& f) {
@@ -308,6 +330,7 @@ int RunServer(ServerFlags f) {
   if (!deployments.ok()) return Fail(deployments.status());
   absl::StatusOr<std::optional<server::NodeGroupsConfig>> node_groups = ReadNodeGroups(f);
   if (!node_groups.ok()) return Fail(node_groups.status());
+  if (absl::Status st = CheckNodeGroupsBackend(f, *node_groups); !st.ok()) return Fail(st);
   absl::StatusOr<server::ServiceOptions> so = ServiceOptionsOf(f);
   if (!so.ok()) return Fail(so.status());
   if (absl::Status st = server::HttpServer::Check(h); !st.ok()) return Fail(st);
