@@ -13,14 +13,44 @@
 
 namespace cs = seedance::clusterscale;
 
-static void BM_ScaleUpDecision(benchmark::State& state) {
+namespace {
+
+struct Trace {
+  std::vector<seedance::core::NodeSpec> nodes;
+  std::vector<seedance::core::PodSpec> pods;
+};
+
+// The Alibaba trace's nodes and default pods; false (the benchmark skipped) without the data.
+bool ReadTrace(benchmark::State& state, Trace* out) {
   const std::string dir = seedance::trace::DataDir() + "/alibaba-gpu-v2023/csv/";
   auto nodes = seedance::trace::ReadNodeCsv(dir + "openb_node_list_gpu_node.csv");
   auto pods = seedance::trace::ReadPodCsv(dir + "openb_pod_list_default.csv");
   if (!nodes.ok() || !pods.ok()) {
     state.SkipWithError("public data missing");
-    return;
+    return false;
   }
+  out->nodes = std::move(*nodes);
+  out->pods = std::move(*pods);
+  return true;
+}
+
+// The first 1,000 GPU pods of the trace, as pending pods.
+std::vector<cs::PendingPod> FirstGpuPods(const std::vector<seedance::core::PodSpec>& pods) {
+  std::vector<cs::PendingPod> pending;
+  for (const auto& p : pods) {
+    if (p.shape.num_gpu == 0) continue;
+    pending.push_back({p.shape, {}});
+    if (pending.size() == 1000) break;
+  }
+  return pending;
+}
+
+}  // namespace
+
+static void BM_ScaleUpDecision(benchmark::State& state) {
+  Trace t;
+  if (!ReadTrace(state, &t)) return;
+  auto* nodes = &t.nodes;
   for (auto& n : *nodes) {
     n.cost_usd_per_hour = seedance::sim::DefaultGpuPriceUsdPerHour(n.gpu_model) * n.num_gpus;
   }
@@ -33,12 +63,7 @@ static void BM_ScaleUpDecision(benchmark::State& state) {
     g.max_size = 1000;
     groups.push_back(g);
   }
-  std::vector<cs::PendingPod> pending;
-  for (const auto& p : *pods) {
-    if (p.shape.num_gpu == 0) continue;
-    pending.push_back({p.shape, {}});
-    if (pending.size() == 1000) break;
-  }
+  const std::vector<cs::PendingPod> pending = FirstGpuPods(t.pods);
   std::vector<int> room(groups.size(), 1000);
   const cs::ScaleUpOptions options{.expander = static_cast<cs::ExpanderKind>(state.range(0))};
   for (auto _ : state) {
@@ -54,13 +79,9 @@ BENCHMARK(BM_ScaleUpDecision)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 // unneeded time, so every node is an underused candidate and 30 are tried per scan, CA's
 // default).
 static void BM_LiveScan(benchmark::State& state) {
-  const std::string dir = seedance::trace::DataDir() + "/alibaba-gpu-v2023/csv/";
-  auto nodes = seedance::trace::ReadNodeCsv(dir + "openb_node_list_gpu_node.csv");
-  auto pods = seedance::trace::ReadPodCsv(dir + "openb_pod_list_default.csv");
-  if (!nodes.ok() || !pods.ok()) {
-    state.SkipWithError("public data missing");
-    return;
-  }
+  Trace t;
+  if (!ReadTrace(state, &t)) return;
+  auto* nodes = &t.nodes;
   auto base = cs::GroupsFromNodes(*nodes);
   std::vector<cs::NodeGroup> groups;
   for (int i = 0; groups.size() < 50; ++i) {
@@ -89,11 +110,7 @@ static void BM_LiveScan(benchmark::State& state) {
     for (int i = 0; i < used; ++i) node.pods.push_back({{1000, 1024, 1, 1000}, {}});
     view.nodes.push_back(std::move(node));
   }
-  for (const auto& p : *pods) {
-    if (p.shape.num_gpu == 0) continue;
-    view.unschedulable.push_back({p.shape, {}});
-    if (view.unschedulable.size() == 1000) break;
-  }
+  view.unschedulable = FirstGpuPods(t.pods);
   cs::LiveOptions options;
   options.scale_down_utilization_threshold = state.range(0) == 1 ? 0.8 : 0;
   options.scale_down_unneeded_s = 0;  // candidates at once

@@ -26,6 +26,7 @@ import urllib.parse
 import urllib.request
 
 import testlib
+from testlib import wait
 
 PERIOD_S = 2.0
 SCRAPE_S = 1.0
@@ -81,16 +82,6 @@ def query(port, expr):
     except OSError:
         return []
     return reply.get("data", {}).get("result", []) if reply.get("status") == "success" else []
-
-
-def wait(what, check, timeout=60, step=0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(step)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def deployment(client):

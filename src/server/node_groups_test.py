@@ -29,6 +29,7 @@ import time
 import urllib.request
 
 import testlib
+from testlib import wait
 
 SCAN_S = 0.2
 DELAY_S = 1.0
@@ -37,16 +38,6 @@ UNNEEDED_S = 2.0
 GPU_NODE = {"cpu_milli": 32000, "memory_mib": 131072, "num_gpus": 4, "gpu_model": "A100",
             "cost_usd_per_hour": 12.0}
 CPU_NODE = {"cpu_milli": 64000, "memory_mib": 65536}
-
-
-def wait(what, check, timeout=60, step=0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(step)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def config(provisioner, gpu_max=3, cpu_min=1):

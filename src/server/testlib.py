@@ -182,6 +182,17 @@ class Client:
             self.conn = None
 
 
+def wait(what, check, timeout=60, step=0.05):
+    """Polls check() until it returns something true (returned), or fails after timeout s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = check()
+        if got:
+            return got
+        time.sleep(step)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
 def list_pods(client):
     """Every pod, through the paginated list."""
     pods, cont = [], None
