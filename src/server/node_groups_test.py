@@ -14,7 +14,8 @@ node_group_cases):
    program that exits non-zero fails its nodes at once (counted, group backed off).
 3. Draining (scale_down_utilization_threshold): an underused node whose pods fit elsewhere is
    drained - its pods evicted and placed again on the other node - and removed.
-4. A gang whose members fit alone but not together gets a node.
+4. SIGKILL while a node is provisioned: after the restart it is asked for again, once. A gang
+   whose members fit alone but not together gets a node.
 5. Pre-scaling (prescale): a burst that fills the cluster makes it ask for a node before any pod
    waits.
 
@@ -263,6 +264,29 @@ def draining(binary, work):
         server.stop()
 
 
+def killed_mid_scale_up(binary, work):
+    """SIGKILL while a node is being provisioned: the request dies with the process (it is not
+    durable), the pod is still unschedulable after the restart, and exactly one node is asked
+    for again, under the same lowest free name."""
+    cfg = write(os.path.join(work, "kill.json"),
+                config({"kind": "simulated", "delay_s": 3.0}, cpu_min=0))
+    state = os.path.join(work, "kill-state")
+    server = testlib.Server(binary, state, ["--node-groups", cfg]).start()
+    try:
+        client = testlib.Client(server.port)
+        submit(client, "p", 2)
+        wait("a node being provisioned",
+             lambda: groups(client)[0]["gpu"]["provisioning"] == 1, timeout=30)
+        server.kill()
+        server = testlib.Server(binary, state, ["--node-groups", cfg]).start()
+        client = testlib.Client(server.port)
+        assert nodes(client) == [], "the node in flight did not survive the process"
+        wait("p bound after the restart", lambda: all_bound(client, ["p"]), timeout=60)
+        assert nodes(client) == ["gpu-0"], nodes(client)
+    finally:
+        server.stop()
+
+
 def gang(binary, work):
     """A gang whose members each fit on the free room but not all at once gets nodes: the
     scheduler places it all or nothing, so the autoscaler counts its members together."""
@@ -323,6 +347,7 @@ def main():
     simulated(binary, work)
     command(binary, work)
     draining(binary, work)
+    killed_mid_scale_up(binary, work)
     gang(binary, work)
     prescaling(binary, work)
     print("node groups: simulated and command provisioners, draining, a gang, prescaling passed")
