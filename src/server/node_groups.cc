@@ -27,6 +27,7 @@
 #include "prometheus/histogram.h"
 #include "seedance/api/api.h"
 #include "seedance/base/text.h"
+#include "seedance/clusterscale/report.h"
 #include "seedance/server/codec.h"
 
 extern char** environ;
@@ -105,7 +106,6 @@ absl::Status ParseProvisioner(const JsonDoc* j, const std::string& path, std::st
     if (!(c->simulated_delay_s >= 0 && c->simulated_delay_s <= 86'400)) {
       f.Fail("delay_s", "must be in [0, 86400] seconds");
     }
-
     if (!c->resume_program.empty() || !c->suspend_program.empty()) {
       f.Fail(c->resume_program.empty() ? "suspend_program" : "resume_program",
              "only for kind command");
@@ -153,13 +153,13 @@ absl::Status ParseTop(const JsonDoc& j, std::string_view file, NodeGroupsConfig*
     f.Fail("scan_interval_s", "must be in [0.05, 3600] seconds");
   }
   if (f.ok()) {
-    if (expander == "seedance") {
-      o.scale_up.expander = clusterscale::ExpanderKind::kSeedance;
-    } else if (expander == "ca-least-waste") {
-      o.scale_up.expander = clusterscale::ExpanderKind::kCaLeastWaste;
+    // Clipped: every expander's name is shorter, and the message quotes it.
+    absl::StatusOr<clusterscale::ExpanderKind> kind =
+        clusterscale::ParseExpander(base::Clip(expander, 40));
+    if (kind.ok()) {
+      o.scale_up.expander = *kind;
     } else {
-      f.Fail("expander", absl::StrCat("'", base::Clip(expander, 40),
-                                      "' is not one of seedance, ca-least-waste"));
+      f.Fail("expander", std::string(kind.status().message()));
     }
   }
   if (f.ok()) {
@@ -246,6 +246,7 @@ struct NodeGroupController::State {
   Service& service;
   NodeGroupsConfig config;
   clusterscale::LiveAutoscaler autoscaler;
+  std::map<std::string, int> group_index;  // group name -> index (GroupOf)
   mutable std::mutex mu;  // everything below, and the autoscaler's status
   std::condition_variable cv;
   bool stop = false;
@@ -262,7 +263,9 @@ struct NodeGroupController::State {
   prometheus::Histogram* decide_seconds = nullptr;
 
   State(Service& s, NodeGroupsConfig c)
-      : service(s), config(std::move(c)), autoscaler(config.groups, config.autoscaler) {}
+      : service(s), config(std::move(c)), autoscaler(config.groups, config.autoscaler) {
+    for (size_t g = 0; g < config.groups.size(); ++g) group_index[config.groups[g].name] = g;
+  }
   void Loop();
   void Scan(double now_s);
   bool Observe(clusterscale::LiveView* view);
@@ -352,15 +355,13 @@ clusterscale::LiveNode Describe(const sched::Scheduler& s, int n, int group) {
 // every node's filter: a pod that fits somewhere is only waiting for its retry, as CA's
 // filterOutSchedulable). False when the service refused the read (shutting down, not ready).
 bool NodeGroupController::State::Observe(clusterscale::LiveView* view) {
-  std::map<std::string, int> by_name;
-  for (size_t g = 0; g < config.groups.size(); ++g) by_name[config.groups[g].name] = g;
   const Reply r = service.Run([&](Service::Context& c) -> Service::Finisher {
     const core::ClusterState& st = c.scheduler.state();
     std::vector<std::string> names;
     for (int n = 0; n < st.num_nodes(); ++n) {
       if (!st.alive(n)) continue;
       names.push_back(st.node(n).name);
-      view->nodes.push_back(Describe(c.scheduler, n, GroupOf(st.node(n), by_name)));
+      view->nodes.push_back(Describe(c.scheduler, n, GroupOf(st.node(n), group_index)));
     }
     std::unordered_set<std::string> uids;
     std::map<std::string, std::vector<clusterscale::PendingPod>> gangs;  // failed members
