@@ -149,6 +149,7 @@ absl::StatusOr<server::ServiceOptions> ServiceOptionsOf(const ServerFlags& f) {
   o.scheduler.default_profile = {"default", f.placement, {}, {}};
   o.scheduler.seed = f.seed;
   o.scheduler.assume_timeout_s = f.assume_timeout_s;
+  o.scheduler.elastic = !f.node_groups.empty();  // cas packs where the autoscaler can add room
   if (f.backend == "slurm") {
     // Placements wait (Assumed) until slurmrestd took the job; the backend binds or forgets.
     o.scheduler.internal_binding = false;

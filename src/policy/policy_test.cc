@@ -233,7 +233,8 @@ TEST(ParsePolicyErrorTest, EveryErrorNamesItsPlace) {
        "p.yaml:1:43: profiles[1].name: profile 'a' is defined twice"},
       {"profiles: [{name: a, policy: bestfitt}]\n",
        "p.yaml:1:30: profiles[0].policy: unknown policy 'bestfitt' (did you mean 'bestfit'?); "
-       "registered: bestfit, cas, clustering, dotprod, fgd, packing, random"},
+       "registered: bestfit, cas, clustering, dotprod, fgd, least-allocated, "
+       "most-allocated, packing, random"},
       {"profiles: [{name: a, policy: cas, options: {coverage_pct: 150}}]\n",
        "p.yaml:1:45: profiles[0].options.coverage_pct: must be in (0, 100], got '150'"},
       {"profiles: [{name: a, policy: cas, options: {sigmoid: 1}}]\n",

@@ -404,6 +404,10 @@ absl::Status CheckCasOptions(const std::map<std::string, std::string>& params) {
 
 absl::StatusOr<Profile> MakeCas(const PolicyContext& ctx) {
   CasOptions o;
+  if (ctx.elastic) {  // pack in node order; explicit --policy-opt values still win
+    o.cpu_pods = 0;
+    o.balance_gpu_pods = 0;
+  }
   if (absl::Status st = ParseOptions(ctx.params, &o); !st.ok()) return st;
   auto plugin = std::make_shared<CasPlugin>(o);
   Profile p;

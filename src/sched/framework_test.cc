@@ -641,9 +641,11 @@ TEST(RegistryTest, CreateUnknownNameIsNotFoundAndListsKnownNames) {
 
 TEST(RegistryTest, BuiltinsHoldEveryPolicy) {
   const Registry& r = Registry::Builtins();
-  EXPECT_EQ(r.Names(), (std::vector<std::string>{"bestfit", "cas", "clustering", "dotprod", "fgd",
-                                                 "packing", "random"}));
-  for (const char* name : {"random", "dotprod", "clustering", "packing", "bestfit", "fgd", "cas"}) {
+  EXPECT_EQ(r.Names(),
+            (std::vector<std::string>{"bestfit", "cas", "clustering", "dotprod", "fgd",
+                                      "least-allocated", "most-allocated", "packing", "random"}));
+  for (const char* name : {"random", "dotprod", "clustering", "packing", "bestfit", "fgd", "cas",
+                           "least-allocated", "most-allocated"}) {
     EXPECT_TRUE(r.Contains(name)) << name;
   }
   EXPECT_EQ(&Registry::Builtins(), &r);

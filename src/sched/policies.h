@@ -40,6 +40,11 @@ absl::StatusOr<Profile> MakePacking(const PolicyContext& ctx);
 absl::StatusOr<Profile> MakeBestFit(const PolicyContext& ctx);
 absl::StatusOr<Profile> MakeFgd(const PolicyContext& ctx);
 absl::StatusOr<Profile> MakeCas(const PolicyContext& ctx);
+// kube-scheduler's resource scoring (kube_default.cc): NodeResourcesFit with the LeastAllocated
+// (its default) or MostAllocated strategy plus NodeResourcesBalancedAllocation, over CPU and
+// memory only; GPUs of a sharing pod best fit (gpushare's binpack).
+absl::StatusOr<Profile> MakeLeastAllocated(const PolicyContext& ctx);
+absl::StatusOr<Profile> MakeMostAllocated(const PolicyContext& ctx);
 
 }  // namespace seedance::sched::internal
 

@@ -788,6 +788,63 @@ TEST_F(PolicyTest, CasWithoutHistoryBalancesCpu) {
       order_only);
 }
 
+// Under an autoscaler (PolicyContext::elastic) cas does not spread for CPU balance: the node
+// order decides among equal primaries, unless an explicit option asks for the balance.
+TEST_F(PolicyTest, CasPacksInNodeOrderInAnElasticCluster) {
+  PolicyContext elastic;
+  elastic.elastic = true;
+  RunPlacementCases("cas", MixedNodes(),
+                    {{"whole-GPU pod to the first node", {}, Whole(1), 0, {0}},
+                     {"cpu pod to the first node", {}, Cpu(1000), 0, {}}},
+                    elastic);
+  elastic.params = {{"balance_gpu_pods", "2"}};
+  RunPlacementCases("cas", MixedNodes(),
+                    {{"balanced again: the node with least CPU left", {}, Whole(1), 2, {0}}},
+                    elastic);
+}
+
+// ---- kube-scheduler's scoring: NodeResourcesFit (LeastAllocated or MostAllocated, CPU and
+// memory weight 1) + NodeResourcesBalancedAllocation, each plugin weight 1; GPUs not scored.
+
+PodShape Sized(int64_t cpu_milli, int64_t memory_mib, int32_t num_gpu = 0) {
+  PodShape p = num_gpu > 0 ? Whole(num_gpu, cpu_milli) : Cpu(cpu_milli);
+  p.memory_mib = memory_mib;
+  return p;
+}
+
+TEST_F(PolicyTest, KubeSchedulerScoringSpreadsOrPacksByCpuAndMemoryOnly) {
+  // 8 cores and 64 GiB. LeastAllocated (fit + balanced): n0 75+100, n1 87+100, n2 50+100,
+  // n3 (75+50)/2=62 + 87 (CPU 0.25 and memory 0.5 used: sd 0.125). MostAllocated: n0 25+100,
+  // n1 12+100, n2 50+100, n3 37+87.
+  const PodShape pod = Sized(8'000, 65'536);
+  RunPlacementCases("least-allocated", MixedNodes(), {{"the emptiest node", {}, pod, 1, {}}});
+  RunPlacementCases("most-allocated", MixedNodes(), {{"the fullest node", {}, pod, 2, {}}});
+  // GPUs are not scored: of two like nodes, n1 has 3 of its 4 GPUs taken (by a pod asking no
+  // CPU or memory); to kube-scheduler's scoring both look alike and the first wins, where
+  // bestfit, which scores GPUs, fills n1.
+  const std::vector<NodeSpec> twins = {{"n0", 32000, 262144, 4, "A", 0, 0},
+                                       {"n1", 32000, 262144, 4, "A", 0, 0}};
+  const std::vector<Alloc> busy = {{1, Whole(3, 0), {0, 1, 2}}};
+  const PodShape gpu_pod = Sized(8'000, 65'536, 1);
+  for (const char* policy : {"least-allocated", "most-allocated"}) {
+    RunPlacementCases(policy, twins, {{"GPU pod, GPUs not counted", busy, gpu_pod, 0, {0}}});
+  }
+  RunPlacementCases("bestfit", twins,
+                    {{"GPU pod, the node with fewer GPUs left", busy, gpu_pod, 1, {3}}});
+}
+
+TEST_F(PolicyTest, KubeSchedulerScoringBalancesCpuAgainstMemory) {
+  // Two nodes alike but for what is used: n0 has 16 cores taken, n1 64 GiB. A pod of 8 cores
+  // and no memory (scored as 200 MiB, kube-scheduler's non-zero default) keeps n1 balanced
+  // (CPU 0.25, memory 0.25) and unbalances n0 (CPU 0.75, memory 0): both strategies pick n1.
+  const std::vector<NodeSpec> nodes = {{"n0", 32000, 262144, 0, "", 0, 0},
+                                       {"n1", 32000, 262144, 0, "", 0, 0}};
+  const std::vector<Alloc> used = {{0, Sized(16'000, 0), {}}, {1, Sized(0, 65'536), {}}};
+  for (const char* policy : {"least-allocated", "most-allocated"}) {
+    RunPlacementCases(policy, nodes, {{"the balanced node", used, Sized(8'000, 0), 1, {}}});
+  }
+}
+
 // Once a GPU pod bound to a model has arrived, GPU pods that accept any model are no longer
 // balanced: the node order decides among equal primaries (bound_aware, docs/cas.md); pods bound
 // to a model are still balanced, and bound_aware=0 balances every GPU pod as before.

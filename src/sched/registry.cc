@@ -41,6 +41,8 @@ const Registry& Registry::Builtins() {
     (void)r->Register("bestfit", internal::MakeBestFit);
     (void)r->Register("fgd", internal::MakeFgd);
     (void)r->Register("cas", internal::MakeCas);
+    (void)r->Register("least-allocated", internal::MakeLeastAllocated);
+    (void)r->Register("most-allocated", internal::MakeMostAllocated);
     return r;
   }();
   return *registry;

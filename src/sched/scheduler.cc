@@ -306,6 +306,7 @@ absl::StatusOr<Framework*> Scheduler::FrameworkFor(const PodInfo& pod) {
   PolicyContext ctx;
   ctx.oracle_workload = options_.oracle_workload;
   ctx.params = spec.options;
+  ctx.elastic = options_.elastic;
   absl::StatusOr<Profile> profile = Registry::Builtins().Create(spec.policy, ctx);
   if (!profile.ok()) return profile.status();
   for (Profile::WeightedScore& ws : profile->scores) {

@@ -29,6 +29,10 @@ struct PolicyContext {
   TargetWorkload oracle_workload;
   // Free-form tuning knobs ("key" -> "value"), e.g. from --policy-opt.
   std::map<std::string, std::string> params;
+  // True when a cluster autoscaler grows and shrinks the cluster. A policy that spreads pods to
+  // keep room on every node (cas's CPU balance) then packs instead: an autoscaler adds room when
+  // it is needed, and only a node that empties can be removed (docs/cas.md, "Elastic clusters").
+  bool elastic = false;
 };
 
 using PolicyFactory = std::function<absl::StatusOr<Profile>(const PolicyContext&)>;

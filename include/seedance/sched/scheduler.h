@@ -62,6 +62,8 @@ struct SchedulerOptions {
   // fgd's oracle (the workload's typical shapes); empty: fgd sees none (it then scores like a
   // plain fragmentation-agnostic policy). Other policies ignore it.
   TargetWorkload oracle_workload;
+  // A cluster autoscaler grows and shrinks the cluster (PolicyContext::elastic).
+  bool elastic = false;
 };
 
 struct Change {
