@@ -92,14 +92,22 @@ absl::StatusOr<seedance::clusterscale::ChurnOptions> ResolveAutoscaleOptions(con
     }
     o.policy_params[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
+  if (!o.ca_policy.empty() && !seedance::sched::Registry::Builtins().Contains(o.ca_policy)) {
+    return absl::InvalidArgumentError("--ca-policy: not a registered policy (got '" +
+                                      Shown(o.ca_policy) +
+                                      "'); e.g. most-allocated or least-allocated");
+  }
   if (!o.policy_params.empty()) {
-    if (o.policy.empty()) {
+    if (o.policy.empty() && o.ca_policy.empty()) {
       return absl::InvalidArgumentError("--policy-opt: autoscale needs --policy with it");
     }
     seedance::sched::PolicyContext ctx;
     ctx.params = o.policy_params;
-    auto profile = seedance::sched::Registry::Builtins().Create(o.policy, ctx);
-    if (!profile.ok()) return Prefixed(o.policy, profile.status());
+    for (const std::string& name : {o.policy, o.ca_policy}) {
+      if (name.empty()) continue;
+      auto profile = seedance::sched::Registry::Builtins().Create(name, ctx);
+      if (!profile.ok()) return Prefixed(name, profile.status());
+    }
   }
   if (absl::Status s = seedance::clusterscale::Validate(o); !s.ok()) {
     return AsFlagError(s, "--mode autoscale");
@@ -204,6 +212,9 @@ int SimulateAutoscale(const Flags& f) {
                  {"replay", o.replay},
                  {"pods_replayed", o.replay ? workload->pods.size() : 0},
                  {"placement", o.policy.empty() ? "best fit" : o.policy},
+                 {"ca_placement", !o.ca_policy.empty() ? o.ca_policy
+                                  : o.policy.empty()   ? "best fit"
+                                                       : o.policy},
                  {"groups", groups->size()},
                  {"load", o.load},
                  {"duration_h", o.duration_h},

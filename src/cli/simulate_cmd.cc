@@ -488,7 +488,8 @@ Command AddSimulateCommand(CLI::App& app) {
                 "warning) instead of refusing the file");
   f->policy_opt = sim->add_option("--policy", f->policy,
                                   "Comma list of random, dotprod, clustering, packing, bestfit, "
-                                  "fgd, cas; 'all' = the six reference policies plus cas. "
+                                  "fgd, cas, least-allocated, most-allocated (kube-scheduler's "
+                                  "scoring); 'all' = the six reference policies plus cas. "
                                   "autoscale: the one policy placing pods under both "
                                   "autoscalers (default: a built-in best fit)")
                       ->capture_default_str();
@@ -620,6 +621,12 @@ Command AddSimulateCommand(CLI::App& app) {
       AddDuration(sim, "--idle", &f->autoscale.idle_s, 1, base::Closed(0, 604800),
                   "autoscale: how long a node stays empty (or under --drain-below) before it "
                   "goes (CA's --scale-down-unneeded-time)"),
+      sim->add_option("--ca-policy", f->autoscale.ca_policy,
+                      "autoscale: the placement under the CA-like autoscaler, as a Kubernetes "
+                      "cluster runs CA beside kube-scheduler: most-allocated (its bin-packing "
+                      "strategy) or least-allocated (its default), both over CPU and memory "
+                      "only; any registered policy (default: the same as --policy)")
+          ->type_name("POLICY"),
       sim->add_flag("--prescale", f->autoscale.prescale,
                     "autoscale: Seedance's autoscaler also scales up ahead of the demand "
                     "expected during a provisioning delay (predictive pre-scaling)"),

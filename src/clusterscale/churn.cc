@@ -321,11 +321,7 @@ class Churn {
     up.add.assign(groups_.size(), 0);
     if (!pending.empty()) up = DecideScaleUp(groups_, pending, room, o_.scale_up);
     std::vector<int> add = up.add;
-    if (o_.prescale) {
-      int64_t upcoming_free = 0;
-      for (const NodeRoom& r : upcoming) upcoming_free += r.gpu_free_milli();
-      Prescale(t, upcoming_free, room, up, pending, &add);
-    }
+    if (o_.prescale) Prescale(t, upcoming, room, up, pending, &add);
     for (size_t g = 0; g < groups_.size(); ++g) {
       for (int i = 0; i < add[g]; ++i) {
         joins_.emplace(delay(), Request(static_cast<int>(g)));
@@ -405,22 +401,30 @@ class Churn {
     return recent_.ExpectedMilli(t, o_.provision_max_s + o_.scan_interval_s);
   }
 
-  // Predictive pre-scaling: when the free GPUs of ready and upcoming nodes (less what `pending`
-  // will take) fall short of ExpectedDemand, requests nodes for the shortfall, sized by the
-  // expander for the latest arrivals' shapes (the demand is expected to look like them).
-  void Prescale(double t, int64_t upcoming_free, const std::vector<int>& room, const ScaleUp& up,
-                const std::vector<PendingPod>& pending, std::vector<int>* add) {
-    double have = static_cast<double>(ready_free_gpu_milli_ + upcoming_free);
+  // Predictive pre-scaling: the pods expected to arrive before a node requested now could join
+  // (the latest arrivals, as much GPU as ExpectedDemand) are fitted, after the pending pods,
+  // on what the ready nodes, the upcoming ones and this scan's scale-up leave free; nodes are
+  // requested, sized by the expander, for those that do not fit.
+  void Prescale(double t, const std::vector<NodeRoom>& upcoming, const std::vector<int>& room,
+                const ScaleUp& up, const std::vector<PendingPod>& pending, std::vector<int>* add) {
+    const double expected_milli = ExpectedDemand(t);
+    if (expected_milli <= 0) return;
+    std::vector<NodeRoom> added;
     for (size_t g = 0; g < groups_.size(); ++g) {
-      have += static_cast<double>(up.add[g]) * groups_[g].node.num_gpus * core::kMilliGpu;
+      for (int i = 0; i < up.add[g]; ++i) added.emplace_back(groups_[g].node);
     }
-    for (const PendingPod& p : pending) have -= static_cast<double>(p.shape.TotalGpuMilli());
-    double short_by = ExpectedDemand(t) - have;
-    if (short_by <= 0) return;
-    const std::vector<PendingPod> expected = recent_.Latest(short_by);
+    std::vector<const NodeRoom*> rooms;
+    for (int n : ready_) rooms.push_back(&nodes_[n].room);
+    for (const NodeRoom& r : upcoming) rooms.push_back(&r);
+    for (const NodeRoom& r : added) rooms.push_back(&r);
+    std::vector<PendingPod> pods = pending;
+    const std::vector<PendingPod> expected = recent_.Latest(expected_milli);
+    pods.insert(pods.end(), expected.begin(), expected.end());
+    const std::vector<PendingPod> shortfall = NotFitting(pods, rooms);
+    if (shortfall.empty()) return;
     std::vector<int> left(room.size());
     for (size_t g = 0; g < room.size(); ++g) left[g] = std::max(0, room[g] - up.add[g]);
-    const ScaleUp pre = DecideScaleUp(groups_, expected, left, o_.scale_up);
+    const ScaleUp pre = DecideScaleUp(groups_, shortfall, left, o_.scale_up);
     for (size_t g = 0; g < groups_.size(); ++g) (*add)[g] += pre.add[g];
     if (t >= window_start_s_) {
       for (int a : pre.add) report_.nodes_prescaled += a;

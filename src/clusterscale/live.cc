@@ -261,19 +261,16 @@ std::string LiveAutoscaler::NewName(int group, const LiveView& view) const {
   return absl::StrCat(name, "-", k);
 }
 
-void LiveAutoscaler::Grow(const LiveView& view, const std::vector<int>& size,
-                          double ready_free_milli, LiveActions* out) {
+void LiveAutoscaler::Grow(const LiveView& view, const std::vector<int>& size, LiveActions* out) {
   // Pods that fit on nodes still being provisioned wait for them (CA counts upcoming nodes).
   std::vector<NodeRoom> upcoming;
   for (const auto& [name, req] : requested_) upcoming.emplace_back(groups_[req.group].node);
   std::vector<PendingPod> rest;
-  double rest_milli = 0;
   for (const PendingPod& p : view.unschedulable) {
     auto room = std::find_if(upcoming.begin(), upcoming.end(),
                              [&](const NodeRoom& r) { return r.Fits(p); });
     if (room == upcoming.end()) {
       rest.push_back(p);
-      rest_milli += static_cast<double>(p.shape.TotalGpuMilli());
     } else {
       room->Take(p.shape);
       ++out->pods_waiting_for_upcoming;
@@ -299,14 +296,7 @@ void LiveAutoscaler::Grow(const LiveView& view, const std::vector<int>& size,
   up.add.assign(groups_.size(), 0);
   if (!rest.empty()) up = DecideScaleUp(groups_, rest, room, options_.scale_up);
   out->pods_helped = up.pods_helped;
-  if (options_.prescale) {
-    double have = ready_free_milli - rest_milli;
-    for (const NodeRoom& r : upcoming) have += static_cast<double>(r.gpu_free_milli());
-    for (size_t g = 0; g < groups_.size(); ++g) {
-      have += static_cast<double>(up.add[g]) * groups_[g].node.num_gpus * core::kMilliGpu;
-    }
-    Prescale(room, up, have, view, out);
-  }
+  if (options_.prescale) Prescale(view, room, up, out);
   for (size_t g = 0; g < groups_.size(); ++g) {
     for (int i = 0; i < up.add[g]; ++i) {
       const std::string name = NewName(static_cast<int>(g), view);
@@ -316,15 +306,35 @@ void LiveAutoscaler::Grow(const LiveView& view, const std::vector<int>& size,
   }
 }
 
-// Pre-scaling: requests nodes for the expected demand that the free capacity `have_milli`
-// (schedulable, upcoming and just requested nodes, less the unschedulable pods) does not cover.
-void LiveAutoscaler::Prescale(const std::vector<int>& room, const ScaleUp& up, double have_milli,
-                              const LiveView& view, LiveActions* out) {
-  const double short_by = out->expected_demand_milli - have_milli;
-  if (short_by <= 0) return;
+// Pre-scaling: the unschedulable pods, then the arrivals expected before a node requested now
+// could join (the latest ones, as much GPU as expected_demand_milli), fitted on the room of the
+// schedulable nodes this scan keeps, the upcoming nodes and those just requested; nodes are
+// requested for what does not fit (the simulator's rule).
+void LiveAutoscaler::Prescale(const LiveView& view, const std::vector<int>& room, const ScaleUp& up,
+                              LiveActions* out) {
+  if (out->expected_demand_milli <= 0) return;
+  std::set<std::string_view> going(out->remove.begin(), out->remove.end());
+  for (const auto& [name, pods] : out->drain) going.insert(name);
+  std::vector<NodeRoom> rooms;
+  for (const LiveNode& n : view.nodes) {
+    if (n.schedulable && !going.contains(n.name)) {
+      rooms.emplace_back(n.gpu_model, n.cpu_free_milli, n.memory_free_mib, n.gpu_free_milli);
+    }
+  }
+  for (const auto& [name, req] : requested_) rooms.emplace_back(groups_[req.group].node);
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    for (int i = 0; i < up.add[g]; ++i) rooms.emplace_back(groups_[g].node);
+  }
+  std::vector<const NodeRoom*> at;
+  for (const NodeRoom& r : rooms) at.push_back(&r);
+  std::vector<PendingPod> pods = view.unschedulable;
+  const std::vector<PendingPod> expected = arrivals_->Latest(out->expected_demand_milli);
+  pods.insert(pods.end(), expected.begin(), expected.end());
+  const std::vector<PendingPod> shortfall = NotFitting(pods, at);
+  if (shortfall.empty()) return;
   std::vector<int> left(room.size());
   for (size_t g = 0; g < room.size(); ++g) left[g] = std::max(0, room[g] - up.add[g]);
-  const ScaleUp pre = DecideScaleUp(groups_, arrivals_->Latest(short_by), left, options_.scale_up);
+  const ScaleUp pre = DecideScaleUp(groups_, shortfall, left, options_.scale_up);
   for (size_t g = 0; g < groups_.size(); ++g) {
     for (int i = 0; i < pre.add[g]; ++i) {
       const std::string name = NewName(static_cast<int>(g), view);
@@ -365,7 +375,7 @@ LiveActions LiveAutoscaler::Scan(const LiveView& view) {
     for (int32_t f : n.gpu_free_milli) ready_free_milli += f;
   }
   Shrink(view, &size, &ready_free_milli, &out);
-  Grow(view, size, ready_free_milli, &out);
+  Grow(view, size, &out);
   for (const auto& [name, req] : requested_) ++status_[req.group].provisioning;
   for (size_t g = 0; g < groups_.size(); ++g) {
     status_[g].backed_off = backoff_until_[g] > view.now_s;

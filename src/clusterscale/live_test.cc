@@ -311,6 +311,38 @@ TEST(LiveAutoscalerTest, PrescalingAsksForTheExpectedDemandAheadOfPendingPods) {
   }
 }
 
+// Pre-scaling counts room by shape: GPU shares left on busy GPUs hold the sharing pods
+// expected, not the whole-GPU ones, however many milli-GPUs they add up to.
+TEST(LiveAutoscalerTest, PrescalingFitsTheExpectedPodsOnTheFreeRoomByShape) {
+  for (bool whole : {true, false}) {
+    SCOPED_TRACE(whole ? "whole-GPU pods expected" : "sharing pods expected");
+    LiveOptions o = Options();
+    o.prescale = true;
+    o.demand_horizon_s = 3600;
+    LiveAutoscaler a(Groups(), o);
+    LiveView v;
+    LiveNode half = A100Node("a100x8-0", 0);
+    half.empty = false;
+    half.gpu_free_milli.assign(8, 500);  // every GPU half used: 4,000 milli-GPU free
+    v.nodes = {half, {"t4x1-0", 1, false}};
+    a.Scan(v);
+    v.now_s = 3600;
+    PendingPod share{core::PodShape{1'000, 1'024, 1, 500}, {}};
+    v.arrivals =
+        whole ? std::vector<PendingPod>{Gpus(2), Gpus(2)}
+              : std::vector<PendingPod>{share, share, share, share, share, share, share, share};
+    const LiveActions act = a.Scan(v);
+    EXPECT_DOUBLE_EQ(act.expected_demand_milli, 4'000);
+    if (!whole) {
+      EXPECT_TRUE(act.add.empty());  // eight halves fit on the eight half-free GPUs
+      continue;
+    }
+    ASSERT_EQ(act.add.size(), 1u);  // no GPU is whole: a node for the two 2-GPU pods
+    EXPECT_EQ(act.add[0].second, "a100x8-1");
+    EXPECT_EQ(act.prescaled, 1);
+  }
+}
+
 TEST(LiveAutoscalerTest, ABurstRightAfterTheStartIsNotTakenForARate) {
   LiveOptions o = Options();
   o.demand_horizon_s = 250;

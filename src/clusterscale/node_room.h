@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "seedance/base/check.h"
@@ -122,6 +123,28 @@ class NodeRoom {
   int64_t memory_free_;
   std::vector<int32_t> gpu_free_;
 };
+
+// The pods of `pods` that do not fit, in order, each first fit on `rooms` and taking its room
+// there (on copies: the rooms are not changed). Pre-scaling's shortfall: the expected arrivals
+// that the free room cannot hold, counted by shape rather than by GPU milli, so free shares no
+// whole-GPU pod can use, or GPUs without the CPU to run them, are not counted as room.
+inline std::vector<PendingPod> NotFitting(const std::vector<PendingPod>& pods,
+                                          const std::vector<const NodeRoom*>& rooms) {
+  std::unordered_map<size_t, NodeRoom> taken;  // copies of the rooms pods were fitted on
+  std::vector<PendingPod> out;
+  for (const PendingPod& p : pods) {
+    bool placed = false;
+    for (size_t i = 0; i < rooms.size() && !placed; ++i) {
+      auto it = taken.find(i);
+      if (!(it != taken.end() ? it->second : *rooms[i]).Fits(p)) continue;
+      if (it == taken.end()) it = taken.emplace(i, *rooms[i]).first;
+      it->second.Take(p.shape);
+      placed = true;
+    }
+    if (!placed) out.push_back(p);
+  }
+  return out;
+}
 
 }  // namespace seedance::clusterscale
 

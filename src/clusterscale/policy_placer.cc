@@ -29,6 +29,7 @@ absl::StatusOr<std::unique_ptr<PolicyPlacer>> PolicyPlacer::Create(
   for (core::PodSpec& p : resolved) p.shape.gpu_model_mask = state->ModelMask(p.gpu_spec);
   ctx.oracle_workload = sched::TypicalShapes(sched::CountShapes(resolved));
   ctx.params = options.policy_params;
+  ctx.elastic = true;  // the node groups grow and shrink
   absl::StatusOr<sched::Profile> profile = sched::Registry::Builtins().Create(options.policy, ctx);
   if (!profile.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("policy: ", profile.status().message()));

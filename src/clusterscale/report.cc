@@ -28,6 +28,7 @@ ChurnOptions ForAutoscaler(ChurnOptions base, ExpanderKind kind) {
   base.scale_up.expander = kind;
   base.drain_keeps_headroom = kind == ExpanderKind::kSeedance;
   base.prescale = base.prescale && kind == ExpanderKind::kSeedance;
+  if (kind == ExpanderKind::kCaLeastWaste && !base.ca_policy.empty()) base.policy = base.ca_policy;
   return base;
 }
 

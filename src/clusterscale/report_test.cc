@@ -51,6 +51,12 @@ TEST(ReportTest, ForAutoscalerSetsExpanderAndGuard) {
   base.prescale = true;  // Seedance's only: CA has no pre-scaling
   EXPECT_FALSE(ForAutoscaler(base, ExpanderKind::kCaLeastWaste).prescale);
   EXPECT_TRUE(ForAutoscaler(base, ExpanderKind::kSeedance).prescale);
+  // The CA-like's own placement (kube-scheduler's beside CA) when one is given.
+  base.policy = "cas";
+  EXPECT_EQ(ForAutoscaler(base, ExpanderKind::kCaLeastWaste).policy, "cas");
+  base.ca_policy = "most-allocated";
+  EXPECT_EQ(ForAutoscaler(base, ExpanderKind::kCaLeastWaste).policy, "most-allocated");
+  EXPECT_EQ(ForAutoscaler(base, ExpanderKind::kSeedance).policy, "cas");
 }
 
 // Seed-major order, each run as RunChurn gives it, the same on one thread as on four.

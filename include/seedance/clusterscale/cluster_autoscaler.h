@@ -134,6 +134,10 @@ struct ChurnOptions {
   // handed the trace's typical shapes, as in `seedance simulate`).
   std::string policy;
   std::map<std::string, std::string> policy_params;
+  // The placement under the CA-like autoscaler in a comparison (ForAutoscaler): empty = `policy`
+  // for both; else a registered policy, e.g. kube-scheduler's most-allocated or least-allocated,
+  // the placement CA runs beside in a Kubernetes cluster. RunChurn itself does not read it.
+  std::string ca_policy;
   // Replay instead of Poisson churn: every pod arrives once, at its creation_s (seconds from the
   // start of the run), and lives deletion_s - creation_s; `load` is not used. For job traces
   // (PodsFromJobs); the seed then only draws the provisioning delays.

@@ -154,10 +154,9 @@ class LiveAutoscaler {
               LiveActions* out);
   void Drain(const LiveView& view, std::vector<const LiveNode*> candidates, std::vector<int>* size,
              double* ready_free_milli, LiveActions* out);
-  void Grow(const LiveView& view, const std::vector<int>& size, double ready_free_milli,
-            LiveActions* out);
-  void Prescale(const std::vector<int>& room, const ScaleUp& up, double have_milli,
-                const LiveView& view, LiveActions* out);
+  void Grow(const LiveView& view, const std::vector<int>& size, LiveActions* out);
+  void Prescale(const LiveView& view, const std::vector<int>& room, const ScaleUp& up,
+                LiveActions* out);
   std::string NewName(int group, const LiveView& view) const;
 
   std::vector<NodeGroup> groups_;

@@ -20,7 +20,7 @@ std::string_view ExpanderName(ExpanderKind kind);
 
 // The autoscaler `kind` names, on top of `base`: its expander, and for Seedance's the headroom
 // guard on drains (the CA-like drains as CA does); base.prescale stays on for Seedance's only
-// (CA has no pre-scaling).
+// (CA has no pre-scaling); the CA-like places with base.ca_policy when one is set.
 ChurnOptions ForAutoscaler(ChurnOptions base, ExpanderKind kind);
 
 struct ChurnRun {
