@@ -44,6 +44,29 @@ TEST(SchedulerTest, UnknownPolicyIsRefused) {
   EXPECT_EQ(Scheduler::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// SchedulerOptions::elastic reaches the policies: cas balances CPU in a fixed cluster (the GPU
+// pod goes where the least CPU is left, n1) and packs in node order in an elastic one (n0).
+TEST(SchedulerTest, AnElasticClusterTurnsCasBalanceOff) {
+  for (bool elastic : {false, true}) {
+    SCOPED_TRACE(elastic ? "elastic" : "fixed");
+    SchedulerOptions o;
+    o.default_profile.policy = "cas";
+    o.elastic = elastic;
+    auto s = Scheduler::Create(std::move(o));
+    ASSERT_TRUE(s.ok()) << s.status();
+    core::NodeSpec lean = Node("n1", 4);
+    lean.cpu_milli = 16000;
+    bool created = false;
+    ASSERT_TRUE((*s)->PutNode(Node("n0", 4), &created).ok());
+    ASSERT_TRUE((*s)->PutNode(lean, &created).ok());
+    ASSERT_TRUE((*s)->SubmitPod(Pod("a", 1, 1000), 0).ok());
+    EXPECT_EQ((*s)->RunCycles(0), 1);
+    const PodInfo* a = (*s)->ledger().Find("a");
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ((*s)->state().node(a->placement.node).name, elastic ? "n0" : "n1");
+  }
+}
+
 TEST(SchedulerTest, SubmittedPodIsBoundAndEveryChangeIsRecordedInOrder) {
   auto s = Make();
   bool created = false;
