@@ -377,6 +377,27 @@ TEST(ChurnTest, ANodeIsDrainedOnlyWhenItsPodsFitElsewhere) {
   EXPECT_EQ(r->pods_moved, 0);
 }
 
+// Pre-scaling's shortfall: pods fitted in order, first fit, each taking its room on a copy.
+TEST(NotFittingTest, FitsPodsInOrderOnCopiesOfTheRoomsByShape) {
+  const core::NodeSpec t4 = Node(8, 32, 2, "T4", 1.06);
+  NodeRoom a(t4), b(t4);
+  a.Take({1000, 1, 1, 500});  // a: one GPU half used, one free; b: both free
+  const std::vector<const NodeRoom*> rooms = {&a, &b};
+  const PendingPod half{{1000, 1, 1, 500}, {}}, two{{1000, 1, 2, 1000}, {}},
+      v100{{1000, 1, 1, 1000}, {"V100"}};
+  // half: GPU 0 of a; two whole: b; half: a's free GPU; a second 2-GPU pod: nowhere left;
+  // a pod only V100s may run: nowhere.
+  const std::vector<PendingPod> out = NotFitting({half, two, half, two, v100}, rooms);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].shape.num_gpu, 2);
+  EXPECT_EQ(out[1].gpu_models, std::vector<std::string>{"V100"});
+  // The rooms themselves are untouched.
+  EXPECT_EQ(a.gpu_free_milli(), 1500);
+  EXPECT_EQ(b.gpu_free_milli(), 2000);
+  // Eight halves: a holds 1 + 2, b 2 + 2; one is left over.
+  EXPECT_EQ(NotFitting(std::vector<PendingPod>(8, half), rooms).size(), 1u);
+}
+
 using ClusterscaleDeathTest = ::testing::Test;
 
 TEST(ClusterscaleDeathTest, RoomOfTheWrongSizeIsABug) {

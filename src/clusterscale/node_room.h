@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <span>
 #include <string>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "seedance/base/check.h"
@@ -130,18 +130,30 @@ class NodeRoom {
 // whole-GPU pod can use, or GPUs without the CPU to run them, are not counted as room.
 inline std::vector<PendingPod> NotFitting(const std::vector<PendingPod>& pods,
                                           const std::vector<const NodeRoom*>& rooms) {
-  std::unordered_map<size_t, NodeRoom> taken;  // copies of the rooms pods were fitted on
+  std::vector<NodeRoom> copies;                             // of the rooms pods were fitted on
+  std::vector<int> copy(rooms.size(), -1);                  // rooms[i]'s copy, or -1
+  std::vector<std::pair<const PendingPod*, size_t>> first;  // a shape -> the first room to try
   std::vector<PendingPod> out;
   for (const PendingPod& p : pods) {
-    bool placed = false;
-    for (size_t i = 0; i < rooms.size() && !placed; ++i) {
-      auto it = taken.find(i);
-      if (!(it != taken.end() ? it->second : *rooms[i]).Fits(p)) continue;
-      if (it == taken.end()) it = taken.emplace(i, *rooms[i]).first;
-      it->second.Take(p.shape);
-      placed = true;
+    const core::PodShape& s = p.shape;
+    // Rooms only shrink, so a pod of a shape seen before fits none of the rooms before the one
+    // the last pod of that shape took.
+    auto seen = std::find_if(first.begin(), first.end(), [&](const auto& f) {
+      return f.first->shape == s && f.first->gpu_models == p.gpu_models;
+    });
+    if (seen == first.end()) seen = first.insert(first.end(), {&p, 0});
+    size_t i = seen->second;
+    while (i < rooms.size() && !(copy[i] >= 0 ? copies[copy[i]] : *rooms[i]).Fits(p)) ++i;
+    seen->second = i;
+    if (i == rooms.size()) {
+      out.push_back(p);
+      continue;
     }
-    if (!placed) out.push_back(p);
+    if (copy[i] < 0) {
+      copy[i] = static_cast<int>(copies.size());
+      copies.push_back(*rooms[i]);
+    }
+    copies[copy[i]].Take(s);
   }
   return out;
 }
