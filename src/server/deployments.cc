@@ -17,6 +17,7 @@
 #include "nlohmann/json.hpp"
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
+#include "seedance/base/clock.h"
 #include "seedance/base/text.h"
 #include "seedance/engine/period_controller.h"
 #include "seedance/server/codec.h"
@@ -27,10 +28,6 @@ namespace seedance::server {
 namespace {
 
 using JsonDoc = nlohmann::json;
-
-double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // ---- the file ----
 
@@ -391,17 +388,17 @@ void DeploymentController::State::Loop() {
       cv.wait(lock, [this] { return stop; });
       continue;
     }
-    const double wait_s = next->next_due_s - UnixNow();
+    const double wait_s = next->next_due_s - base::UnixNowSeconds();
     if (wait_s > 0) {
       cv.wait_for(lock, std::chrono::duration<double>(wait_s));
       continue;
     }
     lock.unlock();
-    Step(*next, UnixNow());
+    Step(*next, base::UnixNowSeconds());
     lock.lock();
     // The period Step left in force (adaptive: just decided). A period missed (a slow query) is
     // not made up: the next one starts from now.
-    next->next_due_s = std::max(next->next_due_s + next->period_s, UnixNow());
+    next->next_due_s = std::max(next->next_due_s + next->period_s, base::UnixNowSeconds());
   }
 }
 
@@ -428,7 +425,7 @@ absl::StatusOr<std::unique_ptr<DeploymentController>> DeploymentController::Star
                      .Name("seedance_autoscaler_errors_total")
                      .Help("Periods without a decision: a metric query failed")
                      .Register(registry);
-  const double now = UnixNow();
+  const double now = base::UnixNowSeconds();
   for (DeploymentSpec& spec : config.deployments) {
     Deployment d;
     absl::StatusOr<std::unique_ptr<autoscale::Autoscaler>> a = NewAutoscaler(spec);

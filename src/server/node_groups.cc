@@ -26,6 +26,7 @@
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "seedance/api/api.h"
+#include "seedance/base/clock.h"
 #include "seedance/base/text.h"
 #include "seedance/clusterscale/report.h"
 #include "seedance/server/codec.h"
@@ -37,10 +38,6 @@ namespace seedance::server {
 namespace {
 
 using JsonDoc = nlohmann::json;
-
-double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // ---- the file ----
 
@@ -288,7 +285,7 @@ struct NodeGroupController::State {
 void NodeGroupController::State::FailNodes(int group, const std::vector<std::string>& names) {
   std::lock_guard<std::mutex> lock(mu);
   for (const std::string& n : names) {
-    autoscaler.Failed(n, UnixNow());
+    autoscaler.Failed(n, base::UnixNowSeconds());
     failed_counter[group]->Increment();
   }
 }
@@ -386,7 +383,7 @@ bool NodeGroupController::State::Observe(clusterscale::LiveView* view) {
       view->unschedulable.insert(view->unschedulable.end(), left.begin(), left.end());
     }
     seen_uids = std::move(uids);
-    view->now_s = UnixNow();
+    view->now_s = base::UnixNowSeconds();
     return [] { return Reply{200, "{}"}; };
   });
   seen_valid = r.status == 200;
@@ -590,23 +587,24 @@ void NodeGroupController::State::Scan(double now_s) {
 }
 
 void NodeGroupController::State::Loop() {
-  double next_scan = UnixNow();
+  double next_scan = base::UnixNowSeconds();
   std::unique_lock<std::mutex> lock(mu);
   while (!stop) {
     double wake = next_scan;
     for (const Join& j : joins) wake = std::min(wake, j.due_s);
-    if (!children.empty()) wake = std::min(wake, UnixNow() + 0.2);  // poll running programs
-    const double wait_s = wake - UnixNow();
+    if (!children.empty())
+      wake = std::min(wake, base::UnixNowSeconds() + 0.2);  // poll running programs
+    const double wait_s = wake - base::UnixNowSeconds();
     if (wait_s > 0) {
       cv.wait_for(lock, std::chrono::duration<double>(wait_s));
       continue;
     }
     lock.unlock();
     Reap();
-    AddDue(UnixNow());
-    if (UnixNow() >= next_scan) {
-      Scan(UnixNow());
-      next_scan = std::max(next_scan + config.scan_interval_s, UnixNow());
+    AddDue(base::UnixNowSeconds());
+    if (base::UnixNowSeconds() >= next_scan) {
+      Scan(base::UnixNowSeconds());
+      next_scan = std::max(next_scan + config.scan_interval_s, base::UnixNowSeconds());
     }
     lock.lock();
   }

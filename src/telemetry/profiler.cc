@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "seedance/base/clock.h"
 #include "seedance/base/parse.h"
 #include "seedance/telemetry/collector.h"
 
@@ -10,12 +11,6 @@ namespace seedance::telemetry {
 namespace internal {
 absl::Status PrefetchHistory(Collector* c, double start, double end, double step);
 }  // namespace internal
-
-namespace {
-double NowUnix() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-}  // namespace
 
 Profiler::Profiler(std::vector<std::unique_ptr<Collector>> collectors, ProfilerOptions options)
     : collectors_(std::move(collectors)), options_(std::move(options)) {}
@@ -47,7 +42,7 @@ absl::StatusOr<Profile> Profiler::Run() {
       }
     }
     // Whole seconds, so that repeated runs line up with the server's step grid.
-    const double end = std::floor(NowUnix());
+    const double end = std::floor(base::UnixNowSeconds());
     const double start = end - static_cast<double>(planned - 1) * options_.interval_s;
     for (const auto& c : collectors_) {
       if (absl::Status s = internal::PrefetchHistory(c.get(), start, end, options_.interval_s);
@@ -86,7 +81,7 @@ absl::StatusOr<Profile> Profiler::Run() {
       profile.interrupted = true;
       break;
     }
-    const double t = NowUnix();
+    const double t = base::UnixNowSeconds();
     for (const auto& c : collectors_) {
       if (absl::Status s = c->Sample(t, &profile); !s.ok()) return s;
     }

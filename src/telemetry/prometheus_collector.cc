@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "prometheus_names.h"
 #include "prometheus_response.h"
+#include "seedance/base/clock.h"
 #include "seedance/base/parse.h"
 #include "seedance/base/text.h"
 #include "seedance/telemetry/collector.h"
@@ -311,7 +312,7 @@ class PrometheusCollector : public Collector {
 
   absl::Status Describe(Profile* profile) override {
     profile->source = "prometheus " + client_.url();
-    const double now = describe_time_ > 0 ? describe_time_ : NowUnix();
+    const double now = describe_time_ > 0 ? describe_time_ : base::UnixNowSeconds();
     auto gpus = client_.Query(names::kGpuUtil, now);
     if (!gpus.ok()) return gpus.status();
     auto fb_used = client_.Query(names::kFbUsed, now);
@@ -514,10 +515,6 @@ class PrometheusCollector : public Collector {
   void set_describe_time(double t) { describe_time_ = t; }
 
  private:
-  static double NowUnix() {
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-  }
   std::vector<std::pair<std::string, std::string>> SeriesQueries() const {
     const std::string window =
         absl::StrCat(static_cast<int>(std::max(1.0, options_.rate_window_s)), "s");
