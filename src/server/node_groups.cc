@@ -270,6 +270,7 @@ struct NodeGroupController::State {
   // before the first scan, or after one that could not read the state.
   std::unordered_set<std::string> seen_uids;
   bool seen_valid = false;
+  int64_t held_by_quota = 0;  // at the last read: pending pods over their queue's limit
   struct Removed {
     std::vector<std::string> removed, drained;
     int64_t pods_evicted = 0;
@@ -362,10 +363,16 @@ bool NodeGroupController::State::Observe(clusterscale::LiveView* view) {
     }
     std::unordered_set<std::string> uids;
     std::map<std::string, std::vector<clusterscale::PendingPod>> gangs;  // failed members
+    held_by_quota = 0;
     c.scheduler.ledger().ForEach([&](const sched::PodInfo& p) {
       uids.insert(p.uid);
       if (seen_valid && !seen_uids.contains(p.uid)) view->arrivals.push_back(AsPending(p));
       if (p.phase != sched::PodPhase::kPending || c.scheduler.LastFailure(p.uid).empty()) return;
+      // Held back by its queue's quota, not by room: a new node would not let it run.
+      if (!c.scheduler.OverLimit(p).empty()) {
+        ++held_by_quota;
+        return;
+      }
       if (!p.gang.empty()) {
         gangs[absl::StrCat(p.ns, "/", p.gang)].push_back(AsPending(p));
         return;
@@ -569,6 +576,7 @@ void NodeGroupController::State::Scan(double now_s) {
   }
   last_scan = {{"time", view.now_s},
                {"unschedulable", view.unschedulable.size()},
+               {"held_by_quota", held_by_quota},
                {"pods_helped", act.pods_helped},
                {"waiting_for_upcoming", act.pods_waiting_for_upcoming},
                {"arrivals", view.arrivals.size()},

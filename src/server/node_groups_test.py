@@ -18,6 +18,8 @@ node_group_cases):
    whose members fit alone but not together gets a node.
 5. Pre-scaling (prescale): a burst that fills the cluster makes it ask for a node before any pod
    waits.
+6. Quota: a pod over its queue's limit is held by the quota, not by room: no node is asked for
+   it, and the scan counts it apart (held_by_quota).
 
 usage: node_groups_test.py SEEDANCE_BINARY"""
 
@@ -341,6 +343,43 @@ def prescaling(binary, work):
         server.stop()
 
 
+def quota(binary, work):
+    """A pod held back by its queue's limit is not unschedulable: no node is asked for it (a new
+    node would not let it run), and the scan counts it apart."""
+    cfg = config({"kind": "simulated", "delay_s": DELAY_S}, cpu_min=0)
+    path = write(os.path.join(work, "quota.json"), cfg)
+    server = testlib.Server(binary, os.path.join(work, "quota-state"),
+                            ["--node-groups", path]).start()
+    try:
+        client = testlib.Client(server.port)
+        policy = ("profiles:\n  - name: default\n    policy: bestfit\nqueues:\n"
+                  "  - name: team-q\n    namespaces: [q]\n    guaranteed: {gpus: 4}\n"
+                  "    limit: {gpus: 4}\n")
+        status, body = client.request("PUT", "/v1/policy", policy)
+        assert status == 200, (status, body)
+
+        def four(name):
+            status, body = client.request("POST", "/v1/pods", {
+                "name": name, "namespace": "q", "cpu_milli": 1000, "memory_mib": 1024,
+                "num_gpu": 4, "gpu_milli": 1000})
+            assert status in (200, 201, 202), (status, body)
+
+        four("first")
+        wait("first bound on a new node", lambda: all_bound(client, ["first"]))
+        assert nodes(client) == ["gpu-0"], nodes(client)
+        four("second")  # over team-q's limit of 4 GPUs, and no room on gpu-0 either
+        wait("second counted as held by its quota",
+             lambda: (groups(client)[1]["last_scan"] or {}).get("held_by_quota") == 1)
+        scans = groups(client)[1]["scans"] + 5
+        wait("five more scans", lambda: groups(client)[1]["scans"] >= scans)
+        last = groups(client)[1]["last_scan"]
+        assert last["unschedulable"] == 0, last
+        assert nodes(client) == ["gpu-0"], nodes(client)
+        assert pods(client)["second"]["phase"] == "Pending", pods(client)["second"]
+    finally:
+        server.stop()
+
+
 def main():
     binary = sys.argv[1]
     work = tempfile.mkdtemp(prefix="seedance-node-groups-")
@@ -350,7 +389,9 @@ def main():
     killed_mid_scale_up(binary, work)
     gang(binary, work)
     prescaling(binary, work)
-    print("node groups: simulated and command provisioners, draining, a gang, prescaling passed")
+    quota(binary, work)
+    print("node groups: simulated and command provisioners, draining, a gang, prescaling, quota "
+          "passed")
     return 0
 
 

@@ -174,6 +174,9 @@ class Scheduler {
   bool FitsWithout(const PodInfo& pod, std::string_view node,
                    const std::vector<std::string>& victims);
 
+  // "" when the pod's queue (and every ancestor) stays within its limit with the pod placed;
+  // else which queue is at its limit, and in what (tenancy off: always "").
+  std::string OverLimit(const PodInfo& pod) const;
   // Why a pending pod does not fit now (NotFound for an unknown uid).
   absl::StatusOr<Diagnosis> Explain(std::string_view uid) const;
   // The message of the pod's last failed attempt ("" if none yet).
@@ -229,8 +232,6 @@ class Scheduler {
     Account(pod, to_placed, +1);
   }
   void RefreshCapacity();
-  // "" when the pod's queue (and every ancestor) stays within its limit with the pod placed.
-  std::string OverLimit(const PodInfo& pod) const;
   // Evicts the cheapest allowed victim set that makes room for the pod (PostFilter); true if
   // it did. A victim in a gang takes its whole gang with it.
   bool Preempt(const PodInfo& pod, const core::PodShape& shape, double now_s);
