@@ -46,6 +46,7 @@ struct ServerFlags {
   std::string nodes;
   std::string deployments;  // --deployments FILE (docs/autoscale.md, "Live")
   std::string node_groups;  // --node-groups FILE (docs/cluster-autoscaler.md, "In the service")
+  bool elastic = false;     // --elastic: a cluster autoscaler outside Seedance grows the cluster
   std::string policy;
   std::string token_file;
   std::string tenant_tokens;
@@ -149,7 +150,8 @@ absl::StatusOr<server::ServiceOptions> ServiceOptionsOf(const ServerFlags& f) {
   o.scheduler.default_profile = {"default", f.placement, {}, {}};
   o.scheduler.seed = f.seed;
   o.scheduler.assume_timeout_s = f.assume_timeout_s;
-  o.scheduler.elastic = !f.node_groups.empty();  // cas packs where the autoscaler can add room
+  // cas packs where an autoscaler can add room (docs/cas.md, "Elastic clusters").
+  o.scheduler.elastic = f.elastic || !f.node_groups.empty();
   if (f.backend == "slurm") {
     // Placements wait (Assumed) until slurmrestd took the job; the backend binds or forgets.
     o.scheduler.internal_binding = false;
@@ -531,6 +533,10 @@ Command AddServerCommand(CLI::App& app) {
                 "removing nodes empty for 10 minutes, through a simulated or a command "
                 "provisioner; JSON, schema in docs/cluster-autoscaler.md")
       ->type_name("FILE");
+  s->add_flag("--elastic", f->elastic,
+              "The cluster grows and shrinks under a cluster autoscaler outside Seedance (the "
+              "Kubernetes Cluster Autoscaler, Karpenter): cas packs instead of spreading pods "
+              "for CPU balance, so nodes empty and can go (implied by --node-groups)");
   s->add_option("--policy", f->policy, "Policy file (docs/policy.md), reloaded when it changes")
       ->type_name("FILE");
   s->add_option("--token-file", f->token_file,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The cluster autoscaler in the service (issue 17): `seedance server --node-groups FILE`.
 
-Five parts, each against the real binary on loopback (bad files are in tests/hostile,
+Seven parts, each against the real binary on loopback (bad files are in tests/hostile,
 node_group_cases):
 1. Simulated provisioner: unschedulable pods make the autoscaler add nodes of the right group
    (bin-packed, never past max_size, none for a pod no template can hold); the pods bind on
@@ -20,6 +20,8 @@ node_group_cases):
    waits.
 6. Quota: a pod over its queue's limit is held by the quota, not by room: no node is asked for
    it, and the scan counts it apart (held_by_quota).
+7. --elastic: cas places a GPU pod in node order instead of balancing CPU (without the flag it
+   goes to the node whose CPU matches its idle GPUs).
 
 usage: node_groups_test.py SEEDANCE_BINARY"""
 
@@ -380,6 +382,26 @@ def quota(binary, work):
         server.stop()
 
 
+def elastic(binary, work):
+    """--elastic (and --node-groups) tell cas the cluster is autoscaled: a GPU pod goes in node
+    order (the first node) rather than where CPU balance would put it (the lean node)."""
+    lean = dict(GPU_NODE, cpu_milli=8000)
+    for flags, want in (([], "n1"), (["--elastic"], "n0")):
+        server = testlib.Server(binary, os.path.join(work, f"elastic-{len(flags)}-state"),
+                                flags).start()
+        try:
+            client = testlib.Client(server.port)
+            for name, node in (("n0", GPU_NODE), ("n1", lean)):
+                status, body = client.request("PUT", f"/v1/nodes/{name}", node)
+                assert status == 201, (status, body)
+            submit(client, "one", 1)
+            wait("one bound", lambda: all_bound(client, ["one"]))
+            got = pods(client)["one"]["node"]
+            assert got == want, (flags, got)
+        finally:
+            server.stop()
+
+
 def main():
     binary = sys.argv[1]
     work = tempfile.mkdtemp(prefix="seedance-node-groups-")
@@ -390,8 +412,9 @@ def main():
     gang(binary, work)
     prescaling(binary, work)
     quota(binary, work)
-    print("node groups: simulated and command provisioners, draining, a gang, prescaling, quota "
-          "passed")
+    elastic(binary, work)
+    print("node groups: simulated and command provisioners, draining, a gang, prescaling, quota, "
+          "elastic placement passed")
     return 0
 
 
