@@ -78,21 +78,13 @@ class NodeResourcesBalancedAllocation : public ScorePlugin {
   }
 };
 
-class BinpackGpuReserve : public ReservePlugin {
- public:
-  std::string_view Name() const override { return "BinpackGpu"; }
-  bool Reserve(CycleState& c, const ClusterState& s, core::Placement* p) override {
-    return ChooseBestFitGpus(s, *c.pod, p);
-  }
-};
-
 absl::StatusOr<Profile> KubeDefault(const PolicyContext& ctx, const std::string& name, bool most) {
   if (absl::Status st = CheckReferencePolicyOptions(ctx, name); !st.ok()) return st;
   Profile p;
   p.name = name;
   p.scores.push_back({std::make_shared<NodeResourcesFit>(most), 1});
   p.scores.push_back({std::make_shared<NodeResourcesBalancedAllocation>(), 1});
-  p.reserve = std::make_shared<BinpackGpuReserve>();
+  p.reserve = NewBestFitGpuReserve();
   return p;
 }
 

@@ -220,11 +220,15 @@ Profile SingleScore(std::string name, std::shared_ptr<P> plugin,
   Profile p;
   p.name = std::move(name);
   p.scores.push_back({plugin, 1000});
-  p.reserve = reserve ? std::move(reserve) : std::make_shared<BestFitGpuReserve>();
+  p.reserve = reserve ? std::move(reserve) : NewBestFitGpuReserve();
   return p;
 }
 
 }  // namespace
+
+std::shared_ptr<ReservePlugin> NewBestFitGpuReserve() {
+  return std::make_shared<BestFitGpuReserve>();
+}
 
 bool ChooseExclusiveGpus(const ClusterState& s, const PodShape& pod, Placement* p) {
   auto gl = s.gpu_left(p->node);

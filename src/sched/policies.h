@@ -3,6 +3,7 @@
 #define SEEDANCE_SCHED_POLICIES_H_
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@ namespace seedance::sched::internal {
 // with the least room that still fits (lowest index on ties); whole-GPU pods take the
 // lowest-indexed fully free GPUs.
 bool ChooseBestFitGpus(const core::ClusterState& s, const core::PodShape& pod, core::Placement* p);
+// A Reserve plugin choosing the GPUs by ChooseBestFitGpus (the baselines' and gpushare's).
+std::shared_ptr<ReservePlugin> NewBestFitGpuReserve();
 // Lowest-indexed fully free GPUs (the reference's AllocateExclusiveGpuId); for a pod asking for
 // a share of each of several GPUs (a Kubernetes HAMi or KAI request; the reference's traces have
 // none), the lowest-indexed GPUs with that share left.

@@ -600,9 +600,9 @@ void NodeGroupController::State::Loop() {
   while (!stop) {
     double wake = next_scan;
     for (const Join& j : joins) wake = std::min(wake, j.due_s);
-    if (!children.empty())
-      wake = std::min(wake, base::UnixNowSeconds() + 0.2);  // poll running programs
-    const double wait_s = wake - base::UnixNowSeconds();
+    const double now = base::UnixNowSeconds();
+    if (!children.empty()) wake = std::min(wake, now + 0.2);  // poll running programs
+    const double wait_s = wake - now;
     if (wait_s > 0) {
       cv.wait_for(lock, std::chrono::duration<double>(wait_s));
       continue;
