@@ -88,6 +88,7 @@ static bool HasBlockingTaint(const NodeSpec& spec) {
 
 void ClusterState::SetBlocked(int n, uint8_t bits) {
   num_blocked_ += (bits != 0) - (blocked_[n] != 0);
+  free_gpu_nodes_[static_cast<size_t>(free_gpus_[n])] += (blocked_[n] != 0) - (bits != 0);
   blocked_[n] = bits;
 }
 
@@ -116,6 +117,7 @@ absl::StatusOr<int> ClusterState::AddNode(NodeSpec spec) {
   max_gpu_left_.push_back(0);
   gpu_milli_left_.push_back(0);
   blocked_.push_back(0);
+  ++free_gpu_nodes_[0];
   gpu_capacity_milli_ += static_cast<int64_t>(spec.num_gpus) * kMilliGpu;
   cpu_capacity_milli_ += spec.cpu_milli;
   by_name_.emplace(spec.name, n);
@@ -316,6 +318,10 @@ void ClusterState::RefreshGpuSummary(int n) {
     free += left >= kMilliGpu;
     most = std::max(most, left);
     total += left;
+  }
+  if (blocked_[n] == 0) {
+    --free_gpu_nodes_[static_cast<size_t>(free_gpus_[n])];
+    ++free_gpu_nodes_[static_cast<size_t>(free)];
   }
   free_gpus_[n] = free;
   max_gpu_left_[n] = most;
@@ -536,6 +542,7 @@ void ClusterState::CheckInvariants() const {
   int64_t cpu_capacity = 0, cpu_used = 0, gpu_capacity = 0, gpu_used = 0;
   size_t next_gpu = 0;
   int live = 0, blocked = 0;
+  std::array<int32_t, kMaxGpusPerNode + 1> by_free{};
   for (size_t i = 0; i < n; ++i) {
     const int node = static_cast<int>(i);
     const NodeSpec& spec = nodes_[i];
@@ -576,6 +583,7 @@ void ClusterState::CheckInvariants() const {
         << "node '" << spec.name << "': summary says " << free_gpus_[i] << " free GPUs, "
         << max_gpu_left_[i] << " milli at most on one and " << gpu_milli_left_[i]
         << " milli in all, the GPUs say " << free << ", " << most << " and " << total;
+    if (blocked_[i] == 0) ++by_free[static_cast<size_t>(free)];
     int classed = 0;
     for (int16_t c : gpu_class_counts(node)) {
       SEEDANCE_CHECK(c >= 0) << "node '" << spec.name << "': a GPU class count is " << c;
@@ -598,6 +606,11 @@ void ClusterState::CheckInvariants() const {
                  blocked == num_blocked_)
       << "counts: " << num_live_ << " live nodes, " << by_name_.size() << " names, " << num_blocked_
       << " unschedulable; the slots hold " << live << " live, " << blocked << " unschedulable";
+  for (size_t f = 0; f < by_free.size(); ++f) {
+    SEEDANCE_CHECK(by_free[f] == free_gpu_nodes_[f])
+        << "counts: " << free_gpu_nodes_[f] << " schedulable nodes with " << f
+        << " free GPUs; the slots hold " << by_free[f];
+  }
   SEEDANCE_CHECK(next_gpu == gpu_left_.size())
       << "nodes list " << next_gpu << " GPUs, the cluster holds " << gpu_left_.size();
   SEEDANCE_CHECK(cpu_capacity == cpu_capacity_milli_ && gpu_capacity == gpu_capacity_milli_)

@@ -23,6 +23,7 @@ class ClusterStateTestPeer {
   static std::vector<int32_t>& pods_on_node(ClusterState& s) { return s.pods_on_node_; }
   static std::vector<int16_t>& class_counts(ClusterState& s) { return s.class_counts_; }
   static std::vector<int32_t>& free_gpus(ClusterState& s) { return s.free_gpus_; }
+  static int32_t& free_gpu_nodes(ClusterState& s, int f) { return s.free_gpu_nodes_[f]; }
   static std::vector<int32_t>& gpu_milli_left(ClusterState& s) { return s.gpu_milli_left_; }
   static std::vector<GpuModelId>& model(ClusterState& s) { return s.model_; }
   static std::vector<uint64_t>& model_bit(ClusterState& s) { return s.model_bit_; }
@@ -116,6 +117,35 @@ class ClusterStateTest : public ::testing::Test {
   ClusterState state_;
 };
 
+// The count of schedulable nodes by free GPUs follows allocations, cordons, updates and removals.
+TEST_F(ClusterStateTest, CountsSchedulableNodesByFreeGpus) {
+  auto count = [&](int f) { return state_.schedulable_by_free_gpus()[static_cast<size_t>(f)]; };
+  // n0 4 free, n1 2, n2 0 (no GPUs), n3 8.
+  EXPECT_EQ(count(0), 1);
+  EXPECT_EQ(count(2), 1);
+  EXPECT_EQ(count(4), 1);
+  EXPECT_EQ(count(8), 1);
+  ASSERT_TRUE(state_.Allocate(Pod(100, 0, 2, 1000), On(3, {0, 1})).ok());
+  EXPECT_EQ(count(8), 0);
+  EXPECT_EQ(count(6), 1);
+  ASSERT_TRUE(state_.Allocate(Pod(100, 0, 1, 300), On(0, {2})).ok());  // a share takes a GPU
+  EXPECT_EQ(count(4), 0);
+  EXPECT_EQ(count(3), 1);
+  state_.SetCordoned(1, true);
+  EXPECT_EQ(count(2), 0);
+  state_.SetCordoned(1, false);
+  EXPECT_EQ(count(2), 1);
+  ASSERT_TRUE(state_.Release(Pod(100, 0, 2, 1000), On(3, {0, 1})).ok());
+  EXPECT_EQ(count(6), 0);
+  EXPECT_EQ(count(8), 1);
+  ASSERT_TRUE(state_.UpdateNode(1, Node("n1", 16000, 32768, 4, "B")).ok());
+  EXPECT_EQ(count(2), 0);
+  EXPECT_EQ(count(4), 1);
+  ASSERT_TRUE(state_.RemoveNode(1).ok());
+  EXPECT_EQ(count(4), 0);
+  state_.CheckInvariants();
+}
+
 // ---- Invariants (docs/reliability.md#invariants): one death test per check ---------------
 
 using ClusterStateDeathTest = ClusterStateTest;
@@ -190,6 +220,13 @@ TEST_F(ClusterStateDeathTest, AuditCatchesAStaleGpuSummary) {
   EXPECT_DEATH(state_.CheckInvariants(),
                "node 'n0': summary says 3 free GPUs, 1000 milli at most on one and 4000 milli in "
                "all, the GPUs say 4, 1000 and 4000");
+}
+
+TEST_F(ClusterStateDeathTest, AuditCatchesAStaleCountByFreeGpus) {
+  state_.CheckInvariants();
+  Peer::free_gpu_nodes(state_, 4) += 1;
+  EXPECT_DEATH(state_.CheckInvariants(),
+               "counts: 2 schedulable nodes with 4 free GPUs; the slots hold 1");
 }
 
 TEST_F(ClusterStateDeathTest, AuditCatchesAStaleGpuMilliTotal) {

@@ -258,6 +258,9 @@ class ClusterState {
   void FeasibleNodes(const PodShape& pod, std::vector<int>* out) const;
   // Whole GPUs entirely free on node n, and the most milli-GPU left on any one of its GPUs.
   int free_gpus(int n) const { return free_gpus_[n]; }
+  // Schedulable nodes by their number of entirely free GPUs: index f counts those with f free
+  // (O(1), kept in step with every change).
+  std::span<const int32_t> schedulable_by_free_gpus() const { return free_gpu_nodes_; }
   int32_t max_gpu_left(int n) const { return max_gpu_left_[n]; }
   // Milli-GPU left on node n, summed over its GPUs (O(1)).
   int32_t gpu_milli_left(int n) const { return gpu_milli_left_[n]; }
@@ -295,7 +298,7 @@ class ClusterState {
   // The model id for `name` (kNoGpuModel for ""), adding it to the table if `add`; an error
   // when the table is full.
   absl::StatusOr<GpuModelId> ModelFor(const NodeSpec& spec, bool add);
-  // Sets blocked_[n] and keeps num_blocked_ in step.
+  // Sets blocked_[n] and keeps num_blocked_ and free_gpu_nodes_ in step.
   void SetBlocked(int n, uint8_t bits);
   // Gives node n `count` GPUs, all free, moving the GPUs of later nodes. REQUIRES: every GPU of
   // node n is free.
@@ -341,6 +344,8 @@ class ClusterState {
   absl::flat_hash_map<std::string, int> by_name_;  // live nodes only
   int num_live_ = 0;
   int num_blocked_ = 0;
+  // Schedulable nodes by free_gpus_ value (schedulable_by_free_gpus).
+  std::array<int32_t, kMaxGpusPerNode + 1> free_gpu_nodes_{};
   int64_t gpu_capacity_milli_ = 0;
   int64_t gpu_allocated_milli_ = 0;
   int64_t cpu_capacity_milli_ = 0;
