@@ -10,6 +10,19 @@
 #include "seedance/sched/topology.h"
 
 namespace seedance::sched {
+
+namespace {
+
+// Raises every score within `tolerance` of the best to the best (ScorePlugin::TieTolerance).
+void RaiseTies(int64_t tolerance, std::span<int64_t> scores) {
+  if (tolerance <= 0 || scores.empty()) return;
+  const int64_t best = *std::max_element(scores.begin(), scores.end());
+  const int64_t floor = best - tolerance;
+  for (int64_t& v : scores) v = v >= floor ? best : v;
+}
+
+}  // namespace
+
 namespace {
 
 // The node with the highest value seen so far, the first in node order (lowest rank) among
@@ -131,10 +144,24 @@ int Framework::SelectBounded(const CycleState& cycle, const core::ClusterState& 
   // Plain pointers in the loops: a score computed on a cache miss writes through references the
   // compiler cannot tell apart from these vectors, and would reload them on every node.
   const int* feasible = feasible_.data();
-  partial_.assign(num_feasible, 0);
-  int64_t* partial = partial_.data();
   // The best cached sum, taken in the last cached scorer's pass (0 if none is cached).
   int64_t top = 0;
+  // Ties over scores_ of the cached scorer raise_from (-1: none) are raised in the compaction
+  // below, where it is the only cached scorer and weighs >= 0, so that its raised best is the
+  // best sum (cas's profile); partial_ is then not used.
+  int raise_from = -1;
+  int64_t raise_floor = 0, raise_best = 0;
+  size_t num_cached = 0;
+  bool raise_in_compaction = false;
+  for (size_t s = 0; s < num_scorers; ++s) {
+    if (cycle_entries_[s] == nullptr) continue;
+    ++num_cached;
+    raise_in_compaction =
+        profile_.scores[s].plugin->TieTolerance() > 0 && profile_.scores[s].weight >= 0;
+  }
+  raise_in_compaction = raise_in_compaction && num_cached == 1;
+  if (!raise_in_compaction) partial_.assign(num_feasible, 0);
+  int64_t* partial = partial_.data();
   for (size_t s = 0; s < num_scorers; ++s) {
     CacheEntry* entries = cycle_entries_[s];
     if (entries == nullptr) continue;
@@ -142,6 +169,28 @@ int Framework::SelectBounded(const CycleState& cycle, const core::ClusterState& 
     const int64_t w = profile_.scores[s].weight;
     const uint64_t gen = cycle_gen_[s];
     top = std::numeric_limits<int64_t>::min();
+    if (const int64_t tolerance = plugin.TieTolerance(); tolerance > 0) {
+      scores_.resize(num_feasible);
+      int64_t best = std::numeric_limits<int64_t>::min();
+      for (size_t i = 0; i < num_feasible; ++i) {
+        const int n = feasible[i];
+        scores_[i] = Cached(entries[n], gen | state.version(n), plugin, cycle, state, n);
+        best = std::max(best, scores_[i]);
+      }
+      const int64_t floor = best - tolerance;
+      if (raise_in_compaction) {
+        raise_from = static_cast<int>(s);
+        raise_floor = floor;
+        raise_best = best;
+        top = w * best;
+        continue;
+      }
+      for (size_t i = 0; i < num_feasible; ++i) {
+        partial[i] += w * (scores_[i] >= floor ? best : scores_[i]);
+        top = std::max(top, partial[i]);
+      }
+      continue;
+    }
     for (size_t i = 0; i < num_feasible; ++i) {
       const int n = feasible[i];
       partial[i] += w * Cached(entries[n], gen | state.version(n), plugin, cycle, state, n);
@@ -154,10 +203,21 @@ int Framework::SelectBounded(const CycleState& cycle, const core::ClusterState& 
   int* contenders = contenders_.data();
   int64_t* totals = contender_totals_.data();
   size_t kept = 0;
-  for (size_t i = 0; i < num_feasible; ++i) {
-    contenders[kept] = feasible[i];
-    totals[kept] = partial[i];
-    kept += static_cast<size_t>(partial[i] + slack >= top);
+  if (raise_from >= 0) {
+    const int64_t w = profile_.scores[static_cast<size_t>(raise_from)].weight;
+    const int64_t* raw = scores_.data();
+    for (size_t i = 0; i < num_feasible; ++i) {
+      const int64_t sum = w * (raw[i] >= raise_floor ? raise_best : raw[i]);
+      contenders[kept] = feasible[i];
+      totals[kept] = sum;
+      kept += static_cast<size_t>(sum + slack >= top);
+    }
+  } else {
+    for (size_t i = 0; i < num_feasible; ++i) {
+      contenders[kept] = feasible[i];
+      totals[kept] = partial[i];
+      kept += static_cast<size_t>(partial[i] + slack >= top);
+    }
   }
   contenders_.resize(kept);
   contender_totals_.resize(kept);
@@ -213,6 +273,14 @@ int Framework::SelectOneScorer(const CycleState& cycle, const core::ClusterState
 
 int Framework::SelectUnnormalized(const CycleState& cycle, const core::ClusterState& state) {
   const size_t num_scorers = profile_.scores.size();
+  // Ties need each scorer's best first: the per-scorer passes (SelectBounded raises ties among
+  // the cached scorers; an uncached scorer with a tolerance takes SelectNormalized's passes).
+  bool uncached_ties = false;
+  for (size_t s = 0; s < num_scorers; ++s) {
+    uncached_ties = uncached_ties ||
+                    (cycle_entries_[s] == nullptr && profile_.scores[s].plugin->TieTolerance() > 0);
+  }
+  if (uncached_ties || (num_scorers == 1 && HasTies())) return SelectNormalized(cycle, state);
   if (num_scorers == 1) return SelectOneScorer(cycle, state);
   // When every uncached scorer is bounded, score the cached ones first: a node whose cached sum
   // plus the most the uncached ones could add is below the best cached sum cannot win (the node
@@ -227,6 +295,7 @@ int Framework::SelectUnnormalized(const CycleState& cycle, const core::ClusterSt
     slack += w * (bound - 1);
   }
   if (bounded) return SelectBounded(cycle, state, slack);
+  if (HasTies()) return SelectNormalized(cycle, state);
   BestInOrder best{rank_.data()};
   for (int n : feasible_) {
     int64_t v = 0;
@@ -255,6 +324,7 @@ int Framework::SelectNormalized(const CycleState& cycle, const core::ClusterStat
       scores_[i] = entries ? Cached(entries[n], gen | state.version(n), plugin, cycle, state, n)
                            : plugin.Score(cycle, state, n);
     }
+    RaiseTies(plugin.TieTolerance(), scores_);
     if (plugin.HasNormalize()) {
       plugin.NormalizeScore(scores_);
       for (const int64_t v : scores_) {
@@ -400,6 +470,13 @@ int Framework::SelectBest(CycleState& cycle, const core::ClusterState& state) {
   return NeedsNormalizing() ? SelectNormalized(cycle, state) : SelectUnnormalized(cycle, state);
 }
 
+bool Framework::HasTies() const {
+  for (const auto& s : profile_.scores) {
+    if (s.plugin->TieTolerance() > 0) return true;
+  }
+  return false;
+}
+
 void Framework::NoNode(CycleState& cycle, const core::ClusterState& state, Outcome* out) {
   const core::PodShape& pod = *cycle.pod;
   out->code = Code::kUnschedulable;
@@ -461,6 +538,7 @@ int Framework::Rank(const core::PodShape& pod, core::ClusterState& state,
           entries ? Cached(entries[n], cycle_gen_[s] | state.version(n), plugin, cycle, state, n)
                   : plugin.Score(cycle, state, n);
     }
+    RaiseTies(plugin.TieTolerance(), scores_);
     if (normalize && plugin.HasNormalize()) plugin.NormalizeScore(scores_);
     for (size_t i = 0; i < feasible_.size(); ++i) sum[i] += profile_.scores[s].weight * scores_[i];
   }

@@ -331,6 +331,86 @@ TEST_F(FrameworkTest, NormalizeScoreRunsOnRawScoresBeforeWeighting) {
   EXPECT_EQ(reversing->received(), (std::vector<int64_t>{90, 20, 50}));
 }
 
+// A TableScore whose near-equal scores tie (ScorePlugin::TieTolerance), and a bounded one.
+class TieTableScore : public TableScore {
+ public:
+  TieTableScore(std::vector<int64_t> table, bool cacheable, int64_t tolerance)
+      : TableScore(std::move(table), cacheable), tolerance_(tolerance) {}
+  int64_t TieTolerance() const override { return tolerance_; }
+
+ private:
+  int64_t tolerance_;
+};
+class BoundedTableScore : public TableScore {
+ public:
+  using TableScore::TableScore;
+  int64_t ScoreBound() const override { return 10; }
+};
+
+// Every selection path raises the scores within the tolerance of the best to the best, before
+// weighting: the tied nodes are then told apart by the other scorers, then the node order.
+TEST_F(FrameworkTest, ScoresWithinTheTieToleranceOfTheBestTie) {
+  enum Second { kNone, kBounded, kUnbounded, kCachedToo, kNormalizing };
+  struct Case {
+    std::string name;
+    bool cached;
+    int64_t tolerance;
+    int64_t weight;
+    Second second;
+    std::vector<int> order;
+    int want;
+  };
+  // Tie scorer {100, 98, 90}; the second scorer {0, 1, 9}: bounded below 10, unbounded, cached
+  // too, or normalised from {100, 99, 91}. Without ties the totals are {100, 99, 99}.
+  const std::vector<Case> cases = {
+      {"one scorer, no tolerance", false, 0, 1, kNone, {1, 0, 2}, 0},
+      {"one scorer, ties go to node order", false, 2, 1, kNone, {1, 0, 2}, 1},
+      {"one cached scorer, ties go to node order", true, 2, 1, kNone, {1, 0, 2}, 1},
+      {"outside the tolerance stays behind", true, 1, 1, kNone, {1, 0, 2}, 0},
+      {"bounded second scorer, no tolerance", true, 0, 1, kBounded, {}, 0},
+      {"bounded second scorer decides the tie", true, 2, 1, kBounded, {}, 1},
+      {"weighted tie scorer, the tie still holds", true, 2, 5, kBounded, {}, 1},
+      {"a wide tolerance takes in the third node", true, 10, 1, kBounded, {}, 2},
+      {"negative weight: raised, then weighted", true, 2, -1, kBounded, {}, 2},
+      {"uncached tie scorer, bounded second", false, 2, 1, kBounded, {}, 1},
+      {"unbounded second scorer", true, 2, 1, kUnbounded, {}, 1},
+      {"two cached scorers", true, 2, 1, kCachedToo, {}, 1},
+      {"two cached scorers, no tolerance", true, 0, 1, kCachedToo, {}, 0},
+      {"with a normalising scorer", true, 2, 1, kNormalizing, {}, 1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<Profile::WeightedScore> scores = {
+        {std::make_shared<TieTableScore>(std::vector<int64_t>{100, 98, 90}, c.cached, c.tolerance),
+         c.weight}};
+    const std::vector<int64_t> second = {0, 1, 9};
+    if (c.second == kBounded) scores.push_back({std::make_shared<BoundedTableScore>(second), 1});
+    if (c.second == kUnbounded) scores.push_back({std::make_shared<TableScore>(second), 1});
+    if (c.second == kCachedToo) {
+      scores.push_back({std::make_shared<TableScore>(second, true), 1});
+    }
+    if (c.second == kNormalizing) {
+      // ReversingScore maps v to 100 - v.
+      scores.push_back({std::make_shared<ReversingScore>(std::vector<int64_t>{100, 99, 91}), 1});
+    }
+    Framework fw = Make(WithScores(std::move(scores)), c.order);
+    ClusterState s = state_;
+    Outcome out = fw.Schedule(Cpu(100), s);
+    ASSERT_TRUE(out.ok()) << out.reason;
+    EXPECT_EQ(out.placement.node, c.want);
+  }
+}
+
+// Rank reports the totals the selection ranked by: the raised scores.
+TEST_F(FrameworkTest, RankReportsTheRaisedScores) {
+  Framework fw = Make(
+      WithScores({{std::make_shared<TieTableScore>(std::vector<int64_t>{100, 98, 90}, true, 2), 1},
+                  {std::make_shared<BoundedTableScore>(std::vector<int64_t>{0, 1, 9}), 1}}));
+  std::vector<std::pair<int, int64_t>> totals;
+  EXPECT_EQ(fw.Rank(Cpu(100), state_, {0, 1, 2}, &totals), 1);
+  EXPECT_EQ(totals, (std::vector<std::pair<int, int64_t>>{{0, 100}, {1, 101}, {2, 99}}));
+}
+
 // ---- Failures ------------------------------------------------------------------------------
 
 TEST_F(FrameworkTest, AllNodesFilteredIsUnschedulableAndChangesNothing) {

@@ -171,6 +171,11 @@ class ScorePlugin : public virtual Plugin {
   // uncached plugin, the nodes whose other (cached) scores already rule them out; the decision
   // is the same. Score must then have no side effects that matter. 0: no bound.
   virtual int64_t ScoreBound() const { return 0; }
+  // If > 0, near-equal nodes tie on this scorer: every feasible node whose score lies within
+  // TieTolerance() of the best feasible node's counts as scoring the best (before weighting and
+  // normalising), so that the other scorers, then the node order, decide among them. Called
+  // after PreScore; constant over a cycle.
+  virtual int64_t TieTolerance() const { return 0; }
 };
 
 class ReservePlugin : public virtual Plugin {
@@ -296,6 +301,8 @@ class Framework {
   int SelectUnnormalized(const CycleState& cycle, const core::ClusterState& state);
   // False when the raw scores select the same node as the normalised ones (NormalizeKeepsTop).
   bool NeedsNormalizing() const;
+  // True if a scorer has a tie tolerance this cycle (TieTolerance).
+  bool HasTies() const;
   // Scores, normalises and sums per scorer, then selects. Returns the best node.
   int SelectNormalized(const CycleState& cycle, const core::ClusterState& state);
   // Sizes rank_ for the state's node count (node_order, extended for nodes added since).
