@@ -6,13 +6,15 @@
 //     has moved (relearning voids every cached score).
 //  2. A coarser score, sigmoid(dF / 3000) instead of sigmoid(dF / 1000), truncated to an
 //     integer as in FGD: more near-equal nodes tie and fall back to the fixed node order,
-//     which packs like first-fit. Inside the chosen node a GPU-sharing pod takes the GPU with
-//     the best exact gradient, then the least room.
+//     which packs like first-fit (ties=1: ties within a tolerance instead, docs/cas.md). Inside
+//     the chosen node a GPU-sharing pod takes the GPU with the best exact gradient, then the
+//     least room.
 //  3. CPU-aware placement: when the workload leaves CPU headroom, CPU-only pods go where CPU is
 //     in surplus over what the node's idle GPUs will need, and GPU pods go where the node's CPU
 //     left afterwards best matches its idle GPUs, so GPUs are not stranded without CPU; when
 //     CPU is the scarce resource both are packed in node order instead.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -45,8 +47,13 @@ struct CasOptions {
   // new arrivals.
   double min_rebuild_arrivals = 16;
   double rebuild_fraction = 0.05;
-  // Primary score: 0 = integer sigmoid(dF / sigmoid_scale) x 100 (FGD's form), 1 = dF itself
-  // in units of delta_quantum milli-GPU (for experiments: it does worse).
+  // Which nodes tie on the gradient dF (the primary): 0 = equal buckets of the bucketed score
+  // below; 1 = those within tie_tolerance points of the best node's sigmoid(dF / (sigmoid_scale
+  // x the GPUs the pod asks for)) x 100 (better in fill, worse in churn: docs/cas.md).
+  int ties = 0;
+  double tie_tolerance = 0.5;
+  // ties=0's buckets: 0 = integer sigmoid(dF / sigmoid_scale) x 100 (FGD's form), 1 = dF
+  // itself in units of delta_quantum milli-GPU (for experiments: it does worse).
   int raw_delta = 0;
   double sigmoid_scale = 3000.0;
   double delta_quantum = 1.0;
@@ -70,16 +77,23 @@ struct CasOptions {
   // total-variation distance of the one in use (0: always rebuild). Negative: derived from the
   // score's resolution, MinDrift() (docs/cas.md).
   double min_drift = -1;
+  // Among tied nodes, rank last those where the pod would take a k-GPU slot (a node's whole
+  // free GPUs in groups of k) while the cluster holds no more k-GPU slots than the learned
+  // workload's k-GPU pods need of the GPUs still free: 1 = on, 0 = off.
+  int reserve_slots = 0;
 };
 
 // The drift below which relearning is skipped: min_drift, or where it is negative, the distance
-// at which a one-GPU pod's gradient moves by about half a score step. A distance d moves each
-// gradient by about d x the GPU the pod takes; one step of int(sigmoid(x / scale) x 100) at its
-// centre is 4 x scale / 100 milli-GPU (120 at the default 3,000), one of the raw score
-// delta_quantum.
+// at which a pod's gradient moves by about the score's resolution. A distance d moves each
+// gradient by about d x the GPU the pod takes. With buckets the resolution is half a step, one
+// step of int(sigmoid(x / scale) x 100) at its centre being 4 x scale / 100 milli-GPU (120 at
+// 3,000), or one delta_quantum of the raw score; with tolerance ties it is the tolerance at the
+// centre, tie_tolerance x 4 x scale / 100 milli-GPU per GPU asked for (60 at 0.5 and 3,000).
 double MinDrift(const CasOptions& o) {
   if (o.min_drift >= 0) return o.min_drift;
-  const double step = o.raw_delta ? o.delta_quantum : 4.0 * o.sigmoid_scale / 100.0;
+  const double step = o.raw_delta   ? o.delta_quantum
+                      : o.ties == 1 ? 2.0 * o.tie_tolerance * 4.0 * o.sigmoid_scale / 100.0
+                                    : 4.0 * o.sigmoid_scale / 100.0;
   return step / 2.0 / static_cast<double>(kMilliGpu);
 }
 
@@ -97,6 +111,8 @@ const std::vector<Knob>& Knobs() {
       {"coverage_pct", {0, 100, true, false}, -1, &CasOptions::coverage_pct, nullptr},
       {"min_rebuild_arrivals", base::Positive(), -1, &CasOptions::min_rebuild_arrivals, nullptr},
       {"rebuild_fraction", base::NonNegative(), -1, &CasOptions::rebuild_fraction, nullptr},
+      {"ties", {}, 1, nullptr, &CasOptions::ties},
+      {"tie_tolerance", base::Closed(0, 100), -1, &CasOptions::tie_tolerance, nullptr},
       {"raw_delta", {}, 1, nullptr, &CasOptions::raw_delta},
       {"sigmoid_scale", base::Positive(), -1, &CasOptions::sigmoid_scale, nullptr},
       {"delta_quantum", base::Positive(), -1, &CasOptions::delta_quantum, nullptr},
@@ -106,6 +122,7 @@ const std::vector<Knob>& Knobs() {
       {"balance_gpu_pods", {}, 2, nullptr, &CasOptions::balance_gpu_pods},
       {"bound_aware", {}, 1, nullptr, &CasOptions::bound_aware},
       {"min_drift", base::Closed(0, 1), -1, &CasOptions::min_drift, nullptr},
+      {"reserve_slots", {}, 1, nullptr, &CasOptions::reserve_slots},
   };
   return *knobs;
 }
@@ -150,10 +167,12 @@ absl::Status ParseOptions(const std::map<std::string, std::string>& params, CasO
 // The score is primary x kSecondaryRange + secondary, split over two score plugins so that the
 // cache contract holds: CasPlugin scores primary x kSecondaryRange, which depends only on the
 // node, the pod and the learned target workload (its epoch moves on every rebuild), and is
-// cached; CasBalanceScore scores the CPU-balance secondary, which also reads the learned CPU per
-// GPU (it moves on every GPU-pod arrival) and the CPU regime, and is recomputed every cycle. The
-// secondary is the same for every GPU of a node, so the best sharing GPU's total is the best
-// primary plus the node's secondary: the sum equals the one-plugin score exactly.
+// cached; with tolerance ties (ties=1) it declares the tolerance (TieTolerance), and the
+// framework raises every primary within it of the best to the best. CasBalanceScore scores the
+// CPU-balance secondary, which also reads the learned CPU per GPU (it moves on every GPU-pod
+// arrival) and the CPU regime, and is recomputed every cycle. The secondary is the same for
+// every GPU of a node, so the best sharing GPU's total is the best primary plus the node's
+// secondary: the sum equals the one-plugin score exactly.
 class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugin {
  public:
   explicit CasPlugin(CasOptions o) : opt_(o) { eval_.set_memoize(false); }
@@ -170,6 +189,10 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
       gpu_pods_cpu_milli_ += static_cast<double>(pod.cpu_milli);
       gpu_pods_gpu_milli_ += static_cast<double>(pod.TotalGpuMilli());
       seen_bound_gpu_pods_ = seen_bound_gpu_pods_ || pod.gpu_model_mask != 0;
+      if (pod.num_gpu >= 2 && pod.gpu_milli >= kMilliGpu) {
+        multi_gpu_milli_[std::min(pod.num_gpu, core::kMaxGpusPerNode)] +=
+            static_cast<double>(pod.TotalGpuMilli());
+      }
     }
     ++seen_;
     ++since_rebuild_;
@@ -186,6 +209,7 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
       UpdateCpuRegime();
     }
     states_.StartCycle(s, *c.pod, epoch_);
+    scarce_ = opt_.reserve_slots == 1 && c.pod->num_gpu > 0 ? ScarceSlots(s) : 0;
   }
 
   // primary x kSecondaryRange (the best sharing GPU's for a sharing pod). A pure function of
@@ -193,7 +217,7 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
   int64_t Score(const CycleState& c, const ClusterState& s, int n) override {
     const PodShape& pod = *c.pod;
     return states_.Get(s, n, pod, [&] {
-      if (!pod.IsGpuSharing()) return Primary(eval_.Delta(s, n, pod)) * kSecondaryRange;
+      if (!pod.IsGpuSharing()) return Primary(eval_.Delta(s, n, pod), pod);
       // Primary is non-decreasing in the gradient: the best GPU's primary is the primary of
       // the best gradient, one sigmoid per node state instead of one per GPU room.
       double best = 0;
@@ -204,14 +228,19 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
         any = true;
         return int64_t{0};
       });
-      return any ? Primary(best) * kSecondaryRange : 0;
+      return any ? Primary(best, pod) : 0;
     });
+  }
+
+  // The tolerance of tolerance ties, in Score's units; 0 with buckets.
+  int64_t TieTolerance() const override {
+    return opt_.ties == 1 ? static_cast<int64_t>(opt_.tie_tolerance * 1e4) * kSecondaryRange : 0;
   }
 
   // The CPU-balance secondary in [0, kSecondaryRange): CasBalanceScore's score.
   int64_t Secondary(const ClusterState& s, int n, const PodShape& pod) const {
     const SecondaryTerms t = TermsFor(pod);
-    return t.Of(s, n);
+    return t.Kept(s, n, t.Of(s, n));
   }
   // The secondaries of many nodes for one pod (the same values, one set-up).
   void SecondaryBatch(const ClusterState& s, const PodShape& pod, std::span<const int> nodes,
@@ -219,14 +248,15 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
     const SecondaryTerms t = TermsFor(pod);
     if (t.kind == SecondaryTerms::kNone) {
       std::fill(out.begin(), out.end(), 0);
-      return;
-    }
-    if (t.kind == SecondaryTerms::kBalance) {
+    } else if (t.kind == SecondaryTerms::kBalance) {
       // SecondaryTerms::Of's balance branch, without the per-node kind tests.
       for (size_t i = 0; i < nodes.size(); ++i) out[i] = t.Balance(s, nodes[i]);
-      return;
+    } else {
+      for (size_t i = 0; i < nodes.size(); ++i) out[i] = t.Of(s, nodes[i]);
     }
-    for (size_t i = 0; i < nodes.size(); ++i) out[i] = t.Of(s, nodes[i]);
+    if (t.scarce != 0) {
+      for (size_t i = 0; i < nodes.size(); ++i) out[i] = t.Kept(s, nodes[i], out[i]);
+    }
   }
   // Secondaries lie in [0, kSecondaryRange).
   static constexpr int64_t kSecondaryRange = int64_t{1} << 21;
@@ -236,6 +266,26 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
     enum Kind { kNone, kBalance, kSpread } kind = kNone;
     int64_t pod_cpu = 0, pod_gpu = 0;
     double cpu_per_gpu = 0;
+    uint32_t scarce = 0;  // slot sizes to keep (bit k)
+    int whole = 0;        // whole GPUs the pod takes (0 for a sharing pod)
+    int32_t share = 0;    // milli-GPU of a sharing pod
+    // True if the pod would take a scarce slot on node n (a sharing pod takes a free GPU where
+    // no partly used GPU's room, summed, holds it).
+    bool TakesScarceSlot(const ClusterState& s, int n) const {
+      if (scarce == 0) return false;
+      const int f = s.free_gpus(n);
+      const int used =
+          share == 0 ? whole : (s.gpu_milli_left(n) - int64_t{f} * kMilliGpu >= share ? 0 : 1);
+      for (int k = 2; k <= f && used > 0; ++k) {
+        if (((scarce >> k) & 1u) != 0 && (f - used) / k < f / k) return true;
+      }
+      return false;
+    }
+    // The secondary with slot keeping: slot takers in the lower half.
+    int64_t Kept(const ClusterState& s, int n, int64_t secondary) const {
+      if (scarce == 0) return secondary;
+      return secondary / 2 + (TakesScarceSlot(s, n) ? 0 : kSecondaryRange / 2);
+    }
     int64_t Of(const ClusterState& s, int n) const;
     // Of for kind == kBalance.
     int64_t Balance(const ClusterState& s, int n) const {
@@ -300,6 +350,26 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
     ++epoch_;
   }
 
+  // Bit k set: the cluster's k-GPU slots (sum over schedulable nodes of free GPUs / k) are no
+  // more than the learned k-GPU pods' share of the GPU demand would fill of the free GPUs.
+  uint32_t ScarceSlots(const ClusterState& s) const {
+    if (gpu_pods_gpu_milli_ <= 0) return 0;
+    const std::span<const int32_t> by_free = s.schedulable_by_free_gpus();
+    const double free_milli = static_cast<double>(s.gpu_capacity_milli() - s.gpu_allocated_milli());
+    uint32_t mask = 0;
+    for (int k = 2; k <= core::kMaxGpusPerNode; ++k) {
+      if (multi_gpu_milli_[k] <= 0) continue;
+      const double need = free_milli * multi_gpu_milli_[k] / gpu_pods_gpu_milli_ /
+                          (static_cast<double>(k) * kMilliGpu);
+      double slots = 0;
+      for (size_t f = static_cast<size_t>(k); f < by_free.size(); ++f) {
+        slots += static_cast<double>(by_free[f]) * static_cast<double>(f / static_cast<size_t>(k));
+      }
+      if (slots <= need) mask |= 1u << k;
+    }
+    return mask;
+  }
+
   void UpdateCpuRegime() {
     if (opt_.cpu_pods != 2) {
       spread_cpu_pods_ = opt_.cpu_pods == 1;
@@ -313,15 +383,27 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
         all_cpu_milli_ / all_gpu_milli_ < opt_.cpu_headroom_ratio * cluster_cpu_per_gpu_;
   }
 
-  // Primary: the fragmentation gradient.
-  int64_t Primary(double delta) const {
-    return opt_.raw_delta
-               ? static_cast<int64_t>(std::floor(std::clamp(delta / opt_.delta_quantum, -1e9, 1e9)))
-               : static_cast<int64_t>(1.0 / (1.0 + std::exp(-delta / opt_.sigmoid_scale)) * 100.0);
+  // Primary x kSecondaryRange. The primary is sigmoid(dF / (sigmoid_scale x g)) x 100, g the
+  // GPUs the pod asks for (1 for a CPU-only pod): with tolerance ties (ties=1) in units of 1e-4
+  // point and the scale per GPU asked for, so that a pod's gradients, which grow with what it
+  // takes, tie within the same share of it; with buckets (ties=0) truncated to whole points
+  // (FGD's form) or, with raw_delta, dF in units of delta_quantum milli-GPU.
+  int64_t Primary(double delta, const PodShape& pod) const {
+    int64_t primary = 0;
+    if (opt_.ties == 1) {
+      const double g = pod.num_gpu > 0 ? static_cast<double>(pod.TotalGpuMilli()) / kMilliGpu : 1;
+      primary =
+          static_cast<int64_t>(1.0 / (1.0 + std::exp(-delta / (opt_.sigmoid_scale * g))) * 1e6);
+    } else if (opt_.raw_delta) {
+      primary = static_cast<int64_t>(std::floor(std::clamp(delta / opt_.delta_quantum, -1e9, 1e9)));
+    } else {
+      primary = static_cast<int64_t>(1.0 / (1.0 + std::exp(-delta / opt_.sigmoid_scale)) * 100.0);
+    }
+    return primary * kSecondaryRange;
   }
-  // The whole score: primary x kSecondaryRange + secondary.
+  // A sharing GPU's whole score, for comparing the GPUs of one node.
   int64_t Combine(const ClusterState& s, int n, const PodShape& pod, double delta) const {
-    return Primary(delta) * kSecondaryRange + Secondary(s, n, pod);
+    return Primary(delta, pod) + Secondary(s, n, pod);
   }
 
   CasOptions opt_;
@@ -339,6 +421,9 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
   double cluster_cpu_per_gpu_ = -1;  // set at the first PreScore
   bool seen_bound_gpu_pods_ = false;  // a GPU pod bound to a model has arrived
   bool spread_cpu_pods_ = true;
+  // Learned GPU demand of pods with k whole GPUs (k >= 2), and this cycle's scarce slot sizes.
+  std::array<double, core::kMaxGpusPerNode + 1> multi_gpu_milli_{};
+  uint32_t scarce_ = 0;
 };
 
 CasPlugin::SecondaryTerms CasPlugin::TermsFor(const PodShape& pod) const {
@@ -354,6 +439,9 @@ CasPlugin::SecondaryTerms CasPlugin::TermsFor(const PodShape& pod) const {
                             : SecondaryTerms::kNone;
   t.pod_cpu = pod.cpu_milli;
   t.pod_gpu = pod.TotalGpuMilli();
+  t.scarce = pod.num_gpu > 0 ? scarce_ : 0;
+  t.whole = pod.gpu_milli >= kMilliGpu ? pod.num_gpu : 0;
+  t.share = pod.gpu_milli < kMilliGpu ? pod.gpu_milli : 0;
   t.cpu_per_gpu = gpu_pods_gpu_milli_ > 0 ? gpu_pods_cpu_milli_ / gpu_pods_gpu_milli_ : 0.0;
   return t;
 }

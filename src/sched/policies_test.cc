@@ -719,6 +719,10 @@ TEST_F(PolicyTest, CasOptionErrorsNameTheOptionTheRangeAndTheValue) {
       {"raw_delta", "-1", {"raw_delta", "[0, 1]", "'-1'"}},
       {"gpu_choice", "99999999999999999999999", {"gpu_choice", "[0, 2]"}},
       {"balance_gpu_pods", "two", {"balance_gpu_pods", "[0, 2]", "'two'"}},
+      {"ties", "2", {"ties", "[0, 1]", "'2'"}},
+      {"tie_tolerance", "-0.5", {"tie_tolerance", "[0, 100]", "'-0.5'"}},
+      {"tie_tolerance", "101", {"tie_tolerance", "[0, 100]", "'101'"}},
+      {"reserve_slots", "yes", {"reserve_slots", "[0, 1]", "'yes'"}},
       {"sigmoid_scal",
        "3000",
        {"unknown cas option 'sigmoid_scal'", "did you mean 'sigmoid_scale'"}},
@@ -735,11 +739,9 @@ TEST_F(PolicyTest, CasOptionErrorsNameTheOptionTheRangeAndTheValue) {
   }
   // Edge values inside the ranges are accepted.
   PolicyContext ok;
-  ok.params = {{"coverage_pct", "100"},
-               {"rebuild_fraction", "0"},
-               {"sigmoid_scale", "1e-9"},
-               {"cpu_pods", "0"},
-               {"raw_delta", "1"}};
+  ok.params = {{"coverage_pct", "100"}, {"rebuild_fraction", "0"}, {"sigmoid_scale", "1e-9"},
+               {"cpu_pods", "0"},       {"raw_delta", "1"},        {"ties", "0"},
+               {"tie_tolerance", "0"},  {"reserve_slots", "0"}};
   EXPECT_TRUE(Registry::Builtins().Create("cas", ok).ok());
 }
 
@@ -879,6 +881,39 @@ TEST_F(PolicyTest, CasStopsBalancingUnboundGpuPodsOnceBoundOnesArrive) {
   // 6 cores of surplus) to n0 (32 - 1 - 3 = 28), against the node order; it still applies.
   EXPECT_EQ(place({}, true, "A", 50000), 1);
   EXPECT_EQ(place({{"balance_gpu_pods", "0"}}, true, "A", 50000), 0);
+}
+
+// With ties=1 near-equal gradients tie: within tie_tolerance points of the best, the balance,
+// then the node order, decide. Among tied nodes, one where the pod would take one of the last
+// k-GPU slots that the learned k-GPU pods need is ranked last (reserve_slots=1).
+TEST_F(PolicyTest, CasTiesWithinTheToleranceAndKeepsScarceSlots) {
+  // n0: 2 GPUs, n1: 8 GPUs, both empty; n1 first in node order. The learned workload is 8-GPU
+  // pods only, so n1's one 8-GPU slot is scarce (10 free GPUs x 100% / 8 = 1.25 slots needed).
+  const std::vector<NodeSpec> nodes = {{"n0", 64000, 262144, 2, "A", 0, 0},
+                                       {"n1", 64000, 262144, 8, "A", 0, 0}};
+  auto place = [&](const std::map<std::string, std::string>& params) {
+    PolicyContext ctx;
+    ctx.params = params;
+    ctx.params["min_rebuild_arrivals"] = "1";
+    ctx.params["balance_gpu_pods"] = "0";
+    auto profile = Registry::Builtins().Create("cas", ctx);
+    EXPECT_TRUE(profile.ok()) << profile.status();
+    FrameworkOptions o;
+    o.node_order = {1, 0};
+    Framework fw(*std::move(profile), std::move(o));
+    ClusterState s = Cluster(nodes, {});
+    for (int i = 0; i < 4; ++i) fw.NotifyArrival(Whole(8));
+    Outcome out = fw.Schedule(Whole(1), s);
+    EXPECT_TRUE(out.ok()) << out.reason;
+    return out.placement.node;
+  };
+  // One GPU of n1 breaks its 8-GPU slot; n0 can never hold an 8-GPU pod. The gradients are far
+  // apart: n0 wins with buckets (the default) and with the tolerance of 0.5 point.
+  EXPECT_EQ(place({}), 0);
+  EXPECT_EQ(place({{"ties", "1"}}), 0);
+  // Everything within 100 points ties: the node order decides, unless the scarce slot is kept.
+  EXPECT_EQ(place({{"ties", "1"}, {"tie_tolerance", "100"}}), 1);
+  EXPECT_EQ(place({{"ties", "1"}, {"tie_tolerance", "100"}, {"reserve_slots", "1"}}), 0);
 }
 
 TEST_F(PolicyTest, CasEpochMovesAfterArrivals) {
