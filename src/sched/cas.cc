@@ -389,17 +389,15 @@ class CasPlugin : public ScorePlugin, public ReservePlugin, public ObserverPlugi
   // takes, tie within the same share of it; with buckets (ties=0) truncated to whole points
   // (FGD's form) or, with raw_delta, dF in units of delta_quantum milli-GPU.
   int64_t Primary(double delta, const PodShape& pod) const {
-    int64_t primary = 0;
-    if (opt_.ties == 1) {
-      const double g = pod.num_gpu > 0 ? static_cast<double>(pod.TotalGpuMilli()) / kMilliGpu : 1;
-      primary =
-          static_cast<int64_t>(1.0 / (1.0 + std::exp(-delta / (opt_.sigmoid_scale * g))) * 1e6);
-    } else if (opt_.raw_delta) {
-      primary = static_cast<int64_t>(std::floor(std::clamp(delta / opt_.delta_quantum, -1e9, 1e9)));
-    } else {
-      primary = static_cast<int64_t>(1.0 / (1.0 + std::exp(-delta / opt_.sigmoid_scale)) * 100.0);
+    if (opt_.ties == 0 && opt_.raw_delta) {
+      return static_cast<int64_t>(std::floor(std::clamp(delta / opt_.delta_quantum, -1e9, 1e9))) *
+             kSecondaryRange;
     }
-    return primary * kSecondaryRange;
+    const double g = opt_.ties == 1 && pod.num_gpu > 0
+                         ? static_cast<double>(pod.TotalGpuMilli()) / kMilliGpu
+                         : 1.0;
+    const double sigmoid = 1.0 / (1.0 + std::exp(-delta / (opt_.sigmoid_scale * g)));
+    return static_cast<int64_t>(sigmoid * (opt_.ties == 1 ? 1e6 : 100.0)) * kSecondaryRange;
   }
   // A sharing GPU's whole score, for comparing the GPUs of one node.
   int64_t Combine(const ClusterState& s, int n, const PodShape& pod, double delta) const {

@@ -21,10 +21,6 @@ void RaiseTies(int64_t tolerance, std::span<int64_t> scores) {
   for (int64_t& v : scores) v = v >= floor ? best : v;
 }
 
-}  // namespace
-
-namespace {
-
 // The node with the highest value seen so far, the first in node order (lowest rank) among
 // equals. The rank is read only on a tie.
 struct BestInOrder {
@@ -177,16 +173,16 @@ int Framework::SelectBounded(const CycleState& cycle, const core::ClusterState& 
         scores_[i] = Cached(entries[n], gen | state.version(n), plugin, cycle, state, n);
         best = std::max(best, scores_[i]);
       }
-      const int64_t floor = best - tolerance;
       if (raise_in_compaction) {
         raise_from = static_cast<int>(s);
-        raise_floor = floor;
+        raise_floor = best - tolerance;
         raise_best = best;
         top = w * best;
         continue;
       }
+      RaiseTies(tolerance, scores_);
       for (size_t i = 0; i < num_feasible; ++i) {
-        partial[i] += w * (scores_[i] >= floor ? best : scores_[i]);
+        partial[i] += w * scores_[i];
         top = std::max(top, partial[i]);
       }
       continue;
@@ -275,12 +271,13 @@ int Framework::SelectUnnormalized(const CycleState& cycle, const core::ClusterSt
   const size_t num_scorers = profile_.scores.size();
   // Ties need each scorer's best first: the per-scorer passes (SelectBounded raises ties among
   // the cached scorers; an uncached scorer with a tolerance takes SelectNormalized's passes).
-  bool uncached_ties = false;
+  bool ties = false, uncached_ties = false;
   for (size_t s = 0; s < num_scorers; ++s) {
-    uncached_ties = uncached_ties ||
-                    (cycle_entries_[s] == nullptr && profile_.scores[s].plugin->TieTolerance() > 0);
+    const bool has = profile_.scores[s].plugin->TieTolerance() > 0;
+    ties = ties || has;
+    uncached_ties = uncached_ties || (has && cycle_entries_[s] == nullptr);
   }
-  if (uncached_ties || (num_scorers == 1 && HasTies())) return SelectNormalized(cycle, state);
+  if (uncached_ties || (num_scorers == 1 && ties)) return SelectNormalized(cycle, state);
   if (num_scorers == 1) return SelectOneScorer(cycle, state);
   // When every uncached scorer is bounded, score the cached ones first: a node whose cached sum
   // plus the most the uncached ones could add is below the best cached sum cannot win (the node
@@ -295,7 +292,7 @@ int Framework::SelectUnnormalized(const CycleState& cycle, const core::ClusterSt
     slack += w * (bound - 1);
   }
   if (bounded) return SelectBounded(cycle, state, slack);
-  if (HasTies()) return SelectNormalized(cycle, state);
+  if (ties) return SelectNormalized(cycle, state);
   BestInOrder best{rank_.data()};
   for (int n : feasible_) {
     int64_t v = 0;
@@ -468,13 +465,6 @@ int Framework::SelectBest(CycleState& cycle, const core::ClusterState& state) {
   cycle.feasible = feasible_;
   PrepareScorers(cycle, state, ShapeId(*cycle.pod));
   return NeedsNormalizing() ? SelectNormalized(cycle, state) : SelectUnnormalized(cycle, state);
-}
-
-bool Framework::HasTies() const {
-  for (const auto& s : profile_.scores) {
-    if (s.plugin->TieTolerance() > 0) return true;
-  }
-  return false;
 }
 
 void Framework::NoNode(CycleState& cycle, const core::ClusterState& state, Outcome* out) {

@@ -301,8 +301,6 @@ class Framework {
   int SelectUnnormalized(const CycleState& cycle, const core::ClusterState& state);
   // False when the raw scores select the same node as the normalised ones (NormalizeKeepsTop).
   bool NeedsNormalizing() const;
-  // True if a scorer has a tie tolerance this cycle (TieTolerance).
-  bool HasTies() const;
   // Scores, normalises and sums per scorer, then selects. Returns the best node.
   int SelectNormalized(const CycleState& cycle, const core::ClusterState& state);
   // Sizes rank_ for the state's node count (node_order, extended for nodes added since).
