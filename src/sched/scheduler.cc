@@ -154,8 +154,15 @@ absl::Status Scheduler::RestorePod(PodInfo pod, double now_s) {
       !st.ok()) {
     return st;
   }
-  Account(*ledger_.Find(uid), true, +1);
-  JoinGang(*ledger_.Find(uid));
+  const PodInfo* restored = ledger_.Find(uid);
+  Account(*restored, true, +1);
+  JoinGang(*restored);
+  // A policy that learns the workload from arrivals (cas) learns the running pods too, as a
+  // pending pod is learnt in SubmitPod: after a restart or a leader change the workload is the
+  // pods on the nodes, not the few that arrive next.
+  if (absl::StatusOr<Framework*> fw = FrameworkFor(*restored); fw.ok()) {
+    (*fw)->NotifyArrival(shape);
+  }
   if (phase == PodPhase::kBound) return ledger_.Bind(uid);
   return absl::OkStatus();
 }

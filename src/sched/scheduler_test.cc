@@ -221,6 +221,40 @@ TEST(SchedulerTest, RestoredPodsKeepTheirGpusAndAPlacementThatNoLongerFitsIsData
   EXPECT_EQ(s->ledger().size(), 1u);
 }
 
+// cas learns the workload from arrivals; after a restart the running pods come back through
+// RestorePod and are learnt too. Sixteen restored 8-GPU pods (one relearning's worth) make an
+// empty 8-GPU node worth keeping whole, so a 1-GPU pod goes to the 2-GPU node. Knowing no
+// workload (nothing restored, or restored pods not learnt) cas places it in node order, on the
+// 8-GPU node.
+TEST(SchedulerTest, CasLearnsTheWorkloadFromRestoredPods) {
+  for (bool restore : {true, false}) {
+    SCOPED_TRACE(restore ? "restored" : "no pods restored");
+    SchedulerOptions o;
+    o.default_profile.policy = "cas";
+    o.default_profile.options = {{"balance_gpu_pods", "0"}, {"cpu_pods", "0"}};
+    auto made = Scheduler::Create(std::move(o));
+    ASSERT_TRUE(made.ok()) << made.status();
+    Scheduler& s = **made;
+    for (int i = 0; i < (restore ? 16 : 0); ++i) {
+      ASSERT_TRUE(s.PutNode(Node("full-" + std::to_string(i), 8)).ok());
+      PodInfo p = Pod("r" + std::to_string(i), 8, 1000);
+      p.phase = PodPhase::kBound;
+      p.placement.node = i;
+      p.placement.num_gpus = 8;
+      for (int g = 0; g < 8; ++g) p.placement.gpus[g] = static_cast<int8_t>(g);
+      ASSERT_TRUE(s.RestorePod(p, 0).ok());
+    }
+    ASSERT_TRUE(s.PutNode(Node("big", 8)).ok());
+    ASSERT_TRUE(s.PutNode(Node("small", 2)).ok());
+    ASSERT_TRUE(s.SubmitPod(Pod("one", 1, 1000), 0).ok());
+    EXPECT_EQ(s.RunCycles(0), 1);
+    const PodInfo* one = s.ledger().Find("one");
+    ASSERT_NE(one, nullptr);
+    ASSERT_EQ(one->phase, PodPhase::kBound);
+    EXPECT_EQ(s.state().node(one->placement.node).name, restore ? "small" : "big");
+  }
+}
+
 TEST(SchedulerTest, TheProfileSelectorPicksThePolicyPerPod) {
   auto s = Make();
   ASSERT_TRUE(s->PutNode(Node("n0", 1)).ok());
