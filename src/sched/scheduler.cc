@@ -125,9 +125,7 @@ absl::Status Scheduler::SubmitPod(PodInfo pod, double now_s) {
   const PodInfo* added = ledger_.Find(uid);
   Account(*added, false, +1);
   JoinGang(*added);
-  if (absl::StatusOr<Framework*> fw = FrameworkFor(*added); fw.ok()) {
-    (*fw)->NotifyArrival(ResolvedShape(*added));
-  }
+  LearnArrival(*added);
   queue_.Add(
       {.id = id, .priority = priority, .seq = next_seq_++, .attempts = 0, .arrived_s = now_s},
       now_s);
@@ -160,9 +158,7 @@ absl::Status Scheduler::RestorePod(PodInfo pod, double now_s) {
   // A policy that learns the workload from arrivals (cas) learns the running pods too, as a
   // pending pod is learnt in SubmitPod: after a restart or a leader change the workload is the
   // pods on the nodes, not the few that arrive next.
-  if (absl::StatusOr<Framework*> fw = FrameworkFor(*restored); fw.ok()) {
-    (*fw)->NotifyArrival(shape);
-  }
+  LearnArrival(*restored);
   if (phase == PodPhase::kBound) return ledger_.Bind(uid);
   return absl::OkStatus();
 }
@@ -303,7 +299,14 @@ core::PodShape Scheduler::ResolvedShape(const PodInfo& pod) const {
   return shape;
 }
 
-absl::StatusOr<Framework*> Scheduler::FrameworkFor(const PodInfo& pod) {
+void Scheduler::LearnArrival(const PodInfo& pod) {
+  bool created = false;
+  absl::StatusOr<Framework*> fw = FrameworkFor(pod, &created);
+  if (!fw.ok() || (created && ledger_.Find(pod.uid) != nullptr)) return;
+  (*fw)->NotifyArrival(ResolvedShape(pod));
+}
+
+absl::StatusOr<Framework*> Scheduler::FrameworkFor(const PodInfo& pod, bool* created) {
   // The default profile is read in place: copying its strings and maps cost every decision.
   ProfileSpec selected;
   if (selector_) selected = selector_(pod);
@@ -326,6 +329,13 @@ absl::StatusOr<Framework*> Scheduler::FrameworkFor(const PodInfo& pod) {
   Placer placer{spec, std::make_unique<Framework>(std::move(*profile), std::move(fo))};
   Framework* fw = placer.framework.get();
   placers_.insert_or_assign(spec.name, std::move(placer));
+  // Built anew (first use, or a reload changed the spec): it learns the pods already here.
+  ledger_.ForEach([&](const PodInfo& p) {
+    const bool served =
+        selector_ ? selector_(p).name == spec.name : options_.default_profile.name == spec.name;
+    if (served) fw->NotifyArrival(ResolvedShape(p));
+  });
+  if (created != nullptr) *created = true;
   return fw;
 }
 

@@ -22,9 +22,7 @@ void Scheduler::NoteArrival(const PodInfo& pod) {
     noted_.erase(noted_order_.front());
     noted_order_.pop_front();
   }
-  if (absl::StatusOr<Framework*> fw = FrameworkFor(pod); fw.ok()) {
-    (*fw)->NotifyArrival(ResolvedShape(pod));
-  }
+  LearnArrival(pod);
 }
 
 std::vector<std::optional<FilterReason>> Scheduler::FilterNodes(

@@ -255,6 +255,41 @@ TEST(SchedulerTest, CasLearnsTheWorkloadFromRestoredPods) {
   }
 }
 
+// A profile whose spec changes (a policy reload) gets a new framework; it learns the pods
+// already in the ledger, so cas keeps the workload across the reload (the set-up above).
+TEST(SchedulerTest, CasKeepsTheWorkloadAcrossAProfileChange) {
+  auto made = Scheduler::Create(SchedulerOptions{});
+  ASSERT_TRUE(made.ok()) << made.status();
+  Scheduler& s = **made;
+  auto profile = [](std::string coverage) {
+    return [coverage](const PodInfo&) {
+      return ProfileSpec{"default",
+                         "cas",
+                         {{"balance_gpu_pods", "0"}, {"cpu_pods", "0"}, {"coverage_pct", coverage}},
+                         {}};
+    };
+  };
+  s.SetProfileSelector(profile("95"));
+  for (int i = 0; i < 16; ++i) {
+    ASSERT_TRUE(s.PutNode(Node("full-" + std::to_string(i), 8)).ok());
+    PodInfo p = Pod("r" + std::to_string(i), 8, 1000);
+    p.phase = PodPhase::kBound;
+    p.placement.node = i;
+    p.placement.num_gpus = 8;
+    for (int g = 0; g < 8; ++g) p.placement.gpus[g] = static_cast<int8_t>(g);
+    ASSERT_TRUE(s.RestorePod(p, 0).ok());
+  }
+  ASSERT_TRUE(s.PutNode(Node("big", 8)).ok());
+  ASSERT_TRUE(s.PutNode(Node("small", 2)).ok());
+  s.SetProfileSelector(profile("99"));  // the same profile, reloaded with another option
+  ASSERT_TRUE(s.SubmitPod(Pod("one", 1, 1000), 0).ok());
+  EXPECT_EQ(s.RunCycles(0), 1);
+  const PodInfo* one = s.ledger().Find("one");
+  ASSERT_NE(one, nullptr);
+  ASSERT_EQ(one->phase, PodPhase::kBound);
+  EXPECT_EQ(s.state().node(one->placement.node).name, "small");
+}
+
 TEST(SchedulerTest, TheProfileSelectorPicksThePolicyPerPod) {
   auto s = Make();
   ASSERT_TRUE(s->PutNode(Node("n0", 1)).ok());

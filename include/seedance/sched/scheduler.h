@@ -213,7 +213,13 @@ class Scheduler {
 
  private:
   explicit Scheduler(SchedulerOptions options, core::ClusterState state);
-  absl::StatusOr<Framework*> FrameworkFor(const PodInfo& pod);
+  // The framework of the pod's profile, built on first use and again when the profile's spec
+  // changes; a framework built anew learns, as arrivals, every pod in the ledger whose profile it
+  // serves (a reload does not make cas forget the workload). *created: built by this call.
+  absl::StatusOr<Framework*> FrameworkFor(const PodInfo& pod, bool* created = nullptr);
+  // Tells the pod's policy that the pod arrived, once (a framework built just now has learnt it
+  // already if the ledger holds it).
+  void LearnArrival(const PodInfo& pod);
   // The pod's shape with its GPU model mask resolved against today's model table.
   core::PodShape ResolvedShape(const PodInfo& pod) const;
   void TryOne(const QueuedPod& q, double now_s);
