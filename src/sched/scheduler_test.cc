@@ -221,6 +221,31 @@ TEST(SchedulerTest, RestoredPodsKeepTheirGpusAndAPlacementThatNoLongerFitsIsData
   EXPECT_EQ(s->ledger().size(), 1u);
 }
 
+// The set-up of the two tests below: `restored` nodes full-I of 8 GPUs, each holding a restored
+// 8-GPU pod, then two empty nodes, "big" (8 GPUs) and "small" (2 GPUs), in that node order.
+void RestoreFullNodesThenAddBigAndSmall(Scheduler& s, int restored) {
+  for (int i = 0; i < restored; ++i) {
+    ASSERT_TRUE(s.PutNode(Node("full-" + std::to_string(i), 8)).ok());
+    PodInfo p = Pod("r" + std::to_string(i), 8, 1000);
+    p.phase = PodPhase::kBound;
+    p.placement.node = i;
+    p.placement.num_gpus = 8;
+    for (int g = 0; g < 8; ++g) p.placement.gpus[g] = static_cast<int8_t>(g);
+    ASSERT_TRUE(s.RestorePod(p, 0).ok());
+  }
+  ASSERT_TRUE(s.PutNode(Node("big", 8)).ok());
+  ASSERT_TRUE(s.PutNode(Node("small", 2)).ok());
+}
+
+// Submits and schedules a 1-GPU pod; the name of the node it is bound to.
+std::string PlaceOneGpuPod(Scheduler& s) {
+  EXPECT_TRUE(s.SubmitPod(Pod("one", 1, 1000), 0).ok());
+  EXPECT_EQ(s.RunCycles(0), 1);
+  const PodInfo* one = s.ledger().Find("one");
+  if (one == nullptr || one->phase != PodPhase::kBound) return "(not bound)";
+  return s.state().node(one->placement.node).name;
+}
+
 // cas learns the workload from arrivals; after a restart the running pods come back through
 // RestorePod and are learnt too. Sixteen restored 8-GPU pods (one relearning's worth) make an
 // empty 8-GPU node worth keeping whole, so a 1-GPU pod goes to the 2-GPU node. Knowing no
@@ -234,24 +259,8 @@ TEST(SchedulerTest, CasLearnsTheWorkloadFromRestoredPods) {
     o.default_profile.options = {{"balance_gpu_pods", "0"}, {"cpu_pods", "0"}};
     auto made = Scheduler::Create(std::move(o));
     ASSERT_TRUE(made.ok()) << made.status();
-    Scheduler& s = **made;
-    for (int i = 0; i < (restore ? 16 : 0); ++i) {
-      ASSERT_TRUE(s.PutNode(Node("full-" + std::to_string(i), 8)).ok());
-      PodInfo p = Pod("r" + std::to_string(i), 8, 1000);
-      p.phase = PodPhase::kBound;
-      p.placement.node = i;
-      p.placement.num_gpus = 8;
-      for (int g = 0; g < 8; ++g) p.placement.gpus[g] = static_cast<int8_t>(g);
-      ASSERT_TRUE(s.RestorePod(p, 0).ok());
-    }
-    ASSERT_TRUE(s.PutNode(Node("big", 8)).ok());
-    ASSERT_TRUE(s.PutNode(Node("small", 2)).ok());
-    ASSERT_TRUE(s.SubmitPod(Pod("one", 1, 1000), 0).ok());
-    EXPECT_EQ(s.RunCycles(0), 1);
-    const PodInfo* one = s.ledger().Find("one");
-    ASSERT_NE(one, nullptr);
-    ASSERT_EQ(one->phase, PodPhase::kBound);
-    EXPECT_EQ(s.state().node(one->placement.node).name, restore ? "small" : "big");
+    RestoreFullNodesThenAddBigAndSmall(**made, restore ? 16 : 0);
+    EXPECT_EQ(PlaceOneGpuPod(**made), restore ? "small" : "big");
   }
 }
 
@@ -270,24 +279,9 @@ TEST(SchedulerTest, CasKeepsTheWorkloadAcrossAProfileChange) {
     };
   };
   s.SetProfileSelector(profile("95"));
-  for (int i = 0; i < 16; ++i) {
-    ASSERT_TRUE(s.PutNode(Node("full-" + std::to_string(i), 8)).ok());
-    PodInfo p = Pod("r" + std::to_string(i), 8, 1000);
-    p.phase = PodPhase::kBound;
-    p.placement.node = i;
-    p.placement.num_gpus = 8;
-    for (int g = 0; g < 8; ++g) p.placement.gpus[g] = static_cast<int8_t>(g);
-    ASSERT_TRUE(s.RestorePod(p, 0).ok());
-  }
-  ASSERT_TRUE(s.PutNode(Node("big", 8)).ok());
-  ASSERT_TRUE(s.PutNode(Node("small", 2)).ok());
+  RestoreFullNodesThenAddBigAndSmall(s, 16);
   s.SetProfileSelector(profile("99"));  // the same profile, reloaded with another option
-  ASSERT_TRUE(s.SubmitPod(Pod("one", 1, 1000), 0).ok());
-  EXPECT_EQ(s.RunCycles(0), 1);
-  const PodInfo* one = s.ledger().Find("one");
-  ASSERT_NE(one, nullptr);
-  ASSERT_EQ(one->phase, PodPhase::kBound);
-  EXPECT_EQ(s.state().node(one->placement.node).name, "small");
+  EXPECT_EQ(PlaceOneGpuPod(s), "small");
 }
 
 TEST(SchedulerTest, TheProfileSelectorPicksThePolicyPerPod) {
