@@ -259,6 +259,10 @@ TEST(SchedulerTest, CasLearnsTheWorkloadFromRestoredPods) {
     o.default_profile.options = {{"balance_gpu_pods", "0"}, {"cpu_pods", "0"}};
     auto made = Scheduler::Create(std::move(o));
     ASSERT_TRUE(made.ok()) << made.status();
+    // A pod come and gone first, so that the policy exists before the restore and learns the
+    // restored pods as they come (not only when it is built, from the ledger).
+    ASSERT_TRUE((*made)->SubmitPod(Pod("gone", 0, 0), 0).ok());
+    ASSERT_TRUE((*made)->DeletePod("gone", 0).ok());
     RestoreFullNodesThenAddBigAndSmall(**made, restore ? 16 : 0);
     EXPECT_EQ(PlaceOneGpuPod(**made), restore ? "small" : "big");
   }
