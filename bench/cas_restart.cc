@@ -25,8 +25,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
+#include "seedance/base/parse.h"
 #include "seedance/core/cluster_state.h"
 #include "seedance/sched/framework.h"
 #include "seedance/sched/registry.h"
@@ -109,19 +108,6 @@ double Fill(const std::vector<core::NodeSpec>& nodes, const std::vector<core::Po
   return count > 0 ? 100.0 - alloc_sum / count : NAN;
 }
 
-std::vector<uint64_t> ParseSeeds(const std::string& text) {
-  std::vector<std::string> parts = absl::StrSplit(text, '-');
-  uint64_t lo = 0, hi = 0;
-  if (parts.size() > 2 || !absl::SimpleAtoi(parts[0], &lo) ||
-      !absl::SimpleAtoi(parts.back(), &hi) || hi < lo) {
-    std::fprintf(stderr, "cas_restart: --seeds: want N or N-M, got '%s'\n", text.c_str());
-    std::exit(2);
-  }
-  std::vector<uint64_t> seeds;
-  for (uint64_t s = lo; s <= hi; ++s) seeds.push_back(s);
-  return seeds;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -145,7 +131,13 @@ int main(int argc, char** argv) {
                  std::string((nodes.ok() ? trace.status() : nodes.status()).message()).c_str());
     return 0;
   }
-  const std::vector<uint64_t> seeds = ParseSeeds(seeds_text);
+  const absl::StatusOr<std::vector<uint64_t>> parsed =
+      seedance::base::ParseSeedList(seeds_text, "--seeds");
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "cas_restart: %s\n", std::string(parsed.status().message()).c_str());
+    return 2;
+  }
+  const std::vector<uint64_t>& seeds = *parsed;
   absl::StatusOr<core::ClusterState> probe = core::ClusterState::Create(*nodes);
   if (!probe.ok()) {
     std::fprintf(stderr, "cas_restart: %s\n", std::string(probe.status().message()).c_str());
