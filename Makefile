@@ -71,12 +71,14 @@ asan:
 	$(SAN_ENV) cmake --build $(ASAN_DIR) -j$(NPROC)
 
 test: deps asan
-	@echo "== make test: ctest under ASan+UBSan ($(ASAN_DIR))"
+	@echo "== make test: ctest under ASan+UBSan ($(ASAN_DIR)), from $$(date -u +%T) UTC"
 	$(SAN_ENV) ctest --test-dir $(ASAN_DIR) --output-on-failure --no-tests=error -j2 \
 	  2>&1 | tee $(ASAN_DIR)/ctest.log
+	@echo "== make test: tsan from $$(date -u +%T) UTC"
 	@$(MAKE) --no-print-directory tsan
+	@echo "== make test: fuzz from $$(date -u +%T) UTC"
 	@$(MAKE) --no-print-directory fuzz
-	@echo "== make test: summary"
+	@echo "== make test: summary ($$(date -u +%T) UTC)"
 	@echo "ctest: $$(grep -E '^[0-9]+% tests passed' $(ASAN_DIR)/ctest.log)"
 	@echo "fuzz:"; cat $(FUZZ_DIR)/fuzz.result
 
