@@ -27,6 +27,8 @@
 //   predictive  capacity r_slo per replica, horizon = start-up + period.
 //   oracle      each minute the fewest replicas with p99(lambda / N) <= 2 s, ready at once.
 //   oracle-hpa-violations  the oracle allowed the HPA's violation minutes (BudgetOracle).
+//   lower-bound-hpa-violations  no schedule at all, causal or not, pays less with the HPA's
+//               violation minutes under these rules, start-up pay included (LowerBound).
 // p95 and the error rate are not reported by the simulator (only p50 and p99): they come from an
 // exponential tail through p50 and p99 (P(T > x) = 0.5 exp(-(x - p50) ln 50 / (p99 - p50))).
 //
@@ -229,6 +231,89 @@ Result BudgetOracle(const ReplicaModel& m, const std::vector<double>& per_minute
   return r;
 }
 
+// The fewest replica-hours of *any* schedule - causal or not, knowing every minute in advance -
+// with at most `budget` violation minutes under this replay's own rules: the ready count changes
+// only at the 15 s ticks (a slot); a replica made ready is paid `startup_s` before it serves
+// (requested at the tick `startup_s` earlier), so none can be added before the first tick's
+// request is ready (15 s + startup_s); removing one is free and immediate. Relaxed where that
+// only helps the schedule: the backlog is ignored and the last, partial minute may violate
+// freely. So it is a lower bound: no policy in this replay, with these many violation minutes,
+// pays less. Dynamic programme over slots; the state is (ready count, its sum over the minute's
+// slots so far, violation minutes used); a minute passes when P99(lambda / mean ready) <= 2 s.
+// Unlike the oracles above it counts the start-up pay and lets the count change within a minute.
+Result LowerBound(const ReplicaModel& m, const std::vector<double>& per_minute, size_t seconds,
+                  int budget, int n0, double startup_s) {
+  constexpr double kInf = 1e300;
+  constexpr int kSlotsPerMinute = 4;
+  int nmax = n0;
+  for (double lambda : per_minute) nmax = std::max(nmax, OracleReplicas(m, lambda));
+  const int q_max = kSlotsPerMinute * nmax, v_max = std::max(0, budget);
+  const auto at = [&](int n, int q, int v) {
+    return (static_cast<size_t>(n) * (q_max + 1) + q) * (v_max + 1) + v;
+  };
+  const size_t size = at(nmax, q_max, v_max) + 1;
+  std::vector<double> cost(size, kInf), best(size), next(size);
+  for (int v = 0; v <= v_max; ++v) cost[at(n0, 0, v)] = v == 0 ? 0 : kInf;
+  const size_t slots = static_cast<size_t>(std::ceil(static_cast<double>(seconds) / kPeriodS));
+  const double first_add_s = kPeriodS + startup_s;
+  for (size_t k = 0; k < slots; ++k) {
+    const double t0 = k * kPeriodS, w = std::min(kPeriodS, seconds - t0);
+    const int cap = k == 0 ? n0 : (t0 < first_add_s ? n0 : nmax), floor_n = k == 0 ? n0 : 0;
+    // best[n'] = min over n of cost[n] + startup_s * max(0, n' - n): a prefix minimum of
+    // cost[n] - startup_s * n for n <= n', a suffix minimum of cost[n] for n > n'.
+    for (int q = 0; q <= q_max; ++q) {
+      for (int v = 0; v <= v_max; ++v) {
+        double pre = kInf, suf = kInf;
+        for (int n = 0; n <= nmax; ++n) {
+          pre = std::min(pre, cost[at(n, q, v)] - startup_s * n);
+          best[at(n, q, v)] = pre + startup_s * n;
+        }
+        for (int n = nmax; n >= 0; --n) {
+          best[at(n, q, v)] = std::min(best[at(n, q, v)], suf);
+          suf = std::min(suf, cost[at(n, q, v)]);
+        }
+      }
+    }
+    std::fill(next.begin(), next.end(), kInf);
+    for (int n = floor_n; n <= cap; ++n) {
+      for (int q = 0; q + n <= q_max; ++q) {
+        for (int v = 0; v <= v_max; ++v) {
+          const double c = best[at(n, q, v)];
+          if (c < kInf) next[at(n, q + n, v)] = std::min(next[at(n, q + n, v)], c + w * n);
+        }
+      }
+    }
+    cost.swap(next);
+    const bool minute_end = (k + 1) % kSlotsPerMinute == 0 || k + 1 == slots;
+    if (!minute_end) continue;
+    const size_t minute = k / kSlotsPerMinute;
+    const bool partial = (minute + 1) * 60 > seconds;
+    const double lambda = per_minute[minute];
+    std::fill(next.begin(), next.end(), kInf);
+    for (int n = 0; n <= nmax; ++n) {
+      for (int q = 0; q <= q_max; ++q) {
+        const double mean = static_cast<double>(q) / kSlotsPerMinute;
+        const bool ok = partial || (mean > 0 ? m.P99(lambda / mean) <= kSloS : lambda <= 0);
+        for (int v = 0; v <= v_max; ++v) {
+          const double c = cost[at(n, q, v)];
+          if (c >= kInf) continue;
+          const int v2 = v + (ok ? 0 : 1);
+          if (v2 <= v_max) next[at(n, 0, v2)] = std::min(next[at(n, 0, v2)], c);
+        }
+      }
+    }
+    cost.swap(next);
+  }
+  double lowest = kInf;
+  for (double c : cost) lowest = std::min(lowest, c);
+  Result r;
+  r.mode = "lower-bound-hpa-violations";
+  r.replica_hours = lowest / 3600;
+  r.violation_minutes = budget;
+  r.minutes = static_cast<int>(per_minute.size());
+  return r;
+}
+
 Result Replay(const Config& cfg, as::Mode mode, const ReplicaModel& m,
               const std::vector<double>& counts, const std::vector<double>& per_minute) {
   Result res;
@@ -418,6 +503,9 @@ int main(int argc, char** argv) {
     }
     results.push_back(Oracle(m, per_minute));
     results.push_back(BudgetOracle(m, per_minute, results[0].violation_minutes));
+    results.push_back(LowerBound(m, per_minute, counts.size(), results[0].violation_minutes,
+                                 OracleReplicas(m, per_minute.empty() ? 0 : per_minute[0]),
+                                 cfg.startup_s));
     const Result& hpa = results[0];
     const Result& pred = results[2];
     const double vm_ratio =
@@ -426,9 +514,21 @@ int main(int argc, char** argv) {
     const double rh_ratio = pred.replica_hours / hpa.replica_hours;
     if (cfg.json) {
       std::printf(
-          "%s\n {\"trace\": \"%s\", \"minutes\": %zu, \"mu_rps\": %.4f, \"r_slo_rps\": %.4f, "
-          "\"results\": [",
+          "%s\n {\"trace\": \"%s\", \"minutes\": %zu, \"mu_rps\": %.6f, \"r_slo_rps\": %.6f, "
+          "\"calibration\": {",
           first ? "" : ",", name, per_minute.size(), m.mu, m.r_slo);
+      // The replica model itself (rate -> TTFT p50 / p99), for
+      // tools/analysis/autoscale_frontier.py.
+      const std::pair<const char*, const std::vector<double>*> columns[] = {
+          {"rate_rps", &m.rate}, {"ttft_p50_s", &m.p50}, {"ttft_p99_s", &m.p99}};
+      for (size_t c = 0; c < 3; ++c) {
+        std::printf("%s\"%s\": [", c ? ", " : "", columns[c].first);
+        for (size_t i = 0; i < columns[c].second->size(); ++i) {
+          std::printf("%s%.9g", i ? ", " : "", (*columns[c].second)[i]);
+        }
+        std::printf("]");
+      }
+      std::printf("},\n  \"results\": [");
       for (size_t i = 0; i < results.size(); ++i) {
         const Result& r = results[i];
         std::printf(
@@ -447,10 +547,10 @@ int main(int argc, char** argv) {
           "TTFT p99 <= 2 s up to %.3f req/s\n",
           name, per_minute.size(), static_cast<double>(trace->requests.size()) / counts.size(),
           m.mu, m.r_slo);
-      std::printf("%-21s %16s %14s %10s %8s\n", "mode", "SLO-viol. min", "replica-hours",
+      std::printf("%-26s %16s %14s %10s %8s\n", "mode", "SLO-viol. min", "replica-hours",
                   "decisions", "changes");
       for (const Result& r : results) {
-        std::printf("%-21s %9d / %-4d %14.2f %10d %8d\n", r.mode.c_str(), r.violation_minutes,
+        std::printf("%-26s %9d / %-4d %14.2f %10d %8d\n", r.mode.c_str(), r.violation_minutes,
                     r.minutes, r.replica_hours, r.decisions, r.changes);
       }
       std::printf(
