@@ -8,7 +8,8 @@
 #   test    deps + asan, every test under the sanitizers, then each fuzz target for 30 s (the
 #           release build is `make build`; all use -Wall -Wextra -Werror)
 #   tsan    ThreadSanitizer build in build-tsan/ of the TSAN_TESTS only, and a run of them
-#   fuzz    libFuzzer build in build-fuzz/ (clang) and a FUZZ_SECONDS run of each FUZZ_TARGETS
+#   fuzz    libFuzzer build in build-fuzz/ (clang) and a FUZZ_SECONDS run of each FUZZ_TARGETS,
+#           NPROC of them at a time (tools/run_fuzz.sh)
 #   bench   build, then run every benchmark binary in build/bench/
 #   format  clang-format -i over src/ include/ bench/
 #   clean   remove build/ build-asan/ build-fuzz/ build-tsan/
@@ -39,8 +40,8 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_
 SAN_OPT := -O1 -g1
 
 FUZZ_SECONDS ?= 30
-# libFuzzer targets built in the fuzz build (SEEDANCE_BUILD_FUZZ) and run one after another; each
-# keeps its seed corpus in tests/fuzz_corpus/TARGET/.
+# libFuzzer targets built in the fuzz build (SEEDANCE_BUILD_FUZZ) and run NPROC at a time, each on
+# one core for FUZZ_SECONDS; each keeps its seed corpus in tests/fuzz_corpus/TARGET/.
 FUZZ_TARGETS ?= csv_fuzz ntp_fuzz profile_csv_fuzz profile_fuzz request_trace_fuzz options_fuzz \
   descriptor_fuzz prices_fuzz prometheus_fuzz api_fuzz policy_fuzz k8s_fuzz slurm_fuzz
 # Every library in the fuzz build gets coverage instrumentation and the sanitizers; the csv_fuzz
@@ -100,27 +101,7 @@ fuzz:
 	  -DSEEDANCE_BUILD_FUZZ=ON -DSEEDANCE_BUILD_TESTS=OFF \
 	  -DSEEDANCE_BUILD_BENCH=OFF "-DCMAKE_CXX_FLAGS=$(FUZZ_CXXFLAGS)"
 	cmake --build $(FUZZ_DIR) --target $(FUZZ_TARGETS) -j$(NPROC)
-	@rm -f $(FUZZ_DIR)/fuzz.result
-	@for t in $(FUZZ_TARGETS); do \
-	  mkdir -p $(FUZZ_DIR)/corpus/$$t $(FUZZ_DIR)/artifacts/$$t; \
-	  if [ -d tests/fuzz_corpus/$$t ]; then \
-	    find tests/fuzz_corpus/$$t -maxdepth 1 -type f -exec cp -f {} $(FUZZ_DIR)/corpus/$$t/ \; ; \
-	  fi; \
-	  bin=$$(find $(FUZZ_DIR) -type f -name $$t -perm -u+x | head -n 1); \
-	  if [ -z "$$bin" ]; then echo "fuzz: $$t binary not found under $(FUZZ_DIR)"; exit 1; fi; \
-	  log=$(FUZZ_DIR)/$$t.log; \
-	  echo "== fuzz: $$bin for $(FUZZ_SECONDS) s (log: $$log)"; \
-	  if $(SAN_ENV) "$$bin" -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
-	       -artifact_prefix=$(FUZZ_DIR)/artifacts/$$t/ $(FUZZ_DIR)/corpus/$$t >$$log 2>&1; then \
-	    grep -E '^INFO: Seed:|DONE|^Done [0-9]+ runs|^stat::' $$log || true; \
-	    echo "$$t: $$(grep -E '^Done [0-9]+ runs' $$log | tail -n 1); no crash" \
-	      | tee -a $(FUZZ_DIR)/fuzz.result; \
-	  else \
-	    tail -n 120 $$log; \
-	    echo "$$t: FAILED; reproducer in $(FUZZ_DIR)/artifacts/$$t/, full log in $$log"; \
-	    exit 1; \
-	  fi; \
-	done
+	$(SAN_ENV) bash tools/run_fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(NPROC) $(FUZZ_TARGETS)
 
 bench: build
 	@found=0; \
