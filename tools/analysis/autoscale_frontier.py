@@ -20,7 +20,9 @@ per-minute TTFT p99 from the replica model with a fluid backlog); the script fir
 HPA and stops (exit 1) unless it reproduces the bench's HPA figures exactly, so the two cannot
 drift apart unnoticed.
 
-Usage: tools/analysis/autoscale_frontier.py [build/bench/autoscale_replay]   (about a minute)
+Usage: tools/analysis/autoscale_frontier.py [BENCH [BENCH-ARGS...]]   (about 30 s)
+  BENCH defaults to build/bench/autoscale_replay; BENCH-ARGS choose the replica (--model M
+  --gpu G --tp N, as the bench takes them; --startup-s other than 60 is not re-implemented).
 Data: SEEDANCE_DATA_DIR (default ../shared/data beside the checkout).
 """
 import csv
@@ -182,10 +184,13 @@ def main():
     bench = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "bench",
                                                                "autoscale_replay")
     try:
-        report = json.loads(subprocess.run([bench, "--json"], check=True, capture_output=True,
-                                           text=True).stdout)
+        report = json.loads(subprocess.run([bench, "--json"] + sys.argv[2:], check=True,
+                                           capture_output=True, text=True).stdout)
     except (OSError, subprocess.CalledProcessError, ValueError) as e:
         sys.exit("autoscale_frontier.py: running %s --json: %s" % (bench, e))
+    if report.get("startup_s") != STARTUP_S:
+        sys.exit("autoscale_frontier.py: the replay here assumes a %d s start-up" % STARTUP_S)
+    print("replica: %s on %d x %s" % (report["model"], report["tp"], report["gpu"]))
     traces = {}
     for t in report["traces"]:
         m, counts = Model(t), per_second_counts(t["trace"])
