@@ -232,15 +232,19 @@ Result BudgetOracle(const ReplicaModel& m, const std::vector<double>& per_minute
 }
 
 // The fewest replica-hours of *any* schedule - causal or not, knowing every minute in advance -
-// with at most `budget` violation minutes under this replay's own rules: the ready count changes
-// only at the 15 s ticks (a slot); a replica made ready is paid `startup_s` before it serves
-// (requested at the tick `startup_s` earlier), so none can be added before the first tick's
-// request is ready (15 s + startup_s); removing one is free and immediate. Relaxed where that
-// only helps the schedule: the backlog is ignored and the last, partial minute may violate
-// freely. So it is a lower bound: no policy in this replay, with these many violation minutes,
-// pays less. Dynamic programme over slots; the state is (ready count, its sum over the minute's
-// slots so far, violation minutes used); a minute passes when P99(lambda / mean ready) <= 2 s.
-// Unlike the oracles above it counts the start-up pay and lets the count change within a minute.
+// with at most `budget` violation minutes under this replay's own rules. In Replay a replica
+// requested at tick t is paid from second t - 1 and ready from second t + startup_s, a multiple
+// of 15, and one removed at tick t goes from second t - 1: so the ready count is constant over
+// each 15 s slot but for the slot's last second, every added replica pays at least startup_s
+// before it serves, none can be ready before the first tick's request (15 s + startup_s), and a
+// removal saves at most one second of its slot. The programme charges each slot its count, each
+// addition startup_s, and credits each removal one second: at most what Replay charges the same
+// schedule. Relaxed where that only helps the schedule (a minute passes on the slots' mean,
+// which the last seconds' removals only lower; backlog ignored; the last, partial minute may
+// violate freely), so no policy in this replay pays less with these many violation minutes.
+// State: (ready count, its sum over the minute's slots so far, violation minutes used); a
+// minute passes when P99(lambda / mean ready) <= 2 s. Unlike the oracles above it pays the
+// start-up and lets the count change within a minute.
 Result LowerBound(const ReplicaModel& m, const std::vector<double>& per_minute, size_t seconds,
                   int budget, int n0, double startup_s) {
   constexpr double kInf = 1e300;
@@ -259,8 +263,8 @@ Result LowerBound(const ReplicaModel& m, const std::vector<double>& per_minute, 
   for (size_t k = 0; k < slots; ++k) {
     const double t0 = k * kPeriodS, w = std::min(kPeriodS, seconds - t0);
     const int cap = k == 0 ? n0 : (t0 < first_add_s ? n0 : nmax), floor_n = k == 0 ? n0 : 0;
-    // best[n'] = min over n of cost[n] + startup_s * max(0, n' - n): a prefix minimum of
-    // cost[n] - startup_s * n for n <= n', a suffix minimum of cost[n] for n > n'.
+    // best[n'] = min over n of cost[n] + startup_s * max(0, n' - n) - max(0, n - n'): a prefix
+    // minimum of cost[n] - startup_s * n for n <= n', a suffix minimum of cost[n] - n for n > n'.
     for (int q = 0; q <= q_max; ++q) {
       for (int v = 0; v <= v_max; ++v) {
         double pre = kInf, suf = kInf;
@@ -269,8 +273,8 @@ Result LowerBound(const ReplicaModel& m, const std::vector<double>& per_minute, 
           best[at(n, q, v)] = pre + startup_s * n;
         }
         for (int n = nmax; n >= 0; --n) {
-          best[at(n, q, v)] = std::min(best[at(n, q, v)], suf);
-          suf = std::min(suf, cost[at(n, q, v)]);
+          best[at(n, q, v)] = std::min(best[at(n, q, v)], suf + n);
+          suf = std::min(suf, cost[at(n, q, v)] - n);
         }
       }
     }
