@@ -155,7 +155,7 @@ class Fresh:
         blocks = [sum(xs[i:i + 15]) / 15 for i in range(0, len(xs) - 14, 15)]
         if not self.trend or len(blocks) < 2:
             return level
-        t = [15 * i for i in range(len(blocks))]
+        t = [15 * i + 7.5 for i in range(len(blocks))]  # block centres, window start = 0
         tm, bm = sum(t) / len(t), sum(blocks) / len(blocks)
         slope = sum((a - tm) * (b - bm) for a, b in zip(t, blocks)) / sum((a - tm) ** 2 for a in t)
         return max(level, bm + slope * (len(xs) - tm + HORIZON_S))
