@@ -131,24 +131,33 @@ class Hpa:
         return max(1, min(spec, max(p for _, p in self.proposals)))
 
 
-class Hold:
+class Held:
+    """A replica count from `want`, held: the highest count wanted in the last D seconds."""
+
     def __init__(self, d, u):
         self.d, self.u = d, u
 
     def reset(self, m):
-        self.r_slo, self.seen = m.r_slo, []
+        self.r_slo, self.wants = m.r_slo, []
+
+    def size(self, rate):
+        return max(1, math.ceil(rate / (self.r_slo * self.u) - 1e-9))
 
     def decide(self, now, spec, rate, counts):
-        self.seen = [(t, r) for t, r in self.seen if now - t < self.d] + [(now, rate)]
-        return max(1, math.ceil(max(r for _, r in self.seen) / (self.r_slo * self.u) - 1e-9))
+        want = self.want(now, spec, rate, counts)
+        self.wants = [(t, w) for t, w in self.wants if now - t < self.d] + [(now, want)]
+        return max(w for _, w in self.wants)
 
 
-class Fresh:
+class Hold(Held):
+    def want(self, now, spec, rate, counts):
+        return self.size(rate)
+
+
+class Fresh(Held):
     def __init__(self, k, trend, d, u):
-        self.k, self.trend, self.d, self.u = k, trend, d, u
-
-    def reset(self, m):
-        self.r_slo, self.wants = m.r_slo, []
+        super().__init__(d, u)
+        self.k, self.trend = k, trend
 
     def forecast(self, xs):
         level = sum(xs) / len(xs)
@@ -160,11 +169,9 @@ class Fresh:
         slope = sum((a - tm) * (b - bm) for a, b in zip(t, blocks)) / sum((a - tm) ** 2 for a in t)
         return max(level, bm + slope * (len(xs) - tm + HORIZON_S))
 
-    def decide(self, now, spec, rate, counts):
+    def want(self, now, spec, rate, counts):
         xs = counts[max(0, int(now) - self.k):int(now)]
-        want = max(1, math.ceil(self.forecast(xs) / (self.r_slo * self.u) - 1e-9)) if xs else spec
-        self.wants = [(t, w) for t, w in self.wants if now - t < self.d] + [(now, want)]
-        return max(w for _, w in self.wants)
+        return self.size(self.forecast(xs)) if xs else spec
 
 
 def family():
