@@ -246,8 +246,9 @@ Result BudgetOracle(const ReplicaModel& m, const std::vector<double>& per_minute
 // minute passes when P99(lambda / mean ready) <= 2 s. Unlike the oracles above it pays the
 // start-up and lets the count change within a minute.
 Result LowerBound(const ReplicaModel& m, const std::vector<double>& per_minute, size_t seconds,
-                  int budget, int n0, double startup_s) {
+                  int budget, double startup_s) {
   constexpr double kInf = 1e300;
+  const int n0 = OracleReplicas(m, per_minute.empty() ? 0 : per_minute[0]);  // as Replay starts
   constexpr int kSlotsPerMinute = 4;
   int nmax = n0;
   for (double lambda : per_minute) nmax = std::max(nmax, OracleReplicas(m, lambda));
@@ -507,9 +508,8 @@ int main(int argc, char** argv) {
     }
     results.push_back(Oracle(m, per_minute));
     results.push_back(BudgetOracle(m, per_minute, results[0].violation_minutes));
-    results.push_back(LowerBound(m, per_minute, counts.size(), results[0].violation_minutes,
-                                 OracleReplicas(m, per_minute.empty() ? 0 : per_minute[0]),
-                                 cfg.startup_s));
+    results.push_back(
+        LowerBound(m, per_minute, counts.size(), results[0].violation_minutes, cfg.startup_s));
     const Result& hpa = results[0];
     const Result& pred = results[2];
     const double vm_ratio =
