@@ -55,7 +55,10 @@ struct ServerFlags {
   std::string oracle_pods;
   uint64_t seed = 42;
   int64_t max_body = 1 << 20;
-  int max_connections = 128;
+  int max_connections = 10000;
+  int max_connections_per_client = 2500;
+  int max_watches = 4096;
+  int max_watches_per_client = 512;
   double rate_limit = 0;
   double assume_timeout_s = 30;
   double aging_s = 0;  // 0: no aging
@@ -303,6 +306,9 @@ absl::StatusOr<server::HttpOptions> HttpOptionsOf(const ServerFlags& f) {
   h.tls_key = f.tls_key;
   h.max_body_bytes = static_cast<size_t>(f.max_body);
   h.max_connections = f.max_connections;
+  h.max_connections_per_client = f.max_connections_per_client;
+  h.max_watches = f.max_watches;
+  h.max_watches_per_client = f.max_watches_per_client;
   h.rate_limit = f.rate_limit;
   return h;
 }
@@ -559,8 +565,15 @@ Command AddServerCommand(CLI::App& app) {
   AddInt<uint64_t>(s, "--seed", &f->seed, 0, UINT64_MAX, "Seed of the policies' tie-breaks");
   AddInt<int64_t>(s, "--max-body", &f->max_body, 1024, int64_t{64} << 20,
                   "Largest request body in bytes (413 beyond)");
-  AddInt<int>(s, "--max-connections", &f->max_connections, 4, 10000,
-              "Connections served at once; more wait in the accept backlog");
+  AddInt<int>(s, "--max-connections", &f->max_connections, 4, 1000000,
+              "Open connections in all (an idle one costs a socket, not a thread); one more gets "
+              "503 and is closed. Capped by the process's file limit");
+  AddInt<int>(s, "--max-connections-per-client", &f->max_connections_per_client, 1, 1000000,
+              "Open connections from one client address (503 beyond)");
+  AddInt<int>(s, "--max-watches", &f->max_watches, 1, 1000000,
+              "Open GET /v1/watch streams and long polls in all (429 beyond)");
+  AddInt<int>(s, "--max-watches-per-client", &f->max_watches_per_client, 1, 1000000,
+              "Open watch streams from one client address (429 beyond)");
   AddDouble(s, "--rate-limit", &f->rate_limit, base::NonNegative(1e9),
             "Requests per second over all clients (429 beyond); 0 = unlimited");
   AddDuration(s, "--assume-timeout", &f->assume_timeout_s, 1, base::Closed(1, 86400),

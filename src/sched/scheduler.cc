@@ -72,7 +72,7 @@ absl::Status Scheduler::CordonNode(std::string_view name, bool cordoned) {
 }
 
 absl::Status Scheduler::DeleteNode(std::string_view name, bool drain,
-                                   std::vector<std::string>* evicted) {
+                                   std::vector<std::string>* evicted, bool requeue) {
   const int n = state_.FindNode(name);
   if (n < 0) return absl::NotFoundError(absl::StrCat("node '", Str(name), "' not found"));
   std::vector<const PodInfo*> pods = ledger_.PodsOnNode(n);
@@ -86,9 +86,9 @@ absl::Status Scheduler::DeleteNode(std::string_view name, bool drain,
   std::set<std::string> gangs_hit;
   for (const std::string& uid : uids) {
     const PodInfo* p = ledger_.Find(uid);
-    if (p != nullptr && !p->gang.empty()) {
-      // A gang member is requeued, not ended: its gang is placed again, whole.
-      gangs_hit.insert(GangKey(*p));
+    if (p != nullptr && (requeue || !p->gang.empty())) {
+      // Requeued, not ended; a gang member's gang is placed again, whole.
+      if (!p->gang.empty()) gangs_hit.insert(GangKey(*p));
       if (absl::Status st = Evict(uid, 0); !st.ok()) return st;
     } else if (absl::Status st = DeletePod(uid, 0); !st.ok()) {
       return st;

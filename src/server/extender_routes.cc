@@ -57,12 +57,11 @@ Finisher Json200(std::string body) {
 
 // filter and prioritize: the same arguments, the same resolved pod.
 template <typename Verb>
-void ArgsRoute(Service& s, ExtenderMemory& memory, const httplib::Request& req,
-               httplib::Response& res, Verb verb) {
+void ArgsRoute(Service& s, ExtenderMemory& memory, const Request& req, Done done, Verb verb) {
   absl::StatusOr<k8s::ExtenderArgs> args = k8s::ParseExtenderArgs(req.body);
-  if (!args.ok()) return Send(res, ErrorReply(args.status()));
+  if (!args.ok()) return done(ErrorReply(args.status()));
   auto shared = std::make_shared<const k8s::ExtenderArgs>(std::move(*args));
-  Send(res, s.Run([shared, &memory, verb](Context& c) -> Finisher {
+  s.RunAsync([shared, &memory, verb](Context& c) -> Finisher {
     if (shared->has_nodes) {
       memory.LearnUuids(*shared);
       if (absl::Status st = k8s::LearnNodes(c.scheduler, shared->nodes); !st.ok()) {
@@ -72,7 +71,7 @@ void ArgsRoute(Service& s, ExtenderMemory& memory, const httplib::Request& req,
     const sched::PodInfo pod = k8s::ResolvePod(c.scheduler, shared->pod, shared->node_names);
     memory.Remember(pod);
     return Json200(verb(c.scheduler, *shared, pod));
-  }));
+  }, std::move(done));
 }
 
 struct FilterVerb {
@@ -111,9 +110,9 @@ struct BindPlan {
 };
 
 void BindRoute(Service& s, ExtenderMemory& memory, k8s::ApiServerClient* api,
-               const httplib::Request& req, httplib::Response& res) {
+               const Request& req, Done done) {
   absl::StatusOr<k8s::BindingArgs> args = k8s::ParseBindingArgs(req.body);
-  if (!args.ok()) return Send(res, ErrorReply(args.status()));
+  if (!args.ok()) return done(ErrorReply(args.status()));
   const k8s::BindingArgs b = *std::move(args);
   auto plan = std::make_shared<BindPlan>();
   const Reply placed = s.Run([b, plan, &memory, api](Context& c) -> Finisher {
@@ -143,8 +142,8 @@ void BindRoute(Service& s, ExtenderMemory& memory, k8s::ApiServerClient* api,
     }
     return Json200("");
   });
-  if (placed.status != 200) return Send(res, placed);
-  if (!plan->error.empty()) return Send(res, {200, k8s::BindingResultJson(plan->error)});
+  if (placed.status != 200) return done(placed);
+  if (!plan->error.empty()) return done(Reply{200, k8s::BindingResultJson(plan->error)});
   // Durable now: tell the API server, annotation first (the device plugin reads it at Allocate,
   // which the kubelet calls only once the pod is bound).
   absl::Status st =
@@ -158,53 +157,43 @@ void BindRoute(Service& s, ExtenderMemory& memory, k8s::ApiServerClient* api,
       (void)c.scheduler.DeletePod(uid, c.now_s);
       return Json200("");
     });
-    return Send(res, {200, k8s::BindingResultJson(absl::StrCat("seedance: ", st.message()))});
+    return done(Reply{200, k8s::BindingResultJson(absl::StrCat("seedance: ", st.message()))});
   }
-  Send(res, {200, k8s::BindingResultJson("")});
+  done(Reply{200, k8s::BindingResultJson("")});
 }
 
-void PreemptRoute(Service& s, const httplib::Request& req, httplib::Response& res) {
+void PreemptRoute(Service& s, const Request& req, Done done) {
   absl::StatusOr<k8s::PreemptionArgs> args = k8s::ParsePreemptionArgs(req.body);
-  if (!args.ok()) return Send(res, ErrorReply(args.status()));
+  if (!args.ok()) return done(ErrorReply(args.status()));
   auto shared = std::make_shared<const k8s::PreemptionArgs>(std::move(*args));
-  Send(res, s.Run([shared](Context& c) -> Finisher {
+  s.RunAsync([shared](Context& c) -> Finisher {
     return Json200(k8s::PreemptionResultJson(k8s::Preempt(c.scheduler, *shared)));
-  }));
+  }, std::move(done));
 }
 
 }  // namespace
 
-void RegisterExtenderRoutes(httplib::Server& h, Service& s,
-                            std::shared_ptr<k8s::ApiServerClient> api) {
+void RegisterExtenderRoutes(Router& r, Service& s, std::shared_ptr<k8s::ApiServerClient> api) {
   // Lives as long as the routes (the server's lifetime).
   auto memory = std::make_shared<ExtenderMemory>();
-  Metrics& m = s.metrics();
-  auto counted = [&m](std::string route, httplib::Server::Handler f) {
-    return [&m, route = std::move(route), f = std::move(f)](const httplib::Request& req,
-                                                            httplib::Response& res) {
-      f(req, res);
-      m.CountRequest(route, res.status);
-    };
-  };
-  h.Post(
-      "/k8s/extender/v1/filter",
-      counted("extender_filter", [&s, memory](const httplib::Request& req, httplib::Response& res) {
-        ArgsRoute(s, *memory, req, res, FilterVerb{});
-      }));
-  h.Post("/k8s/extender/v1/prioritize",
-         counted("extender_prioritize",
-                 [&s, memory](const httplib::Request& req, httplib::Response& res) {
-                   ArgsRoute(s, *memory, req, res, PrioritizeVerb{});
-                 }));
-  h.Post("/k8s/extender/v1/bind",
-         counted("extender_bind",
-                 [&s, memory, api](const httplib::Request& req, httplib::Response& res) {
-                   BindRoute(s, *memory, api.get(), req, res);
-                 }));
-  h.Post("/k8s/extender/v1/preempt",
-         counted("extender_preempt", [&s](const httplib::Request& req, httplib::Response& res) {
-           PreemptRoute(s, req, res);
-         }));
+  // kube-scheduler calls with the administrator's credential: the extender learns nodes.
+  r.Add("POST", "/k8s/extender/v1/filter", "extender_filter", Access::kAdmin,
+        [&s, memory](Request& req, Done done) {
+          ArgsRoute(s, *memory, req, std::move(done), FilterVerb{});
+        });
+  r.Add("POST", "/k8s/extender/v1/prioritize", "extender_prioritize", Access::kAdmin,
+        [&s, memory](Request& req, Done done) {
+          ArgsRoute(s, *memory, req, std::move(done), PrioritizeVerb{});
+        });
+  // Bind waits on the Kubernetes API server: it runs on the blocking pool.
+  r.Add(
+      "POST", "/k8s/extender/v1/bind", "extender_bind", Access::kAdmin,
+      [&s, memory, api](Request& req, Done done) {
+        BindRoute(s, *memory, api.get(), req, std::move(done));
+      },
+      /*blocking=*/true);
+  r.Add("POST", "/k8s/extender/v1/preempt", "extender_preempt", Access::kAdmin,
+        [&s](Request& req, Done done) { PreemptRoute(s, req, std::move(done)); });
 }
 
 }  // namespace seedance::server

@@ -36,23 +36,19 @@ Json PolicyStatus(policy::PolicyManager& m) {
 
 }  // namespace
 
-void RegisterPolicyRoutes(httplib::Server& h, Service& s) {
-  Metrics& m = s.metrics();
-  h.Get("/v1/policy", [&s, &m](const httplib::Request&, httplib::Response& res) {
-    res.set_content(base::DumpJson(PolicyStatus(*s.policies()), -1), "application/json");
-    m.CountRequest("get_policy", res.status);
+void RegisterPolicyRoutes(Router& r, Service& s) {
+  r.Add("GET", "/v1/policy", "get_policy", Access::kClusterRead, [&s](Request&, Done done) {
+    done(Reply{200, base::DumpJson(PolicyStatus(*s.policies()), -1)});
   });
-  h.Put("/v1/policy", [&s, &m](const httplib::Request& req, httplib::Response& res) {
-    const std::string text = req.body;
-    Reply r = s.Run([text](Service::Context& c) -> Service::Finisher {
-      absl::Status st = c.service.ReplacePolicy(text);
-      if (!st.ok()) return [st] { return ErrorReply(st); };
-      Service& svc = c.service;
-      return [&svc] { return Reply{200, base::DumpJson(PolicyStatus(*svc.policies()), -1)}; };
-    });
-    res.status = r.status;
-    res.set_content(r.body, "application/json");
-    m.CountRequest("put_policy", res.status);
+  r.Add("PUT", "/v1/policy", "put_policy", Access::kAdmin, [&s](Request& req, Done done) {
+    s.RunAsync(
+        [text = std::move(req.body)](Service::Context& c) -> Service::Finisher {
+          absl::Status st = c.service.ReplacePolicy(text);
+          if (!st.ok()) return [st] { return ErrorReply(st); };
+          Service& svc = c.service;
+          return [&svc] { return Reply{200, base::DumpJson(PolicyStatus(*svc.policies()), -1)}; };
+        },
+        std::move(done));
   });
 }
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -38,18 +38,7 @@ Finisher Ok(int status, Json body) {
   return [status, body = std::move(body)] { return Reply{status, base::DumpJson(body, -1)}; };
 }
 
-// Wraps a handler so that every reply is counted under its route name.
-httplib::Server::Handler Counted(
-    Metrics& m, std::string route,
-    std::function<void(const httplib::Request&, httplib::Response&)> f) {
-  return [&m, route = std::move(route), f = std::move(f)](const httplib::Request& req,
-                                                          httplib::Response& res) {
-    f(req, res);
-    m.CountRequest(route, res.status);
-  };
-}
-
-absl::StatusOr<int> PageSize(const httplib::Request& req) {
+absl::StatusOr<int> PageSize(const Request& req) {
   if (!req.has_param("limit")) return kDefaultPageSize;
   int64_t v = 0;
   if (!absl::SimpleAtoi(req.get_param_value("limit"), &v) || v < 1 || v > kMaxPageSize) {
@@ -75,11 +64,11 @@ Json LeaderJson(const Service& s) {
 
 // ----------------------------------------------------------------------------------- nodes
 
-void PutNode(Service& s, const httplib::Request& req, httplib::Response& res) {
+void PutNode(Service& s, const Request& req, Done done) {
   const std::string name = req.matches[1];
   absl::StatusOr<api::NodeRequest> node = api::DecodeNodeRequest(name, req.body);
-  if (!node.ok()) return Send(res, ErrorReply(node.status()));
-  Send(res, s.Run([node = std::move(*node)](Context& c) mutable -> Finisher {
+  if (!node.ok()) return done(ErrorReply(node.status()));
+  s.RunAsync([node = std::move(*node)](Context& c) mutable -> Finisher {
     bool created = false;
     const std::string name = node.spec.name;
     if (absl::Status st = c.scheduler.PutNode(std::move(node.spec), &created); !st.ok()) {
@@ -89,53 +78,53 @@ void PutNode(Service& s, const httplib::Request& req, httplib::Response& res) {
     const int n = c.scheduler.state().FindNode(name);
     return Ok(created ? 201 : 200,
               NodeStatusJson(c.scheduler.state(), n, c.scheduler.ledger(), false));
-  }));
+  }, std::move(done));
 }
 
-void GetNodes(Service& s, const httplib::Request&, httplib::Response& res) {
-  Send(res, s.Run([](Context& c) -> Finisher {
+void GetNodes(Service& s, const Request&, Done done) {
+  s.RunAsync([](Context& c) -> Finisher {
     const core::ClusterState& st = c.scheduler.state();
     Json items = Json::array();
     for (int n = 0; n < st.num_nodes(); ++n) {
       if (st.alive(n)) items.push_back(NodeStatusJson(st, n, c.scheduler.ledger(), false));
     }
     return Ok(200, {{"items", items}, {"revision", c.service.revision()}});
-  }));
+  }, std::move(done));
 }
 
-void GetNode(Service& s, const httplib::Request& req, httplib::Response& res) {
+void GetNode(Service& s, const Request& req, Done done) {
   const std::string name = req.matches[1];
-  Send(res, s.Run([name](Context& c) -> Finisher {
+  s.RunAsync([name](Context& c) -> Finisher {
     const int n = c.scheduler.state().FindNode(name);
     if (n < 0) return Fail(absl::NotFoundError(absl::StrCat("node '", name, "' not found")));
     return Ok(200, NodeStatusJson(c.scheduler.state(), n, c.scheduler.ledger(), true));
-  }));
+  }, std::move(done));
 }
 
-void CordonNode(Service& s, const httplib::Request& req, httplib::Response& res) {
+void CordonNode(Service& s, const Request& req, Done done) {
   const std::string name = req.matches[1];
   const bool cordon = req.matches[2] == "cordon";
-  Send(res, s.Run([name, cordon](Context& c) -> Finisher {
+  s.RunAsync([name, cordon](Context& c) -> Finisher {
     if (absl::Status st = c.scheduler.CordonNode(name, cordon); !st.ok()) return Fail(st);
     const int n = c.scheduler.state().FindNode(name);
     return Ok(200, NodeStatusJson(c.scheduler.state(), n, c.scheduler.ledger(), false));
-  }));
+  }, std::move(done));
 }
 
-void DeleteNode(Service& s, const httplib::Request& req, httplib::Response& res) {
+void DeleteNode(Service& s, const Request& req, Done done) {
   const std::string name = req.matches[1];
   const std::string drain_param = req.get_param_value("drain");
   if (!drain_param.empty() && drain_param != "true" && drain_param != "false") {
-    return Send(res, ErrorReply(absl::InvalidArgumentError("drain: must be true or false")));
+    return done(ErrorReply(absl::InvalidArgumentError("drain: must be true or false")));
   }
   const bool drain = drain_param == "true";
-  Send(res, s.Run([name, drain](Context& c) -> Finisher {
+  s.RunAsync([name, drain](Context& c) -> Finisher {
     std::vector<std::string> evicted;
-    if (absl::Status st = c.scheduler.DeleteNode(name, drain, &evicted); !st.ok()) {
+    if (absl::Status st = c.scheduler.DeleteNode(name, drain, &evicted, /*requeue=*/true); !st.ok()) {
       return Fail(st);
     }
     return Ok(200, {{"name", name}, {"deleted", true}, {"evicted_pods", evicted}});
-  }));
+  }, std::move(done));
 }
 
 // ------------------------------------------------------------------------------------ pods
@@ -156,16 +145,15 @@ const sched::PodInfo* FindVisible(const Context& c, const Caller& caller, const 
   return p != nullptr && caller.Sees(p->ns) ? p : nullptr;
 }
 
-void PostPod(Service& s, const Caller& caller, const httplib::Request& req,
-             httplib::Response& res) {
+void PostPod(Service& s, const Caller& caller, const Request& req, Done done) {
   absl::StatusOr<api::PodRequest> pr = api::ParsePodRequest(req.body);
-  if (!pr.ok()) return Send(res, ErrorReply(pr.status()));
+  if (!pr.ok()) return done(ErrorReply(pr.status()));
   if (absl::Status st = CheckNamespace(caller, pr->ns); !st.ok()) {
-    return Send(res, ErrorReply(st));
+    return done(ErrorReply(st));
   }
   sched::PodInfo pod = PodFromRequest(std::move(*pr));
-  if (absl::Status st = s.Admit(pod); !st.ok()) return Send(res, ErrorReply(st));
-  Send(res, s.Run([pod = std::move(pod)](Context& c) mutable -> Finisher {
+  if (absl::Status st = s.Admit(pod); !st.ok()) return done(ErrorReply(st));
+  s.RunAsync([pod = std::move(pod)](Context& c) mutable -> Finisher {
     const std::string uid = pod.uid;
     if (absl::Status st = c.scheduler.SubmitPod(std::move(pod), c.now_s); !st.ok()) {
       return Fail(st);
@@ -178,17 +166,16 @@ void PostPod(Service& s, const Caller& caller, const httplib::Request& req,
       if (!p) return ErrorReply(absl::NotFoundError(absl::StrCat("pod ", uid, " ended")));
       return Reply{201, base::DumpJson(PodToJson(*p, c.state()), -1)};
     };
-  }));
+  }, std::move(done));
 }
 
-void GetPod(Service& s, const Caller& caller, const httplib::Request& req,
-            httplib::Response& res) {
+void GetPod(Service& s, const Caller& caller, const Request& req, Done done) {
   const std::string uid = req.matches[1];
-  Send(res, s.Run([uid, caller](Context& c) -> Finisher {
+  s.RunAsync([uid, caller](Context& c) -> Finisher {
     const sched::PodInfo* p = FindVisible(c, caller, uid);
     if (!p) return Fail(absl::NotFoundError(absl::StrCat("pod '", uid, "' not found")));
     return Ok(200, PodToJson(*p, c.scheduler.state()));
-  }));
+  }, std::move(done));
 }
 
 struct PodFilter {
@@ -196,24 +183,22 @@ struct PodFilter {
   int limit = kDefaultPageSize;
 };
 
-void ListPods(Service& s, const Caller& caller, const httplib::Request& req,
-              httplib::Response& res) {
+void ListPods(Service& s, const Caller& caller, const Request& req, Done done) {
   PodFilter f;
   f.phase = req.get_param_value("phase");
   f.ns = req.get_param_value("namespace");
   f.node = req.get_param_value("node");
   f.after = req.get_param_value("continue");
   if (!f.phase.empty() && f.phase != "Pending" && f.phase != "Assumed" && f.phase != "Bound") {
-    return Send(res,
-                ErrorReply(absl::InvalidArgumentError("phase: must be Pending, Assumed or Bound")));
+    return done(ErrorReply(absl::InvalidArgumentError("phase: must be Pending, Assumed or Bound")));
   }
   absl::StatusOr<int> limit = PageSize(req);
-  if (!limit.ok()) return Send(res, ErrorReply(limit.status()));
+  if (!limit.ok()) return done(ErrorReply(limit.status()));
   f.limit = *limit;
   if (!f.ns.empty()) {
-    if (absl::Status st = CheckNamespace(caller, f.ns); !st.ok()) return Send(res, ErrorReply(st));
+    if (absl::Status st = CheckNamespace(caller, f.ns); !st.ok()) return done(ErrorReply(st));
   }
-  Send(res, s.Run([f, caller](Context& c) -> Finisher {
+  s.RunAsync([f, caller](Context& c) -> Finisher {
     const core::ClusterState& st = c.scheduler.state();
     const sched::PodLedger& ledger = c.scheduler.ledger();
     std::vector<const sched::PodInfo*> pods;
@@ -236,25 +221,23 @@ void ListPods(Service& s, const Caller& caller, const httplib::Request& req,
     Json page = {{"items", items}, {"revision", c.service.revision()}};
     page["continue"] = n < pods.size() ? Json(pods[n - 1]->uid) : Json(nullptr);
     return Ok(200, page);
-  }));
+  }, std::move(done));
 }
 
-void DeletePod(Service& s, const Caller& caller, const httplib::Request& req,
-               httplib::Response& res) {
+void DeletePod(Service& s, const Caller& caller, const Request& req, Done done) {
   const std::string uid = req.matches[1];
-  Send(res, s.Run([uid, caller](Context& c) -> Finisher {
+  s.RunAsync([uid, caller](Context& c) -> Finisher {
     if (FindVisible(c, caller, uid) == nullptr) {
       return Fail(absl::NotFoundError(absl::StrCat("pod '", uid, "' not found")));
     }
     if (absl::Status st = c.scheduler.DeletePod(uid, c.now_s); !st.ok()) return Fail(st);
     return Ok(200, {{"uid", uid}, {"deleted", true}});
-  }));
+  }, std::move(done));
 }
 
-void ExplainPod(Service& s, const Caller& caller, const httplib::Request& req,
-                httplib::Response& res) {
+void ExplainPod(Service& s, const Caller& caller, const Request& req, Done done) {
   const std::string uid = req.matches[1];
-  Send(res, s.Run([uid, caller](Context& c) -> Finisher {
+  s.RunAsync([uid, caller](Context& c) -> Finisher {
     const sched::PodInfo* p = FindVisible(c, caller, uid);
     if (!p) return Fail(absl::NotFoundError(absl::StrCat("pod '", uid, "' not found")));
     Json j = {{"uid", uid}, {"phase", std::string(sched::PodPhaseName(p->phase))}};
@@ -279,7 +262,7 @@ void ExplainPod(Service& s, const Caller& caller, const httplib::Request& req,
     const std::string last = c.scheduler.LastFailure(uid);
     j["last_attempt"] = last.empty() ? Json(nullptr) : Json(last);
     return Ok(200, j);
-  }));
+  }, std::move(done));
 }
 
 // ---------------------------------------------------------------------------------- queues
@@ -297,9 +280,8 @@ Json ResourcesJson(const sched::Resources& r) {
 
 // GET /v1/queues: every queue's quota, usage, pending demand, fair share and what it borrows.
 // A tenant sees the leaf queues of its namespaces only.
-void GetQueues(Service& s, const Caller& caller, const httplib::Request&,
-               httplib::Response& res) {
-  Send(res, s.Run([caller](Context& c) -> Finisher {
+void GetQueues(Service& s, const Caller& caller, const Request&, Done done) {
+  s.RunAsync([caller](Context& c) -> Finisher {
     const sched::QueueTree* tree = c.scheduler.queue_tree();
     Json items = Json::array();
     if (tree == nullptr) return Ok(200, {{"items", items}, {"tenancy", false}});
@@ -339,140 +321,150 @@ void GetQueues(Service& s, const Caller& caller, const httplib::Request&,
                     {"tenancy", true},
                     {"capacity", ResourcesJson(tree->capacity())},
                     {"preemptions", c.scheduler.preemptions()}});
-  }));
+  }, std::move(done));
 }
 
 // ----------------------------------------------------------------------------------- watch
 
-void WatchRoute(Service& s, const HttpOptions& o, const httplib::Request& req,
-                httplib::Response& res) {
+// A watch's events after `cursor`, written as server-sent events (a `: keep-alive` comment every
+// 15 s without events) until `end`, or as one long-poll reply once the first events are there.
+class WatchStream : public BodyStream {
+ public:
+  WatchStream(Service& s, int64_t since, std::chrono::steady_clock::time_point end, bool poll)
+      : s_(s), cursor_(since), since_(since), end_(end), poll_(poll) {}
+
+  Piece Next(std::chrono::steady_clock::time_point* wake_at) override {
+    const auto now = std::chrono::steady_clock::now();
+    const bool over = now >= end_ || !s_.ready();
+    absl::StatusOr<std::vector<WatchEvent>> ev = s_.Watch(cursor_, 1000, 0);
+    if (poll_) return Poll(ev, over, wake_at);
+    if (!ev.ok()) {
+      return {absl::StrCat("event: error\ndata: ", api::ErrorBody(ev.status()), "\n\n"), true};
+    }
+    std::string out;
+    for (const WatchEvent& e : *ev) {
+      absl::StrAppend(&out, "id: ", e.revision, "\ndata: ", e.json, "\n\n");
+      cursor_ = e.revision;
+    }
+    if (!out.empty()) {
+      last_write_ = now;
+      return {std::move(out), false};
+    }
+    if (over) return {"", true};
+    if (now - last_write_ >= kKeepAlive) {
+      last_write_ = now;
+      return {": keep-alive\n\n", false};
+    }
+    *wake_at = std::min(end_, last_write_ + kKeepAlive);
+    return {};
+  }
+
+ private:
+  static constexpr auto kKeepAlive = std::chrono::seconds(15);
+
+  Piece Poll(const absl::StatusOr<std::vector<WatchEvent>>& ev, bool over,
+             std::chrono::steady_clock::time_point* wake_at) {
+    if (!ev.ok()) return {api::ErrorBody(ev.status()), true};
+    if (ev->empty() && !over) {
+      *wake_at = end_;
+      return {};
+    }
+    std::string body = "{\"events\":[";
+    for (size_t i = 0; i < ev->size(); ++i) absl::StrAppend(&body, i ? "," : "", (*ev)[i].json);
+    absl::StrAppend(&body, "],\"revision\":", ev->empty() ? since_ : ev->back().revision, "}");
+    return {std::move(body), true};
+  }
+
+  Service& s_;
+  int64_t cursor_;
+  const int64_t since_;
+  const std::chrono::steady_clock::time_point end_;
+  const bool poll_;
+  std::chrono::steady_clock::time_point last_write_ = std::chrono::steady_clock::now();
+};
+
+void WatchRoute(Service& s, const HttpOptions& o, const Request& req, Done done) {
   int64_t since = s.revision();
   if (req.has_param("since") &&
       (!absl::SimpleAtoi(req.get_param_value("since"), &since) || since < 0)) {
-    return Send(res, ErrorReply(absl::InvalidArgumentError(
-                         "since: must be a revision, a non-negative integer")));
+    return done(ErrorReply(absl::InvalidArgumentError(
+        "since: must be a revision, a non-negative integer")));
+  }
+  if (since > s.revision()) {
+    return done(ErrorReply(absl::InvalidArgumentError(absl::StrCat(
+        "since: revision ", since, " is ahead of the server's (", s.revision(), ")"))));
   }
   double timeout_s = o.max_watch_s;
   if (req.has_param("timeout")) {
     absl::StatusOr<double> t = base::ParseDuration(req.get_param_value("timeout"), "timeout", 1,
                                                    base::Closed(0, o.max_watch_s));
-    if (!t.ok()) return Send(res, ErrorReply(t.status()));
+    if (!t.ok()) return done(ErrorReply(t.status()));
     timeout_s = *t;
   }
-  if (req.get_param_value("format") == "json") {  // long poll: one reply
-    absl::StatusOr<std::vector<WatchEvent>> ev = s.Watch(since, 1000, timeout_s);
-    if (!ev.ok()) {
-      Reply r = ErrorReply(ev.status());
-      if (absl::IsFailedPrecondition(ev.status())) r.status = 410;
-      return Send(res, r);
-    }
-    std::string body = "{\"events\":[";
-    for (size_t i = 0; i < ev->size(); ++i) absl::StrAppend(&body, i ? "," : "", (*ev)[i].json);
-    const int64_t last = ev->empty() ? since : ev->back().revision;
-    absl::StrAppend(&body, "],\"revision\":", last, "}");
-    res.status = 200;
-    res.set_content(body, "application/json");
-    return;
-  }
-  // Server-sent events until timeout_s passes or the client goes away.
+  // 410 Gone before anything is written, when `since` is older than what is retained.
   if (absl::StatusOr<std::vector<WatchEvent>> probe = s.Watch(since, 1, 0);
       !probe.ok() && absl::IsFailedPrecondition(probe.status())) {
     Reply r = ErrorReply(probe.status());
     r.status = 410;
-    return Send(res, r);
+    return done(r);
   }
-  auto cursor = std::make_shared<int64_t>(since);
   const auto end = std::chrono::steady_clock::now() +
                    std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream", [&s, cursor, end](size_t, httplib::DataSink& sink) {
-        const double left =
-            std::chrono::duration<double>(end - std::chrono::steady_clock::now()).count();
-        if (left <= 0 || !s.ready()) {
-          sink.done();
-          return true;
-        }
-        absl::StatusOr<std::vector<WatchEvent>> ev = s.Watch(*cursor, 1000, std::min(left, 15.0));
-        std::string out;
-        if (!ev.ok()) {
-          out = absl::StrCat("event: error\ndata: ", api::ErrorBody(ev.status()), "\n\n");
-          sink.write(out.data(), out.size());
-          sink.done();
-          return true;
-        }
-        for (const WatchEvent& e : *ev) {
-          absl::StrAppend(&out, "id: ", e.revision, "\ndata: ", e.json, "\n\n");
-          *cursor = e.revision;
-        }
-        if (out.empty()) out = ": keep-alive\n\n";
-        return sink.write(out.data(), out.size());
-      });
+  const bool poll = req.get_param_value("format") == "json";
+  Response r(200, "", poll ? "application/json" : "text/event-stream");
+  if (!poll) r.headers.emplace_back("Cache-Control", "no-cache");
+  r.stream = std::make_shared<WatchStream>(s, since, end, poll);
+  done(std::move(r));
 }
 
 }  // namespace
 
-void Send(httplib::Response& res, const Reply& r) {
-  res.status = r.status;
-  res.set_content(r.body, "application/json");
-}
-
-void RegisterRoutes(httplib::Server& h, Service& s, const HttpOptions& o,
-                    const Authenticator& auth) {
-  Metrics& m = s.metrics();
-  auto bind = [&s](void (*f)(Service&, const httplib::Request&, httplib::Response&)) {
-    return [&s, f](const httplib::Request& req, httplib::Response& res) { f(s, req, res); };
+void RegisterRoutes(Router& r, Service& s, const HttpOptions& o, const Authenticator&) {
+  auto bind = [&s](void (*f)(Service&, const Request&, Done)) {
+    return [&s, f](Request& req, Done done) { f(s, req, std::move(done)); };
   };
   // Pod routes see who calls: a tenant's view is its own namespaces.
-  auto scoped = [&s, &auth](void (*f)(Service&, const Caller&, const httplib::Request&,
-                                      httplib::Response&)) {
-    return [&s, &auth, f](const httplib::Request& req, httplib::Response& res) {
-      f(s, auth.Identify(req.get_header_value("Authorization")), req, res);
-    };
+  auto scoped = [&s](void (*f)(Service&, const Caller&, const Request&, Done)) {
+    return [&s, f](Request& req, Done done) { f(s, req.caller, req, std::move(done)); };
   };
+  using A = Access;
   const std::string node = R"(/v1/nodes/([A-Za-z0-9][A-Za-z0-9._-]{0,252}))";
   const std::string pod = R"(/v1/pods/([0-9a-f-]{1,64}))";
-  h.Put(node, Counted(m, "put_node", bind(PutNode)));
-  h.Get("/v1/nodes", Counted(m, "list_nodes", bind(GetNodes)));
-  h.Get(node, Counted(m, "get_node", bind(GetNode)));
-  h.Post(node + "/(cordon|uncordon)", Counted(m, "cordon_node", bind(CordonNode)));
-  h.Delete(node, Counted(m, "delete_node", bind(DeleteNode)));
-  h.Post("/v1/pods", Counted(m, "create_pod", scoped(PostPod)));
-  h.Get("/v1/pods", Counted(m, "list_pods", scoped(ListPods)));
-  h.Get(pod, Counted(m, "get_pod", scoped(GetPod)));
-  h.Delete(pod, Counted(m, "delete_pod", scoped(DeletePod)));
-  h.Get(pod + "/explain", Counted(m, "explain_pod", scoped(ExplainPod)));
-  h.Get("/v1/queues", Counted(m, "list_queues", scoped(GetQueues)));
-  h.Get("/v1/watch",
-        Counted(m, "watch", [&s, &o](const httplib::Request& req, httplib::Response& res) {
-          WatchRoute(s, o, req, res);
-        }));
-  RegisterPolicyRoutes(h, s);
-  h.Get("/v1/deployments",
-        Counted(m, "list_deployments", [&o](const httplib::Request&, httplib::Response& res) {
-          Send(res, o.deployments_status ? Reply{200, o.deployments_status()}
-                                         : Reply{200, R"({"deployments":[]})"});
-        }));
-  h.Get("/v1/node-groups",
-        Counted(m, "list_node_groups", [&o](const httplib::Request&, httplib::Response& res) {
-          Send(res, o.node_groups_status ? Reply{200, o.node_groups_status()}
-                                         : Reply{200, R"({"groups":[]})"});
-        }));
-  h.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
+  r.Add("PUT", node, "put_node", A::kAdmin, bind(PutNode));
+  r.Add("GET", "/v1/nodes", "list_nodes", A::kClusterRead, bind(GetNodes));
+  r.Add("GET", node, "get_node", A::kClusterRead, bind(GetNode));
+  r.Add("POST", node + "/(cordon)", "cordon_node", A::kAdmin, bind(CordonNode));
+  r.Add("POST", node + "/(uncordon)", "uncordon_node", A::kAdmin, bind(CordonNode));
+  r.Add("DELETE", node, "delete_node", A::kAdmin, bind(DeleteNode));
+  r.Add("POST", "/v1/pods", "create_pod", A::kTenant, scoped(PostPod));
+  r.Add("GET", "/v1/pods", "list_pods", A::kReader, scoped(ListPods));
+  r.Add("GET", pod, "get_pod", A::kReader, scoped(GetPod));
+  r.Add("DELETE", pod, "delete_pod", A::kTenant, scoped(DeletePod));
+  r.Add("GET", pod + "/explain", "explain_pod", A::kReader, scoped(ExplainPod));
+  r.Add("GET", "/v1/queues", "list_queues", A::kReader, scoped(GetQueues));
+  r.Add("GET", "/v1/watch", "watch", A::kClusterRead,
+        [&s, &o](Request& req, Done done) { WatchRoute(s, o, req, std::move(done)); });
+  r.Add("GET", "/v1/deployments", "list_deployments", A::kClusterRead, [&o](Request&, Done done) {
+    done(o.deployments_status ? Reply{200, o.deployments_status()}
+                              : Reply{200, R"({"deployments":[]})"});
   });
-  h.Get("/readyz", [&s](const httplib::Request&, httplib::Response& res) {
-    res.status = s.ready() ? 200 : 503;
-    res.set_content(!s.ready()    ? "not ready\n"
-                    : s.leading() ? "ready\n"
-                                  : "ready (follower)\n",
-                    "text/plain");
+  r.Add("GET", "/v1/node-groups", "list_node_groups", A::kClusterRead, [&o](Request&, Done done) {
+    done(o.node_groups_status ? Reply{200, o.node_groups_status()} : Reply{200, R"({"groups":[]})"});
   });
-  h.Get("/v1/leader", [&s](const httplib::Request&, httplib::Response& res) {
-    Send(res, {200, base::DumpJson(LeaderJson(s), -1)});
+  r.Add("GET", "/healthz", "healthz", A::kAnyone,
+        [](Request&, Done done) { done(Response(200, "ok\n", "text/plain")); });
+  r.Add("GET", "/readyz", "readyz", A::kAnyone, [&s](Request&, Done done) {
+    done(Response(s.ready() ? 200 : 503,
+                  !s.ready()    ? "not ready\n"
+                  : s.leading() ? "ready\n"
+                                : "ready (follower)\n",
+                  "text/plain"));
   });
-  h.Get("/metrics", [&m](const httplib::Request&, httplib::Response& res) {
-    res.set_content(m.Expose(), "text/plain; version=0.0.4");
+  r.Add("GET", "/v1/leader", "leader", A::kReader, [&s](Request&, Done done) {
+    done(Reply{200, base::DumpJson(LeaderJson(s), -1)});
+  });
+  r.Add("GET", "/metrics", "metrics", A::kAnyone, [&s](Request&, Done done) {
+    done(Response(200, s.metrics().Expose(), "text/plain; version=0.0.4"));
   });
 }
 

@@ -153,15 +153,22 @@ absl::Status Service::Preload(const std::vector<core::NodeSpec>& nodes) {
 }
 
 Reply Service::Run(Operation op) {
-  std::promise<Reply> promise;
-  std::future<Reply> reply = promise.get_future();
+  auto promise = std::make_shared<std::promise<Reply>>();
+  std::future<Reply> reply = promise->get_future();
+  RunAsync(std::move(op), [promise](Reply r) { promise->set_value(std::move(r)); });
+  return reply.get();
+}
+
+void Service::RunAsync(Operation op, Done done) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return Unavailable("the server is shutting down");
-    inbox_.emplace_back(std::move(op), std::move(promise));
+    if (!stopping_) {
+      inbox_.emplace_back(std::move(op), std::move(done));
+      cv_.notify_one();
+      return;
+    }
   }
-  cv_.notify_one();
-  return reply.get();
+  done(Unavailable("the server is shutting down"));
 }
 
 void Service::Shutdown() {
@@ -173,17 +180,17 @@ void Service::Shutdown() {
   cv_.notify_all();
   if (loop_.joinable()) loop_.join();
   ready_ = false;
-  std::vector<std::pair<Operation, std::promise<Reply>>> left;
+  std::vector<std::pair<Operation, Service::Done>> left;
   {
     std::lock_guard<std::mutex> lock(mu_);
     left.swap(inbox_);
   }
-  for (auto& [op, promise] : left) promise.set_value(Unavailable("the server is shutting down"));
+  for (auto& [op, done] : left) done(Unavailable("the server is shutting down"));
   watch_cv_.notify_all();
 }
 
 void Service::Loop() {
-  std::vector<std::pair<Operation, std::promise<Reply>>> batch;
+  std::vector<std::pair<Operation, Service::Done>> batch;
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -211,7 +218,7 @@ void Service::Loop() {
   }
 }
 
-void Service::RunBatch(std::vector<std::pair<Operation, std::promise<Reply>>>& batch) {
+void Service::RunBatch(std::vector<std::pair<Operation, Service::Done>>& batch) {
   if (!leading_.load()) return RunFollowerBatch(batch);
   const double now = Now();
   // Every decision of this batch is made under one policy, even if a reload lands meanwhile.
@@ -221,7 +228,7 @@ void Service::RunBatch(std::vector<std::pair<Operation, std::promise<Reply>>>& b
   Context ctx{*scheduler_, *this, now};
   std::vector<Finisher> finishers;
   finishers.reserve(batch.size());
-  for (auto& [op, promise] : batch) finishers.push_back(op(ctx));
+  for (auto& [op, done] : batch) finishers.push_back(op(ctx));
   scheduler_->ExpireAssumptions(now);
   const auto cycles_start = std::chrono::steady_clock::now();
   if (scheduler_->RunCycles(now) > 0) {
@@ -244,16 +251,16 @@ void Service::RunBatch(std::vector<std::pair<Operation, std::promise<Reply>>>& b
   }
   metrics_->batch_size->Observe(static_cast<double>(batch.size()));
   if (!committed.ok()) return FailBatch(batch, committed);
-  for (size_t i = 0; i < batch.size(); ++i) batch[i].second.set_value(finishers[i]());
+  for (size_t i = 0; i < batch.size(); ++i) batch[i].second(finishers[i]());
   Publish(std::move(events));
   UpdateGauges();
 }
 
-void Service::FailBatch(std::vector<std::pair<Operation, std::promise<Reply>>>& batch,
+void Service::FailBatch(std::vector<std::pair<Operation, Service::Done>>& batch,
                         const absl::Status& committed) {
   // The in-memory state is ahead of the store: nothing of this batch may be acknowledged.
-  for (auto& [op, promise] : batch) {
-    promise.set_value(ErrorReply(absl::UnavailableError(
+  for (auto& [op, done] : batch) {
+    done(ErrorReply(absl::UnavailableError(
         absl::StrCat("the state could not be made durable: ", committed.message()))));
   }
   // A replicated store stays usable (another replica may lead now): rebuild from what it holds
@@ -269,25 +276,25 @@ void Service::FailBatch(std::vector<std::pair<Operation, std::promise<Reply>>>& 
   commit_failed_ = true;  // Rebuild clears it; the caller must still step down
 }
 
-void Service::RunFollowerBatch(std::vector<std::pair<Operation, std::promise<Reply>>>& batch) {
+void Service::RunFollowerBatch(std::vector<std::pair<Operation, Service::Done>>& batch) {
   last_tick_s_ = Now();  // a follower runs no rules: the loop sleeps until an operation comes
   Context ctx{*scheduler_, *this, last_tick_s_};
   std::vector<Finisher> finishers;
   finishers.reserve(batch.size());
-  for (auto& [op, promise] : batch) finishers.push_back(op(ctx));
+  for (auto& [op, done] : batch) finishers.push_back(op(ctx));
   if (!scheduler_->TakeChanges().empty() || pending_policy_text_) {
     // A write slipped past the HTTP check while this service was being demoted: refuse the
     // batch and put the state back as the store has it.
     pending_policy_text_.reset();
-    for (auto& [op, promise] : batch) {
-      promise.set_value(Unavailable("this replica is not the leader; ask GET /v1/leader"));
+    for (auto& [op, done] : batch) {
+      done(Unavailable("this replica is not the leader; ask GET /v1/leader"));
     }
     if (absl::Status st = Rebuild(false); !st.ok()) {
       std::fprintf(stderr, "seedance server: %s\n", std::string(st.message()).c_str());
     }
     return;
   }
-  for (size_t i = 0; i < batch.size(); ++i) batch[i].second.set_value(finishers[i]());
+  for (size_t i = 0; i < batch.size(); ++i) batch[i].second(finishers[i]());
 }
 
 absl::Status Service::Reload(bool lead) {
@@ -455,8 +462,14 @@ void Service::Publish(std::vector<WatchEvent> events) {
     std::lock_guard<std::mutex> lock(watch_mu_);
     for (WatchEvent& e : events) recent_.push_back(std::move(e));
     while (recent_.size() > static_cast<size_t>(options_.watch_memory)) recent_.pop_front();
+    if (publish_hook_) publish_hook_();
   }
   watch_cv_.notify_all();
+}
+
+void Service::SetPublishHook(std::function<void()> hook) {
+  std::lock_guard<std::mutex> lock(watch_mu_);
+  publish_hook_ = std::move(hook);
 }
 
 absl::StatusOr<std::vector<WatchEvent>> Service::Watch(int64_t since, size_t limit,

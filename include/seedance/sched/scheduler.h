@@ -106,10 +106,13 @@ class Scheduler {
   // topology; FailedPrecondition when the update would strand bound pods). *created says which.
   absl::Status PutNode(core::NodeSpec spec, bool* created = nullptr);
   absl::Status CordonNode(std::string_view name, bool cordoned);
-  // FailedPrecondition while pods are bound, unless drain: then the node's pods are deleted
-  // first (their uids appended to *evicted) - they ended, as far as Seedance knows.
+  // FailedPrecondition while pods are bound, unless drain: then the node's pods leave it first
+  // (their uids appended to *evicted). With `requeue` (an operator's drain) each goes back to
+  // Pending and is placed elsewhere when it fits; without (the node vanished under a backend:
+  // Kubernetes, Slurm) a pod outside a gang is deleted, as far as Seedance knows it ended. A gang
+  // member is always requeued, and its gang placed again whole.
   absl::Status DeleteNode(std::string_view name, bool drain,
-                          std::vector<std::string>* evicted = nullptr);
+                          std::vector<std::string>* evicted = nullptr, bool requeue = false);
 
   // Adds a pending pod (uid, name, namespace, shape and gpu_spec set by the caller; AlreadyExists
   // when the uid or namespace/name is taken) and queues it.

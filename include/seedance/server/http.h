@@ -1,8 +1,12 @@
-// `seedance server`'s REST API v1 over cpp-httplib (docs/api.md): routes to Service operations,
-// bearer-token auth for mutating calls, limits on body size, header size, connections and request
-// rate, and /metrics, /healthz, /readyz on the same port.
+// `seedance server`'s REST API v1 on an event loop (Boost.Beast over Asio, docs/api.md and
+// docs/server.md): routes to Service operations, one authorization level declared per route,
+// limits on body and header size, per-phase deadlines, connections and watch streams capped per
+// client and in total, a request rate limit, and /metrics, /healthz, /readyz on the same port.
+// An idle or slow client holds a socket, never a thread: the I/O threads only parse, check and
+// write; Service's loop thread decides.
 //
-// Thread-safety: Start/Stop from one thread; requests are served on the server's thread pool.
+// Thread-safety: Start/Stop/Wait from any thread (Stop once the server is no longer needed;
+// Wait returns once Stop has run).
 #ifndef SEEDANCE_SERVER_HTTP_H_
 #define SEEDANCE_SERVER_HTTP_H_
 
@@ -11,6 +15,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -19,12 +25,6 @@
 #include "seedance/k8s/apiserver.h"
 #include "seedance/server/auth.h"
 #include "seedance/server/service.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace seedance::server {
 
@@ -38,12 +38,20 @@ struct HttpOptions {
   std::vector<TenantToken> tenant_tokens;
   std::string tls_cert, tls_key;  // both or neither
   size_t max_body_bytes = 1 << 20;
-  // Connections served at once (each holds one worker thread while open); more wait in the
-  // kernel's accept backlog.
-  int max_connections = 128;
+  // Open connections, in all and from one client address; one over either gets a 503 and is
+  // closed. Capped at the process's file limit (raised to its hard maximum at Start).
+  int max_connections = 10000;
+  int max_connections_per_client = 2500;
+  // Open watch streams (and long polls), in all and from one client address; beyond: 429.
+  int max_watches = 4096;
+  int max_watches_per_client = 512;
+  // Threads that parse and write (the scheduling runs on Service's own loop thread).
+  int io_threads = 2;
   // Requests per second accepted over all clients (token bucket, burst = one second's worth);
   // beyond it 429. 0: unlimited.
   double rate_limit = 0;
+  // An idle keep-alive connection is closed after keep_alive_timeout_s; a request's header and
+  // then its body must each arrive within read_timeout_s, and each write complete within it.
   int keep_alive_timeout_s = 5;
   int read_timeout_s = 10;
   // Longest a watch request is held open (server-sent events stream, or a long poll).
@@ -66,22 +74,21 @@ class HttpServer {
   int port() const { return port_; }
   // Blocks until Stop (from another thread or a signal handler's thread).
   void Wait();
+  // Stops accepting, lets the requests already handed to the service finish (at most 30 s),
+  // then closes every connection. Idempotent.
   void Stop();
 
- private:
-  HttpServer(Service& service, HttpOptions options);
-  void Routes();
-  void SendToLeader(const httplib::Request& req, httplib::Response& res);
+  struct Core;  // shared by the connections (http.cc)
 
-  Service& service_;
-  HttpOptions options_;
-  std::unique_ptr<httplib::Server> http_;
-  std::thread listener_;
-  std::atomic<bool> listener_done_{false};  // listen_after_bind returned
+ private:
+  HttpServer();
+
+  std::shared_ptr<Core> core_;
+  std::vector<std::thread> threads_;
   int port_ = 0;
-  struct Limiter;
-  std::unique_ptr<Limiter> limiter_;
-  Authenticator auth_;
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stopped_ = false;  // guarded by stop_mu_
 };
 
 }  // namespace seedance::server

@@ -101,6 +101,13 @@ class Service {
   using Finisher = std::function<Reply()>;
   using Operation = std::function<Finisher(Context&)>;
   Reply Run(Operation op);
+  // Run without waiting: `done` is called once with the reply, on the loop thread (or on the
+  // calling thread when the service is shutting down). It must not block: hand the reply on.
+  using Done = std::function<void(Reply)>;
+  void RunAsync(Operation op, Done done);
+  // Called on the loop thread after every batch that published watch events (null: none). It
+  // must not block. Set it before serving and clear it before the callee goes away.
+  void SetPublishHook(std::function<void()> hook);
 
   // ServiceOptions::admit (OK when none is set).
   absl::Status Admit(const sched::PodInfo& pod) const {
@@ -154,13 +161,13 @@ class Service {
   // Reload's work, on the loop thread.
   absl::Status Rebuild(bool lead);
   // A follower's batch: reads only; refuses (503) the batch if any operation changed the state.
-  void RunFollowerBatch(std::vector<std::pair<Operation, std::promise<Reply>>>& batch);
+  void RunFollowerBatch(std::vector<std::pair<Operation, Done>>& batch);
   // A failed commit: every reply 503; a reloadable store makes this service a follower again.
-  void FailBatch(std::vector<std::pair<Operation, std::promise<Reply>>>& batch,
+  void FailBatch(std::vector<std::pair<Operation, Done>>& batch,
                  const absl::Status& committed);
   void Loop();
   // Applies one batch: operations, scheduling, revisions, commit; returns the replies.
-  void RunBatch(std::vector<std::pair<Operation, std::promise<Reply>>>& batch);
+  void RunBatch(std::vector<std::pair<Operation, Done>>& batch);
   // Turns the scheduler's changes into the store batch and the watch events (revisions assigned).
   store::Batch BuildCommit(std::vector<WatchEvent>* events);
   void Publish(std::vector<WatchEvent> events);
@@ -196,7 +203,7 @@ class Service {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<std::pair<Operation, std::promise<Reply>>> inbox_;
+  std::vector<std::pair<Operation, Done>> inbox_;
   bool stopping_ = false;
   std::vector<std::pair<bool, std::promise<absl::Status>>> reloads_;  // Reload requests
   std::thread loop_;
@@ -215,6 +222,7 @@ class Service {
   mutable std::mutex watch_mu_;
   std::condition_variable watch_cv_;
   std::deque<WatchEvent> recent_;
+  std::function<void()> publish_hook_;  // guarded by watch_mu_
 };
 
 }  // namespace seedance::server
