@@ -62,6 +62,8 @@ inline std::string_view SV(beast::string_view v) { return {v.data(), v.size()}; 
 
 constexpr size_t kMaxHeaderBytes = 16 << 10;
 constexpr auto kLingerTime = std::chrono::seconds(2);
+constexpr auto kStreamCoalesce = std::chrono::milliseconds(50);
+constexpr int kStreamSendBuffer = 64 << 10;
 
 class RateLimiter {
  public:
@@ -284,9 +286,11 @@ class Connection : public ConnectionBase,
     }
   }
 
+  // Posts to the strand only when the stream is between checks for events, once per check.
   void Wake() override {
+    if (!waiting_.exchange(false)) return;
     asio::post(stream_.get_executor(), [self = this->shared_from_this()] {
-      if (self->stream_waiting_) self->timer_.cancel();
+      self->timer_.cancel();
     });
   }
 
@@ -402,6 +406,9 @@ class Connection : public ConnectionBase,
       if (check.status == 401) r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"seedance\"");
       return Refuse(check.status == 401 ? "unauthenticated" : "forbidden", std::move(r));
     }
+    if (std::optional<Response> elsewhere = ToLeader(SV(h.target()))) {
+      return Refuse("not_leader", std::move(*elsewhere));
+    }
     if (parser_->is_done()) return Dispatch();
     if (beast::iequals(h[bhttp::field::expect], "100-continue")) return Continue();
     ReadBody();
@@ -421,6 +428,27 @@ class Connection : public ConnectionBase,
     if (version_ >= 11 && h.count(bhttp::field::host) != 1) return bad("HTTP/1.1 needs one Host");
     if (h.count(bhttp::field::authorization) > 1) return bad("more than one Authorization");
     return std::nullopt;
+  }
+
+  // A write to a follower replica (docs/ha.md): 307 to the leader with the same target, or 503
+  // while no leader is known. Reads are served here.
+  std::optional<Response> ToLeader(std::string_view target) const {
+    if (request_.method == "GET" || route_->access == Access::kAnyone ||
+        core_.service.leading()) {
+      return std::nullopt;
+    }
+    const LeaderInfo leader = core_.service.leader_info();
+    if (leader.leader_url.empty() || leader.leader_id == leader.self_id) {
+      Response r(503, ErrorJson(absl::UnavailableError(
+                          "this replica is not the leader and no leader is known; retry")));
+      r.headers.emplace_back("Retry-After", "1");
+      return r;
+    }
+    Response r(307, ErrorJson(absl::UnavailableError(absl::StrCat(
+                        "this replica is not the leader; repeat the call at ",
+                        leader.leader_url))));
+    r.headers.emplace_back("Location", leader.leader_url + std::string(target));
+    return r;
   }
 
   // Answers without reading the body: the connection cannot carry another request after it
@@ -541,6 +569,10 @@ class Connection : public ConnectionBase,
     for (const auto& [k, v] : r.headers) absl::StrAppend(&head, k, ": ", v, "\r\n");
     absl::StrAppend(&head, chunked_ ? "Transfer-Encoding: chunked\r\n" : "Connection: close\r\n",
                     "\r\n");
+    // A small send buffer: a watcher that stops reading stalls after a little data (and is cut
+    // at the write deadline) instead of having megabytes of events queued in the kernel for it.
+    boost::system::error_code ec;
+    Lowest().socket().set_option(asio::socket_base::send_buffer_size(kStreamSendBuffer), ec);
     {
       std::lock_guard<std::mutex> lock(core_.streams_mu);
       std::erase_if(core_.streams, [](const std::weak_ptr<ConnectionBase>& w) {
@@ -554,6 +586,7 @@ class Connection : public ConnectionBase,
   void StreamStep() {
     if (head_) return StreamWrite("", true);
     Clock::time_point wake_at = Clock::now() + std::chrono::seconds(15);
+    waiting_ = true;  // before the check: events published after it wake the timer below
     BodyStream::Piece p = stream_body_->Next(&wake_at);
     std::string out;
     if (!p.data.empty()) {
@@ -562,11 +595,19 @@ class Connection : public ConnectionBase,
     }
     if (p.done && chunked_) out += "0\r\n\r\n";
     if (!out.empty() || p.done) return StreamWrite(std::move(out), p.done);
-    stream_waiting_ = true;
     Lowest().expires_never();
     timer_.expires_at(wake_at);
     timer_.async_wait([self = this->shared_from_this()](boost::system::error_code) {
-      self->stream_waiting_ = false;
+      if (self->Lowest().socket().is_open()) self->StreamStep();
+    });
+  }
+
+  // After a write, the next one waits kStreamCoalesce: events published meanwhile go out
+  // together, so that a thousand watchers cost a thousand writes per interval, not per batch.
+  void StreamPause() {
+    Lowest().expires_never();
+    timer_.expires_after(kStreamCoalesce);
+    timer_.async_wait([self = this->shared_from_this()](boost::system::error_code) {
       if (self->Lowest().socket().is_open()) self->StreamStep();
     });
   }
@@ -578,7 +619,7 @@ class Connection : public ConnectionBase,
                       [self = this->shared_from_this(), buf, last](boost::system::error_code ec,
                                                                    size_t) {
                         if (ec) return;
-                        if (!last) return self->StreamStep();
+                        if (!last) return self->StreamPause();
                         self->stream_body_.reset();
                         self->ReleaseWatch();
                         if (self->keep_after_stream_) return self->WaitForRequest();
@@ -599,7 +640,8 @@ class Connection : public ConnectionBase,
   bool keep_alive_ = true, head_ = false;
   bool watch_slot_ = false;
   std::shared_ptr<BodyStream> stream_body_;
-  bool chunked_ = true, keep_after_stream_ = false, stream_waiting_ = false;
+  bool chunked_ = true, keep_after_stream_ = false;
+  std::atomic<bool> waiting_{false};  // a stream between checks for events (see Wake)
 };
 
 // A connection over the cap: one short 503, written without waiting, then closed.
