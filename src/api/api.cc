@@ -231,14 +231,25 @@ core::PodShape PodRequest::Shape() const {
   return shape;
 }
 
+// Kubernetes' rule (IsDNS1123Subdomain): dot-separated parts of lower-case alphanumerics and
+// '-', each non-empty and starting and ending alphanumeric, 253 in all: "a..b", "a.-b" refused.
 bool IsDnsSubdomain(std::string_view s) {
-  if (s.empty() || s.size() > 253 || !IsLowerAlnum(s.front()) || !IsLowerAlnum(s.back())) {
-    return false;
+  if (s.empty() || s.size() > 253) return false;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = s.find('.', start);
+    const std::string_view label = s.substr(start, dot == std::string_view::npos ? s.npos
+                                                                                 : dot - start);
+    if (label.empty() || !IsLowerAlnum(label.front()) ||
+        !IsLowerAlnum(label.back())) {
+      return false;
+    }
+    for (char c : label) {
+      if (!IsLowerAlnum(c) && c != '-') return false;
+    }
+    if (dot == std::string_view::npos) return true;
+    start = dot + 1;
   }
-  for (char c : s) {
-    if (!IsLowerAlnum(c) && c != '-' && c != '.') return false;
-  }
-  return true;
 }
 
 bool IsDnsLabel(std::string_view s) {

@@ -210,6 +210,10 @@ TEST(NamesTest, DnsRules) {
   EXPECT_FALSE(IsDnsSubdomain(""));
   EXPECT_FALSE(IsDnsSubdomain("a_b"));
   EXPECT_FALSE(IsDnsSubdomain("a."));
+  EXPECT_FALSE(IsDnsSubdomain("a..b"));  // an empty part
+  EXPECT_FALSE(IsDnsSubdomain("a.-b"));  // a part starting with '-'
+  EXPECT_FALSE(IsDnsSubdomain("a-.b"));
+  EXPECT_FALSE(IsDnsSubdomain(".a"));
   EXPECT_FALSE(IsDnsSubdomain(std::string(254, 'a')));
   EXPECT_TRUE(IsDnsSubdomain(std::string(253, 'a')));
   EXPECT_TRUE(IsDnsLabel(std::string(63, 'a')));

@@ -1,6 +1,7 @@
 // PUT /v1/nodes/{name} bodies (api.h): the descriptor form goes through the cluster descriptor's
 // own reader (core::ParseNodeDescriptorJson + ToNodeSpec); the short form, taints and cordoned
 // are read here.
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -274,6 +275,36 @@ absl::StatusOr<NodeRequest> DecodeNodeRequest(std::string_view name_in_path,
     return s;
   }
   return request;
+}
+
+absl::Status ValidateNodeSpec(const core::NodeSpec& spec, std::string_view path) {
+  auto bad = [&](std::string_view field, std::string message) {
+    return FieldError(std::string(path) + std::string(field), message);
+  };
+  if (!IsDnsSubdomain(spec.name)) {
+    return bad(".name", absl::StrCat("must be a DNS-1123 name (got ",
+                                     internal::QuoteForMessage(spec.name), ")"));
+  }
+  for (auto [field, v] : {std::pair{".cpu_milli", spec.cpu_milli}, {".memory_mib", spec.memory_mib}}) {
+    if (v < 0 || v > kMaxQuantity) {
+      return bad(field, absl::StrCat("must be in 0..", kMaxQuantity, " (got ", v, ")"));
+    }
+  }
+  if (spec.num_gpus < 0 || spec.num_gpus > core::kMaxGpusPerNode) {
+    return bad(".num_gpus", absl::StrCat("must be in 0..", core::kMaxGpusPerNode, " (got ",
+                                         spec.num_gpus, ")"));
+  }
+  const bool model_ok =
+      spec.gpu_model.size() <= 64 &&
+      std::all_of(spec.gpu_model.begin(), spec.gpu_model.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '-' || c == '_' || c == '.';
+      });
+  if (!model_ok) {
+    return bad(".gpu_model", absl::StrCat("must be at most 64 characters of [A-Za-z0-9._-] (got ",
+                                          internal::QuoteForMessage(spec.gpu_model), ")"));
+  }
+  return ValidateLabels(spec.labels, std::string(path) + ".labels");
 }
 
 absl::StatusOr<core::NodeSpec> ParseNodeRequest(std::string_view name_in_path,

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "routes.h"
+#include "seedance/api/api.h"
 #include "seedance/k8s/extender.h"
 
 namespace seedance::server {
@@ -60,6 +61,13 @@ template <typename Verb>
 void ArgsRoute(Service& s, ExtenderMemory& memory, const Request& req, Done done, Verb verb) {
   absl::StatusOr<k8s::ExtenderArgs> args = k8s::ParseExtenderArgs(req.body);
   if (!args.ok()) return done(ErrorReply(args.status()));
+  // Nodes are learnt through the checks PUT /v1/nodes makes: a name or a capacity the API
+  // refuses is never written to the durable state.
+  for (size_t i = 0; i < args->nodes.size(); ++i) {
+    const absl::Status st =
+        api::ValidateNodeSpec(args->nodes[i].spec, absl::StrCat("$.Nodes.items[", i, "]"));
+    if (!st.ok()) return done(Reply{200, verb.Failed(*args, absl::StrCat("seedance: ", st.message()))});
+  }
   auto shared = std::make_shared<const k8s::ExtenderArgs>(std::move(*args));
   s.RunAsync([shared, &memory, verb](Context& c) -> Finisher {
     if (shared->has_nodes) {

@@ -94,6 +94,12 @@ absl::StatusOr<NodeRequest> DecodeNodeRequest(std::string_view name_in_path, std
 absl::StatusOr<core::NodeSpec> ParseNodeRequest(std::string_view name_in_path,
                                                 std::string_view body);
 
+// The checks DecodeNodeRequest makes, on a node that came another way (the kube-scheduler
+// extender's node list): a DNS-1123 name, quantities within kMaxQuantity, at most
+// core::kMaxGpusPerNode GPUs with a model name of [A-Za-z0-9._-], Kubernetes labels. `path`
+// names the node in the error ("$.Nodes.items[3]").
+absl::Status ValidateNodeSpec(const core::NodeSpec& spec, std::string_view path);
+
 // True for a DNS-1123 subdomain (lower-case alphanumerics, '-' and '.', starting and ending
 // alphanumeric, <= 253) - pod and node names; and for a DNS-1123 label (no '.', <= 63) -
 // namespaces.
