@@ -38,7 +38,7 @@ bool IsHostChar(char c) {
 
 absl::Status UrlError(std::string_view url, std::string_view why) {
   return absl::InvalidArgumentError(
-      absl::StrCat("--server ", base::Clip(RedactUrl(url), 200), ": ", Sv(why)));
+      absl::StrCat("--server ", base::Clip(base::RedactUrl(url), 200), ": ", Sv(why)));
 }
 
 absl::StatusCode CodeForHttp(int http) {
@@ -142,17 +142,6 @@ absl::StatusOr<std::string> ReadToken(const std::string& path) {
 }
 
 }  // namespace
-
-std::string RedactUrl(std::string_view url) {
-  const size_t scheme = url.find("://");
-  const size_t start = scheme == std::string_view::npos ? 0 : scheme + 3;
-  const size_t end = url.find_first_of("/?#", start);
-  const std::string_view authority =
-      url.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-  const size_t at = authority.rfind('@');
-  if (at == std::string_view::npos) return std::string(url);
-  return absl::StrCat(Sv(url.substr(0, start)), "<redacted>", Sv(url.substr(start + at)));
-}
 
 absl::StatusOr<ServerUrl> ParseServerUrl(std::string_view url) {
   ServerUrl out;

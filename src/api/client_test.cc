@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "gmock/gmock.h"
+#include "seedance/base/text.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "seedance/api/api.h"
@@ -94,8 +95,9 @@ TEST(ParseServerUrlTest, RefusesOtherFormsAndNeverShowsCredentials) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), Not(HasSubstr("s3cret")));
   EXPECT_THAT(std::string(s.message()), HasSubstr("<redacted>@h:1"));
-  EXPECT_EQ(RedactUrl("https://u:p@host:1/x@y"), "https://<redacted>@host:1/x@y");
-  EXPECT_EQ(RedactUrl("http://host:1"), "http://host:1");
+  EXPECT_EQ(seedance::base::RedactUrl("https://u:p@host:1/x@y"), "https://<redacted>@host:1/x@y");
+  EXPECT_EQ(seedance::base::RedactUrl("http://host:1"), "http://host:1");
+  EXPECT_EQ(seedance::base::RedactUrl("http://host:1/p?token=s3cr3t"), "http://host:1/p?<redacted>");
 }
 
 TEST(UrlEncodeTest, EscapesReservedBytes) {

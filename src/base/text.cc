@@ -186,4 +186,19 @@ std::string Clip(std::string_view s, size_t max_bytes) {
   return std::string(s.substr(0, cut)) + "...";
 }
 
+std::string RedactUrl(std::string_view url) {
+  // The authority is what follows "scheme://" up to the next '/', '?' or '#'.
+  const size_t scheme = url.find("://");
+  const size_t from = scheme == std::string_view::npos ? 0 : scheme + 3;
+  const size_t end = url.find_first_of("/?#", from);
+  const std::string_view authority =
+      url.substr(from, end == std::string_view::npos ? std::string_view::npos : end - from);
+  const size_t at = authority.rfind('@');
+  std::string out(url);
+  if (at != std::string_view::npos) out.replace(from, at, "<redacted>");
+  const size_t q = out.find_first_of("?#", from);  // a query string may carry a token too
+  if (q != std::string::npos) out = out.substr(0, q) + "?<redacted>";
+  return SanitizeUtf8(out);
+}
+
 }  // namespace seedance::base

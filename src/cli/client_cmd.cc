@@ -39,6 +39,9 @@ using OJson = nlohmann::ordered_json;
 const std::vector<std::string> kGetFormats = {"table", "json", "yaml", "wide"};
 const std::vector<std::string> kExplainFormats = {"table", "json", "yaml"};
 constexpr int kMaxPages = 100000;
+// A listing longer than this is refused: a server that never ends its pages (new continue tokens
+// with items, forever) must not grow the client without bound. 10 x the largest state measured.
+constexpr size_t kMaxListItems = 1000000;
 
 constexpr char kExitFooter[] =
     "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error.";
@@ -414,6 +417,10 @@ absl::StatusOr<std::vector<Json>> List(api::Client& client, const std::string& p
           absl::StrCat("GET ", client.server(), path, ": the reply's \"items\" is not a list"));
     }
     for (Json& item : (*reply)["items"]) items.push_back(std::move(item));
+    if (items.size() > kMaxListItems) {
+      return absl::DataLossError(absl::StrCat("GET ", path, ": more than ", kMaxListItems,
+                                              " items; the listing would not end"));
+    }
     const Json next = reply->value("continue", Json(nullptr));
     if (!next.is_string() || next.get<std::string>().empty()) return items;
     token = next.get<std::string>();

@@ -121,7 +121,7 @@ class HttpApiServerClient : public ApiServerClient {
     httplib::Error err = httplib::Error::Success;
     if (!http_.send(req, res, err)) {
       return absl::UnavailableError(
-          absl::StrCat(what, ": ", options_.url, ": ", httplib::to_string(err)));
+          absl::StrCat(what, ": ", base::RedactUrl(options_.url), ": ", httplib::to_string(err)));
     }
     if (res.status < 200 || res.status >= 300) return FromHttpStatus(res.status, what, reply);
     return absl::OkStatus();
@@ -163,7 +163,7 @@ absl::StatusOr<ApiServerOptions> InClusterOptions(const std::string& account_dir
 absl::StatusOr<std::unique_ptr<ApiServerClient>> NewApiServerClient(ApiServerOptions options) {
   if (!absl::StartsWith(options.url, "http://") && !absl::StartsWith(options.url, "https://")) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--kube-api: '", base::ForTerminal(base::Clip(options.url, 80)),
+        absl::StrCat("--kube-api: '", base::ForTerminal(base::Clip(base::RedactUrl(options.url), 80)),
                      "' is not an http:// or https:// URL of the Kubernetes API server"));
   }
   while (absl::EndsWith(options.url, "/")) options.url.pop_back();

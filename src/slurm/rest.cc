@@ -53,7 +53,7 @@ absl::StatusOr<std::unique_ptr<RestClient>> RestClient::Create(RestOptions o) {
       o.url.find('/', 7) != std::string::npos || o.url.find(':', 7) == std::string::npos) {
     return absl::InvalidArgumentError(
         absl::StrCat("--slurm-url: expected http://HOST:PORT of slurmrestd, got '",
-                     base::ForTerminal(base::Clip(o.url, 100)), "'"));
+                     base::ForTerminal(base::Clip(base::RedactUrl(o.url), 100)), "'"));
   }
   if (!ValidVersion(o.api_version)) {
     return absl::InvalidArgumentError(
@@ -143,7 +143,7 @@ absl::StatusOr<RestClient::Reply> RestClient::CallOnce(const char* method, const
   if (!r) {
     Give(nullptr);  // the connection is in an unknown state: a new one next time
     return absl::UnavailableError(
-        absl::StrCat(std::string(what), ": cannot reach slurmrestd at ", options_.url, ": ",
+        absl::StrCat(std::string(what), ": cannot reach slurmrestd at ", base::RedactUrl(options_.url), ": ",
                      r.error() == httplib::Error::Connection ? "connection failed (is it running?)"
                                                              : httplib::to_string(r.error())));
   }

@@ -89,28 +89,13 @@ std::string PercentDecode(std::string_view s) {
 
 }  // namespace
 
-std::string RedactUrl(std::string_view url) {
-  // The authority is what follows "scheme://" up to the next '/', '?' or '#'.
-  const size_t scheme = url.find("://");
-  const size_t from = scheme == std::string_view::npos ? 0 : scheme + 3;
-  const size_t end = url.find_first_of("/?#", from);
-  const std::string_view authority =
-      url.substr(from, end == std::string_view::npos ? std::string_view::npos : end - from);
-  const size_t at = authority.rfind('@');
-  std::string out(url);
-  if (at != std::string_view::npos) out.replace(from, at, "<redacted>");
-  // A query string may carry a token too.
-  const size_t q = out.find_first_of("?#", from);
-  if (q != std::string::npos) out = out.substr(0, q) + "?<redacted>";
-  return base::SanitizeUtf8(out);
-}
 
 namespace {
 
 class PromClient {
  public:
   explicit PromClient(PrometheusOptions options)
-      : options_(std::move(options)), shown_url_(RedactUrl(options_.url)) {}
+      : options_(std::move(options)), shown_url_(base::RedactUrl(options_.url)) {}
 
   absl::Status Init() {
     const std::string& url = options_.url;

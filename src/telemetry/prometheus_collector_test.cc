@@ -13,6 +13,7 @@
 #include <string_view>
 #include <thread>
 
+#include "seedance/base/text.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "seedance/telemetry/collector.h"
@@ -430,8 +431,8 @@ TEST(PrometheusHostileServerTest, CredentialsAreSentButNeverShown) {
   const absl::Status bad = NewPrometheusCollector(o).status();
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(std::string(bad.message()).find("hunter2"), std::string::npos) << bad;
-  EXPECT_EQ(RedactUrl("http://u:p@h:1/x"), "http://<redacted>@h:1/x");
-  EXPECT_EQ(RedactUrl("http://h:1/x"), "http://h:1/x");
+  EXPECT_EQ(seedance::base::RedactUrl("http://u:p@h:1/x"), "http://<redacted>@h:1/x");
+  EXPECT_EQ(seedance::base::RedactUrl("http://h:1/x"), "http://h:1/x");
 }
 
 TEST(PrometheusHostileServerTest, MeaninglessValuesBecomeMissingNotGarbage) {

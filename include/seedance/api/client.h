@@ -48,8 +48,6 @@ struct ServerUrl {
   std::string display;
 };
 absl::StatusOr<ServerUrl> ParseServerUrl(std::string_view url);
-// `url` with any "user:password@" replaced by "<redacted>@" (for messages).
-std::string RedactUrl(std::string_view url);
 
 class Client {
  public:

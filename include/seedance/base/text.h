@@ -76,4 +76,9 @@ bool BoolField(const Json& j, std::string_view key, bool fallback = false) {
 // for quoting user values in messages so a 2 MB line never becomes a 2 MB message.
 std::string Clip(std::string_view s, size_t max_bytes = 80);
 
+// `url` with the user information ("user:password@") and any query string replaced by
+// "<redacted>", and invalid UTF-8 replaced: safe to print or store. Every URL a message shows
+// goes through it (--server, --prometheus, --slurm-url, --kube-api).
+std::string RedactUrl(std::string_view url);
+
 }  // namespace seedance::base

@@ -75,7 +75,7 @@ struct LocalGpu {
 
 struct PrometheusOptions {
   // "http://[USER[:PASSWORD]@]host:9090[/PATH]" (https is not supported). Credentials are sent as
-  // HTTP basic auth and never appear in messages or in the profile's `source` (RedactUrl).
+  // HTTP basic auth and never appear in messages or in the profile's `source` (base::RedactUrl).
   std::string url;
   // Total time one HTTP request may take, connect to last byte, in (0, 600]: a server that
   // sends one byte at a time is cut off at this deadline (DeadlineExceeded).
@@ -107,9 +107,6 @@ class PrometheusQuerier {
 [[nodiscard]] absl::StatusOr<std::unique_ptr<PrometheusQuerier>> NewPrometheusQuerier(
     PrometheusOptions options);
 
-// `url` with the user information ("user:password@") and any query string replaced by
-// "<redacted>", and invalid UTF-8 replaced: safe to print or store.
-std::string RedactUrl(std::string_view url);
 
 struct ProfilerOptions {
   double duration_s = 300;
