@@ -116,7 +116,11 @@ absl::StatusOr<ExtenderArgs> ParseExtenderArgs(std::string_view body) {
   absl::StatusOr<json> doc = ParseBody(body, "ExtenderArgs {Pod, Nodes, NodeNames}");
   if (!doc.ok()) return doc.status();
   ExtenderArgs args;
-  if (absl::Status st = DecodePodField(*doc, "Pod", &args.pod); !st.ok()) return st;
+  if (absl::Status st = DecodePodField(*doc, "Pod", &args.pod); !st.ok()) {
+    if (!absl::IsOutOfRange(st)) return st;
+    args.pod = Pod{};
+    args.unplaceable = absl::StrCat("seedance: ", st.message());
+  }
   const json* nodes = Field(*doc, "Nodes");
   const json* names = Field(*doc, "NodeNames");
   if (nodes != nullptr && !nodes->is_null()) {

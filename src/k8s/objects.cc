@@ -180,8 +180,23 @@ int64_t GpuValue(const Need& n, std::string_view name, int64_t fallback) {
   return it == n.gpu.end() ? fallback : it->second;
 }
 
+// A well-formed ask for more GPUs than any node has: OutOfRange, so that the extender can answer
+// "every node fails" (kube-scheduler then reports the pod unschedulable with the reason) where a
+// malformed pod is an InvalidArgument.
+absl::Status TooManyGpus(const std::string& pointer, int64_t gpus) {
+  return absl::OutOfRangeError(absl::StrCat(pointer, ": asks for ", gpus,
+                                            " GPUs; a node has at most ", core::kMaxGpusPerNode));
+}
+
 absl::StatusOr<GpuAsk> GpuAskOf(const Need& n, const std::string& pointer) {
   GpuAsk a;
+  for (std::string_view count : {kGpuCountResource, kNvidiaGpuResource}) {
+    const int64_t v = GpuValue(n, count, 0);
+    if (v > core::kMaxGpusPerNode && v <= int64_t{1} << 30) {
+      auto where = n.where.find(count);
+      return TooManyGpus(where == n.where.end() ? pointer : where->second, v);
+    }
+  }
   auto check = [&](std::string_view name, int64_t lo, int64_t hi, const char* unit) {
     const int64_t v = GpuValue(n, name, lo);
     if (v >= lo && v <= hi) return absl::OkStatus();
@@ -335,10 +350,7 @@ absl::StatusOr<GpuAsk> PodGpuAsk(const std::vector<Need>& containers,
   if (mixed) {
     unknown->push_back({pointer, "containers ask for different GPU shares (one pod, one share)"});
   }
-  if (total.num > core::kMaxGpusPerNode) {
-    return Bad(pointer, absl::StrCat("asks for ", total.num, " GPUs; a node has at most ",
-                                     core::kMaxGpusPerNode));
-  }
+  if (total.num > core::kMaxGpusPerNode) return TooManyGpus(pointer, total.num);
   return total;
 }
 

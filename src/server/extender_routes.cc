@@ -76,6 +76,7 @@ void ArgsRoute(Service& s, ExtenderMemory& memory, const Request& req, Done done
         return Json200(verb.Failed(*shared, absl::StrCat("seedance: ", st.message())));
       }
     }
+    if (!shared->unplaceable.empty()) return Json200(verb.Unplaceable(*shared));
     const sched::PodInfo pod = k8s::ResolvePod(c.scheduler, shared->pod, shared->node_names);
     memory.Remember(pod);
     return Json200(verb(c.scheduler, *shared, pod));
@@ -90,6 +91,12 @@ struct FilterVerb {
   std::string Failed(const k8s::ExtenderArgs& a, std::string error) const {
     k8s::FilterResult r;
     r.error = std::move(error);
+    return k8s::FilterResultJson(a, r);
+  }
+  // Every candidate fails, and preemption cannot help (kube-scheduler reports the reason).
+  std::string Unplaceable(const k8s::ExtenderArgs& a) const {
+    k8s::FilterResult r;
+    for (const std::string& n : a.node_names) r.unresolvable[n] = a.unplaceable;
     return k8s::FilterResultJson(a, r);
   }
 };
@@ -108,6 +115,7 @@ struct PrioritizeVerb {
     for (const std::string& n : a.node_names) zero.push_back({n, 0});
     return k8s::PriorityListJson(zero);
   }
+  std::string Unplaceable(const k8s::ExtenderArgs& a) const { return Failed(a, ""); }
 };
 
 // What the loop decided for a bind: the GPUs to write on the pod, or why not.

@@ -243,6 +243,29 @@ TEST(ExtenderServerTest, BindOfAPodNeverFilteredIsAnError) {
   EXPECT_TRUE(api.TakeCalls().empty());
 }
 
+// A valid pod asking more GPUs than any node has is not a malformed request: 200, every node
+// failed as unresolvable with the reason (kube-scheduler then reports the pod unschedulable), and
+// prioritize scores every node 0.
+TEST(ExtenderServerTest, APodAskingMoreGpusThanAnyNodeFailsEveryNodeWithTheReason) {
+  FakeApiServer api;
+  ExtenderServer s("bestfit", api.url());
+  PutNode(s, "gpu-a", 8, "A100");
+  const json pod = PodJson(1, {.cpu_milli = 1000, .memory_mib = 1024, .num_gpu = 64,
+                               .gpu_milli = 1000}, "");
+  auto [fs, filtered] = s.Verb("filter", {{"Pod", pod}, {"NodeNames", {"gpu-a", "gpu-b"}}});
+  ASSERT_EQ(fs, 200) << filtered;
+  EXPECT_EQ(filtered["Error"], "");
+  for (const char* n : {"gpu-a", "gpu-b"}) {
+    EXPECT_NE(filtered["FailedAndUnresolvableNodes"][n].get<std::string>().find(
+                  "asks for 64 GPUs; a node has at most 16"),
+              std::string::npos)
+        << filtered;
+  }
+  auto [ps, scores] = s.Verb("prioritize", {{"Pod", pod}, {"NodeNames", {"gpu-a"}}});
+  ASSERT_EQ(ps, 200) << scores;
+  EXPECT_EQ(scores[0]["Score"], 0) << scores;
+}
+
 TEST(ExtenderServerTest, MalformedBodiesAre400WithTheJsonPath) {
   FakeApiServer api;
   ExtenderServer s("bestfit", api.url());

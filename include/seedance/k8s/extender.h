@@ -53,6 +53,9 @@ struct ExtenderArgs {
   std::vector<Node> nodes;
   // The candidates' names (NodeNames, or the Nodes' names), in the order sent.
   std::vector<std::string> node_names;
+  // Set when the pod is well formed but asks for more than any node can hold (more GPUs than a
+  // node has): `pod` is then empty and every candidate fails with this reason.
+  std::string unplaceable;
 };
 
 struct BindingArgs {
