@@ -32,6 +32,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -53,7 +54,8 @@ using Clock = std::chrono::steady_clock;
 class ConnectionBase {
  public:
   virtual ~ConnectionBase() = default;
-  virtual void Wake() = 0;  // new watch events: any thread
+  virtual void Wake() = 0;   // new watch events: any thread
+  virtual void Close() = 0;  // the server stops: any thread
 };
 
 namespace {
@@ -252,6 +254,8 @@ struct HttpServer::Core {
   std::atomic<bool> wake_pending{false};
   std::mutex streams_mu;
   std::vector<std::weak_ptr<ConnectionBase>> streams;  // guarded by streams_mu
+  std::mutex open_mu;
+  std::unordered_map<const ConnectionBase*, std::weak_ptr<ConnectionBase>> open;  // guarded by open_mu
   asio::thread_pool blocking;  // routes that wait on other servers (the extender's bind)
   asio::io_context ioc;
   std::optional<tcp::acceptor> acceptor;  // used on accept_strand only
@@ -271,10 +275,18 @@ class Connection : public ConnectionBase,
         timer_(stream_.get_executor()) {}
   ~Connection() override {
     if (watch_slot_) core_.watches.Give(client_);
+    {
+      std::lock_guard<std::mutex> lock(core_.open_mu);
+      core_.open.erase(this);
+    }
     core_.connections.Give(client_);
   }
 
   void Start() {
+    {
+      std::lock_guard<std::mutex> lock(core_.open_mu);
+      core_.open.emplace(this, this->weak_from_this());
+    }
     if constexpr (kTls) {
       Lowest().expires_after(ReadTimeout());
       stream_.async_handshake(asio::ssl::stream_base::server,
@@ -284,6 +296,15 @@ class Connection : public ConnectionBase,
     } else {
       WaitForRequest();
     }
+  }
+
+  void Close() override {
+    asio::post(stream_.get_executor(), [self = this->shared_from_this()] {
+      boost::system::error_code ec;
+      self->timer_.cancel();
+      self->Lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
+      self->Lowest().socket().close(ec);
+    });
   }
 
   // Posts to the strand only when the stream is between checks for events, once per check.
@@ -775,6 +796,22 @@ void HttpServer::Stop() {
   }
   core_->service.SetPublishHook(nullptr);
   core_->blocking.join();
+  // Close every connection (idle ones, watch streams) on its own strand, and let the loop run
+  // their handlers down before it stops.
+  std::vector<std::shared_ptr<ConnectionBase>> open;
+  {
+    std::lock_guard<std::mutex> lock(core_->open_mu);
+    for (const auto& [raw, weak] : core_->open) {
+      if (std::shared_ptr<ConnectionBase> c = weak.lock()) open.push_back(std::move(c));
+    }
+  }
+  // Outside the lock: the last reference may go here, and a connection's destructor takes it.
+  for (const std::shared_ptr<ConnectionBase>& c : open) c->Close();
+  open.clear();
+  const auto closing = Clock::now() + std::chrono::seconds(5);
+  while (core_->connections.used() > 0 && Clock::now() < closing) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   core_->ioc.stop();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
