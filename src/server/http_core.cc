@@ -1,7 +1,9 @@
 #include "http_core.h"
 
+#include <algorithm>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "seedance/base/text.h"
 
@@ -37,29 +39,69 @@ std::string_view AccessName(Access a) {
   return "?";
 }
 
+namespace {
+
+std::vector<std::string> Segments(std::string_view path) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t slash = path.find('/', start);
+    out.emplace_back(path.substr(start, slash == std::string_view::npos ? path.npos : slash - start));
+    if (slash == std::string_view::npos) return out;
+    start = slash + 1;
+  }
+}
+
+bool IsNodeNameSegment(std::string_view s) {
+  if (s.empty() || s.size() > 253 || !absl::ascii_isalnum(static_cast<unsigned char>(s[0]))) {
+    return false;
+  }
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+  });
+}
+
+bool IsUidSegment(std::string_view s) {
+  return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || c == '-';
+  });
+}
+
+// Whether `path` matches the pattern's segments; the placeholders' segments appended to *groups.
+bool Match(const std::vector<std::string>& pattern, const std::vector<std::string>& path,
+           std::vector<std::string>* groups) {
+  if (pattern.size() != path.size()) return false;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == "{name}" || pattern[i] == "{uid}") {
+      if (!(pattern[i] == "{name}" ? IsNodeNameSegment(path[i]) : IsUidSegment(path[i]))) {
+        return false;
+      }
+      groups->push_back(path[i]);
+    } else if (pattern[i] != path[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 void Router::Add(std::string method, std::string pattern, std::string name, Access access,
                  Handler handler, bool blocking) {
-  Route r{std::move(method), std::move(pattern), std::move(name), access, std::move(handler),
-          blocking, std::nullopt};
-  if (r.pattern.find('(') != std::string::npos) r.re.emplace(r.pattern, std::regex::ECMAScript);
-  routes_.push_back(std::move(r));
+  std::vector<std::string> segments = Segments(pattern);
+  routes_.push_back(Route{std::move(method), std::move(pattern), std::move(name), access,
+                          std::move(handler), blocking, std::move(segments)});
 }
 
 const Route* Router::Find(std::string_view method, const std::string& path,
                           std::vector<std::string>* matches, bool* path_known) const {
   *path_known = false;
+  const std::vector<std::string> segments = Segments(path);
   for (const Route& r : routes_) {
-    std::smatch m;
-    if (r.re ? !std::regex_match(path, m, *r.re) : r.pattern != path) continue;
+    matches->assign(1, path);
+    if (!Match(r.segments, segments, matches)) continue;
     *path_known = true;
-    if (r.method != method) continue;
-    matches->clear();
-    if (r.re) {
-      for (const auto& g : m) matches->push_back(g.str());
-    } else {
-      matches->push_back(path);
-    }
-    return &r;
+    if (r.method == method) return &r;
   }
   return nullptr;
 }

@@ -10,7 +10,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -78,19 +77,22 @@ std::string_view AccessName(Access a);
 
 struct Route {
   std::string method;
-  std::string pattern;        // the path, or a regular expression when it has a group
+  // The path; a segment "{name}" matches a node name ([A-Za-z0-9][A-Za-z0-9._-]{0,252}) and
+  // "{uid}" a pod UID ([0-9a-f-]{1,64}); each is a group of the match.
+  std::string pattern;
   std::string name;           // the `route` label of seedance_http_requests_total
   Access access = Access::kAdmin;
   Handler handler;
   bool blocking = false;      // runs on the blocking pool (it waits on other servers)
-  std::optional<std::regex> re;
+  std::vector<std::string> segments;  // the pattern split at '/'
 };
 
 class Router {
  public:
   void Add(std::string method, std::string pattern, std::string name, Access access,
            Handler handler, bool blocking = false);
-  // The route for method and path (matches filled), or null; *path_known: some route has the path.
+  // The route for method and path (matches: the path, then each placeholder's segment), or
+  // null; *path_known: some route has the path.
   const Route* Find(std::string_view method, const std::string& path,
                     std::vector<std::string>* matches, bool* path_known) const;
   const std::vector<Route>& routes() const { return routes_; }

@@ -103,7 +103,7 @@ void GetNode(Service& s, const Request& req, Done done) {
 
 void CordonNode(Service& s, const Request& req, Done done) {
   const std::string name = req.matches[1];
-  const bool cordon = req.matches[2] == "cordon";
+  const bool cordon = req.path.ends_with("/cordon");
   s.RunAsync([name, cordon](Context& c) -> Finisher {
     if (absl::Status st = c.scheduler.CordonNode(name, cordon); !st.ok()) return Fail(st);
     const int n = c.scheduler.state().FindNode(name);
@@ -428,13 +428,13 @@ void RegisterRoutes(Router& r, Service& s, const HttpOptions& o, const Authentic
     return [&s, f](Request& req, Done done) { f(s, req.caller, req, std::move(done)); };
   };
   using A = Access;
-  const std::string node = R"(/v1/nodes/([A-Za-z0-9][A-Za-z0-9._-]{0,252}))";
-  const std::string pod = R"(/v1/pods/([0-9a-f-]{1,64}))";
+  const std::string node = "/v1/nodes/{name}";
+  const std::string pod = "/v1/pods/{uid}";
   r.Add("PUT", node, "put_node", A::kAdmin, bind(PutNode));
   r.Add("GET", "/v1/nodes", "list_nodes", A::kClusterRead, bind(GetNodes));
   r.Add("GET", node, "get_node", A::kClusterRead, bind(GetNode));
-  r.Add("POST", node + "/(cordon)", "cordon_node", A::kAdmin, bind(CordonNode));
-  r.Add("POST", node + "/(uncordon)", "uncordon_node", A::kAdmin, bind(CordonNode));
+  r.Add("POST", node + "/cordon", "cordon_node", A::kAdmin, bind(CordonNode));
+  r.Add("POST", node + "/uncordon", "uncordon_node", A::kAdmin, bind(CordonNode));
   r.Add("DELETE", node, "delete_node", A::kAdmin, bind(DeleteNode));
   r.Add("POST", "/v1/pods", "create_pod", A::kTenant, scoped(PostPod));
   r.Add("GET", "/v1/pods", "list_pods", A::kReader, scoped(ListPods));
