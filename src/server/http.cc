@@ -193,14 +193,10 @@ Response ParseErrorReply(const boost::system::error_code& ec) {
   } else if (ec == bhttp::error::header_limit) {
     status = 431;
     what = absl::StrCat("request header over ", kMaxHeaderBytes, " bytes");
-  } else if (ec == beast::error::timeout) {
-    status = 408;
-    what = "the request did not arrive within --read-timeout";
   }
-  Response r(status, ErrorJson(status == 413   ? absl::ResourceExhaustedError(what)
-                               : status == 408 ? absl::DeadlineExceededError(what)
-                                               : absl::InvalidArgumentError(
-                                                     absl::StrCat("malformed request: ", what))));
+  Response r(status, ErrorJson(status == 413 ? absl::ResourceExhaustedError(what)
+                                             : absl::InvalidArgumentError(
+                                                   absl::StrCat("malformed request: ", what))));
   r.close = true;
   return r;
 }
