@@ -173,6 +173,14 @@ def main():
         if len(replies) != 1 or replies[0][0] != 200:
             failures.append(f"HTTP/1.0 without keep-alive: {len(replies)} replies")
 
+        # A method the path does not have: 405 with the methods it has (RFC 9110 15.5.6).
+        replies = exchange(port, b"PATCH /v1/nodes/gpu-1 HTTP/1.1\r\nHost: x\r\n"
+                                 b"Content-Length: 0\r\n\r\n")
+        allow = replies[0][1].get("allow") if replies else None
+        if not replies or replies[0][0] != 405 or allow != "PUT, GET, HEAD, DELETE":
+            failures.append(f"PATCH /v1/nodes/gpu-1: {replies[0][0] if replies else None}, "
+                            f"Allow {allow!r}, want 405 with 'PUT, GET, HEAD, DELETE'")
+
         names = sorted(p["name"] for p in pods(port))
         if names != ["cont", "pipe-0", "pipe-1"]:
             failures.append(f"pods at the end: {names}, want cont, pipe-0, pipe-1")

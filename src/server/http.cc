@@ -402,16 +402,19 @@ class Connection : public ConnectionBase,
       return Refuse("malformed", Response(400, ErrorJson(absl::InvalidArgumentError(
                                                    "malformed request target"))));
     }
-    bool path_known = false;
-    route_ = core_.router.Find(request_.method, request_.path, &request_.matches, &path_known);
-    if (route_ == nullptr) {
-      const absl::Status st =
-          path_known ? absl::UnimplementedError(absl::StrCat("method ", request_.method,
-                                                             " not allowed on ",
-                                                             base::Clip(request_.path, 200)))
-                     : absl::NotFoundError(absl::StrCat("no route ", request_.method, " ",
-                                                        base::Clip(request_.path, 200)));
-      return Refuse("unknown", Response(path_known ? 405 : 404, ErrorJson(st)));
+    std::string allow;
+    route_ = core_.router.Find(request_.method, request_.path, &request_.matches, &allow);
+    if (route_ == nullptr && allow.empty()) {
+      return Refuse("unknown", Response(404, ErrorJson(absl::NotFoundError(absl::StrCat(
+                                                 "no route ", request_.method, " ",
+                                                 base::Clip(request_.path, 200))))));
+    }
+    if (route_ == nullptr) {  // RFC 9110 15.5.6: a 405 lists the methods the path has
+      Response r(405, ErrorJson(absl::UnimplementedError(
+                          absl::StrCat("method ", request_.method, " not allowed on ",
+                                       base::Clip(request_.path, 200), "; allowed: ", allow))));
+      r.headers.emplace_back("Allow", allow);
+      return Refuse("unknown", std::move(r));
     }
     request_.caller = core_.auth.Identify(SV(h[bhttp::field::authorization]));
     const AccessCheck check =
@@ -745,7 +748,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(Service& service,
     core.tls.emplace(asio::ssl::context::tls_server);
     if (absl::Status st = LoadTls(*core.tls, core.options); !st.ok()) return st;
   }
-  RegisterRoutes(core.router, service, core.options, core.auth);
+  RegisterRoutes(core.router, service, core.options);
   RegisterPolicyRoutes(core.router, service);
   RegisterExtenderRoutes(core.router, service, core.options.kube_api);
   core.accept_strand.emplace(asio::make_strand(core.ioc));

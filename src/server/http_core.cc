@@ -94,14 +94,14 @@ void Router::Add(std::string method, std::string pattern, std::string name, Acce
 }
 
 const Route* Router::Find(std::string_view method, const std::string& path,
-                          std::vector<std::string>* matches, bool* path_known) const {
-  *path_known = false;
+                          std::vector<std::string>* matches, std::string* allow) const {
+  allow->clear();
   const std::vector<std::string> segments = Segments(path);
   for (const Route& r : routes_) {
     matches->assign(1, path);
     if (!Match(r.segments, segments, matches)) continue;
-    *path_known = true;
     if (r.method == method) return &r;
+    absl::StrAppend(allow, allow->empty() ? "" : ", ", r.method, r.method == "GET" ? ", HEAD" : "");
   }
   return nullptr;
 }

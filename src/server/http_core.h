@@ -92,9 +92,10 @@ class Router {
   void Add(std::string method, std::string pattern, std::string name, Access access,
            Handler handler, bool blocking = false);
   // The route for method and path (matches: the path, then each placeholder's segment), or
-  // null; *path_known: some route has the path.
+  // null; *allow: the methods of the routes that have the path, for a 405's Allow header ("GET,
+  // HEAD, PUT"; HEAD wherever GET is served), empty for an unknown path.
   const Route* Find(std::string_view method, const std::string& path,
-                    std::vector<std::string>* matches, bool* path_known) const;
+                    std::vector<std::string>* matches, std::string* allow) const;
   const std::vector<Route>& routes() const { return routes_; }
 
  private:

@@ -66,7 +66,7 @@ class RoutesTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<Service>> s = Service::Start(o);
     ASSERT_TRUE(s.ok()) << s.status();
     service_ = std::move(*s);
-    RegisterRoutes(router_, *service_, options_, auth_);
+    RegisterRoutes(router_, *service_, options_);
     RegisterPolicyRoutes(router_, *service_);
     RegisterExtenderRoutes(router_, *service_, nullptr);
   }
@@ -97,21 +97,21 @@ TEST_F(RoutesTest, EveryRouteIsInTheDocsTableWithItsLevelAndNoOther) {
 
 TEST_F(RoutesTest, FindMatchesMethodAndPathAndTellsAKnownPath) {
   std::vector<std::string> m;
-  bool known = false;
-  const Route* r = router_.Find("POST", "/v1/nodes/gpu-1/uncordon", &m, &known);
+  std::string allow;
+  const Route* r = router_.Find("POST", "/v1/nodes/gpu-1/uncordon", &m, &allow);
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->name, "uncordon_node");
   ASSERT_EQ(m.size(), 2u);
   EXPECT_EQ(m[1], "gpu-1");
-  r = router_.Find("GET", "/v1/pods/0af-3/explain", &m, &known);
+  r = router_.Find("GET", "/v1/pods/0af-3/explain", &m, &allow);
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->name, "explain_pod");
   EXPECT_EQ(m.back(), "0af-3");
-  EXPECT_EQ(router_.Find("GET", "/v1/pods/XYZ", &m, &known), nullptr);  // not a UID
-  EXPECT_EQ(router_.Find("PATCH", "/v1/nodes/gpu-1", &m, &known), nullptr);
-  EXPECT_TRUE(known);
-  EXPECT_EQ(router_.Find("GET", "/v1/nodes/BAD NAME", &m, &known), nullptr);
-  EXPECT_FALSE(known);
+  EXPECT_EQ(router_.Find("GET", "/v1/pods/XYZ", &m, &allow), nullptr);  // not a UID
+  EXPECT_EQ(router_.Find("PATCH", "/v1/nodes/gpu-1", &m, &allow), nullptr);
+  EXPECT_EQ(allow, "PUT, GET, HEAD, DELETE");
+  EXPECT_EQ(router_.Find("GET", "/v1/nodes/BAD NAME", &m, &allow), nullptr);
+  EXPECT_EQ(allow, "");
 }
 
 TEST(AuthorizeTest, EveryLevelAndCallerAsTheDocsTableSays) {

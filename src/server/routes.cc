@@ -419,7 +419,7 @@ void WatchRoute(Service& s, const HttpOptions& o, const Request& req, Done done)
 
 }  // namespace
 
-void RegisterRoutes(Router& r, Service& s, const HttpOptions& o, const Authenticator&) {
+void RegisterRoutes(Router& r, Service& s, const HttpOptions& o) {
   auto bind = [&s](void (*f)(Service&, const Request&, Done)) {
     return [&s, f](Request& req, Done done) { f(s, req, std::move(done)); };
   };

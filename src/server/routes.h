@@ -13,8 +13,7 @@
 
 namespace seedance::server {
 
-void RegisterRoutes(Router& r, Service& service, const HttpOptions& options,
-                    const Authenticator& auth);
+void RegisterRoutes(Router& r, Service& service, const HttpOptions& options);
 // POST /k8s/extender/v1/{filter,prioritize,bind,preempt} (extender_routes.cc); `api` (may be
 // null: bind then fails with a message) creates the Bindings.
 void RegisterExtenderRoutes(Router& r, Service& service,
