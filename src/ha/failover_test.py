@@ -3,7 +3,8 @@
 loopback, 3 `seedance server --store etcd://...` replicas, clients submitting --pods pods that
 follow the leader (a 307 is followed; a refused or lost request asks GET /v1/leader and tries
 again), and SIGKILL of the leader in the middle of the load, --reps times. Each time: a new
-leader decides (a 201 from another replica) within 5 s of the kill; every pod that got a 201 is
+leader decides (a 201 from another replica) within 5 s of the kill (15 s for a sanitized binary,
+whose state loading on the 2-core CI machine, beside the hostile suite, takes seconds); every pod that got a 201 is
 present on the new leader, Bound ones unchanged; no GPU holds more than 1000 milli; the
 followers converge to the leader's state. Then a leader is frozen (SIGSTOP) past its lease: a
 follower takes over, and the old one, thawed, acknowledges no write and becomes a follower.
@@ -13,6 +14,7 @@ usage: failover_test.py SEEDANCE_BINARY [--reps 5] [--pods 10000] [--clients 8] 
 Exit 77 (skip) when etcd is not installed, unless SEEDANCE_REQUIRE_DATA=1."""
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -31,7 +33,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import testlib  # noqa: E402
 
 ETCD = "/usr/bin/etcd"
-TAKEOVER_LIMIT_S = 5.0
+TAKEOVER_LIMIT_S = 5.0            # the lease TTL (3 s), polling, loading the state
+SANITIZED_TAKEOVER_LIMIT_S = 15.0  # the same, loaded 2-3x slower under ASan+UBSan
 NODES = 200
 GPU_MILLI = (50, 100, 125, 250)
 
@@ -250,6 +253,13 @@ def verify(replicas, leader, acked, rep):
     return len(pods), bound, gpus
 
 
+@functools.lru_cache(maxsize=None)
+def takeover_limit(binary):
+    with open(binary, "rb") as f:
+        sanitized = b"__asan_init" in f.read()
+    return SANITIZED_TAKEOVER_LIMIT_S if sanitized else TAKEOVER_LIMIT_S
+
+
 def one_rep(args, etcd, rep, rng):
     replicas = Replicas(args.binary, etcd.url())
     prefix_args = ["--etcd-prefix", f"/failover-{rep}/"]
@@ -279,9 +289,9 @@ def one_rep(args, etcd, rep, rng):
               f"{n} present ({bound} bound on {gpus} GPUs), none lost, no GPU over 1000 milli; "
               f"{len(load.acked) / elapsed:.0f} pods/s acknowledged over the whole load",
               flush=True)
-        if takeover > TAKEOVER_LIMIT_S:
-            raise AssertionError(f"rep {rep}: takeover took {takeover:.2f} s (limit "
-                                 f"{TAKEOVER_LIMIT_S} s)")
+        limit = takeover_limit(args.binary)
+        if takeover > limit:
+            raise AssertionError(f"rep {rep}: takeover took {takeover:.2f} s (limit {limit} s)")
         return takeover, len(load.acked)
     finally:
         replicas.stop()
