@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "seedance/base/text.h"
 
 namespace seedance::server {
 
@@ -165,6 +166,93 @@ Json PodToJson(const sched::PodInfo& pod, const core::ClusterState& state) {
           {"gang", pod.gang},
           {"gang_min", pod.gang.empty() ? Json(nullptr) : Json(pod.gang_min)},
           {"created_unix_ns", pod.created_unix_ns}};
+}
+
+namespace {
+
+// s as a JSON string, as DumpJson writes it: printable ASCII other than '"' and '\\' goes out as
+// it is; anything else through nlohmann (escapes, and U+FFFD for invalid UTF-8).
+void AppendJsonString(std::string* out, std::string_view s) {
+  for (const unsigned char c : s) {
+    if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') {
+      out->append(base::DumpJson(Json(std::string(s)), -1));
+      return;
+    }
+  }
+  out->push_back('"');
+  out->append(s);
+  out->push_back('"');
+}
+
+void AppendJsonMap(std::string* out, const std::map<std::string, std::string>& m) {
+  out->push_back('{');
+  bool first = true;
+  for (const auto& [k, v] : m) {
+    if (!first) out->push_back(',');
+    first = false;
+    AppendJsonString(out, k);
+    out->push_back(':');
+    AppendJsonString(out, v);
+  }
+  out->push_back('}');
+}
+
+}  // namespace
+
+std::string PodJsonText(const sched::PodInfo& pod, const core::ClusterState& state,
+                        bool as_pending, int64_t revision) {
+  const bool placed =
+      !as_pending && pod.phase != sched::PodPhase::kPending && pod.placement.node >= 0;
+  std::string out;
+  out.reserve(320);
+  out.append("{\"uid\":");
+  AppendJsonString(&out, pod.uid);
+  out.append(",\"name\":");
+  AppendJsonString(&out, pod.name);
+  out.append(",\"namespace\":");
+  AppendJsonString(&out, pod.ns);
+  out.append(",\"phase\":\"");
+  out.append(as_pending ? std::string_view("Pending") : sched::PodPhaseName(pod.phase));
+  out.append("\",\"node\":");
+  if (placed) {
+    AppendJsonString(&out, state.node(pod.placement.node).name);
+  } else {
+    out.append("null");
+  }
+  out.append(",\"gpus\":[");
+  if (placed) {
+    bool first = true;
+    for (const int8_t g : pod.placement.gpu_ids()) {
+      absl::StrAppend(&out, first ? "" : ",", "{\"index\":", static_cast<int>(g),
+                      ",\"milli\":", pod.shape.gpu_milli, "}");
+      first = false;
+    }
+  }
+  out.append("],\"numa_node\":");
+  if (placed && pod.placement.numa >= 0) {
+    absl::StrAppend(&out, pod.placement.numa);
+  } else {
+    out.append("null");
+  }
+  absl::StrAppend(&out, ",\"revision\":", revision >= 0 ? revision : pod.revision,
+                  ",\"cpu_milli\":", pod.shape.cpu_milli, ",\"memory_mib\":", pod.shape.memory_mib,
+                  ",\"num_gpu\":", pod.shape.num_gpu, ",\"gpu_milli\":", pod.shape.gpu_milli,
+                  ",\"gpu_spec\":");
+  AppendJsonString(&out, pod.gpu_spec);
+  absl::StrAppend(&out, ",\"priority\":", pod.priority, ",\"labels\":");
+  AppendJsonMap(&out, pod.labels);
+  out.append(",\"annotations\":");
+  AppendJsonMap(&out, pod.annotations);
+  out.append(",\"gang\":");
+  AppendJsonString(&out, pod.gang);
+  out.append(",\"gang_min\":");
+  if (pod.gang.empty()) {
+    out.append("null");
+  } else {
+    absl::StrAppend(&out, pod.gang_min);
+  }
+  absl::StrAppend(&out, ",\"created_unix_ns\":", pod.created_unix_ns, "}");
+  return out;
 }
 
 absl::StatusOr<sched::PodInfo> PodFromJson(const Json& j, const core::ClusterState& state) {

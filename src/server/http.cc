@@ -600,21 +600,25 @@ class Connection : public ConnectionBase,
       });
       core_.streams.push_back(this->weak_from_this());
     }
-    StreamWrite(std::move(head), false);
+    StreamWrite({std::move(head), {}, {}}, false);
   }
 
   void StreamStep() {
-    if (head_) return StreamWrite("", true);
+    if (head_) return StreamWrite({}, true);
     Clock::time_point wake_at = Clock::now() + std::chrono::seconds(15);
     waiting_ = true;  // before the check: events published after it wake the timer below
     BodyStream::Piece p = stream_body_->Next(&wake_at);
-    std::string out;
-    if (!p.data.empty()) {
-      out = chunked_ ? absl::StrCat(absl::Hex(p.data.size()), "\r\n", p.data, "\r\n")
-                     : std::move(p.data);
+    size_t size = p.data.size();
+    for (const auto& part : p.parts) size += part->size();
+    if (size > 0 || p.done) {
+      StreamOut out;
+      if (size > 0 && chunked_) out.head = absl::StrCat(absl::Hex(size), "\r\n");
+      out.head += p.data;
+      out.parts = std::move(p.parts);
+      if (size > 0 && chunked_) out.tail = "\r\n";
+      if (p.done && chunked_) out.tail += "0\r\n\r\n";
+      return StreamWrite(std::move(out), p.done);
     }
-    if (p.done && chunked_) out += "0\r\n\r\n";
-    if (!out.empty() || p.done) return StreamWrite(std::move(out), p.done);
     Lowest().expires_never();
     timer_.expires_at(wake_at);
     timer_.async_wait([self = this->shared_from_this()](boost::system::error_code) {
@@ -632,11 +636,28 @@ class Connection : public ConnectionBase,
     });
   }
 
-  void StreamWrite(std::string data, bool last) {
-    auto buf = std::make_shared<std::string>(std::move(data));
+  // One write of a stream: head, the shared parts, tail (a chunk's framing around events).
+  struct StreamOut {
+    std::string head;
+    std::vector<std::shared_ptr<const std::string>> parts;
+    std::string tail;
+  };
+
+  void StreamWrite(StreamOut data, bool last) {
+    if (kTls && !data.parts.empty()) {
+      // TLS encrypts a buffer at a time: one buffer, so that the records stay large.
+      for (const auto& part : data.parts) data.head += *part;
+      data.parts.clear();
+    }
+    auto out = std::make_shared<StreamOut>(std::move(data));
+    std::vector<asio::const_buffer> buf;
+    buf.reserve(out->parts.size() + 2);
+    buf.push_back(asio::buffer(out->head));
+    for (const auto& part : out->parts) buf.push_back(asio::buffer(*part));
+    buf.push_back(asio::buffer(out->tail));
     Lowest().expires_after(ReadTimeout());
-    asio::async_write(stream_, asio::buffer(*buf),
-                      [self = this->shared_from_this(), buf, last](boost::system::error_code ec,
+    asio::async_write(stream_, buf,
+                      [self = this->shared_from_this(), out, last](boost::system::error_code ec,
                                                                    size_t) {
                         if (ec) return;
                         if (!last) return self->StreamPause();

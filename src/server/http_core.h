@@ -42,6 +42,8 @@ class BodyStream {
   struct Piece {
     std::string data;
     bool done = false;
+    // Written after data as they are (shared with other streams, never copied).
+    std::vector<std::shared_ptr<const std::string>> parts = {};
   };
   virtual Piece Next(std::chrono::steady_clock::time_point* wake_at) = 0;
 };

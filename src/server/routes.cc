@@ -164,7 +164,7 @@ void PostPod(Service& s, const Caller& caller, const Request& req, Done done) {
       if (const std::string* text = svc.BatchPodJson(uid)) return Reply{201, *text};
       const sched::PodInfo* p = c.ledger().Find(uid);
       if (!p) return ErrorReply(absl::NotFoundError(absl::StrCat("pod ", uid, " ended")));
-      return Reply{201, base::DumpJson(PodToJson(*p, c.state()), -1)};
+      return Reply{201, PodJsonText(*p, c.state())};
     };
   }, std::move(done));
 }
@@ -336,19 +336,15 @@ class WatchStream : public BodyStream {
   Piece Next(std::chrono::steady_clock::time_point* wake_at) override {
     const auto now = std::chrono::steady_clock::now();
     const bool over = now >= end_ || !s_.ready();
-    absl::StatusOr<std::vector<WatchEvent>> ev = s_.Watch(cursor_, 1000, 0);
-    if (poll_) return Poll(ev, over, wake_at);
+    if (poll_) return Poll(s_.Watch(cursor_, 1000, 0), over, wake_at);
+    absl::StatusOr<std::vector<std::shared_ptr<const std::string>>> ev =
+        s_.WatchSse(cursor_, kMaxPiece, &cursor_);
     if (!ev.ok()) {
       return {absl::StrCat("event: error\ndata: ", api::ErrorBody(ev.status()), "\n\n"), true};
     }
-    std::string out;
-    for (const WatchEvent& e : *ev) {
-      absl::StrAppend(&out, "id: ", e.revision, "\ndata: ", e.json, "\n\n");
-      cursor_ = e.revision;
-    }
-    if (!out.empty()) {
+    if (!ev->empty()) {
       last_write_ = now;
-      return {std::move(out), false};
+      return {"", false, *std::move(ev)};
     }
     if (over) return {"", true};
     if (now - last_write_ >= kKeepAlive) {
@@ -361,6 +357,8 @@ class WatchStream : public BodyStream {
 
  private:
   static constexpr auto kKeepAlive = std::chrono::seconds(15);
+  // Events per write, in bytes: about what a socket's buffers take before a slow reader stalls.
+  static constexpr size_t kMaxPiece = 256 << 10;
 
   Piece Poll(const absl::StatusOr<std::vector<WatchEvent>>& ev, bool over,
              std::chrono::steady_clock::time_point* wake_at) {

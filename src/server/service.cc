@@ -404,7 +404,7 @@ store::Batch Service::BuildCommit(std::vector<WatchEvent>* events) {
         (void)scheduler_->SetPodRevision(c.key, rev);
         if (c.kind != sched::Change::kPodAdded && c.kind != sched::Change::kPodUnbound) {
           // The pod as it ends this batch: the event, the stored record and the reply share it.
-          std::string text = base::DumpJson(PodToJson(*pod, state), -1);
+          std::string text = PodJsonText(*pod, state);
           const std::string type(sched::ChangeKindName(c.kind));
           std::string event = absl::StrCat("{\"revision\":", rev, ",\"type\":\"", type,
                                            "\",\"object\":", text, "}");
@@ -416,14 +416,15 @@ store::Batch Service::BuildCommit(std::vector<WatchEvent>* events) {
           continue;
         }
         batch_pod_json_.erase(c.key);  // no longer the pod's state at the end of the batch
-        object = PodToJson(*pod, state);
-        if (c.kind == sched::Change::kPodAdded) {
-          object["phase"] = "Pending";
-          object["node"] = nullptr;
-          object["gpus"] = Json::array();
-        }
         pods_put.insert(c.key);
-        break;
+        // Added: the pod as submitted (Pending, nowhere); Unbound: as it is now.
+        const std::string type(sched::ChangeKindName(c.kind));
+        std::string event = absl::StrCat(
+            "{\"revision\":", rev, ",\"type\":\"", type, "\",\"object\":",
+            PodJsonText(*pod, state, c.kind == sched::Change::kPodAdded, rev), "}");
+        b.events.push_back({rev, type, event});
+        events->push_back({rev, std::move(event)});
+        continue;
       }
     }
     object["revision"] = rev;
@@ -443,8 +444,7 @@ store::Batch Service::BuildCommit(std::vector<WatchEvent>* events) {
     const sched::PodInfo* p = ledger.Find(uid);
     if (!p) continue;
     auto cached = batch_pod_json_.find(uid);
-    std::string text =
-        cached != batch_pod_json_.end() ? cached->second : base::DumpJson(PodToJson(*p, state), -1);
+    std::string text = cached != batch_pod_json_.end() ? cached->second : PodJsonText(*p, state);
     b.put_pods.push_back(
         {p->uid, p->ns, p->name, std::move(text), std::string(sched::PodPhaseName(p->phase)),
          p->phase == sched::PodPhase::kPending ? std::string() : state.node(p->placement.node).name,
@@ -456,8 +456,20 @@ store::Batch Service::BuildCommit(std::vector<WatchEvent>* events) {
   return b;
 }
 
+static std::shared_ptr<const std::string> SseOf(const WatchEvent& e) {
+  return std::make_shared<const std::string>(
+      absl::StrCat("id: ", e.revision, "\ndata: ", e.json, "\n\n"));
+}
+
 void Service::Publish(std::vector<WatchEvent> events) {
   if (events.empty()) return;
+  for (WatchEvent& e : events) e.sse = SseOf(e);  // before the lock: the streams wait on it
+  if (events.size() > 1) {
+    std::string block;
+    for (const WatchEvent& e : events) block += *e.sse;
+    events.front().batch_sse = std::make_shared<const std::string>(std::move(block));
+    events.front().batch_last = events.back().revision;
+  }
   {
     std::lock_guard<std::mutex> lock(watch_mu_);
     for (WatchEvent& e : events) recent_.push_back(std::move(e));
@@ -503,6 +515,44 @@ absl::StatusOr<std::vector<WatchEvent>> Service::Watch(int64_t since, size_t lim
       return out;
     }
   }
+}
+
+absl::StatusOr<std::vector<std::shared_ptr<const std::string>>> Service::WatchSse(
+    int64_t since, size_t max_bytes, int64_t* last) {
+  std::vector<std::shared_ptr<const std::string>> out;
+  size_t bytes = 0;
+  {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    if (!recent_.empty() && recent_.front().revision <= since + 1) {
+      auto it = std::lower_bound(recent_.begin(), recent_.end(), since + 1,
+                                 [](const WatchEvent& e, int64_t r) { return e.revision < r; });
+      while (it != recent_.end() && (out.empty() || bytes < max_bytes)) {
+        if (it->batch_sse && (out.empty() || bytes + it->batch_sse->size() <= max_bytes)) {
+          bytes += it->batch_sse->size();
+          out.push_back(it->batch_sse);
+          *last = it->batch_last;
+          while (it != recent_.end() && it->revision <= *last) ++it;
+          continue;
+        }
+        bytes += it->sse->size();
+        out.push_back(it->sse);
+        *last = it->revision;
+        ++it;
+      }
+      return out;
+    }
+    if (since >= revision_.load()) return out;
+  }
+  // Older than memory: from the store, rendered here (a reconnecting watcher catching up).
+  absl::StatusOr<std::vector<WatchEvent>> old = Watch(since, 1000, 0);
+  if (!old.ok()) return old.status();
+  for (const WatchEvent& e : *old) {
+    if (!out.empty() && bytes >= max_bytes) break;
+    out.push_back(SseOf(e));
+    bytes += out.back()->size();
+    *last = e.revision;
+  }
+  return out;
 }
 
 absl::Status Service::StartPolicies() {

@@ -33,6 +33,12 @@ Json NodeStatusJson(const core::ClusterState& state, int n, const sched::PodLedg
 // The API's pod: uid, name, namespace, phase, node, gpus [{index, milli}], revision, and the
 // request (cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec, priority, labels, gang).
 Json PodToJson(const sched::PodInfo& pod, const core::ClusterState& state);
+// DumpJson(PodToJson(pod, state), -1) written directly, byte for byte the same, without the
+// tree (the submit path writes a pod three times: its event, its stored record, the reply).
+// as_pending: the pod as it was submitted (phase Pending, no node, GPUs or NUMA node);
+// revision >= 0 replaces pod.revision.
+std::string PodJsonText(const sched::PodInfo& pod, const core::ClusterState& state,
+                        bool as_pending = false, int64_t revision = -1);
 // Inverse of PodToJson (node resolved by name against `state`; the placement's node must exist).
 absl::StatusOr<sched::PodInfo> PodFromJson(const Json& j, const core::ClusterState& state);
 

@@ -82,6 +82,15 @@ struct LeaderInfo {
 struct WatchEvent {
   int64_t revision = 0;
   std::string json;  // {"revision", "type", "object"}
+  // The server-sent-event form, "id: REV\ndata: JSON\n\n", made once when the event is
+  // published and shared by every watch stream that writes it (null for events read back from
+  // the store).
+  std::shared_ptr<const std::string> sse = {};  // "= {}": {rev, json} initialisers stay quiet
+  // On the first event of a published batch of several: the whole batch's server-sent events
+  // in one block, and the batch's last revision (a stream that is at the batch's start writes
+  // one buffer instead of one per event).
+  std::shared_ptr<const std::string> batch_sse = {};
+  int64_t batch_last = 0;
 };
 
 class Service {
@@ -120,6 +129,13 @@ class Service {
   // Events with revision > since, at most `limit`, waiting up to timeout_s for the first one.
   // FailedPrecondition (410 Gone) when `since` is older than the oldest retained event.
   absl::StatusOr<std::vector<WatchEvent>> Watch(int64_t since, size_t limit, double timeout_s);
+  // The server-sent-event forms of the events after `since`, without waiting: shared, not
+  // copied, so that a thousand watch streams cost a thousand writes of the same bytes. At most
+  // max_bytes of them (always at least one when there is one); *last: the last one's revision
+  // (unchanged when there is none). Errors as Watch's. Any thread.
+  absl::StatusOr<std::vector<std::shared_ptr<const std::string>>> WatchSse(int64_t since,
+                                                                           size_t max_bytes,
+                                                                           int64_t* last);
   int64_t revision() const { return revision_.load(); }
   bool ready() const { return ready_.load(); }
   Metrics& metrics() { return *metrics_; }

@@ -1,0 +1,93 @@
+// PodJsonText against the tree it stands in for: DumpJson(PodToJson(...), -1), byte for byte,
+// over pods that exercise every branch (pending, bound with GPUs and a NUMA node, gangs, labels
+// and annotations with quotes, control characters, DEL, UTF-8 and invalid UTF-8).
+#include "seedance/server/codec.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "seedance/base/text.h"
+
+namespace seedance::server {
+namespace {
+
+core::ClusterState TwoNodes() {
+  core::NodeSpec a{.name = "gpu-\"a\"", .cpu_milli = 64000, .memory_mib = 1 << 20, .num_gpus = 4,
+                   .gpu_model = "A100"};
+  core::NodeSpec b{.name = "cpu-b", .cpu_milli = 32000, .memory_mib = 1 << 18, .num_gpus = 0,
+                   .gpu_model = ""};
+  absl::StatusOr<core::ClusterState> st = core::ClusterState::Create({a, b});
+  EXPECT_TRUE(st.ok()) << st.status();
+  return *std::move(st);
+}
+
+std::vector<sched::PodInfo> Pods() {
+  std::vector<sched::PodInfo> out;
+  sched::PodInfo p;
+  p.uid = "0af3c2d1-1111-4222-8333-444455556666";
+  p.name = "train-0";
+  p.ns = "ml";
+  p.shape = {.cpu_milli = 4000, .memory_mib = 8192, .num_gpu = 2, .gpu_milli = 1000};
+  p.revision = 42;
+  p.created_unix_ns = 1796478422857406500;
+  out.push_back(p);  // pending, no labels
+  p.phase = sched::PodPhase::kBound;
+  p.placement.node = 0;
+  p.placement.num_gpus = 2;
+  p.placement.gpus[0] = 1;
+  p.placement.gpus[1] = 3;
+  p.placement.numa = 1;
+  p.labels = {{"app", "train"}, {"quote\"key", "back\\slash"}, {"tab", "a\tb"}};
+  p.annotations = {{"del", "x\x7fy"}, {"utf8", "caf\xc3\xa9 \xe2\x9c\x93"}, {"bad", "\xff\xfe"}};
+  p.gang = "g1";
+  p.gang_min = 3;
+  p.priority = -7;
+  p.gpu_spec = "A100|H100";
+  out.push_back(p);  // bound, GPUs, NUMA, every kind of string
+  p.phase = sched::PodPhase::kAssumed;
+  p.placement.node = 1;
+  p.placement.num_gpus = 0;
+  p.placement.numa = -1;
+  p.shape.num_gpu = 0;
+  p.gang.clear();
+  p.name = "ctl\x01\x1f";
+  out.push_back(p);  // assumed on a CPU node, no NUMA, no gang, control characters
+  return out;
+}
+
+TEST(CodecTest, PodJsonTextIsTheTreeDumpedByteForByte) {
+  const core::ClusterState state = TwoNodes();
+  for (const sched::PodInfo& pod : Pods()) {
+    EXPECT_EQ(PodJsonText(pod, state), base::DumpJson(PodToJson(pod, state), -1)) << pod.name;
+  }
+}
+
+TEST(CodecTest, PodJsonTextAsSubmittedAndWithARevision) {
+  const core::ClusterState state = TwoNodes();
+  for (const sched::PodInfo& pod : Pods()) {
+    Json want = PodToJson(pod, state);
+    want["phase"] = "Pending";
+    want["node"] = nullptr;
+    want["gpus"] = Json::array();
+    want["numa_node"] = nullptr;
+    want["revision"] = 7;
+    EXPECT_EQ(PodJsonText(pod, state, /*as_pending=*/true, /*revision=*/7),
+              base::DumpJson(want, -1))
+        << pod.name;
+  }
+}
+
+TEST(CodecTest, PodJsonTextParsesBackToThePod) {
+  const core::ClusterState state = TwoNodes();
+  const sched::PodInfo pod = Pods()[1];
+  absl::StatusOr<sched::PodInfo> back = PodFromJson(Json::parse(PodJsonText(pod, state)), state);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->uid, pod.uid);
+  EXPECT_EQ(back->labels, pod.labels);
+  EXPECT_EQ(back->placement.gpu_ids()[1], 3);
+  EXPECT_EQ(back->created_unix_ns, pod.created_unix_ns);
+}
+
+}  // namespace
+}  // namespace seedance::server
