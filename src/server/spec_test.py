@@ -107,6 +107,13 @@ class Prism:
                f"--validate-request={'true' if validate_request else 'false'}"]
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
                                      env=dict(os.environ, NO_COLOR="1", FORCE_COLOR="0"))
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self):
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
