@@ -56,14 +56,24 @@ double JainOfSpeeds(const JobWorkload& w, const JobRun& run) {
   return s2 > 0 ? s * s / (k * s2) : 1.0;
 }
 
+// A per-job statistic over no job (an empty trace, a tenant without jobs) is null, not 0.
+nlohmann::ordered_json PerJob(const JobSummary& s, double v) {
+  return s.jobs > 0 ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
+}
+
+// The same in the table: "-" where JSON has null.
+std::string PerJobCell(const JobSummary& s, double v) {
+  return s.jobs > 0 ? absl::StrFormat("%12.2f", v) : absl::StrFormat("%12s", "-");
+}
+
 nlohmann::ordered_json SummaryJson(const JobSummary& s) {
   nlohmann::ordered_json j;
   j["jobs"] = s.jobs;
-  j["avg_jct_s"] = s.avg_jct_s;
-  j["p99_jct_s"] = s.p99_jct_s;
-  j["avg_queue_s"] = s.avg_queue_s;
-  j["p99_queue_s"] = s.p99_queue_s;
-  j["p999_queue_s"] = s.p999_queue_s;
+  j["avg_jct_s"] = PerJob(s, s.avg_jct_s);
+  j["p99_jct_s"] = PerJob(s, s.p99_jct_s);
+  j["avg_queue_s"] = PerJob(s, s.avg_queue_s);
+  j["p99_queue_s"] = PerJob(s, s.p99_queue_s);
+  j["p999_queue_s"] = PerJob(s, s.p999_queue_s);
   j["makespan_s"] = s.makespan_s;
   j["preemptions"] = s.preemptions;
   j["preempted_jobs"] = s.preempted_jobs;
@@ -258,10 +268,11 @@ std::string RenderJobTable(const JobWorkload& w, const std::vector<JobRun>& runs
   for (const JobRun& run : runs) {
     for (int t = -1; t < static_cast<int>(w.tenants.size()); ++t) {
       const JobSummary s = SummarizeJobs(w, run, t);
-      absl::StrAppendFormat(&out, "%-12s %-10s %7d %12.2f %12.2f %12.2f %10d %8d %9.1f %8.3f\n",
+      absl::StrAppendFormat(&out, "%-12s %-10s %7d %s %s %s %10d %8d %9.1f %8.3f\n",
                             base::ForTerminal(base::Clip(run.policy, 12)),
-                            base::ForTerminal(base::Clip(s.name, 10)), s.jobs, s.avg_jct_s,
-                            s.avg_queue_s, s.p99_queue_s, s.makespan_s, s.preemptions,
+                            base::ForTerminal(base::Clip(s.name, 10)), s.jobs,
+                            PerJobCell(s, s.avg_jct_s), PerJobCell(s, s.avg_queue_s),
+                            PerJobCell(s, s.p99_queue_s), s.makespan_s, s.preemptions,
                             s.lost_gpu_h, s.below_quota_pct);
     }
   }

@@ -172,6 +172,26 @@ TEST(JobsTest, SummariesAndJson) {
   EXPECT_TRUE(doc["policies"][0]["summary"].contains("avg_queue_s"));
 }
 
+TEST(JobsTest, PerJobFiguresOverNoJobAreNullNotZero) {
+  // Tenant b submits nothing: its averages and percentiles are null (the table prints "-").
+  const JobWorkload w = Make({{"a", 1, 1.0}, {"b", 1, 1.0}}, {{0, 100, 8, 0}});
+  const JobRun r = MustRun(w, "fifo");
+  const auto doc = JobRunsToJson(w, {r});
+  const auto& b = doc["policies"][0]["tenants"][1];
+  ASSERT_EQ(b["name"], "b");
+  EXPECT_EQ(b["jobs"], 0);
+  for (const char* key : {"avg_jct_s", "p99_jct_s", "avg_queue_s", "p99_queue_s", "p999_queue_s"}) {
+    EXPECT_TRUE(b[key].is_null()) << key;
+    EXPECT_FALSE(doc["policies"][0]["summary"][key].is_null()) << key;  // tenant a ran a job
+  }
+  const std::string table = RenderJobTable(w, {r});
+  const size_t row = table.find("fifo         b ");
+  ASSERT_NE(row, std::string::npos) << table;
+  const std::string line = table.substr(row, table.find('\n', row) - row);
+  EXPECT_NE(line.find(" - "), std::string::npos) << line;
+  EXPECT_EQ(line.find("0.00"), std::string::npos) << line;
+}
+
 TEST(JobsTest, UnknownPolicyIsAnError) {
   const JobWorkload w = Make({{"a", 1, 1.0}}, {{0, 1, 1, 0}});
   JobSimOptions o;
