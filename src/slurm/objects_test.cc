@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "seedance/slurm/rest.h"
 
 namespace seedance::slurm {
 namespace {
@@ -199,6 +202,28 @@ TEST(SlurmNodes, ToNodeSpecTakesTheModelFromAFeature) {
   EXPECT_EQ(spec.num_gpus, 8);
   n.num_gpus = 0;
   EXPECT_EQ(ToNodeSpec(n, "GPU").gpu_model, "");
+}
+
+// A token as `scontrol token` makes one: base64url header, claims, signature (not checked here).
+std::string Jwt(const std::string& claims) {
+  return absl::StrCat(absl::WebSafeBase64Escape(R"({"alg":"HS256","typ":"JWT"})"), ".",
+                      absl::WebSafeBase64Escape(claims), ".c2lnbmF0dXJl");
+}
+
+TEST(DecodeTokenTest, ReadsExpiryAndUserOfASlurmJwt) {
+  absl::StatusOr<TokenClaims> c = DecodeToken(Jwt(R"({"exp":1796461893,"iat":1,"sun":"alice"})"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->expires_unix_s, 1796461893);
+  EXPECT_EQ(c->user, "alice");
+}
+
+TEST(DecodeTokenTest, RefusesWhatIsNotAJwtWithAnExpiry) {
+  for (const std::string& bad :
+       {std::string("abc"), std::string("a.b"), std::string("a.!!!.c"), Jwt(R"({"sun":"x"})"),
+        Jwt(R"({"exp":"soon"})"), Jwt("not json"), std::string("")}) {
+    absl::StatusOr<TokenClaims> c = DecodeToken(bad);
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
 }
 
 }  // namespace

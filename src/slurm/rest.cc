@@ -3,9 +3,12 @@
 #include <chrono>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/time.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
 #include "seedance/base/io.h"
@@ -25,7 +28,53 @@ bool ValidVersion(const std::string& v) {
   return true;
 }
 
+// How a reply speaks of the request's token. Later Slurms answer 401 or 403 to a token they turn
+// down; Slurm 22.05.8's slurmrestd answers 500 (tests/slurm/README.md, "Authentication
+// failures"): a submit gets error_code 5005 "Zero Bytes were transmitted or received" (slurmctld
+// down gives 1800 instead), a GET gets "Unspecified error" with errno -1, which is also what it
+// answers while slurmctld cannot be reached.
+enum class TokenSign { kNone, kRefused, kRefusedOrNoController };
+
+TokenSign TokenSignOf(int status, std::string_view body) {
+  if (status == 401 || status == 403) return TokenSign::kRefused;
+  if (status != 500) return TokenSign::kNone;
+  const nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("errors") || !j["errors"].is_array()) return TokenSign::kNone;
+  for (const nlohmann::json& e : j["errors"]) {
+    if (!e.is_object()) continue;
+    const int64_t code = base::IntField(e, "error_code");
+    if (code == 5005) return TokenSign::kRefused;
+    const int64_t errno_ =
+        e.contains("errno") ? base::IntField(e, "errno") : base::IntField(e, "error_number");
+    if (errno_ == -1 && base::StringField(e, "error") == "Unspecified error") {
+      return TokenSign::kRefusedOrNoController;
+    }
+  }
+  return TokenSign::kNone;
+}
+
+std::string Rfc3339(int64_t unix_s) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(unix_s), absl::UTCTimeZone());
+}
+
 }  // namespace
+
+absl::StatusOr<TokenClaims> DecodeToken(std::string_view token) {
+  const std::vector<absl::string_view> parts =
+      absl::StrSplit(absl::string_view(token.data(), token.size()), '.');
+  std::string claims;
+  if (parts.size() != 3 || !absl::WebSafeBase64Unescape(parts[1], &claims)) {
+    return absl::InvalidArgumentError("not a JWT (three base64url parts joined by '.')");
+  }
+  const nlohmann::json j = nlohmann::json::parse(claims, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("exp") || !j["exp"].is_number_integer()) {
+    return absl::InvalidArgumentError("a JWT without an integer 'exp' claim");
+  }
+  TokenClaims out;
+  out.expires_unix_s = j["exp"].get<int64_t>();
+  out.user = base::StringField(j, "sun");
+  return out;
+}
 
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
   absl::StatusOr<std::string> text = base::ReadInput(path, base::InputKind::kConfig);
@@ -142,10 +191,10 @@ absl::StatusOr<RestClient::Reply> RestClient::CallOnce(const char* method, const
                                                              : c->Get(full, headers, sink);
   if (!r) {
     Give(nullptr);  // the connection is in an unknown state: a new one next time
-    return absl::UnavailableError(
-        absl::StrCat(std::string(what), ": cannot reach slurmrestd at ", base::RedactUrl(options_.url), ": ",
-                     r.error() == httplib::Error::Connection ? "connection failed (is it running?)"
-                                                             : httplib::to_string(r.error())));
+    return absl::UnavailableError(absl::StrCat(
+        std::string(what), ": cannot reach slurmrestd at ", base::RedactUrl(options_.url), ": ",
+        r.error() == httplib::Error::Connection ? "connection failed (is it running?)"
+                                                : httplib::to_string(r.error())));
   }
   Reply reply{r->status, std::string_view(method) == "GET" ? std::move(received) : r->body};
   Give(std::move(c));
@@ -155,15 +204,62 @@ absl::StatusOr<RestClient::Reply> RestClient::CallOnce(const char* method, const
 absl::StatusOr<RestClient::Reply> RestClient::Call(const char* method, const std::string& path,
                                                    const std::string& body, std::string_view what) {
   absl::StatusOr<Reply> r = CallOnce(method, path, body, what);
-  if (r.ok() && (r->status == 401 || r->status == 403) && !options_.token_file.empty()) {
-    if (ReloadToken().ok()) r = CallOnce(method, path, body, what);
+  if (!r.ok() || TokenSignOf(r->status, r->body) == TokenSign::kNone) return r;
+  // The token may have been renewed in its file since it was read (a cron job running `scontrol
+  // token`): read it again and, if it changed, try once more with the new one.
+  if (!options_.token_file.empty()) {
+    const std::string before = Token();
+    if (ReloadToken().ok() && Token() != before) {
+      r = CallOnce(method, path, body, what);
+      if (!r.ok() || TokenSignOf(r->status, r->body) == TokenSign::kNone) return r;
+    }
   }
-  if (r.ok() && (r->status == 401 || r->status == 403)) {
+  return TokenError(*r, what);
+}
+
+absl::Status RestClient::TokenError(const Reply& r, std::string_view what_view) {
+  const std::string what(what_view);
+  const TokenSign sign = TokenSignOf(r.status, r.body);
+  const std::string source =
+      options_.token_file.empty()
+          ? std::string("the token")
+          : absl::StrCat("the token in ", base::ForTerminal(options_.token_file));
+  const std::string renew = absl::StrCat(
+      "renew it with `scontrol token username=", options_.user, " lifespan=SECONDS`",
+      options_.token_file.empty() ? ""
+                                  : " into the file (read again on the next call, no restart)");
+  const absl::Status slurm = ErrorsOf(r.status, r.body, what);
+  // What slurmrestd said: its errors, or "HTTP 401: BODY" when it gave none.
+  const absl::string_view errors = absl::StripPrefix(slurm.message(), absl::StrCat(what, ": "));
+  const std::string said = absl::StartsWith(errors, "HTTP ")
+                               ? std::string(errors)
+                               : absl::StrCat("HTTP ", r.status, ", ", errors);
+  absl::StatusOr<TokenClaims> claims = DecodeToken(Token());
+  if (!claims.ok()) {
+    return absl::UnauthenticatedError(absl::StrCat(what, ": slurmrestd refused ", source, " (",
+                                                   said, "): it is ", claims.status().message(),
+                                                   "; make one with `scontrol token`"));
+  }
+  const int64_t now = absl::ToUnixSeconds(absl::Now());
+  if (claims->expires_unix_s <= now) {
     return absl::UnauthenticatedError(absl::StrCat(
-        std::string(what), ": slurmrestd refused the token (HTTP ", r->status,
-        "); renew it with `scontrol token username=", options_.user, " lifespan=SECONDS`"));
+        what, ": slurmrestd refused ", source, " (", said, "): it expired at ",
+        Rfc3339(claims->expires_unix_s), ", ", now - claims->expires_unix_s, " s ago; ", renew));
   }
-  return r;
+  const std::string valid =
+      absl::StrCat("its own expiry, ", Rfc3339(claims->expires_unix_s), ", has not passed");
+  if (sign == TokenSign::kRefused) {
+    return absl::UnauthenticatedError(absl::StrCat(
+        what, ": slurmrestd refused ", source, " (", said, "; ", valid,
+        "): it is signed with another key than slurmctld's jwt_key, or is for a user other than ",
+        base::ForTerminal(options_.user), " (it names '", base::ForTerminal(claims->user), "'); ",
+        renew));
+  }
+  return absl::UnavailableError(
+      absl::StrCat(what, ": ", said,
+                   ": slurmrestd 22.05 answers so both when slurmctld cannot be reached and when "
+                   "it refuses the token; check that slurmctld runs (`scontrol ping`), then ",
+                   source, " (", valid, "; names user '", base::ForTerminal(claims->user), "')"));
 }
 
 absl::StatusOr<int64_t> RestClient::Submit(const JobSpec& spec) {

@@ -26,6 +26,7 @@ Classes (the issue's "Why" list, plus the valid controls that keep the fixtures 
   control     valid inputs that must succeed with valid output
 """
 
+import base64
 import json
 import os
 
@@ -2272,6 +2273,14 @@ def live_scheduler_cases():
     return server_flag_cases() + client_cases()
 
 
+def jwt_token(exp, user="root"):
+    """A token shaped as Slurm's (HS256 header, exp and sun claims) with a signature no one made."""
+    def b64(text):
+        return base64.urlsafe_b64encode(text.encode()).rstrip(b"=").decode()
+    return ".".join((b64('{"alg":"HS256","typ":"JWT"}'),
+                     b64('{"exp":%d,"iat":1,"sun":"%s"}' % (exp, user)), b64("signature")))
+
+
 # The Slurm backend's flags (server --backend slurm) and `seedance submit`: every case ends before
 # anything would be served or submitted. Port 9 (discard) on loopback has no slurmrestd.
 def slurm_cases():
@@ -2315,6 +2324,18 @@ def slurm_cases():
         Case(E, "submit/server-unreachable", SUB + ["--", "{job.sh}"], files=script, exit=1,
              max_s=10),
     ]
+    # A slurmrestd that turns the token down (its 22.05 form, a 500, or a 401): the error names
+    # the token file and says why when the token shows it (issue 44).
+    fake = ["--slurm-url", "http://127.0.0.1:{port}"]
+    for mode in ("slurm_refused", "slurm_401"):
+        for name, token, says in (("expired", jwt_token(exp=1000000000), "expired at"),
+                                  ("not-jwt", "x" * 40, "not a JWT")):
+            c.append(Case(E, "server/%s-token-%s" % (mode.replace("_", "-"), name),
+                          SL + fake + TOK, files={"jwt": "SLURM_JWT=" + token + "\n"},
+                          server=("http", mode), exit=1, msg=[says, "jwt"], max_s=20))
+    c.append(Case(E, "server/slurm-refused-token-valid", SL + fake + TOK,
+                  files={"jwt": jwt_token(exp=4102444800) + "\n"}, server=("http", "slurm_refused"),
+                  exit=1, msg=["slurmctld", "jwt", "has not passed"], max_s=20))
     for flag in ("--slurm-node-poll", "--slurm-job-poll", "--slurm-submitters"):
         for name, v in (("nan", "nan"), ("minus", "-1"), ("zero", "0"), ("text", "lots")):
             c.append(Case(B, "server/%s=%s" % (flag[2:], name), SL + URL + TOK + [flag, v],

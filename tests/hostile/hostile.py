@@ -185,6 +185,13 @@ class _PromHandler(http.server.BaseHTTPRequestHandler):
             self._reply(200, "[1, 2, 3]")
         elif mode == "http500":
             self._reply(500, "internal error " + "x" * 100)
+        elif mode == "slurm_refused":
+            # slurmrestd 22.05.8's answer to a token it turns down, and to any request while
+            # slurmctld is down (tests/slurm/README.md, "Authentication failures").
+            self._reply(500, '{"meta": {}, "errors": [{"error": "Unspecified error", '
+                             '"errno": -1}], "nodes": []}')
+        elif mode == "slurm_401":
+            self._reply(401, "Authentication failure")
         elif mode == "http500_huge":
             self._reply(500, "E" * (3 << 20), ctype="text/plain")
         elif mode == "not_json":

@@ -17,7 +17,10 @@ slurmctld, 16 slurmd with 8 fake GPUs each, slurmrestd), a Seedance server in fr
               once, all complete and leave the ledger; prints the count and the wall time;
   node loss   a slurmd killed under a running job shows as unavailable (cordoned) within 10 s
               (--slurm-probe-slurmd) and the job is requeued and runs on another node;
-              deleting pods cancels jobs.
+              deleting pods cancels jobs;
+  token       a server started with an expired token exits 1 naming the file and the expiry;
+              a token that expires under a running server leaves the pod Pending with an error
+              that says so; rewriting the file makes the next attempt succeed, no restart.
 
 Needs root (slurmd, device nodes) and the packages slurm_cluster.py names; exits 77 (skip)
 without them, unless SEEDANCE_REQUIRE_DATA=1, which makes that a failure. Every wait polls."""
@@ -25,6 +28,7 @@ without them, unless SEEDANCE_REQUIRE_DATA=1, which makes that a failure. Every 
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -215,6 +219,85 @@ def check_node_loss(cluster, client, out):
     cluster.restart_node(k)
 
 
+def write_token(path, token):
+    """Replaces the token file whole, as a renewing cron job should (write, then rename)."""
+    with open(path + ".new", "w") as f:
+        f.write(f"SLURM_JWT={token}\n")
+    os.replace(path + ".new", path)
+
+
+def check_token_renewal(binary, root, cluster, out):
+    """A token that expires under a running server, then a renewed file: no restart."""
+    jwt = os.path.join(root, "short.jwt")
+    # Already expired at start: the server refuses to start and says so, naming the file.
+    write_token(jwt, cluster.local_token("root", lifespan=-60))
+    flags = ["--backend", "slurm", "--slurm-url", cluster.rest_url, "--slurm-token-file", jwt,
+             "--slurm-workdir", out, "--slurm-job-poll", "0.2", "--slurm-node-poll", "1"]
+    proc = subprocess.run([binary, "server", "--listen", "127.0.0.1:0", "--state",
+                           os.path.join(root, "token-state-0")] + flags,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "expired at" in proc.stderr and jwt in proc.stderr, \
+        (proc.returncode, proc.stderr[-600:])
+    print(f"token: expired at start -> exit 1, \"{proc.stderr.strip().splitlines()[-1][:200]}\"")
+
+    # A token signed by slurmctld that lives 15 s; the server starts with it.
+    write_token(jwt, cluster.token("root", lifespan=15))
+    expires = time.time() + 15
+    server = testlib.Server(binary, os.path.join(root, "token-state"), extra=flags)
+    server.start()
+    try:
+        client = testlib.Client(server.port)
+        poll("the token to expire", lambda: time.time() > expires + 1, 30)
+        script = workload.script(77777, 1, out)
+        status, pod = client.request("POST", "/v1/pods", pod_body("after-expiry", 1, script))
+        assert status == 201, (status, pod)
+        uid = pod["uid"]
+        pod = poll("the pod to record the expired token",
+                   lambda: (p := get_pod(client, uid)) and
+                   "expired at" in annotation(p, "slurm.seedance.io/error") and p, 60)
+        assert pod["phase"] in ("Pending", "Assumed"), pod
+        assert jwt in annotation(pod, "slurm.seedance.io/error"), pod
+        print(f"token: expired under the server -> pod Pending with "
+              f"\"{annotation(pod, 'slurm.seedance.io/error')[:200]}\"")
+        # Renewal: the next attempt reads the file again and succeeds, with no restart.
+        failures = metric(client, FAILED_SUBMITS)
+        write_token(jwt, cluster.token("root", lifespan=3600))
+        poll("the pod's job to be submitted with the renewed token",
+             lambda: (p := get_pod(client, uid)) is None
+             or annotation(p, "slurm.seedance.io/job-id"), 30)
+        # At most the attempt already under way when the file was replaced may fail.
+        renewed = metric(client, FAILED_SUBMITS)
+        assert renewed - failures <= 1, f"{renewed - failures} submissions failed after renewal"
+        status, pod = client.request("POST", "/v1/pods", pod_body("after-renewal", 1, script))
+        assert status == 201, (status, pod)
+        poll("a new pod to be submitted at once",
+             lambda: (p := get_pod(client, pod["uid"])) is None
+             or annotation(p, "slurm.seedance.io/job-id"), 30)
+        assert metric(client, FAILED_SUBMITS) == renewed, "a submission failed after renewal"
+        assert server.proc.poll() is None, "the server restarted"
+        print("token: file renewed -> the waiting pod's next attempt and a new pod were "
+              "submitted, no failure, no restart")
+        client.close()
+    except BaseException:
+        print(server.output(), file=sys.stderr)
+        raise
+    finally:
+        server.stop()
+
+
+FAILED_SUBMITS = 'seedance_slurm_submits_total{result="failed"}'
+
+
+def metric(client, series):
+    """The value of one series in /metrics (Prometheus text format)."""
+    status, text = client.request("GET", "/metrics")
+    assert status == 200 and isinstance(text, str), status
+    for line in text.splitlines():
+        if line.startswith(series + " "):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{series} is not in /metrics")
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: backend_test.py SEEDANCE_BINARY")
@@ -248,6 +331,7 @@ def main():
             raise
         finally:
             server.stop()
+        check_token_renewal(binary, root, cluster, out)
     print("PASS")
 
 

@@ -3,8 +3,10 @@
 //
 // Authentication is JWT (auth/jwt): every request carries X-SLURM-USER-NAME and
 // X-SLURM-USER-TOKEN. The token comes from RestOptions::token or from a file (what
-// `scontrol token` prints, SLURM_JWT=..., or the bare token), read again when slurmrestd answers
-// 401, so a token renewed by cron is picked up without a restart.
+// `scontrol token` prints, SLURM_JWT=..., or the bare token). The file is read again whenever a
+// reply may mean a refused token - 401 or 403, or the 500s Slurm 22.05 gives instead (error 5005
+// on a submit; "Unspecified error", errno -1, on a GET) - and the request is sent once more if
+// the token changed, so a token renewed by cron is picked up without a restart or a failure.
 //
 // Thread-safety: every method is thread-safe; up to `connections` requests run at once, each on
 // its own kept-alive connection.
@@ -16,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -33,7 +36,7 @@ struct RestOptions {
   std::string api_version = "v0.0.38";  // the path's /slurm/<version>/
   std::string user = "root";            // X-SLURM-USER-NAME: the user jobs run as
   std::string token;                    // X-SLURM-USER-TOKEN; or:
-  std::string token_file;               // a file holding it (read again after a 401)
+  std::string token_file;               // a file holding it (read again after a refusal)
   std::string gpu_type_prefix = "g";    // gres.conf's per-GPU Type: g0, g1, ...
   double timeout_s = 10;
   int connections = 8;
@@ -49,8 +52,10 @@ class RestClient {
   RestClient& operator=(const RestClient&) = delete;
 
   // The job id. FailedPrecondition with Slurm's own message for a job Slurm refuses (unknown
-  // partition, GRES not available), Unauthenticated (token), Unavailable (slurmrestd cannot be
-  // reached or timed out).
+  // partition, GRES not available), Unauthenticated for a refused token (the message says why
+  // when the token shows it: expired when, not a JWT, which user), Unavailable (slurmrestd cannot
+  // be reached or timed out, or a GET's 500 that may be either slurmctld down or the token: the
+  // message names both).
   absl::StatusOr<int64_t> Submit(const JobSpec& spec);
   absl::Status Cancel(int64_t job_id);
   absl::StatusOr<std::vector<Job>> Jobs();
@@ -73,6 +78,8 @@ class RestClient {
   void Give(std::unique_ptr<httplib::Client> c);
   absl::Status ReloadToken();
   std::string Token();
+  // The status for a reply that still speaks of a refused token after any reload.
+  absl::Status TokenError(const Reply& r, std::string_view what);
 
   RestOptions options_;
   std::string base_;  // /slurm/v0.0.38
@@ -85,6 +92,14 @@ class RestClient {
 
 // The token in a file `scontrol token` wrote ("SLURM_JWT=eyJ..." or the bare token).
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
+
+// What a Slurm JWT says of itself (read, not verified: only slurmctld holds the key).
+struct TokenClaims {
+  int64_t expires_unix_s = 0;  // "exp"
+  std::string user;            // "sun", Slurm's user-name claim
+};
+// InvalidArgument for a token that is not a JWT or has no integer "exp".
+absl::StatusOr<TokenClaims> DecodeToken(std::string_view token);
 
 }  // namespace seedance::slurm
 
