@@ -35,6 +35,10 @@ PACKAGES=(
   etcd-server
   etcd-client
   curl
+  # The doc test (tools/doctest.py) runs the docs' examples: they use jq; each page gets its own
+  # loopback with `ip` (iproute2) and `unshare` (util-linux, always there).
+  jq
+  iproute2
   wrk
   prometheus
   python3
