@@ -719,6 +719,9 @@ std::string ExplainText(const Json& e) {
     for (const auto& [n, name] : reasons) rows.push_back({name, absl::StrCat(n)});
     absl::StrAppend(&out, Table(rows));
   }
+  if (e.contains("evicted") && e["evicted"].is_string()) {
+    absl::StrAppend(&out, "evicted: ", Str(e, "evicted"), "\n");
+  }
   if (e.contains("last_attempt") && e["last_attempt"].is_string()) {
     absl::StrAppend(&out, "last attempt: ", Str(e, "last_attempt"), "\n");
   }

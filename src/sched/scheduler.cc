@@ -90,6 +90,7 @@ absl::Status Scheduler::DeleteNode(std::string_view name, bool drain,
       // Requeued, not ended; a gang member's gang is placed again, whole.
       if (!p->gang.empty()) gangs_hit.insert(GangKey(*p));
       if (absl::Status st = Evict(uid, 0); !st.ok()) return st;
+      last_eviction_[uid] = absl::StrCat("node ", Str(name), " drained");
     } else if (absl::Status st = DeletePod(uid, 0); !st.ok()) {
       return st;
     }
@@ -177,6 +178,7 @@ absl::Status Scheduler::DeletePod(std::string_view uid, double now_s) {
     uid_queue_.erase(it);
   }
   last_failure_.erase(Str(uid));
+  last_eviction_.erase(Str(uid));
   placed_by_.erase(Str(uid));
   bind_failures_.erase(Str(uid));
   absl::StatusOr<PodInfo> removed = ledger_.Remove(uid);
@@ -396,6 +398,7 @@ void Scheduler::CommitPlacement(const std::string& uid, const Outcome& out, doub
   const PodInfo* pod = ledger_.Find(uid);
   ++attempts_scheduled_;
   last_failure_.erase(uid);
+  last_eviction_.erase(uid);
   placed_by_[uid] = selector_ ? selector_(*pod).name : options_.default_profile.name;
   if (auto it = uid_queue_.find(uid); it != uid_queue_.end()) {
     queue_.Remove(it->second);  // a gang member other than the popped one is still queued
@@ -423,6 +426,11 @@ absl::StatusOr<Diagnosis> Scheduler::Explain(std::string_view uid) const {
 std::string Scheduler::LastFailure(std::string_view uid) const {
   auto it = last_failure_.find(uid);
   return it == last_failure_.end() ? "" : it->second;
+}
+
+std::string Scheduler::LastEviction(std::string_view uid) const {
+  auto it = last_eviction_.find(uid);
+  return it == last_eviction_.end() ? "" : it->second;
 }
 
 }  // namespace seedance::sched

@@ -217,6 +217,7 @@ bool Scheduler::Preempt(const PodInfo& pod, const core::PodShape& shape, double 
   for (const std::string& uid : uids) {
     if (!Evict(uid, now_s).ok()) return false;
     last_failure_[uid] = why;
+    last_eviction_[uid] = why;
     ++preemptions_;
   }
   // A gang is preempted as a unit: its other members go too.
@@ -228,6 +229,7 @@ bool Scheduler::Preempt(const PodInfo& pod, const core::PodShape& shape, double 
       if (p == nullptr || p->phase == PodPhase::kPending) continue;
       if (Evict(m, now_s).ok()) {
         last_failure_[m] = why + ", with its gang";
+        last_eviction_[m] = last_failure_[m];
         ++preemptions_;
       }
     }

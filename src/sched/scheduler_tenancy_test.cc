@@ -89,6 +89,33 @@ TEST(SchedulerTenancyTest, BorrowingThenReclaimToEachOwnersFairShare) {
   EXPECT_EQ(s->preemptions(), 14);
 }
 
+TEST(SchedulerTenancyTest, AnEvictedPodKeepsWhoReclaimedItUntilItRunsAgain) {
+  auto s = Cluster({Queue("a", 12), Queue("b", 12)});
+  Submit(*s, "a", 24);
+  s->RunCycles(0);
+  ASSERT_EQ(Bound(*s, "a"), 24);
+  Submit(*s, "b", 1);
+  s->RunCycles(0);
+  ASSERT_EQ(Bound(*s, "b"), 1);
+  std::vector<std::string> evicted, running;
+  s->ledger().ForEach([&](const PodInfo& p) {
+    if (p.ns == "a") (p.phase == PodPhase::kPending ? evicted : running).push_back(p.uid);
+  });
+  ASSERT_EQ(evicted.size(), 1u);
+  const std::string victim = evicted[0];
+  EXPECT_EQ(s->LastEviction(victim), "preempted for pod b/b-0 (reclaim)");
+  EXPECT_EQ(s->LastEviction(running[0]) + s->LastEviction("b-0"), "");  // never evicted
+  // Later attempts fail for want of a GPU; the eviction is still what explain shows.
+  ASSERT_TRUE(s->PutNode(GpuNode("n3", 0)).ok());
+  s->RunCycles(1);
+  EXPECT_EQ(s->LastEviction(victim), "preempted for pod b/b-0 (reclaim)");
+  // Room again: it runs, and the eviction is history.
+  ASSERT_TRUE(s->DeletePod("b-0", 2).ok());
+  s->RunCycles(60);  // past any backoff
+  ASSERT_EQ(Bound(*s, "a"), 24);
+  EXPECT_EQ(s->LastEviction(victim), "");
+}
+
 TEST(SchedulerTenancyTest, ALimitCapsBorrowing) {
   auto s = Cluster({Queue("a", 8, 10), Queue("b", 8)});
   Submit(*s, "a", 16);

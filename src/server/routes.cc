@@ -261,6 +261,8 @@ void ExplainPod(Service& s, const Caller& caller, const Request& req, Done done)
     j["message"] = sched::FitErrorMessage(*d);
     const std::string last = c.scheduler.LastFailure(uid);
     j["last_attempt"] = last.empty() ? Json(nullptr) : Json(last);
+    const std::string evicted = c.scheduler.LastEviction(uid);
+    j["evicted"] = evicted.empty() ? Json(nullptr) : Json(evicted);
     return Ok(200, j);
   }, std::move(done));
 }

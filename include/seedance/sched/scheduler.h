@@ -184,6 +184,10 @@ class Scheduler {
   absl::StatusOr<Diagnosis> Explain(std::string_view uid) const;
   // The message of the pod's last failed attempt ("" if none yet).
   std::string LastFailure(std::string_view uid) const;
+  // Why a pending pod was last evicted since it was last placed ("preempted for pod NS/NAME
+  // (reclaim)", "node N drained"); "" if it was not. Kept while the pod waits, so that later
+  // failed attempts do not hide it; cleared when it is placed again or deleted.
+  std::string LastEviction(std::string_view uid) const;
 
   void SetProfileSelector(ProfileSelector selector);
 
@@ -285,6 +289,7 @@ class Scheduler {
   std::map<uint64_t, std::string> queue_uid_;  // queue id -> pod uid
   std::map<std::string, uint64_t, std::less<>> uid_queue_;
   std::map<std::string, std::string, std::less<>> last_failure_;
+  std::map<std::string, std::string, std::less<>> last_eviction_;  // LastEviction()
   std::map<std::string, std::string, std::less<>> placed_by_;  // uid -> profile that placed it
   std::map<std::string, int, std::less<>> bind_failures_;      // uid -> Forgets with a reason
   uint64_t next_queue_id_ = 1;
