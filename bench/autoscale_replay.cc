@@ -474,15 +474,9 @@ int main(int argc, char** argv) {
   }
   const sv::CostModel cm(*model, *gpu, cfg.tp);
   const std::string dir = seedance::trace::DataDir() + "/llm-traces/azure-2023/";
-  if (cfg.json) {
-    std::printf("{\"model\": \"%s\", \"gpu\": \"%s\", \"tp\": %d, \"startup_s\": %g, \"traces\": [",
-                cfg.model.c_str(), cfg.gpu.c_str(), cfg.tp, cfg.startup_s);
-  } else {
-    std::printf("replica = %s on %d x %s; start-up %g s; metric window %g s; period %s\n\n",
-                cfg.model.c_str(), cfg.tp, cfg.gpu.c_str(), cfg.startup_s, cfg.metric_window_s,
-                cfg.adaptive ? "adaptive (seed, predictive)" : "15 s");
-  }
-  bool first = true;
+  // Every trace is read before anything is printed: with none there is nothing to report, and
+  // that is a failure (exit 1), not an empty success.
+  std::vector<std::pair<std::string, sv::RequestTrace>> traces;
   for (const char* name : {"conv", "code"}) {
     const std::string path = dir + "AzureLLMInferenceTrace_" + name + ".csv";
     auto trace = sv::ReadRequestTrace(path);
@@ -493,6 +487,26 @@ int main(int argc, char** argv) {
                    name, trace.status().ToString().c_str());
       continue;
     }
+    traces.emplace_back(name, std::move(*trace));
+  }
+  if (traces.empty()) {
+    std::fprintf(stderr,
+                 "autoscale_replay: no trace under %s: nothing replayed, nothing measured\n",
+                 dir.c_str());
+    return 1;
+  }
+  if (cfg.json) {
+    std::printf("{\"model\": \"%s\", \"gpu\": \"%s\", \"tp\": %d, \"startup_s\": %g, \"traces\": [",
+                cfg.model.c_str(), cfg.gpu.c_str(), cfg.tp, cfg.startup_s);
+  } else {
+    std::printf("replica = %s on %d x %s; start-up %g s; metric window %g s; period %s\n\n",
+                cfg.model.c_str(), cfg.tp, cfg.gpu.c_str(), cfg.startup_s, cfg.metric_window_s,
+                cfg.adaptive ? "adaptive (seed, predictive)" : "15 s");
+  }
+  bool first = true;
+  for (auto& [name_string, trace_value] : traces) {
+    const char* name = name_string.c_str();
+    const sv::RequestTrace* trace = &trace_value;
     std::vector<double> counts(static_cast<size_t>(trace->requests.back().arrival_s) + 1, 0.0);
     for (const auto& r : trace->requests) counts[static_cast<size_t>(r.arrival_s)] += 1;
     std::vector<double> per_minute((counts.size() + 59) / 60, 0.0);

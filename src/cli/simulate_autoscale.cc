@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "commands.h"
 #include "seedance/base/text.h"
@@ -222,11 +223,19 @@ int SimulateAutoscale(const Flags& f) {
                  {"drain_below", o.drain_below_utilization},
                  {"prescale", o.prescale},
                  {"seeds", f.seeds}};
+  const std::string inputs = absl::StrFormat(
+      "inputs: %s; %zu node groups; load %.2f of the groups' GPUs at max size; window %g h after "
+      "%g h warm-up; placement %s (CA-like: %s); drain below %.2f; prescale %s; seeds %s",
+      o.replay ? absl::StrCat("trace ", Shown(f.trace), ", tenants ", Shown(f.tenants))
+               : absl::StrCat("nodes ", Shown(f.nodes), ", pods ", Shown(f.pods)),
+      groups->size(), o.load, o.duration_h, o.warmup_h, doc["meta"]["placement"].get<std::string>(),
+      doc["meta"]["ca_placement"].get<std::string>(), o.drain_below_utilization,
+      o.prescale ? "on" : "off", absl::StrJoin(f.seeds, ","));
   return Finish(
       f, *format, outs,
       [&](const std::string& fmt) {
         return fmt == "json" ? base::DumpJson(doc, 1) + "\n"
-                             : cs::RenderChurnTable(*runs) + summary;
+                             : cs::RenderChurnTable(*runs, inputs) + summary;
       },
       summary);
 }

@@ -95,27 +95,33 @@ std::string Cell(double v, const char* fmt) {
 
 }  // namespace
 
-std::string RenderChurnTable(const std::vector<ChurnRun>& runs) {
-  std::string out = absl::StrFormat(
-      "%-15s %6s %8s %9s %9s %7s %10s %11s %11s %10s %6s %7s %7s %6s %7s\n", "expander", "seed",
-      "arrived", "p50_s", "p99_s", "waited", "wait_p50_s", "gpu_h_paid", "idle_gpu_h", "cost_usd",
-      "added", "removed", "drained", "moved", "waiting");
+std::string RenderChurnTable(const std::vector<ChurnRun>& runs, std::string_view inputs) {
+  std::string out;
+  if (!inputs.empty()) absl::StrAppend(&out, std::string(inputs), "\n");
+  // Each column names what it counts (pods_, nodes_) or its unit (_s seconds, _h hours, _usd).
+  absl::StrAppend(&out, kChurnLegend, "\n\n");
+  absl::StrAppendFormat(
+      &out, "%-15s %6s %12s %10s %10s %11s %10s %11s %11s %10s %11s %13s %13s %10s %16s\n",
+      "expander", "seed", "pods_arrived", "pend_p50_s", "pend_p99_s", "pods_waited", "wait_p50_s",
+      "gpu_h_paid", "idle_gpu_h", "cost_usd", "nodes_added", "nodes_removed", "nodes_drained",
+      "pods_moved", "pods_waiting_end");
   for (const ChurnRun& run : runs) {
     const ChurnReport& r = run.report;
     absl::StrAppendFormat(
-        &out, "%-15s %6d %8d %9.1f %9.1f %7d %10.1f %11.1f %11.1f %10.0f %6d %7d %7d %6d %7d\n",
+        &out,
+        "%-15s %6d %12d %10.1f %10.1f %11d %10.1f %11.1f %11.1f %10.0f %11d %13d %13d %10d %16d\n",
         ExpanderName(run.expander), run.seed, r.pods_arrived, r.pending_p50_s, r.pending_p99_s,
         r.pods_waited, r.waited_p50_s, r.gpu_hours_paid, r.idle_gpu_hours, r.cost_usd,
         r.nodes_added, r.nodes_removed, r.nodes_drained, r.pods_moved, r.pods_waiting_at_end);
   }
   const std::vector<RatioRow> rows = RatioRows(runs);
   if (rows.empty()) return out;
-  absl::StrAppendFormat(&out, "\n%-32s %6s %9s %11s %11s %10s\n", "ratio", "seed", "p99",
+  absl::StrAppendFormat(&out, "\n%-32s %6s %10s %11s %11s %10s\n", "ratio", "seed", "pend_p99",
                         "gpu_h_paid", "idle_gpu_h", "cost");
   for (const RatioRow& row : rows) {
     const ChurnReport& a = row.run->report;
     const ChurnReport& b = row.base->report;
-    absl::StrAppendFormat(&out, "%-32s %6d %9s %11s %11s %10s\n",
+    absl::StrAppendFormat(&out, "%-32s %6d %10s %11s %11s %10s\n",
                           absl::StrCat(std::string(ExpanderName(row.run->expander)), " / ",
                                        std::string(ExpanderName(row.base->expander))),
                           row.seed, Cell(Ratio(a.pending_p99_s, b.pending_p99_s), "%.3f"),

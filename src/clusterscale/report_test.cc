@@ -108,6 +108,14 @@ TEST(ReportTest, RatiosAreToTheFirstExpanderOfTheSeedAndNullOverZero) {
   const std::string table = RenderChurnTable(runs);
   EXPECT_TRUE(absl::StrContains(table, "seedance / ca-least-waste")) << table;
   EXPECT_TRUE(absl::StrContains(table, "0.750")) << table;
+  // Every column says what it counts or its unit, under a legend; the inputs come first.
+  EXPECT_TRUE(absl::StartsWith(table, std::string(kChurnLegend) + "\n")) << table;
+  for (const char* column : {"pods_arrived", "pend_p99_s", "nodes_added", "pods_moved"}) {
+    EXPECT_TRUE(absl::StrContains(table, column)) << column;
+  }
+  const std::string with_inputs = RenderChurnTable(runs, "inputs: load 0.90");
+  EXPECT_TRUE(absl::StartsWith(with_inputs, "inputs: load 0.90\n" + std::string(kChurnLegend)))
+      << with_inputs;
 }
 
 }  // namespace

@@ -37,9 +37,16 @@ absl::StatusOr<std::vector<ChurnRun>> RunChurnSet(const std::vector<NodeGroup>& 
                                                   const std::vector<ExpanderKind>& expanders,
                                                   const std::vector<uint64_t>& seeds, int jobs);
 
+// What the table's columns count and in what unit (its second line).
+inline constexpr const char* kChurnLegend =
+    "pods_*: pods; nodes_*: nodes; pend_*_s: seconds from arrival to placement over the pods that "
+    "arrived in the window, wait_p50_s over those that waited; gpu_h: GPU-hours; cost_usd: "
+    "dollars of nodes paid";
 // A fixed-width table of `runs` (in the order given), then per seed the ratios of every other
 // expander's pending p99, GPU-hours paid, idle GPU-hours and cost to the first expander's.
-std::string RenderChurnTable(const std::vector<ChurnRun>& runs);
+// `inputs` (the run's load, window, placement...; "" for none) is its first line, then the
+// legend.
+std::string RenderChurnTable(const std::vector<ChurnRun>& runs, std::string_view inputs = "");
 // {"schema_version": "simulate-autoscale/v1", ..., "runs": [{"expander", "seed", figures...}],
 //  "ratios": [{"seed", "expander", "to", ratios...}]} (an undefined ratio, x / 0, is null).
 nlohmann::ordered_json ChurnRunsToJson(const std::vector<ChurnRun>& runs);
