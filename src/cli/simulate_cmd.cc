@@ -443,37 +443,8 @@ int Simulate(const Flags& f) {
       summary);
 }
 
-}  // namespace
-
-Command AddSimulateCommand(CLI::App& app) {
-  auto f = std::make_shared<Flags>();
-  f->seeds = *base::ParseSeedList(f->seeds_text, "--seeds");
-  CLI::App* sim = app.add_subcommand(
-      "simulate", "Replay a workload against placement policies and compare them");
-  sim->footer(
-      "With no arguments it runs every policy on a built-in deterministic cluster and "
-      "workload and prints the table.\n\n"
-      "Examples:\n"
-      "  seedance simulate\n"
-      "  seedance simulate --nodes openb_node_list_gpu_node.csv --pods openb_pod_list_default.csv "
-      "\\\n"
-      "      --policy fgd,bestfit,cas --mode fill --seeds 42-51 --tune 1.3 -o out.json\n"
-      "  seedance simulate --nodes N.csv --pods P.csv --format html -o report.html\n"
-      "  seedance simulate --nodes N.csv --pods P.csv --mode churn --load 1.2 --duration 72h "
-      "--seeds 42-46\n"
-      "  seedance simulate --nodes N.csv --pods P.csv --mode replay --time-scale 1 --format csv\n"
-      "  kubectl get nodes -o json > nodes.json; kubectl get pods -A -o json > pods.json\n"
-      "  seedance simulate --nodes nodes.json --pods pods.json --policy bestfit,fgd,cas\n"
-      "  seedance simulate --mode jobs --trace philly.csv --tenants philly_vc.csv \\\n"
-      "      --policy fifo,sjf,srtf --window 2017-10-01,2017-11-30 --capacity-scale 0.25\n"
-      "  seedance simulate --mode autoscale --nodes N.csv --pods P.csv --duration 24h "
-      "--seeds 42-44 --policy fgd\n"
-      "  seedance simulate --mode autoscale --trace philly.csv --tenants philly_vc.csv \\\n"
-      "      --window 2017-10-01,2017-11-30 --seeds 42-44 --prescale\n\n"
-      "Limits: at most 10,000 runs (policies x seeds); a run replays at most 5,000,000 pods "
-      "(fill: trace plus resampled; churn and autoscale: expected arrivals); --duration and "
-      "--warmup at most 87600h; autoscale at most 1,000,000 scans.\n\n"
-      "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error.");
+// The placement run's flags: the workload, the policies, the mode and its clock.
+void AddRunFlags(CLI::App* sim, const std::shared_ptr<Flags>& f) {
   sim->add_option("--nodes", f->nodes,
                   "Node CSV (sn,cpu_milli,memory_mib,gpu,model), a cluster descriptor "
                   "(.yaml/.yml/.json, docs/formats.md), or `kubectl get nodes -o json` output "
@@ -557,6 +528,10 @@ Command AddSimulateCommand(CLI::App& app) {
                       "topology) or index (lowest indices, as the FGD reference simulator)")
           ->capture_default_str()
           ->check(CLI::IsMember({"topology", "index"})));
+}
+
+// --mode jobs (and the job-trace input of --mode autoscale).
+void AddJobTraceFlags(CLI::App* sim, const std::shared_ptr<Flags>& f) {
   sim->add_option("--trace", f->trace,
                   "jobs and autoscale: job trace CSV (timestamp,duration,num_gpus[,gpu_time],"
                   "cluster), e.g. the Philly trace; autoscale replays its jobs at their submit "
@@ -588,16 +563,10 @@ Command AddSimulateCommand(CLI::App& app) {
       ->check(CLI::IsMember({"reverse", "file"}));
   AddDouble(sim, "--capacity-scale", &f->capacity_scale, base::Closed(0.001, 1000),
             "jobs and autoscale: multiply every tenant's nodes (round half to even)");
-  AddOutputFlags(sim, &f->out, kFormats,
-                 "Write the results to FILE ('-' = standard output, the default)");
-  f->not_autoscale.push_back(
-      sim->add_option("--dump-order", f->dump_order,
-                      "fill: also write each seed's pod arrival order to this CSV (seed,position,"
-                      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,arrived_gpu_milli)")
-          ->type_name("FILE"));
-  f->not_autoscale.push_back(AddDeprecatedString(sim, "--json", &f->json, "-o FILE --format json"));
-  f->not_autoscale.push_back(
-      AddDeprecatedString(sim, "--report", &f->report, "-o FILE --format html"));
+}
+
+// --mode autoscale only (refused elsewhere).
+void AddAutoscaleFlags(CLI::App* sim, const std::shared_ptr<Flags>& f) {
   f->autoscale.drain_below_utilization = 0.5;  // CA's --scale-down-utilization-threshold
   f->autoscale_only = {
       sim->add_option("--expanders", f->expanders,
@@ -633,6 +602,52 @@ Command AddSimulateCommand(CLI::App& app) {
       AddDuration(sim, "--scan-interval", &f->autoscale.scan_interval_s, 1,
                   base::Closed(0.001, 3600), "autoscale: the autoscaler's loop period"),
   };
+}
+
+}  // namespace
+
+Command AddSimulateCommand(CLI::App& app) {
+  auto f = std::make_shared<Flags>();
+  f->seeds = *base::ParseSeedList(f->seeds_text, "--seeds");
+  CLI::App* sim = app.add_subcommand(
+      "simulate", "Replay a workload against placement policies and compare them");
+  sim->footer(
+      "With no arguments it runs every policy on a built-in deterministic cluster and "
+      "workload and prints the table.\n\n"
+      "Examples:\n"
+      "  seedance simulate\n"
+      "  seedance simulate --nodes openb_node_list_gpu_node.csv --pods openb_pod_list_default.csv "
+      "\\\n"
+      "      --policy fgd,bestfit,cas --mode fill --seeds 42-51 --tune 1.3 -o out.json\n"
+      "  seedance simulate --nodes N.csv --pods P.csv --format html -o report.html\n"
+      "  seedance simulate --nodes N.csv --pods P.csv --mode churn --load 1.2 --duration 72h "
+      "--seeds 42-46\n"
+      "  seedance simulate --nodes N.csv --pods P.csv --mode replay --time-scale 1 --format csv\n"
+      "  kubectl get nodes -o json > nodes.json; kubectl get pods -A -o json > pods.json\n"
+      "  seedance simulate --nodes nodes.json --pods pods.json --policy bestfit,fgd,cas\n"
+      "  seedance simulate --mode jobs --trace philly.csv --tenants philly_vc.csv \\\n"
+      "      --policy fifo,sjf,srtf --window 2017-10-01,2017-11-30 --capacity-scale 0.25\n"
+      "  seedance simulate --mode autoscale --nodes N.csv --pods P.csv --duration 24h "
+      "--seeds 42-44 --policy fgd\n"
+      "  seedance simulate --mode autoscale --trace philly.csv --tenants philly_vc.csv \\\n"
+      "      --window 2017-10-01,2017-11-30 --seeds 42-44 --prescale\n\n"
+      "Limits: at most 10,000 runs (policies x seeds); a run replays at most 5,000,000 pods "
+      "(fill: trace plus resampled; churn and autoscale: expected arrivals); --duration and "
+      "--warmup at most 87600h; autoscale at most 1,000,000 scans.\n\n"
+      "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error.");
+  AddRunFlags(sim, f);
+  AddJobTraceFlags(sim, f);
+  AddOutputFlags(sim, &f->out, kFormats,
+                 "Write the results to FILE ('-' = standard output, the default)");
+  f->not_autoscale.push_back(
+      sim->add_option("--dump-order", f->dump_order,
+                      "fill: also write each seed's pod arrival order to this CSV (seed,position,"
+                      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,arrived_gpu_milli)")
+          ->type_name("FILE"));
+  f->not_autoscale.push_back(AddDeprecatedString(sim, "--json", &f->json, "-o FILE --format json"));
+  f->not_autoscale.push_back(
+      AddDeprecatedString(sim, "--report", &f->report, "-o FILE --format html"));
+  AddAutoscaleFlags(sim, f);
   AddInt<int>(sim, "-j,--jobs", &f->jobs, 0, kMaxJobs, "Worker threads (0 = all cores)");
   sim->add_flag("-q,--quiet", f->quiet, "No progress bar and no summary line on stderr");
 
