@@ -5,7 +5,10 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <set>
+#include <tuple>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "seedance/core/cluster_state.h"
@@ -209,6 +212,369 @@ bool DefaultGpus(const core::ClusterState& s, const core::PodShape& pod, int n,
   return p->num_gpus == pod.num_gpu;
 }
 
+// What Analyze learns about the profile, stage by stage.
+struct Analysis {
+  const Profile& profile;
+  const AnalyzeOptions& options;
+  int num_nodes = 0;
+  std::vector<double> node_usd_month = {};           // per node
+  std::vector<std::vector<double>> gpu_mean = {};    // mean utilisation per node and GPU
+  std::vector<char> idle = {};                       // an idle node (Report::idle_nodes)
+  std::vector<char> wanted_by_pending = {};          // low use, but a pending pod could run there
+  std::vector<char> pinned = {};                     // a pod could not be accounted: never drain
+  std::vector<std::vector<PlacedPod>> pods = {};     // the running pods, where they run now
+  std::vector<std::vector<int32_t>> allocated = {};  // GPU milli allocated per node and GPU
+};
+
+// Money per node, and a warning per GPU model without a price.
+void PriceNodes(const PriceTable& prices, Analysis& a, Report& report) {
+  a.node_usd_month.assign(a.num_nodes, 0);
+  std::set<std::string> unpriced;
+  for (int n = 0; n < a.num_nodes; ++n) {
+    const NodeProfile& node = a.profile.nodes[n];
+    for (const auto& g : node.gpus) {
+      auto price = prices.GpuUsdPerHour(g.model);
+      if (!price) {
+        unpriced.insert(g.model.empty() ? "(unknown model)" : g.model);
+        continue;
+      }
+      a.node_usd_month[n] += *price * prices.hours_per_month;
+    }
+    report.spend_usd_per_month += a.node_usd_month[n];
+    report.gpus += static_cast<int>(node.gpus.size());
+  }
+  for (const std::string& m : unpriced) {
+    report.warnings.push_back(absl::StrCat("no price for GPU model '", m, "' (canonical '",
+                                           CanonicalGpuModel(m),
+                                           "'); counted as $0; add it with --prices"));
+  }
+}
+
+// Mean utilisation per GPU, and cluster-wide.
+void MeasureUtilisation(Analysis& a, Report& report) {
+  a.gpu_mean.assign(a.num_nodes, {});
+  double util_sum = 0;
+  int util_n = 0;
+  for (int n = 0; n < a.num_nodes; ++n) {
+    for (const auto& g : a.profile.nodes[n].gpus) {
+      a.gpu_mean[n].push_back(Mean(g.util_pct));
+      if (!IsMissing(a.gpu_mean[n].back())) {
+        util_sum += a.gpu_mean[n].back();
+        ++util_n;
+      }
+    }
+  }
+  report.mean_gpu_util_pct = util_n ? util_sum / util_n : telemetry::Missing();
+  for (int n = 0; n < a.num_nodes; ++n) {
+    if (!a.profile.nodes[n].gpus.empty() && IsMissing(Mean(a.gpu_mean[n]))) {
+      report.warnings.push_back(absl::StrCat("node ", a.profile.nodes[n].name,
+                                             ": no GPU utilisation measured; left out of the "
+                                             "idle list and the plan"));
+    }
+  }
+}
+
+// The node's longest run of samples with every GPU below the idle threshold: its length in
+// seconds and the highest utilisation in it.
+std::pair<double, double> LongestIdleRun(const Profile& profile, const NodeProfile& node,
+                                         const AnalyzeOptions& options) {
+  const size_t samples = profile.num_samples();
+  double best_s = 0, best_max = 0;
+  double run_start = -1, run_max = 0;
+  for (size_t i = 0; i < samples; ++i) {
+    double m = -1;
+    bool any = false;
+    for (const auto& g : node.gpus) {
+      if (g.util_pct.size() != samples || IsMissing(g.util_pct[i])) continue;
+      any = true;
+      m = std::max(m, g.util_pct[i]);
+    }
+    if (any && m < options.idle_gpu_util_pct) {
+      if (run_start < 0) {
+        run_start = profile.timestamps_s[i];
+        run_max = 0;
+      }
+      run_max = std::max(run_max, m);
+      const double len = profile.timestamps_s[i] - run_start + profile.interval_s;
+      if (len > best_s) {
+        best_s = len;
+        best_max = run_max;
+      }
+    } else {
+      run_start = -1;
+    }
+  }
+  return {best_s, best_max};
+}
+
+// Idle nodes: idle for the window, and no pending pod could run there.
+void FindIdleNodes(Analysis& a, Report& report) {
+  a.idle.assign(a.num_nodes, 0);
+  a.wanted_by_pending.assign(a.num_nodes, 0);
+  for (int n = 0; n < a.num_nodes; ++n) {
+    const NodeProfile& node = a.profile.nodes[n];
+    if (node.gpus.empty() || a.profile.num_samples() == 0) continue;
+    const auto [best_s, best_max] = LongestIdleRun(a.profile, node, a.options);
+    if (best_s + 1e-9 < a.options.idle_window_s) continue;
+    const std::string model = CanonicalGpuModel(node.GpuModel());
+    bool wanted = false;  // a pending pod could run here
+    for (const PodInfo& p : a.profile.pending_pods) {
+      if (p.num_gpus == 0 || p.num_gpus > static_cast<int>(node.gpus.size())) continue;
+      if (p.gpu_model.empty() || CanonicalGpuModel(p.gpu_model) == model) wanted = true;
+    }
+    if (wanted) {
+      a.wanted_by_pending[n] = 1;
+      continue;
+    }
+    a.idle[n] = 1;
+    report.idle_nodes.push_back(
+        {n, best_s, best_max, static_cast<int>(node.pods.size()), a.node_usd_month[n]});
+  }
+}
+
+// The cluster as the profile saw it, nodes only.
+absl::StatusOr<core::ClusterState> ClusterOf(const Analysis& a, const PriceTable& prices) {
+  std::vector<core::NodeSpec> specs(a.num_nodes);
+  for (int n = 0; n < a.num_nodes; ++n) {
+    const NodeProfile& node = a.profile.nodes[n];
+    if (node.gpus.size() > static_cast<size_t>(core::kMaxGpusPerNode)) {
+      return absl::InvalidArgumentError(absl::StrCat("node ", node.name, " has ", node.gpus.size(),
+                                                     " GPUs; at most ", core::kMaxGpusPerNode));
+    }
+    specs[n].name = node.name;
+    specs[n].cpu_milli = node.cpus > 0 ? int64_t{node.cpus} * 1000 : kUnknownCapacity;
+    specs[n].memory_mib = node.memory_mib > 0 ? node.memory_mib : kUnknownCapacity;
+    specs[n].num_gpus = static_cast<int32_t>(node.gpus.size());
+    specs[n].gpu_model = node.gpus.empty() ? "" : CanonicalGpuModel(node.GpuModel());
+    specs[n].cost_usd_per_hour = a.node_usd_month[n] / prices.hours_per_month;
+    specs[n].topology = TopologyOf(node);
+  }
+  return core::ClusterState::Create(std::move(specs));
+}
+
+// Every running pod allocated where it runs now; a node with a pod that does not fit as
+// recorded is pinned (never drained).
+void PlaceRunningPods(core::ClusterState& state, Analysis& a, Report& report) {
+  a.pods.assign(a.num_nodes, {});
+  a.allocated.assign(a.num_nodes, {});
+  a.pinned.assign(a.num_nodes, 0);
+  for (int n = 0; n < a.num_nodes; ++n) {
+    const NodeProfile& node = a.profile.nodes[n];
+    a.allocated[n].assign(node.gpus.size(), 0);
+    for (const PodInfo& p : node.pods) {
+      PlacedPod pp;
+      pp.info = &p;
+      pp.shape.cpu_milli = p.cpu_milli;
+      pp.shape.memory_mib = p.memory_mib;
+      pp.shape.num_gpu = p.num_gpus;
+      pp.shape.gpu_milli = p.num_gpus > 0 ? p.gpu_milli : 0;
+      if (p.num_gpus > 0) pp.shape.gpu_model_mask = state.ModelMask(state.node(n).gpu_model);
+      bool ok = p.num_gpus <= core::kMaxGpusPerNode;
+      if (ok && !p.gpu_ids.empty()) {
+        pp.placement.node = n;
+        pp.placement.num_gpus = p.num_gpus;
+        for (int i = 0; i < p.num_gpus; ++i)
+          pp.placement.gpus[i] = static_cast<int8_t>(p.gpu_ids[i]);
+      } else if (ok) {
+        ok = DefaultGpus(state, pp.shape, n, &pp.placement);
+      }
+      if (ok) ok = state.Allocate(pp.shape, pp.placement).ok();
+      if (!ok) {
+        a.pinned[n] = 1;
+        report.warnings.push_back(absl::StrCat("pod ", p.name, " on ", node.name,
+                                               " does not fit the node's free capacity as "
+                                               "recorded; the node is left as it is"));
+        continue;
+      }
+      for (int8_t g : pp.placement.gpu_ids()) a.allocated[n][g] += pp.shape.gpu_milli;
+      a.pods[n].push_back(pp);
+    }
+  }
+}
+
+// Whether `ids` on `node` share one NUMA node, and whether every pair is NVLinked.
+std::pair<bool, bool> Affinity(const NodeProfile& node, const std::vector<int>& ids) {
+  bool one_numa = node.gpus[ids[0]].numa_node >= 0, nvlink = ids.size() > 1;
+  for (int a : ids) {
+    if (node.gpus[a].numa_node != node.gpus[ids[0]].numa_node) one_numa = false;
+    for (int b : ids) {
+      const auto& peers = node.gpus[a].nvlink_peers;
+      if (a != b && std::find(peers.begin(), peers.end(), b) == peers.end()) nvlink = false;
+    }
+  }
+  return {one_numa, nvlink};
+}
+
+// Each pod's share of its GPUs' measured utilisation, and its affinity now.
+void ScorePods(Analysis& a) {
+  for (int n = 0; n < a.num_nodes; ++n) {
+    const NodeProfile& node = a.profile.nodes[n];
+    for (PlacedPod& pp : a.pods[n]) {
+      const auto ids = pp.placement.gpu_ids();
+      if (ids.empty()) continue;
+      double u = 0;
+      for (int8_t g : ids) {
+        u += a.gpu_mean[n][g] * pp.shape.gpu_milli / std::max<int32_t>(a.allocated[n][g], 1);
+      }
+      pp.util_per_gpu = u / static_cast<double>(ids.size());
+      if (ids.size() > 1) {
+        std::tie(pp.one_numa, pp.nvlink) = Affinity(node, std::vector<int>(ids.begin(), ids.end()));
+      }
+    }
+  }
+}
+
+// Under-used and fragmented GPUs, and pods whose CPUs are on NUMA nodes other than their GPUs'.
+void FindWaste(const Analysis& a, Report& report) {
+  for (int n = 0; n < a.num_nodes; ++n) {
+    for (size_t g = 0; g < a.profile.nodes[n].gpus.size(); ++g) {
+      const int32_t alloc = a.allocated[n][g];
+      if (alloc > 0 && alloc < core::kMilliGpu) {
+        report.gpu_findings.push_back(
+            {n, static_cast<int>(g), GpuFinding::Kind::kFragmented, a.gpu_mean[n][g], alloc});
+      }
+      if (alloc > 0 && a.gpu_mean[n][g] < a.options.underused_gpu_util_pct &&
+          !a.profile.nodes[n].gpus[g].util_pct.empty()) {
+        report.gpu_findings.push_back(
+            {n, static_cast<int>(g), GpuFinding::Kind::kUnderused, a.gpu_mean[n][g], alloc});
+      }
+    }
+  }
+  for (int n = 0; n < a.num_nodes; ++n) {
+    const NodeProfile& node = a.profile.nodes[n];
+    for (const PlacedPod& pp : a.pods[n]) {
+      if (pp.info->cpu_numa_nodes.empty() || pp.placement.num_gpus == 0) continue;
+      std::set<int> gpu_numa;
+      for (int8_t g : pp.placement.gpu_ids()) {
+        if (node.gpus[g].numa_node >= 0) gpu_numa.insert(node.gpus[g].numa_node);
+      }
+      if (gpu_numa.empty()) continue;
+      const std::set<int> cpu_numa(pp.info->cpu_numa_nodes.begin(), pp.info->cpu_numa_nodes.end());
+      if (cpu_numa != gpu_numa) {
+        report.numa_mismatches.push_back({n, pp.info->name,
+                                          std::vector<int>(cpu_numa.begin(), cpu_numa.end()),
+                                          std::vector<int>(gpu_numa.begin(), gpu_numa.end())});
+      }
+    }
+  }
+}
+
+// The nodes worth draining, most promising first: idle ones, then the least allocated, the
+// fewest pods, the dearest.
+std::vector<int> DrainCandidates(const Analysis& a) {
+  std::vector<int> candidates;
+  for (int n = 0; n < a.num_nodes; ++n) {
+    if (a.profile.nodes[n].gpus.empty() || a.pinned[n] || a.wanted_by_pending[n]) continue;
+    const double mean = Mean(a.gpu_mean[n]);
+    if (a.idle[n] || mean < a.options.drain_max_gpu_util_pct) candidates.push_back(n);
+  }
+  auto alloc_total = [&](int n) {
+    return std::accumulate(a.allocated[n].begin(), a.allocated[n].end(), int64_t{0});
+  };
+  std::stable_sort(candidates.begin(), candidates.end(), [&](int x, int y) {
+    if (a.idle[x] != a.idle[y]) return a.idle[x] > a.idle[y];
+    const int64_t ax = alloc_total(x), ay = alloc_total(y);
+    if (ax != ay) return ax < ay;
+    if (a.pods[x].size() != a.pods[y].size()) return a.pods[x].size() < a.pods[y].size();
+    return a.node_usd_month[x] > a.node_usd_month[y];
+  });
+  return candidates;
+}
+
+// Moves every pod off node n through the framework, or changes nothing: the plan's step, or
+// nullopt when some pod fits nowhere else.
+absl::StatusOr<std::optional<PlanStep>> TryDrain(int n, const Analysis& a,
+                                                 sched::Framework& framework,
+                                                 core::ClusterState& state, PlanContext& ctx) {
+  ctx.excluded[n] = 1;
+  // Largest pods first: they are the hardest to fit.
+  std::vector<PlacedPod> moving = a.pods[n];
+  std::stable_sort(moving.begin(), moving.end(), [](const PlacedPod& x, const PlacedPod& y) {
+    return x.shape.TotalGpuMilli() > y.shape.TotalGpuMilli();
+  });
+  for (const PlacedPod& pp : moving) {
+    if (!state.Release(pp.shape, pp.placement).ok()) return absl::InternalError("release failed");
+  }
+  std::vector<std::pair<const PlacedPod*, core::Placement>> placed;
+  bool all = true;
+  for (const PlacedPod& pp : moving) {
+    ctx.pod_util_per_gpu = pp.util_per_gpu;
+    ctx.need_one_numa = pp.one_numa;
+    ctx.need_nvlink = pp.nvlink;
+    sched::Outcome out = framework.Schedule(pp.shape, state);
+    if (!out.ok()) {
+      all = false;
+      break;
+    }
+    for (int8_t g : out.placement.gpu_ids()) ctx.gpu_util[out.placement.node][g] += pp.util_per_gpu;
+    placed.push_back({&pp, out.placement});
+  }
+  if (!all) {
+    for (auto& [pp, p] : placed) {
+      framework.Release(pp->shape, p, state);
+      for (int8_t g : p.gpu_ids()) ctx.gpu_util[p.node][g] -= pp->util_per_gpu;
+    }
+    for (const PlacedPod& pp : moving) {
+      if (!state.Allocate(pp.shape, pp.placement).ok())
+        return absl::InternalError("restore failed");
+    }
+    ctx.excluded[n] = 0;
+    return std::optional<PlanStep>();
+  }
+  PlanStep step;
+  step.node = n;
+  step.idle = a.idle[n];
+  step.usd_per_month = a.node_usd_month[n];
+  for (auto& [pp, p] : placed) {
+    Move m;
+    m.pod = pp->info->name;
+    m.from = n;
+    m.to = p.node;
+    for (int8_t g : p.gpu_ids()) m.gpu_ids.push_back(g);
+    if (!m.gpu_ids.empty())
+      std::tie(m.same_numa, m.nvlink) = Affinity(a.profile.nodes[p.node], m.gpu_ids);
+    step.moves.push_back(std::move(m));
+  }
+  return std::optional<PlanStep>(std::move(step));
+}
+
+// The consolidation plan: drain candidates one by one, through the placement policy, onto
+// nodes that keep each moved pod's GPU load and links; a node that received pods stays.
+absl::Status Plan(core::ClusterState& state, const Analysis& a, Report& report) {
+  PlanContext ctx;
+  ctx.profile = &a.profile;
+  ctx.options = &a.options;
+  ctx.excluded.assign(a.num_nodes, 0);
+  ctx.gpu_util = a.gpu_mean;
+  const auto& registry = sched::Registry::Builtins();
+  if (!registry.Contains(a.options.policy)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown placement policy '", a.options.policy, "'"));
+  }
+  auto sched_profile = registry.Create(a.options.policy, sched::PolicyContext{});
+  if (!sched_profile.ok()) return sched_profile.status();
+  sched_profile->filters.push_back(std::make_shared<PlanFilter>(&ctx));
+  sched_profile->reserve = std::make_shared<PlanReserve>(&ctx);
+  // The plan's Reserve chooses the GPUs itself (the cap and the link level it keeps), through
+  // the same chooser the framework would apply after it.
+  sched::FrameworkOptions fo;
+  fo.topology_gpus = false;
+  sched::Framework framework(std::move(*sched_profile), std::move(fo));
+  std::vector<char> locked(a.num_nodes, 0);  // received pods: stays
+  for (int n : DrainCandidates(a)) {
+    if (locked[n]) continue;
+    absl::StatusOr<std::optional<PlanStep>> step = TryDrain(n, a, framework, state, ctx);
+    if (!step.ok()) return step.status();
+    if (!step->has_value()) continue;
+    for (const Move& m : (*step)->moves) locked[m.to] = 1;
+    report.gpus_freed += static_cast<int>(a.profile.nodes[n].gpus.size());
+    report.saving_usd_per_month += (*step)->usd_per_month;
+    report.plan.push_back(std::move(**step));
+  }
+  report.spend_after_usd_per_month = report.spend_usd_per_month - report.saving_usd_per_month;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string FormatUsd(double usd) {
@@ -241,323 +607,17 @@ absl::StatusOr<Report> Analyze(const Profile& profile, const PriceTable& prices,
   report.options = options;
   report.hours_per_month = prices.hours_per_month;
   report.price_source = prices.source;
-  const int num_nodes = static_cast<int>(profile.nodes.size());
-  const size_t samples = profile.num_samples();
-
-  // Money per node.
-  std::vector<double> node_usd_month(num_nodes, 0);
-  std::set<std::string> unpriced;
-  for (int n = 0; n < num_nodes; ++n) {
-    const NodeProfile& node = profile.nodes[n];
-    for (const auto& g : node.gpus) {
-      auto price = prices.GpuUsdPerHour(g.model);
-      if (!price) {
-        unpriced.insert(g.model.empty() ? "(unknown model)" : g.model);
-        continue;
-      }
-      node_usd_month[n] += *price * prices.hours_per_month;
-    }
-    report.spend_usd_per_month += node_usd_month[n];
-    report.gpus += static_cast<int>(node.gpus.size());
-  }
-  for (const std::string& m : unpriced) {
-    report.warnings.push_back(absl::StrCat("no price for GPU model '", m, "' (canonical '",
-                                           CanonicalGpuModel(m),
-                                           "'); counted as $0; add it with --prices"));
-  }
-
-  // Mean utilisation per GPU, and cluster-wide.
-  std::vector<std::vector<double>> gpu_mean(num_nodes);
-  double util_sum = 0;
-  int util_n = 0;
-  for (int n = 0; n < num_nodes; ++n) {
-    for (const auto& g : profile.nodes[n].gpus) {
-      gpu_mean[n].push_back(Mean(g.util_pct));
-      if (!IsMissing(gpu_mean[n].back())) {
-        util_sum += gpu_mean[n].back();
-        ++util_n;
-      }
-    }
-  }
-  report.mean_gpu_util_pct = util_n ? util_sum / util_n : telemetry::Missing();
-  for (int n = 0; n < num_nodes; ++n) {
-    if (!profile.nodes[n].gpus.empty() && IsMissing(Mean(gpu_mean[n]))) {
-      report.warnings.push_back(absl::StrCat("node ", profile.nodes[n].name,
-                                             ": no GPU utilisation measured; left out of the "
-                                             "idle list and the plan"));
-    }
-  }
-
-  // Idle nodes.
-  std::vector<char> idle(num_nodes, 0);
-  std::vector<char> wanted_by_pending(num_nodes, 0);  // low use, but a pending pod could run there
-  for (int n = 0; n < num_nodes; ++n) {
-    const NodeProfile& node = profile.nodes[n];
-    if (node.gpus.empty() || samples == 0) continue;
-    double best_s = 0, best_max = 0;
-    double run_start = -1, run_max = 0;
-    for (size_t i = 0; i < samples; ++i) {
-      double m = -1;
-      bool any = false;
-      for (const auto& g : node.gpus) {
-        if (g.util_pct.size() != samples || IsMissing(g.util_pct[i])) continue;
-        any = true;
-        m = std::max(m, g.util_pct[i]);
-      }
-      if (any && m < options.idle_gpu_util_pct) {
-        if (run_start < 0) {
-          run_start = profile.timestamps_s[i];
-          run_max = 0;
-        }
-        run_max = std::max(run_max, m);
-        const double len = profile.timestamps_s[i] - run_start + profile.interval_s;
-        if (len > best_s) {
-          best_s = len;
-          best_max = run_max;
-        }
-      } else {
-        run_start = -1;
-      }
-    }
-    if (best_s + 1e-9 < options.idle_window_s) continue;
-    const std::string model = CanonicalGpuModel(node.GpuModel());
-    bool wanted = false;  // a pending pod could run here
-    for (const PodInfo& p : profile.pending_pods) {
-      if (p.num_gpus == 0 || p.num_gpus > static_cast<int>(node.gpus.size())) continue;
-      if (p.gpu_model.empty() || CanonicalGpuModel(p.gpu_model) == model) wanted = true;
-    }
-    if (wanted) {
-      wanted_by_pending[n] = 1;
-      continue;
-    }
-    idle[n] = 1;
-    report.idle_nodes.push_back(
-        {n, best_s, best_max, static_cast<int>(node.pods.size()), node_usd_month[n]});
-  }
-
-  // Cluster state from the profile, with every running pod where it runs now.
-  std::vector<core::NodeSpec> specs(num_nodes);
-  for (int n = 0; n < num_nodes; ++n) {
-    const NodeProfile& node = profile.nodes[n];
-    if (node.gpus.size() > static_cast<size_t>(core::kMaxGpusPerNode)) {
-      return absl::InvalidArgumentError(absl::StrCat("node ", node.name, " has ", node.gpus.size(),
-                                                     " GPUs; at most ", core::kMaxGpusPerNode));
-    }
-    specs[n].name = node.name;
-    specs[n].cpu_milli = node.cpus > 0 ? int64_t{node.cpus} * 1000 : kUnknownCapacity;
-    specs[n].memory_mib = node.memory_mib > 0 ? node.memory_mib : kUnknownCapacity;
-    specs[n].num_gpus = static_cast<int32_t>(node.gpus.size());
-    specs[n].gpu_model = node.gpus.empty() ? "" : CanonicalGpuModel(node.GpuModel());
-    specs[n].cost_usd_per_hour = node_usd_month[n] / prices.hours_per_month;
-    specs[n].topology = TopologyOf(node);
-  }
-  auto state_or = core::ClusterState::Create(std::move(specs));
-  if (!state_or.ok()) return state_or.status();
-  core::ClusterState& state = *state_or;
-
-  std::vector<std::vector<PlacedPod>> pods(num_nodes);
-  std::vector<std::vector<int32_t>> allocated(num_nodes);
-  std::vector<char> pinned(num_nodes, 0);  // a pod could not be accounted: never drain
-  for (int n = 0; n < num_nodes; ++n) {
-    const NodeProfile& node = profile.nodes[n];
-    allocated[n].assign(node.gpus.size(), 0);
-    for (const PodInfo& p : node.pods) {
-      PlacedPod pp;
-      pp.info = &p;
-      pp.shape.cpu_milli = p.cpu_milli;
-      pp.shape.memory_mib = p.memory_mib;
-      pp.shape.num_gpu = p.num_gpus;
-      pp.shape.gpu_milli = p.num_gpus > 0 ? p.gpu_milli : 0;
-      if (p.num_gpus > 0) pp.shape.gpu_model_mask = state.ModelMask(state.node(n).gpu_model);
-      bool ok = p.num_gpus <= core::kMaxGpusPerNode;
-      if (ok && !p.gpu_ids.empty()) {
-        pp.placement.node = n;
-        pp.placement.num_gpus = p.num_gpus;
-        for (int i = 0; i < p.num_gpus; ++i)
-          pp.placement.gpus[i] = static_cast<int8_t>(p.gpu_ids[i]);
-      } else if (ok) {
-        ok = DefaultGpus(state, pp.shape, n, &pp.placement);
-      }
-      if (ok) ok = state.Allocate(pp.shape, pp.placement).ok();
-      if (!ok) {
-        pinned[n] = 1;
-        report.warnings.push_back(absl::StrCat("pod ", p.name, " on ", node.name,
-                                               " does not fit the node's free capacity as "
-                                               "recorded; the node is left as it is"));
-        continue;
-      }
-      for (int8_t g : pp.placement.gpu_ids()) allocated[n][g] += pp.shape.gpu_milli;
-      pods[n].push_back(pp);
-    }
-  }
-  // Each pod's share of its GPUs' measured utilisation, and its affinity now.
-  for (int n = 0; n < num_nodes; ++n) {
-    const NodeProfile& node = profile.nodes[n];
-    for (PlacedPod& pp : pods[n]) {
-      const auto ids = pp.placement.gpu_ids();
-      if (ids.empty()) continue;
-      double u = 0;
-      for (int8_t g : ids) {
-        u += gpu_mean[n][g] * pp.shape.gpu_milli / std::max<int32_t>(allocated[n][g], 1);
-      }
-      pp.util_per_gpu = u / static_cast<double>(ids.size());
-      if (ids.size() > 1) {
-        pp.one_numa = node.gpus[ids[0]].numa_node >= 0;
-        pp.nvlink = true;
-        for (size_t a = 0; a < ids.size(); ++a) {
-          if (node.gpus[ids[a]].numa_node != node.gpus[ids[0]].numa_node) pp.one_numa = false;
-          for (size_t b = 0; b < ids.size(); ++b) {
-            const auto& peers = node.gpus[ids[a]].nvlink_peers;
-            if (a != b && std::find(peers.begin(), peers.end(), ids[b]) == peers.end()) {
-              pp.nvlink = false;
-            }
-          }
-        }
-      }
-    }
-  }
-
-  // Under-used and fragmented GPUs.
-  for (int n = 0; n < num_nodes; ++n) {
-    for (size_t g = 0; g < profile.nodes[n].gpus.size(); ++g) {
-      const int32_t a = allocated[n][g];
-      if (a > 0 && a < core::kMilliGpu) {
-        report.gpu_findings.push_back(
-            {n, static_cast<int>(g), GpuFinding::Kind::kFragmented, gpu_mean[n][g], a});
-      }
-      if (a > 0 && gpu_mean[n][g] < options.underused_gpu_util_pct &&
-          !profile.nodes[n].gpus[g].util_pct.empty()) {
-        report.gpu_findings.push_back(
-            {n, static_cast<int>(g), GpuFinding::Kind::kUnderused, gpu_mean[n][g], a});
-      }
-    }
-  }
-
-  // NUMA mismatches: a pod whose CPUs are on NUMA nodes other than its GPUs'.
-  for (int n = 0; n < num_nodes; ++n) {
-    const NodeProfile& node = profile.nodes[n];
-    for (const PlacedPod& pp : pods[n]) {
-      if (pp.info->cpu_numa_nodes.empty() || pp.placement.num_gpus == 0) continue;
-      std::set<int> gpu_numa;
-      for (int8_t g : pp.placement.gpu_ids()) {
-        if (node.gpus[g].numa_node >= 0) gpu_numa.insert(node.gpus[g].numa_node);
-      }
-      if (gpu_numa.empty()) continue;
-      const std::set<int> cpu_numa(pp.info->cpu_numa_nodes.begin(), pp.info->cpu_numa_nodes.end());
-      if (cpu_numa != gpu_numa) {
-        report.numa_mismatches.push_back({n, pp.info->name,
-                                          std::vector<int>(cpu_numa.begin(), cpu_numa.end()),
-                                          std::vector<int>(gpu_numa.begin(), gpu_numa.end())});
-      }
-    }
-  }
-
-  // Consolidation plan.
-  PlanContext ctx;
-  ctx.profile = &profile;
-  ctx.options = &options;
-  ctx.excluded.assign(num_nodes, 0);
-  ctx.gpu_util = gpu_mean;
-  const auto& registry = sched::Registry::Builtins();
-  if (!registry.Contains(options.policy)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown placement policy '", options.policy, "'"));
-  }
-  auto sched_profile = registry.Create(options.policy, sched::PolicyContext{});
-  if (!sched_profile.ok()) return sched_profile.status();
-  sched_profile->filters.push_back(std::make_shared<PlanFilter>(&ctx));
-  sched_profile->reserve = std::make_shared<PlanReserve>(&ctx);
-  // The plan's Reserve chooses the GPUs itself (the cap and the link level it keeps), through
-  // the same chooser the framework would apply after it.
-  sched::FrameworkOptions fo;
-  fo.topology_gpus = false;
-  sched::Framework framework(std::move(*sched_profile), std::move(fo));
-
-  std::vector<int> candidates;
-  for (int n = 0; n < num_nodes; ++n) {
-    if (profile.nodes[n].gpus.empty() || pinned[n] || wanted_by_pending[n]) continue;
-    const double mean = Mean(gpu_mean[n]);
-    if (idle[n] || mean < options.drain_max_gpu_util_pct) candidates.push_back(n);
-  }
-  auto alloc_total = [&](int n) {
-    return std::accumulate(allocated[n].begin(), allocated[n].end(), int64_t{0});
-  };
-  std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) {
-    if (idle[a] != idle[b]) return idle[a] > idle[b];
-    const int64_t aa = alloc_total(a), ab = alloc_total(b);
-    if (aa != ab) return aa < ab;
-    if (pods[a].size() != pods[b].size()) return pods[a].size() < pods[b].size();
-    return node_usd_month[a] > node_usd_month[b];
-  });
-  std::vector<char> locked(num_nodes, 0);  // received pods: stays
-  for (int n : candidates) {
-    if (locked[n]) continue;
-    ctx.excluded[n] = 1;
-    // Largest pods first: they are the hardest to fit.
-    std::vector<PlacedPod> moving = pods[n];
-    std::stable_sort(moving.begin(), moving.end(), [](const PlacedPod& a, const PlacedPod& b) {
-      return a.shape.TotalGpuMilli() > b.shape.TotalGpuMilli();
-    });
-    for (const PlacedPod& pp : moving) {
-      if (!state.Release(pp.shape, pp.placement).ok()) return absl::InternalError("release failed");
-    }
-    std::vector<std::pair<const PlacedPod*, core::Placement>> placed;
-    bool all = true;
-    for (const PlacedPod& pp : moving) {
-      ctx.pod_util_per_gpu = pp.util_per_gpu;
-      ctx.need_one_numa = pp.one_numa;
-      ctx.need_nvlink = pp.nvlink;
-      sched::Outcome out = framework.Schedule(pp.shape, state);
-      if (!out.ok()) {
-        all = false;
-        break;
-      }
-      for (int8_t g : out.placement.gpu_ids())
-        ctx.gpu_util[out.placement.node][g] += pp.util_per_gpu;
-      placed.push_back({&pp, out.placement});
-    }
-    if (!all) {
-      for (auto& [pp, p] : placed) {
-        framework.Release(pp->shape, p, state);
-        for (int8_t g : p.gpu_ids()) ctx.gpu_util[p.node][g] -= pp->util_per_gpu;
-      }
-      for (const PlacedPod& pp : moving) {
-        if (!state.Allocate(pp.shape, pp.placement).ok())
-          return absl::InternalError("restore failed");
-      }
-      ctx.excluded[n] = 0;
-      continue;
-    }
-    PlanStep step;
-    step.node = n;
-    step.idle = idle[n];
-    step.usd_per_month = node_usd_month[n];
-    for (auto& [pp, p] : placed) {
-      Move m;
-      m.pod = pp->info->name;
-      m.from = n;
-      m.to = p.node;
-      const NodeProfile& target = profile.nodes[p.node];
-      for (int8_t g : p.gpu_ids()) m.gpu_ids.push_back(g);
-      if (!m.gpu_ids.empty()) {
-        m.same_numa = target.gpus[m.gpu_ids[0]].numa_node >= 0;
-        m.nvlink = m.gpu_ids.size() > 1;
-        for (int a : m.gpu_ids) {
-          if (target.gpus[a].numa_node != target.gpus[m.gpu_ids[0]].numa_node) m.same_numa = false;
-          for (int b : m.gpu_ids) {
-            const auto& peers = target.gpus[a].nvlink_peers;
-            if (a != b && std::find(peers.begin(), peers.end(), b) == peers.end()) m.nvlink = false;
-          }
-        }
-      }
-      locked[p.node] = 1;
-      step.moves.push_back(std::move(m));
-    }
-    report.gpus_freed += static_cast<int>(profile.nodes[n].gpus.size());
-    report.saving_usd_per_month += step.usd_per_month;
-    report.plan.push_back(std::move(step));
-  }
-  report.spend_after_usd_per_month = report.spend_usd_per_month - report.saving_usd_per_month;
+  Analysis a{
+      .profile = profile, .options = options, .num_nodes = static_cast<int>(profile.nodes.size())};
+  PriceNodes(prices, a, report);
+  MeasureUtilisation(a, report);
+  FindIdleNodes(a, report);
+  absl::StatusOr<core::ClusterState> state = ClusterOf(a, prices);
+  if (!state.ok()) return state.status();
+  PlaceRunningPods(*state, a, report);
+  ScorePods(a);
+  FindWaste(a, report);
+  if (absl::Status st = Plan(*state, a, report); !st.ok()) return st;
   return report;
 }
 
