@@ -438,6 +438,147 @@ RequestGroups GroupRequests(const std::vector<PodSpec>& trace) {
   return out;
 }
 
+// Churn's arrival stream over [0, end_s): Poisson arrivals of the trace's pods with lifetimes,
+// starting in steady state when o.warm_start.
+absl::StatusOr<ReplayPlan> ChurnArrivals(const std::vector<PodSpec>& trace, double capacity,
+                                         const SimOptions& o, double* offered_load_exact) {
+  std::mt19937_64 rng(o.seed);
+  ReplayPlan out;
+  absl::StatusOr<ChurnPlan> plan = PlanChurn(trace, capacity, o);
+  if (!plan.ok()) return plan.status();
+  const std::vector<int>& eligible = plan->eligible;
+  *offered_load_exact = plan->offered_load_exact;
+  out.warmup_s = plan->warmup_s;
+  out.end_s = plan->end_s;
+  const double rate = plan->rate;
+  // Start in steady state: an M/G/inf system holds Poisson(rate x mean lifetime) pods, each
+  // drawn length-biased (a long-lived pod is more likely to be present) with a uniformly
+  // distributed age. Without this, heavy-tailed lifetimes (trace: median 9 min, mean 7 h)
+  // would take months of simulated time to reach steady state.
+  if (o.warm_start) {
+    std::vector<double> lifetimes;
+    for (int i : eligible) {
+      lifetimes.push_back(static_cast<double>(trace[i].deletion_s - trace[i].creation_s));
+    }
+    std::discrete_distribution<size_t> biased(lifetimes.begin(), lifetimes.end());
+    std::poisson_distribution<int64_t> count(rate * plan->mean_life_s);
+    std::uniform_real_distribution<double> unit(0, 1);
+    const int64_t n0 = std::min<int64_t>(count(rng), kMaxRunArrivals);
+    for (int64_t k = 0; k < n0; ++k) {
+      const size_t j = biased(rng);
+      out.arrivals.push_back({0.0, lifetimes[j] * unit(rng), eligible[j]});
+    }
+  }
+  std::exponential_distribution<double> gap(rate);
+  std::uniform_int_distribution<size_t> pick(0, eligible.size() - 1);
+  // PlanChurn bounds the expected count well below the hard stop.
+  for (double t = gap(rng); t < out.end_s; t += gap(rng)) {
+    if (static_cast<int64_t>(out.arrivals.size()) >= 2 * kMaxRunArrivals) {
+      return absl::InternalError("churn: arrival stream ran past twice its expected size");
+    }
+    const int i = eligible[pick(rng)];
+    out.arrivals.push_back({t, static_cast<double>(trace[i].deletion_s - trace[i].creation_s), i});
+  }
+  return out;
+}
+
+// The free price of each node's GPUs, USD per GPU-hour: the node's own price over its GPUs, or
+// the model's default.
+std::vector<double> GpuPrices(const ClusterState& state) {
+  std::vector<double> gpu_price(state.num_nodes());
+  for (int n = 0; n < state.num_nodes(); ++n) {
+    const core::NodeSpec& node = state.node(n);
+    gpu_price[n] = node.num_gpus > 0 && node.cost_usd_per_hour > 0
+                       ? node.cost_usd_per_hour / node.num_gpus
+                       : DefaultGpuPriceUsdPerHour(node.gpu_model);
+  }
+  return gpu_price;
+}
+
+// The measured window [warmup_s, end_s] of a queued run: the integrals of unallocated GPU milli
+// and of the idle cost rate, and the unallocated share sampled at kSamples + 1 evenly spaced
+// points (counted by index, so that no rounding can keep the sampling from advancing).
+struct WindowMeter {
+  static constexpr int kSamples = 240;
+  // end_s > warmup_s: PlanChurn and PlanReplay refuse an empty window.
+  double warmup_s = 0, end_s = 0, capacity = 0;
+  double last_t = 0, unalloc_integral = 0, cost_integral = 0;
+  int next_sample_index = 0;
+
+  double SampleTime(int k) const {
+    return k == kSamples ? end_s : warmup_s + (end_s - warmup_s) * k / kSamples;
+  }
+  // Accounts for the time from the last event to t (capped at end_s) with the state as it is.
+  void Advance(double t, const ClusterState& state, double idle_cost_rate,
+               std::vector<std::pair<double, double>>* series) {
+    t = std::min(t, end_s);
+    if (t <= last_t) return;
+    const double lo = std::max(last_t, warmup_s);
+    if (t > lo) {
+      const double unalloc = capacity - static_cast<double>(state.gpu_allocated_milli());
+      unalloc_integral += unalloc * (t - lo);
+      cost_integral += idle_cost_rate * (t - lo) / 3600.0;
+    }
+    while (next_sample_index <= kSamples && SampleTime(next_sample_index) <= t) {
+      series->push_back(
+          {(SampleTime(next_sample_index) - warmup_s) / 3600.0,
+           100.0 * (capacity - static_cast<double>(state.gpu_allocated_milli())) / capacity});
+      ++next_sample_index;
+    }
+    last_t = t;
+  }
+  void Report(RunResult* r) const {
+    const double window = end_s - warmup_s;
+    r->measured_hours = window / 3600.0;
+    r->unalloc_gpu_pct_steady = 100.0 * unalloc_integral / (capacity * window);
+    r->idle_gpu_hours = unalloc_integral / 1000.0 / 3600.0;
+    r->idle_cost_usd = cost_integral;
+  }
+};
+
+// After a departure from node `freed`, only that node gained room, so only pods that fit there
+// can start now. They start best (priority, then arrival) first until none fits: the event
+// wakes the best waiting request that fits the freed node, and after each placement (or
+// failure) the next one, so that each is chosen against the cluster as the previous one left
+// it. A request that fails is skipped for the rest of this departure; one that no longer fits
+// the freed node goes back unschedulable with its whole group. `started(id, t, outcome)`
+// records a placement.
+template <typename Started>
+absl::Status StartOnFreedNode(int freed, double t, const RequestGroups& groups, ClusterState& state,
+                              sched::Framework& fw, sched::SchedulingQueue& queue,
+                              Started& started) {
+  std::vector<uint64_t> failed_here;
+  auto wake_best = [&] {
+    queue.OnEvent(
+        sched::QueueEvent::kPodDeleted, t,
+        [&](const sched::QueuedPod& q) {
+          for (uint64_t f : failed_here) {
+            if (f == q.group) return false;
+          }
+          return state.Fits(freed, groups.shape[q.group]);
+        },
+        1);
+  };
+  wake_best();
+  while (std::optional<sched::QueuedPod> q = queue.Pop(t)) {
+    const PodShape& want = groups.shape[q->group];
+    if (!state.Fits(freed, want)) {
+      queue.AddUnschedulable(*q, t);
+      continue;
+    }
+    sched::Outcome out = fw.Schedule(want, state);
+    if (out.code == sched::Code::kError) return absl::InternalError(out.reason);
+    if (!out.ok()) {
+      queue.AddUnschedulable(*q, t);
+      failed_here.push_back(q->group);
+    } else if (absl::Status st = started(q->id, t, out); !st.ok()) {
+      return absl::InternalError(st.message());
+    }
+    wake_best();
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy,
                                     const SimOptions& o, ClusterState state) {
   RunResult r;
@@ -445,67 +586,23 @@ absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy
   if (trace.empty()) return absl::InvalidArgumentError("the pod list is empty");
   const double capacity = static_cast<double>(state.gpu_capacity_milli());
   if (capacity <= 0) return absl::InvalidArgumentError("the cluster has no GPUs");
-  std::mt19937_64 rng(o.seed);
-
-  // Arrival stream.
-  std::vector<Arrival> arrivals;
-  double warmup_s = 0, end_s = 0;
-  if (o.mode == Mode::kChurn) {
-    absl::StatusOr<ChurnPlan> plan = PlanChurn(trace, capacity, o);
-    if (!plan.ok()) return plan.status();
-    const std::vector<int>& eligible = plan->eligible;
-    r.offered_load_exact = plan->offered_load_exact;
-    warmup_s = plan->warmup_s;
-    end_s = plan->end_s;
-    const double rate = plan->rate;
-    // Start in steady state: an M/G/inf system holds Poisson(rate x mean lifetime) pods, each
-    // drawn length-biased (a long-lived pod is more likely to be present) with a uniformly
-    // distributed age. Without this, heavy-tailed lifetimes (trace: median 9 min, mean 7 h)
-    // would take months of simulated time to reach steady state.
-    if (o.warm_start) {
-      std::vector<double> lifetimes;
-      for (int i : eligible) {
-        lifetimes.push_back(static_cast<double>(trace[i].deletion_s - trace[i].creation_s));
-      }
-      std::discrete_distribution<size_t> biased(lifetimes.begin(), lifetimes.end());
-      std::poisson_distribution<int64_t> count(rate * plan->mean_life_s);
-      std::uniform_real_distribution<double> unit(0, 1);
-      const int64_t n0 = std::min<int64_t>(count(rng), kMaxRunArrivals);
-      for (int64_t k = 0; k < n0; ++k) {
-        const size_t j = biased(rng);
-        arrivals.push_back({0.0, lifetimes[j] * unit(rng), eligible[j]});
-      }
-    }
-    std::exponential_distribution<double> gap(rate);
-    std::uniform_int_distribution<size_t> pick(0, eligible.size() - 1);
-    // PlanChurn bounds the expected count well below the hard stop.
-    for (double t = gap(rng); t < end_s; t += gap(rng)) {
-      if (static_cast<int64_t>(arrivals.size()) >= 2 * kMaxRunArrivals) {
-        return absl::InternalError("churn: arrival stream ran past twice its expected size");
-      }
-      const int i = eligible[pick(rng)];
-      arrivals.push_back({t, static_cast<double>(trace[i].deletion_s - trace[i].creation_s), i});
-    }
-  } else {
-    absl::StatusOr<ReplayPlan> plan = PlanReplay(trace, o);
-    if (!plan.ok()) return plan.status();
-    arrivals = std::move(plan->arrivals);
-    warmup_s = plan->warmup_s;
-    end_s = plan->end_s;
-  }
+  double offered_load_exact = 0;
+  absl::StatusOr<ReplayPlan> plan = o.mode == Mode::kChurn
+                                        ? ChurnArrivals(trace, capacity, o, &offered_load_exact)
+                                        : PlanReplay(trace, o);
+  if (!plan.ok()) return plan.status();
+  if (o.mode == Mode::kChurn) r.offered_load_exact = offered_load_exact;
+  const std::vector<Arrival> arrivals = std::move(plan->arrivals);
+  const double warmup_s = plan->warmup_s, end_s = plan->end_s;
 
   absl::StatusOr<sched::Framework> fw = MakeFramework(policy, TypicalOf(trace, o), state, o);
   if (!fw.ok()) return fw.status();
 
-  // Idle cost rate: price of every free GPU.
-  std::vector<double> gpu_price(state.num_nodes());
-  double idle_cost_rate = 0;  // USD per hour
+  // Idle cost rate: price of every free GPU (USD per hour).
+  const std::vector<double> gpu_price = GpuPrices(state);
+  double idle_cost_rate = 0;
   for (int n = 0; n < state.num_nodes(); ++n) {
-    const core::NodeSpec& node = state.node(n);
-    gpu_price[n] = node.num_gpus > 0 && node.cost_usd_per_hour > 0
-                       ? node.cost_usd_per_hour / node.num_gpus
-                       : DefaultGpuPriceUsdPerHour(node.gpu_model);
-    idle_cost_rate += gpu_price[n] * node.num_gpus;
+    idle_cost_rate += gpu_price[n] * state.node(n).num_gpus;
   }
 
   struct Running {
@@ -534,35 +631,9 @@ absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy
     return trace[arrivals[id].trace_index].shape;
   };
 
-  double last_t = 0, unalloc_integral = 0, cost_integral = 0;
-  // Positive: PlanChurn and PlanReplay refuse an empty window.
-  const double window = end_s - warmup_s;
-  // The series samples the window at kSamples + 1 evenly spaced points, counted by index so
-  // that no rounding can keep the loop below from advancing.
-  constexpr int kSamples = 240;
-  int next_sample_index = 0;
-  auto sample_time = [&](int k) {
-    return k == kSamples ? end_s : warmup_s + window * k / kSamples;
-  };
+  WindowMeter meter{.warmup_s = warmup_s, .end_s = end_s, .capacity = capacity};
   std::vector<double> delays;
-
-  auto advance = [&](double t) {
-    t = std::min(t, end_s);
-    if (t <= last_t) return;
-    const double lo = std::max(last_t, warmup_s);
-    if (t > lo) {
-      const double unalloc = capacity - static_cast<double>(state.gpu_allocated_milli());
-      unalloc_integral += unalloc * (t - lo);
-      cost_integral += idle_cost_rate * (t - lo) / 3600.0;
-    }
-    while (next_sample_index <= kSamples && sample_time(next_sample_index) <= t) {
-      r.unalloc_series.push_back(
-          {(sample_time(next_sample_index) - warmup_s) / 3600.0,
-           100.0 * (capacity - static_cast<double>(state.gpu_allocated_milli())) / capacity});
-      ++next_sample_index;
-    }
-    last_t = t;
-  };
+  auto advance = [&](double t) { meter.Advance(t, state, idle_cost_rate, &r.unalloc_series); };
   auto started = [&](size_t id, double t, const sched::Outcome& out) -> absl::Status {
     const PodShape& shape = shape_of(id);
     sched::PodInfo info;
@@ -600,40 +671,9 @@ absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy
       fw->Release(shape, gone->placement, state);
       const int freed = gone->placement.node;
       idle_cost_rate += gpu_price[freed] * static_cast<double>(shape.TotalGpuMilli()) / 1000.0;
-      // Only the freed node gained room, so only pods that fit there can start now. They start
-      // best (priority, then arrival) first until none fits: the event wakes the best waiting
-      // request that fits the freed node, and after each placement (or failure) the next one,
-      // so that each is chosen against the cluster as the previous one left it. A request that
-      // fails is skipped for the rest of this departure; one that no longer fits the freed
-      // node goes back unschedulable with its whole group.
-      std::vector<uint64_t> failed_here;
-      auto wake_best = [&] {
-        queue.OnEvent(
-            sched::QueueEvent::kPodDeleted, t,
-            [&](const sched::QueuedPod& q) {
-              for (uint64_t f : failed_here) {
-                if (f == q.group) return false;
-              }
-              return state.Fits(freed, groups.shape[q.group]);
-            },
-            1);
-      };
-      wake_best();
-      while (std::optional<sched::QueuedPod> q = queue.Pop(t)) {
-        const PodShape& want = groups.shape[q->group];
-        if (!state.Fits(freed, want)) {
-          queue.AddUnschedulable(*q, t);
-          continue;
-        }
-        sched::Outcome out = fw->Schedule(want, state);
-        if (out.code == sched::Code::kError) return absl::InternalError(out.reason);
-        if (!out.ok()) {
-          queue.AddUnschedulable(*q, t);
-          failed_here.push_back(q->group);
-        } else if (absl::Status st = started(q->id, t, out); !st.ok()) {
-          return absl::InternalError(st.message());
-        }
-        wake_best();
+      if (absl::Status st = StartOnFreedNode(freed, t, groups, state, *fw, queue, started);
+          !st.ok()) {
+        return st;
       }
     } else {
       const size_t id = next++;
@@ -673,10 +713,7 @@ absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy
     if (arrivals[q.id].time_s >= warmup_s) delays.push_back(end_s - arrivals[q.id].time_s);
   });
   r.pods_waiting_at_end = static_cast<int64_t>(queue.size());
-  r.measured_hours = window / 3600.0;
-  r.unalloc_gpu_pct_steady = 100.0 * unalloc_integral / (capacity * window);
-  r.idle_gpu_hours = unalloc_integral / 1000.0 / 3600.0;
-  r.idle_cost_usd = cost_integral;
+  meter.Report(&r);
   r.queue_delay_p50_s = Percentile(delays, 0.50);
   r.queue_delay_p99_s = Percentile(delays, 0.99);
   return r;
