@@ -216,8 +216,18 @@ std::string TaintsText(const Json& j) {
   return absl::StrJoin(parts, ",");
 }
 
+// As kubectl: Ready, or Unknown when the node carries the taint Kubernetes' node controller (or
+// the Slurm backend, docs/slurm.md) gives a node whose state cannot be read; then
+// ",SchedulingDisabled" when it is cordoned.
 std::string NodeStatus(const Json& n) {
-  return base::BoolField(n, "cordoned") ? "Ready,SchedulingDisabled" : "Ready";
+  bool unreachable = false;
+  if (n.contains("taints") && n["taints"].is_array()) {
+    for (const Json& t : n["taints"]) {
+      if (Str(t, "key", "") == "node.kubernetes.io/unreachable") unreachable = true;
+    }
+  }
+  return absl::StrCat(unreachable ? "Unknown" : "Ready",
+                      base::BoolField(n, "cordoned") ? ",SchedulingDisabled" : "");
 }
 
 std::string NodesTable(const std::vector<Json>& nodes, bool wide) {

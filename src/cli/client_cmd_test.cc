@@ -62,6 +62,14 @@ class StubServer {
     res.set_content(api::ErrorBody(s), "application/json");
   }
 
+  static Json TaintsJson(const std::vector<core::Taint>& taints) {
+    Json out = Json::array();
+    for (const core::Taint& t : taints) {
+      out.push_back({{"key", t.key}, {"value", t.value}, {"effect", t.effect}});
+    }
+    return out;
+  }
+
   Json NodeJson(const std::string& name) const {
     const Node& n = nodes_.at(name);
     Json j = {{"name", name},
@@ -72,7 +80,7 @@ class StubServer {
               {"cost_usd_per_hour", n.spec.cost_usd_per_hour},
               {"power_w", n.spec.power_w},
               {"labels", n.spec.labels},
-              {"taints", Json::array()},
+              {"taints", TaintsJson(n.spec.taints)},
               {"topology", {{"numa_nodes", Json::array()}, {"gpus", Json::array()}}},
               {"cordoned", n.cordoned}};
     int pods = 0;
@@ -364,6 +372,30 @@ TEST_F(ClientCommandTest, ApplyThenGetThenDelete) {
   r = Seedance({"get", "pod", uid, "--server", stub.url()});
   EXPECT_EQ(r.rc, 2);
   EXPECT_THAT(r.err, HasSubstr("NotFound, HTTP 404"));
+}
+
+// A node whose state cannot be read carries Kubernetes' unreachable taint (the node controller's,
+// or the Slurm backend's): get nodes shows it Unknown, as kubectl shows a node not Ready.
+TEST_F(ClientCommandTest, AnUnreachableNodeIsUnknown) {
+  StubServer stub;
+  ASSERT_EQ(Seedance({"apply", "-f", "-", "--server", stub.url()},
+                     R"([{"kind": "Node", "name": "n1", "cpu_milli": 1000, "memory_mib": 1000},
+                         {"kind": "Node", "name": "n2", "cpu_milli": 1000, "memory_mib": 1000,
+                          "taints": [{"key": "node.kubernetes.io/unreachable",
+                                      "effect": "NoSchedule"}]}])")
+                .rc,
+            0);
+  Outcome r = Seedance({"get", "nodes", "--server", stub.url()});
+  auto row = [&](const std::string& name) {
+    const size_t at = r.out.find("\n" + name + " ");
+    return at == std::string::npos ? std::string()
+                                   : r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+  };
+  EXPECT_THAT(row("n1"), HasSubstr(" Ready ")) << r.out;
+  EXPECT_THAT(row("n2"), HasSubstr(" Unknown ")) << r.out;
+  ASSERT_EQ(Seedance({"cordon", "n2", "--server", stub.url()}).rc, 0);
+  r = Seedance({"get", "nodes", "--server", stub.url()});
+  EXPECT_THAT(row("n2"), HasSubstr(" Unknown,SchedulingDisabled ")) << r.out;
 }
 
 TEST_F(ClientCommandTest, CordonExplainAndPagination) {

@@ -109,6 +109,11 @@ absl::StatusOr<sched::PodInfo> PodOfEvent(const JsonValue& obj) {
   return p;
 }
 
+// Nodes whose state Seedance cannot read get the taint Kubernetes' node controller gives a node
+// whose Ready condition is Unknown, after the grace below (its node-monitor-grace-period is 40 s).
+constexpr std::string_view kUnreachableTaint = "node.kubernetes.io/unreachable";
+constexpr std::chrono::seconds kNodesUnknownAfter{10};
+
 }  // namespace
 
 struct SlurmBackend::State {
@@ -139,6 +144,8 @@ struct SlurmBackend::State {
   std::map<std::string, int32_t> node_shards;   // guarded by mu
   // Poller thread only.
   std::map<std::string, int> probe_failures;
+  std::optional<Clock::time_point> nodes_failing_since;  // the node listing fails since then
+  bool nodes_unknown = false;  // known nodes carry kUnreachableTaint (set by MarkNodesUnknown)
 
   void Log(const std::string& line);
   bool Sleep(double seconds);
@@ -151,6 +158,9 @@ struct SlurmBackend::State {
   void ApplyNodes(Service::Context& c, const std::vector<slurm::Node>& nodes,
                   const std::set<std::string>& unanswered, std::vector<int64_t>* cancel);
   void EndPod(Service::Context& c, const std::string& uid, bool requeue, const std::string& why);
+  // Slurm's nodes cannot be read: every known node gets kUnreachableTaint (nothing new is placed
+  // there) until a listing succeeds and ApplyNodes puts them back as Slurm shows them.
+  void MarkNodesUnknown(Service::Context& c);
   // A node was lost: its bound pods' jobs are to be cancelled and the pods requeued (or ended).
   void EndJobsOn(Service::Context& c, const std::string& node, const std::string& why,
                  std::vector<int64_t>* cancel);
@@ -290,6 +300,19 @@ void SlurmBackend::State::EndJobsOn(Service::Context& c, const std::string& node
                         o.resubmit_lost ? "; requeued" : ""));
     std::lock_guard<std::mutex> lock(mu);
     ++(o.resubmit_lost ? stats.requeued : stats.failed);
+  }
+}
+
+void SlurmBackend::State::MarkNodesUnknown(Service::Context& c) {
+  for (auto& [name, spec] : known) {
+    core::NodeSpec tainted = spec;
+    tainted.taints.push_back(
+        {std::string(kUnreachableTaint), "", std::string(core::kTaintNoSchedule)});
+    if (absl::Status st = c.scheduler.PutNode(tainted); !st.ok()) {
+      Log(absl::StrCat("slurm: node ", name, ": ", st.message()));
+      continue;
+    }
+    spec = std::move(tainted);  // differs from what Slurm shows: the next listing puts it back
   }
 }
 
@@ -523,8 +546,23 @@ void SlurmBackend::State::PollNodes() {
   absl::StatusOr<std::vector<slurm::Node>> nodes = rest->Nodes();
   if (!nodes.ok()) {
     Log(std::string(nodes.status().message()));
+    const Clock::time_point now = Clock::now();
+    if (!nodes_failing_since) nodes_failing_since = now;
+    if (!nodes_unknown && now - *nodes_failing_since >= kNodesUnknownAfter) {
+      nodes_unknown = true;
+      service.Run([&](Service::Context& c) -> Service::Finisher {
+        MarkNodesUnknown(c);
+        return [] { return Reply{200, "{}"}; };
+      });
+      Log(absl::StrCat("slurm: nodes unknown: Slurm's nodes could not be listed for ",
+                       kNodesUnknownAfter.count(), " s; tainted ", std::string(kUnreachableTaint),
+                       ":NoSchedule until they can"));
+    }
     return;
   }
+  if (nodes_unknown) Log("slurm: nodes listed again; the unreachable taint is lifted");
+  nodes_failing_since.reset();
+  nodes_unknown = false;
   std::set<std::string> unanswered;
   {
     std::lock_guard<std::mutex> lock(mu);

@@ -20,7 +20,8 @@ slurmctld, 16 slurmd with 8 fake GPUs each, slurmrestd), a Seedance server in fr
               deleting pods cancels jobs;
   token       a server started with an expired token exits 1 naming the file and the expiry;
               a token that expires under a running server leaves the pod Pending with an error
-              that says so; rewriting the file makes the next attempt succeed, no restart.
+              that says so, and the nodes are marked unknown (the unreachable taint); rewriting
+              the file makes the next attempt succeed and lifts the taint, no restart.
 
 Needs root (slurmd, device nodes) and the packages slurm_cluster.py names; exits 77 (skip)
 without them, unless SEEDANCE_REQUIRE_DATA=1, which makes that a failure. Every wait polls."""
@@ -259,6 +260,14 @@ def check_token_renewal(binary, root, cluster, out):
         assert jwt in annotation(pod, "slurm.seedance.io/error"), pod
         print(f"token: expired under the server -> pod Pending with "
               f"\"{annotation(pod, 'slurm.seedance.io/error')[:200]}\"")
+        # Slurm's nodes cannot be read now: after the grace they carry the unreachable taint
+        # (get nodes: Unknown), so nothing more is placed on them.
+        t0 = time.monotonic()
+        poll("every node to be marked unreachable", lambda: all(
+            any(t["key"] == UNREACHABLE for t in n["taints"])
+            for n in client.request("GET", "/v1/nodes")[1]["items"]), 30)
+        print(f"token: nodes marked unknown (tainted {UNREACHABLE}) "
+              f"{time.monotonic() - t0:.1f} s after the pod's failure")
         # Renewal: the next attempt reads the file again and succeeds, with no restart.
         failures = metric(client, FAILED_SUBMITS)
         write_token(jwt, cluster.token("root", lifespan=3600))
@@ -275,6 +284,9 @@ def check_token_renewal(binary, root, cluster, out):
              or annotation(p, "slurm.seedance.io/job-id"), 30)
         assert metric(client, FAILED_SUBMITS) == renewed, "a submission failed after renewal"
         assert server.proc.poll() is None, "the server restarted"
+        poll("the unreachable taint to be lifted", lambda: not any(
+            any(t["key"] == UNREACHABLE for t in n["taints"])
+            for n in client.request("GET", "/v1/nodes")[1]["items"]), 30)
         print("token: file renewed -> the waiting pod's next attempt and a new pod were "
               "submitted, no failure, no restart")
         client.close()
@@ -286,6 +298,7 @@ def check_token_renewal(binary, root, cluster, out):
 
 
 FAILED_SUBMITS = 'seedance_slurm_submits_total{result="failed"}'
+UNREACHABLE = "node.kubernetes.io/unreachable"
 
 
 def metric(client, series):
