@@ -241,14 +241,15 @@ def check_token_renewal(binary, root, cluster, out):
         (proc.returncode, proc.stderr[-600:])
     print(f"token: expired at start -> exit 1, \"{proc.stderr.strip().splitlines()[-1][:200]}\"")
 
-    # A token signed by slurmctld that lives 15 s; the server starts with it.
-    write_token(jwt, cluster.token("root", lifespan=15))
-    expires = time.time() + 15
+    # A token signed by slurmctld that lives 30 s (room for a sanitized server's start on a busy
+    # machine); the server starts with it.
+    write_token(jwt, cluster.token("root", lifespan=30))
+    expires = time.time() + 30
     server = testlib.Server(binary, os.path.join(root, "token-state"), extra=flags)
     server.start()
     try:
         client = testlib.Client(server.port)
-        poll("the token to expire", lambda: time.time() > expires + 1, 30)
+        poll("the token to expire", lambda: time.time() > expires + 1, 60)
         script = workload.script(77777, 1, out)
         status, pod = client.request("POST", "/v1/pods", pod_body("after-expiry", 1, script))
         assert status == 201, (status, pod)
