@@ -140,7 +140,8 @@ def stop_group(proc):
 
 
 def run_page(path, blocks, args, repo):
-    prefix = isolation(repo, net=not any(b.needs for b in blocks)) or []
+    prefix = [] if args.no_isolation else (
+        isolation(repo, net=not any(b.needs for b in blocks)) or [])
     # With a private /tmp, the page's own files (its script, where it is) live outside /tmp.
     work = tempfile.mkdtemp(prefix="seedance-doctest-", dir="/var/tmp" if prefix else None)
     os.chmod(work, 0o755)
@@ -210,6 +211,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=300, help="seconds a page may take")
     ap.add_argument("--list", action="store_true", help="list the runnable blocks and exit")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every page's output")
+    ap.add_argument("--no-isolation", action="store_true",
+                    help="run pages in this machine's network and /tmp, as a reader would")
     args = ap.parse_args()
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     pages, files = [], []
