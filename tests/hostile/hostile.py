@@ -51,8 +51,9 @@ DEFAULT_TIMEOUT_S = 20
 # A sanitized binary runs 2-3x slower and, on the 2-core CI machine where ctest runs beside this
 # suite, may wait seconds for a core; its wall-clock bounds (a case's timeout and max_s) are
 # stretched by this factor. A FIFO case bounded at 16 s (10 s of waiting for data, then start-up
-# and exit) took 16.1 s there. The product's own waits (the 10 s FIFO timeout) are not stretched.
-SANITIZED_TIME_FACTOR = 1.5
+# and exit) took 16.1 s there; at 1.5x, one bounded at 15 s took 22.6 s beside the failover test
+# (load average 10 on 2 cores). The product's own waits (the 10 s FIFO timeout) are not stretched.
+SANITIZED_TIME_FACTOR = 2.0
 RELEASE_AS_LIMIT = 4 << 30        # RLIMIT_AS for non-sanitized builds
 FSIZE_LIMIT = 256 << 20           # no output file may grow past this
 ASAN_RSS_MB = 2048
