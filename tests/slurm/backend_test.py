@@ -38,19 +38,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "src", "server"))
 
-import slurm_cluster  # noqa: E402
 import testlib  # noqa: E402
 import workload  # noqa: E402
 
 NODES, GPUS = 16, 8
 JOBS = int(os.environ.get("SEEDANCE_SLURM_JOBS", "1000"))
 
-
-def skip_or_fail(msg):
-    if os.environ.get("SEEDANCE_REQUIRE_DATA") == "1":
-        sys.exit(f"FAIL: {msg}")
-    print(f"SKIP: {msg}")
-    sys.exit(77)
 
 
 def poll(what, check, timeout):
@@ -316,12 +309,7 @@ def main():
     if len(sys.argv) != 2:
         sys.exit("usage: backend_test.py SEEDANCE_BINARY")
     binary = sys.argv[1]
-    if os.geteuid() != 0:
-        skip_or_fail("needs root (slurmd runs jobs and the fake GPUs are device nodes)")
-    try:
-        slurm_cluster.check_prerequisites()
-    except slurm_cluster.MissingPackages as e:
-        skip_or_fail(str(e))
+    workload.require_slurm_or_skip()
     trace = testlib.trace_file("openb_pod_list_default.csv")
     jobs = workload.job_stream(trace, JOBS)
     # A second partition of one node: a job for it pinned to another node is refused by Slurm

@@ -14,25 +14,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-import slurm_cluster  # noqa: E402
+import workload  # noqa: E402
 
-
-def skip_or_fail(msg):
-    if os.environ.get("SEEDANCE_REQUIRE_DATA") == "1":
-        sys.exit(f"FAIL: {msg}")
-    print(f"SKIP: {msg}")
-    sys.exit(77)
 
 
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: doc_test.py DIRECTORY_OF_SEEDANCE")
-    if os.geteuid() != 0:
-        skip_or_fail("needs root (slurmd runs jobs and the fake GPUs are device nodes)")
-    try:
-        slurm_cluster.check_prerequisites()
-    except slurm_cluster.MissingPackages as e:
-        skip_or_fail(str(e))
+    workload.require_slurm_or_skip()
     return subprocess.run([sys.executable, os.path.join(ROOT, "tools", "doctest.py"), "-v",
                            "--bin", sys.argv[1], "--needs", "slurm", "--only-needs",
                            os.path.join(ROOT, "docs", "slurm.md")], cwd=ROOT).returncode

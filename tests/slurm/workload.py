@@ -13,6 +13,7 @@ import glob
 import os
 import random
 import shutil
+import sys
 import tempfile
 
 import slurm_cluster
@@ -104,6 +105,22 @@ def idle_share_while_waiting(records, jobs, t0, total_gpus):
     makespan = (max(ends) - t0) if ends else 0.0
     share = idle_area / (wait_time * total_gpus) if wait_time > 0 else 0.0
     return share, makespan
+
+
+def require_slurm_or_skip():
+    """Returns if this machine can run a real Slurm (root, the packages); else exits 77 (skip),
+    or fails when SEEDANCE_REQUIRE_DATA=1."""
+    def skip_or_fail(msg):
+        if os.environ.get("SEEDANCE_REQUIRE_DATA") == "1":
+            sys.exit(f"FAIL: {msg}")
+        print(f"SKIP: {msg}")
+        sys.exit(77)
+    if os.geteuid() != 0:
+        skip_or_fail("needs root (slurmd runs jobs and the fake GPUs are device nodes)")
+    try:
+        slurm_cluster.check_prerequisites()
+    except slurm_cluster.MissingPackages as e:
+        skip_or_fail(str(e))
 
 
 @contextlib.contextmanager
