@@ -10,54 +10,20 @@
 #include "seedance/base/io.h"
 #include "seedance/base/text.h"
 #include "seedance/core/resource_descriptor.h"
+#include "seedance/hw/catalog.h"
 #include "yaml-cpp/yaml.h"
 
 namespace seedance::cost {
 
-std::string CanonicalGpuModel(std::string_view reported) {
-  std::string up;
-  for (char c : reported) up += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  auto has = [&](std::string_view s) { return up.find(s) != std::string::npos; };
-  // Order matters: longer names first (A100 before A10, L40S before L40 before L4).
-  if (has("H200")) return "H200";
-  if (has("H100")) return "H100";
-  if (has("A100")) return has("80G") ? "A100-80GB" : "A100-40GB";
-  if (has("L40S")) return "L40S";
-  if (has("L40")) return "L40";
-  if (has("A10G")) return "A10G";
-  if (has("A10")) return "A10";
-  if (has("L4")) return "L4";
-  if (has("V100")) return "V100";
-  if (has("P100")) return "P100";
-  if (has("T4")) return "T4";
-  if (has("P4")) return "P4";
-  std::string out;
-  for (char c : up) out += c == ' ' ? '-' : c;
-  return out;
-}
+std::string CanonicalGpuModel(std::string_view reported) { return hw::CanonicalName(reported); }
 
 PriceTable PriceTable::Builtin() {
+  // The hardware catalog's default prices (include/seedance/hw/catalog.h cites each source).
   PriceTable t;
-  // Google Cloud Compute Engine GPU pricing, on-demand, us-central1, per GPU-hour (the GPU part
-  // of the VM price; for A3/H100 the whole a3-highgpu-8g VM divided by 8). Read in 2024; check
-  // https://cloud.google.com/compute/gpus-pricing before relying on them, or pass --prices.
-  t.gpu_usd_per_hour = {
-      {"H100", 11.06},
-      {"A100-80GB", 3.93},
-      {"A100-40GB", 2.93},
-      {"L4", 0.56},
-      {"V100", 2.48},
-      {"P100", 1.46},
-      {"T4", 0.35},
-      {"P4", 0.60},
-      // AWS EC2 on-demand us-east-1 (2024): g5.xlarge (1x A10G) 1.006/h, g6e.xlarge (1x L40S)
-      // 1.861/h, whole instance price for one GPU.
-      {"A10G", 1.006},
-      {"L40S", 1.861},
-  };
-  t.source =
-      "built-in: GCP us-central1 on-demand GPU prices (A100/H100/L4/V100/P100/T4/P4) and "
-      "AWS us-east-1 on-demand (A10G g5.xlarge, L40S g6e.xlarge), read 2024";
+  for (const hw::GpuModel& g : hw::Gpus()) {
+    if (g.usd_per_hour) t.gpu_usd_per_hour[g.name] = *g.usd_per_hour;
+  }
+  t.source = std::string(hw::PriceSources());
   return t;
 }
 

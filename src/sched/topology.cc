@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "absl/strings/ascii.h"
+#include "seedance/hw/catalog.h"
 
 namespace seedance::sched {
 namespace {
@@ -128,15 +128,9 @@ std::string_view GpuLinkName(GpuLink link) {
 }
 
 LinkGeneration LinkGenerationOf(std::string_view gpu_model) {
-  const std::string m = absl::AsciiStrToUpper(std::string(gpu_model));
-  for (std::string_view h : {"H100", "H800", "H200", "H20"}) {
-    if (m.find(h) != std::string::npos) return {450, 63};
-  }
-  for (std::string_view a : {"A100", "A800"}) {
-    if (m.find(a) != std::string::npos) return {300, 31.5};
-  }
-  if (m.find("V100") != std::string::npos) return {150, 15.75};
-  return {};
+  const hw::GpuModel* g = hw::Find(gpu_model);
+  if (g == nullptr || g->nvlink_gbps_per_direction <= 0) return {};
+  return {g->nvlink_gbps_per_direction, g->pcie_gbps_per_direction};
 }
 
 bool HasGpuTopology(const core::NodeSpec& node) {

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "seedance/hw/catalog.h"
 
 namespace seedance::serving {
 namespace {
@@ -44,29 +45,19 @@ const std::vector<ModelConfig>& Models() {
   return kModels;
 }
 
-GpuSpec MakeGpu(std::string name, double t16, double t8, double bw, double mem, double link) {
-  return GpuSpec{std::move(name), t16, t8, bw, mem, link};
-}
-
-// Vendor datasheets, dense (no 2:4 sparsity) tensor-core figures:
-//  A100 80GB SXM: NVIDIA A100 Tensor Core GPU datasheet (2021): BF16 312, INT8 624, no FP8,
-//    HBM2e 2039 GB/s, NVLink 600 GB/s.
-//  H100 SXM5: NVIDIA H100 Tensor Core GPU datasheet (2023): BF16 989, FP8/INT8 1979,
-//    HBM3 3350 GB/s, NVLink 900 GB/s.
-//  H200 SXM: NVIDIA H200 datasheet (2024): compute as H100, HBM3e 4800 GB/s, 141 GB, NVLink 900.
-//  L40S: NVIDIA L40S datasheet (2023): BF16 362, FP8 733, GDDR6 864 GB/s, 48 GB, PCIe Gen4 x16
-//    (64 GB/s).
-//  A10: NVIDIA A10 datasheet (2021): BF16 125, INT8 250, GDDR6 600 GB/s, 24 GB, PCIe Gen4 x16.
-//  T4: NVIDIA T4 datasheet (2019): FP16 65, INT8 130, GDDR6 320 GB/s, 16 GB, PCIe Gen3 x16
-//    (32 GB/s).
-// interconnect_gbps is the datasheet's per-GPU NVLink (or PCIe x16) figure, both directions
-// together; the all-reduce efficiencies are fitted against it.
+// The GPUs the cost model prices: every model of the hardware catalog (hw/catalog.h, which cites
+// the datasheets) with compute figures.
 const std::vector<GpuSpec>& Gpus() {
-  static const std::vector<GpuSpec> kGpus = {
-      MakeGpu("a100-80g", 312, 624, 2039, 80, 600), MakeGpu("h100", 989, 1979, 3350, 80, 900),
-      MakeGpu("h200", 989, 1979, 4800, 141, 900),   MakeGpu("l40s", 362, 733, 864, 48, 64),
-      MakeGpu("a10", 125, 250, 600, 24, 64),        MakeGpu("t4", 65, 130, 320, 16, 32),
-  };
+  static const std::vector<GpuSpec> kGpus = [] {
+    std::vector<GpuSpec> out;
+    for (const hw::GpuModel& g : hw::Gpus()) {
+      if (g.tflops_bf16 <= 0) continue;
+      out.push_back(GpuSpec{g.name, g.tflops_bf16, std::max(g.tflops_fp8, g.tops_int8),
+                            g.mem_bandwidth_gbps, g.memory_gib, g.interconnect_gbps,
+                            g.arch == hw::Arch::kHopper});
+    }
+    return out;
+  }();
   return kGpus;
 }
 
@@ -83,9 +74,9 @@ double Roof(double t_c, double t_m, double p) {
 // Constants fitted by FitCostModel (calibration.h) on the Vidur profiles; see
 // docs/serving-model.md for the fit error. GEMM and element-wise constants per GPU family,
 // all-reduce constants per GPU family and tensor-parallel degree.
-CostModelParams CalibratedParams(const std::string& gpu, int tp) {
+CostModelParams CalibratedParams(const GpuSpec& gpu, int tp) {
   CostModelParams p;
-  const bool hopper = gpu == "h100" || gpu == "h200";
+  const bool hopper = gpu.hopper;
   // Fitted with `seedance costmodel fit` on vidur-profiling/{a100,h100} (Llama-2-7B operators:
   // all rows; DGX all-reduce: --train-workers N per row, all intra-node N for "any other N");
   // rounded to 3 significant digits. Commands and errors: docs/serving-model.md.
@@ -207,15 +198,17 @@ std::vector<std::string> KnownModels() {
 }
 
 absl::StatusOr<GpuSpec> LookupGpu(std::string_view name) {
-  std::string key = Lower(name);
-  if (key == "a100" || key == "a100-80gb") key = "a100-80g";
+  const hw::GpuModel* model = hw::Find(name);
   for (const GpuSpec& g : Gpus()) {
-    if (g.name == key) return g;
+    if (model != nullptr && g.name == model->name) return g;
   }
   std::string known;
   for (const GpuSpec& g : Gpus()) absl::StrAppend(&known, known.empty() ? "" : ", ", g.name);
+  const std::string why =
+      model == nullptr ? "" : absl::StrCat(": the hardware catalog has no compute figures for ",
+                                           model->name);
   return absl::NotFoundError(
-      absl::StrCat("unknown GPU '", std::string(name), "' (known: ", known, ")"));
+      absl::StrCat("unknown GPU '", std::string(name), "'", why, " (known: ", known, ")"));
 }
 
 std::vector<std::string> KnownGpus() {
@@ -225,7 +218,7 @@ std::vector<std::string> KnownGpus() {
 }
 
 CostModelParams DefaultParamsFor(const GpuSpec& gpu, int tensor_parallel) {
-  return CalibratedParams(gpu.name, tensor_parallel);
+  return CalibratedParams(gpu, tensor_parallel);
 }
 
 double PeakTflops(const GpuSpec& gpu, DType dtype) {

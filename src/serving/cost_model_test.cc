@@ -25,9 +25,18 @@ TEST_F(CostModelTest, LooksUpModelsAndGpusCaseInsensitively) {
     EXPECT_TRUE(LookupGpu(g).ok()) << g;
   }
   EXPECT_FALSE(LookupModel("gpt-5").ok());
+  // A driver's name finds the catalog's model; the canonical name is what is reported.
+  EXPECT_EQ(Gpu("NVIDIA H100 80GB HBM3").name, "H100");
+  EXPECT_EQ(Gpu("a100-80g").name, "A100-80GB");
+  EXPECT_EQ(Gpu("NVIDIA A100-SXM4-40GB").mem_bandwidth_gbps, 1555);
+  // The catalog knows the V100 but has no compute figures for it: refused, saying so.
   absl::StatusOr<GpuSpec> bad = LookupGpu("v100");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("h100"), std::string::npos);  // lists the known ones
+  EXPECT_NE(bad.status().message().find("no compute figures for V100"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("H100"), std::string::npos);  // lists the known ones
+  absl::StatusOr<GpuSpec> unknown = LookupGpu("mi300x");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().message().find("compute figures"), std::string::npos);
 }
 
 TEST_F(CostModelTest, KvBytesPerTokenFollowsKvHeadsAndDtype) {

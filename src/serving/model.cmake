@@ -17,7 +17,7 @@ if(SEEDANCE_BUILD_FUZZ)
                                                   -fno-omit-frame-pointer)
   target_link_options(profile_csv_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
   target_link_libraries(profile_csv_fuzz PRIVATE absl::status absl::statusor absl::strings
-                                              seedance_base)
+                                              seedance_base seedance_hw)
 endif()
 
 if(SEEDANCE_BUILD_TESTS)

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "seedance/base/check.h"
+#include "seedance/hw/catalog.h"
 
 namespace seedance::serving {
 namespace {
@@ -108,19 +109,12 @@ bool DeviceCapabilities::Supports(DType d) const {
 absl::StatusOr<DeviceCapabilities> LookupCapabilities(std::string_view gpu) {
   absl::StatusOr<GpuSpec> spec = LookupGpu(gpu);
   if (!spec.ok()) return spec.status();
+  const hw::GpuModel* model = hw::Find(spec->name);
   DeviceCapabilities c;
   c.gpu = spec->name;
-  const std::string& n = c.gpu;
-  if (n == "t4") {  // Turing: FP16 and INT8 tensor cores only
-    c.bf16 = false;
-    c.fp8 = false;
-  } else if (n == "a10" || n == "a100-80g") {  // Ampere: BF16, no FP8
-    c.bf16 = true;
-    c.fp8 = false;
-  } else {  // l40s (Ada), h100, h200 (Hopper): FP8 tensor cores
-    c.bf16 = true;
-    c.fp8 = true;
-  }
+  c.bf16 = model->bf16;
+  c.fp8 = model->fp8;
+  c.int8 = model->int8;
   return c;
 }
 

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "seedance/base/check.h"
+#include "seedance/hw/catalog.h"
 #include "seedance/sched/frag.h"
 #include "seedance/sched/framework.h"
 #include "seedance/sched/ledger.h"
@@ -847,14 +848,10 @@ absl::StatusOr<RunResult> Run(const Workload& workload, const std::string& polic
 }
 
 double DefaultGpuPriceUsdPerHour(const std::string& model) {
-  // Approximate public-cloud on-demand prices per GPU-hour of comparable parts (2024); the
-  // trace's G1-G3 are undisclosed and priced like their closest public parts.
-  static const std::map<std::string, double> kPrice = {
-      {"A100", 3.67}, {"A10", 1.10},  {"V100M32", 3.06}, {"V100M16", 2.48}, {"V100", 2.48},
-      {"T4", 0.53},   {"P100", 1.46}, {"G1", 1.46},      {"G2", 2.48},      {"G3", 3.06},
-      {"H100", 6.98}, {"L4", 0.81},   {"A800", 3.67},    {"H800", 6.98}};
-  auto it = kPrice.find(model);
-  return it == kPrice.end() ? 2.0 : it->second;
+  // The hardware catalog's default price (include/seedance/hw/catalog.h); a model it does not
+  // price costs 2.0 USD per GPU-hour.
+  const hw::GpuModel* g = hw::Find(model);
+  return g != nullptr && g->usd_per_hour ? *g->usd_per_hour : 2.0;
 }
 
 }  // namespace seedance::sim

@@ -44,8 +44,9 @@ namespace seedance::sched {
 enum class GpuLink { kNvLink, kPcieSwitch, kHostBridge, kCrossSocket };
 std::string_view GpuLinkName(GpuLink link);
 
-// The interconnect generation of a GPU model, from its name (case-insensitive substrings
-// "V100", "A100", "A800", "H100", "H800", "H200", "H20"); other models: NVLink 3 and PCIe Gen4.
+// The interconnect generation of a GPU model: the hardware catalog's per-direction NVLink and
+// PCIe figures (hw/catalog.h: V100, A100, A800, H100, H800, H200, H20 by any name the catalog
+// finds); other models: NVLink 3 and PCIe Gen4.
 struct LinkGeneration {
   double nvlink_gbps = 300;  // per direction, per GPU
   double pcie_gbps = 31.5;   // x16, per direction

@@ -56,9 +56,11 @@ struct GpuSpec {
   double mem_bandwidth_gbps = 0;  // HBM/GDDR GB/s
   double memory_gib = 0;
   double interconnect_gbps = 0;  // per-GPU NVLink (or PCIe) bandwidth for all-reduce, GB/s
+  bool hopper = false;           // picks the Hopper calibration (else the A100 one)
 };
 
-// Built-in GPUs: "a100-80g", "h100", "h200", "l40s", "a10", "t4" (case-insensitive).
+// The hardware catalog's GPUs with compute figures (hw/catalog.h): A100-80GB, A100-40GB, H100,
+// H200, L40S, A10, T4, by any name the catalog finds ("a100-80g", "h100", "NVIDIA H100 80GB HBM3").
 absl::StatusOr<GpuSpec> LookupGpu(std::string_view name);
 std::vector<std::string> KnownGpus();
 

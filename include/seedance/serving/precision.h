@@ -42,8 +42,8 @@ struct DeviceCapabilities {
   bool int8 = true;
   bool Supports(DType dtype) const;
 };
-// Built-in table (vendor architecture whitepapers): T4 (Turing) FP16/INT8, no BF16/FP8; A10 and
-// A100 (Ampere) BF16/FP16/INT8, no FP8; L40S (Ada), H100 and H200 (Hopper) add FP8.
+// From the hardware catalog (hw/catalog.h): T4 (Turing) FP16/INT8, no BF16/FP8; A10 and A100
+// (Ampere) BF16/FP16/INT8, no FP8; L40S (Ada), H100 and H200 (Hopper) add FP8.
 absl::StatusOr<DeviceCapabilities> LookupCapabilities(std::string_view gpu);
 
 struct PrecisionOptions {

@@ -168,8 +168,9 @@ absl::Status CheckRun(const Workload& workload, const SimOptions& options);
 // fixed shape mix resembling production GPU-sharing clusters, with lifetimes.
 Workload BuiltinWorkload();
 
-// Default on-demand price per GPU-hour (USD) and board power (W) of the trace's GPU models,
-// used when a node carries no price of its own (documented assumptions, not quotes).
+// Default on-demand price per GPU-hour (USD) of a GPU model, used when a node carries no price of
+// its own: the hardware catalog's price (hw/catalog.h, sources cited there), 2.0 for a model it
+// does not price.
 double DefaultGpuPriceUsdPerHour(const std::string& model);
 
 }  // namespace seedance::sim
