@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
 
 namespace seedance::hw {
 namespace {
@@ -156,12 +157,18 @@ std::span<const GpuModel> Gpus() {
 }
 
 const GpuModel* Find(std::string_view name) {
-  const std::string up = Upper(name);
-  for (const GpuModel& g : Gpus()) {
-    if (Upper(g.name) == up) return &g;
-    for (const std::string& a : g.aliases) {
-      if (Upper(a) == up) return &g;
+  // Exact names and aliases, upper-cased once: Find runs per placement in the topology model.
+  static const std::vector<std::pair<std::string, const GpuModel*>> kExact = [] {
+    std::vector<std::pair<std::string, const GpuModel*>> out;
+    for (const GpuModel& g : Gpus()) {
+      out.emplace_back(Upper(g.name), &g);
+      for (const std::string& a : g.aliases) out.emplace_back(Upper(a), &g);
     }
+    return out;
+  }();
+  const std::string up = Upper(name);
+  for (const auto& [exact, g] : kExact) {
+    if (exact == up) return g;
   }
   for (const GpuModel& g : Gpus()) {
     if (g.tags.empty()) continue;
