@@ -110,6 +110,7 @@ absl::StatusOr<DeviceCapabilities> LookupCapabilities(std::string_view gpu) {
   absl::StatusOr<GpuSpec> spec = LookupGpu(gpu);
   if (!spec.ok()) return spec.status();
   const hw::GpuModel* model = hw::Find(spec->name);
+  SEEDANCE_CHECK(model != nullptr) << "a GpuSpec names a catalog model: " << spec->name;
   DeviceCapabilities c;
   c.gpu = spec->name;
   c.bf16 = model->bf16;

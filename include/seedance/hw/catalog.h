@@ -9,7 +9,7 @@
 // user needs, is 0; a price nobody published is absent.
 //
 // Names. `Find` takes any spelling a user, a trace or a driver reports:
-//  - the canonical name or an alias, case-insensitive ("h100", "a100-80g", "V100M32");
+//  - the canonical name or an alias, case-insensitive ("h100", "a100-80g", "G2");
 //  - otherwise a name that contains a model's tag: "NVIDIA A100-SXM4-80GB" -> A100-80GB,
 //    "Tesla V100-SXM2-16GB" -> V100, "NVIDIA H100 80GB HBM3" -> H100. Tags are tried in catalog
 //    order, longer names first (H200 before H20, A100 before A10, L40S before L40 before L4).
