@@ -54,7 +54,7 @@ const std::vector<GpuSpec>& Gpus() {
       if (g.tflops_bf16 <= 0) continue;
       out.push_back(GpuSpec{g.name, g.tflops_bf16, std::max(g.tflops_fp8, g.tops_int8),
                             g.mem_bandwidth_gbps, g.memory_gib, g.interconnect_gbps,
-                            g.arch == hw::Arch::kHopper});
+                            g.arch == hw::Arch::kHopper, g.bf16, g.fp8, g.int8});
     }
     return out;
   }();

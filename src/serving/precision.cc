@@ -8,7 +8,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "seedance/base/check.h"
-#include "seedance/hw/catalog.h"
 
 namespace seedance::serving {
 namespace {
@@ -109,13 +108,11 @@ bool DeviceCapabilities::Supports(DType d) const {
 absl::StatusOr<DeviceCapabilities> LookupCapabilities(std::string_view gpu) {
   absl::StatusOr<GpuSpec> spec = LookupGpu(gpu);
   if (!spec.ok()) return spec.status();
-  const hw::GpuModel* model = hw::Find(spec->name);
-  SEEDANCE_CHECK(model != nullptr) << "a GpuSpec names a catalog model: " << spec->name;
   DeviceCapabilities c;
   c.gpu = spec->name;
-  c.bf16 = model->bf16;
-  c.fp8 = model->fp8;
-  c.int8 = model->int8;
+  c.bf16 = spec->bf16;
+  c.fp8 = spec->fp8;
+  c.int8 = spec->int8;
   return c;
 }
 

@@ -57,6 +57,7 @@ struct GpuSpec {
   double memory_gib = 0;
   double interconnect_gbps = 0;  // per-GPU NVLink (or PCIe) bandwidth for all-reduce, GB/s
   bool hopper = false;           // picks the Hopper calibration (else the A100 one)
+  bool bf16 = false, fp8 = false, int8 = true;  // tensor-core data types (FP16 everywhere)
 };
 
 // The hardware catalog's GPUs with compute figures (hw/catalog.h): A100-80GB, A100-40GB, H100,
