@@ -1,6 +1,5 @@
 #include "seedance/cost/prices.h"
 
-#include <cctype>
 #include <cmath>
 #include <map>
 #include <set>
