@@ -297,6 +297,25 @@ def one_rep(args, etcd, rep, rng):
         replicas.stop()
 
 
+def wait_bytes_queued(port, timeout=10):
+    """Waits until a connection to local `port` holds bytes its (stopped) process has not read:
+    /proc/net/tcp's rx_queue of an ESTABLISHED (01) socket whose local port is `port`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            try:
+                with open(table) as f:
+                    rows = [line.split() for line in f.readlines()[1:]]
+            except OSError:
+                continue
+            for row in rows:
+                if int(row[1].rsplit(":", 1)[1], 16) == port and row[3] == "01" and \
+                        int(row[4].split(":")[1], 16) > 0:
+                    return
+        time.sleep(0.01)
+    raise AssertionError(f"no request reached port {port}'s socket in {timeout} s")
+
+
 def frozen_leader(args, etcd):
     """SIGSTOP the leader past its lease; a follower takes over; the thawed one acknowledges no
     write and says it follows."""
@@ -320,7 +339,7 @@ def frozen_leader(args, etcd):
 
         t = threading.Thread(target=late_write)
         t.start()
-        time.sleep(0.2)  # let the request reach the stopped process's socket
+        wait_bytes_queued(old.port)  # the request is in the stopped process's socket
         os.kill(old.proc.pid, signal.SIGCONT)
         t.join()
         status, body = reply["r"]

@@ -48,6 +48,19 @@ def wait_for(what, fn, want, timeout=30):
     raise AssertionError(f"{what}: want {want}, got {got}")
 
 
+def refused_at_limit(admin, ns):
+    """True once every pending pod of `ns` was last refused because its queue is at its limit:
+    the scheduler tried each of them with the queue full, so none of them is still to come."""
+    status, pods = admin.request("GET", f"/v1/pods?namespace={ns}&phase=Pending")
+    assert status == 200, (status, pods)
+    for p in pods["items"]:
+        status, why = admin.request("GET", f"/v1/pods/{p['uid']}/explain")
+        assert status == 200, (status, why)
+        if "is at its limit" not in (why.get("last_attempt") or ""):
+            return False
+    return bool(pods["items"])
+
+
 def submit(client, ns, count, start=0):
     for i in range(start, start + count):
         status, body = client.request("POST", "/v1/pods", {
@@ -122,7 +135,8 @@ def main():
             assert status == 200
         submit(t["c"], "c", 4, start=200)
         wait_for("c stops at its limit", lambda: bound(admin, "c"), 5)
-        time.sleep(0.2)
+        wait_for("c's other pods are refused at its limit", lambda: refused_at_limit(admin, "c"),
+                 True)
         assert bound(admin, "c") == 5
         status, metrics = admin.request("GET", "/metrics")
         assert 'seedance_queue_gpus{kind="used",queue="team-c"} 5' in metrics, \
