@@ -282,8 +282,8 @@ int Run(const Flags& f) {
   }
   const CostModel cost(*model, *gpu, f.tp);
   const ServingHardware hw = HardwareFromCostModel(cost, f.mem_util);
-  if (base_options.kv_blocks <= 0 &&
-      hw.kv_cache_bytes < int64_t{f.block_size} * hw.kv_bytes_per_token) {
+  const int64_t kv_pool_blocks = KvPoolBlocks(hw, base_options);
+  if (kv_pool_blocks <= 0) {
     return UsageError("no GPU memory left for the KV cache: " + model->name + " does not fit " +
                       gpu->name + " x" + std::to_string(f.tp) + " at --mem-util " +
                       base::FormatNumber(f.mem_util) + " (try a larger --tp)");
@@ -297,9 +297,7 @@ int Run(const Flags& f) {
   rep.tp = f.tp;
   rep.block_size = f.block_size;
   rep.rate_scale = f.rate_scale;
-  rep.kv_pool_blocks = base_options.kv_blocks > 0
-                           ? base_options.kv_blocks
-                           : hw.kv_cache_bytes / (int64_t{f.block_size} * hw.kv_bytes_per_token);
+  rep.kv_pool_blocks = kv_pool_blocks;
   rep.kv_gib_per_gpu = double(hw.kv_cache_bytes) / double(int64_t{1} << 30);
   rep.has_prefix_ids = trace->prefix_block_tokens > 0;
   if (rep.has_prefix_ids) rep.ideal_hit_ratio = IdealPrefixHitRatio(*trace);

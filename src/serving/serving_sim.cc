@@ -81,6 +81,12 @@ absl::Status ValidateArrivals(const RequestTrace& trace, double rate_scale) {
   return absl::OkStatus();
 }
 
+int64_t KvPoolBlocks(const ServingHardware& hw, const ServingSimOptions& options) {
+  if (options.kv_blocks > 0) return options.kv_blocks;
+  const int64_t slot_bytes = static_cast<int64_t>(options.block_size) * hw.kv_bytes_per_token;
+  return slot_bytes > 0 ? hw.kv_cache_bytes / slot_bytes : 0;
+}
+
 absl::StatusOr<ServingResult> RunServingSim(const RequestTrace& trace, const ServingHardware& hw,
                                             const ServingSimOptions& options) {
   if (options.block_size <= 0) return absl::InvalidArgumentError("block size must be > 0");
@@ -102,9 +108,7 @@ absl::StatusOr<ServingResult> RunServingSim(const RequestTrace& trace, const Ser
                                                    trace.prefix_block_tokens, " tokens"));
   }
   const int64_t slot_bytes = static_cast<int64_t>(options.block_size) * hw.kv_bytes_per_token;
-  const int64_t kv_blocks = options.kv_blocks > 0
-                                ? options.kv_blocks
-                                : (slot_bytes > 0 ? hw.kv_cache_bytes / slot_bytes : 0);
+  const int64_t kv_blocks = KvPoolBlocks(hw, options);
   if (kv_blocks <= 0) {
     return absl::InvalidArgumentError(
         "no memory left for the KV cache (the model's weights do not fit the GPU; try --tp)");

@@ -46,6 +46,18 @@ TEST(PercentileTest, InterpolatesLikeNumpy) {
   EXPECT_DOUBLE_EQ(Percentile({10, 20}, 99), 19.9);
 }
 
+TEST(KvPoolBlocksTest, WholeBlocksOfTheCacheOrTheExplicitPool) {
+  ServingSimOptions o;
+  o.block_size = 16;
+  EXPECT_EQ(KvPoolBlocks(FakeHardware(16 * 10 + 15), o), 10);  // a partial block is no block
+  EXPECT_EQ(KvPoolBlocks(FakeHardware(15), o), 0);               // not even one
+  o.kv_blocks = 3;
+  EXPECT_EQ(KvPoolBlocks(FakeHardware(15), o), 3);  // an explicit pool wins
+  o.kv_blocks = 0;
+  ServingHardware none;  // no KV bytes per token: nothing to size
+  EXPECT_EQ(KvPoolBlocks(none, o), 0);
+}
+
 TEST(ServingSimTest, EveryRequestCompletesWithSaneLatencies) {
   const RequestTrace t = SyntheticTrace(300, 5, 1);
   for (BatchingMode mode : {BatchingMode::kContinuous, BatchingMode::kStatic}) {

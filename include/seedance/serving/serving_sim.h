@@ -88,6 +88,10 @@ inline constexpr int64_t kMaxKvBlocks = int64_t{1} << 26;
 // kMaxArrivalSpanS; kInvalidArgument otherwise.
 absl::Status ValidateArrivals(const RequestTrace& trace, double rate_scale);
 
+// The KV pool a run gets, in blocks: the explicit ServingSimOptions::kv_blocks when set, else
+// as many blocks of options.block_size tokens as hw.kv_cache_bytes holds; 0 when none fits.
+int64_t KvPoolBlocks(const ServingHardware& hw, const ServingSimOptions& options);
+
 // Replays `trace` with one batching mode. Errors: invalid options (block size not dividing the
 // trace's prefix block, rate_scale <= 0, no KV blocks, ValidateArrivals, more than kMaxKvBlocks).
 absl::StatusOr<ServingResult> RunServingSim(const RequestTrace& trace, const ServingHardware& hw,
