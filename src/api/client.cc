@@ -4,7 +4,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -17,6 +16,7 @@
 #include "seedance/api/api.h"
 #include "seedance/base/build_info.h"
 #include "seedance/base/io.h"
+#include "seedance/base/mutex.h"
 #include "seedance/base/parse.h"
 #include "seedance/base/text.h"
 
@@ -293,15 +293,18 @@ absl::StatusOr<nlohmann::json> Client::Call(std::string_view method, std::string
 
   // A watchdog holds the whole call to the deadline: the per-read timeouts alone would let a
   // server that trickles bytes keep the call going for ever.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  bool fired = false;
+  struct Watch {
+    base::Mutex mu;
+    std::condition_variable cv;
+    bool done ABSL_GUARDED_BY(mu) = false;   // the call returned
+    bool fired ABSL_GUARDED_BY(mu) = false;  // the watchdog stopped it
+  } watch;
   httplib::Client* http = http_.get();
   std::thread watchdog([&] {
-    std::unique_lock<std::mutex> lock(mu);
-    if (!cv.wait_for(lock, timeout, [&] { return done; })) {
-      fired = true;
+    base::MutexLock lock(watch.mu);
+    if (!lock.WaitFor(watch.cv, timeout,
+                      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(watch.mu) { return watch.done; })) {
+      watch.fired = true;
       http->stop();
     }
   });
@@ -312,11 +315,16 @@ absl::StatusOr<nlohmann::json> Client::Call(std::string_view method, std::string
   // The per-read timeout (set to the whole deadline) may beat the watchdog to it.
   const bool past_deadline = std::chrono::steady_clock::now() - started >= timeout;
   {
-    std::lock_guard<std::mutex> lock(mu);
-    done = true;
+    base::MutexLock lock(watch.mu);
+    watch.done = true;
   }
-  cv.notify_all();
+  watch.cv.notify_all();
   watchdog.join();
+  bool fired = false;
+  {
+    base::MutexLock lock(watch.mu);
+    fired = watch.fired;
+  }
 
   const std::string where = Where(method, path);
   if (too_large) {

@@ -7,15 +7,15 @@
 #include <condition_variable>
 #include <cstdio>
 #include <fstream>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "gmock/gmock.h"
-#include "seedance/base/text.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "seedance/api/api.h"
+#include "seedance/base/mutex.h"
+#include "seedance/base/text.h"
 
 namespace seedance::api {
 namespace {
@@ -40,12 +40,12 @@ class StubServer {
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   // Handlers that wait for Release() (the deadline test).
   void WaitForRelease() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return released_; });
+    base::MutexLock lock(mu_);
+    lock.Wait(cv_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return released_; });
   }
   void Release() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       released_ = true;
     }
     cv_.notify_all();
@@ -55,9 +55,9 @@ class StubServer {
   httplib::Server server_;
   int port_ = 0;
   std::thread thread_;
-  std::mutex mu_;
+  base::Mutex mu_;
   std::condition_variable cv_;
-  bool released_ = false;
+  bool released_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 std::string TempFile(const std::string& contents) {

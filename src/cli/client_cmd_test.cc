@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -22,6 +21,7 @@
 #include "httplib.h"
 #include "nlohmann/json.hpp"
 #include "seedance/api/api.h"
+#include "seedance/base/mutex.h"
 #include "yaml-cpp/yaml.h"
 
 extern char** environ;
@@ -50,7 +50,10 @@ class StubServer {
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   int requests() const { return requests_; }
   int mutations() const { return mutations_; }
-  void set_page_size(int n) { page_size_ = n; }
+  void set_page_size(int n) {
+    base::MutexLock lock(mu_);
+    page_size_ = n;
+  }
 
  private:
   static void Reply(httplib::Response& res, int status, const Json& body) {
@@ -70,7 +73,7 @@ class StubServer {
     return out;
   }
 
-  Json NodeJson(const std::string& name) const {
+  Json NodeJson(const std::string& name) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const Node& n = nodes_.at(name);
     Json j = {{"name", name},
               {"cpu_milli", n.spec.cpu_milli},
@@ -110,7 +113,7 @@ class StubServer {
     const std::string node = R"(/v1/nodes/([A-Za-z0-9][A-Za-z0-9._-]{0,252}))";
     const std::string pod = R"(/v1/pods/([0-9a-f-]{1,64}))";
     http_.Put(node, [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       absl::StatusOr<api::NodeRequest> n = api::DecodeNodeRequest(req.matches[1].str(), req.body);
       if (!n.ok()) return Error(res, n.status());
       const bool created = !nodes_.contains(n->spec.name);
@@ -119,14 +122,14 @@ class StubServer {
       Reply(res, created ? 201 : 200, NodeJson(n->spec.name));
     });
     http_.Get("/v1/nodes", [this](const httplib::Request&, httplib::Response& res) {
-      std::lock_guard<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       Json items = Json::array();
       for (const auto& [name, n] : nodes_) items.push_back(NodeJson(name));
       Reply(res, 200, {{"items", items}, {"revision", 1}});
     });
     http_.Post(
         node + "/(cordon|uncordon)", [this](const httplib::Request& req, httplib::Response& res) {
-          std::lock_guard<std::mutex> lock(mu_);
+          base::MutexLock lock(mu_);
           auto it = nodes_.find(req.matches[1].str());
           if (it == nodes_.end()) {
             return Error(res, absl::NotFoundError("node '" + req.matches[1].str() + "' not found"));
@@ -135,7 +138,7 @@ class StubServer {
           Reply(res, 200, NodeJson(it->first));
         });
     http_.Post("/v1/pods", [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       absl::StatusOr<api::PodRequest> p = api::ParsePodRequest(req.body);
       if (!p.ok()) return Error(res, p.status());
       if (p->name == "explode") return Error(res, absl::InternalError("the stub fell over"));
@@ -167,7 +170,7 @@ class StubServer {
       Reply(res, 201, j);
     });
     http_.Get("/v1/pods", [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       const std::string after = req.get_param_value("continue");
       const std::string phase = req.get_param_value("phase");
       Json items = Json::array();
@@ -184,20 +187,20 @@ class StubServer {
       Reply(res, 200, {{"items", items}, {"revision", next_uid_}, {"continue", next}});
     });
     http_.Get(pod, [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       auto it = pods_.find(req.matches[1].str());
       if (it == pods_.end()) return Error(res, absl::NotFoundError("pod not found"));
       Reply(res, 200, it->second);
     });
     http_.Delete(pod, [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       if (pods_.erase(req.matches[1].str()) == 0) {
         return Error(res, absl::NotFoundError("pod not found"));
       }
       Reply(res, 200, {{"uid", req.matches[1].str()}, {"deleted", true}});
     });
     http_.Get(pod + "/explain", [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       auto it = pods_.find(req.matches[1].str());
       if (it == pods_.end()) return Error(res, absl::NotFoundError("pod not found"));
       Json j = {{"uid", it->first}, {"phase", it->second["phase"]}};
@@ -226,12 +229,12 @@ class StubServer {
   httplib::Server http_;
   int port_ = 0;
   std::thread thread_;
-  std::mutex mu_;
-  std::map<std::string, Node> nodes_;
-  std::vector<std::string> order_;
-  std::map<std::string, Json> pods_;
-  int next_uid_ = 0;
-  int page_size_ = 500;
+  base::Mutex mu_;
+  std::map<std::string, Node> nodes_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> order_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Json> pods_ ABSL_GUARDED_BY(mu_);
+  int next_uid_ ABSL_GUARDED_BY(mu_) = 0;
+  int page_size_ ABSL_GUARDED_BY(mu_) = 500;
   std::atomic<int> requests_{0};
   std::atomic<int> mutations_{0};
 };

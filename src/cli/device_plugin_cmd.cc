@@ -8,13 +8,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "commands.h"
+#include "seedance/base/mutex.h"
 #include "seedance/base/parse.h"
 #include "seedance/deviceplugin/plugin.h"
 #include "seedance/k8s/informer.h"
@@ -80,7 +80,7 @@ class HealthWatch {
       : thread_([=, this] { Loop(plugin, gpus, interval_s); }) {}
   ~HealthWatch() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       stop_ = true;
     }
     cv_.notify_all();
@@ -89,17 +89,18 @@ class HealthWatch {
 
  private:
   void Loop(dp::DevicePlugin* plugin, const std::vector<dp::Gpu>& gpus, double interval_s) {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!cv_.wait_for(lock, std::chrono::duration<double>(interval_s), [&] { return stop_; })) {
-      lock.unlock();
+    base::MutexLock lock(mu_);
+    while (!lock.WaitFor(cv_, std::chrono::duration<double>(interval_s),
+                         [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; })) {
+      lock.Unlock();
       const std::vector<bool> healthy = dp::NvmlHealth(gpus);
       for (size_t g = 0; g < gpus.size(); ++g) plugin->SetHealthy(static_cast<int>(g), healthy[g]);
-      lock.lock();
+      lock.Lock();
     }
   }
-  std::mutex mu_;
+  base::Mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -6,16 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -26,6 +23,8 @@
 #include "absl/strings/str_split.h"
 #include "commands.h"
 #include "seedance/base/io.h"
+#include "seedance/base/mutex.h"
+#include "seedance/base/parallel.h"
 #include "seedance/base/text.h"
 #include "seedance/core/resource_descriptor.h"
 #include "seedance/sched/frag.h"
@@ -196,7 +195,7 @@ class Progress {
  public:
   Progress(size_t total, bool enabled) : total_(total), enabled_(enabled) {}
   void Tick(const std::string& label) {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     ++done_;
     if (!enabled_) return;
     const int width = 30;
@@ -209,8 +208,9 @@ class Progress {
   }
 
  private:
-  std::mutex mu_;
-  size_t total_, done_ = 0;
+  base::Mutex mu_;  // also keeps the lines on stderr whole
+  size_t total_;
+  size_t done_ ABSL_GUARDED_BY(mu_) = 0;
   bool enabled_;
 };
 
@@ -395,33 +395,19 @@ int Simulate(const Flags& f) {
     results[p].name = (*policies)[p];
     results[p].runs.resize(seeds.size());
   }
-  int jobs = f.jobs;
-  if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  jobs = std::min<int>(jobs, static_cast<int>(tasks.size()));
   Progress progress(tasks.size(), !f.quiet && isatty(STDERR_FILENO));
-  std::atomic<size_t> next{0};
-  std::mutex err_mu;
-  absl::Status first_error;
   const auto start = std::chrono::steady_clock::now();
-  auto worker = [&] {
-    for (size_t i = next++; i < tasks.size(); i = next++) {
-      const std::string& policy = (*policies)[tasks[i].policy];
-      seedance::sim::SimOptions o = *options;
-      o.seed = seeds[tasks[i].seed_index];
-      auto r = seedance::sim::Run(*workload, policy, o);
-      if (!r.ok()) {
-        std::lock_guard<std::mutex> lock(err_mu);
-        if (first_error.ok()) first_error = Prefixed(policy, r.status());
-        continue;
-      }
-      results[tasks[i].policy].runs[tasks[i].seed_index] = std::move(*r);
-      progress.Tick(policy + " seed " + std::to_string(o.seed));
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int j = 0; j < jobs; ++j) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
-  if (!first_error.ok()) return Fail(first_error);
+  const absl::Status failed = base::ParallelFor(tasks.size(), f.jobs, [&](size_t i) {
+    const std::string& policy = (*policies)[tasks[i].policy];
+    seedance::sim::SimOptions o = *options;
+    o.seed = seeds[tasks[i].seed_index];
+    auto r = seedance::sim::Run(*workload, policy, o);
+    if (!r.ok()) return Prefixed(policy, r.status());
+    results[tasks[i].policy].runs[tasks[i].seed_index] = std::move(*r);
+    progress.Tick(policy + " seed " + std::to_string(o.seed));
+    return absl::OkStatus();
+  });
+  if (!failed.ok()) return Fail(failed);
 
   seedance::sim::ReportMeta meta;
   meta.nodes_source = f.nodes.empty() ? "builtin" : f.nodes;
@@ -433,7 +419,8 @@ int Simulate(const Flags& f) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string summary =
       absl::StrFormat("%zu runs (%zu policies x %zu seeds) in %.2f s wall on %d thread(s)\n",
-                      tasks.size(), policies->size(), seeds.size(), meta.total_wall_s, jobs);
+                      tasks.size(), policies->size(), seeds.size(), meta.total_wall_s,
+                      base::WorkerCount(f.jobs, tasks.size()));
 
   return simulate::Finish(
       f, *format, outs,

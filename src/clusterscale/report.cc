@@ -1,15 +1,13 @@
 #include "seedance/clusterscale/report.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <mutex>
 #include <string>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "seedance/base/build_info.h"
+#include "seedance/base/parallel.h"
 
 namespace seedance::clusterscale {
 
@@ -41,29 +39,15 @@ absl::StatusOr<std::vector<ChurnRun>> RunChurnSet(const std::vector<NodeGroup>& 
   for (uint64_t seed : seeds) {
     for (ExpanderKind kind : expanders) runs.push_back({kind, seed, {}});
   }
-  if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  jobs = std::max(1, std::min<int>(jobs, static_cast<int>(runs.size())));
-  std::atomic<size_t> next{0};
-  std::mutex mu;
-  absl::Status first_error;
-  auto worker = [&] {
-    for (size_t i = next++; i < runs.size(); i = next++) {
-      ChurnOptions o = ForAutoscaler(base, runs[i].expander);
-      o.seed = runs[i].seed;
-      absl::StatusOr<ChurnReport> r = RunChurn(groups, pods, o);
-      if (!r.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (first_error.ok()) first_error = r.status();
-        next = runs.size();
-        return;
-      }
-      runs[i].report = *r;
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int j = 0; j < jobs; ++j) threads.emplace_back(worker);
-  for (std::thread& t : threads) t.join();
-  if (!first_error.ok()) return first_error;
+  const absl::Status failed = base::ParallelFor(runs.size(), jobs, [&](size_t i) {
+    ChurnOptions o = ForAutoscaler(base, runs[i].expander);
+    o.seed = runs[i].seed;
+    absl::StatusOr<ChurnReport> r = RunChurn(groups, pods, o);
+    if (!r.ok()) return r.status();
+    runs[i].report = *r;
+    return absl::OkStatus();
+  });
+  if (!failed.ok()) return failed;
   return runs;
 }
 
@@ -89,7 +73,7 @@ std::vector<RatioRow> RatioRows(const std::vector<ChurnRun>& runs) {
   return rows;
 }
 
-std::string Cell(double v, const char* fmt) {
+std::string Cell(double v, const absl::FormatSpec<double>& fmt) {
   return std::isnan(v) ? std::string("-") : absl::StrFormat(fmt, v);
 }
 

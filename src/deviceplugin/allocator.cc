@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "seedance/base/mutex.h"
 #include "seedance/sched/topology.h"
 
 namespace seedance::deviceplugin {
@@ -21,7 +22,7 @@ bool Allocatable(const k8s::Pod& pod) {
 }  // namespace
 
 void PodCache::Apply(std::vector<k8s::ObjectEvent> events, bool relisted) {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   if (relisted) pods_.clear();
   for (const k8s::ObjectEvent& e : events) {
     const std::string key = e.pod.Key();
@@ -31,13 +32,14 @@ void PodCache::Apply(std::vector<k8s::ObjectEvent> events, bool relisted) {
       pods_[key] = e.pod;
     }
   }
-  std::erase_if(claimed_, [&](const std::string& key) { return !pods_.contains(key); });
+  std::erase_if(claimed_, [&](const std::string& key)
+                              ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !pods_.contains(key); });
   ++version_;
   changed_.notify_all();
 }
 
 std::vector<k8s::Pod> PodCache::Unclaimed() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   std::vector<k8s::Pod> out;
   for (const auto& [key, pod] : pods_) {
     if (!claimed_.contains(key)) out.push_back(pod);
@@ -46,23 +48,23 @@ std::vector<k8s::Pod> PodCache::Unclaimed() const {
 }
 
 bool PodCache::Claim(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   return pods_.contains(key) && claimed_.insert(key).second;
 }
 
 uint64_t PodCache::version() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   return version_;
 }
 
 void PodCache::WaitForChange(uint64_t seen, double timeout_s) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait_for(lock, std::chrono::duration<double>(timeout_s),
-                    [&] { return version_ != seen; });
+  base::MutexLock lock(mu_);
+  lock.WaitFor(changed_, std::chrono::duration<double>(timeout_s),
+               [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return version_ != seen; });
 }
 
 size_t PodCache::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   return pods_.size();
 }
 

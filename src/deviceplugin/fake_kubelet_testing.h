@@ -11,12 +11,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "deviceplugin_v1beta1.grpc.pb.h"
+#include "seedance/base/mutex.h"
 
 namespace seedance::deviceplugin::testing {
 
@@ -36,7 +36,7 @@ class FakeKubelet final : public v1beta1::Registration::Service {
   }
   grpc::Status Register(grpc::ServerContext*, const v1beta1::RegisterRequest* req,
                         v1beta1::Empty*) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     requests_.push_back(*req);
     cv_.notify_all();
     return grpc::Status::OK;
@@ -45,8 +45,11 @@ class FakeKubelet final : public v1beta1::Registration::Service {
   // null); false if it did not come.
   bool WaitForRegistration(size_t n, std::chrono::seconds patience,
                            v1beta1::RegisterRequest* out = nullptr) {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_for(lock, patience, [&] { return requests_.size() >= n; })) return false;
+    base::MutexLock lock(mu_);
+    if (!lock.WaitFor(cv_, patience,
+                      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return requests_.size() >= n; })) {
+      return false;
+    }
     if (out != nullptr) *out = requests_[n - 1];
     return true;
   }
@@ -54,9 +57,9 @@ class FakeKubelet final : public v1beta1::Registration::Service {
  private:
   std::string socket_;
   std::unique_ptr<grpc::Server> server_;
-  std::mutex mu_;
+  base::Mutex mu_;
   std::condition_variable cv_;
-  std::vector<v1beta1::RegisterRequest> requests_;
+  std::vector<v1beta1::RegisterRequest> requests_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace seedance::deviceplugin::testing

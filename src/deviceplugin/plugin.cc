@@ -9,11 +9,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <iostream>
-#include <mutex>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "deviceplugin_v1beta1.grpc.pb.h"
+#include "seedance/base/mutex.h"
 
 namespace seedance::deviceplugin {
 namespace {
@@ -63,18 +63,21 @@ grpc::Status ToGrpc(const absl::Status& s) {
 }  // namespace
 
 struct DevicePlugin::Impl final : public v1beta1::DevicePlugin::Service {
+  Impl(PluginOptions options, std::shared_ptr<Allocator> allocator)
+      : o(std::move(options)), alloc(std::move(allocator)), healthy(alloc->gpus().size(), true) {}
+
   PluginOptions o;
   std::string socket;  // the plugin's socket path
   std::shared_ptr<Allocator> alloc;
 
-  mutable std::mutex mu;
+  mutable base::Mutex mu;
   std::condition_variable cv;
-  std::vector<bool> healthy;
-  uint64_t health_version = 0;
-  uint64_t generation = 0;  // bumped when a server stops: its streams end
-  bool stopping = false;
-  PluginStats stats;
-  std::string last_logged;
+  std::vector<bool> healthy ABSL_GUARDED_BY(mu);
+  uint64_t health_version ABSL_GUARDED_BY(mu) = 0;
+  uint64_t generation ABSL_GUARDED_BY(mu) = 0;  // bumped when a server stops: its streams end
+  bool stopping ABSL_GUARDED_BY(mu) = false;
+  PluginStats stats ABSL_GUARDED_BY(mu);
+  std::string last_logged ABSL_GUARDED_BY(mu);
 
   std::unique_ptr<grpc::Server> server;
   FileId served;      // the socket file the server listens on
@@ -89,7 +92,7 @@ struct DevicePlugin::Impl final : public v1beta1::DevicePlugin::Service {
   }
   void Fail(const std::string& what) {
     {
-      std::lock_guard<std::mutex> lock(mu);
+      base::MutexLock lock(mu);
       stats.last_error = what;
       if (what == last_logged) return;  // said once while it lasts
       last_logged = what;
@@ -102,7 +105,7 @@ struct DevicePlugin::Impl final : public v1beta1::DevicePlugin::Service {
     out->set_get_preferred_allocation_available(true);
   }
 
-  v1beta1::ListAndWatchResponse DeviceList() const {  // REQUIRES: mu held
+  v1beta1::ListAndWatchResponse DeviceList() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     v1beta1::ListAndWatchResponse r;
     const int slices = alloc->config().slices_per_gpu;
     for (size_t g = 0; g < alloc->gpus().size(); ++g) {
@@ -125,18 +128,20 @@ struct DevicePlugin::Impl final : public v1beta1::DevicePlugin::Service {
 
   grpc::Status ListAndWatch(grpc::ServerContext* ctx, const v1beta1::Empty*,
                             grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) override {
-    std::unique_lock<std::mutex> lock(mu);
+    base::MutexLock lock(mu);
     const uint64_t gen = generation;
-    auto over = [&] { return stopping || generation != gen || ctx->IsCancelled(); };
+    auto over = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+      return stopping || generation != gen || ctx->IsCancelled();
+    };
     while (!over()) {
       const v1beta1::ListAndWatchResponse list = DeviceList();
       const uint64_t sent = health_version;
       ++stats.list_watch_sends;
-      lock.unlock();
+      lock.Unlock();
       if (!writer->Write(list)) return grpc::Status::OK;  // the kubelet hung up
-      lock.lock();
+      lock.Lock();
       // Woken by a health change or Stop; the timeout notices a cancelled stream.
-      while (health_version == sent && !over()) cv.wait_for(lock, std::chrono::milliseconds(200));
+      while (health_version == sent && !over()) lock.WaitFor(cv, std::chrono::milliseconds(200));
     }
     return grpc::Status::OK;
   }
@@ -154,7 +159,7 @@ struct DevicePlugin::Impl final : public v1beta1::DevicePlugin::Service {
         r->add_deviceids(id);
       }
     }
-    std::lock_guard<std::mutex> lock(mu);
+    base::MutexLock lock(mu);
     ++stats.preferred;
     return grpc::Status::OK;
   }
@@ -165,7 +170,7 @@ struct DevicePlugin::Impl final : public v1beta1::DevicePlugin::Service {
       auto a = alloc->Allocate({c.devices_ids().begin(), c.devices_ids().end()});
       if (!a.ok()) {
         {
-          std::lock_guard<std::mutex> lock(mu);
+          base::MutexLock lock(mu);
           ++stats.allocate_errors;
         }
         Fail(absl::StrCat("Allocate: ", a.status().message()));
@@ -182,7 +187,7 @@ struct DevicePlugin::Impl final : public v1beta1::DevicePlugin::Service {
       }
       for (const std::string& name : a->cdi_devices) r->add_cdi_devices()->set_name(name);
     }
-    std::lock_guard<std::mutex> lock(mu);
+    base::MutexLock lock(mu);
     ++stats.allocations;
     return grpc::Status::OK;
   }
@@ -220,7 +225,7 @@ struct DevicePlugin::Impl final : public v1beta1::DevicePlugin::Service {
       return absl::UnavailableError(absl::StrCat(
           "cannot serve on ", socket, " (does the folder exist, and may this user write it?)"));
     }
-    std::lock_guard<std::mutex> lock(mu);
+    base::MutexLock lock(mu);
     ++stats.serves;
     return absl::OkStatus();
   }
@@ -228,7 +233,7 @@ struct DevicePlugin::Impl final : public v1beta1::DevicePlugin::Service {
   void StopServing() {
     if (server == nullptr) return;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      base::MutexLock lock(mu);
       ++generation;
     }
     cv.notify_all();
@@ -289,7 +294,7 @@ struct DevicePlugin::Impl final : public v1beta1::DevicePlugin::Service {
     if (kubelet == registered) return;
     if (absl::Status s = Register(); !s.ok()) {
       {
-        std::lock_guard<std::mutex> lock(mu);
+        base::MutexLock lock(mu);
         ++stats.register_failures;
       }
       Fail(std::string(s.message()));
@@ -297,7 +302,7 @@ struct DevicePlugin::Impl final : public v1beta1::DevicePlugin::Service {
     }
     registered = kubelet;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      base::MutexLock lock(mu);
       ++stats.registrations;
       last_logged.clear();
     }
@@ -320,9 +325,7 @@ absl::StatusOr<std::unique_ptr<DevicePlugin>> DevicePlugin::Create(
     return absl::InvalidArgumentError(
         "poll interval must be in (0, 60] s, registration timeout in (0, 600] s");
   }
-  auto impl = std::make_unique<Impl>();
-  impl->o = std::move(options);
-  impl->alloc = std::move(allocator);
+  auto impl = std::make_unique<Impl>(std::move(options), std::move(allocator));
   if (impl->Endpoint().find('/') != std::string::npos || impl->Endpoint().empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("endpoint \"", impl->Endpoint(), "\" must be a file name, not a path"));
@@ -335,7 +338,6 @@ absl::StatusOr<std::unique_ptr<DevicePlugin>> DevicePlugin::Create(
                                                      " bytes, the most a unix socket takes"));
     }
   }
-  impl->healthy.assign(impl->alloc->gpus().size(), true);
   return std::unique_ptr<DevicePlugin>(new DevicePlugin(std::move(impl)));
 }
 
@@ -352,15 +354,15 @@ absl::Status DevicePlugin::Serve() {
 }
 
 void DevicePlugin::Run() {
-  std::unique_lock<std::mutex> lock(impl_->mu);
+  base::MutexLock lock(impl_->mu);
   while (!impl_->stopping) {
-    lock.unlock();
+    lock.Unlock();
     impl_->Poll();
-    lock.lock();
-    impl_->cv.wait_for(lock, std::chrono::duration<double>(impl_->o.poll_s),
-                       [&] { return impl_->stopping; });
+    lock.Lock();
+    lock.WaitFor(impl_->cv, std::chrono::duration<double>(impl_->o.poll_s),
+                 [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(impl_->mu) { return impl_->stopping; });
   }
-  lock.unlock();
+  lock.Unlock();
   const FileId mine = impl_->served;
   impl_->StopServing();
   if (mine.exists && Identify(impl_->socket) == mine) unlink(impl_->socket.c_str());
@@ -368,7 +370,7 @@ void DevicePlugin::Run() {
 
 void DevicePlugin::Stop() {
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    base::MutexLock lock(impl_->mu);
     impl_->stopping = true;
   }
   impl_->cv.notify_all();
@@ -376,7 +378,7 @@ void DevicePlugin::Stop() {
 
 void DevicePlugin::SetHealthy(int gpu, bool healthy) {
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    base::MutexLock lock(impl_->mu);
     if (gpu < 0 || static_cast<size_t>(gpu) >= impl_->healthy.size() ||
         impl_->healthy[gpu] == healthy) {
       return;
@@ -390,7 +392,7 @@ void DevicePlugin::SetHealthy(int gpu, bool healthy) {
 std::string DevicePlugin::socket_path() const { return impl_->socket; }
 
 PluginStats DevicePlugin::stats() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  base::MutexLock lock(impl_->mu);
   return impl_->stats;
 }
 

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "seedance/base/mutex.h"
 
 namespace seedance::elastic {
 
@@ -64,7 +65,7 @@ SliceManager::Lease& SliceManager::Lease::operator=(Lease&& other) noexcept {
 void SliceManager::Lease::Release() {
   if (entry_ == nullptr) return;
   {
-    std::lock_guard<std::mutex> lock(entry_->mu);
+    base::MutexLock lock(entry_->mu);
     entry_->Account(clock_->NowNs());
     --entry_->in_use;
   }
@@ -90,20 +91,16 @@ SliceManager::Shard& SliceManager::ShardOf(std::string_view container) const {
 std::shared_ptr<SliceManager::Entry> SliceManager::FindOrCreate(std::string_view container) {
   Shard& shard = ShardOf(container);
   {
-    std::shared_lock lock(shard.mu);
+    base::ReaderMutexLock lock(shard.mu);
     if (auto it = shard.entries.find(container); it != shard.entries.end()) {
       return it->second;
     }
   }
-  std::unique_lock lock(shard.mu);
+  base::WriterMutexLock lock(shard.mu);
   auto [it, inserted] = shard.entries.try_emplace(std::string(container));
   if (inserted) {
-    auto e = std::make_shared<Entry>();
-    e->name = std::string(container);
-    e->limit = std::max(1, options_.min_slices);
-    e->last_change_ns = clock_->NowNs();
-    e->freed = freed_;
-    it->second = std::move(e);
+    it->second = std::make_shared<Entry>(container, std::max(1, options_.min_slices),
+                                         clock_->NowNs(), freed_);
     created_.fetch_add(1, std::memory_order_relaxed);
   }
   return it->second;
@@ -112,7 +109,7 @@ std::shared_ptr<SliceManager::Entry> SliceManager::FindOrCreate(std::string_view
 SliceManager::Lease SliceManager::TryAcquire(std::string_view container) {
   std::shared_ptr<Entry> e = FindOrCreate(container);
   {
-    std::lock_guard<std::mutex> lock(e->mu);
+    base::MutexLock lock(e->mu);
     ++e->requests;
     if (e->in_use >= e->limit) {
       ++e->denied;
@@ -129,7 +126,7 @@ SliceManager::Lease SliceManager::TryAcquire(std::string_view container) {
 std::vector<std::shared_ptr<SliceManager::Entry>> SliceManager::Snapshot() const {
   std::vector<std::shared_ptr<Entry>> out;
   for (Shard& shard : shards_) {
-    std::shared_lock lock(shard.mu);
+    base::ReaderMutexLock lock(shard.mu);
     for (const auto& [name, e] : shard.entries) out.push_back(e);
   }
   return out;
@@ -141,7 +138,7 @@ int32_t SliceManager::Want(Entry& e, int64_t now_ns, int64_t window_ns, bool* id
   int64_t denied = 0;
   int32_t in_use = 0, limit = 0;
   {
-    std::lock_guard<std::mutex> lock(e.mu);
+    base::MutexLock lock(e.mu);
     e.Account(now_ns);
     e.window_busy_ns[at_] = std::exchange(e.busy_ns, 0);
     e.window_requests[at_] = std::exchange(e.requests, 0);
@@ -182,7 +179,7 @@ void SliceManager::Fit(std::vector<int32_t>* want, int64_t pool, int32_t min_sli
 }
 
 RebalanceReport SliceManager::Rebalance() {
-  std::lock_guard<std::mutex> lock(rebalance_mu_);
+  base::MutexLock lock(rebalance_mu_);
   const int64_t now = clock_->NowNs();
   at_ = (at_ + 1) % options_.window_periods;
   window_ns_[at_] = std::max<int64_t>(0, now - last_rebalance_ns_);
@@ -208,7 +205,7 @@ RebalanceReport SliceManager::Rebalance() {
     Entry& e = *entries[i];
     if (forget[i]) {
       Shard& shard = ShardOf(e.name);
-      std::unique_lock shard_lock(shard.mu);
+      base::WriterMutexLock shard_lock(shard.mu);
       if (auto it = shard.entries.find(e.name);
           it != shard.entries.end() && it->second.get() == &e) {
         shard.entries.erase(it);
@@ -218,7 +215,7 @@ RebalanceReport SliceManager::Rebalance() {
     }
     int32_t old = 0;
     {
-      std::lock_guard<std::mutex> entry_lock(e.mu);
+      base::MutexLock entry_lock(e.mu);
       old = std::exchange(e.limit, want[i]);
     }
     r.grown += want[i] > old;
@@ -231,10 +228,10 @@ RebalanceReport SliceManager::Rebalance() {
 
 int32_t SliceManager::Limit(std::string_view container) const {
   Shard& shard = ShardOf(container);
-  std::shared_lock lock(shard.mu);
+  base::ReaderMutexLock lock(shard.mu);
   auto it = shard.entries.find(container);
   if (it == shard.entries.end()) return 0;
-  std::lock_guard<std::mutex> entry_lock(it->second->mu);
+  base::MutexLock entry_lock(it->second->mu);
   return it->second->limit;
 }
 
@@ -242,7 +239,7 @@ SliceStats SliceManager::stats() const {
   SliceStats s;
   for (const std::shared_ptr<Entry>& e : Snapshot()) {
     ++s.containers;
-    std::lock_guard<std::mutex> lock(e->mu);
+    base::MutexLock lock(e->mu);
     s.slices += e->limit;
     s.in_use += e->in_use;
   }

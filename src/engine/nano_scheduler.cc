@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "seedance/base/check.h"
+#include "seedance/base/mutex.h"
 #include "seedance/engine/timer_service.h"
 
 namespace seedance::engine {
@@ -35,7 +36,7 @@ struct alignas(64) Worker {
 struct EventAccess {
   // The task suspended in Event::Wait(): park it unless the event got set meanwhile.
   static bool Park(Event* e, TaskControl* t) {
-    std::lock_guard<std::mutex> lock(e->mu_);
+    base::MutexLock lock(e->mu_);
     if (e->set_.load(std::memory_order_relaxed)) return false;
     t->next = e->waiters_;
     e->waiters_ = t;
@@ -82,8 +83,7 @@ struct NanoScheduler::Impl {
     TaskControl* tail = nullptr;
   };
 
-  // REQUIRES: mu held.
-  void Push(TaskControl* t, bool front) {
+  void Push(TaskControl* t, bool front) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     SEEDANCE_CHECK(t->priority >= 0 && t->priority <= kMaxPriority)
         << "task of priority " << t->priority << " made ready, outside 0.." << kMaxPriority;
     SEEDANCE_CHECK(!t->queued) << "task of priority " << t->priority
@@ -106,8 +106,7 @@ struct NanoScheduler::Impl {
       q.tail = t;
     }
   }
-  // REQUIRES: mu held.
-  TaskControl* Pop() {
+  TaskControl* Pop() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     const uint64_t mask = ready_mask.load(std::memory_order_relaxed);
     if (mask == 0) return nullptr;
     const int p = 63 - std::countl_zero(mask);
@@ -128,8 +127,8 @@ struct NanoScheduler::Impl {
     const uint64_t mask = ready_mask.load(std::memory_order_relaxed);
     return mask == 0 ? -1 : 63 - std::countl_zero(mask);
   }
-  // REQUIRES: mu held. Asks the worker running the lowest priority below `priority` to yield.
-  void RequestPreemption(int priority) {
+  // Asks the worker running the lowest priority below `priority` to yield.
+  void RequestPreemption(int priority) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     Worker* victim = nullptr;
     int lowest = priority;
     for (Worker* w : all_workers) {
@@ -147,7 +146,7 @@ struct NanoScheduler::Impl {
   void MakeReady(TaskControl* t, bool front) {
     bool notify = false;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      base::MutexLock lock(mu);
       Push(t, front);
       notify = idle > 0;
       if (!notify) RequestPreemption(t->priority);
@@ -203,7 +202,7 @@ struct NanoScheduler::Impl {
     }
     switch (w->action) {
       case Action::kYield: {
-        std::lock_guard<std::mutex> lock(mu);
+        base::MutexLock lock(mu);
         const int highest = HighestReady();
         if (highest < t->priority) return t;  // nothing else of its rank is ready: continue
         // Preempted by a higher priority: keep its turn; slice expiry or a plain yield: go last.
@@ -238,7 +237,7 @@ struct NanoScheduler::Impl {
         nano_internal::ReleaseTask(t);
         if (joiner != nullptr && joiner != nano_internal::kJoinDone) {
           // Hand over to the joiner directly when it outranks everything that is ready.
-          std::lock_guard<std::mutex> lock(mu);
+          base::MutexLock lock(mu);
           if (HighestReady() <= joiner->priority) {
             w->running_priority.store(joiner->priority, std::memory_order_relaxed);
             return joiner;
@@ -267,11 +266,11 @@ struct NanoScheduler::Impl {
     for (;;) {
       TaskControl* t;
       {
-        std::unique_lock<std::mutex> lock(mu);
+        base::MutexLock lock(mu);
         while ((t = Pop()) == nullptr) {
           if (stop) return;
           ++idle;
-          cv.wait(lock);
+          lock.Wait(cv);
           --idle;
         }
         w->running_priority.store(t->priority, std::memory_order_relaxed);
@@ -283,11 +282,11 @@ struct NanoScheduler::Impl {
   NanoScheduler* self;
   const NanoSchedulerOptions options;
   TimerClock* const clock;
-  std::mutex mu;
+  base::Mutex mu;
   std::condition_variable cv;
-  bool stop = false;  // guarded by mu
-  int idle = 0;       // guarded by mu
-  Queue queues[kMaxPriority + 1];
+  bool stop ABSL_GUARDED_BY(mu) = false;
+  int idle ABSL_GUARDED_BY(mu) = 0;
+  Queue queues[kMaxPriority + 1] ABSL_GUARDED_BY(mu);
   std::atomic<uint64_t> ready_mask{0};  // written under mu
   std::vector<std::unique_ptr<Worker>> workers;
   std::vector<Worker*> all_workers;  // the threads' workers, or the manual one
@@ -356,12 +355,12 @@ NanoScheduler::~NanoScheduler() {
   Impl& m = *impl_;
   m.timers.Stop();
   {
-    std::lock_guard<std::mutex> lock(m.mu);
+    base::MutexLock lock(m.mu);
     m.stop = true;
   }
   m.cv.notify_all();
   for (auto& w : m.workers) w->thread.join();
-  std::lock_guard<std::mutex> lock(m.mu);
+  base::MutexLock lock(m.mu);
   while (TaskControl* t = m.Pop()) nano_internal::ReleaseTask(t);
 }
 
@@ -379,7 +378,7 @@ void NanoScheduler::MakeReady(TaskControl* t, bool front) { impl_->MakeReady(t, 
 
 void NanoScheduler::SetReadyBitForTesting(int priority) {
   Impl& m = *impl_;
-  std::lock_guard<std::mutex> lock(m.mu);
+  base::MutexLock lock(m.mu);
   const uint64_t bit = uint64_t{1} << std::clamp(priority, 0, kMaxPriority);
   m.ready_mask.store(m.ready_mask.load(std::memory_order_relaxed) | bit, std::memory_order_relaxed);
 }
@@ -398,7 +397,7 @@ size_t NanoScheduler::RunUntilIdle() {
     m.timers.Poll();
     TaskControl* t;
     {
-      std::lock_guard<std::mutex> lock(m.mu);
+      base::MutexLock lock(m.mu);
       t = m.Pop();
       if (t == nullptr) break;
       w->running_priority.store(t->priority, std::memory_order_relaxed);
@@ -428,7 +427,7 @@ void JoinHandle::Wait() const {
 void Event::Set() {
   TaskControl* list;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     set_.store(true, std::memory_order_release);
     list = std::exchange(waiters_, nullptr);
   }
@@ -439,7 +438,7 @@ void Event::Set() {
 }
 
 void Event::Reset() {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   set_.store(false, std::memory_order_release);
 }
 

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <atomic>
 #include <coroutine>
-#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "seedance/base/mutex.h"
 
 namespace seedance::engine {
 namespace {
@@ -219,16 +219,18 @@ TEST(NanoSchedulerTest, StrictPriorityOrderUnderContentionOnAWorkerThread) {
   NanoScheduler sched({.workers = 1});
   std::atomic<bool> release{false};
   std::atomic<bool> blocker_running{false};
-  std::mutex mu;
-  std::vector<int> order;
+  struct {
+    base::Mutex mu;
+    std::vector<int> order ABSL_GUARDED_BY(mu);
+  } ran;
   auto blocker = [&]() -> Task {
     blocker_running = true;
     while (!release.load()) std::this_thread::yield();  // holds the only worker
     co_return;
   };
   auto rec = [&](int p) -> Task {
-    std::lock_guard<std::mutex> lock(mu);
-    order.push_back(p);
+    base::MutexLock lock(ran.mu);
+    ran.order.push_back(p);
     co_return;
   };
   JoinHandle b = sched.Spawn(blocker(), kMaxPriority);
@@ -237,8 +239,9 @@ TEST(NanoSchedulerTest, StrictPriorityOrderUnderContentionOnAWorkerThread) {
   for (int i = 0; i < 100; ++i) hs.push_back(sched.Spawn(rec((i * 37) % 10), (i * 37) % 10));
   release = true;
   for (auto& h : hs) h.Wait();
-  ASSERT_EQ(order.size(), 100u);
-  EXPECT_TRUE(std::is_sorted(order.begin(), order.end(), std::greater<int>()));
+  base::MutexLock lock(ran.mu);
+  ASSERT_EQ(ran.order.size(), 100u);
+  EXPECT_TRUE(std::is_sorted(ran.order.begin(), ran.order.end(), std::greater<int>()));
 }
 
 // Deterministic (manual mode): a low-priority CPU-bound loop spawns a high-priority task, which

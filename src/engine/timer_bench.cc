@@ -12,13 +12,13 @@
 #include <ctime>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <queue>
 #include <random>
 #include <thread>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "seedance/base/mutex.h"
 #include "seedance/engine/timer_clock.h"
 #include "seedance/engine/timer_service.h"
 #include "seedance/engine/timer_wheel.h"
@@ -431,9 +431,11 @@ absl::StatusOr<TimerLatenessResult> RunTimerLateness(size_t timers, double durat
   TimerService service({.tick_ns = tick_ns, .realtime_priority = realtime ? 10 : 0});
   service.Start();
   std::vector<int64_t> lateness(timers, 0);
-  std::mutex mu;
+  struct {
+    base::Mutex mu;
+    size_t done ABSL_GUARDED_BY(mu) = 0;
+  } fired;
   std::condition_variable cv;
-  size_t done = 0;
   std::mt19937_64 rng(seed);
   const int64_t span = std::max<int64_t>(1, static_cast<int64_t>(duration_s * kSec));
   const int64_t base = SteadyNowNs() + 10 * kMs;
@@ -441,13 +443,13 @@ absl::StatusOr<TimerLatenessResult> RunTimerLateness(size_t timers, double durat
     const int64_t d = base + static_cast<int64_t>(rng() % static_cast<uint64_t>(span));
     service.Schedule(d, [&, i, d] {
       lateness[i] = SteadyNowNs() - d;
-      std::lock_guard<std::mutex> lock(mu);
-      if (++done == timers) cv.notify_one();
+      base::MutexLock lock(fired.mu);
+      if (++fired.done == timers) cv.notify_one();
     });
   }
   {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return done == timers; });
+    base::MutexLock lock(fired.mu);
+    lock.Wait(cv, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(fired.mu) { return fired.done == timers; });
   }
   service.Stop();
   TimerLatenessResult r;

@@ -11,6 +11,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "seedance/base/check.h"
+#include "seedance/base/mutex.h"
 
 namespace seedance::engine {
 
@@ -30,11 +31,11 @@ struct TimerService::Entry {
 
 struct TimerService::State {
   explicit State(const TimerWheelOptions& o) : wheel(o) {}
-  std::mutex mu;
+  base::Mutex mu;
   std::condition_variable cv;
-  std::vector<Request> incoming;                                    // guarded by mu
-  bool stop = false;                                                // guarded by mu
-  int64_t sleeping_until_ns = std::numeric_limits<int64_t>::max();  // guarded by mu
+  std::vector<Request> incoming ABSL_GUARDED_BY(mu);
+  bool stop ABSL_GUARDED_BY(mu) = false;
+  int64_t sleeping_until_ns ABSL_GUARDED_BY(mu) = std::numeric_limits<int64_t>::max();
   // Owner thread only:
   std::vector<Request> batch;
   TimerWheel wheel;
@@ -69,7 +70,7 @@ TimerService::Id TimerService::SchedulePeriodic(int64_t first_deadline_ns, int64
   State& s = *state_;
   bool wake = false;
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    base::MutexLock lock(s.mu);
     s.incoming.push_back(Request{id, false, first_deadline_ns, period_ns, std::move(cb)});
     // Wake the owner only if it sleeps past this deadline; otherwise the batch waits for it.
     wake = first_deadline_ns < s.sleeping_until_ns;
@@ -81,14 +82,14 @@ TimerService::Id TimerService::SchedulePeriodic(int64_t first_deadline_ns, int64
 
 void TimerService::Cancel(Id id) {
   State& s = *state_;
-  std::lock_guard<std::mutex> lock(s.mu);
+  base::MutexLock lock(s.mu);
   s.incoming.push_back(Request{id, true, 0, 0, nullptr});
 }
 
 void TimerService::ApplyBatch() {
   State& s = *state_;
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    base::MutexLock lock(s.mu);
     s.batch.swap(s.incoming);
   }
   for (Request& r : s.batch) {
@@ -133,7 +134,7 @@ size_t TimerService::Poll() {
 std::optional<int64_t> TimerService::NextWorkNs() {
   State& s = *state_;
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    base::MutexLock lock(s.mu);
     if (!s.incoming.empty()) return clock_->NowNs();
   }
   return s.wheel.NextWorkNs();
@@ -150,7 +151,7 @@ void TimerService::Start() {
 void TimerService::Stop() {
   if (!thread_.joinable()) return;
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    base::MutexLock lock(state_->mu);
     state_->stop = true;
   }
   state_->cv.notify_one();
@@ -173,7 +174,7 @@ void TimerService::Loop() {
     s.wheel.Advance(SteadyNowNs());
     const std::optional<int64_t> next = s.wheel.NextWorkNs();
     const int64_t wake_ns = next.value_or(std::numeric_limits<int64_t>::max());
-    std::unique_lock<std::mutex> lock(s.mu);
+    base::MutexLock lock(s.mu);
     if (s.stop) return;
     if (!s.incoming.empty()) continue;
     const int64_t now = SteadyNowNs();
@@ -182,19 +183,21 @@ void TimerService::Loop() {
       const int64_t sleep_to = wake_ns == std::numeric_limits<int64_t>::max()
                                    ? std::numeric_limits<int64_t>::max() / 2
                                    : wake_ns - spin_ns_;
-      s.cv.wait_until(lock,
-                      std::chrono::steady_clock::time_point(std::chrono::nanoseconds(sleep_to)),
-                      [&] { return s.stop || !s.incoming.empty() || SteadyNowNs() >= sleep_to; });
+      lock.WaitUntil(s.cv,
+                     std::chrono::steady_clock::time_point(std::chrono::nanoseconds(sleep_to)),
+                     [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+                       return s.stop || !s.incoming.empty() || SteadyNowNs() >= sleep_to;
+                     });
       s.sleeping_until_ns = std::numeric_limits<int64_t>::max();
       if (s.stop) return;
       if (!s.incoming.empty() || SteadyNowNs() < wake_ns - spin_ns_) continue;
     }
     s.sleeping_until_ns = std::numeric_limits<int64_t>::max();
-    lock.unlock();
+    lock.Unlock();
     // Spin the last stretch: a timed sleep's wakeup jitter is larger than the spin.
     while (SteadyNowNs() < wake_ns) {
       std::this_thread::yield();
-      std::lock_guard<std::mutex> l(s.mu);
+      base::MutexLock l(s.mu);
       if (s.stop || !s.incoming.empty()) break;
     }
   }

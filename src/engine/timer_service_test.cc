@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "seedance/base/mutex.h"
 
 namespace seedance::engine {
 namespace {
@@ -32,8 +32,10 @@ TEST(TimerServiceDeathTest, SecondStartIsCaught) {
 TEST(TimerServiceTest, BatchesSchedulesFromManyThreadsAndFiresInDeadlineOrder) {
   FakeTimerClock clock(0);
   TimerService service({.tick_ns = kMs, .clock = &clock});
-  std::mutex mu;
-  std::vector<int64_t> fired;  // deadlines, in firing order
+  struct {
+    base::Mutex mu;
+    std::vector<int64_t> deadlines ABSL_GUARDED_BY(mu);  // in firing order
+  } fired;
   std::vector<std::thread> producers;
   for (int t = 0; t < 4; ++t) {
     producers.emplace_back([&, t] {
@@ -41,8 +43,8 @@ TEST(TimerServiceTest, BatchesSchedulesFromManyThreadsAndFiresInDeadlineOrder) {
         const int64_t d = (i * 7919 + t * 104729) % (300 * kMs) + 1;
         service.Schedule(d, [&, d] {
           EXPECT_GE(clock.NowNs(), d);
-          std::lock_guard<std::mutex> lock(mu);
-          fired.push_back(d);
+          base::MutexLock lock(fired.mu);
+          fired.deadlines.push_back(d);
         });
       }
     });
@@ -52,11 +54,17 @@ TEST(TimerServiceTest, BatchesSchedulesFromManyThreadsAndFiresInDeadlineOrder) {
   EXPECT_EQ(service.size(), 2000u);
   clock.Set(150 * kMs);
   service.Poll();
-  for (int64_t d : fired) EXPECT_LE(d, 150 * kMs);
+  {
+    base::MutexLock lock(fired.mu);
+    for (int64_t d : fired.deadlines) EXPECT_LE(d, 150 * kMs);
+  }
   clock.Set(400 * kMs);
   service.Poll();
-  ASSERT_EQ(fired.size(), 2000u);
-  EXPECT_TRUE(std::is_sorted(fired.begin(), fired.end()));
+  {
+    base::MutexLock lock(fired.mu);
+    ASSERT_EQ(fired.deadlines.size(), 2000u);
+    EXPECT_TRUE(std::is_sorted(fired.deadlines.begin(), fired.deadlines.end()));
+  }
   EXPECT_EQ(service.size(), 0u);
 }
 
@@ -101,9 +109,11 @@ TEST(TimerServiceTest, PeriodicAndSchedulingFromACallback) {
 TEST(TimerServiceTest, BackgroundThreadNeverFiresEarly) {
   TimerService service({.tick_ns = 100'000});
   service.Start();
-  std::mutex mu;
+  struct {
+    base::Mutex mu;
+    int done ABSL_GUARDED_BY(mu) = 0;
+  } fired;
   std::condition_variable cv;
-  int done = 0;
   std::atomic<int> early{0};
   const int kTimers = 200;
   const int64_t base = SteadyNowNs();
@@ -111,14 +121,14 @@ TEST(TimerServiceTest, BackgroundThreadNeverFiresEarly) {
     const int64_t d = base + (i % 20) * 250'000 + i * 1000;
     service.Schedule(d, [&, d] {
       if (SteadyNowNs() < d) early.fetch_add(1);
-      std::lock_guard<std::mutex> lock(mu);
-      ++done;
+      base::MutexLock lock(fired.mu);
+      ++fired.done;
       cv.notify_one();
     });
   }
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait(lock, [&] { return done == kTimers; });
-  lock.unlock();
+  base::MutexLock lock(fired.mu);
+  lock.Wait(cv, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(fired.mu) { return fired.done == kTimers; });
+  lock.Unlock();
   EXPECT_EQ(early.load(), 0);
   service.Stop();
 }

@@ -1,7 +1,6 @@
 #include "etcd_client.h"
 
 #include <algorithm>
-#include <mutex>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -12,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
+#include "seedance/base/mutex.h"
 #include "seedance/base/text.h"
 
 namespace seedance::ha {
@@ -182,7 +182,7 @@ class GatewayClient final : public EtcdClient {
   const std::string& url() const override { return url_; }
 
  private:
-  httplib::Client& Conn(size_t i) {
+  httplib::Client& Conn(size_t i) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!conns_[i]) {
       conns_[i] = std::make_unique<httplib::Client>(endpoints_[i].host, endpoints_[i].port);
       const auto us = [](double s) { return static_cast<time_t>(s * 1e6); };
@@ -197,7 +197,7 @@ class GatewayClient final : public EtcdClient {
 
   // One request, on the current endpoint and then on the others until one answers.
   absl::StatusOr<Json> Post(const std::string& path, const Json& body) {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     if (conns_.empty()) conns_.resize(endpoints_.size());
     const std::string text = body.dump();
     std::string last_error;
@@ -232,9 +232,9 @@ class GatewayClient final : public EtcdClient {
   const std::vector<EtcdEndpoint> endpoints_;
   const EtcdClientOptions options_;
   std::string url_;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<httplib::Client>> conns_;
-  size_t current_ = 0;
+  base::Mutex mu_;
+  std::vector<std::unique_ptr<httplib::Client>> conns_ ABSL_GUARDED_BY(mu_);
+  size_t current_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -16,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "batch_codec.h"
 #include "etcd_client.h"
+#include "seedance/base/mutex.h"
 #include "seedance/base/text.h"
 
 namespace seedance::ha {
@@ -105,7 +105,7 @@ class EtcdStoreImpl final : public EtcdStore {
   }
 
   absl::StatusOr<store::Snapshot> Load() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     store::Snapshot s;
     s.nodes = nodes_.All();
     s.pods = pods_.All();
@@ -120,7 +120,7 @@ class EtcdStoreImpl final : public EtcdStore {
 
   absl::StatusOr<std::vector<store::EventRecord>> EventsSince(int64_t after,
                                                               size_t limit) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     std::vector<store::EventRecord> out;
     auto it =
         std::lower_bound(events_.begin(), events_.end(), after + 1,
@@ -155,30 +155,31 @@ class EtcdStoreImpl final : public EtcdStore {
     }
     return absl::OkStatus();
   }
-  absl::Status Check(const store::Batch& b) const;
+  absl::Status Check(const store::Batch& b) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FencedTxn(std::vector<TxnOp> ops, int64_t* revision = nullptr);
-  absl::Status RefreshLocked(bool* moved);
-  absl::Status LoadSnapshot(const SnapshotPointer& p);
-  absl::Status ReadLog(int64_t from, int64_t through);
-  absl::Status WriteSnapshot();
-  void Apply(const store::Batch& b);
+  absl::Status RefreshLocked(bool* moved) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status LoadSnapshot(const SnapshotPointer& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReadLog(int64_t from, int64_t through) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WriteSnapshot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Apply(const store::Batch& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const EtcdStoreOptions options_;
   std::unique_ptr<EtcdClient> client_;
   const Leadership* leadership_;
   std::string path_, leader_key_;
 
-  std::mutex mu_;
-  OrderedTable<store::NodeRecord> nodes_;
-  OrderedTable<store::PodRecord> pods_;
-  std::string policy_;
-  std::deque<store::EventRecord> events_;
-  int64_t head_ = 0;          // the last commit applied here
-  int64_t snapshot_seq_ = 0;  // the snapshot the state was built from (0: none)
-  int64_t log_bytes_ = 0;     // log bytes since it
-  bool stale_ = false;        // a commit failed: Refresh before the next one
+  base::Mutex mu_;
+  OrderedTable<store::NodeRecord> nodes_ ABSL_GUARDED_BY(mu_);
+  OrderedTable<store::PodRecord> pods_ ABSL_GUARDED_BY(mu_);
+  std::string policy_ ABSL_GUARDED_BY(mu_);
+  std::deque<store::EventRecord> events_ ABSL_GUARDED_BY(mu_);
+  int64_t head_ ABSL_GUARDED_BY(mu_) = 0;  // the last commit applied here
+  // The snapshot the state was built from (0: none).
+  int64_t snapshot_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t log_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // log bytes since it
+  bool stale_ ABSL_GUARDED_BY(mu_) = false;     // a commit failed: Refresh before the next one
   std::atomic<int64_t> revision_{0}, event_count_{0}, dropped_through_{0};
-  int64_t last_event_revision_ = 0;
+  int64_t last_event_revision_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 void EtcdStoreImpl::Apply(const store::Batch& b) {
@@ -236,7 +237,7 @@ absl::Status EtcdStoreImpl::FencedTxn(std::vector<TxnOp> ops, int64_t* revision)
 }
 
 absl::Status EtcdStoreImpl::Commit(const store::Batch& batch) {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   if (absl::Status st = Check(batch); !st.ok()) return st;
   if (stale_) {
     return absl::AbortedError(
@@ -322,7 +323,7 @@ absl::Status EtcdStoreImpl::ReadLog(int64_t from, int64_t through) {
   const std::string end = Key("log", through + 1);
   int64_t seq = from;
   std::string bytes;
-  auto flush = [&]() -> absl::Status {
+  auto flush = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
     absl::StatusOr<store::Batch> b = DecodeBatch(bytes);
     if (!b.ok())
       return absl::DataLossError(absl::StrCat(path_, "log/", Pad(seq), ": ", b.status().message()));
@@ -385,7 +386,7 @@ absl::Status EtcdStoreImpl::RefreshLocked(bool* moved) {
 }
 
 absl::StatusOr<bool> EtcdStoreImpl::Refresh() {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   bool moved = false;
   absl::Status st = RefreshLocked(&moved);
   if (st.code() == absl::StatusCode::kUnavailable) st = RefreshLocked(&moved);  // raced a snapshot
@@ -394,7 +395,7 @@ absl::StatusOr<bool> EtcdStoreImpl::Refresh() {
 }
 
 absl::Status EtcdStoreImpl::PrepareToLead() {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   bool moved = false;
   absl::Status st = RefreshLocked(&moved);
   if (st.code() == absl::StatusCode::kUnavailable) st = RefreshLocked(&moved);

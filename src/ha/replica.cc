@@ -8,7 +8,6 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
-#include <mutex>
 #include <random>
 #include <thread>
 #include <utility>
@@ -17,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "etcd_client.h"
 #include "nlohmann/json.hpp"
+#include "seedance/base/mutex.h"
 
 namespace seedance::ha {
 
@@ -65,7 +65,7 @@ class ReplicaImpl final : public Replica {
 
   void Stop() override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       if (stopping_) return;
       stopping_ = true;
     }
@@ -79,8 +79,9 @@ class ReplicaImpl final : public Replica {
  private:
   // Sleeps up to `s` seconds; false once Stop was called.
   bool Sleep(double s) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return !cv_.wait_for(lock, std::chrono::duration<double>(s), [this] { return stopping_; });
+    base::MutexLock lock(mu_);
+    return !lock.WaitFor(cv_, std::chrono::duration<double>(s),
+                         [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; });
   }
 
   void Publish(const std::string& leader_id, const std::string& leader_url, int64_t term) {
@@ -232,9 +233,9 @@ class ReplicaImpl final : public Replica {
   std::string url_;
   std::function<void()> on_lead_;
 
-  std::mutex mu_;
+  base::Mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread keepalive_thread_, main_thread_;
   std::atomic<int64_t> lease_{0}, lost_lease_{0};
   bool leading_ = false;  // main thread only

@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -11,6 +10,7 @@
 #include "absl/strings/strip.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
+#include "seedance/base/mutex.h"
 #include "seedance/base/text.h"
 
 namespace seedance::k8s {
@@ -72,7 +72,10 @@ class HttpApiServerClient : public ApiServerClient {
     if (!options_.ca_file.empty()) http_.set_ca_cert_path(options_.ca_file.c_str());
   }
 
-  bool valid() const { return http_.is_valid(); }
+  bool valid() const {
+    base::MutexLock lock(mu_);
+    return http_.is_valid();
+  }
 
   absl::Status AnnotatePod(const std::string& ns, const std::string& name,
                            const std::map<std::string, std::string>& annotations) override {
@@ -102,7 +105,7 @@ class HttpApiServerClient : public ApiServerClient {
  private:
   absl::Status Call(const std::string& method, const std::string& path, const std::string& body,
                     const std::string& content_type, const std::string& what) {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     httplib::Request req;
     req.method = method;
     req.path = path;
@@ -128,8 +131,8 @@ class HttpApiServerClient : public ApiServerClient {
   }
 
   ApiServerOptions options_;
-  std::mutex mu_;
-  httplib::Client http_;
+  mutable base::Mutex mu_;
+  httplib::Client http_ ABSL_GUARDED_BY(mu_);  // one request at a time
 };
 
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {

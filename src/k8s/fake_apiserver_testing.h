@@ -21,7 +21,6 @@
 #include <condition_variable>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -30,6 +29,7 @@
 
 #include "httplib.h"
 #include "nlohmann/json.hpp"
+#include "seedance/base/mutex.h"
 
 namespace seedance::k8s::testing {
 
@@ -58,7 +58,7 @@ class FakeApiServer {
         R"(/api/v1/namespaces/([a-z0-9.-]+)/pods/([a-z0-9.-]+)/binding)",
         [this](const httplib::Request& req, httplib::Response& res) {
           Record(req);
-          std::lock_guard<std::mutex> lock(mu_);
+          base::MutexLock lock(mu_);
           if (req.matches[2].str() == refuse_ || !bound_.insert(req.matches[2].str()).second) {
             res.status = 409;
             res.set_content(
@@ -82,11 +82,11 @@ class FakeApiServer {
         R"(/api/v1/(nodes|pods))", [this](const httplib::Request& req, httplib::Response& res) {
           const std::string kind = req.matches[1].str();
           {
-            std::lock_guard<std::mutex> lock(mu_);
+            base::MutexLock lock(mu_);
             selectors_[kind] = req.get_param_value("fieldSelector");
           }
           if (req.get_param_value("watch") != "1") {
-            std::lock_guard<std::mutex> lock(mu_);
+            base::MutexLock lock(mu_);
             nlohmann::json list = {{"apiVersion", "v1"},
                                    {"kind", kind == "nodes" ? "NodeList" : "PodList"},
                                    {"metadata", {{"resourceVersion", std::to_string(revision_)}}},
@@ -96,9 +96,11 @@ class FakeApiServer {
           }
           res.set_chunked_content_provider(
               "application/json", [this, kind](size_t, httplib::DataSink& sink) {
-                std::unique_lock<std::mutex> lock(mu_);
-                cv_.wait_for(lock, std::chrono::milliseconds(50),
-                             [&] { return stopping_ || !events_[kind].empty(); });
+                base::MutexLock lock(mu_);
+                auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                  return stopping_ || !events_[kind].empty();
+                };
+                lock.WaitFor(cv_, std::chrono::milliseconds(50), ready);
                 if (stopping_) {
                   sink.done();
                   return true;
@@ -118,7 +120,7 @@ class FakeApiServer {
   }
   ~FakeApiServer() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       stopping_ = true;
     }
     cv_.notify_all();
@@ -127,19 +129,19 @@ class FakeApiServer {
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   void RefuseBinding(const std::string& pod) {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     refuse_ = pod;
   }
   // The next list of `kind` ("nodes" or "pods").
   void SetList(const std::string& kind, nlohmann::json items) {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     lists_[kind] = std::move(items);
     ++revision_;
   }
   // One watch event for `kind`'s open watches.
   void Push(const std::string& kind, const std::string& type, nlohmann::json object) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       object["metadata"]["resourceVersion"] = std::to_string(++revision_);
       events_[kind].push_back({{"type", type}, {"object", std::move(object)}});
     }
@@ -147,11 +149,11 @@ class FakeApiServer {
   }
   // The fieldSelector of the last list or watch of `kind` ("" = none).
   std::string FieldSelector(const std::string& kind) {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     return selectors_[kind];
   }
   std::vector<Call> TakeCalls() {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     return std::exchange(calls_, {});
   }
 
@@ -167,7 +169,7 @@ class FakeApiServer {
         .dump();
   }
   void Record(const httplib::Request& req) {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     calls_.push_back({req.method, req.path, req.get_header_value("Content-Type"),
                       nlohmann::json::parse(req.body, nullptr, false)});
   }
@@ -175,17 +177,18 @@ class FakeApiServer {
   httplib::Server http_;
   int port_ = 0;
   std::thread thread_;
-  std::mutex mu_;
-  std::vector<Call> calls_;
-  std::string refuse_;
-  std::set<std::string> bound_;  // a pod is bound once; binding it again is a Conflict
+  base::Mutex mu_;
+  std::vector<Call> calls_ ABSL_GUARDED_BY(mu_);
+  std::string refuse_ ABSL_GUARDED_BY(mu_);
+  // A pod is bound once; binding it again is a Conflict.
+  std::set<std::string> bound_ ABSL_GUARDED_BY(mu_);
   std::condition_variable cv_;
-  bool stopping_ = false;
-  int64_t revision_ = 100;
-  std::map<std::string, nlohmann::json> lists_ = {{"nodes", nlohmann::json::array()},
-                                                  {"pods", nlohmann::json::array()}};
-  std::map<std::string, std::deque<nlohmann::json>> events_;
-  std::map<std::string, std::string> selectors_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t revision_ ABSL_GUARDED_BY(mu_) = 100;
+  std::map<std::string, nlohmann::json> lists_ ABSL_GUARDED_BY(mu_) = {
+      {"nodes", nlohmann::json::array()}, {"pods", nlohmann::json::array()}};
+  std::map<std::string, std::deque<nlohmann::json>> events_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> selectors_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace seedance::k8s::testing

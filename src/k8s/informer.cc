@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
+#include "seedance/base/mutex.h"
 #include "seedance/base/text.h"
 
 namespace seedance::k8s {
@@ -74,17 +75,17 @@ Informer::~Informer() = default;
 
 void Informer::Stop() {
   stop_ = true;
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   if (http_->watch) http_->watch->stop();
 }
 
 InformerStats Informer::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   return stats_;
 }
 
 void Informer::Error(const std::string& what) {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   ++stats_.errors;
   stats_.last_error = what;
 }
@@ -94,7 +95,7 @@ bool Informer::Decode(const json& object, ObjectEvent* event) {
   const absl::Status st = resource_ == "nodes" ? DecodeNode(object, "", &event->node, &unknown)
                                                : DecodePod(object, "", &event->pod, &unknown);
   if (st.ok()) return true;
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   ++stats_.undecodable;
   stats_.last_error = absl::StrCat(resource_, ": ", st.message());
   return false;
@@ -130,7 +131,7 @@ bool Informer::List(std::string* resource_version) {
     token = base::StringField(meta, "continue");
   } while (!token.empty() && !stop_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     ++stats_.lists;
     stats_.events += static_cast<int64_t>(events.size());
   }
@@ -140,7 +141,7 @@ bool Informer::List(std::string* resource_version) {
 
 bool Informer::Watch(std::string* resource_version) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     if (stop_) return true;
     http_->watch = NewClient(api_, watch_timeout_s + 30);
     ++stats_.watches;
@@ -172,7 +173,7 @@ bool Informer::Watch(std::string* resource_version) {
     e.type = TypeOf(type);
     if (!Decode(object, &e)) return;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       ++stats_.events;
     }
     std::vector<ObjectEvent> one;

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "seedance/base/io.h"
+#include "seedance/base/mutex.h"
 #include "seedance/base/text.h"
 #include "seedance/policy/plugin.h"
 
@@ -78,6 +79,7 @@ absl::StatusOr<std::unique_ptr<PolicyManager>> PolicyManager::Start(
     if (!read.ok()) return read.status();
     text = *std::move(read);
     source = m->path_ == "-" ? "<stdin>" : m->path_;
+    base::MutexLock lock(m->reload_mu_);  // no other thread yet: for the analysis
     m->last_file_text_ = text;
     m->have_file_text_ = true;
   }
@@ -112,7 +114,7 @@ absl::StatusOr<std::shared_ptr<const Policy>> PolicyManager::Build(std::string_v
 }
 
 void PolicyManager::Install(std::shared_ptr<const Policy> policy, PolicyState state) {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   current_ = std::move(policy);
   last_error_.clear();
   // Under the same lock: whoever sees the new policy through Current() also sees its state.
@@ -121,17 +123,17 @@ void PolicyManager::Install(std::shared_ptr<const Policy> policy, PolicyState st
 }
 
 std::shared_ptr<const Policy> PolicyManager::Current() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   return current_;
 }
 
 std::string PolicyManager::last_error() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   return last_error_;
 }
 
 absl::Status PolicyManager::Reload(std::string_view text, std::string_view source) {
-  std::lock_guard<std::mutex> lock(reload_mu_);
+  base::MutexLock lock(reload_mu_);
   return ReloadLocked(text, source);
 }
 
@@ -147,7 +149,7 @@ absl::Status PolicyManager::ReloadLocked(std::string_view text, std::string_view
 
 absl::Status PolicyManager::Refuse(absl::Status status) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     last_error_ = std::string(status.message());
   }
   reloads_failed_.fetch_add(1);
@@ -158,7 +160,7 @@ absl::Status PolicyManager::Refuse(absl::Status status) {
 
 absl::Status PolicyManager::ReloadFromFile() {
   if (dir_.empty()) return absl::OkStatus();
-  std::lock_guard<std::mutex> lock(reload_mu_);
+  base::MutexLock lock(reload_mu_);
   absl::StatusOr<std::string> read = base::ReadInput(path_, base::InputKind::kConfig);
   if (!read.ok()) {
     // Gone for now (an editor between unlink and rename, a ConfigMap swap): keep serving.
@@ -235,7 +237,7 @@ std::vector<Action> PolicyManager::Evaluate(const std::map<std::string, double>&
   const std::shared_ptr<const Policy> policy = Current();
   std::vector<Action> fired;
   {
-    std::lock_guard<std::mutex> lock(eval_mu_);
+    base::MutexLock lock(eval_mu_);
     if (eval_policy_ != policy) {
       eval_policy_ = policy;
       order_.resize(policy->rules.size());
@@ -318,7 +320,7 @@ std::vector<Action> PolicyManager::Evaluate(const std::map<std::string, double>&
 
 std::map<std::string, bool> PolicyManager::Alerts() const {
   const std::shared_ptr<const Policy> policy = Current();
-  std::lock_guard<std::mutex> lock(eval_mu_);
+  base::MutexLock lock(eval_mu_);
   if (eval_policy_ != policy) {
     std::map<std::string, bool> fresh;
     CollectAlerts(*policy, &fresh);

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "seedance/base/mutex.h"
 #include "seedance/base/text.h"
 
 namespace seedance::policy {
@@ -87,7 +88,7 @@ absl::StatusOr<std::string> LoadedPlugin::Call(std::string_view rule,
   const std::string r(rule), arg(argument_json);
   int rc = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     rc = table_->on_action(r.c_str(), arg.c_str(), reply.data(), kPluginReplyBytes);
   }
   reply[kPluginReplyBytes] = '\0';

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <condition_variable>
 #include <map>
-#include <mutex>
 #include <set>
 #include <thread>
 #include <utility>
@@ -18,6 +17,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 #include "seedance/base/clock.h"
+#include "seedance/base/mutex.h"
 #include "seedance/base/text.h"
 #include "seedance/engine/period_controller.h"
 #include "seedance/server/codec.h"
@@ -221,10 +221,10 @@ struct Deployment {
 struct DeploymentController::State {
   Service& service;
   std::unique_ptr<telemetry::PrometheusQuerier> prometheus;
-  mutable std::mutex mu;  // deployments' status fields, stop
+  mutable base::Mutex mu;
   std::condition_variable cv;
-  bool stop = false;
-  std::vector<Deployment> deployments;
+  bool stop ABSL_GUARDED_BY(mu) = false;
+  std::vector<Deployment> deployments ABSL_GUARDED_BY(mu);
   std::thread loop;
 
   explicit State(Service& s) : service(s) {}
@@ -360,7 +360,7 @@ void DeploymentController::State::Step(Deployment& d, double now_s) {
     d.errors_counter->Increment();
   }
   const int pods = Reconcile(d, replicas);
-  std::lock_guard<std::mutex> lock(mu);
+  base::MutexLock lock(mu);
   if (st.ok()) {
     ++d.decisions;
     if (replicas > d.replicas) d.scale_up->Increment();
@@ -378,24 +378,24 @@ void DeploymentController::State::Step(Deployment& d, double now_s) {
 }
 
 void DeploymentController::State::Loop() {
-  std::unique_lock<std::mutex> lock(mu);
+  base::MutexLock lock(mu);
   while (!stop) {
     Deployment* next = nullptr;
     for (Deployment& d : deployments) {
       if (next == nullptr || d.next_due_s < next->next_due_s) next = &d;
     }
     if (next == nullptr) {  // nothing to scale: wait for the stop
-      cv.wait(lock, [this] { return stop; });
+      lock.Wait(cv, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return stop; });
       continue;
     }
     const double wait_s = next->next_due_s - base::UnixNowSeconds();
     if (wait_s > 0) {
-      cv.wait_for(lock, std::chrono::duration<double>(wait_s));
+      lock.WaitFor(cv, std::chrono::duration<double>(wait_s));
       continue;
     }
-    lock.unlock();
+    lock.Unlock();
     Step(*next, base::UnixNowSeconds());
-    lock.lock();
+    lock.Lock();
     // The period Step left in force (adaptive: just decided). A period missed (a slow query) is
     // not made up: the next one starts from now.
     next->next_due_s = std::max(next->next_due_s + next->period_s, base::UnixNowSeconds());
@@ -452,6 +452,7 @@ absl::StatusOr<std::unique_ptr<DeploymentController>> DeploymentController::Star
       d.period = std::make_unique<engine::PeriodController>(po);
     }
     d.spec = std::move(spec);
+    base::MutexLock lock(state->mu);
     state->deployments.push_back(std::move(d));
   }
   State* s = state.get();
@@ -464,7 +465,7 @@ DeploymentController::DeploymentController(std::unique_ptr<State> state)
 
 DeploymentController::~DeploymentController() {
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    base::MutexLock lock(state_->mu);
     state_->stop = true;
   }
   state_->cv.notify_all();
@@ -472,7 +473,7 @@ DeploymentController::~DeploymentController() {
 }
 
 std::string DeploymentController::StatusJson() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  base::MutexLock lock(state_->mu);
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const Deployment& d : state_->deployments) {
     nlohmann::ordered_json j = {{"name", d.spec.name},

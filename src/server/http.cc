@@ -27,7 +27,6 @@
 #include <cstdio>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -40,6 +39,7 @@
 #include "http_core.h"
 #include "routes.h"
 #include "seedance/api/api.h"
+#include "seedance/base/mutex.h"
 #include "seedance/base/text.h"
 
 namespace seedance::server {
@@ -72,7 +72,7 @@ class RateLimiter {
   explicit RateLimiter(double rate) : rate_(rate), tokens_(rate) {}
   bool Take() {
     if (rate_ <= 0) return true;
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     const auto now = Clock::now();
     const double dt = std::chrono::duration<double>(now - last_).count();
     last_ = now;
@@ -84,9 +84,9 @@ class RateLimiter {
 
  private:
   const double rate_;
-  std::mutex mu_;
-  double tokens_;  // guarded by mu_
-  Clock::time_point last_ = Clock::now();  // guarded by mu_
+  base::Mutex mu_;
+  double tokens_ ABSL_GUARDED_BY(mu_);
+  Clock::time_point last_ ABSL_GUARDED_BY(mu_) = Clock::now();
 };
 
 // Per-client and total counts of something capped (connections, watch streams).
@@ -94,7 +94,7 @@ class Slots {
  public:
   Slots(int total, int per_client) : total_(total), per_client_(per_client) {}
   bool Take(const std::string& client) {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     int& mine = by_client_[client];
     if (used_ >= total_ || mine >= per_client_) {
       if (mine == 0) by_client_.erase(client);
@@ -105,14 +105,14 @@ class Slots {
     return true;
   }
   void Give(const std::string& client) {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     auto it = by_client_.find(client);
     if (it == by_client_.end()) return;
     if (--it->second == 0) by_client_.erase(it);
     --used_;
   }
   int used() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     return used_;
   }
   int total() const { return total_; }
@@ -120,9 +120,9 @@ class Slots {
 
  private:
   const int total_, per_client_;
-  mutable std::mutex mu_;
-  std::map<std::string, int> by_client_;  // guarded by mu_
-  int used_ = 0;                          // guarded by mu_
+  mutable base::Mutex mu_;
+  std::map<std::string, int> by_client_ ABSL_GUARDED_BY(mu_);
+  int used_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // The file-descriptor limit raised to its hard maximum; returns the soft limit now in force.
@@ -248,10 +248,11 @@ struct HttpServer::Core {
   std::optional<asio::ssl::context> tls;
   std::atomic<int64_t> in_flight{0};  // requests handed to a route and not yet answered
   std::atomic<bool> wake_pending{false};
-  std::mutex streams_mu;
-  std::vector<std::weak_ptr<ConnectionBase>> streams;  // guarded by streams_mu
-  std::mutex open_mu;
-  std::unordered_map<const ConnectionBase*, std::weak_ptr<ConnectionBase>> open;  // guarded by open_mu
+  base::Mutex streams_mu;
+  std::vector<std::weak_ptr<ConnectionBase>> streams ABSL_GUARDED_BY(streams_mu);
+  base::Mutex open_mu;
+  std::unordered_map<const ConnectionBase*, std::weak_ptr<ConnectionBase>> open
+      ABSL_GUARDED_BY(open_mu);
   asio::thread_pool blocking;  // routes that wait on other servers (the extender's bind)
   asio::io_context ioc;
   std::optional<tcp::acceptor> acceptor;  // used on accept_strand only
@@ -272,7 +273,7 @@ class Connection : public ConnectionBase,
   ~Connection() override {
     if (watch_slot_) core_.watches.Give(client_);
     {
-      std::lock_guard<std::mutex> lock(core_.open_mu);
+      base::MutexLock lock(core_.open_mu);
       core_.open.erase(this);
     }
     core_.connections.Give(client_);
@@ -280,7 +281,7 @@ class Connection : public ConnectionBase,
 
   void Start() {
     {
-      std::lock_guard<std::mutex> lock(core_.open_mu);
+      base::MutexLock lock(core_.open_mu);
       core_.open.emplace(this, this->weak_from_this());
     }
     if constexpr (kTls) {
@@ -594,7 +595,7 @@ class Connection : public ConnectionBase,
     boost::system::error_code ec;
     Lowest().socket().set_option(asio::socket_base::send_buffer_size(kStreamSendBuffer), ec);
     {
-      std::lock_guard<std::mutex> lock(core_.streams_mu);
+      base::MutexLock lock(core_.streams_mu);
       std::erase_if(core_.streams, [](const std::weak_ptr<ConnectionBase>& w) {
         return w.expired();
       });
@@ -781,7 +782,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(Service& service,
     if (!c || c->wake_pending.exchange(true)) return;
     asio::post(c->ioc, [c = c.get()] {  // the Core outlives its io_context's handlers
       c->wake_pending = false;
-      std::lock_guard<std::mutex> lock(c->streams_mu);
+      base::MutexLock lock(c->streams_mu);
       for (const std::weak_ptr<ConnectionBase>& w : c->streams) {
         if (std::shared_ptr<ConnectionBase> conn = w.lock()) conn->Wake();
       }
@@ -794,14 +795,14 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(Service& service,
 }
 
 void HttpServer::Wait() {
-  std::unique_lock<std::mutex> lock(stop_mu_);
-  stop_cv_.wait(lock, [&] { return stopped_; });
+  base::MutexLock lock(stop_mu_);
+  lock.Wait(stop_cv_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(stop_mu_) { return stopped_; });
 }
 
 void HttpServer::Stop() {
   if (!core_) return;
   {
-    std::lock_guard<std::mutex> lock(stop_mu_);
+    base::MutexLock lock(stop_mu_);
     if (stopped_) return;
   }
   // No new connections; requests already handed to the service finish (a stopping service
@@ -820,7 +821,7 @@ void HttpServer::Stop() {
   // their handlers down before it stops.
   std::vector<std::shared_ptr<ConnectionBase>> open;
   {
-    std::lock_guard<std::mutex> lock(core_->open_mu);
+    base::MutexLock lock(core_->open_mu);
     for (const auto& [raw, weak] : core_->open) {
       if (std::shared_ptr<ConnectionBase> c = weak.lock()) open.push_back(std::move(c));
     }
@@ -836,7 +837,7 @@ void HttpServer::Stop() {
   for (std::thread& t : threads_) t.join();
   threads_.clear();
   {
-    std::lock_guard<std::mutex> lock(stop_mu_);
+    base::MutexLock lock(stop_mu_);
     stopped_ = true;
   }
   stop_cv_.notify_all();

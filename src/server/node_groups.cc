@@ -11,7 +11,6 @@
 #include <condition_variable>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <set>
 #include <thread>
 #include <unordered_set>
@@ -27,6 +26,7 @@
 #include "prometheus/histogram.h"
 #include "seedance/api/api.h"
 #include "seedance/base/clock.h"
+#include "seedance/base/mutex.h"
 #include "seedance/base/text.h"
 #include "seedance/clusterscale/report.h"
 #include "seedance/server/codec.h"
@@ -244,15 +244,16 @@ struct NodeGroupController::State {
   NodeGroupsConfig config;
   clusterscale::LiveAutoscaler autoscaler;
   std::map<std::string, int> group_index;  // group name -> index (GroupOf)
-  mutable std::mutex mu;  // everything below, and the autoscaler's status
+  mutable base::Mutex mu;  // the members below, and the autoscaler's status
   std::condition_variable cv;
-  bool stop = false;
-  std::vector<Join> joins;
-  std::vector<Child> children;
+  bool stop ABSL_GUARDED_BY(mu) = false;
+  std::vector<Join> joins ABSL_GUARDED_BY(mu);
+  std::vector<Child> children ABSL_GUARDED_BY(mu);
   std::thread loop;
-  int64_t scans = 0, errors = 0;
-  std::string last_error;
-  JsonDoc last_scan = nullptr;
+  int64_t scans ABSL_GUARDED_BY(mu) = 0;
+  int64_t errors ABSL_GUARDED_BY(mu) = 0;
+  std::string last_error ABSL_GUARDED_BY(mu);
+  JsonDoc last_scan ABSL_GUARDED_BY(mu) = nullptr;
   std::vector<prometheus::Gauge*> ready_gauge, provisioning_gauge;
   std::vector<prometheus::Counter*> added_counter, removed_counter, drained_counter, failed_counter;
   prometheus::Counter* pods_evicted = nullptr;
@@ -284,7 +285,7 @@ struct NodeGroupController::State {
 };
 
 void NodeGroupController::State::FailNodes(int group, const std::vector<std::string>& names) {
-  std::lock_guard<std::mutex> lock(mu);
+  base::MutexLock lock(mu);
   for (const std::string& n : names) {
     autoscaler.Failed(n, base::UnixNowSeconds());
     failed_counter[group]->Increment();
@@ -292,7 +293,7 @@ void NodeGroupController::State::FailNodes(int group, const std::vector<std::str
 }
 
 void NodeGroupController::State::Error(std::string message) {
-  std::lock_guard<std::mutex> lock(mu);
+  base::MutexLock lock(mu);
   ++errors;
   errors_counter->Increment();
   last_error = base::Clip(std::move(message), 300);
@@ -430,7 +431,7 @@ NodeGroupController::State::Removed NodeGroupController::State::Remove(
 void NodeGroupController::State::AddDue(double now_s) {
   std::vector<Join> due;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    base::MutexLock lock(mu);
     auto split = std::stable_partition(joins.begin(), joins.end(),
                                        [&](const Join& j) { return j.due_s > now_s; });
     due.assign(std::make_move_iterator(split), std::make_move_iterator(joins.end()));
@@ -490,7 +491,7 @@ void NodeGroupController::State::Spawn(bool resume, int group, std::vector<std::
     if (resume) FailNodes(group, names);
     return;
   }
-  std::lock_guard<std::mutex> lock(mu);
+  base::MutexLock lock(mu);
   children.push_back({pid, resume, group, std::move(names)});
 }
 
@@ -499,7 +500,7 @@ void NodeGroupController::State::Reap() {
   std::vector<Child> running;
   std::vector<Child> mine;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    base::MutexLock lock(mu);
     mine.swap(children);
   }
   for (Child& ch : mine) {
@@ -518,7 +519,7 @@ void NodeGroupController::State::Reap() {
                                            : absl::StrCat("signal ", WTERMSIG(status))));
     if (ch.resume) FailNodes(ch.group, ch.names);
   }
-  std::lock_guard<std::mutex> lock(mu);
+  base::MutexLock lock(mu);
   children.insert(children.end(), std::make_move_iterator(running.begin()),
                   std::make_move_iterator(running.end()));
 }
@@ -536,7 +537,7 @@ void NodeGroupController::State::Scan(double now_s) {
   clusterscale::LiveActions act;
   double decide_s = 0;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    base::MutexLock lock(mu);
     const auto start = std::chrono::steady_clock::now();
     act = autoscaler.Scan(view);
     decide_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -554,7 +555,7 @@ void NodeGroupController::State::Scan(double now_s) {
     for (auto& [g, names] : added_by_group) Spawn(true, g, std::move(names));
     for (auto& [g, names] : removed_by_group) Spawn(false, g, std::move(names));
   }
-  std::lock_guard<std::mutex> lock(mu);
+  base::MutexLock lock(mu);
   ++scans;
   decide_seconds->Observe(decide_s);
   JsonDoc added = JsonDoc::array(), timed_out = JsonDoc::array();
@@ -596,7 +597,7 @@ void NodeGroupController::State::Scan(double now_s) {
 
 void NodeGroupController::State::Loop() {
   double next_scan = base::UnixNowSeconds();
-  std::unique_lock<std::mutex> lock(mu);
+  base::MutexLock lock(mu);
   while (!stop) {
     double wake = next_scan;
     for (const Join& j : joins) wake = std::min(wake, j.due_s);
@@ -604,17 +605,17 @@ void NodeGroupController::State::Loop() {
     if (!children.empty()) wake = std::min(wake, now + 0.2);  // poll running programs
     const double wait_s = wake - now;
     if (wait_s > 0) {
-      cv.wait_for(lock, std::chrono::duration<double>(wait_s));
+      lock.WaitFor(cv, std::chrono::duration<double>(wait_s));
       continue;
     }
-    lock.unlock();
+    lock.Unlock();
     Reap();
     AddDue(base::UnixNowSeconds());
     if (base::UnixNowSeconds() >= next_scan) {
       Scan(base::UnixNowSeconds());
       next_scan = std::max(next_scan + config.scan_interval_s, base::UnixNowSeconds());
     }
-    lock.lock();
+    lock.Lock();
   }
 }
 
@@ -673,7 +674,7 @@ NodeGroupController::NodeGroupController(std::unique_ptr<State> state) : state_(
 
 NodeGroupController::~NodeGroupController() {
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    base::MutexLock lock(state_->mu);
     state_->stop = true;
   }
   state_->cv.notify_all();
@@ -682,8 +683,8 @@ NodeGroupController::~NodeGroupController() {
 }
 
 std::string NodeGroupController::StatusJson() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
   const State& s = *state_;
+  base::MutexLock lock(s.mu);
   nlohmann::ordered_json groups = nlohmann::ordered_json::array();
   for (size_t g = 0; g < s.config.groups.size(); ++g) {
     const clusterscale::NodeGroup& group = s.config.groups[g];

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "seedance/api/api.h"
 #include "seedance/base/check.h"
+#include "seedance/base/mutex.h"
 #include "seedance/base/text.h"
 #include "seedance/policy/manager.h"
 #include "seedance/policy/policy.h"
@@ -161,7 +162,7 @@ Reply Service::Run(Operation op) {
 
 void Service::RunAsync(Operation op, Done done) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     if (!stopping_) {
       inbox_.emplace_back(std::move(op), std::move(done));
       cv_.notify_one();
@@ -173,7 +174,7 @@ void Service::RunAsync(Operation op, Done done) {
 
 void Service::Shutdown() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     if (stopping_ && !loop_.joinable()) return;
     stopping_ = true;
   }
@@ -182,7 +183,7 @@ void Service::Shutdown() {
   ready_ = false;
   std::vector<std::pair<Operation, Service::Done>> left;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     left.swap(inbox_);
   }
   for (auto& [op, done] : left) done(Unavailable("the server is shutting down"));
@@ -193,17 +194,19 @@ void Service::Loop() {
   std::vector<std::pair<Operation, Service::Done>> batch;
   while (true) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       const std::optional<double> wake = scheduler_->NextWakeup();
       const double until = std::min(wake.value_or(1e300), last_tick_s_ + options_.tick_s);
       const double wait = std::max(0.0, until - Now());
-      cv_.wait_for(lock, std::chrono::duration<double>(std::min(wait, 3600.0)),
-                   [&] { return stopping_ || !inbox_.empty() || !reloads_.empty(); });
+      lock.WaitFor(cv_, std::chrono::duration<double>(std::min(wait, 3600.0)),
+                   [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                     return stopping_ || !inbox_.empty() || !reloads_.empty();
+                   });
       if (stopping_) return;
       if (!reloads_.empty()) {
         std::vector<std::pair<bool, std::promise<absl::Status>>> reloads;
         reloads.swap(reloads_);
-        lock.unlock();
+        lock.Unlock();
         const absl::Status st = Rebuild(reloads.back().first);  // the latest request wins
         for (auto& [lead, done] : reloads) done.set_value(st);
         continue;
@@ -301,7 +304,7 @@ absl::Status Service::Reload(bool lead) {
   std::promise<absl::Status> done;
   std::future<absl::Status> result = done.get_future();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     if (stopping_) return absl::UnavailableError("the server is shutting down");
     reloads_.emplace_back(lead, std::move(done));
   }
@@ -330,7 +333,7 @@ absl::Status Service::Rebuild(bool lead) {
   {
     // The events in memory were published by another life of this service: a watcher is served
     // from the store from now on, which has every event in order.
-    std::lock_guard<std::mutex> lock(watch_mu_);
+    base::MutexLock lock(watch_mu_);
     recent_.clear();
   }
   UpdateGauges();
@@ -342,12 +345,12 @@ absl::Status Service::Rebuild(bool lead) {
 }
 
 void Service::SetLeaderInfo(LeaderInfo info) {
-  std::lock_guard<std::mutex> lock(leader_mu_);
+  base::MutexLock lock(leader_mu_);
   leader_info_ = std::move(info);
 }
 
 LeaderInfo Service::leader_info() const {
-  std::lock_guard<std::mutex> lock(leader_mu_);
+  base::MutexLock lock(leader_mu_);
   return leader_info_;
 }
 
@@ -471,7 +474,7 @@ void Service::Publish(std::vector<WatchEvent> events) {
     events.front().batch_last = events.back().revision;
   }
   {
-    std::lock_guard<std::mutex> lock(watch_mu_);
+    base::MutexLock lock(watch_mu_);
     for (WatchEvent& e : events) recent_.push_back(std::move(e));
     while (recent_.size() > static_cast<size_t>(options_.watch_memory)) recent_.pop_front();
     if (publish_hook_) publish_hook_();
@@ -480,7 +483,7 @@ void Service::Publish(std::vector<WatchEvent> events) {
 }
 
 void Service::SetPublishHook(std::function<void()> hook) {
-  std::lock_guard<std::mutex> lock(watch_mu_);
+  base::MutexLock lock(watch_mu_);
   publish_hook_ = std::move(hook);
 }
 
@@ -490,7 +493,7 @@ absl::StatusOr<std::vector<WatchEvent>> Service::Watch(int64_t since, size_t lim
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(timeout_s));
-  std::unique_lock<std::mutex> lock(watch_mu_);
+  base::MutexLock lock(watch_mu_);
   while (true) {
     if (!recent_.empty() && recent_.front().revision <= since + 1) {
       auto it = std::lower_bound(recent_.begin(), recent_.end(), since + 1,
@@ -499,7 +502,7 @@ absl::StatusOr<std::vector<WatchEvent>> Service::Watch(int64_t since, size_t lim
       if (!out.empty()) return out;
     } else if (since < revision_.load()) {
       // Older than memory: from the store (which refuses what it no longer keeps).
-      lock.unlock();
+      lock.Unlock();
       if (since + 1 < store_->oldest_event_revision()) {
         return absl::FailedPreconditionError(absl::StrCat(
             "revision ", since, " is older than the oldest retained event (",
@@ -509,9 +512,9 @@ absl::StatusOr<std::vector<WatchEvent>> Service::Watch(int64_t since, size_t lim
       if (!old.ok()) return old.status();
       for (store::EventRecord& e : *old) out.push_back({e.revision, std::move(e.object_json)});
       if (!out.empty()) return out;
-      lock.lock();
+      lock.Lock();
     }
-    if (!ready_.load() || watch_cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
+    if (!ready_.load() || lock.WaitUntil(watch_cv_, deadline) == std::cv_status::timeout) {
       return out;
     }
   }
@@ -522,7 +525,7 @@ absl::StatusOr<std::vector<std::shared_ptr<const std::string>>> Service::WatchSs
   std::vector<std::shared_ptr<const std::string>> out;
   size_t bytes = 0;
   {
-    std::lock_guard<std::mutex> lock(watch_mu_);
+    base::MutexLock lock(watch_mu_);
     if (!recent_.empty() && recent_.front().revision <= since + 1) {
       auto it = std::lower_bound(recent_.begin(), recent_.end(), since + 1,
                                  [](const WatchEvent& e, int64_t r) { return e.revision < r; });

@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -25,6 +24,7 @@
 #include "nlohmann/json.hpp"
 #include "prometheus/counter.h"
 #include "prometheus/histogram.h"
+#include "seedance/base/mutex.h"
 #include "seedance/base/text.h"
 
 namespace seedance::server {
@@ -127,21 +127,22 @@ struct SlurmBackend::State {
   prometheus::Counter* submits_failed = nullptr;
   prometheus::Histogram* submit_duration = nullptr;
 
-  std::mutex mu;  // guards the members up to the stats
+  base::Mutex mu;
   std::condition_variable cv;
-  std::deque<Task> tasks;
-  std::vector<Result> results;                       // submitted, not yet applied
-  std::unordered_set<std::string> in_flight;         // uids queued or being submitted
-  std::unordered_map<int64_t, std::string> job_uid;  // jobs Seedance bound, alive as far as known
-  std::unordered_map<std::string, int64_t> uid_job;
-  SlurmBackendStats stats;
-  Clock::time_point last_log{};
-  int64_t unlogged = 0;
+  std::deque<Task> tasks ABSL_GUARDED_BY(mu);
+  std::vector<Result> results ABSL_GUARDED_BY(mu);  // submitted, not yet applied
+  std::unordered_set<std::string> in_flight ABSL_GUARDED_BY(mu);  // uids queued or being submitted
+  // Jobs Seedance bound, alive as far as known, both ways.
+  std::unordered_map<int64_t, std::string> job_uid ABSL_GUARDED_BY(mu);
+  std::unordered_map<std::string, int64_t> uid_job ABSL_GUARDED_BY(mu);
+  SlurmBackendStats stats ABSL_GUARDED_BY(mu);
+  Clock::time_point last_log ABSL_GUARDED_BY(mu){};
+  int64_t unlogged ABSL_GUARDED_BY(mu) = 0;
 
   // Loop thread only (inside operations).
   std::map<std::string, core::NodeSpec> known;  // nodes learned from Slurm
   std::set<std::string> cordoned;               // cordoned because Slurm or the probe said so
-  std::map<std::string, int32_t> node_shards;   // guarded by mu
+  std::map<std::string, int32_t> node_shards ABSL_GUARDED_BY(mu);
   // Poller thread only.
   std::map<std::string, int> probe_failures;
   std::optional<Clock::time_point> nodes_failing_since;  // the node listing fails since then
@@ -179,7 +180,7 @@ struct SlurmBackend::State {
 };
 
 void SlurmBackend::State::Log(const std::string& line) {
-  std::lock_guard<std::mutex> lock(mu);
+  base::MutexLock lock(mu);
   const Clock::time_point now = Clock::now();
   if (now - last_log < std::chrono::seconds(1)) {
     ++unlogged;
@@ -192,15 +193,15 @@ void SlurmBackend::State::Log(const std::string& line) {
 }
 
 bool SlurmBackend::State::Sleep(double seconds) {
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait_for(lock, std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6)),
+  base::MutexLock lock(mu);
+  lock.WaitFor(cv, std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6)),
               [&] { return stopping.load(); });
   return !stopping;
 }
 
 void SlurmBackend::State::Enqueue(Task t) {
   {
-    std::lock_guard<std::mutex> lock(mu);
+    base::MutexLock lock(mu);
     if (uid_job.contains(t.uid) || !in_flight.insert(t.uid).second) return;
     tasks.push_back(std::move(t));
   }
@@ -208,13 +209,13 @@ void SlurmBackend::State::Enqueue(Task t) {
 }
 
 void SlurmBackend::State::Track(int64_t job, const std::string& uid) {
-  std::lock_guard<std::mutex> lock(mu);
+  base::MutexLock lock(mu);
   job_uid[job] = uid;
   uid_job[uid] = job;
 }
 
 void SlurmBackend::State::Untrack(const std::string& uid) {
-  std::lock_guard<std::mutex> lock(mu);
+  base::MutexLock lock(mu);
   auto it = uid_job.find(uid);
   if (it == uid_job.end()) return;
   job_uid.erase(it->second);
@@ -231,7 +232,7 @@ Task SlurmBackend::State::MakeTask(const sched::PodInfo& pod, const std::string&
   s.node = node;
   int32_t shards = 0;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    base::MutexLock lock(mu);
     auto it = node_shards.find(node);
     if (it != node_shards.end()) shards = it->second;
   }
@@ -298,7 +299,7 @@ void SlurmBackend::State::EndJobsOn(Service::Context& c, const std::string& node
     EndPod(c, uid, o.resubmit_lost,
            absl::StrCat("slurm: node ", node, " lost (", why, ")",
                         o.resubmit_lost ? "; requeued" : ""));
-    std::lock_guard<std::mutex> lock(mu);
+    base::MutexLock lock(mu);
     ++(o.resubmit_lost ? stats.requeued : stats.failed);
   }
 }
@@ -341,7 +342,7 @@ void SlurmBackend::State::ApplyNodes(Service::Context& c, const std::vector<slur
     if (!why.empty() && cordoned.insert(n.name).second) {
       (void)c.scheduler.CordonNode(n.name, true);
       Log(absl::StrCat("slurm: node ", n.name, " unavailable: ", why));
-      std::lock_guard<std::mutex> lock(mu);
+      base::MutexLock lock(mu);
       ++stats.nodes_unavailable;
     }
     if (n.Lost() || probe_lost) EndJobsOn(c, n.name, why, cancel);
@@ -426,14 +427,14 @@ void SlurmBackend::State::OnEvent(const WatchEvent& e) {
   const std::string uid = obj->value("uid", "");
   int64_t job = 0;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    base::MutexLock lock(mu);
     auto it = uid_job.find(uid);
     if (it == uid_job.end()) return;  // not a job, or one that ended (EndPod untracked it)
     job = it->second;
   }
   Untrack(uid);
   (void)rest->Cancel(job);
-  std::lock_guard<std::mutex> lock(mu);
+  base::MutexLock lock(mu);
   ++stats.cancelled;
 }
 
@@ -459,8 +460,8 @@ void SlurmBackend::State::SubmitLoop() {
   while (true) {
     Task t;
     {
-      std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return stopping || !tasks.empty(); });
+      base::MutexLock lock(mu);
+      lock.Wait(cv, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return stopping || !tasks.empty(); });
       if (stopping) return;
       t = std::move(tasks.front());
       tasks.pop_front();
@@ -472,7 +473,7 @@ void SlurmBackend::State::SubmitLoop() {
       r.job = rest->Submit(r.task.spec);
       const double s = std::chrono::duration<double>(Clock::now() - t0).count();
       submit_duration->Observe(s);
-      std::lock_guard<std::mutex> lock(mu);
+      base::MutexLock lock(mu);
       stats.submit_ms_total += 1000 * s;
     }
     (r.job.ok() ? submits_ok : submits_failed)->Increment();
@@ -480,7 +481,7 @@ void SlurmBackend::State::SubmitLoop() {
       Log(absl::StrCat("pod ", r.task.uid, " stays pending: ", r.job.status().message()));
     }
     {
-      std::lock_guard<std::mutex> lock(mu);
+      base::MutexLock lock(mu);
       ++(r.job.ok() ? stats.submitted : stats.submit_errors);
       results.push_back(std::move(r));
     }
@@ -519,8 +520,9 @@ void SlurmBackend::State::BindLoop() {
   while (true) {
     std::vector<Result> batch;
     {
-      std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return stopping || !results.empty(); });
+      base::MutexLock lock(mu);
+      lock.Wait(cv,
+                [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return stopping || !results.empty(); });
       if (stopping) return;
       batch.assign(std::make_move_iterator(results.begin()),
                    std::make_move_iterator(results.end()));
@@ -534,7 +536,7 @@ void SlurmBackend::State::BindLoop() {
       return [] { return Reply{200, "{}"}; };
     });
     {
-      std::lock_guard<std::mutex> lock(mu);
+      base::MutexLock lock(mu);
       for (const Result& r : batch) in_flight.erase(r.task.uid);
     }
     for (Task& t : again) Enqueue(std::move(t));
@@ -565,7 +567,7 @@ void SlurmBackend::State::PollNodes() {
   nodes_unknown = false;
   std::set<std::string> unanswered;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    base::MutexLock lock(mu);
     for (const slurm::Node& n : *nodes) node_shards[n.name] = n.shards_per_gpu;
   }
   for (const slurm::Node& n : *nodes) {
@@ -590,7 +592,7 @@ void SlurmBackend::State::PollJobs() {
   }
   std::vector<std::pair<std::string, const slurm::Job*>> ended;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    base::MutexLock lock(mu);
     for (const slurm::Job& j : *jobs) {
       if (j.phase == slurm::JobPhase::kActive) continue;
       auto it = job_uid.find(j.id);
@@ -604,7 +606,7 @@ void SlurmBackend::State::PollJobs() {
       EndPod(
           c, uid, lost && o.resubmit_lost,
           absl::StrCat("slurm: job ", job->id, " ", job->state, " on ", job->nodes, "; requeued"));
-      std::lock_guard<std::mutex> lock(mu);
+      base::MutexLock lock(mu);
       if (lost && o.resubmit_lost) {
         ++stats.requeued;
       } else {
@@ -712,7 +714,10 @@ absl::StatusOr<std::unique_ptr<SlurmBackend>> SlurmBackend::Start(Service& servi
   if (!nodes.ok()) return nodes.status();
   absl::StatusOr<std::vector<slurm::Job>> jobs = st->rest->Jobs();
   if (!jobs.ok()) return jobs.status();
-  for (const slurm::Node& n : *nodes) st->node_shards[n.name] = n.shards_per_gpu;
+  {
+    base::MutexLock lock(st->mu);
+    for (const slurm::Node& n : *nodes) st->node_shards[n.name] = n.shards_per_gpu;
+  }
   st->watch_from = service.revision();
   std::vector<int64_t> cancel;
   service.Run([&](Service::Context& c) -> Service::Finisher {
@@ -737,7 +742,7 @@ SlurmBackend::~SlurmBackend() {
 }
 
 SlurmBackendStats SlurmBackend::stats() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  base::MutexLock lock(state_->mu);
   return state_->stats;
 }
 

@@ -14,7 +14,6 @@
 #include <fstream>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -22,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "seedance/base/mutex.h"
 #include "seedance/sched/registry.h"
 #include "seedance/sim/report.h"
 #include "seedance/sim/simulator.h"
@@ -191,8 +191,10 @@ class ReproductionTest : public testing::Test {
       for (uint64_t s = kFirstSeed; s <= kLastSeed; ++s) tasks.push_back({p, s});
     }
     std::vector<double> values(tasks.size(), NAN);
-    std::vector<std::string> errors;
-    std::mutex mu;
+    struct Errors {
+      base::Mutex mu;
+      std::vector<std::string> list ABSL_GUARDED_BY(mu);
+    } errors;
     std::atomic<size_t> next{0};
     auto worker = [&] {
       for (size_t i = next++; i < tasks.size(); i = next++) {
@@ -205,9 +207,9 @@ class ReproductionTest : public testing::Test {
         if (r.ok()) {
           values[i] = r->unalloc_gpu_pct_at_100;
         } else {
-          std::lock_guard<std::mutex> lock(mu);
-          errors.push_back(policies[tasks[i].policy] + " seed " + std::to_string(tasks[i].seed) +
-                           ": " + r.status().ToString());
+          base::MutexLock lock(errors.mu);
+          errors.list.push_back(policies[tasks[i].policy] + " seed " +
+                                std::to_string(tasks[i].seed) + ": " + r.status().ToString());
         }
       }
     };
@@ -216,7 +218,10 @@ class ReproductionTest : public testing::Test {
     std::vector<std::thread> pool;
     for (size_t t = 0; t < threads; ++t) pool.emplace_back(worker);
     for (std::thread& t : pool) t.join();
-    for (const std::string& e : errors) ADD_FAILURE() << e;
+    {
+      base::MutexLock lock(errors.mu);
+      for (const std::string& e : errors.list) ADD_FAILURE() << e;
+    }
     std::map<std::string, std::vector<double>> out;
     for (size_t i = 0; i < tasks.size(); ++i) {
       if (!std::isnan(values[i])) out[policies[tasks[i].policy]].push_back(values[i]);

@@ -12,6 +12,7 @@
 #include "httplib.h"
 #include "nlohmann/json.hpp"
 #include "seedance/base/io.h"
+#include "seedance/base/mutex.h"
 #include "seedance/base/text.h"
 
 namespace seedance::slurm {
@@ -93,7 +94,9 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
 }
 
 RestClient::RestClient(RestOptions options)
-    : options_(std::move(options)), base_(absl::StrCat("/slurm/", options_.api_version)) {}
+    : options_(std::move(options)),
+      base_(absl::StrCat("/slurm/", options_.api_version)),
+      token_(options_.token) {}
 
 RestClient::~RestClient() = default;
 
@@ -120,8 +123,6 @@ absl::StatusOr<std::unique_ptr<RestClient>> RestClient::Create(RestOptions o) {
           "username=USER lifespan=SECONDS > FILE`)");
     }
     if (absl::Status st = c->ReloadToken(); !st.ok()) return st;
-  } else {
-    c->token_ = c->options_.token;
   }
   return c;
 }
@@ -130,26 +131,28 @@ absl::Status RestClient::ReloadToken() {
   if (options_.token_file.empty()) return absl::OkStatus();
   absl::StatusOr<std::string> t = ReadTokenFile(options_.token_file);
   if (!t.ok()) return t.status();
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   token_ = std::move(*t);
   return absl::OkStatus();
 }
 
 std::string RestClient::Token() {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   return token_;
 }
 
 std::unique_ptr<httplib::Client> RestClient::Take() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return !idle_.empty() || open_ < options_.connections; });
+  base::MutexLock lock(mu_);
+  lock.Wait(cv_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !idle_.empty() || open_ < options_.connections;
+  });
   if (!idle_.empty()) {
     std::unique_ptr<httplib::Client> c = std::move(idle_.back());
     idle_.pop_back();
     return c;
   }
   ++open_;
-  lock.unlock();
+  lock.Unlock();
   auto c = std::make_unique<httplib::Client>(options_.url);
   const auto us = static_cast<int64_t>(options_.timeout_s * 1e6);
   c->set_connection_timeout(static_cast<time_t>(us / 1000000), static_cast<time_t>(us % 1000000));
@@ -162,7 +165,7 @@ std::unique_ptr<httplib::Client> RestClient::Take() {
 
 void RestClient::Give(std::unique_ptr<httplib::Client> c) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     if (c) {
       idle_.push_back(std::move(c));
     } else {

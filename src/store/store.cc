@@ -11,7 +11,6 @@
 
 #include <condition_variable>
 #include <cstring>
-#include <mutex>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -19,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "seedance/base/build_info.h"
+#include "seedance/base/mutex.h"
 
 namespace seedance::store {
 namespace {
@@ -411,24 +411,29 @@ struct SqliteStore::Impl {
   StoreOptions options;
   int lock_fd = -1;
 
-  std::mutex writer_mu;  // guards the writer connection and its statements
-  DbPtr writer;
-  Stmt begin, commit, rollback, put_node, del_node, put_pod, del_pod, put_event, set_meta,
-      nth_event, trim_events;
-  absl::Status broken;  // set after a failed COMMIT: the store refuses further commits
+  base::Mutex writer_mu;  // the writer connection and its statements
+  DbPtr writer ABSL_GUARDED_BY(writer_mu);
+  Stmt begin ABSL_GUARDED_BY(writer_mu), commit ABSL_GUARDED_BY(writer_mu),
+      rollback ABSL_GUARDED_BY(writer_mu), put_node ABSL_GUARDED_BY(writer_mu),
+      del_node ABSL_GUARDED_BY(writer_mu), put_pod ABSL_GUARDED_BY(writer_mu),
+      del_pod ABSL_GUARDED_BY(writer_mu), put_event ABSL_GUARDED_BY(writer_mu),
+      set_meta ABSL_GUARDED_BY(writer_mu), nth_event ABSL_GUARDED_BY(writer_mu),
+      trim_events ABSL_GUARDED_BY(writer_mu);
+  // Set after a failed COMMIT: the store refuses further commits.
+  absl::Status broken ABSL_GUARDED_BY(writer_mu);
 
-  std::mutex reader_mu;  // guards the reader connection
-  DbPtr reader;
-  Stmt events_since;
+  base::Mutex reader_mu;  // the reader connection
+  DbPtr reader ABSL_GUARDED_BY(reader_mu);
+  Stmt events_since ABSL_GUARDED_BY(reader_mu);
 
   // Background checkpointer: copies the WAL into state.db on its own connection so that
   // commits never wait for a checkpoint's writes and fsync.
   DbPtr checkpointer;
   std::thread checkpoint_thread;
-  std::mutex checkpoint_mu;
+  base::Mutex checkpoint_mu;
   std::condition_variable checkpoint_cv;
-  bool checkpoint_wanted = false;  // guarded by checkpoint_mu
-  bool stopping = false;           // guarded by checkpoint_mu
+  bool checkpoint_wanted ABSL_GUARDED_BY(checkpoint_mu) = false;
+  bool stopping ABSL_GUARDED_BY(checkpoint_mu) = false;
 
   // sqlite3_wal_hook: runs in the committing thread after each commit.
   static int OnWalCommit(void* arg, sqlite3* db, const char*, int wal_pages) {
@@ -441,7 +446,7 @@ struct SqliteStore::Impl {
     }
     if (wal_pages >= self->options.checkpoint_pages) {
       {
-        std::lock_guard<std::mutex> lock(self->checkpoint_mu);
+        base::MutexLock lock(self->checkpoint_mu);
         self->checkpoint_wanted = true;
       }
       self->checkpoint_cv.notify_one();
@@ -452,8 +457,10 @@ struct SqliteStore::Impl {
   void CheckpointLoop() {
     for (;;) {
       {
-        std::unique_lock<std::mutex> lock(checkpoint_mu);
-        checkpoint_cv.wait(lock, [&] { return checkpoint_wanted || stopping; });
+        base::MutexLock lock(checkpoint_mu);
+        lock.Wait(checkpoint_cv, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(checkpoint_mu) {
+          return checkpoint_wanted || stopping;
+        });
         if (stopping) return;
         checkpoint_wanted = false;
       }
@@ -467,7 +474,7 @@ struct SqliteStore::Impl {
   void StopCheckpointer() {
     if (!checkpoint_thread.joinable()) return;
     {
-      std::lock_guard<std::mutex> lock(checkpoint_mu);
+      base::MutexLock lock(checkpoint_mu);
       stopping = true;
     }
     checkpoint_cv.notify_one();
@@ -476,8 +483,10 @@ struct SqliteStore::Impl {
 
   // Opens the connections, checks the file (identity, WAL, quick_check, schema) and reads the
   // counters. Until everything passed, closing the writer does not checkpoint a WAL into the
-  // file.
+  // file. Runs before the store is shared, but holds the connections' locks all the same.
   absl::Status Connect(Counters* out) {
+    base::MutexLock writer_lock(writer_mu);
+    base::MutexLock reader_lock(reader_mu);
     auto w_or = OpenDb(path, SQLITE_OPEN_READWRITE);
     if (!w_or.ok()) return w_or.status();
     writer = std::move(*w_or);
@@ -522,7 +531,7 @@ struct SqliteStore::Impl {
     return absl::OkStatus();
   }
 
-  absl::Status ReadCounters(Counters* c) {
+  absl::Status ReadCounters(Counters* c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(writer_mu) {
     sqlite3* w = writer.get();
     absl::Status s =
         QueryInt(w, path, "SELECT value FROM meta WHERE key = 'revision'", &c->revision);
@@ -545,6 +554,8 @@ struct SqliteStore::Impl {
   // last, so that its close checkpoints and removes the WAL when allowed).
   void Disconnect() {
     StopCheckpointer();
+    base::MutexLock writer_lock(writer_mu);
+    base::MutexLock reader_lock(reader_mu);
     for (Stmt* s : {&begin, &commit, &rollback, &put_node, &del_node, &put_pod, &del_pod,
                     &put_event, &set_meta, &nth_event, &trim_events, &events_since}) {
       sqlite3_finalize(s->ptr());
@@ -560,7 +571,7 @@ struct SqliteStore::Impl {
     if (lock_fd >= 0) ::close(lock_fd);
   }
 
-  absl::Status PrepareAll() {
+  absl::Status PrepareAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(writer_mu, reader_mu) {
     sqlite3* w = writer.get();
     struct {
       Stmt* stmt;
@@ -599,7 +610,7 @@ struct SqliteStore::Impl {
   }
 
   // Steps a statement that returns no rows, then resets it.
-  absl::Status Run(Stmt& s, std::string_view what) {
+  absl::Status Run(Stmt& s, std::string_view what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(writer_mu) {
     int rc = sqlite3_step(s.get());
     absl::Status st =
         rc == SQLITE_DONE ? absl::OkStatus() : SqliteStatus(rc, writer.get(), path, what);
@@ -607,7 +618,7 @@ struct SqliteStore::Impl {
     return st;
   }
 
-  absl::Status SetMetaInt(const char* key, int64_t value) {
+  absl::Status SetMetaInt(const char* key, int64_t value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(writer_mu) {
     sqlite3_bind_text(set_meta.get(), 1, key, -1, SQLITE_STATIC);
     sqlite3_bind_int64(set_meta.get(), 2, value);
     return Run(set_meta, "cannot write the metadata");
@@ -676,7 +687,10 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir_in, St
   }
   if (o.checkpoint_pages > 0) {
     SqliteStore::Impl* raw = impl.get();
-    sqlite3_wal_hook(raw->writer.get(), &SqliteStore::Impl::OnWalCommit, raw);
+    {
+      base::MutexLock lock(raw->writer_mu);
+      sqlite3_wal_hook(raw->writer.get(), &SqliteStore::Impl::OnWalCommit, raw);
+    }
     impl->checkpoint_thread = std::thread([raw] { raw->CheckpointLoop(); });
   }
 
@@ -689,7 +703,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir_in, St
 }
 
 absl::StatusOr<Snapshot> SqliteStore::Load() {
-  std::lock_guard<std::mutex> lock(impl_->writer_mu);
+  base::MutexLock lock(impl_->writer_mu);
   sqlite3* w = impl_->writer.get();
   const std::string& path = impl_->path;
   absl::Status s = Exec(w, path, "BEGIN");  // one read snapshot for everything
@@ -746,7 +760,7 @@ absl::StatusOr<Snapshot> SqliteStore::Load() {
 }
 
 absl::Status SqliteStore::Commit(const Batch& batch) {
-  std::lock_guard<std::mutex> lock(impl_->writer_mu);
+  base::MutexLock lock(impl_->writer_mu);
   if (!impl_->broken.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat(impl_->path, ": the store is unusable after an earlier failed commit (",
@@ -782,12 +796,13 @@ absl::Status SqliteStore::Commit(const Batch& batch) {
 
 absl::Status SqliteStore::CommitLocked(const Batch& batch) {
   Impl& m = *impl_;
+  m.writer_mu.AssertHeld();  // Commit holds it (Impl is incomplete where CommitLocked is declared)
   absl::Status s = m.Run(m.begin, "cannot begin a transaction");
   if (!s.ok()) return s;
 
   int64_t count = event_count_.load();
   int64_t dropped = dropped_through_.load();
-  auto apply = [&]() -> absl::Status {
+  auto apply = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(m.writer_mu) -> absl::Status {
     for (const NodeRecord& n : batch.put_nodes) {
       sqlite3_stmt* q = m.put_node.get();
       BindText(q, 1, n.name);
@@ -883,7 +898,7 @@ absl::StatusOr<std::vector<EventRecord>> SqliteStore::EventsSince(int64_t after_
                                                                   size_t limit) {
   std::vector<EventRecord> out;
   if (limit == 0) return out;
-  std::lock_guard<std::mutex> lock(impl_->reader_mu);
+  base::MutexLock lock(impl_->reader_mu);
   sqlite3_stmt* q = impl_->events_since.get();
   sqlite3_bind_int64(q, 1, after_revision);
   sqlite3_bind_int64(

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <condition_variable>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -20,6 +19,7 @@
 #include "prometheus_names.h"
 #include "prometheus_response.h"
 #include "seedance/base/clock.h"
+#include "seedance/base/mutex.h"
 #include "seedance/base/parse.h"
 #include "seedance/base/text.h"
 #include "seedance/telemetry/collector.h"
@@ -196,20 +196,23 @@ class PromClient {
     const auto t0 = Clock::now();
     const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(
                                    std::chrono::duration<double>(options_.timeout_s));
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
+    struct Watch {
+      base::Mutex mu;
+      std::condition_variable cv;
+      bool done ABSL_GUARDED_BY(mu) = false;  // the request returned
+    } watch;
     std::atomic<bool> expired{false};
     // The watchdog: at the deadline, shut the connection down (and keep doing so until the
     // request returns, in case it was still connecting), so no server can hold a request past
     // --timeout by sending one byte at a time.
     std::thread watchdog([&] {
-      std::unique_lock<std::mutex> lock(mu);
-      if (cv.wait_until(lock, deadline, [&] { return done; })) return;
+      base::MutexLock lock(watch.mu);
+      auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(watch.mu) { return watch.done; };
+      if (lock.WaitUntil(watch.cv, deadline, done)) return;
       expired.store(true);
-      while (!done) {
+      while (!done()) {
         client_->stop();
-        cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return done; });
+        lock.WaitFor(watch.cv, std::chrono::milliseconds(20), done);
       }
     });
     const size_t max_bytes =
@@ -236,10 +239,10 @@ class PromClient {
           return true;
         });
     {
-      std::lock_guard<std::mutex> lock(mu);
-      done = true;
+      base::MutexLock lock(watch.mu);
+      watch.done = true;
     }
-    cv.notify_all();
+    watch.cv.notify_all();
     watchdog.join();
     const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
     const std::string what = absl::StrCat("prometheus ", shown_url_, ": ", prefix_, path);

@@ -45,12 +45,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "seedance/base/mutex.h"
 #include "seedance/core/cluster_state.h"
 #include "seedance/deviceplugin/gpus.h"
 #include "seedance/k8s/informer.h"
@@ -77,11 +77,12 @@ class PodCache {
 
  private:
   void Put(const k8s::Pod& pod);
-  mutable std::mutex mu_;
+  mutable base::Mutex mu_;
   mutable std::condition_variable changed_;
-  std::map<std::string, k8s::Pod> pods_;  // by uid (namespace/name when the uid is empty)
-  std::set<std::string> claimed_;
-  uint64_t version_ = 0;
+  // By uid (namespace/name when the uid is empty).
+  std::map<std::string, k8s::Pod> pods_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> claimed_ ABSL_GUARDED_BY(mu_);
+  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 enum class DeviceNodes { kAuto, kAlways, kNever };

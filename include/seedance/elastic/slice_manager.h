@@ -27,14 +27,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "seedance/base/mutex.h"
 #include "seedance/engine/timer_clock.h"
 
 namespace seedance::elastic {
@@ -119,22 +118,28 @@ class SliceManager {
   // One container. Its counters change under its own mutex, so the time integral of slices in
   // use is exact: every change first adds in_use x (now - last_change_ns) to busy_ns.
   struct Entry {
-    std::string name;
-    std::mutex mu;
-    int32_t limit = 0;
-    int32_t in_use = 0;
-    int64_t last_change_ns = 0;
+    Entry(std::string_view container, int32_t first_limit, int64_t now_ns,
+          std::shared_ptr<std::atomic<int64_t>> freed_counter)
+        : name(container),
+          limit(first_limit),
+          last_change_ns(now_ns),
+          freed(std::move(freed_counter)) {}
+    const std::string name;
+    base::Mutex mu;
+    int32_t limit ABSL_GUARDED_BY(mu) = 0;
+    int32_t in_use ABSL_GUARDED_BY(mu) = 0;
+    int64_t last_change_ns ABSL_GUARDED_BY(mu) = 0;
     // Since the last Rebalance.
-    int64_t busy_ns = 0;
-    int64_t requests = 0;  // granted and refused
-    int64_t denied = 0;
+    int64_t busy_ns ABSL_GUARDED_BY(mu) = 0;
+    int64_t requests ABSL_GUARDED_BY(mu) = 0;  // granted and refused
+    int64_t denied ABSL_GUARDED_BY(mu) = 0;
     // Rebalance's own (under rebalance_mu_): the window's periods, newest at at_.
     std::array<int64_t, kMaxWindow> window_busy_ns{};
     std::array<int64_t, kMaxWindow> window_requests{};
     int idle = 0;
-    std::shared_ptr<std::atomic<int64_t>> freed;  // the manager's counter, bumped by ~Entry
+    const std::shared_ptr<std::atomic<int64_t>> freed;  // the manager's counter, bumped by ~Entry
     ~Entry();
-    void Account(int64_t now_ns);  // REQUIRES: mu held
+    void Account(int64_t now_ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   };
   // Lookups by string_view without building a std::string (C++20 heterogeneous lookup).
   struct NameHash {
@@ -142,24 +147,26 @@ class SliceManager {
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   struct Shard {
-    mutable std::shared_mutex mu;
-    std::unordered_map<std::string, std::shared_ptr<Entry>, NameHash, std::equal_to<>> entries;
+    mutable base::SharedMutex mu;
+    std::unordered_map<std::string, std::shared_ptr<Entry>, NameHash, std::equal_to<>> entries
+        ABSL_GUARDED_BY(mu);
   };
 
   SliceManager(const SliceOptions& options, const engine::TimerClock* clock);
   Shard& ShardOf(std::string_view container) const;
   std::shared_ptr<Entry> FindOrCreate(std::string_view container);
   std::vector<std::shared_ptr<Entry>> Snapshot() const;
-  int32_t Want(Entry& e, int64_t now_ns, int64_t window_ns, bool* idle) const;
+  int32_t Want(Entry& e, int64_t now_ns, int64_t window_ns, bool* idle) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(rebalance_mu_);
   static void Fit(std::vector<int32_t>* want, int64_t pool, int32_t min_slices);
 
   const SliceOptions options_;
   const engine::TimerClock* const clock_;
   mutable std::array<Shard, kShards> shards_;
-  std::mutex rebalance_mu_;
-  std::array<int64_t, kMaxWindow> window_ns_{};  // the window's period lengths (rebalance_mu_)
-  int at_ = 0;                                   // the newest period's slot (rebalance_mu_)
-  int64_t last_rebalance_ns_ = 0;                // (rebalance_mu_)
+  base::Mutex rebalance_mu_;
+  std::array<int64_t, kMaxWindow> window_ns_ ABSL_GUARDED_BY(rebalance_mu_){};  // period lengths
+  int at_ ABSL_GUARDED_BY(rebalance_mu_) = 0;  // the newest period's slot
+  int64_t last_rebalance_ns_ ABSL_GUARDED_BY(rebalance_mu_) = 0;
   std::atomic<int64_t> acquired_{0}, denied_{0}, created_{0};
   std::shared_ptr<std::atomic<int64_t>> freed_ = std::make_shared<std::atomic<int64_t>>(0);
 };

@@ -40,9 +40,9 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <utility>
 
+#include "seedance/base/mutex.h"
 #include "seedance/engine/timer_clock.h"
 
 namespace seedance::engine {
@@ -279,9 +279,9 @@ class Event {
 
  private:
   friend struct nano_internal::EventAccess;
-  std::mutex mu_;
+  base::Mutex mu_;
   std::atomic<bool> set_{false};
-  nano_internal::TaskControl* waiters_ = nullptr;  // guarded by mu_
+  nano_internal::TaskControl* waiters_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace seedance::engine

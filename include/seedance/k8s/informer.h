@@ -18,10 +18,10 @@
 #include <atomic>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "seedance/base/mutex.h"
 #include "seedance/k8s/apiserver.h"
 #include "seedance/k8s/objects.h"
 
@@ -70,10 +70,10 @@ class Informer {
   ApiServerOptions api_;
   std::string resource_;
   EventSink sink_;
-  std::unique_ptr<Http> http_;
+  std::unique_ptr<Http> http_;  // ->watch is replaced (Run) and stopped (Stop) under mu_
   std::atomic<bool> stop_{false};
-  mutable std::mutex mu_;
-  InformerStats stats_;
+  mutable base::Mutex mu_;
+  InformerStats stats_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace seedance::k8s

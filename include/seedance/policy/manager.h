@@ -21,7 +21,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -29,6 +28,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "seedance/base/mutex.h"
 #include "seedance/policy/policy.h"
 
 namespace seedance::policy {
@@ -47,7 +47,8 @@ struct ManagerOptions {
   // Whether policies may list plugins (dlopen). The server may refuse them from PUT /v1/policy.
   bool allow_plugins = true;
   // Called after every reload attempt (file or Reload), with its outcome and the policy that
-  // serves afterwards; runs on the reloading thread, outside the manager's locks.
+  // serves afterwards; runs on the reloading thread, outside the policy lock (Current() may be
+  // called) but with the reload lock held: it must not call Reload.
   std::function<void(const absl::Status&, const std::shared_ptr<const Policy>&)> on_reload;
 };
 
@@ -110,35 +111,40 @@ class PolicyManager {
   absl::StatusOr<std::shared_ptr<const Policy>> Build(std::string_view text,
                                                       std::string_view source) const;
   // Publishes the policy and the state it leaves the manager in, together.
-  void Install(std::shared_ptr<const Policy> policy, PolicyState state);
+  void Install(std::shared_ptr<const Policy> policy, PolicyState state) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status StartWatcher();
   void WatchLoop(int inotify_fd);
-  absl::Status ReloadLocked(std::string_view text, std::string_view source);
-  absl::Status Refuse(absl::Status status);  // records a failed reload
+  absl::Status ReloadLocked(std::string_view text, std::string_view source)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
+  // Records a failed reload.
+  absl::Status Refuse(absl::Status status) ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::string path_;
   std::string dir_, base_;  // of path_
   ManagerOptions options_;
 
-  mutable std::mutex mu_;  // guards current_, last_error_
-  std::shared_ptr<const Policy> current_;
-  std::string last_error_;
+  mutable base::Mutex mu_;
+  std::shared_ptr<const Policy> current_ ABSL_GUARDED_BY(mu_);
+  std::string last_error_ ABSL_GUARDED_BY(mu_);
 
-  std::mutex reload_mu_;  // one reload at a time; guards last_file_text_
-  std::string last_file_text_;
-  bool have_file_text_ = false;
+  base::Mutex reload_mu_;  // one reload at a time
+  std::string last_file_text_ ABSL_GUARDED_BY(reload_mu_);
+  bool have_file_text_ ABSL_GUARDED_BY(reload_mu_) = false;
 
   std::atomic<PolicyState> state_{PolicyState::kLoaded};
   std::atomic<int64_t> generation_{0};
   std::atomic<int64_t> reloads_ok_{0};
   std::atomic<int64_t> reloads_failed_{0};
 
-  mutable std::mutex eval_mu_;                 // guards the rule state below
-  std::shared_ptr<const Policy> eval_policy_;  // the policy the rule state below belongs to
-  std::vector<int> order_;                     // rule indices by (priority desc, file order)
-  std::vector<RuleState> rule_state_;
-  std::vector<SlotOwner> slot_owner_;  // per class slot (classes.size() = the default class)
-  std::map<std::string, bool> alerts_;
+  mutable base::Mutex eval_mu_;
+  // The policy the rule state below belongs to.
+  std::shared_ptr<const Policy> eval_policy_ ABSL_GUARDED_BY(eval_mu_);
+  // Rule indices by (priority desc, file order).
+  std::vector<int> order_ ABSL_GUARDED_BY(eval_mu_);
+  std::vector<RuleState> rule_state_ ABSL_GUARDED_BY(eval_mu_);
+  // Per class slot (classes.size() = the default class).
+  std::vector<SlotOwner> slot_owner_ ABSL_GUARDED_BY(eval_mu_);
+  std::map<std::string, bool> alerts_ ABSL_GUARDED_BY(eval_mu_);
 
   int stop_pipe_[2] = {-1, -1};
   std::thread watcher_;

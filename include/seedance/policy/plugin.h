@@ -6,11 +6,11 @@
 #define SEEDANCE_POLICY_PLUGIN_H_
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "seedance/base/mutex.h"
 #include "seedance/policy/plugin_abi.h"
 
 namespace seedance::policy {
@@ -37,10 +37,10 @@ class LoadedPlugin {
 
  private:
   LoadedPlugin() = default;
+  base::Mutex mu_;  // serialises the calls into the plugin
   void* handle_ = nullptr;
-  const seedance_plugin_v1* table_ = nullptr;
+  const seedance_plugin_v1* table_ ABSL_PT_GUARDED_BY(mu_) = nullptr;
   std::string path_, name_, version_;
-  std::mutex mu_;
 };
 
 }  // namespace seedance::policy

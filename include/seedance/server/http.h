@@ -16,12 +16,12 @@
 #include <memory>
 #include <string>
 #include <condition_variable>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "seedance/base/mutex.h"
 #include "seedance/k8s/apiserver.h"
 #include "seedance/server/auth.h"
 #include "seedance/server/service.h"
@@ -86,9 +86,9 @@ class HttpServer {
   std::shared_ptr<Core> core_;
   std::vector<std::thread> threads_;
   int port_ = 0;
-  std::mutex stop_mu_;
+  base::Mutex stop_mu_;
   std::condition_variable stop_cv_;
-  bool stopped_ = false;  // guarded by stop_mu_
+  bool stopped_ ABSL_GUARDED_BY(stop_mu_) = false;
 };
 
 }  // namespace seedance::server

@@ -24,7 +24,6 @@
 #include <future>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -33,6 +32,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "seedance/base/mutex.h"
 #include "seedance/sched/scheduler.h"
 #include "seedance/server/codec.h"
 #include "seedance/server/metrics.h"
@@ -217,17 +217,18 @@ class Service {
   double last_rate_s_ = 0;
   double bind_rate_ = 0;
 
-  std::mutex mu_;
+  base::Mutex mu_;
   std::condition_variable cv_;
-  std::vector<std::pair<Operation, Done>> inbox_;
-  bool stopping_ = false;
-  std::vector<std::pair<bool, std::promise<absl::Status>>> reloads_;  // Reload requests
+  std::vector<std::pair<Operation, Done>> inbox_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Reload requests.
+  std::vector<std::pair<bool, std::promise<absl::Status>>> reloads_ ABSL_GUARDED_BY(mu_);
   std::thread loop_;
   std::atomic<bool> leading_{true};
   std::atomic<bool> commit_failed_{false};
   std::string applied_policy_text_;  // the stored policy last installed (loop thread)
-  mutable std::mutex leader_mu_;
-  LeaderInfo leader_info_;
+  mutable base::Mutex leader_mu_;
+  LeaderInfo leader_info_ ABSL_GUARDED_BY(leader_mu_);
 
   std::atomic<int64_t> revision_{0};
   std::atomic<bool> ready_{false};
@@ -235,10 +236,10 @@ class Service {
   std::unordered_map<std::string, std::string> batch_pod_json_;  // see BatchPodJson
   double last_tick_s_ = 0;
 
-  mutable std::mutex watch_mu_;
+  mutable base::Mutex watch_mu_;
   std::condition_variable watch_cv_;
-  std::deque<WatchEvent> recent_;
-  std::function<void()> publish_hook_;  // guarded by watch_mu_
+  std::deque<WatchEvent> recent_ ABSL_GUARDED_BY(watch_mu_);
+  std::function<void()> publish_hook_ ABSL_GUARDED_BY(watch_mu_);
 };
 
 }  // namespace seedance::server

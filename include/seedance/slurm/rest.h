@@ -16,13 +16,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "seedance/base/mutex.h"
 #include "seedance/slurm/objects.h"
 
 namespace httplib {
@@ -74,20 +74,20 @@ class RestClient {
                              std::string_view what);
   absl::StatusOr<Reply> CallOnce(const char* method, const std::string& path,
                                  const std::string& body, std::string_view what);
-  std::unique_ptr<httplib::Client> Take();
-  void Give(std::unique_ptr<httplib::Client> c);
-  absl::Status ReloadToken();
-  std::string Token();
+  std::unique_ptr<httplib::Client> Take() ABSL_LOCKS_EXCLUDED(mu_);
+  void Give(std::unique_ptr<httplib::Client> c) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status ReloadToken() ABSL_LOCKS_EXCLUDED(mu_);
+  std::string Token() ABSL_LOCKS_EXCLUDED(mu_);
   // The status for a reply that still speaks of a refused token after any reload.
   absl::Status TokenError(const Reply& r, std::string_view what);
 
   RestOptions options_;
   std::string base_;  // /slurm/v0.0.38
-  std::mutex mu_;
+  base::Mutex mu_;
   std::condition_variable cv_;
-  std::vector<std::unique_ptr<httplib::Client>> idle_;
-  int open_ = 0;
-  std::string token_;
+  std::vector<std::unique_ptr<httplib::Client>> idle_ ABSL_GUARDED_BY(mu_);
+  int open_ ABSL_GUARDED_BY(mu_) = 0;  // connections made and not dropped, idle or in use
+  std::string token_ ABSL_GUARDED_BY(mu_);
 };
 
 // The token in a file `scontrol token` wrote ("SLURM_JWT=eyJ..." or the bare token).
