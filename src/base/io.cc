@@ -14,6 +14,7 @@
 #include <string>
 #include <system_error>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "seedance/base/text.h"
@@ -420,6 +421,19 @@ absl::Status CheckOutputsDistinct(const std::vector<NamedPath>& inputs,
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadBearerToken(const std::string& path, const char* flag) {
+  absl::StatusOr<std::string> text = ReadInput(path, InputKind::kConfig);
+  if (!text.ok()) return text.status();
+  absl::string_view t = *text;
+  t = absl::StripAsciiWhitespace(t.substr(0, t.find('\n')));
+  if (t.size() < 16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " ", ForTerminal(path),
+                     ": the token must be at least 16 characters on the file's first line"));
+  }
+  return std::string(t);
 }
 
 }  // namespace seedance::base

@@ -8,7 +8,6 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "seedance/base/io.h"
 #include "seedance/base/parse.h"
@@ -21,23 +20,6 @@ bool ParseSeedList(const std::string& text, std::vector<uint64_t>* out) {
   if (!seeds.ok()) return false;
   out->insert(out->end(), seeds->begin(), seeds->end());
   return true;
-}
-
-// The bearer token: the file's first line, surrounding blanks removed; never printed.
-absl::StatusOr<std::string> ReadToken(const std::string& path, const char* flag) {
-  absl::StatusOr<std::string> text = base::ReadInput(path, base::InputKind::kConfig);
-  if (!text.ok()) return text.status();
-  std::string_view t = *text;
-  t = t.substr(0, t.find('\n'));
-  const absl::string_view stripped =
-      absl::StripAsciiWhitespace(absl::string_view(t.data(), t.size()));
-  t = std::string_view(stripped.data(), stripped.size());
-  if (t.size() < 16) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, " ", base::ForTerminal(path),
-                     ": the token must be at least 16 characters on the file's first line"));
-  }
-  return std::string(t);
 }
 
 sigset_t BlockStopSignals() {
@@ -84,7 +66,7 @@ absl::StatusOr<std::optional<k8s::ApiServerOptions>> KubeOptionsOf(const KubeFla
     o.url = f.kube_api;
     o.ca_file = f.kube_ca_file;
     if (!f.kube_token_file.empty()) {
-      absl::StatusOr<std::string> token = ReadToken(f.kube_token_file, "--kube-token-file");
+      absl::StatusOr<std::string> token = base::ReadBearerToken(f.kube_token_file, "--kube-token-file");
       if (!token.ok()) return token.status();
       o.token = *std::move(token);
     }

@@ -43,10 +43,6 @@ Command AddDevicePluginCommand(CLI::App& app);  // device_plugin_cmd.cc (devicep
 // Returns the set for sigwait. Long-running commands (server, device-plugin) call it first.
 sigset_t BlockStopSignals();
 
-// The bearer token in `path` (flag: the flag that named it, for messages): the file's first
-// line, surrounding blanks removed, at least 16 characters; never printed.
-absl::StatusOr<std::string> ReadToken(const std::string& path, const char* flag = "--token-file");
-
 // How a command reaches the Kubernetes API server: --kube-api URL (with --kube-token-file,
 // --kube-ca-file) or --kube-in-cluster.
 struct KubeFlags {

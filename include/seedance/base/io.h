@@ -53,6 +53,10 @@ inline constexpr double kFifoIdleTimeoutS = 10.0;
 // silent FIFO), kPermissionDenied, kDataLoss (a read error). Messages start with the path.
 absl::StatusOr<std::string> ReadInput(const std::string& path, InputKind kind);
 
+// The bearer token in `path` (`flag`: the flag that named it, for messages): the file's first
+// line, surrounding blanks removed, at least 16 characters. The token is never in a message.
+absl::StatusOr<std::string> ReadBearerToken(const std::string& path, const char* flag);
+
 // An output being written; see the file comment. Commit() makes it visible; destroying an
 // uncommitted OutputFile removes its temporary file and leaves the target as it was.
 class OutputFile {
