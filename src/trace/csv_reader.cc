@@ -30,9 +30,9 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "seedance/base/io.h"
+#include "seedance/trace/csv_table.h"
 #include "seedance/trace/input_error.h"
 #include "seedance/trace/line_scanner.h"
-#include "table.h"
 
 namespace seedance::trace {
 namespace {
