@@ -37,10 +37,8 @@
 namespace seedance::trace {
 namespace {
 
-using table::CleanField;
 using table::Column;
 using table::CountLines;
-using table::kMaxColumns;
 using table::ParseInRange;
 using table::ParseQuantity;
 using table::ParseTime;
