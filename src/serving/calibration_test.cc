@@ -61,6 +61,34 @@ TEST(ProfileCsvTest, ParsesAllReduceRows) {
   EXPECT_FALSE(IsIntraNode(p->samples[1]));
 }
 
+// The one CSV dialect (seedance/trace/csv_table.h): the same profile with a byte order mark,
+// quoted fields and header names, CRLF, blank lines and columns that are not read.
+TEST(ProfileCsvTest, ReadsTheSharedCsvDialect) {
+  const std::string plain =
+      ",time_stats.all_reduce.median,rank,num_workers,size,collective,devices_per_node\n"
+      "0,0.05,0,8,1048576,all_reduce,8\n"
+      "1,0.50,0,16,1048576,all_reduce,8\n";
+  const std::string dialect =
+      "\xEF\xBB\xBF\"\",\"time_stats.all_reduce.median\", rank ,num_workers,size,collective,"
+      "devices_per_node\r\n"
+      "\r\n"
+      "\"0\",\"0.05\",0, 8 ,1048576,\"all_reduce\",8\r\n"
+      "  \n"
+      "1,0.50,0,16,\"1048576\",all_reduce,8\r\n";
+  absl::StatusOr<Profile> a = ParseProfileCsv(plain, "plain.csv");
+  absl::StatusOr<Profile> b = ParseProfileCsv(dialect, "dialect.csv");
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_EQ(b->samples.size(), a->samples.size());
+  for (size_t i = 0; i < a->samples.size(); ++i) {
+    EXPECT_EQ(b->samples[i].num_workers, a->samples[i].num_workers) << i;
+    EXPECT_EQ(b->samples[i].bytes, a->samples[i].bytes) << i;
+    EXPECT_EQ(b->samples[i].measured_s, a->samples[i].measured_s) << i;
+  }
+  EXPECT_EQ(b->samples[0].line, 3);
+  EXPECT_EQ(b->samples[1].line, 5);
+}
+
 TEST(ProfileCsvTest, BadInputNamesFileLineAndField) {
   struct Case {
     const char* name;
@@ -73,14 +101,21 @@ TEST(ProfileCsvTest, BadInputNamesFileLineAndField) {
        "bad.csv:2: field 'time_stats.mlp_up_proj.median': expected a number (got 'x')"},
       {"negative", std::string(kOpHeader) + "0.1,0.2,0.01,32,8,4096,14336,128256,True,-3,2\n",
        "bad.csv:2: field 'num_tokens'"},
-      {"short row", std::string(kOpHeader) + "\n0.1,0.2\n", "bad.csv:3: field '*'"},
+      {"short row", std::string(kOpHeader) + "\n0.1,0.2\n",
+       "bad.csv:3: field 'time_stats.add.median': row has 2 fields, header has 11"},
       {"bad bool", std::string(kOpHeader) + "0.1,0.2,0.01,32,8,4096,14336,128256,maybe,16,2\n",
        "bad.csv:2: field 'use_gated_mlp'"},
       {"no timing column",
        "n_head,n_kv_head,n_embd,n_expanded_embd,num_tokens,"
        "num_tensor_parallel_workers\n",
        "bad.csv:1: field 'time_stats.<op>.median'"},
-      {"empty", "", "bad.csv:1: field 'header'"},
+      {"empty", "", "bad.csv:1: empty file: expected a header row"},
+      {"duplicate column", "time_stats.add.median,n_head,n_head\n",
+       "bad.csv:1: field 'n_head': duplicate header"},
+      {"quoted bad value after CRLF and a blank line",
+       std::string(",time_stats.all_reduce.median,num_workers,size,devices_per_node\r\n") +
+           "0,0.05,8,1024,8\r\n\r\n1,0.05,\"x\",1024,8\r\n",
+       "bad.csv:4: field 'num_workers': expected a number (got 'x')"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<Profile> p = ParseProfileCsv(c.text, "bad.csv");

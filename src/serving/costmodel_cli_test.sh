@@ -47,7 +47,7 @@ printf '%s\n' "$hdr" >"$tmp/header_only.csv"
 expect "no rows" 2 "header_only.csv: no measured rows" check --profile "$tmp/header_only.csv" \
   --gpu a100-80g
 printf 'n_head,n_head,time_stats.add.median\n1,2,3\n' >"$tmp/dup.csv"
-expect "duplicate column" 2 "dup.csv:1: field 'n_head': column appears twice" \
+expect "duplicate column" 2 "dup.csv:1: field 'n_head': duplicate header" \
   check --profile "$tmp/dup.csv" --gpu a100-80g
 printf '%s\nnan,0.2,0.01,32,8,4096,14336,128256,True,16,1\n' "$hdr" >"$tmp/nan.csv"
 expect "NaN time" 2 "nan.csv:2: field 'time_stats.attn_pre_proj.median'" \

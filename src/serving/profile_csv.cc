@@ -1,157 +1,156 @@
 // Reader for Vidur-schema operator and collective profiles (calibration.h).
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <map>
+#include <iterator>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "seedance/base/io.h"
 #include "seedance/base/text.h"
 #include "seedance/serving/calibration.h"
-#include "seedance/trace/input_error.h"
+#include "seedance/trace/csv_table.h"
 
 namespace seedance::serving {
 namespace {
+
+using trace::table::Column;
+using trace::table::Row;
+using trace::table::TableOptions;
+using trace::table::TableReader;
+using trace::table::UnknownColumns;
 
 constexpr const char* kOps[] = {"emb",         "input_layernorm", "attn_pre_proj",
                                 "attn_rope",   "attn_post_proj",  "post_attention_layernorm",
                                 "mlp_up_proj", "mlp_act",         "mlp_down_proj",
                                 "add"};
+constexpr int kNumOps = static_cast<int>(std::size(kOps));
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '"')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() &&
-         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '"')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
-std::vector<std::string_view> Split(std::string_view line) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  while (true) {
-    const size_t comma = line.find(',', start);
-    out.push_back(
-        Trim(line.substr(start, comma == std::string_view::npos ? comma : comma - start)));
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
-// The shared reader message, without "(got ...)" when there is no value to show.
-absl::Status FieldError(std::string_view source, int line, std::string_view field,
-                        std::string_view what, std::string_view value) {
-  if (!value.empty()) return trace::FieldError(source, line, field, what, value);
-  return trace::LineError(
-      source, line, absl::StrCat("field '", trace::AbslView(field), "': ", trace::AbslView(what)));
-}
-
-class Row {
- public:
-  Row(std::string_view source, int line, const std::map<std::string, size_t>& cols,
-      const std::vector<std::string_view>& fields)
-      : source_(source), line_(line), cols_(cols), fields_(fields) {}
-
-  absl::StatusOr<double> Number(const std::string& name, double min_value) const {
-    const auto it = cols_.find(name);
-    if (it == cols_.end() || it->second >= fields_.size()) {
-      return FieldError(source_, line_, name, "missing value", "");
-    }
-    const std::string text(fields_[it->second]);
-    char* end = nullptr;
-    errno = 0;
-    const double v = std::strtod(text.c_str(), &end);
-    if (text.empty() || end != text.c_str() + text.size() || errno != 0 || !std::isfinite(v)) {
-      return FieldError(source_, line_, name, "expected a number", text);
-    }
-    if (v < min_value) {
-      return FieldError(source_, line_, name, absl::StrCat("expected a number >= ", min_value),
-                        text);
-    }
-    return v;
-  }
-  absl::StatusOr<bool> Bool(const std::string& name) const {
-    const auto it = cols_.find(name);
-    if (it == cols_.end() || it->second >= fields_.size()) {
-      return FieldError(source_, line_, name, "missing value", "");
-    }
-    const std::string_view v = fields_[it->second];
-    if (v == "True" || v == "true" || v == "1") return true;
-    if (v == "False" || v == "false" || v == "0") return false;
-    return FieldError(source_, line_, name, "expected True or False", v);
-  }
-  // An integer in [min_value, max_value] (bounded so that shape products cannot overflow).
-  absl::StatusOr<int64_t> Int(const std::string& name, int64_t min_value, int64_t max_value) const {
-    absl::StatusOr<double> v = Number(name, static_cast<double>(min_value));
-    if (!v.ok()) return v.status();
-    const auto it = cols_.find(name);
-    if (*v != std::floor(*v)) {
-      return FieldError(source_, line_, name, "expected an integer", fields_[it->second]);
-    }
-    if (*v > static_cast<double>(max_value)) {
-      return FieldError(source_, line_, name, absl::StrCat("expected at most ", max_value),
-                        fields_[it->second]);
-    }
-    return static_cast<int64_t>(*v);
-  }
-
- public:
-  std::string_view source() const { return source_; }
-  std::string_view Text(const std::string& name) const {
-    const auto it = cols_.find(name);
-    return it == cols_.end() || it->second >= fields_.size() ? std::string_view()
-                                                             : fields_[it->second];
-  }
-
- private:
-  std::string_view source_;
-  int line_;
-  const std::map<std::string, size_t>& cols_;
-  const std::vector<std::string_view>& fields_;
+// The columns read from either kind of profile; which are required depends on the kind, which the
+// header tells (ParseProfileCsv). The first kNumOps are the operator medians, in kOps order.
+enum ProfileColumn {
+  kNHead = kNumOps,
+  kNKvHead,
+  kNEmbd,
+  kNExpandedEmbd,
+  kNumTokens,
+  kNumTensorParallelWorkers,
+  kUseGatedMlp,
+  kAllReduceMedian,
+  kNumWorkers,
+  kSize,
+  kDevicesPerNode,
+  kNumProfileColumns,
 };
+constexpr std::array<Column, kNumProfileColumns> kProfileColumns = {{
+    {"time_stats.emb.median", false},
+    {"time_stats.input_layernorm.median", false},
+    {"time_stats.attn_pre_proj.median", false},
+    {"time_stats.attn_rope.median", false},
+    {"time_stats.attn_post_proj.median", false},
+    {"time_stats.post_attention_layernorm.median", false},
+    {"time_stats.mlp_up_proj.median", false},
+    {"time_stats.mlp_act.median", false},
+    {"time_stats.mlp_down_proj.median", false},
+    {"time_stats.add.median", false},
+    {"n_head", false},
+    {"n_kv_head", false},
+    {"n_embd", false},
+    {"n_expanded_embd", false},
+    {"num_tokens", false},
+    {"num_tensor_parallel_workers", false},
+    {"use_gated_mlp", false},
+    {"time_stats.all_reduce.median", false},
+    {"num_workers", false},
+    {"size", false},
+    {"devices_per_node", false},
+}};
+
+// kProfileColumns[i] is "time_stats." + kOps[i] + ".median".
+constexpr bool OpMediansMatchOps() {
+  constexpr std::string_view kPrefix = "time_stats.", kSuffix = ".median";
+  for (int i = 0; i < kNumOps; ++i) {
+    const std::string_view name = kProfileColumns[i].name;
+    if (!name.starts_with(kPrefix) || !name.ends_with(kSuffix) ||
+        name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size()) != kOps[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+static_assert(OpMediansMatchOps());
+
+// Vidur's profiles carry many columns that are not read (min, max, mean, std, rank, ...).
+constexpr TableOptions kOtherColumnsIgnored = {.unknown_columns = UnknownColumns::kIgnore};
+
+absl::StatusOr<double> Number(const Row& r, int col, double min_value) {
+  const std::string text(r.value(col));
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || errno != 0 || !std::isfinite(v)) {
+    return r.Error(col, "expected a number");
+  }
+  if (v < min_value) return r.Error(col, absl::StrCat("expected a number >= ", min_value));
+  return v;
+}
+
+absl::StatusOr<bool> Bool(const Row& r, int col) {
+  const std::string_view v = r.value(col);
+  if (v == "True" || v == "true" || v == "1") return true;
+  if (v == "False" || v == "false" || v == "0") return false;
+  return r.Error(col, "expected True or False");
+}
+
+// An integer in [min_value, max_value] (bounded so that shape products cannot overflow).
+absl::StatusOr<int64_t> Int(const Row& r, int col, int64_t min_value, int64_t max_value) {
+  absl::StatusOr<double> v = Number(r, col, static_cast<double>(min_value));
+  if (!v.ok()) return v.status();
+  if (*v != std::floor(*v)) return r.Error(col, "expected an integer");
+  if (*v > static_cast<double>(max_value)) {
+    return r.Error(col, absl::StrCat("expected at most ", max_value));
+  }
+  return static_cast<int64_t>(*v);
+}
 
 #define ASSIGN_OR_RETURN_(lhs, expr)            \
   auto lhs##_or = (expr);                       \
   if (!lhs##_or.ok()) return lhs##_or.status(); \
   const auto lhs = *lhs##_or
 
-absl::Status ParseOperatorRow(const Row& r, int line, std::vector<ProfileSample>& out,
-                              const std::map<std::string, size_t>& cols) {
-  ASSIGN_OR_RETURN_(n_head, r.Int("n_head", 1, 1 << 16));
-  ASSIGN_OR_RETURN_(n_kv, r.Int("n_kv_head", 1, 1 << 16));
-  ASSIGN_OR_RETURN_(e, r.Int("n_embd", 1, 1 << 24));
-  ASSIGN_OR_RETURN_(f, r.Int("n_expanded_embd", 1, 1 << 24));
-  ASSIGN_OR_RETURN_(t, r.Int("num_tokens", 1, 1 << 30));
-  ASSIGN_OR_RETURN_(tp, r.Int("num_tensor_parallel_workers", 1, 1 << 12));
+absl::Status ParseOperatorRow(const Row& r, std::vector<ProfileSample>& out) {
+  ASSIGN_OR_RETURN_(n_head, Int(r, kNHead, 1, 1 << 16));
+  ASSIGN_OR_RETURN_(n_kv, Int(r, kNKvHead, 1, 1 << 16));
+  ASSIGN_OR_RETURN_(e, Int(r, kNEmbd, 1, 1 << 24));
+  ASSIGN_OR_RETURN_(f, Int(r, kNExpandedEmbd, 1, 1 << 24));
+  ASSIGN_OR_RETURN_(t, Int(r, kNumTokens, 1, 1 << 30));
+  ASSIGN_OR_RETURN_(tp, Int(r, kNumTensorParallelWorkers, 1, 1 << 12));
   bool gated = true;
-  if (const auto it = cols.find("use_gated_mlp"); it != cols.end()) {
-    absl::StatusOr<bool> g = r.Bool("use_gated_mlp");
+  if (r.has(kUseGatedMlp)) {
+    absl::StatusOr<bool> g = Bool(r, kUseGatedMlp);
     if (!g.ok()) return g.status();
     gated = *g;
   }
-  if (e < n_head) {
-    return FieldError(r.source(), line, "n_embd",
-                      absl::StrCat("must be at least n_head (", n_head, ")"), r.Text("n_embd"));
-  }
+  if (e < n_head) return r.Error(kNEmbd, absl::StrCat("must be at least n_head (", n_head, ")"));
   const int64_t hd = e / n_head;
   const int64_t q = std::max<int64_t>(1, n_head / tp) * hd;
   const int64_t kv = std::max<int64_t>(1, n_kv / tp) * hd;
   const int64_t ff = std::max<int64_t>(1, f / tp);
   const double td = static_cast<double>(t);
-  for (const char* op : kOps) {
-    const std::string col = absl::StrCat("time_stats.", op, ".median");
-    if (!cols.count(col)) continue;
+  for (int col = 0; col < kNumOps; ++col) {
+    if (!r.has(col)) continue;
+    const char* op = kOps[col];
     ProfileSample s;
-    s.line = line;
+    s.line = static_cast<int>(r.line);
     s.op = op;
     s.num_workers = static_cast<int>(tp);
     s.num_tokens = t;
-    ASSIGN_OR_RETURN_(ms, r.Number(col, 0));
+    ASSIGN_OR_RETURN_(ms, Number(r, col, 0));
     if (ms <= 0) continue;  // not measured
     s.measured_s = ms * 1e-3;
     const std::string_view o = op;
@@ -192,14 +191,14 @@ absl::Status ParseOperatorRow(const Row& r, int line, std::vector<ProfileSample>
   return absl::OkStatus();
 }
 
-absl::Status ParseAllReduceRow(const Row& r, int line, std::vector<ProfileSample>& out) {
-  ASSIGN_OR_RETURN_(ms, r.Number("time_stats.all_reduce.median", 0));
-  ASSIGN_OR_RETURN_(n, r.Int("num_workers", 1, 1 << 20));
-  ASSIGN_OR_RETURN_(size, r.Int("size", 1, int64_t{1} << 40));
-  ASSIGN_OR_RETURN_(dpn, r.Int("devices_per_node", 1, 1 << 20));
+absl::Status ParseAllReduceRow(const Row& r, std::vector<ProfileSample>& out) {
+  ASSIGN_OR_RETURN_(ms, Number(r, kAllReduceMedian, 0));
+  ASSIGN_OR_RETURN_(n, Int(r, kNumWorkers, 1, 1 << 20));
+  ASSIGN_OR_RETURN_(size, Int(r, kSize, 1, int64_t{1} << 40));
+  ASSIGN_OR_RETURN_(dpn, Int(r, kDevicesPerNode, 1, 1 << 20));
   if (ms <= 0) return absl::OkStatus();
   ProfileSample s;
-  s.line = line;
+  s.line = static_cast<int>(r.line);
   s.op = "all_reduce";
   s.op_class = OpClass::kAllReduce;
   s.bytes = static_cast<double>(size) * 2.0;  // FP16 elements
@@ -210,65 +209,48 @@ absl::Status ParseAllReduceRow(const Row& r, int line, std::vector<ProfileSample
   return absl::OkStatus();
 }
 
+// The header tells the kind of profile, and so which columns it needs.
+absl::Status CheckProfileHeader(const TableReader& table) {
+  if (table.has(kAllReduceMedian)) {
+    for (int c : {kNumWorkers, kSize, kDevicesPerNode}) {
+      if (absl::Status s = table.Require(c); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+  bool any = false;
+  for (int op = 0; op < kNumOps; ++op) any |= table.has(op);
+  if (!any) {
+    return table.HeaderError("time_stats.<op>.median",
+                             "not an operator or all-reduce profile: no operator median column "
+                             "(time_stats.mlp_up_proj.median, ...) and no "
+                             "time_stats.all_reduce.median");
+  }
+  for (int c : {kNHead, kNKvHead, kNEmbd, kNExpandedEmbd, kNumTokens, kNumTensorParallelWorkers}) {
+    if (absl::Status s = table.Require(c); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Profile> ParseProfileCsv(std::string_view text, std::string_view source) {
+  absl::StatusOr<TableReader> table =
+      TableReader::Open(text, source, kProfileColumns, kOtherColumnsIgnored);
+  if (!table.ok()) return table.status();
+  if (absl::Status s = CheckProfileHeader(*table); !s.ok()) return s;
   Profile profile;
   profile.source = std::string(source);
-  std::map<std::string, size_t> cols;
-  bool have_header = false;
-  int line_no = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    std::string_view line = text.substr(pos, nl - pos);
-    pos = nl + 1;
-    ++line_no;
-    if (Trim(line).empty()) continue;
-    const std::vector<std::string_view> fields = Split(line);
-    if (!have_header) {
-      for (size_t i = 0; i < fields.size(); ++i) {
-        if (!cols.emplace(std::string(fields[i]), i).second) {
-          return FieldError(source, line_no, fields[i], "column appears twice in the header", "");
-        }
-      }
-      have_header = true;
-      if (cols.count("time_stats.all_reduce.median")) {
-        profile.collective = true;
-        for (const char* c : {"num_workers", "size", "devices_per_node"}) {
-          if (!cols.count(c)) return FieldError(source, line_no, c, "missing column", "");
-        }
-      } else {
-        bool any = false;
-        for (const char* op : kOps) {
-          any |= cols.count(absl::StrCat("time_stats.", op, ".median")) > 0;
-        }
-        if (!any) {
-          return FieldError(source, line_no, "time_stats.<op>.median",
-                            "not an operator or all-reduce profile: no operator median column "
-                            "(time_stats.mlp_up_proj.median, ...) and no "
-                            "time_stats.all_reduce.median",
-                            "");
-        }
-        for (const char* c : {"n_head", "n_kv_head", "n_embd", "n_expanded_embd", "num_tokens",
-                              "num_tensor_parallel_workers"}) {
-          if (!cols.count(c)) return FieldError(source, line_no, c, "missing column", "");
-        }
-      }
-      continue;
+  profile.collective = table->has(kAllReduceMedian);
+  Row row;
+  absl::Status status;
+  while (table->Next(&row, &status)) {
+    if (absl::Status s = profile.collective ? ParseAllReduceRow(row, profile.samples)
+                                            : ParseOperatorRow(row, profile.samples);
+        !s.ok()) {
+      return s;
     }
-    if (fields.size() != cols.size()) {
-      return FieldError(source, line_no, "*", absl::StrCat("expected ", cols.size(), " fields"),
-                        absl::StrCat(fields.size(), " fields"));
-    }
-    const Row row(source, line_no, cols, fields);
-    const absl::Status st = profile.collective
-                                ? ParseAllReduceRow(row, line_no, profile.samples)
-                                : ParseOperatorRow(row, line_no, profile.samples, cols);
-    if (!st.ok()) return st;
   }
-  if (!have_header) return FieldError(source, 1, "header", "empty file", "");
+  if (!status.ok()) return status;
   return profile;
 }
 

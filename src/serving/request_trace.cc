@@ -17,6 +17,7 @@
 #include "nlohmann/json.hpp"
 #include "seedance/base/io.h"
 #include "seedance/base/text.h"
+#include "seedance/trace/csv_table.h"
 #include "seedance/trace/input_error.h"
 #include "seedance/trace/line_scanner.h"
 
@@ -25,6 +26,28 @@ namespace {
 
 using trace::FieldError;
 using trace::LineError;
+using trace::table::Column;
+using trace::table::Row;
+using trace::table::ScanTable;
+using trace::table::TableOptions;
+using trace::table::UnknownColumns;
+
+// The CSV traces carry columns of their own (ShareGPT's num_total_tokens, pd_ratio): columns are
+// matched by name and the others are not read.
+constexpr TableOptions kOtherColumnsIgnored = {.unknown_columns = UnknownColumns::kIgnore};
+
+// Column order fixes the indexes below; a request's prompt column comes right before its output.
+enum AzureColumn { kAzureTimestamp, kAzureContextTokens, kAzureGeneratedTokens };
+constexpr std::array<Column, 3> kAzureColumns = {{
+    {"TIMESTAMP", true},
+    {"ContextTokens", true},
+    {"GeneratedTokens", true},
+}};
+enum ShareGptColumn { kShareGptPrefillTokens, kShareGptDecodeTokens };
+constexpr std::array<Column, 2> kShareGptColumns = {{
+    {"num_prefill_tokens", true},
+    {"num_decode_tokens", true},
+}};
 
 constexpr int kMooncakeBlockTokens = 512;
 // Mooncake timestamps beyond this many milliseconds are garbage, not a trace.
@@ -32,58 +55,6 @@ constexpr double kMaxTimestampMs = 1e15;
 // A Mooncake line nests two levels (the object and hash_ids); deeper input is refused before the
 // JSON parser sees it (a 100000-deep line would exhaust the stack).
 constexpr int kMaxJsonDepth = 64;
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
-  return s;
-}
-
-size_t SplitCsv(std::string_view line, std::string_view* out, size_t max) {
-  size_t n = 0;
-  while (true) {
-    const size_t comma = line.find(',');
-    if (n < max) out[n] = Trim(line.substr(0, comma));
-    ++n;
-    if (comma == std::string_view::npos) break;
-    line.remove_prefix(comma + 1);
-  }
-  return n;
-}
-
-// A CSV header mapped onto the columns a reader needs.
-struct CsvLayout {
-  static constexpr size_t kMax = 16;
-  size_t num_fields = 0;
-  std::array<int, 8> index{};  // wanted column -> field position
-};
-
-absl::StatusOr<CsvLayout> MatchHeader(std::string_view header, int64_t line_no,
-                                      std::string_view source,
-                                      std::initializer_list<std::string_view> wanted) {
-  std::array<std::string_view, CsvLayout::kMax> fields;
-  CsvLayout layout;
-  layout.num_fields = SplitCsv(header, fields.data(), fields.size());
-  if (layout.num_fields > CsvLayout::kMax) return LineError(source, line_no, "too many columns");
-  size_t w = 0;
-  for (std::string_view name : wanted) {
-    int found = -1;
-    for (size_t i = 0; i < layout.num_fields; ++i) {
-      // The Azure header may start with a UTF-8 byte order mark.
-      std::string_view f = fields[i];
-      if (i == 0 && f.substr(0, 3) == "\xEF\xBB\xBF") f.remove_prefix(3);
-      if (f == name) found = static_cast<int>(i);
-    }
-    if (found < 0) {
-      return FieldError(source, line_no, name, "missing column in the header", header);
-    }
-    layout.index[w++] = found;
-  }
-  return layout;
-}
 
 // A value quoted back in a message: long digit runs are cut so that a message never carries a
 // 40-digit number.
@@ -110,30 +81,19 @@ absl::Status ParseLength(std::string_view source, int64_t line, std::string_view
   return absl::OkStatus();
 }
 
-// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
-using CsvFields = std::array<std::string_view, CsvLayout::kMax>;
-
-// Splits a data row into `f` and checks that it has as many fields as the header.
-absl::Status SplitRow(std::string_view line, int64_t no, std::string_view source,
-                      const CsvLayout& layout, CsvFields* f) {
-  const size_t n = SplitCsv(line, f->data(), f->size());
-  if (n == layout.num_fields) return absl::OkStatus();
-  return LineError(source, no, absl::StrCat("expected ", layout.num_fields, " fields, got ", n));
-}
-
-// Reads a request's prompt and output token counts (each >= 1) from the layout's wanted columns
-// `first` and `first + 1`, whose header names are `prompt` and `output`.
-absl::Status ParseTokenCounts(std::string_view source, int64_t no, const CsvFields& f,
-                              const CsvLayout& layout, size_t first, std::string_view prompt,
-                              std::string_view output, TraceRequest* r) {
-  if (absl::Status s =
-          ParseLength(source, no, prompt, f[layout.index[first]], 1, &r->prompt_tokens);
+// Reads a request's prompt and output token counts (each >= 1) from the row's columns `prompt`
+// and `prompt + 1`.
+absl::Status ParseTokenCounts(const Row& row, int prompt, TraceRequest* r) {
+  if (absl::Status s = ParseLength(row.source, row.line, row.columns[prompt].name,
+                                   row.value(prompt), 1, &r->prompt_tokens);
       !s.ok()) {
     return s;
   }
-  return ParseLength(source, no, output, f[layout.index[first + 1]], 1, &r->output_tokens);
+  return ParseLength(row.source, row.line, row.columns[prompt + 1].name, row.value(prompt + 1), 1,
+                     &r->output_tokens);
 }
 
+// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
 int64_t DaysFromCivil(int64_t y, int64_t m, int64_t d) {
   y -= m <= 2;
   const int64_t era = (y >= 0 ? y : y - 399) / 400;
@@ -205,24 +165,15 @@ absl::StatusOr<RequestTrace> ParseAzureTrace(std::string_view text, std::string_
   RequestTrace trace;
   trace.source = std::string(source);
   trace.format = TraceFormat::kAzure;
-  trace::LineScanner lines(text);
-  std::string_view line;
-  int64_t no = 0;
-  if (!lines.Next(&line, &no)) return LineError(source, 1, "empty file (expected a header)");
-  absl::StatusOr<CsvLayout> layout =
-      MatchHeader(line, no, source, {"TIMESTAMP", "ContextTokens", "GeneratedTokens"});
-  if (!layout.ok()) return layout.status();
   int64_t secs0 = 0;
   double frac0 = 0, prev = 0;
-  CsvFields f;
-  while (lines.Next(&line, &no)) {
-    if (absl::Status s = SplitRow(line, no, source, *layout, &f); !s.ok()) return s;
+  auto parse_row = [&](const Row& row) -> absl::Status {
     TraceRequest r;
-    const std::string_view ts = f[layout->index[0]];
+    const std::string_view ts = row.value(kAzureTimestamp);
     int64_t secs;
     double frac;
     if (!ParseTimestamp(ts, &secs, &frac)) {
-      return FieldError(source, no, "TIMESTAMP", "expected YYYY-MM-DD HH:MM:SS[.fff]",
+      return FieldError(source, row.line, "TIMESTAMP", "expected YYYY-MM-DD HH:MM:SS[.fff]",
                         ShownValue(ts));
     }
     if (trace.requests.empty()) {
@@ -230,16 +181,18 @@ absl::StatusOr<RequestTrace> ParseAzureTrace(std::string_view text, std::string_
       frac0 = frac;
     }
     r.arrival_s = static_cast<double>(secs - secs0) + (frac - frac0);
-    if (absl::Status s = CheckOrder(source, no, "TIMESTAMP", ts, prev, r.arrival_s); !s.ok()) {
-      return s;
-    }
-    prev = r.arrival_s;
-    if (absl::Status s =
-            ParseTokenCounts(source, no, f, *layout, 1, "ContextTokens", "GeneratedTokens", &r);
+    if (absl::Status s = CheckOrder(source, row.line, "TIMESTAMP", ts, prev, r.arrival_s);
         !s.ok()) {
       return s;
     }
+    prev = r.arrival_s;
+    if (absl::Status s = ParseTokenCounts(row, kAzureContextTokens, &r); !s.ok()) return s;
     trace.requests.push_back(std::move(r));
+    return absl::OkStatus();
+  };
+  if (absl::Status s = ScanTable(text, source, kAzureColumns, kOtherColumnsIgnored, parse_row);
+      !s.ok()) {
+    return s;
   }
   return trace;
 }
@@ -325,28 +278,20 @@ absl::StatusOr<RequestTrace> ParseShareGptTrace(std::string_view text, std::stri
   RequestTrace trace;
   trace.source = std::string(source);
   trace.format = TraceFormat::kShareGpt;
-  trace::LineScanner lines(text);
-  std::string_view line;
-  int64_t no = 0;
-  if (!lines.Next(&line, &no)) return LineError(source, 1, "empty file (expected a header)");
-  absl::StatusOr<CsvLayout> layout =
-      MatchHeader(line, no, source, {"num_prefill_tokens", "num_decode_tokens"});
-  if (!layout.ok()) return layout.status();
   std::mt19937_64 rng(seed);
   std::exponential_distribution<double> gap(poisson_rate);
   double t = 0;
-  CsvFields f;
-  while (lines.Next(&line, &no)) {
-    if (absl::Status s = SplitRow(line, no, source, *layout, &f); !s.ok()) return s;
+  auto parse_row = [&](const Row& row) -> absl::Status {
     TraceRequest r;
-    if (absl::Status s = ParseTokenCounts(source, no, f, *layout, 0, "num_prefill_tokens",
-                                          "num_decode_tokens", &r);
-        !s.ok()) {
-      return s;
-    }
+    if (absl::Status s = ParseTokenCounts(row, kShareGptPrefillTokens, &r); !s.ok()) return s;
     if (!trace.requests.empty()) t += gap(rng);
     r.arrival_s = t;
     trace.requests.push_back(std::move(r));
+    return absl::OkStatus();
+  };
+  if (absl::Status s = ScanTable(text, source, kShareGptColumns, kOtherColumnsIgnored, parse_row);
+      !s.ok()) {
+    return s;
   }
   return trace;
 }
@@ -375,7 +320,7 @@ absl::StatusOr<RequestTrace> ReadRequestTrace(const std::string& path,
         format = TraceFormat::kAzure;
       } else if (first.find("num_prefill_tokens") != std::string_view::npos) {
         format = TraceFormat::kShareGpt;
-      } else if (!first.empty() && Trim(first).starts_with("{")) {
+      } else if (!first.empty() && trace::table::Trim(first).starts_with("{")) {
         format = TraceFormat::kMooncake;
       } else {
         return absl::InvalidArgumentError(absl::StrCat(

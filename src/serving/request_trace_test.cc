@@ -47,6 +47,41 @@ TEST(AzureTraceTest, ColumnsMatchedByName) {
   EXPECT_EQ(t->requests[0].output_tokens, 7);
 }
 
+// The one CSV dialect (seedance/trace/csv_table.h): a byte order mark, quoted fields and
+// header names, blanks around them, CRLF and blank lines, and columns the reader does not read.
+TEST(AzureTraceTest, ReadsTheSharedCsvDialect) {
+  auto t = ParseAzureTrace(
+      "\xEF\xBB\xBF\"TIMESTAMP\", ContextTokens ,GeneratedTokens,Region\r\n"
+      "\r\n"
+      "\"2023-11-16 18:15:46.5\",\"374\", 44 ,westus\r\n"
+      "  \n"
+      "2023-11-16 18:15:47,\"396\",\"109\",\r\n",
+      "dialect.csv");
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->requests.size(), 2u);
+  EXPECT_EQ(t->requests[0].prompt_tokens, 374);
+  EXPECT_EQ(t->requests[0].output_tokens, 44);
+  EXPECT_DOUBLE_EQ(t->requests[1].arrival_s, 0.5);
+  EXPECT_EQ(t->requests[1].prompt_tokens, 396);
+  EXPECT_EQ(t->requests[1].output_tokens, 109);
+}
+
+TEST(ShareGptTraceTest, ReadsTheSharedCsvDialect) {
+  auto t = ParseShareGptTrace(
+      "num_total_tokens,\"num_decode_tokens\",num_prefill_tokens\r\n\r\n99,\"7\", 5 \r\n", "s.csv",
+      1.0, 1);
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->requests.size(), 1u);
+  EXPECT_EQ(t->requests[0].prompt_tokens, 5);
+  EXPECT_EQ(t->requests[0].output_tokens, 7);
+  auto bad =
+      ParseShareGptTrace("num_prefill_tokens,num_decode_tokens\r\n\n5,\"x\"\r\n", "s.csv", 1.0, 1);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("s.csv:3: field 'num_decode_tokens': expected an integer token count "
+                        "(got 'x')"));
+}
+
 struct BadCase {
   std::string name, text, want;
 };
@@ -65,7 +100,7 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, AzureBadInputTest,
     ::testing::Values(
         BadCase{"MissingColumn", "TIMESTAMP,ContextTokens\n2023-01-01 00:00:00,5\n",
-                "bad.csv:1: field 'GeneratedTokens': missing column"},
+                "bad.csv:1: field 'GeneratedTokens': missing required header"},
         BadCase{"NegativeLength", std::string(kHeader) + "2023-01-01 00:00:00,-5,3\n",
                 "bad.csv:2: field 'ContextTokens': must be non-negative (got '-5')"},
         BadCase{"ZeroOutput", std::string(kHeader) + "2023-01-01 00:00:00,5,0\n",
@@ -78,8 +113,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"BadTimestamp", std::string(kHeader) + "yesterday,5,3\n",
                 "bad.csv:2: field 'TIMESTAMP': expected YYYY-MM-DD"},
         BadCase{"ShortRow", std::string(kHeader) + "2023-01-01 00:00:05,5\n",
-                "bad.csv:2: expected 3 fields, got 2"},
-        BadCase{"Empty", "", "bad.csv:1: empty file"},
+                "bad.csv:2: field 'GeneratedTokens': row has 2 fields, header has 3"},
+        BadCase{"LongRow", std::string(kHeader) + "2023-01-01 00:00:05,5,3,x\n",
+                "bad.csv:2: field '(column 4)': row has 4 fields, header has 3 (got 'x')"},
+        BadCase{"DuplicateColumn", "TIMESTAMP,ContextTokens,GeneratedTokens,ContextTokens\n",
+                "bad.csv:1: field 'ContextTokens': duplicate header"},
+        BadCase{"QuotedBadLengthAfterCrlfAndBlankLine",
+                "TIMESTAMP,ContextTokens,GeneratedTokens\r\n2023-01-01 00:00:00,5,3\r\n\r\n"
+                "\"2023-01-01 00:00:01\",\"-5\",3\r\n",
+                "bad.csv:4: field 'ContextTokens': must be non-negative (got '-5')"},
+        BadCase{"Empty", "", "bad.csv:1: empty file: expected a header row"},
         BadCase{"February31", std::string(kHeader) + "2023-02-31 00:00:00,5,3\n",
                 "bad.csv:2: field 'TIMESTAMP': expected YYYY-MM-DD"},
         BadCase{"February29NotALeapYear", std::string(kHeader) + "2023-02-29 00:00:00,5,3\n",
@@ -286,7 +329,7 @@ TEST(ProfileCsvMeaningTest, RejectsDuplicateColumnsAndImpossibleShapes) {
   };
   const std::vector<Case> cases = {
       {"duplicate", "n_head,n_head,time_stats.add.median\n1,2,3\n",
-       "p.csv:1: field 'n_head': column appears twice"},
+       "p.csv:1: field 'n_head': duplicate header"},
       {"narrow embedding", header + "0.2,64,8,32,14336,16,1\n", "p.csv:2: field 'n_embd'"},
       {"nan time", header + "nan,32,8,4096,14336,16,1\n",
        "p.csv:2: field 'time_stats.mlp_up_proj.median'"},

@@ -37,7 +37,7 @@ printf '{"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": [0
 } >"$good"
 
 printf '%s\n2023-11-16 18:15:46.1,374\n' 'TIMESTAMP,ContextTokens' >"$tmp/nocol.csv"
-expect_error "missing column" "nocol.csv:1: field 'GeneratedTokens': missing column" \
+expect_error "missing column" "nocol.csv:1: field 'GeneratedTokens': missing required header" \
   --trace "$tmp/nocol.csv"
 printf '%s\n2023-11-16 18:15:46.1,374,44\n2023-11-16 18:15:47.1,-3,44\n' "$hdr" >"$tmp/neg.csv"
 expect_error "negative length" "neg.csv:3: field 'ContextTokens': must be non-negative" \

@@ -30,17 +30,15 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "seedance/base/io.h"
+#include "seedance/trace/csv_table.h"
 #include "seedance/trace/input_error.h"
 #include "seedance/trace/line_scanner.h"
-#include "table.h"
 
 namespace seedance::trace {
 namespace {
 
-using table::CleanField;
 using table::Column;
 using table::CountLines;
-using table::kMaxColumns;
 using table::ParseInRange;
 using table::ParseQuantity;
 using table::ParseTime;

@@ -102,6 +102,15 @@ const ParseCase kCases[] = {
     {"NodeEmptyFile", Kind::kNode, "", false, "src.csv:1: empty file: expected a header row"},
     {"NodeBlankOnlyFile", Kind::kNode, "\n\r\n  \n", false,
      "src.csv:1: empty file: expected a header row"},
+    // The one CSV dialect (seedance/trace/csv_table.h): quotes around a field are stripped, but a
+    // quoted comma still separates; an error after CRLF lines and a blank line names its line.
+    {"NodeQuotedFields", Kind::kNode,
+     "\"sn\",cpu_milli,memory_mib,gpu,model\n\"n0\", \"1\",2,1,\"T4\"\n", true, ""},
+    {"NodeQuotedCommaSplits", Kind::kNode, Cat(kNodeHeader, "\"n0,x\",1,2,1,T4\n"), false,
+     "src.csv:2: field '(column 6)': row has 6 fields, header has 5 (got 'T4')"},
+    {"NodeQuotedBadValueAfterCrlfAndBlankLine", Kind::kNode,
+     "sn,cpu_milli,memory_mib,gpu,model\r\nn0,1,2,1,T4\r\n\r\nn1,\"x\",2,1,T4\r\n", false,
+     "src.csv:4: field 'cpu_milli': expected an integer (got 'x')"},
 
     // Pods.
     {"ValidFullPodFile", Kind::kPod,

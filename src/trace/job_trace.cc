@@ -12,8 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "seedance/base/io.h"
+#include "seedance/trace/csv_table.h"
 #include "seedance/trace/input_error.h"
-#include "table.h"
 
 namespace seedance::trace {
 namespace {

@@ -9,9 +9,12 @@
 //   * collective files (*all_reduce.csv): time_stats.all_reduce.median, num_workers, size (number
 //     of FP16 elements), devices_per_node.
 //
-// The file kind is recognised from its header. Errors read "FILE:LINE: field 'NAME': what was
-// wrong (got 'VALUE')" (kInvalidArgument; kNotFound for a missing file). A column that is absent
-// from the header is reported at line 1.
+// The file kind is recognised from its header. Files are read in the one CSV dialect of
+// seedance/trace/csv_table.h (columns matched by name, other columns not read, blank lines skipped,
+// "\r\n" accepted, blanks and surrounding double quotes stripped from fields). Errors read
+// "FILE:LINE: field 'NAME': what was wrong (got 'VALUE')" (kInvalidArgument; kNotFound for a
+// missing file). A column that is absent from the header, or named twice, is reported at the
+// header's line, quoting the header.
 //
 // Fitting minimises the mean absolute percentage error (MAPE) over the rows with a deterministic
 // coordinate descent in log-parameter space; only the few constants of CostModelParams move.

@@ -8,10 +8,14 @@
 //  * ShareGPT length statistics CSV (Sarathi-Serve): `num_prefill_tokens,num_decode_tokens[,...]`,
 //    no times; arrivals are drawn as a Poisson process at `poisson_rate` requests/s.
 //
-// Columns/keys are matched by name. Errors are absl::InvalidArgumentError (kNotFound for a missing
-// file) reading "FILE:LINE: field 'NAME': what was wrong (got 'VALUE')"; LINE is 1-based. Rejected:
-// a missing column or key, a non-integer or negative length, a prompt of 0 tokens, an output of 0
-// tokens, timestamps that go backwards, a row with too many or too few fields.
+// Columns/keys are matched by name. The CSV formats are read in the one CSV dialect of
+// seedance/trace/csv_table.h (blank lines skipped, "\r\n" accepted, a leading byte order mark
+// skipped, blanks and surrounding double quotes stripped from fields, no quoted commas); columns
+// other than the ones named above are not read, and a column named twice is an error. Errors are
+// absl::InvalidArgumentError (kNotFound for a missing file) reading "FILE:LINE: field 'NAME': what
+// was wrong (got 'VALUE')"; LINE is 1-based. Rejected: a missing column or key, a non-integer or
+// negative length, a prompt of 0 tokens, an output of 0 tokens, timestamps that go backwards, a row
+// with too many or too few fields.
 // Thread-safety: all functions are pure.
 #pragma once
 

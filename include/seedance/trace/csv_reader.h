@@ -13,11 +13,11 @@
 // Every content error is an absl::Status of code kInvalidArgument (read errors keep
 // base::ReadInput's codes, e.g. kNotFound for a missing file) whose message reads "FILE:LINE: field
 // 'NAME': what was wrong (got 'VALUE')"; LINE is 1-based and counts every line of the file.
-// Dialect: the header is the first non-blank line; blank lines are skipped anywhere; "\n" or "\r\n"
-// ends a line; spaces around a field are trimmed; there is no CSV quoting (a field's surrounding
-// double quotes are stripped, but a comma always separates). A file with a header and no rows is
-// valid and yields an empty list. Thread-safety: all functions are pure and may be called
-// concurrently.
+// Dialect (the one of every CSV reader, seedance/trace/csv_table.h): the header is the first
+// non-blank line; blank lines are skipped anywhere; "\n" or "\r\n" ends a line; spaces around a
+// field are trimmed; there is no CSV quoting (a field's surrounding double quotes are stripped, but
+// a comma always separates). A file with a header and no rows is valid and yields an empty list.
+// Thread-safety: all functions are pure and may be called concurrently.
 #ifndef SEEDANCE_TRACE_CSV_READER_H_
 #define SEEDANCE_TRACE_CSV_READER_H_
 
