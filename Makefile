@@ -28,10 +28,11 @@ ASAN_DIR := build-asan
 FUZZ_DIR := build-fuzz
 TSAN_DIR := build-tsan
 # The tests whose subject is concurrency, built and run under ThreadSanitizer (which cannot be
-# combined with ASan): only their targets are built, so the step stays short. -Wno-tsan: gcc
+# combined with ASan): only their targets are built, so the step stays short. base_test holds
+# base::ParallelFor's. -Wno-tsan: gcc
 # warns that TSan cannot see std::atomic_thread_fence, which only Boost.Asio's executor in the
 # engine library uses (not on any TSAN_TESTS path).
-TSAN_TESTS ?= slice_manager_test
+TSAN_TESTS ?= slice_manager_test base_test
 SEEDANCE := $(BUILD_DIR)/src/cli/seedance
 
 SAN_ENV := ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
