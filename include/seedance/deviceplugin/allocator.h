@@ -76,7 +76,6 @@ class PodCache {
   size_t size() const;
 
  private:
-  void Put(const k8s::Pod& pod);
   mutable base::Mutex mu_;
   mutable std::condition_variable changed_;
   // By uid (namespace/name when the uid is empty).
