@@ -180,5 +180,23 @@ TEST_F(IoTest, ReaderReadsRegularFilesAndFifos) {
   EXPECT_EQ(*got, "piped");
 }
 
+TEST_F(IoTest, BearerTokenIsTheFirstLineStrippedAndNeverShown) {
+  Spit(Path("token"), "  0123456789abcdef-secret \nsecond line\n");
+  absl::StatusOr<std::string> got = ReadBearerToken(Path("token"), "--token-file");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, "0123456789abcdef-secret");
+
+  Spit(Path("short"), "tooshort-secret\n0123456789abcdef0123\n");  // 15 characters first
+  got = ReadBearerToken(Path("short"), "--kube-token-file");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(got.status().message(), "--kube-token-file " + Path("short") +
+                                        ": the token must be at least 16 characters on the "
+                                        "file's first line");
+
+  got = ReadBearerToken(Path("missing"), "--token-file");
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace seedance::base

@@ -66,7 +66,8 @@ absl::StatusOr<std::optional<k8s::ApiServerOptions>> KubeOptionsOf(const KubeFla
     o.url = f.kube_api;
     o.ca_file = f.kube_ca_file;
     if (!f.kube_token_file.empty()) {
-      absl::StatusOr<std::string> token = base::ReadBearerToken(f.kube_token_file, "--kube-token-file");
+      absl::StatusOr<std::string> token =
+          base::ReadBearerToken(f.kube_token_file, "--kube-token-file");
       if (!token.ok()) return token.status();
       o.token = *std::move(token);
     }

@@ -59,12 +59,11 @@ def read(path):
         return f.read()
 
 
-def raw_mutex_findings(root, texts):
+def raw_mutex_findings(root, codes):
     out = []
-    for path, text in texts.items():
+    for path, code in codes.items():
         if path.endswith(MUTEX_HEADER):
             continue
-        code = strip_comments(text)
         for no, line in enumerate(code.split("\n"), 1):
             m = RAW.search(line)
             if m:
@@ -87,14 +86,13 @@ def twin(path):
     return None
 
 
-def unannotated_mutexes(root, texts):
+def unannotated_mutexes(root, codes):
     out = []
-    for path, text in texts.items():
+    for path, code in codes.items():
         if path.endswith(MUTEX_HEADER):
             continue
-        code = strip_comments(text)
         names = set()
-        for other in (code, strip_comments(texts.get(twin(path), ""))):
+        for other in (code, codes.get(twin(path), "")):
             for args in ANNOTATION.findall(other):
                 names.update(re.findall(r"\w+", args))
         for m in DECL.finditer(code):
@@ -175,7 +173,8 @@ def main():
         print(f"thread_safety: {db_path}: no compile_commands.json (configure the build first)")
         return 2
     texts = {os.path.normpath(p): read(p) for p in sources(root)}
-    findings = raw_mutex_findings(root, texts) + unannotated_mutexes(root, texts)
+    codes = {path: strip_comments(text) for path, text in texts.items()}
+    findings = raw_mutex_findings(root, codes) + unannotated_mutexes(root, codes)
     using = users(root, texts)
     with open(db_path) as f:
         db = [e for e in json.load(f) if os.path.normpath(e["file"]) in using]
