@@ -350,7 +350,7 @@ TEST(KubeSyncTest, NodesAndPodsFollowTheClusterByListAndWatch) {
   api.Push("nodes", "MODIFIED", cordoned);
   EXPECT_TRUE(Eventually(s, "/v1/nodes/n1",
                          [](int st, const json& j) { return st == 200 && j["cordoned"] == true; }));
-  api.SetList("nodes", {cordoned});
+  api.SetList("nodes", json::array({cordoned}));
   api.Push("nodes", "ERROR",
            {{"kind", "Status"},
             {"code", 410},

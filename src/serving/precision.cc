@@ -24,9 +24,6 @@ std::string Pct(double v) {
   return buf;
 }
 
-// The seed's downgrade ladder.
-constexpr DType kLadder[] = {DType::kBF16, DType::kFP16, DType::kINT8};
-
 // Next rung below `d` (FP32 steps to BF16; INT8/FP8 are the bottom).
 std::optional<DType> NextRung(DType d) {
   switch (d) {

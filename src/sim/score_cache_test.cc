@@ -119,7 +119,9 @@ class ScoreCacheTest : public testing::TestWithParam<Param> {
 };
 
 TEST_P(ScoreCacheTest, CacheOnAndOffGiveIdenticalCurvesForEverySeed) {
-  const auto& [policy, rng] = GetParam();
+  // Not a structured binding: clang 14 cannot capture one in the lambda below (C++20, clang 16).
+  const auto& policy = std::get<0>(GetParam());
+  const auto& rng = std::get<1>(GetParam());
   struct Task {
     uint64_t seed;
     bool cache;

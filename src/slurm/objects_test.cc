@@ -44,7 +44,7 @@ constexpr char kEightTyped[] =
 
 TEST(SlurmNodes, TypedGpusAndShardsAreCounted) {
   absl::StatusOr<std::vector<Node>> nodes =
-      ParseNodes(NodesBody({NodeJson("node1", kEightTyped, "idle")}));
+      ParseNodes(NodesBody(Json::array({NodeJson("node1", kEightTyped, "idle")})));
   ASSERT_TRUE(nodes.ok()) << nodes.status();
   ASSERT_EQ(nodes->size(), 1u);
   const Node& n = (*nodes)[0];

@@ -13,7 +13,9 @@ The style brief (../shared/STYLE.md) asks for the lock discipline in annotations
   3. compiles every source that includes seedance/base/mutex.h, directly or through the project's
      headers, with `clang++ -fsyntax-only -Wthread-safety -Werror=thread-safety` and the flags of
      the build's compile_commands.json (gcc-only and code-generation flags dropped; the analysis
-     is a front-end pass, so nothing is generated).
+     is a front-end pass, so nothing is generated). A source whose own build command is clang's
+     with `-Wthread-safety` and `-Werror` (the sanitizer build of `make asan`) is not compiled
+     again: the build that produced this compile_commands.json already failed on any finding.
 
 Usage: tools/analysis/thread_safety.py --root DIR --build DIR [--jobs N] [--clang PATH] [SOURCE...]
 Exit status: 0 clean, 1 a finding, 2 bad usage or a missing compiler / compile_commands.json.
@@ -150,6 +152,16 @@ def clang_command(entry, clang):
     return out + ["-fsyntax-only", "-Wthread-safety", "-Werror=thread-safety"]
 
 
+def built_with_analysis(entry):
+    """The entry's own command is clang with the analysis on and its warnings as errors."""
+    args = entry.get("arguments") or shlex.split(entry["command"])
+    if "clang" not in os.path.basename(args[0]):
+        return False
+    if "-Wno-error" in args or "-Wno-thread-safety" in args:
+        return False
+    return "-Wthread-safety" in args and ("-Werror" in args or "-Werror=thread-safety" in args)
+
+
 def analyse(entry, clang):
     cmd = clang_command(entry, clang)
     proc = subprocess.run(cmd, cwd=entry["directory"], capture_output=True, text=True)
@@ -181,13 +193,16 @@ def main():
     if a.only:
         wanted = {os.path.abspath(p) for p in a.only}
         db = [e for e in db if os.path.normpath(e["file"]) in wanted]
+    built = [e for e in db if built_with_analysis(e)]
+    db = [e for e in db if not built_with_analysis(e)]
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
         for path, rc, err in pool.map(lambda e: analyse(e, a.clang), db):
             if rc != 0:
                 findings.append(f"{os.path.relpath(path, root)}: clang -Wthread-safety:\n{err}")
     for line in findings:
         print(line)
-    print(f"thread_safety: {len(db)} sources analysed with {os.path.basename(a.clang)}; "
+    print(f"thread_safety: {len(db)} sources analysed with {os.path.basename(a.clang)}, "
+          f"{len(built)} by the build itself (clang -Wthread-safety -Werror); "
           f"{len(findings)} finding(s)")
     return 1 if findings else 0
 

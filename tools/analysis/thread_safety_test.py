@@ -91,6 +91,15 @@ def main():
             failures += not ok
             print(("ok   " if ok else "FAIL ") + f"{name}: exit {rc}" +
                   ("" if ok else f" (want {want_rc} and '{want_text}')\n{out}"))
+    # Sources the build itself compiled with the analysis as an error are not compiled again;
+    # any other command (gcc, clang without the flag or with warnings allowed) is.
+    for command, want in (("/usr/bin/clang++ -Wall -Werror -Wthread-safety -c a.cc", True),
+                          ("/usr/bin/c++ -Wall -Werror -Wthread-safety -c a.cc", False),
+                          ("/usr/bin/clang++ -Wall -Werror -c a.cc", False),
+                          ("clang++ -Werror -Wthread-safety -Xclang -Wno-error -c a.cc", False)):
+        got = ts.built_with_analysis({"command": command})
+        failures += got != want
+        print(("ok   " if got == want else "FAIL ") + f"built with the analysis: {command}: {got}")
     print("PASS" if not failures else f"FAIL: {failures}")
     return 1 if failures else 0
 
