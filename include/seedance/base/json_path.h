@@ -5,8 +5,8 @@
 // 64 bytes), and `[i]` an array element: `$.items[0].spec.containers[1]`,
 // `$.metadata.labels["app.kubernetes.io/name"]`, `$.limits["nvidia.com/gpu"]`.
 // Paths hold user keys, so every path these functions return is clipped to 200 bytes (a longer
-// one ends in "..."). Not RFC 6901 JSON pointers: a protocol that needs one (a JSON Patch "path")
-// builds it itself. Pure functions; thread-safe.
+// one ends in "..."). Not RFC 6901 pointers ("/a/b/0"): a protocol that needs one (a JSON Patch
+// "path") builds it itself. Pure functions; thread-safe.
 #pragma once
 
 #include <cstddef>
