@@ -252,8 +252,8 @@ expect_rc "simulate reads a kubectl snapshot" 0 '"name": "cas"' simulate -q \
 expect_rc "analyze reads a kubectl snapshot" 0 "Consolidation plan" analyze \
   --nodes "$k8s/nodes.json" --pods "$k8s/pods.json"
 sed 's/"cpu": "16"/"cpu": "sixteen"/' "$k8s/pods.json" >"$tmp/badpods.json"
-expect_rc "snapshot bad quantity names the pointer" 2 \
-  "badpods.json: /items/0/spec/containers/0/resources/requests/cpu: 'sixteen'" simulate -q \
+expect_rc "snapshot bad quantity names the path" 2 \
+  "badpods.json: \$.items[0].spec.containers[0].resources.requests.cpu: 'sixteen'" simulate -q \
   --nodes "$k8s/nodes.json" --pods "$tmp/badpods.json"
 sed 's/"nvidia.com\/gpu": "8"/"amd.com\/gpu": "8"/' "$k8s/pods.json" >"$tmp/amdpods.json"
 expect_rc "snapshot unknown resource is refused" 2 "--ignore-unknown" simulate -q \

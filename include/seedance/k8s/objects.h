@@ -74,7 +74,7 @@ inline constexpr char kGfdMemoryLabel[] = "nvidia.com/gpu.memory";
 // Something well-formed that Seedance cannot honour.
 struct Unknown {
   std::string path = {};  // JSON path of the field or object (base/json_path.h)
-  std::string what;     // e.g. "extended resource amd.com/gpu"
+  std::string what;       // e.g. "extended resource amd.com/gpu"
 };
 
 struct Node {
