@@ -13,37 +13,11 @@
 namespace seedance::api::internal {
 namespace {
 
-constexpr size_t kMaxPathBytes = 200;
-
-bool IsIdentifier(std::string_view key) {
-  if (key.empty() || key.size() > 64 || (key[0] >= '0' && key[0] <= '9') || key[0] == '-') {
-    return false;
-  }
-  for (char c : key) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
-
 std::string TypeMismatch(std::string_view what, const Json& v) {
   return absl::StrCat("must be ", Sv(what), " (got ", Describe(v), ")");
 }
 
 }  // namespace
-
-std::string ChildPath(std::string_view path, std::string_view key) {
-  std::string out =
-      IsIdentifier(key)
-          ? absl::StrCat(Sv(path), ".", Sv(key))
-          : absl::StrCat(Sv(path), "[", base::DumpJson(Json(base::Clip(key, 64))), "]");
-  return base::Clip(out, kMaxPathBytes);
-}
-
-std::string IndexPath(std::string_view path, size_t i) {
-  return base::Clip(absl::StrCat(Sv(path), "[", i, "]"), kMaxPathBytes);
-}
 
 std::string Describe(const Json& v) {
   if (v.is_object()) return "an object";

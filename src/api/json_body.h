@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "seedance/base/json_path.h"
 
 namespace seedance::api::internal {
 
@@ -21,9 +22,14 @@ using Json = nlohmann::ordered_json;
 // Debian's Abseil has its own string_view.
 inline absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
-// "$.name" for identifier-like keys, `$["app.kubernetes.io/name"]` for others (clipped).
-std::string ChildPath(std::string_view path, std::string_view key);
-std::string IndexPath(std::string_view path, size_t i);
+// "$.name" for identifier-like keys, `$["app.kubernetes.io/name"]` for others (clipped): the
+// syntax of base/json_path.h.
+inline std::string ChildPath(std::string_view path, std::string_view key) {
+  return base::JsonPathChild(path, key);
+}
+inline std::string IndexPath(std::string_view path, size_t i) {
+  return base::JsonPathIndex(path, i);
+}
 // A JSON value for a message: compact, clipped to 40 bytes.
 std::string Describe(const Json& v);
 // "\"text\"" clipped, for messages.

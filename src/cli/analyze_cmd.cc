@@ -187,7 +187,7 @@ Command AddAnalyzeCommand(CLI::App& app) {
       "  seedance analyze -i profile.json --idle-util 10 --idle-window 5m --format json\n"
       "  seedance analyze --nodes nodes.json --pods pods.json   # kubectl get ... -o json\n"
       "A malformed or meaningless profile or price table is named with its file and JSON path\n"
-      "or line, e.g. p.json: /nodes/3/gpus/0/util_pct/7: 250 is outside 0..100 (percent).\n"
+      "or line, e.g. p.json: $.nodes[3].gpus[0].util_pct[7]: 250 is outside 0..100 (percent).\n"
       "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error.");
   cmd.run = [f] { return Analyze(*f); };
   return cmd;

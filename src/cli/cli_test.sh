@@ -202,7 +202,7 @@ printf 'name: t\nl0: &l0 [x, x, x, x, x, x, x, x, x, x]\n' >"$tmp/bomb.yaml"
 for i in 1 2 3 4 5 6 7 8 9; do printf 'l%s: &l%s [*l%s, *l%s, *l%s, *l%s, *l%s, *l%s, *l%s, *l%s, *l%s, *l%s]\n' $i $i $((i-1)) $((i-1)) $((i-1)) $((i-1)) $((i-1)) $((i-1)) $((i-1)) $((i-1)) $((i-1)) $((i-1)); done >>"$tmp/bomb.yaml"
 expect_error "YAML alias bomb" "bomb.yaml:7: the document expands to more than 1000000 nodes" --nodes "$tmp/bomb.yaml" --pods "$pods"
 { printf '{"nodes": '; printf '[%.0s' $(seq 100); printf ']%.0s' $(seq 100); printf '}'; } >"$tmp/deep.json"
-expect_error "deep JSON descriptor" "deep.json: nodes[0]" --nodes "$tmp/deep.json" --pods "$pods"
+expect_error "deep JSON descriptor" "deep.json: $.nodes[0]" --nodes "$tmp/deep.json" --pods "$pods"
 printf 'name: t\nnodes: []\n' >"$tmp/empty.yaml"
 expect_error "descriptor with no nodes" "empty.yaml: no nodes" --nodes "$tmp/empty.yaml" --pods "$pods"
 
@@ -252,8 +252,8 @@ expect_rc "simulate reads a kubectl snapshot" 0 '"name": "cas"' simulate -q \
 expect_rc "analyze reads a kubectl snapshot" 0 "Consolidation plan" analyze \
   --nodes "$k8s/nodes.json" --pods "$k8s/pods.json"
 sed 's/"cpu": "16"/"cpu": "sixteen"/' "$k8s/pods.json" >"$tmp/badpods.json"
-expect_rc "snapshot bad quantity names the pointer" 2 \
-  "badpods.json: /items/0/spec/containers/0/resources/requests/cpu: 'sixteen'" simulate -q \
+expect_rc "snapshot bad quantity names the path" 2 \
+  "badpods.json: \$.items[0].spec.containers[0].resources.requests.cpu: 'sixteen'" simulate -q \
   --nodes "$k8s/nodes.json" --pods "$tmp/badpods.json"
 sed 's/"nvidia.com\/gpu": "8"/"amd.com\/gpu": "8"/' "$k8s/pods.json" >"$tmp/amdpods.json"
 expect_rc "snapshot unknown resource is refused" 2 "--ignore-unknown" simulate -q \

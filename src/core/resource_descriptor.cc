@@ -25,6 +25,7 @@
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "seedance/base/io.h"
+#include "seedance/base/json_path.h"
 #include "seedance/base/text.h"
 #include "seedance/core/yaml_scan.h"
 #include "yaml-cpp/eventhandler.h"
@@ -55,15 +56,12 @@ std::string AllowedDeviceTypes() {
 // std::string_view.
 absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
-// Field paths: "nodes[3].devices[1].capacity.gpu_milli".
+// Field paths, in the syntax of base/json_path.h: "$.nodes[3].devices[1].capacity.gpu_milli",
+// `$.gpu_models["RTX 4090"]`. The document's root is "$"; "" names no field (a parse error).
 std::string Child(std::string_view path, std::string_view key) {
-  return path.empty() ? std::string(key) : absl::StrCat(Sv(path), ".", Sv(key));
+  return base::JsonPathChild(path, key);
 }
-std::string Index(std::string_view path, size_t i) { return absl::StrCat(Sv(path), "[", i, "]"); }
-std::string Parent(std::string_view path) {
-  size_t pos = path.find_last_of(".[");
-  return pos == std::string_view::npos ? std::string() : std::string(path.substr(0, pos));
-}
+std::string Index(std::string_view path, size_t i) { return base::JsonPathIndex(path, i); }
 
 // For messages only: clipped, so a 2 MB key never becomes a 2 MB message.
 std::string Quote(std::string_view s) { return absl::StrCat("\"", base::Clip(s, 80), "\""); }
@@ -117,7 +115,7 @@ class Diagnostics {
     while (true) {
       if (auto it = lines_->find(p); it != lines_->end()) return it->second;
       if (p.empty()) return 0;
-      p = Parent(p);
+      p = base::JsonPathParent(p);
     }
   }
 
@@ -245,7 +243,7 @@ class Reader {
 
   void ReadCluster(const V& root, ClusterDescriptor* c) {
     ReadObject(
-        root, "",
+        root, "$",
         {
             {"name", false, [&](const V& v, const std::string& p) { String(v, p, &c->name); }},
             {"gpu_models", false,
@@ -668,14 +666,14 @@ void ValidateNode(const ClusterDescriptor& c, const NodeDescriptor& node, const 
       if (!inserted && it->second != node_index) {
         diag.Add(Child(p, "nvlink_group"),
                  absl::StrCat("NVLink group ", Quote(d.nvlink_group), " is already used on node ",
-                              Quote(c.nodes[it->second].name), " (nodes[", it->second,
-                              "]); an NVLink group cannot span nodes"));
+                              Quote(c.nodes[it->second].name), " (", Index("$.nodes", it->second),
+                              "); an NVLink group cannot span nodes"));
       }
     }
   }
 }
 
-// The GPU model table, at `path` ("gpu_models" in a cluster document).
+// The GPU model table, at `path` ("$.gpu_models" in a cluster document).
 void ValidateModels(const ClusterDescriptor& c, const std::string& path, Diagnostics& diag) {
   for (const auto& [key, m] : c.gpu_models) {
     if (key.empty()) {
@@ -692,16 +690,16 @@ void ValidateModels(const ClusterDescriptor& c, const std::string& path, Diagnos
 }
 
 void ValidateInto(const ClusterDescriptor& c, Diagnostics& diag) {
-  ValidateModels(c, "gpu_models", diag);
+  ValidateModels(c, "$.gpu_models", diag);
   std::map<std::string, size_t> name_first;
   std::map<std::string, size_t> nvlink_owner;
   for (size_t i = 0; i < c.nodes.size(); ++i) {
     const NodeDescriptor& node = c.nodes[i];
-    const std::string p = Index("nodes", i);
+    const std::string p = Index("$.nodes", i);
     if (!node.name.empty()) {
       if (auto [it, inserted] = name_first.emplace(node.name, i); !inserted) {
         diag.Add(Child(p, "name"), absl::StrCat("duplicate node name ", Quote(node.name),
-                                                " (first at nodes[", it->second, "])"));
+                                                " (first at ", Index("$.nodes", it->second), ")"));
       }
     }
     ValidateNode(c, node, p, &nvlink_owner, i, diag);
@@ -1097,9 +1095,9 @@ absl::StatusOr<ClusterDescriptor> ParseClusterJson(std::string_view text, std::s
     std::set<std::string> keys;
   };
   std::vector<Frame> stack;
-  // The path of the innermost open value ("nodes[3].devices"); `levels` of the stack.
+  // The path of the innermost open value ("$.nodes[3].devices"); `levels` of the stack.
   auto path_of = [&](size_t levels) {
-    std::string path;
+    std::string path = "$";
     for (size_t i = 0; i < levels; ++i) {
       path = stack[i].is_array ? Index(path, stack[i].index) : Child(path, stack[i].key);
     }

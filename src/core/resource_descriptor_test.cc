@@ -383,96 +383,100 @@ TEST_P(YamlValidationTest, ReportsSourceLineFieldPathAndExpectation) {
 const MutationCase kYamlCases[] = {
     {"NegativeCapacity", "capacity: {memory_mib: 81920}",
      "capacity: {gpu_milli: -5, memory_mib: 81920}",
-     "cluster.yaml:11: nodes[0].devices[1].capacity.gpu_milli: must be >= 0 (got -5)"},
+     "cluster.yaml:11: $.nodes[0].devices[1].capacity.gpu_milli: must be >= 0 (got -5)"},
     {"NegativeNonGpuCapacity", "lut_count: 1728000", "lut_count: -1",
-     "cluster.yaml:12: nodes[0].devices[2].capacity.lut_count: must be >= 0 (got -1)"},
+     "cluster.yaml:12: $.nodes[0].devices[2].capacity.lut_count: must be >= 0 (got -1)"},
+    // A key that is not a plain name is quoted (base/json_path.h).
+    {"NegativeCapacityWithDottedName", "lut_count: 1728000", "lut_count: 1, vendor.com/luts: -1",
+     "cluster.yaml:12: $.nodes[0].devices[2].capacity[\"vendor.com/luts\"]: must be >= 0 (got -1)"},
     {"GpuMilliAboveOneGpu", "capacity: {memory_mib: 81920}",
      "capacity: {gpu_milli: 1500, memory_mib: 81920}",
-     "cluster.yaml:11: nodes[0].devices[1].capacity.gpu_milli: must be between 1 and 1000 "
+     "cluster.yaml:11: $.nodes[0].devices[1].capacity.gpu_milli: must be between 1 and 1000 "
      "(got 1500)"},
     {"GpuWithoutMemory", "capacity: {memory_mib: 81920}", "capacity: {gpu_milli: 500}",
-     "cluster.yaml:11: nodes[0].devices[1].capacity.memory_mib: required for GPU devices"},
+     "cluster.yaml:11: $.nodes[0].devices[1].capacity.memory_mib: required for GPU devices"},
     {"GpuMemoryAboveModelMemory", "capacity: {memory_mib: 81920}", "capacity: {memory_mib: 90000}",
-     "cluster.yaml:11: nodes[0].devices[1].capacity.memory_mib: must be <= 81920, the memory of "
+     "cluster.yaml:11: $.nodes[0].devices[1].capacity.memory_mib: must be <= 81920, the memory of "
      "model A100 (got 90000)"},
     {"NegativeNumaCpu", "cpu_milli: 32000", "cpu_milli: -1",
-     "cluster.yaml:15: nodes[1].numa_nodes[0].cpu_milli: must be >= 0 (got -1)"},
+     "cluster.yaml:15: $.nodes[1].numa_nodes[0].cpu_milli: must be >= 0 (got -1)"},
     {"DuplicateNodeName", "name: n1", "name: n0",
-     "cluster.yaml:13: nodes[1].name: duplicate node name \"n0\" (first at nodes[0])"},
+     "cluster.yaml:13: $.nodes[1].name: duplicate node name \"n0\" (first at $.nodes[0])"},
     {"DuplicateDeviceId", "id: fpga0", "id: gpu0",
-     "cluster.yaml:12: nodes[0].devices[2].id: duplicate device id \"gpu0\" (first at "
-     "nodes[0].devices[0])"},
+     "cluster.yaml:12: $.nodes[0].devices[2].id: duplicate device id \"gpu0\" (first at "
+     "$.nodes[0].devices[0])"},
     {"BindingToMissingNumaNode", "{lut_count: 1728000}, binding: {numa_node: 1}",
      "{lut_count: 1728000}, binding: {numa_node: 5}",
-     "cluster.yaml:12: nodes[0].devices[2].binding.numa_node: NUMA node 5 does not exist on node "
+     "cluster.yaml:12: $.nodes[0].devices[2].binding.numa_node: NUMA node 5 does not exist on node "
      "\"n0\" (ids: 0, 1)"},
     {"BindingBelowMinusOne", "{lut_count: 1728000}, binding: {numa_node: 1}",
      "{lut_count: 1728000}, binding: {numa_node: -2}",
-     "cluster.yaml:12: nodes[0].devices[2].binding.numa_node: must be -1 (unknown) or a NUMA "
+     "cluster.yaml:12: $.nodes[0].devices[2].binding.numa_node: must be -1 (unknown) or a NUMA "
      "node id (got -2)"},
     {"BadPciAddress", "\"0000:07:00.0\"", "\"07:00.0\"",
-     "cluster.yaml:10: nodes[0].devices[0].binding.pci_address: must be a PCI address like "
+     "cluster.yaml:10: $.nodes[0].devices[0].binding.pci_address: must be a PCI address like "
      "0000:3b:00.0 (domain:bus:device.function, hex) (got \"07:00.0\")"},
     {"DuplicatePciAddress", "binding: {numa_node: 1}, nvlink_group",
      "binding: {numa_node: 1, pci_address: \"0000:07:00.0\"}, nvlink_group",
-     "cluster.yaml:11: nodes[0].devices[1].binding.pci_address: duplicate PCI address "
-     "\"0000:07:00.0\" (first at nodes[0].devices[0])"},
+     "cluster.yaml:11: $.nodes[0].devices[1].binding.pci_address: duplicate PCI address "
+     "\"0000:07:00.0\" (first at $.nodes[0].devices[0])"},
     {"UnknownGpuModel", "id: gpu1, type: gpu, model: A100", "id: gpu1, type: gpu, model: V100",
-     "cluster.yaml:11: nodes[0].devices[1].model: unknown GPU model \"V100\" (gpu_models has: "
+     "cluster.yaml:11: $.nodes[0].devices[1].model: unknown GPU model \"V100\" (gpu_models has: "
      "A100)"},
     {"GpuWithoutModel", "id: gpu1, type: gpu, model: A100,", "id: gpu1, type: gpu,",
-     "cluster.yaml:11: nodes[0].devices[1].model: required for GPU devices (a key of "
+     "cluster.yaml:11: $.nodes[0].devices[1].model: required for GPU devices (a key of "
      "gpu_models)"},
     {"NvlinkGroupOnNonGpu", "binding: {numa_node: 1}}",
      "binding: {numa_node: 1}, nvlink_group: nv0}",
-     "cluster.yaml:12: nodes[0].devices[2].nvlink_group: only GPU devices can join an NVLink "
+     "cluster.yaml:12: $.nodes[0].devices[2].nvlink_group: only GPU devices can join an NVLink "
      "group (device type is fpga)"},
     {"NvlinkGroupSpanningNodes", "memory_mib: 2048}",
      "memory_mib: 2048}\n    devices:\n      - {id: g0, type: gpu, model: A100, capacity: "
      "{memory_mib: 1}, nvlink_group: nv0}",
-     "cluster.yaml:17: nodes[1].devices[0].nvlink_group: NVLink group \"nv0\" is already used on "
-     "node \"n0\" (nodes[0]); an NVLink group cannot span nodes"},
+     "cluster.yaml:17: $.nodes[1].devices[0].nvlink_group: NVLink group \"nv0\" is already used on "
+     "node \"n0\" ($.nodes[0]); an NVLink group cannot span nodes"},
     {"NegativeLatency", "binding: {numa_node: 1}}", "binding: {numa_node: 1}, latency_us: -3}",
-     "cluster.yaml:12: nodes[0].devices[2].latency_us: must be >= 0 (got -3)"},
+     "cluster.yaml:12: $.nodes[0].devices[2].latency_us: must be >= 0 (got -3)"},
     {"UnknownDeviceType", "type: fpga", "type: tpu",
-     "cluster.yaml:12: nodes[0].devices[2].type: unknown device type \"tpu\" (allowed: cpu, gpu, "
+     "cluster.yaml:12: $.nodes[0].devices[2].type: unknown device type \"tpu\" (allowed: cpu, gpu, "
      "npu, fpga)"},
     {"UnknownTopLevelKey", "\nnodes:", "\nnodez:",
-     "cluster.yaml:4: unknown key \"nodez\" (allowed: name, gpu_models, nodes)"},
+     "cluster.yaml:4: $: unknown key \"nodez\" (allowed: name, gpu_models, nodes)"},
     {"UnknownDeviceKey", "binding: {numa_node: 1}}", "binding: {numa_node: 1}, latency: 3}",
-     "cluster.yaml:12: nodes[0].devices[2]: unknown key \"latency\" (allowed: id, type, model, "
+     "cluster.yaml:12: $.nodes[0].devices[2]: unknown key \"latency\" (allowed: id, type, model, "
      "capacity, binding, latency_us, nvlink_group)"},
-    {"DuplicateKey", "name: t\n", "name: t\nname: u\n", "cluster.yaml:2: duplicate key \"name\""},
+    {"DuplicateKey", "name: t\n", "name: t\nname: u\n",
+     "cluster.yaml:2: $: duplicate key \"name\""},
     {"DuplicateCapacityKey", "capacity: {lut_count: 1728000}",
      "capacity: {lut_count: 1728000, lut_count: 1}",
-     "cluster.yaml:12: nodes[0].devices[2].capacity: duplicate key \"lut_count\""},
+     "cluster.yaml:12: $.nodes[0].devices[2].capacity: duplicate key \"lut_count\""},
     {"MissingRequiredKey", "cpu_milli: 32000, memory_mib: 2048", "cpu_milli: 32000",
-     "cluster.yaml:15: nodes[1].numa_nodes[0]: missing required key \"memory_mib\""},
+     "cluster.yaml:15: $.nodes[1].numa_nodes[0]: missing required key \"memory_mib\""},
     {"TextWhereIntegerExpected", "cpu_milli: 32000", "cpu_milli: lots",
-     "cluster.yaml:15: nodes[1].numa_nodes[0].cpu_milli: must be an integer (got lots)"},
+     "cluster.yaml:15: $.nodes[1].numa_nodes[0].cpu_milli: must be an integer (got lots)"},
     {"QuotedNumberIsText", "cpu_milli: 32000", "cpu_milli: \"32000\"",
-     "cluster.yaml:15: nodes[1].numa_nodes[0].cpu_milli: must be an integer (got \"32000\")"},
+     "cluster.yaml:15: $.nodes[1].numa_nodes[0].cpu_milli: must be an integer (got \"32000\")"},
     {"FractionWhereIntegerExpected", "cpu_milli: 32000", "cpu_milli: 1.5",
-     "cluster.yaml:15: nodes[1].numa_nodes[0].cpu_milli: must be an integer (got 1.5)"},
+     "cluster.yaml:15: $.nodes[1].numa_nodes[0].cpu_milli: must be an integer (got 1.5)"},
     {"SequenceWhereMappingExpected", "binding: {numa_node: 1}}", "binding: [1]}",
-     "cluster.yaml:12: nodes[0].devices[2].binding: must be a mapping (got a sequence)"},
+     "cluster.yaml:12: $.nodes[0].devices[2].binding: must be a mapping (got a sequence)"},
     {"NoNumaNodes", "numa_nodes:\n      - {id: 0, cpu_milli: 32000, memory_mib: 2048}",
-     "numa_nodes: []", "cluster.yaml:14: nodes[1].numa_nodes: must list at least one NUMA node"},
+     "numa_nodes: []", "cluster.yaml:14: $.nodes[1].numa_nodes: must list at least one NUMA node"},
     {"DistancesOfWrongLength", "distances: [10, 21]", "distances: [10]",
-     "cluster.yaml:7: nodes[0].numa_nodes[0].distances: must have one entry per NUMA node of the "
+     "cluster.yaml:7: $.nodes[0].numa_nodes[0].distances: must have one entry per NUMA node of the "
      "node (got 1 for 2)"},
     {"NegativeGpuModelPrice", "price_usd_per_hour: 3.5", "price_usd_per_hour: -3.5",
-     "cluster.yaml:3: gpu_models.A100.price_usd_per_hour: must be a finite number >= 0 (got "
+     "cluster.yaml:3: $.gpu_models.A100.price_usd_per_hour: must be a finite number >= 0 (got "
      "-3.5)"},
     {"GpuModelWithUnknownField", "power_w: 400}", "power_w: 400, tdp: 1}",
-     "cluster.yaml:3: gpu_models.A100: unknown key \"tdp\" (allowed: memory_mib, "
+     "cluster.yaml:3: $.gpu_models.A100: unknown key \"tdp\" (allowed: memory_mib, "
      "price_usd_per_hour, power_w)"},
     {"ReportsEveryProblem", "{id: 1, cpu_milli: 64000", "{id: 0, cpu_milli: 64000",
-     "cluster.yaml:8: nodes[0].numa_nodes[1].id: duplicate NUMA node id 0 (first at "
-     "nodes[0].numa_nodes[0])\n"
-     "cluster.yaml:11: nodes[0].devices[1].binding.numa_node: NUMA node 1 does not exist on node "
+     "cluster.yaml:8: $.nodes[0].numa_nodes[1].id: duplicate NUMA node id 0 (first at "
+     "$.nodes[0].numa_nodes[0])\n"
+     "cluster.yaml:11: $.nodes[0].devices[1].binding.numa_node: NUMA node 1 does not exist on node "
      "\"n0\" (ids: 0, 0)\n"
-     "cluster.yaml:12: nodes[0].devices[2].binding.numa_node: NUMA node 1 does not exist on node "
+     "cluster.yaml:12: $.nodes[0].devices[2].binding.numa_node: NUMA node 1 does not exist on node "
      "\"n0\" (ids: 0, 0)"},
 };
 
@@ -511,10 +515,10 @@ INSTANTIATE_TEST_SUITE_P(
         DocumentCase{"TwoDocuments", "name: a\n---\nname: b\n",
                      "c.yaml: must hold exactly one YAML document (got 2)"},
         DocumentCase{"TopLevelSequence", "- a\n- b\n",
-                     "c.yaml:1: must be a mapping (got a sequence)"},
+                     "c.yaml:1: $: must be a mapping (got a sequence)"},
         DocumentCase{"SyntaxError", "name: a\nnodes: [\n", "c.yaml:3: invalid YAML: ", true},
         DocumentCase{"NodeNotAMapping", "nodes:\n  - 7\n",
-                     "c.yaml:2: nodes[0]: must be a mapping (got 7)"}),
+                     "c.yaml:2: $.nodes[0]: must be a mapping (got 7)"}),
     [](const testing::TestParamInfo<DocumentCase>& info) { return info.param.name; });
 
 TEST(YamlValidationLimitTest, CountsProblemsBeyondTheReportedOnes) {
@@ -525,7 +529,7 @@ TEST(YamlValidationLimitTest, CountsProblemsBeyondTheReportedOnes) {
   ASSERT_FALSE(got.ok());
   const std::string message = StatusMessage(got.status());
   EXPECT_TRUE(message.starts_with(
-      "c.yaml:3: nodes[1].name: duplicate node name \"same\" (first at nodes[0])\n"))
+      "c.yaml:3: $.nodes[1].name: duplicate node name \"same\" (first at $.nodes[0])\n"))
       << message;
   EXPECT_TRUE(message.ends_with("\n... and 4 more errors")) << message;
 }
@@ -569,25 +573,25 @@ TEST_P(JsonValidationTest, ReportsSourceFieldPathAndExpectation) {
 
 const MutationCase kJsonCases[] = {
     {"NegativeCapacity", "{\"memory_mib\": 81920}", "{\"memory_mib\": 81920, \"gpu_milli\": -5}",
-     "cluster.json: nodes[0].devices[0].capacity.gpu_milli: must be >= 0 (got -5)"},
+     "cluster.json: $.nodes[0].devices[0].capacity.gpu_milli: must be >= 0 (got -5)"},
     {"UnknownTopLevelKey", "\"nodes\":", "\"nodez\":",
-     "cluster.json: unknown key \"nodez\" (allowed: name, gpu_models, nodes)"},
+     "cluster.json: $: unknown key \"nodez\" (allowed: name, gpu_models, nodes)"},
     {"UnknownDeviceType", "\"type\": \"gpu\"", "\"type\": \"tpu\"",
-     "cluster.json: nodes[0].devices[0].type: unknown device type \"tpu\" (allowed: cpu, gpu, "
+     "cluster.json: $.nodes[0].devices[0].type: unknown device type \"tpu\" (allowed: cpu, gpu, "
      "npu, fpga)"},
     {"DuplicateKey", "{\"id\": \"gpu0\",", "{\"id\": \"gpu0\", \"id\": \"gpu1\",",
-     "cluster.json: nodes[0].devices[0]: duplicate key \"id\""},
+     "cluster.json: $.nodes[0].devices[0]: duplicate key \"id\""},
     {"FractionWhereIntegerExpected", "\"cpu_milli\": 64000", "\"cpu_milli\": 1.5",
-     "cluster.json: nodes[0].numa_nodes[0].cpu_milli: must be an integer (got 1.5)"},
+     "cluster.json: $.nodes[0].numa_nodes[0].cpu_milli: must be an integer (got 1.5)"},
     {"StringWhereIntegerExpected", "\"cpu_milli\": 64000", "\"cpu_milli\": \"64000\"",
-     "cluster.json: nodes[0].numa_nodes[0].cpu_milli: must be an integer (got \"64000\")"},
+     "cluster.json: $.nodes[0].numa_nodes[0].cpu_milli: must be an integer (got \"64000\")"},
     {"IntegerBeyondInt64", "\"cpu_milli\": 64000", "\"cpu_milli\": 9223372036854775808",
-     "cluster.json: nodes[0].numa_nodes[0].cpu_milli: must be an integer (got "
+     "cluster.json: $.nodes[0].numa_nodes[0].cpu_milli: must be an integer (got "
      "9223372036854775808)"},
     {"NumberWhereStringExpected", "\"name\": \"n0\"", "\"name\": 7",
-     "cluster.json: nodes[0].name: must be a string (got 7)"},
+     "cluster.json: $.nodes[0].name: must be a string (got 7)"},
     {"ArrayWhereObjectExpected", "\"capacity\": {\"memory_mib\": 81920}", "\"capacity\": []",
-     "cluster.json: nodes[0].devices[0].capacity: must be an object (got an array)"},
+     "cluster.json: $.nodes[0].devices[0].capacity: must be an object (got an array)"},
     {"SyntaxError", "\"nodes\": [", "\"nodes\": [[,",
      "cluster.json: invalid JSON: parse error at line 4, column ..."},
 };
@@ -612,42 +616,42 @@ std::vector<StructCase> StructCases() {
   ClusterDescriptor c = SmallCluster();
   c.gpu_models["A100"].name = "";
   cases.push_back({"GpuModelNameDiffersFromKey", c,
-                   "gpu_models.A100.name: must be the key \"A100\" (got \"\")"});
+                   "$.gpu_models.A100.name: must be the key \"A100\" (got \"\")"});
 
   c = SmallCluster();
   c.gpu_models["A100"].power_w = std::numeric_limits<double>::quiet_NaN();
   cases.push_back(
-      {"NonFinitePower", c, "gpu_models.A100.power_w: must be a finite number >= 0 (got nan)"});
+      {"NonFinitePower", c, "$.gpu_models.A100.power_w: must be a finite number >= 0 (got nan)"});
 
   c = SmallCluster();
   c.nodes[0].name = "";
-  cases.push_back({"EmptyNodeName", c, "nodes[0].name: must not be empty"});
+  cases.push_back({"EmptyNodeName", c, "$.nodes[0].name: must not be empty"});
 
   c = SmallCluster();
   c.nodes[0].devices[2].id = "";
-  cases.push_back({"EmptyDeviceId", c, "nodes[0].devices[2].id: must not be empty"});
+  cases.push_back({"EmptyDeviceId", c, "$.nodes[0].devices[2].id: must not be empty"});
 
   c = SmallCluster();
   c.nodes[0].devices[2].type = static_cast<DeviceType>(7);
   cases.push_back({"InvalidDeviceTypeValue", c,
-                   "nodes[0].devices[2].type: invalid device type value 7 (allowed: cpu, gpu, "
+                   "$.nodes[0].devices[2].type: invalid device type value 7 (allowed: cpu, gpu, "
                    "npu, fpga)"});
 
   c = SmallCluster();
   c.nodes[0].labels[""] = "x";
-  cases.push_back({"EmptyLabelKey", c, "nodes[0].labels: label keys must not be empty"});
+  cases.push_back({"EmptyLabelKey", c, "$.nodes[0].labels: label keys must not be empty"});
 
   c = SmallCluster();
   c.nodes[0].numa_nodes[0].memory_mib = std::numeric_limits<int64_t>::max();
   cases.push_back({"NumaTotalsOverflow", c,
-                   "nodes[0].numa_nodes: total cpu_milli or memory_mib overflows a 64-bit "
+                   "$.nodes[0].numa_nodes: total cpu_milli or memory_mib overflows a 64-bit "
                    "integer"});
 
   c = SmallCluster();
   c.nodes[0].numa_nodes[1].id = -1;
   c.nodes[0].devices[1].binding.numa_node = 0;
   c.nodes[0].devices[2].binding.numa_node = 0;
-  cases.push_back({"NegativeNumaId", c, "nodes[0].numa_nodes[1].id: must be >= 0 (got -1)"});
+  cases.push_back({"NegativeNumaId", c, "$.nodes[0].numa_nodes[1].id: must be >= 0 (got -1)"});
   return cases;
 }
 
@@ -837,7 +841,7 @@ TEST(LoadClusterDescriptorTest, NamesTheFileInErrors) {
   absl::StatusOr<ClusterDescriptor> got = LoadClusterDescriptor(path.string());
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(StatusMessage(got.status()),
-            path.string() + ":1: unknown key \"nodez\" (allowed: name, gpu_models, nodes)");
+            path.string() + ":1: $: unknown key \"nodez\" (allowed: name, gpu_models, nodes)");
 }
 
 TEST(LoadClusterDescriptorTest, RejectsUnknownExtension) {
@@ -913,9 +917,9 @@ INSTANTIATE_TEST_SUITE_P(
                               }(),
                               "c.yaml:65: nested deeper than 64 levels"},
                     LimitCase{"YamlLongUnknownKeyIsClipped", false,
-                              std::string(1000, 'k') + ": 1\n", "c.yaml:1: unknown key \"kkkk"},
+                              std::string(1000, 'k') + ": 1\n", "c.yaml:1: $: unknown key \"kkkk"},
                     LimitCase{"JsonDeepArrays", true, "{\"nodes\": " + Nested(100, "[", "]") + "}",
-                              "c.json: nodes[0][0][0]"},
+                              "c.json: $.nodes[0][0][0]"},
                     LimitCase{"JsonDeepObjects", true, Nested(100, "{\"a\": ", "}"),
                               "nested deeper than 64 levels"},
                     LimitCase{"JsonHugeBadTokenIsClipped", true,
@@ -923,7 +927,7 @@ INSTANTIATE_TEST_SUITE_P(
                               "c.json: invalid JSON: "},
                     LimitCase{"JsonHugeUnknownKeyIsClipped", true,
                               "{\"" + std::string(1 << 20, 'k') + "\": 1}",
-                              "c.json: unknown key \"kkkk"}),
+                              "c.json: $: unknown key \"kkkk"}),
     [](const testing::TestParamInfo<LimitCase>& info) { return info.param.name; });
 
 TEST(LimitTest, DepthAtTheLimitIsNotRefusedForDepth) {

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "seedance/base/json_path.h"
 #include "seedance/base/text.h"
 #include "seedance/sched/explain.h"
 
@@ -19,8 +20,9 @@ using json = nlohmann::json;
 // Request bodies nest like pods (about 15 levels); far deeper is hostile.
 constexpr int kMaxDepth = 128;
 
-absl::Status Bad(std::string_view pointer, absl::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat(std::string(pointer), ": ", message));
+// `path`: where in the body, in the syntax of base/json_path.h ("$.Pod.spec", "$.NodeNames[3]").
+absl::Status Bad(std::string_view path, absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat(std::string(path), ": ", message));
 }
 
 // Go's decoder: the exact key, else any key equal ignoring case (the last such key wins).
@@ -37,36 +39,36 @@ const json* Field(const json& obj, std::string_view key) {
 
 absl::StatusOr<json> ParseBody(std::string_view body, const char* what) {
   if (base::JsonNestingDepth(body, kMaxDepth) > kMaxDepth) {
-    return Bad("", absl::StrCat("JSON nested deeper than ", kMaxDepth, " levels"));
+    return Bad("$", absl::StrCat("JSON nested deeper than ", kMaxDepth, " levels"));
   }
   json doc = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return Bad("", absl::StrCat("invalid JSON (expected ", what, ")"));
+  if (doc.is_discarded()) return Bad("$", absl::StrCat("invalid JSON (expected ", what, ")"));
   if (!doc.is_object()) {
-    return Bad("", absl::StrCat("expected ", what, " (an object), got ", doc.type_name()));
+    return Bad("$", absl::StrCat("expected ", what, " (an object), got ", doc.type_name()));
   }
   return doc;
 }
 
 absl::Status DecodePodField(const json& doc, std::string_view key, Pod* pod) {
   const json* p = Field(doc, key);
-  const std::string at = absl::StrCat("/", std::string(key));
+  const std::string at = base::JsonPathChild("$", key);
   if (p == nullptr || p->is_null()) return Bad(at, "missing (the pod being scheduled)");
   std::vector<Unknown> unknown;
   if (absl::Status st = DecodePod(*p, at, pod, &unknown); !st.ok()) return st;
   if (!unknown.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(unknown[0].pointer, ": ", unknown[0].what, ": Seedance cannot place it"));
+        absl::StrCat(unknown[0].path, ": ", unknown[0].what, ": Seedance cannot place it"));
   }
   return absl::OkStatus();
 }
 
 absl::Status DecodeNodeList(const json& list, ExtenderArgs* out) {
-  if (!list.is_object()) return Bad("/Nodes", "expected a v1.NodeList object");
+  if (!list.is_object()) return Bad("$.Nodes", "expected a v1.NodeList object");
   const json* items = Field(list, "items");
   if (items == nullptr || items->is_null()) return absl::OkStatus();
-  if (!items->is_array()) return Bad("/Nodes/items", "expected an array");
+  if (!items->is_array()) return Bad("$.Nodes.items", "expected an array");
   for (size_t i = 0; i < items->size(); ++i) {
-    const std::string at = absl::StrCat("/Nodes/items/", i);
+    const std::string at = base::JsonPathIndex("$.Nodes.items", i);
     Node n;
     std::vector<Unknown> ignored;  // resources Seedance does not schedule stay kube-scheduler's
     if (absl::Status st = DecodeNode((*items)[i], at, &n, &ignored); !st.ok()) return st;
@@ -81,7 +83,7 @@ absl::Status DecodeNames(const json& names, std::string_view at, std::vector<std
   if (!names.is_array()) return Bad(at, "expected an array of node names");
   for (size_t i = 0; i < names.size(); ++i) {
     if (!names[i].is_string()) {
-      return Bad(absl::StrCat(std::string(at), "/", i), "expected a string (a node name)");
+      return Bad(base::JsonPathIndex(at, i), "expected a string (a node name)");
     }
     out->push_back(names[i].get<std::string>());
   }
@@ -127,11 +129,11 @@ absl::StatusOr<ExtenderArgs> ParseExtenderArgs(std::string_view body) {
     args.has_nodes = true;
     if (absl::Status st = DecodeNodeList(*nodes, &args); !st.ok()) return st;
   } else if (names != nullptr && !names->is_null()) {
-    if (absl::Status st = DecodeNames(*names, "/NodeNames", &args.node_names); !st.ok()) {
+    if (absl::Status st = DecodeNames(*names, "$.NodeNames", &args.node_names); !st.ok()) {
       return st;
     }
   } else {
-    return Bad("", "neither Nodes nor NodeNames given (no candidate nodes)");
+    return Bad("$", "neither Nodes nor NodeNames given (no candidate nodes)");
   }
   return args;
 }
@@ -145,7 +147,7 @@ absl::StatusOr<BindingArgs> ParseBindingArgs(std::string_view body) {
         std::pair{"PodUID", &b.pod_uid}, std::pair{"Node", &b.node}}) {
     const json* v = Field(*doc, key);
     if (v == nullptr || !v->is_string() || v->get<std::string>().empty()) {
-      return Bad(absl::StrCat("/", key), "missing (a non-empty string)");
+      return Bad(base::JsonPathChild("$", key), "missing (a non-empty string)");
     }
     *dst = v->get<std::string>();
   }
@@ -163,20 +165,24 @@ absl::StatusOr<PreemptionArgs> ParsePreemptionArgs(std::string_view body) {
   const json* map = args.meta ? meta : full;
   const std::string key = args.meta ? "NodeNameToMetaVictims" : "NodeNameToVictims";
   if (map == nullptr || map->is_null()) return args;
-  if (!map->is_object()) return Bad("/" + key, "expected an object (node name -> victims)");
+  if (!map->is_object()) {
+    return Bad(base::JsonPathChild("$", key), "expected an object (node name -> victims)");
+  }
   for (const auto& [node, victims] : map->items()) {
-    const std::string at = absl::StrCat("/", key, "/", PointerToken(node));
+    const std::string at = base::JsonPathChild(base::JsonPathChild("$", key), node);
     if (!victims.is_object()) return Bad(at, "expected {Pods, NumPDBViolations}");
     auto& [uids, pdb] = args.victims[node];
     if (const json* n = Field(victims, "NumPDBViolations"); n != nullptr && !n->is_null()) {
-      if (!n->is_number_integer()) return Bad(at + "/NumPDBViolations", "expected an integer");
+      if (!n->is_number_integer()) {
+        return Bad(base::JsonPathChild(at, "NumPDBViolations"), "expected an integer");
+      }
       pdb = n->get<int64_t>();
     }
     const json* pods = Field(victims, "Pods");
     if (pods == nullptr || pods->is_null()) continue;
-    if (!pods->is_array()) return Bad(at + "/Pods", "expected an array");
+    if (!pods->is_array()) return Bad(base::JsonPathChild(at, "Pods"), "expected an array");
     for (size_t i = 0; i < pods->size(); ++i) {
-      const std::string pat = absl::StrCat(at, "/Pods/", i);
+      const std::string pat = base::JsonPathIndex(base::JsonPathChild(at, "Pods"), i);
       const json& p = (*pods)[i];
       const json* uid = nullptr;
       if (p.is_object()) {

@@ -241,19 +241,19 @@ TEST(ExtenderParseTest, ErrorsNameTheJsonPath) {
     absl::StatusOr<ExtenderArgs> a = ParseExtenderArgs(body.dump());
     return a.ok() ? std::string("ok") : std::string(a.status().message());
   };
-  EXPECT_THAT(bad({{"NodeNames", {"a"}}}), HasSubstr("/Pod: missing"));
+  EXPECT_THAT(bad({{"NodeNames", {"a"}}}), HasSubstr("$.Pod: missing"));
   EXPECT_THAT(bad({{"Pod", pod}}), HasSubstr("neither Nodes nor NodeNames"));
-  EXPECT_THAT(bad({{"Pod", pod}, {"NodeNames", {"a", 1}}}), HasSubstr("/NodeNames/1: "));
+  EXPECT_THAT(bad({{"Pod", pod}, {"NodeNames", {"a", 1}}}), HasSubstr("$.NodeNames[1]: "));
   EXPECT_THAT(bad({{"Pod", pod}, {"Nodes", {{"items", {{{"kind", "Node"}}}}}}}),
-              HasSubstr("/Nodes/items/0/metadata/name: missing"));
+              HasSubstr("$.Nodes.items[0].metadata.name: missing"));
   json amd = PodJson("p", {{"amd.com/gpu", "1"}});
   EXPECT_THAT(bad({{"Pod", amd}, {"NodeNames", {"a"}}}),
-              HasSubstr("/Pod/spec/containers/0/resources/limits/amd.com~1gpu"));
+              HasSubstr("$.Pod.spec.containers[0].resources.limits[\"amd.com/gpu\"]"));
   EXPECT_FALSE(ParseExtenderArgs("[1]").ok());
   EXPECT_FALSE(ParseExtenderArgs(std::string(500, '[')).ok());
   absl::StatusOr<BindingArgs> b = ParseBindingArgs(R"({"PodName": "p", "PodNamespace": "ml"})");
   ASSERT_FALSE(b.ok());
-  EXPECT_THAT(b.status().message(), HasSubstr("/PodUID: missing"));
+  EXPECT_THAT(b.status().message(), HasSubstr("$.PodUID: missing"));
 }
 
 TEST(ExtenderParseTest, GpusAnnotationUsesUuidsWhenKnown) {

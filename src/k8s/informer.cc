@@ -92,8 +92,8 @@ void Informer::Error(const std::string& what) {
 
 bool Informer::Decode(const json& object, ObjectEvent* event) {
   std::vector<Unknown> unknown;  // decoded as far as it goes; the sink decides
-  const absl::Status st = resource_ == "nodes" ? DecodeNode(object, "", &event->node, &unknown)
-                                               : DecodePod(object, "", &event->pod, &unknown);
+  const absl::Status st = resource_ == "nodes" ? DecodeNode(object, "$", &event->node, &unknown)
+                                               : DecodePod(object, "$", &event->pod, &unknown);
   if (st.ok()) return true;
   base::MutexLock lock(mu_);
   ++stats_.undecodable;

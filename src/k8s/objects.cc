@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
+#include "seedance/base/json_path.h"
 #include "seedance/base/parse.h"
 #include "seedance/base/text.h"
 #include "seedance/k8s/quantity.h"
@@ -20,19 +21,21 @@ namespace {
 
 using json = nlohmann::json;
 
-absl::Status Bad(const std::string& pointer, absl::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat(pointer, ": ", message));
+absl::Status Bad(const std::string& path, absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", message));
 }
 
 std::string Shown(std::string_view s) { return base::ForTerminal(base::Clip(s, 60)); }
 
-std::string Child(const std::string& pointer, std::string_view key) {
-  return absl::StrCat(pointer, "/", PointerToken(key));
+// Paths in messages: base/json_path.h ("$.items[0].spec.containers[1]").
+std::string Child(std::string_view path, std::string_view key) {
+  return base::JsonPathChild(path, key);
 }
+std::string Index(std::string_view path, size_t i) { return base::JsonPathIndex(path, i); }
 
 // obj[key] when present and not null; nullptr otherwise. `type` checked.
-absl::StatusOr<const json*> Member(const json& obj, std::string_view key,
-                                   const std::string& pointer, json::value_t type) {
+absl::StatusOr<const json*> Member(const json& obj, std::string_view key, const std::string& path,
+                                   json::value_t type) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return nullptr;
   if (it->type() != type && !(type == json::value_t::number_integer && it->is_number_unsigned())) {
@@ -41,27 +44,27 @@ absl::StatusOr<const json*> Member(const json& obj, std::string_view key,
                        : type == json::value_t::string  ? "a string"
                        : type == json::value_t::boolean ? "true or false"
                                                         : "an integer";
-    return Bad(Child(pointer, key), absl::StrCat("expected ", want, ", got ", it->type_name()));
+    return Bad(Child(path, key), absl::StrCat("expected ", want, ", got ", it->type_name()));
   }
   return &*it;
 }
 
-absl::Status GetString(const json& obj, std::string_view key, const std::string& pointer,
+absl::Status GetString(const json& obj, std::string_view key, const std::string& path,
                        std::string* out) {
-  absl::StatusOr<const json*> m = Member(obj, key, pointer, json::value_t::string);
+  absl::StatusOr<const json*> m = Member(obj, key, path, json::value_t::string);
   if (!m.ok()) return m.status();
   if (*m != nullptr) *out = (*m)->get<std::string>();
   return absl::OkStatus();
 }
 
-absl::Status GetStringMap(const json& obj, std::string_view key, const std::string& pointer,
+absl::Status GetStringMap(const json& obj, std::string_view key, const std::string& path,
                           std::map<std::string, std::string>* out) {
-  absl::StatusOr<const json*> m = Member(obj, key, pointer, json::value_t::object);
+  absl::StatusOr<const json*> m = Member(obj, key, path, json::value_t::object);
   if (!m.ok()) return m.status();
   if (*m == nullptr) return absl::OkStatus();
   for (const auto& [k, v] : (*m)->items()) {
     if (!v.is_string()) {
-      return Bad(Child(Child(pointer, key), k),
+      return Bad(Child(Child(path, key), k),
                  absl::StrCat("expected a string, got ", v.type_name()));
     }
     (*out)[k] = v.get<std::string>();
@@ -71,31 +74,30 @@ absl::Status GetStringMap(const json& obj, std::string_view key, const std::stri
 
 // An object member that must be an object; an empty object when absent.
 absl::StatusOr<const json*> ObjectOrEmpty(const json& obj, std::string_view key,
-                                          const std::string& pointer) {
+                                          const std::string& path) {
   static const json* const kEmpty = new json(json::object());
-  absl::StatusOr<const json*> m = Member(obj, key, pointer, json::value_t::object);
+  absl::StatusOr<const json*> m = Member(obj, key, path, json::value_t::object);
   if (!m.ok()) return m.status();
   return *m == nullptr ? kEmpty : *m;
 }
 
 // The text of a quantity: kubectl prints strings; the API also accepts JSON numbers.
-absl::StatusOr<std::string> QuantityText(const json& v, const std::string& pointer) {
+absl::StatusOr<std::string> QuantityText(const json& v, const std::string& path) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
   if (v.is_number_float()) {
     const double d = v.get<double>();
-    if (!std::isfinite(d)) return Bad(pointer, "not a finite number");
+    if (!std::isfinite(d)) return Bad(path, "not a finite number");
     return v.dump();
   }
-  return Bad(pointer, absl::StrCat("expected a quantity (string), got ", v.type_name()));
+  return Bad(path, absl::StrCat("expected a quantity (string), got ", v.type_name()));
 }
 
-absl::StatusOr<int64_t> Quantity(const json& v, const std::string& pointer, Unit unit,
-                                 Round round) {
-  absl::StatusOr<std::string> text = QuantityText(v, pointer);
+absl::StatusOr<int64_t> Quantity(const json& v, const std::string& path, Unit unit, Round round) {
+  absl::StatusOr<std::string> text = QuantityText(v, path);
   if (!text.ok()) return text.status();
   absl::StatusOr<int64_t> q = ParseQuantity(*text, unit, round);
-  if (!q.ok()) return Bad(pointer, q.status().message());
+  if (!q.ok()) return Bad(path, q.status().message());
   return q;
 }
 
@@ -115,7 +117,7 @@ bool IsNativeResource(std::string_view name) {
 }
 
 // One container's (or the overhead's) request: CPU, memory and the GPU resources by name, with
-// the JSON pointer each came from.
+// the JSON path each came from.
 struct Need {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
@@ -143,18 +145,18 @@ absl::Status AddResource(const std::string& name, const json& v, const std::stri
 }
 
 // requests[r], else limits[r] (Kubernetes defaults a missing request to the limit).
-absl::Status DecodeResources(const json& resources, const std::string& pointer, Need* out,
+absl::Status DecodeResources(const json& resources, const std::string& path, Need* out,
                              std::vector<Unknown>* unknown) {
-  absl::StatusOr<const json*> requests = ObjectOrEmpty(resources, "requests", pointer);
+  absl::StatusOr<const json*> requests = ObjectOrEmpty(resources, "requests", path);
   if (!requests.ok()) return requests.status();
-  absl::StatusOr<const json*> limits = ObjectOrEmpty(resources, "limits", pointer);
+  absl::StatusOr<const json*> limits = ObjectOrEmpty(resources, "limits", path);
   if (!limits.ok()) return limits.status();
   std::map<std::string, std::pair<const json*, std::string>> effective;
   for (const auto& [k, v] : (*limits)->items()) {
-    effective[k] = {&v, Child(Child(pointer, "limits"), k)};
+    effective[k] = {&v, Child(Child(path, "limits"), k)};
   }
   for (const auto& [k, v] : (*requests)->items()) {
-    effective[k] = {&v, Child(Child(pointer, "requests"), k)};
+    effective[k] = {&v, Child(Child(path, "requests"), k)};
   }
   for (const auto& [name, value] : effective) {
     if (absl::Status st = AddResource(name, *value.first, value.second, out, unknown); !st.ok()) {
@@ -183,25 +185,25 @@ int64_t GpuValue(const Need& n, std::string_view name, int64_t fallback) {
 // A well-formed ask for more GPUs than any node has: OutOfRange, so that the extender can answer
 // "every node fails" (kube-scheduler then reports the pod unschedulable with the reason) where a
 // malformed pod is an InvalidArgument.
-absl::Status TooManyGpus(const std::string& pointer, int64_t gpus) {
-  return absl::OutOfRangeError(absl::StrCat(pointer, ": asks for ", gpus,
-                                            " GPUs; a node has at most ", core::kMaxGpusPerNode));
+absl::Status TooManyGpus(const std::string& path, int64_t gpus) {
+  return absl::OutOfRangeError(
+      absl::StrCat(path, ": asks for ", gpus, " GPUs; a node has at most ", core::kMaxGpusPerNode));
 }
 
-absl::StatusOr<GpuAsk> GpuAskOf(const Need& n, const std::string& pointer) {
+absl::StatusOr<GpuAsk> GpuAskOf(const Need& n, const std::string& path) {
   GpuAsk a;
   for (std::string_view count : {kGpuCountResource, kNvidiaGpuResource}) {
     const int64_t v = GpuValue(n, count, 0);
     if (v > core::kMaxGpusPerNode && v <= int64_t{1} << 30) {
       auto where = n.where.find(count);
-      return TooManyGpus(where == n.where.end() ? pointer : where->second, v);
+      return TooManyGpus(where == n.where.end() ? path : where->second, v);
     }
   }
   auto check = [&](std::string_view name, int64_t lo, int64_t hi, const char* unit) {
     const int64_t v = GpuValue(n, name, lo);
     if (v >= lo && v <= hi) return absl::OkStatus();
     auto where = n.where.find(name);
-    return Bad(where == n.where.end() ? pointer : where->second,
+    return Bad(where == n.where.end() ? path : where->second,
                absl::StrCat(v, " is outside ", lo, "..", hi, " (", unit, ")"));
   };
   const bool seedance = n.gpu.contains(kGpuMilliResource) || n.gpu.contains(kGpuCountResource) ||
@@ -218,7 +220,7 @@ absl::StatusOr<GpuAsk> GpuAskOf(const Need& n, const std::string& pointer) {
     a.milli = static_cast<int32_t>(
         GpuValue(n, kGpuMilliResource, a.memory_mib > 0 ? 0 : core::kMilliGpu));
     if (n.gpu.contains(kNvidiaGpuResource)) {
-      return Bad(pointer, "asks for both seedance.io/ and nvidia.com/gpu GPUs; use one");
+      return Bad(path, "asks for both seedance.io/ and nvidia.com/gpu GPUs; use one");
     }
     return a;
   }
@@ -244,12 +246,12 @@ absl::StatusOr<GpuAsk> GpuAskOf(const Need& n, const std::string& pointer) {
 
 // KAI's annotations: gpu-fraction (with gpu-fraction-num-devices) or gpu-memory.
 absl::StatusOr<GpuAsk> KaiAsk(const std::map<std::string, std::string>& annotations,
-                              const std::string& pointer) {
+                              const std::string& path) {
   GpuAsk a;
   auto fraction = annotations.find(std::string(kKaiFractionAnnotation));
   auto memory = annotations.find(std::string(kKaiMemoryAnnotation));
   if (fraction == annotations.end() && memory == annotations.end()) return a;
-  const std::string where = Child(pointer, "annotations");
+  const std::string where = Child(path, "annotations");
   a.style = GpuStyle::kKai;
   a.num = 1;
   if (auto it = annotations.find(std::string(kKaiNumDevicesAnnotation)); it != annotations.end()) {
@@ -273,15 +275,15 @@ absl::StatusOr<GpuAsk> KaiAsk(const std::map<std::string, std::string>& annotati
   return a;
 }
 
-absl::Status DecodeContainers(const json& spec, std::string_view key, const std::string& pointer,
+absl::Status DecodeContainers(const json& spec, std::string_view key, const std::string& path,
                               std::vector<Need>* needs, std::vector<bool>* sidecar,
                               std::vector<Unknown>* unknown) {
-  absl::StatusOr<const json*> list = Member(spec, key, pointer, json::value_t::array);
+  absl::StatusOr<const json*> list = Member(spec, key, path, json::value_t::array);
   if (!list.ok()) return list.status();
   if (*list == nullptr) return absl::OkStatus();
   for (size_t i = 0; i < (*list)->size(); ++i) {
     const json& c = (**list)[i];
-    const std::string where = absl::StrCat(Child(pointer, key), "/", i);
+    const std::string where = Index(Child(path, key), i);
     if (!c.is_object()) return Bad(where, absl::StrCat("expected an object, got ", c.type_name()));
     absl::StatusOr<const json*> res = ObjectOrEmpty(c, "resources", where);
     if (!res.ok()) return res.status();
@@ -323,7 +325,7 @@ void EffectiveCpuMemory(const std::vector<Need>& containers, const std::vector<N
 // One GPU ask for the pod: regular containers' GPUs add up; an init container's ask counts when
 // larger. Asks of different shares cannot be one pod shape.
 absl::StatusOr<GpuAsk> PodGpuAsk(const std::vector<Need>& containers,
-                                 const std::vector<Need>& inits, const std::string& pointer,
+                                 const std::vector<Need>& inits, const std::string& path,
                                  std::vector<Unknown>* unknown) {
   GpuAsk total;
   bool mixed = false;
@@ -342,22 +344,22 @@ absl::StatusOr<GpuAsk> PodGpuAsk(const std::vector<Need>& containers,
     for (size_t i = 0; i < list.size(); ++i) {
       absl::StatusOr<GpuAsk> a = GpuAskOf(
           list[i],
-          absl::StrCat(pointer, pass == 0 ? "/containers/" : "/initContainers/", i, "/resources"));
+          Child(Index(Child(path, pass == 0 ? "containers" : "initContainers"), i), "resources"));
       if (!a.ok()) return a.status();
       add(*a, pass == 1);
     }
   }
   if (mixed) {
-    unknown->push_back({pointer, "containers ask for different GPU shares (one pod, one share)"});
+    unknown->push_back({path, "containers ask for different GPU shares (one pod, one share)"});
   }
-  if (total.num > core::kMaxGpusPerNode) return TooManyGpus(pointer, total.num);
+  if (total.num > core::kMaxGpusPerNode) return TooManyGpus(path, total.num);
   return total;
 }
 
 // Models a pod accepts: nodeSelector, then required node affinity "In" on the model labels.
-absl::Status DecodeGpuModels(const json& spec, const std::string& pointer, Pod* out) {
+absl::Status DecodeGpuModels(const json& spec, const std::string& path, Pod* out) {
   std::map<std::string, std::string> selector;
-  if (absl::Status st = GetStringMap(spec, "nodeSelector", pointer, &selector); !st.ok()) {
+  if (absl::Status st = GetStringMap(spec, "nodeSelector", path, &selector); !st.ok()) {
     return st;
   }
   for (std::string_view label : {kGpuModelLabel, kGfdProductLabel}) {
@@ -396,45 +398,45 @@ absl::Status DecodeGpuModels(const json& spec, const std::string& pointer, Pod* 
   return absl::OkStatus();
 }
 
-absl::Status DecodeGpuAssignments(const std::string& text, const std::string& pointer,
+absl::Status DecodeGpuAssignments(const std::string& text, const std::string& path,
                                   std::vector<GpuAssignment>* out) {
   for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
     item = absl::StripAsciiWhitespace(item);
     const size_t colon = item.rfind(':');
     if (colon == std::string_view::npos) {
-      return Bad(pointer, absl::StrCat("'", Shown(std::string(item)),
-                                       "': expected GPU:MILLI (index or UUID)"));
+      return Bad(path, absl::StrCat("'", Shown(std::string(item)),
+                                    "': expected GPU:MILLI (index or UUID)"));
     }
     GpuAssignment g;
     absl::StatusOr<int64_t> milli =
-        base::ParseInt64(std::string(item.substr(colon + 1)), pointer, 1, core::kMilliGpu);
+        base::ParseInt64(std::string(item.substr(colon + 1)), path, 1, core::kMilliGpu);
     if (!milli.ok()) return milli.status();
     g.milli = static_cast<int32_t>(*milli);
     const absl::string_view id = item.substr(0, colon);
     int index = 0;
     if (absl::SimpleAtoi(id, &index)) {
       if (index < 0 || index >= core::kMaxGpusPerNode) {
-        return Bad(pointer,
+        return Bad(path,
                    absl::StrCat("GPU index ", index, " is outside 0..", core::kMaxGpusPerNode - 1));
       }
       g.index = index;
     } else if (!id.empty()) {
       g.uuid = std::string(id);
     } else {
-      return Bad(pointer, "an empty GPU id");
+      return Bad(path, "an empty GPU id");
     }
     out->push_back(std::move(g));
   }
   return absl::OkStatus();
 }
 
-absl::Status DecodeMetadata(const json& j, const std::string& pointer, std::string* name,
+absl::Status DecodeMetadata(const json& j, const std::string& path, std::string* name,
                             std::map<std::string, std::string>* labels,
                             std::map<std::string, std::string>* annotations,
                             const json** meta_out) {
-  absl::StatusOr<const json*> meta = ObjectOrEmpty(j, "metadata", pointer);
+  absl::StatusOr<const json*> meta = ObjectOrEmpty(j, "metadata", path);
   if (!meta.ok()) return meta.status();
-  const std::string where = Child(pointer, "metadata");
+  const std::string where = Child(path, "metadata");
   if (absl::Status st = GetString(**meta, "name", where, name); !st.ok()) return st;
   if (name->empty()) return Bad(Child(where, "name"), "missing (every object has a name)");
   if (absl::Status st = GetStringMap(**meta, "labels", where, labels); !st.ok()) return st;
@@ -446,23 +448,23 @@ absl::Status DecodeMetadata(const json& j, const std::string& pointer, std::stri
 }
 
 absl::Status LabelInt(const std::map<std::string, std::string>& labels, std::string_view key,
-                      const std::string& pointer, int64_t hi, std::optional<int64_t>* out) {
+                      const std::string& path, int64_t hi, std::optional<int64_t>* out) {
   auto it = labels.find(std::string(key));
   if (it == labels.end()) return absl::OkStatus();
-  absl::StatusOr<int64_t> v = base::ParseInt64(it->second, Child(pointer, key), 0, hi);
+  absl::StatusOr<int64_t> v = base::ParseInt64(it->second, Child(path, key), 0, hi);
   if (!v.ok()) return v.status();
   *out = *v;
   return absl::OkStatus();
 }
 
-absl::Status DecodeTaints(const json& spec, const std::string& pointer,
+absl::Status DecodeTaints(const json& spec, const std::string& path,
                           std::vector<core::Taint>* out) {
-  absl::StatusOr<const json*> taints = Member(spec, "taints", pointer, json::value_t::array);
+  absl::StatusOr<const json*> taints = Member(spec, "taints", path, json::value_t::array);
   if (!taints.ok()) return taints.status();
   if (*taints == nullptr) return absl::OkStatus();
   for (size_t i = 0; i < (*taints)->size(); ++i) {
     const json& t = (**taints)[i];
-    const std::string where = absl::StrCat(pointer, "/taints/", i);
+    const std::string where = Index(Child(path, "taints"), i);
     if (!t.is_object()) return Bad(where, "expected an object");
     core::Taint taint;
     for (auto [key, field] : {std::pair{"key", &taint.key}, std::pair{"value", &taint.value},
@@ -482,8 +484,8 @@ absl::Status DecodeTaints(const json& spec, const std::string& pointer,
 }
 
 absl::Status DecodeNodeGpus(const std::map<std::string, std::string>& labels,
-                            const json& allocatable, const std::string& pointer, Node* out) {
-  const std::string labels_at = Child(pointer, "metadata") + "/labels";
+                            const json& allocatable, const std::string& path, Node* out) {
+  const std::string labels_at = Child(Child(path, "metadata"), "labels");
   std::optional<int64_t> count, gfd_count, memory, gfd_memory;
   for (auto [key, dst, hi] :
        {std::tuple{kGpuCountLabel, &count, int64_t{core::kMaxGpusPerNode}},
@@ -496,7 +498,7 @@ absl::Status DecodeNodeGpus(const std::map<std::string, std::string>& labels,
   if (!count) {
     if (auto it = allocatable.find(kNvidiaGpuResource); it != allocatable.end()) {
       const std::string where =
-          Child(Child(pointer, "status") + "/allocatable", kNvidiaGpuResource);
+          Child(Child(Child(path, "status"), "allocatable"), kNvidiaGpuResource);
       absl::StatusOr<int64_t> q = Quantity(*it, where, kCount, Round::kDown);
       if (!q.ok()) return q.status();
       if (*q > core::kMaxGpusPerNode) {
@@ -521,20 +523,6 @@ absl::Status DecodeNodeGpus(const std::map<std::string, std::string>& labels,
 }
 
 }  // namespace
-
-std::string PointerToken(std::string_view token) {
-  std::string out;
-  for (char c : token) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 std::string_view GpuStyleName(GpuStyle style) {
   switch (style) {
@@ -561,21 +549,21 @@ int32_t Pod::ShareFor(int64_t node_gpu_memory_mib) const {
       std::min<int64_t>(core::kMilliGpu, std::max<int64_t>(shape.gpu_milli, by_memory)));
 }
 
-absl::Status DecodeNode(const json& j, const std::string& pointer, Node* out,
+absl::Status DecodeNode(const json& j, const std::string& path, Node* out,
                         std::vector<Unknown>* unknown) {
-  if (!j.is_object()) return Bad(pointer, absl::StrCat("expected an object, got ", j.type_name()));
+  if (!j.is_object()) return Bad(path, absl::StrCat("expected an object, got ", j.type_name()));
   std::map<std::string, std::string> annotations;
   const json* meta = nullptr;
   if (absl::Status st =
-          DecodeMetadata(j, pointer, &out->spec.name, &out->spec.labels, &annotations, &meta);
+          DecodeMetadata(j, path, &out->spec.name, &out->spec.labels, &annotations, &meta);
       !st.ok()) {
     return st;
   }
-  absl::StatusOr<const json*> spec = ObjectOrEmpty(j, "spec", pointer);
+  absl::StatusOr<const json*> spec = ObjectOrEmpty(j, "spec", path);
   if (!spec.ok()) return spec.status();
-  absl::StatusOr<const json*> status = ObjectOrEmpty(j, "status", pointer);
+  absl::StatusOr<const json*> status = ObjectOrEmpty(j, "status", path);
   if (!status.ok()) return status.status();
-  const std::string status_at = Child(pointer, "status");
+  const std::string status_at = Child(path, "status");
   absl::StatusOr<const json*> alloc = ObjectOrEmpty(**status, "allocatable", status_at);
   if (!alloc.ok()) return alloc.status();
   std::string alloc_at = Child(status_at, "allocatable");
@@ -598,10 +586,10 @@ absl::Status DecodeNode(const json& j, const std::string& pointer, Node* out,
           {Child(alloc_at, name), absl::StrCat("extended resource ", Shown(name), " (ignored)")});
     }
   }
-  if (absl::Status st = DecodeNodeGpus(out->spec.labels, **alloc, pointer, out); !st.ok()) {
+  if (absl::Status st = DecodeNodeGpus(out->spec.labels, **alloc, path, out); !st.ok()) {
     return st;
   }
-  const std::string spec_at = Child(pointer, "spec");
+  const std::string spec_at = Child(path, "spec");
   absl::StatusOr<const json*> unsched =
       Member(**spec, "unschedulable", spec_at, json::value_t::boolean);
   if (!unsched.ok()) return unsched.status();
@@ -613,16 +601,16 @@ absl::Status DecodeNode(const json& j, const std::string& pointer, Node* out,
   return absl::OkStatus();
 }
 
-absl::Status DecodePod(const json& j, const std::string& pointer, Pod* out,
+absl::Status DecodePod(const json& j, const std::string& path, Pod* out,
                        std::vector<Unknown>* unknown) {
-  if (!j.is_object()) return Bad(pointer, absl::StrCat("expected an object, got ", j.type_name()));
+  if (!j.is_object()) return Bad(path, absl::StrCat("expected an object, got ", j.type_name()));
   std::map<std::string, std::string> annotations;
   const json* meta = nullptr;
-  if (absl::Status st = DecodeMetadata(j, pointer, &out->name, &out->labels, &annotations, &meta);
+  if (absl::Status st = DecodeMetadata(j, path, &out->name, &out->labels, &annotations, &meta);
       !st.ok()) {
     return st;
   }
-  const std::string meta_at = Child(pointer, "metadata");
+  const std::string meta_at = Child(path, "metadata");
   for (auto [key, dst] : {std::pair{"namespace", &out->ns}, std::pair{"uid", &out->uid}}) {
     if (absl::Status st = GetString(*meta, key, meta_at, dst); !st.ok()) return st;
   }
@@ -640,9 +628,9 @@ absl::Status DecodePod(const json& j, const std::string& pointer, Pod* out,
     }
     out->creation_unix_s = absl::ToUnixSeconds(t);
   }
-  absl::StatusOr<const json*> spec = ObjectOrEmpty(j, "spec", pointer);
+  absl::StatusOr<const json*> spec = ObjectOrEmpty(j, "spec", path);
   if (!spec.ok()) return spec.status();
-  const std::string spec_at = Child(pointer, "spec");
+  const std::string spec_at = Child(path, "spec");
   if (absl::Status st = GetString(**spec, "nodeName", spec_at, &out->node_name); !st.ok()) {
     return st;
   }
@@ -657,10 +645,10 @@ absl::Status DecodePod(const json& j, const std::string& pointer, Pod* out,
     if (p < INT32_MIN || p > INT32_MAX) return Bad(Child(spec_at, "priority"), "outside int32");
     out->priority = static_cast<int32_t>(p);
   }
-  absl::StatusOr<const json*> status = ObjectOrEmpty(j, "status", pointer);
+  absl::StatusOr<const json*> status = ObjectOrEmpty(j, "status", path);
   if (!status.ok()) return status.status();
   for (auto [key, dst] : {std::pair{"phase", &out->phase}, std::pair{"qosClass", &out->qos}}) {
-    if (absl::Status st = GetString(**status, key, Child(pointer, "status"), dst); !st.ok()) {
+    if (absl::Status st = GetString(**status, key, Child(path, "status"), dst); !st.ok()) {
       return st;
     }
   }
@@ -693,8 +681,8 @@ absl::Status DecodePod(const json& j, const std::string& pointer, Pod* out,
   if (!kai.ok()) return kai.status();
   if (kai->num > 0) {
     if (ask->num > 0) {
-      unknown->push_back(
-          {meta_at + "/annotations", "KAI gpu-fraction annotations beside GPU resource requests"});
+      unknown->push_back({Child(meta_at, "annotations"),
+                          "KAI gpu-fraction annotations beside GPU resource requests"});
     }
     ask = kai;
   }
@@ -711,7 +699,7 @@ absl::Status DecodePod(const json& j, const std::string& pointer, Pod* out,
   }
   if (auto it = annotations.find(std::string(kGpusAnnotation)); it != annotations.end()) {
     if (absl::Status st = DecodeGpuAssignments(
-            it->second, Child(meta_at + "/annotations", kGpusAnnotation), &out->gpus);
+            it->second, Child(Child(meta_at, "annotations"), kGpusAnnotation), &out->gpus);
         !st.ok()) {
       return st;
     }

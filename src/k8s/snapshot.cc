@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
 #include "seedance/base/io.h"
+#include "seedance/base/json_path.h"
 #include "seedance/base/text.h"
 
 namespace seedance::k8s {
@@ -36,14 +37,13 @@ absl::Status Report(std::string_view source, const std::vector<Unknown>& unknown
   if (unknown.empty()) return absl::OkStatus();
   if (options.ignore_unknown) {
     for (const Unknown& u : unknown) {
-      s->warnings.push_back(
-          absl::StrCat(Shown(source), ": ", u.pointer, ": ", u.what, ": skipped"));
+      s->warnings.push_back(absl::StrCat(Shown(source), ": ", u.path, ": ", u.what, ": skipped"));
     }
     return absl::OkStatus();
   }
   std::vector<std::string> shown;
   for (size_t i = 0; i < unknown.size() && i < kShownUnknowns; ++i) {
-    shown.push_back(absl::StrCat(unknown[i].pointer, " (", unknown[i].what, ")"));
+    shown.push_back(absl::StrCat(unknown[i].path, " (", unknown[i].what, ")"));
   }
   return Bad(source, absl::StrCat(unknown.size(), " thing", unknown.size() == 1 ? "" : "s",
                                   " Seedance does not understand: ", absl::StrJoin(shown, "; "),
@@ -51,24 +51,24 @@ absl::Status Report(std::string_view source, const std::vector<Unknown>& unknown
                                   "; pass --ignore-unknown to skip them and go on"));
 }
 
-absl::Status AddItem(const json& item, const std::string& pointer, std::string_view source,
+absl::Status AddItem(const json& item, const std::string& path, std::string_view source,
                      const SnapshotOptions& options, Snapshot* s) {
   const std::string kind = base::StringField(item, "kind");
   std::vector<Unknown> unknown;
   auto prefixed = [&](const absl::Status& st) { return Bad(source, st.message()); };
   if (kind == "Node") {
     Node n;
-    if (absl::Status st = DecodeNode(item, pointer, &n, &unknown); !st.ok()) return prefixed(st);
+    if (absl::Status st = DecodeNode(item, path, &n, &unknown); !st.ok()) return prefixed(st);
     // A resource a node has and Seedance ignores is a note, never a reason to refuse.
     for (const Unknown& u : unknown) {
-      s->warnings.push_back(absl::StrCat(Shown(source), ": ", u.pointer, ": ", u.what));
+      s->warnings.push_back(absl::StrCat(Shown(source), ": ", u.path, ": ", u.what));
     }
     s->nodes.push_back(std::move(n));
     return absl::OkStatus();
   }
   if (kind == "Pod") {
     Pod p;
-    if (absl::Status st = DecodePod(item, pointer, &p, &unknown); !st.ok()) return prefixed(st);
+    if (absl::Status st = DecodePod(item, path, &p, &unknown); !st.ok()) return prefixed(st);
     if (p.Terminal()) {
       ++s->terminal_pods;
       return absl::OkStatus();
@@ -77,8 +77,8 @@ absl::Status AddItem(const json& item, const std::string& pointer, std::string_v
     if (unknown.empty()) s->pods.push_back(std::move(p));
     return absl::OkStatus();
   }
-  unknown.push_back({pointer, kind.empty() ? "an object without a kind"
-                                           : absl::StrCat("kind ", base::ForTerminal(kind))});
+  unknown.push_back({path, kind.empty() ? "an object without a kind"
+                                        : absl::StrCat("kind ", base::ForTerminal(kind))});
   return Report(source, unknown, options, s);
 }
 
@@ -226,21 +226,21 @@ absl::Status AddSnapshotText(std::string_view text, std::string_view source,
   if (!doc.is_object()) return Bad(source, "expected a kubectl JSON object (kind List)");
   if (auto k = doc.find("kind"); k != doc.end() && !k->is_string()) {
     return Bad(source,
-               absl::StrCat("/kind: expected a string such as \"List\", not ", k->type_name()));
+               absl::StrCat("$.kind: expected a string such as \"List\", not ", k->type_name()));
   }
   const std::string kind = base::StringField(doc, "kind");
-  if (kind == "Node" || kind == "Pod") return AddItem(doc, "", source, options, snapshot);
+  if (kind == "Node" || kind == "Pod") return AddItem(doc, "$", source, options, snapshot);
   if (kind != "List" && kind != "NodeList" && kind != "PodList") {
-    return Bad(source, absl::StrCat("/kind: '", base::ForTerminal(base::Clip(kind, 40)),
+    return Bad(source, absl::StrCat("$.kind: '", base::ForTerminal(base::Clip(kind, 40)),
                                     "' is not List, NodeList, PodList, Node or Pod (write the "
                                     "file with kubectl get nodes -o json)"));
   }
   auto items = doc.find("items");
   if (items == doc.end() || items->is_null()) return absl::OkStatus();
-  if (!items->is_array()) return Bad(source, "/items: expected an array");
+  if (!items->is_array()) return Bad(source, "$.items: expected an array");
   for (size_t i = 0; i < items->size(); ++i) {
     if (absl::Status st =
-            AddItem((*items)[i], absl::StrCat("/items/", i), source, options, snapshot);
+            AddItem((*items)[i], base::JsonPathIndex("$.items", i), source, options, snapshot);
         !st.ok()) {
       return st;
     }

@@ -154,13 +154,13 @@ TEST(SnapshotTest, UnknownKindIsRefusedUnlessIgnored) {
   absl::Status st = AddSnapshotText(text, "mixed.json", {}, &s);
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(st.message(), HasSubstr("mixed.json: 1 thing Seedance does not understand: "
-                                      "/items/0 (kind ConfigMap)"));
+                                      "$.items[0] (kind ConfigMap)"));
   EXPECT_THAT(st.message(), HasSubstr("--ignore-unknown"));
   Snapshot ignored;
   ASSERT_TRUE(AddSnapshotText(text, "mixed.json", {.ignore_unknown = true}, &ignored).ok());
   EXPECT_EQ(ignored.nodes.size(), 1u);
   ASSERT_EQ(ignored.warnings.size(), 1u);
-  EXPECT_THAT(ignored.warnings[0], HasSubstr("/items/0"));
+  EXPECT_THAT(ignored.warnings[0], HasSubstr("$.items[0]"));
 }
 
 TEST(SnapshotTest, PodWithUnknownResourceIsSkippedWhenIgnored) {
@@ -208,15 +208,15 @@ TEST(SnapshotTest, SyntaxErrorsNameTheLine) {
   EXPECT_THAT(st.message(), HasSubstr("big.json: invalid JSON"));
   st = AddSnapshotText(R"({"apiVersion": "v1", "kind": "Service"})", "svc.json", {}, &s);
   ASSERT_FALSE(st.ok());
-  EXPECT_THAT(st.message(), HasSubstr("svc.json: /kind: 'Service' is not List"));
+  EXPECT_THAT(st.message(), HasSubstr("svc.json: $.kind: 'Service' is not List"));
   // A kind of another type: found by the k8s fuzz target (json::value threw type_error).
   st = AddSnapshotText(R"({"apiVersion": "v1", "kind": {"name": "n"}})", "odd.json", {}, &s);
   ASSERT_FALSE(st.ok());
-  EXPECT_THAT(st.message(), HasSubstr("odd.json: /kind: expected a string"));
+  EXPECT_THAT(st.message(), HasSubstr("odd.json: $.kind: expected a string"));
   st = AddSnapshotText(R"({"apiVersion": "v1", "kind": "List", "items": [{"kind": 7}]})",
                        "item.json", {}, &s);
   ASSERT_FALSE(st.ok());
-  EXPECT_THAT(st.message(), HasSubstr("/items/0 (an object without a kind)"));
+  EXPECT_THAT(st.message(), HasSubstr("$.items[0] (an object without a kind)"));
 }
 
 TEST(SnapshotTest, DuplicateNamesAreRefused) {

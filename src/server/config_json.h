@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "seedance/base/json_path.h"
 #include "seedance/base/text.h"
 
 namespace seedance::server {
@@ -25,7 +26,8 @@ absl::StatusOr<nlohmann::json> ParseConfigJson(std::string_view text, std::strin
 // "FILE: PATH: message of st", InvalidArgument.
 absl::Status WithPath(std::string_view file, const std::string& path, const absl::Status& st);
 
-// Reads one object's fields, each by name and JSON path; the first problem is kept.
+// Reads one object's fields, each by name and JSON path (base/json_path.h); the first problem is
+// kept.
 class Fields {
  public:
   Fields(const nlohmann::json& j, std::string path, std::string_view file)
@@ -80,13 +82,16 @@ class Fields {
   }
   void Fail(std::string_view key, std::string_view why) {
     if (!ok()) return;
-    status_ = absl::InvalidArgumentError(
-        absl::StrCat(base::ForTerminal(std::string(file_)), ": ", path_, key.empty() ? "" : ".",
-                     base::ForTerminal(base::Clip(std::string(key), 60)), ": ", std::string(why)));
+    // "" names the object itself.
+    const std::string at = key.empty() ? path_ : base::JsonPathChild(path_, key);
+    status_ =
+        absl::InvalidArgumentError(absl::StrCat(base::ForTerminal(std::string(file_)), ": ",
+                                                base::ForTerminal(at), ": ", std::string(why)));
   }
   bool ok() const { return status_.ok(); }
   const absl::Status& status() const { return status_; }
-  std::string At(std::string_view key) const { return absl::StrCat(path_, ".", std::string(key)); }
+  // The path of the member `key` (base/json_path.h).
+  std::string At(std::string_view key) const { return base::JsonPathChild(path_, key); }
 
  private:
   const nlohmann::json& j_;

@@ -17,6 +17,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 #include "seedance/base/clock.h"
+#include "seedance/base/json_path.h"
 #include "seedance/base/mutex.h"
 #include "seedance/base/text.h"
 #include "seedance/engine/period_controller.h"
@@ -37,7 +38,7 @@ absl::Status ParseMetrics(const JsonDoc* list, const std::string& path, std::str
   if (!list->is_array()) return WithPath(file, path, absl::InvalidArgumentError("expected a list"));
   for (size_t i = 0; i < list->size(); ++i) {
     DeploymentMetric m;
-    Fields f((*list)[i], absl::StrCat(path, "[", i, "]"), file);
+    Fields f((*list)[i], base::JsonPathIndex(path, i), file);
     f.String("name", &m.name, true);
     f.String("query", &m.query, true);
     f.Number("target_per_replica", &m.target_per_replica);
@@ -100,7 +101,7 @@ absl::Status ParseTemplate(const JsonDoc* pod, const std::string& path, std::str
   if (!body.is_object()) return WithPath(file, path, absl::InvalidArgumentError("not an object"));
   for (const char* reserved : {"name", "namespace"}) {
     if (body.contains(reserved)) {
-      return WithPath(file, absl::StrCat(path, ".", reserved),
+      return WithPath(file, base::JsonPathChild(path, reserved),
                       absl::InvalidArgumentError("set by the deployment"));
     }
   }
@@ -186,14 +187,17 @@ absl::StatusOr<DeploymentsConfig> ParseDeploymentsConfig(std::string_view text,
   }
   std::set<std::pair<std::string, std::string>> names;
   for (size_t i = 0; i < list->size(); ++i) {
-    const std::string path = absl::StrCat("$.deployments[", i, "]");
+    const std::string path = base::JsonPathIndex("$.deployments", i);
     absl::StatusOr<DeploymentSpec> d = ParseDeployment((*list)[i], path, file);
     if (!d.ok()) return d.status();
     if (!names.emplace(d->ns, d->name).second) {
-      return WithPath(file, path + ".name", absl::InvalidArgumentError("appears twice"));
+      return WithPath(file, base::JsonPathChild(path, "name"),
+                      absl::InvalidArgumentError("appears twice"));
     }
     // The autoscaler's own checks (bounds, targets), named by this path.
-    if (auto a = NewAutoscaler(*d); !a.ok()) return WithPath(file, path + ".autoscale", a.status());
+    if (auto a = NewAutoscaler(*d); !a.ok()) {
+      return WithPath(file, base::JsonPathChild(path, "autoscale"), a.status());
+    }
     c.deployments.push_back(std::move(*d));
   }
   return c;

@@ -90,6 +90,9 @@ TEST(DeploymentsConfigTest, ErrorsNameTheFileAndTheJsonPath) {
               HasSubstr("$.deployments[0].min_period_s: need 0.1 <= min_period_s"));
   EXPECT_THAT(Error(With(R"("replicas": 2)", R"("replica": 2)")),
               HasSubstr("d.json: $.deployments[0].replica: unknown field"));
+  // A key that is not a plain name is quoted (base/json_path.h), control bytes escaped.
+  EXPECT_THAT(Error(With(R"("replicas": 2)", R"("replicas": 2, "a.b\u001b": 1)")),
+              HasSubstr("d.json: $.deployments[0][\"a.b\\u001b\"]: unknown field"));
   EXPECT_THAT(Error(With(R"("target_per_replica": 20)", R"("target_per_replica": 0)")),
               HasSubstr("$.deployments[0].autoscale.metrics[0].target_per_replica: must be > 0"));
   EXPECT_THAT(Error(With(R"("gpu_milli": 250)", R"("gpu_milli": 5000)")),

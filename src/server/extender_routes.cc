@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "routes.h"
 #include "seedance/api/api.h"
+#include "seedance/base/json_path.h"
 #include "seedance/k8s/extender.h"
 
 namespace seedance::server {
@@ -65,7 +66,7 @@ void ArgsRoute(Service& s, ExtenderMemory& memory, const Request& req, Done done
   // refuses is never written to the durable state.
   for (size_t i = 0; i < args->nodes.size(); ++i) {
     const absl::Status st =
-        api::ValidateNodeSpec(args->nodes[i].spec, absl::StrCat("$.Nodes.items[", i, "]"));
+        api::ValidateNodeSpec(args->nodes[i].spec, base::JsonPathIndex("$.Nodes.items", i));
     if (!st.ok()) return done(Reply{200, verb.Failed(*args, absl::StrCat("seedance: ", st.message()))});
   }
   auto shared = std::make_shared<const k8s::ExtenderArgs>(std::move(*args));

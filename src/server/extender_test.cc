@@ -272,7 +272,7 @@ TEST(ExtenderServerTest, MalformedBodiesAre400WithTheJsonPath) {
   auto [st, err] =
       s.Verb("filter", {{"Pod", PodJson(1, {.cpu_milli = 1}, "")}, {"NodeNames", {"a", 7}}});
   EXPECT_EQ(st, 400);
-  EXPECT_EQ(err["error"]["message"].get<std::string>().rfind("/NodeNames/1: ", 0), 0u) << err;
+  EXPECT_EQ(err["error"]["message"].get<std::string>().rfind("$.NodeNames[1]: ", 0), 0u) << err;
   auto r = s.client().Post("/k8s/extender/v1/prioritize", "{\"Pod\": ", "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400);
@@ -281,7 +281,7 @@ TEST(ExtenderServerTest, MalformedBodiesAre400WithTheJsonPath) {
   auto [st2, err2] = s.Verb("filter", {{"Pod", bad}, {"NodeNames", json::array()}});
   EXPECT_EQ(st2, 400);
   EXPECT_NE(err2["error"]["message"].get<std::string>().find(
-                "/Pod/spec/containers/0/resources/requests/cpu"),
+                "$.Pod.spec.containers[0].resources.requests.cpu"),
             std::string::npos)
       << err2;
 }

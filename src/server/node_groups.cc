@@ -26,6 +26,7 @@
 #include "prometheus/histogram.h"
 #include "seedance/api/api.h"
 #include "seedance/base/clock.h"
+#include "seedance/base/json_path.h"
 #include "seedance/base/mutex.h"
 #include "seedance/base/text.h"
 #include "seedance/clusterscale/report.h"
@@ -63,12 +64,12 @@ absl::StatusOr<clusterscale::NodeGroup> ParseGroup(const JsonDoc& j, const std::
   absl::StatusOr<api::NodeRequest> r = api::DecodeNodeRequest(g.name, node->dump());
   if (!r.ok()) return WithPath(file, f.At("node"), r.status());
   if (r->cordoned) {
-    return WithPath(file, f.At("node.cordoned"),
+    return WithPath(file, base::JsonPathChild(f.At("node"), "cordoned"),
                     absl::InvalidArgumentError("a template node cannot be cordoned"));
   }
   for (const core::Taint& t : r->spec.taints) {
     if (t.effect != core::kTaintPreferNoSchedule) {
-      return WithPath(file, f.At("node.taints"),
+      return WithPath(file, base::JsonPathChild(f.At("node"), "taints"),
                       absl::InvalidArgumentError(
                           absl::StrCat("a ", t.effect,
                                        " taint: pods carry no tolerations, so no pod could go "
@@ -78,7 +79,7 @@ absl::StatusOr<clusterscale::NodeGroup> ParseGroup(const JsonDoc& j, const std::
   auto [label, added] = r->spec.labels.emplace(kNodeGroupLabel, g.name);
   if (!added && label->second != g.name) {
     return WithPath(
-        file, f.At("node.labels"),
+        file, base::JsonPathChild(f.At("node"), "labels"),
         absl::InvalidArgumentError(absl::StrCat(
             kNodeGroupLabel, " is '", base::Clip(label->second, 60), "', not the group's name")));
   }
@@ -205,7 +206,7 @@ absl::StatusOr<NodeGroupsConfig> ParseNodeGroupsConfig(std::string_view text,
   }
   std::set<std::string> names;
   for (size_t i = 0; i < groups->size(); ++i) {
-    const std::string path = absl::StrCat("$.groups[", i, "]");
+    const std::string path = base::JsonPathIndex("$.groups", i);
     absl::StatusOr<clusterscale::NodeGroup> g = ParseGroup((*groups)[i], path, file);
     if (!g.ok()) return g.status();
     // G-K of one group must not read as a node of another (a-1 and a-1-2): names are prefixes
@@ -213,7 +214,7 @@ absl::StatusOr<NodeGroupsConfig> ParseNodeGroupsConfig(std::string_view text,
     for (const std::string& other : names) {
       if (g->name.starts_with(other + "-") || other.starts_with(g->name + "-") ||
           g->name == other) {
-        return WithPath(file, path + ".name",
+        return WithPath(file, base::JsonPathChild(path, "name"),
                         absl::InvalidArgumentError(absl::StrCat(
                             "'", g->name, "' clashes with group '", other,
                             "' (the same name, or one is the other's name followed by '-')")));

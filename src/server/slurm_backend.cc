@@ -24,6 +24,7 @@
 #include "nlohmann/json.hpp"
 #include "prometheus/counter.h"
 #include "prometheus/histogram.h"
+#include "seedance/base/json_path.h"
 #include "seedance/base/mutex.h"
 #include "seedance/base/text.h"
 
@@ -646,15 +647,15 @@ absl::Status SlurmBackend::Admit(const sched::PodInfo& pod) {
   }
   if (!absl::StartsWith(script, "#!")) {
     return absl::InvalidArgumentError(
-        absl::StrCat("$.annotations.", kSlurmScript,
+        absl::StrCat(base::JsonPathChild("$.annotations", kSlurmScript),
                      ": a batch script starts with an interpreter line such as #!/bin/bash"));
   }
   int64_t limit = 0;
   const std::string tl = Annotation(pod.annotations, kSlurmTimeLimit);
   if (!tl.empty() && (!absl::SimpleAtoi(tl, &limit) || limit < 1 || limit > 525600)) {
-    return absl::InvalidArgumentError(absl::StrCat("$.annotations.", kSlurmTimeLimit,
-                                                   ": minutes, 1..525600 (got '",
-                                                   base::Clip(tl, 40), "')"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(base::JsonPathChild("$.annotations", kSlurmTimeLimit),
+                     ": minutes, 1..525600 (got '", base::Clip(tl, 40), "')"));
   }
   return absl::OkStatus();
 }

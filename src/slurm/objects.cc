@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
+#include "seedance/base/json_path.h"
 #include "seedance/base/text.h"
 
 namespace seedance::slurm {
@@ -159,7 +160,7 @@ absl::StatusOr<std::vector<Node>> ParseNodes(std::string_view body,
   for (size_t i = 0; i < nodes->size(); ++i) {
     const Json& v = (*nodes)[i];
     if (!v.is_object() || base::StringField(v, "name").empty()) {
-      return PathError(absl::StrCat("$.nodes[", i, "]"), "not a node with a name");
+      return PathError(base::JsonPathIndex("$.nodes", i), "not a node with a name");
     }
     Node n;
     n.name = base::StringField(v, "name");
@@ -180,7 +181,7 @@ absl::StatusOr<std::vector<Node>> ParseNodes(std::string_view body,
          {std::tuple{"cpus", n.cpus, kMaxCpus}, std::tuple{"real_memory", n.memory_mib, kMaxMib},
           std::tuple{"port", port, int64_t{65535}}}) {
       if (value < 0 || value > max) {
-        return PathError(absl::StrCat("$.nodes[", i, "].", field),
+        return PathError(base::JsonPathChild(base::JsonPathIndex("$.nodes", i), field),
                          absl::StrCat(value, " is out of range [0, ", max, "]"));
       }
     }
@@ -224,7 +225,7 @@ absl::StatusOr<std::vector<Job>> ParseJobs(std::string_view body) {
   for (size_t i = 0; i < jobs->size(); ++i) {
     const Json& v = (*jobs)[i];
     if (!v.is_object() || base::IntField(v, "job_id") <= 0) {
-      return PathError(absl::StrCat("$.jobs[", i, "]"), "not a job with a job_id");
+      return PathError(base::JsonPathIndex("$.jobs", i), "not a job with a job_id");
     }
     Job job;
     job.id = base::IntField(v, "job_id");

@@ -14,6 +14,7 @@
 #include "nlohmann/json.hpp"
 #include "seedance/base/build_info.h"
 #include "seedance/base/io.h"
+#include "seedance/base/json_path.h"
 #include "seedance/base/parse.h"
 #include "seedance/base/text.h"
 
@@ -26,34 +27,26 @@ namespace {
 
 using nlohmann::json;
 
-// JSON pointer escaping (RFC 6901).
-std::string Escape(std::string_view key) {
-  std::string out;
-  for (char c : key) {
-    if (c == '~')
-      out += "~0";
-    else if (c == '/')
-      out += "~1";
-    else
-      out += c;
-  }
-  return out;
+// Paths in messages: base/json_path.h ("$.nodes[0].gpus[1].util_pct").
+std::string Child(std::string_view path, std::string_view key) {
+  return base::JsonPathChild(path, key);
 }
+std::string Index(std::string_view path, size_t i) { return base::JsonPathIndex(path, i); }
 
-// Records the JSON pointer of the value being read while nlohmann's SAX parser walks a document,
+// Records the JSON path of the value being read while nlohmann's SAX parser walks a document,
 // so that a syntax error (a truncated file) can say where it happened.
 class PathTracker : public nlohmann::json_sax<json> {
  public:
-  std::string Pointer() const {
-    std::string p;
+  std::string Path() const {
+    std::string p = "$";
     for (const Frame& f : stack_) {
       if (f.is_array) {
-        if (f.index >= 0) p += "/" + std::to_string(f.index);
+        if (f.index >= 0) p = Index(p, static_cast<size_t>(f.index));
       } else if (!f.key.empty()) {
-        p += "/" + Escape(f.key);
+        p = Child(p, f.key);
       }
     }
-    return p.empty() ? "/" : p;
+    return p;
   }
   std::string error;
   size_t error_byte = 0;
@@ -129,7 +122,7 @@ const internal::JValue* FindField(const internal::JValue& o, const char* key) {
 constexpr int64_t kMaxQuantity = int64_t{1} << 40;
 
 // The values a series or a number may take; anything else (including 1e308 and -50 for a
-// percentage) is an error naming the value's JSON pointer.
+// percentage) is an error naming the value's JSON path.
 struct ValueRange {
   double lo;
   double hi;
@@ -149,90 +142,91 @@ class Reader {
  public:
   explicit Reader(std::string_view source) : source_(source) {}
 
-  void Fail(const std::string& pointer, const std::string& msg) {
+  void Fail(const std::string& path, const std::string& msg) {
     if (status_.ok())
-      status_ = absl::InvalidArgumentError(absl::StrCat(source_, ": ", pointer, ": ", msg));
+      status_ = absl::InvalidArgumentError(absl::StrCat(source_, ": ", path, ": ", msg));
   }
   bool ok() const { return status_.ok(); }
   const absl::Status& status() const { return status_; }
 
-  const J* Field(const J& obj, const std::string& ptr, const char* key, bool required) {
+  const J* Field(const J& obj, const std::string& path, const char* key, bool required) {
     const J* v = FindField(obj, key);
-    if (v == nullptr && required) Fail(ptr + "/" + key, "missing required field");
+    if (v == nullptr && required) Fail(Child(path, key), "missing required field");
     return v;
   }
-  bool Object(const J& v, const std::string& ptr) {
-    if (!v.is_object()) Fail(ptr, "expected object");
+  bool Object(const J& v, const std::string& path) {
+    if (!v.is_object()) Fail(path, "expected object");
     return ok();
   }
-  bool Array(const J& v, const std::string& ptr) {
-    if (!v.is_array()) Fail(ptr, "expected array");
+  bool Array(const J& v, const std::string& path) {
+    if (!v.is_array()) Fail(path, "expected array");
     return ok();
   }
-  void Str(const J& obj, const std::string& ptr, const char* key, bool required, std::string* out) {
+  void Str(const J& obj, const std::string& path, const char* key, bool required,
+           std::string* out) {
     if (!ok()) return;
-    const J* v = Field(obj, ptr, key, required);
+    const J* v = Field(obj, path, key, required);
     if (v == nullptr) return;
     if (!v->is_string()) {
-      Fail(ptr + "/" + key, "expected string");
+      Fail(Child(path, key), "expected string");
       return;
     }
     *out = v->template get<std::string>();
   }
   template <typename T>
-  void Int(const J& obj, const std::string& ptr, const char* key, bool required, T* out,
+  void Int(const J& obj, const std::string& path, const char* key, bool required, T* out,
            int64_t min_value = 0, int64_t max_value = kMaxQuantity) {
     if (!ok()) return;
-    const J* v = Field(obj, ptr, key, required);
+    const J* v = Field(obj, path, key, required);
     if (v == nullptr) return;
     if (!v->is_number_integer()) {
-      Fail(ptr + "/" + key, "expected integer");
+      Fail(Child(path, key), "expected integer");
       return;
     }
     const int64_t x = v->template get<int64_t>();
     if (x < min_value || x > max_value || x > static_cast<int64_t>(std::numeric_limits<T>::max())) {
-      Fail(ptr + "/" + key,
+      Fail(Child(path, key),
            absl::StrCat("out of range (got ", x, "; expected ", min_value, "..",
                         std::min<int64_t>(max_value, std::numeric_limits<T>::max()), ")"));
       return;
     }
     *out = static_cast<T>(x);
   }
-  void Num(const J& obj, const std::string& ptr, const char* key, bool required,
+  void Num(const J& obj, const std::string& path, const char* key, bool required,
            const ValueRange& range, double* out) {
     if (!ok()) return;
-    const J* v = Field(obj, ptr, key, required);
+    const J* v = Field(obj, path, key, required);
     if (v == nullptr) return;
     if (!v->is_number()) {
-      Fail(ptr + "/" + key, "expected number");
+      Fail(Child(path, key), "expected number");
       return;
     }
     const double d = v->template get<double>();
     if (!(d >= range.lo && d <= range.hi)) {
-      Fail(ptr + "/" + key,
+      Fail(Child(path, key),
            absl::StrCat(base::FormatNumber(d), " is outside ", base::FormatNumber(range.lo), "..",
                         base::FormatNumber(range.hi), " (", range.unit, ")"));
       return;
     }
     *out = d;
   }
-  void Bool(const J& obj, const std::string& ptr, const char* key, bool* out) {
+  void Bool(const J& obj, const std::string& path, const char* key, bool* out) {
     if (!ok()) return;
-    const J* v = Field(obj, ptr, key, false);
+    const J* v = Field(obj, path, key, false);
     if (v == nullptr) return;
     if (!v->is_boolean()) {
-      Fail(ptr + "/" + key, "expected true or false");
+      Fail(Child(path, key), "expected true or false");
       return;
     }
     *out = v->template get<bool>();
   }
   // A series: numbers within `range` or null, exactly `samples` long.
-  void Series(const J& obj, const std::string& ptr, const char* key, size_t samples,
+  void Series(const J& obj, const std::string& path, const char* key, size_t samples,
               const ValueRange& range, std::vector<double>* out) {
     if (!ok()) return;
-    const J* v = Field(obj, ptr, key, false);
+    const J* v = Field(obj, path, key, false);
     if (v == nullptr) return;
-    SeriesValue(*v, ptr + "/" + key, samples, range, out);
+    SeriesValue(*v, Child(path, key), samples, range, out);
   }
   void SeriesValue(const J& v, const std::string& p, size_t samples, const ValueRange& range,
                    std::vector<double>* out) {
@@ -247,7 +241,7 @@ class Reader {
       if (x.is_number()) {
         const double d = x.template get<double>();
         if (!(d >= range.lo && d <= range.hi)) {
-          Fail(absl::StrCat(p, "/", i),
+          Fail(Index(p, i),
                absl::StrCat(base::FormatNumber(d), " is outside ", base::FormatNumber(range.lo),
                             "..", base::FormatNumber(range.hi), " (", range.unit, ")"));
           return;
@@ -256,21 +250,21 @@ class Reader {
       } else if (x.is_null()) {
         (*out)[i] = Missing();
       } else {
-        Fail(absl::StrCat(p, "/", i), "expected number or null");
+        Fail(Index(p, i), "expected number or null");
         return;
       }
     }
   }
-  void IntList(const J& obj, const std::string& ptr, const char* key, std::vector<int>* out) {
+  void IntList(const J& obj, const std::string& path, const char* key, std::vector<int>* out) {
     if (!ok()) return;
-    const J* v = Field(obj, ptr, key, false);
+    const J* v = Field(obj, path, key, false);
     if (v == nullptr) return;
-    const std::string p = ptr + "/" + key;
+    const std::string p = Child(path, key);
     if (!Array(*v, p)) return;
     for (size_t i = 0; i < v->size(); ++i) {
       if (!(*v)[i].is_number_integer() || (*v)[i].template get<int64_t>() < 0 ||
           (*v)[i].template get<int64_t>() > 1 << 20) {
-        Fail(absl::StrCat(p, "/", i), "expected non-negative integer");
+        Fail(Index(p, i), "expected non-negative integer");
         return;
       }
       out->push_back((*v)[i].template get<int>());
@@ -291,11 +285,11 @@ class Reader {
     if (!ok()) return;
     if (pod->num_gpus > 0 && pod->gpu_milli == 0) pod->gpu_milli = 1000;
     if (pod->gpu_milli > 1000)
-      Fail(p + "/gpu_milli", "must be at most 1000 (one GPU)");
+      Fail(Child(p, "gpu_milli"), "must be at most 1000 (one GPU)");
     else if (pod->gpu_milli < 1000 && pod->num_gpus > 1)
-      Fail(p + "/gpu_milli", "a pod sharing a GPU (gpu_milli < 1000) uses one GPU");
+      Fail(Child(p, "gpu_milli"), "a pod sharing a GPU (gpu_milli < 1000) uses one GPU");
     else if (!pod->gpu_ids.empty() && pod->gpu_ids.size() != static_cast<size_t>(pod->num_gpus))
-      Fail(p + "/gpu_ids", absl::StrCat("expected num_gpus (", pod->num_gpus, ") entries"));
+      Fail(Child(p, "gpu_ids"), absl::StrCat("expected num_gpus (", pod->num_gpus, ") entries"));
   }
 
   void Gpu(const J& v, const std::string& p, size_t samples, GpuInfo* g) {
@@ -322,9 +316,9 @@ class Reader {
     Int(v, p, "pus", false, &t->pus);
     const J* pci = Field(v, p, "pci_devices", false);
     if (pci == nullptr || !ok()) return;
-    if (!Array(*pci, p + "/pci_devices")) return;
+    if (!Array(*pci, Child(p, "pci_devices"))) return;
     for (size_t i = 0; i < pci->size() && ok(); ++i) {
-      const std::string q = absl::StrCat(p, "/pci_devices/", i);
+      const std::string q = Index(Child(p, "pci_devices"), i);
       const J& d = (*pci)[i];
       if (!Object(d, q)) return;
       PciDeviceInfo info;
@@ -344,18 +338,18 @@ class Reader {
     Series(v, p, "cpu_util_pct", samples, kPercent, &n->cpu_util_pct);
     Series(v, p, "mem_used_mib", samples, kQuantity, &n->mem_used_mib);
     if (const J* pc = Field(v, p, "per_cpu_util_pct", false); pc != nullptr && ok()) {
-      const std::string q = p + "/per_cpu_util_pct";
+      const std::string q = Child(p, "per_cpu_util_pct");
       if (!Array(*pc, q)) return;
       n->per_cpu_util_pct.resize(pc->size());
       for (size_t i = 0; i < pc->size() && ok(); ++i) {
-        SeriesValue((*pc)[i], absl::StrCat(q, "/", i), samples, kPercent, &n->per_cpu_util_pct[i]);
+        SeriesValue((*pc)[i], Index(q, i), samples, kPercent, &n->per_cpu_util_pct[i]);
       }
     }
     if (const J* numa = Field(v, p, "numa_nodes", false); numa != nullptr && ok()) {
-      const std::string q = p + "/numa_nodes";
+      const std::string q = Child(p, "numa_nodes");
       if (!Array(*numa, q)) return;
       for (size_t i = 0; i < numa->size() && ok(); ++i) {
-        const std::string r = absl::StrCat(q, "/", i);
+        const std::string r = Index(q, i);
         const J& d = (*numa)[i];
         if (!Object(d, r)) return;
         NumaNodeInfo info;
@@ -367,35 +361,36 @@ class Reader {
       }
     }
     if (const J* topo = Field(v, p, "topology", false); topo != nullptr && ok()) {
-      Topology(*topo, p + "/topology", &n->topology);
+      Topology(*topo, Child(p, "topology"), &n->topology);
     }
     if (const J* gpus = Field(v, p, "gpus", false); gpus != nullptr && ok()) {
-      const std::string q = p + "/gpus";
+      const std::string q = Child(p, "gpus");
       if (!Array(*gpus, q)) return;
       n->gpus.resize(gpus->size());
       for (size_t i = 0; i < gpus->size() && ok(); ++i) {
-        Gpu((*gpus)[i], absl::StrCat(q, "/", i), samples, &n->gpus[i]);
+        Gpu((*gpus)[i], Index(q, i), samples, &n->gpus[i]);
       }
     }
     if (const J* pods = Field(v, p, "pods", false); pods != nullptr && ok()) {
-      const std::string q = p + "/pods";
+      const std::string q = Child(p, "pods");
       if (!Array(*pods, q)) return;
       n->pods.resize(pods->size());
       for (size_t i = 0; i < pods->size() && ok(); ++i) {
-        Pod((*pods)[i], absl::StrCat(q, "/", i), &n->pods[i]);
+        Pod((*pods)[i], Index(q, i), &n->pods[i]);
       }
     }
     if (!ok()) return;
     // Cross-references within the node.
     for (size_t i = 0; i < n->gpus.size(); ++i) {
       if (n->gpus[i].index != static_cast<int>(i)) {
-        Fail(absl::StrCat(p, "/gpus/", i, "/index"),
+        Fail(Child(Index(Child(p, "gpus"), i), "index"),
              absl::StrCat("expected ", i, " (GPUs are listed in index order)"));
         return;
       }
       for (size_t k = 0; k < n->gpus[i].nvlink_peers.size(); ++k) {
         if (n->gpus[i].nvlink_peers[k] >= static_cast<int>(n->gpus.size())) {
-          Fail(absl::StrCat(p, "/gpus/", i, "/nvlink_peers/", k), "no such GPU on this node");
+          Fail(Index(Child(Index(Child(p, "gpus"), i), "nvlink_peers"), k),
+               "no such GPU on this node");
           return;
         }
       }
@@ -403,7 +398,7 @@ class Reader {
     for (size_t i = 0; i < n->pods.size(); ++i) {
       for (size_t k = 0; k < n->pods[i].gpu_ids.size(); ++k) {
         if (n->pods[i].gpu_ids[k] >= static_cast<int>(n->gpus.size())) {
-          Fail(absl::StrCat(p, "/pods/", i, "/gpu_ids/", k), "no such GPU on this node");
+          Fail(Index(Child(Index(Child(p, "pods"), i), "gpu_ids"), k), "no such GPU on this node");
           return;
         }
       }
@@ -411,62 +406,62 @@ class Reader {
   }
 
   void Document(const J& doc, Profile* out) {
-    if (!Object(doc, "/")) return;
+    if (!Object(doc, "$")) return;
     int version = 0;
-    Int(doc, "", "version", true, &version);
+    Int(doc, "$", "version", true, &version);
     if (ok() && version != kProfileFormatVersion) {
-      Fail("/version", absl::StrCat("unsupported profile version ", version, " (this build reads ",
-                                    kProfileFormatVersion, ")"));
+      Fail("$.version", absl::StrCat("unsupported profile version ", version, " (this build reads ",
+                                     kProfileFormatVersion, ")"));
       return;
     }
     out->version = version;
-    if (const J* sv = Field(doc, "", "schema_version", false); sv != nullptr) {
+    if (const J* sv = Field(doc, "$", "schema_version", false); sv != nullptr) {
       if (!sv->is_string() || sv->template get<std::string>() != kProfileSchemaVersion) {
-        Fail("/schema_version", absl::StrCat("expected \"", kProfileSchemaVersion, "\""));
+        Fail("$.schema_version", absl::StrCat("expected \"", kProfileSchemaVersion, "\""));
         return;
       }
     }
-    Str(doc, "", "source", false, &out->source);
-    Num(doc, "", "start_unix_s", false, kUnixTime, &out->start_unix_s);
-    Num(doc, "", "interval_s", false, kSeconds, &out->interval_s);
+    Str(doc, "$", "source", false, &out->source);
+    Num(doc, "$", "start_unix_s", false, kUnixTime, &out->start_unix_s);
+    Num(doc, "$", "interval_s", false, kSeconds, &out->interval_s);
     if (ok() && !(out->interval_s > 0)) {
-      Fail("/interval_s", "must be > 0");
+      Fail("$.interval_s", "must be > 0");
       return;
     }
-    Bool(doc, "", "interrupted", &out->interrupted);
-    const J* ts = Field(doc, "", "timestamps_s", true);
+    Bool(doc, "$", "interrupted", &out->interrupted);
+    const J* ts = Field(doc, "$", "timestamps_s", true);
     if (!ok()) return;
-    if (!Array(*ts, "/timestamps_s")) return;
+    if (!Array(*ts, "$.timestamps_s")) return;
     out->timestamps_s.resize(ts->size());
     for (size_t i = 0; i < ts->size(); ++i) {
       if (!(*ts)[i].is_number()) {
-        Fail(absl::StrCat("/timestamps_s/", i), "expected number");
+        Fail(Index("$.timestamps_s", i), "expected number");
         return;
       }
       out->timestamps_s[i] = (*ts)[i].template get<double>();
       if (!(out->timestamps_s[i] >= kSeconds.lo && out->timestamps_s[i] <= kSeconds.hi)) {
-        Fail(absl::StrCat("/timestamps_s/", i),
+        Fail(Index("$.timestamps_s", i),
              absl::StrCat(base::FormatNumber(out->timestamps_s[i]), " is outside 0..",
                           base::FormatNumber(kSeconds.hi), " (seconds since start_unix_s)"));
         return;
       }
       if (i > 0 && out->timestamps_s[i] <= out->timestamps_s[i - 1]) {
-        Fail(absl::StrCat("/timestamps_s/", i), "timestamps must increase");
+        Fail(Index("$.timestamps_s", i), "timestamps must increase");
         return;
       }
     }
     const size_t samples = out->timestamps_s.size();
-    const J* nodes = Field(doc, "", "nodes", true);
-    if (!ok() || !Array(*nodes, "/nodes")) return;
+    const J* nodes = Field(doc, "$", "nodes", true);
+    if (!ok() || !Array(*nodes, "$.nodes")) return;
     out->nodes.resize(nodes->size());
     for (size_t i = 0; i < nodes->size() && ok(); ++i) {
-      Node((*nodes)[i], absl::StrCat("/nodes/", i), samples, &out->nodes[i]);
+      Node((*nodes)[i], Index("$.nodes", i), samples, &out->nodes[i]);
     }
-    if (const J* pending = Field(doc, "", "pending_pods", false); pending != nullptr && ok()) {
-      if (!Array(*pending, "/pending_pods")) return;
+    if (const J* pending = Field(doc, "$", "pending_pods", false); pending != nullptr && ok()) {
+      if (!Array(*pending, "$.pending_pods")) return;
       out->pending_pods.resize(pending->size());
       for (size_t i = 0; i < pending->size() && ok(); ++i) {
-        Pod((*pending)[i], absl::StrCat("/pending_pods/", i), &out->pending_pods[i]);
+        Pod((*pending)[i], Index("$.pending_pods", i), &out->pending_pods[i]);
       }
     }
     if (ok()) Unique(*out);
@@ -477,33 +472,34 @@ class Reader {
   void Unique(const Profile& p) {
     std::map<std::string, size_t> nodes;
     std::map<std::pair<std::string, std::string>, std::string> pods;
-    auto pod = [&](const PodInfo& x, const std::string& ptr) {
-      auto [it, fresh] = pods.emplace(std::make_pair(x.namespace_name, x.name), ptr);
+    auto pod = [&](const PodInfo& x, const std::string& path) {
+      auto [it, fresh] = pods.emplace(std::make_pair(x.namespace_name, x.name), path);
       if (!fresh) {
-        Fail(ptr + "/name",
+        Fail(Child(path, "name"),
              absl::StrCat("duplicate pod '", x.namespace_name.empty() ? "" : x.namespace_name + "/",
                           base::Clip(x.name), "' (also at ", it->second, ")"));
       }
       return ok();
     };
     for (size_t n = 0; n < p.nodes.size(); ++n) {
-      const std::string ptr = absl::StrCat("/nodes/", n);
+      const std::string path = Index("$.nodes", n);
       if (p.nodes[n].name.empty()) {
-        Fail(ptr + "/name", "empty node name");
+        Fail(Child(path, "name"), "empty node name");
         return;
       }
       auto [it, fresh] = nodes.emplace(p.nodes[n].name, n);
       if (!fresh) {
-        Fail(ptr + "/name", absl::StrCat("duplicate node name '", base::Clip(p.nodes[n].name),
-                                         "' (also at /nodes/", it->second, "/name)"));
+        Fail(Child(path, "name"),
+             absl::StrCat("duplicate node name '", base::Clip(p.nodes[n].name), "' (also at ",
+                          Child(Index("$.nodes", it->second), "name"), ")"));
         return;
       }
       for (size_t i = 0; i < p.nodes[n].pods.size(); ++i) {
-        if (!pod(p.nodes[n].pods[i], absl::StrCat(ptr, "/pods/", i))) return;
+        if (!pod(p.nodes[n].pods[i], Index(Child(path, "pods"), i))) return;
       }
     }
     for (size_t i = 0; i < p.pending_pods.size(); ++i) {
-      if (!pod(p.pending_pods[i], absl::StrCat("/pending_pods/", i))) return;
+      if (!pod(p.pending_pods[i], Index("$.pending_pods", i))) return;
     }
   }
 
@@ -582,7 +578,7 @@ absl::StatusOr<Profile> ParseProfileJson(std::string_view text, std::string_view
     const bool truncated =
         tracker.error.find("end of input") != std::string::npos || tracker.error_byte > text.size();
     return absl::InvalidArgumentError(
-        absl::StrCat(std::string(source), ": ", tracker.Pointer(), ": ",
+        absl::StrCat(std::string(source), ": ", tracker.Path(), ": ",
                      truncated ? "unexpected end of file (truncated profile?)" : "invalid JSON",
                      " (byte ", tracker.error_byte, ": ", ShortParseMessage(tracker.error), ")"));
   }

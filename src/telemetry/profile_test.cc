@@ -53,43 +53,43 @@ struct BadCase {
 TEST(ProfileJsonTest, NamesTheJsonPathOfEachProblem) {
   const BadCase cases[] = {
       {"string util", "\"util_pct\": [10, 20, 30]", "\"util_pct\": [10, \"x\", 30]",
-       "p.json: /nodes/0/gpus/0/util_pct/1: expected number or null"},
+       "p.json: $.nodes[0].gpus[0].util_pct[1]: expected number or null"},
       {"short series", "\"util_pct\": [1, 2, 3]", "\"util_pct\": [1, 2]",
-       "p.json: /nodes/0/gpus/1/util_pct: expected 3 values (one per timestamp), got 2"},
-      {"missing name", "\"name\": \"n0\", ", "", "p.json: /nodes/0/name: missing required field"},
+       "p.json: $.nodes[0].gpus[1].util_pct: expected 3 values (one per timestamp), got 2"},
+      {"missing name", "\"name\": \"n0\", ", "", "p.json: $.nodes[0].name: missing required field"},
       {"version", "\"version\": 1", "\"version\": 7",
-       "p.json: /version: unsupported profile version 7"},
+       "p.json: $.version: unsupported profile version 7"},
       {"bad gpu id", "\"gpu_ids\": [1]", "\"gpu_ids\": [5]",
-       "p.json: /nodes/0/pods/0/gpu_ids/0: no such GPU"},
+       "p.json: $.nodes[0].pods[0].gpu_ids[0]: no such GPU"},
       {"bad peer", "\"nvlink_peers\": [0]", "\"nvlink_peers\": [9]",
-       "p.json: /nodes/0/gpus/1/nvlink_peers/0: no such GPU"},
+       "p.json: $.nodes[0].gpus[1].nvlink_peers[0]: no such GPU"},
       {"nodes not array", "\"nodes\": [", "\"nodes\": 5, \"x\": [",
-       "p.json: /nodes: expected array"},
-      {"negative cpus", "\"cpus\": 8", "\"cpus\": -8", "p.json: /nodes/0/cpus: out of range"},
+       "p.json: $.nodes: expected array"},
+      {"negative cpus", "\"cpus\": 8", "\"cpus\": -8", "p.json: $.nodes[0].cpus: out of range"},
       {"timestamps order", "[0, 1, 2]", "[0, 2, 1]",
-       "p.json: /timestamps_s/2: timestamps must increase"},
+       "p.json: $.timestamps_s[2]: timestamps must increase"},
       // Meaning, not just syntax.
       {"util huge", "[10, 20, 30]", "[10, 1e308, 30]",
-       "p.json: /nodes/0/gpus/0/util_pct/1: 1e+308 is outside 0..100 (percent)"},
+       "p.json: $.nodes[0].gpus[0].util_pct[1]: 1e+308 is outside 0..100 (percent)"},
       {"util negative", "[10, 20, 30]", "[10, 20, -50]",
-       "p.json: /nodes/0/gpus/0/util_pct/2: -50 is outside 0..100 (percent)"},
+       "p.json: $.nodes[0].gpus[0].util_pct[2]: -50 is outside 0..100 (percent)"},
       {"cpu util over 100", "\"cpu_util_pct\": [1, 2, null]", "\"cpu_util_pct\": [1, 200, null]",
-       "p.json: /nodes/0/cpu_util_pct/1: 200 is outside 0..100"},
+       "p.json: $.nodes[0].cpu_util_pct[1]: 200 is outside 0..100"},
       {"negative memory series", "\"cpu_util_pct\": [1, 2, null]",
        "\"cpu_util_pct\": [1, 2, null], \"mem_used_mib\": [1, -2, 3]",
-       "p.json: /nodes/0/mem_used_mib/1: -2 is outside"},
-      {"negative timestamp", "[0, 1, 2]", "[-5, 1, 2]", "p.json: /timestamps_s/0: -5 is outside"},
+       "p.json: $.nodes[0].mem_used_mib[1]: -2 is outside"},
+      {"negative timestamp", "[0, 1, 2]", "[-5, 1, 2]", "p.json: $.timestamps_s[0]: -5 is outside"},
       {"negative start", "\"interval_s\": 1", "\"interval_s\": 1, \"start_unix_s\": -1",
-       "p.json: /start_unix_s: -1 is outside 0..100000000000 (Unix seconds)"},
+       "p.json: $.start_unix_s: -1 is outside 0..100000000000 (Unix seconds)"},
       {"zero interval", "\"interval_s\": 1", "\"interval_s\": 0",
-       "p.json: /interval_s: must be > 0"},
+       "p.json: $.interval_s: must be > 0"},
       {"schema version", "\"version\": 1", "\"version\": 1, \"schema_version\": \"trace/v9\"",
-       "p.json: /schema_version: expected \"profile/v1\""},
+       "p.json: $.schema_version: expected \"profile/v1\""},
       {"empty node name", "\"name\": \"n0\"", "\"name\": \"\"",
-       "p.json: /nodes/0/name: empty node name"},
+       "p.json: $.nodes[0].name: empty node name"},
       {"duplicate pod", "\"pending_pods\": [{\"name\": \"q\"",
        "\"pending_pods\": [{\"name\": \"p\"",
-       "p.json: /pending_pods/0/name: duplicate pod 'p' (also at /nodes/0/pods/0)"},
+       "p.json: $.pending_pods[0].name: duplicate pod 'p' (also at $.nodes[0].pods[0])"},
   };
   for (const BadCase& c : cases) {
     std::string text = kGood;
@@ -110,12 +110,12 @@ TEST(ProfileJsonTest, TruncatedFileNamesWhereItBrokeOff) {
   auto p = ParseProfileJson(text.substr(0, cut), "p.json");
   ASSERT_FALSE(p.ok());
   const std::string msg(p.status().message());
-  EXPECT_NE(msg.find("p.json: /nodes/0/gpus/0/util_pct/2: unexpected end of file"),
+  EXPECT_NE(msg.find("p.json: $.nodes[0].gpus[0].util_pct[2]: unexpected end of file"),
             std::string::npos)
       << msg;
   auto q = ParseProfileJson("{\"version\": 1, \"nodes\": [}", "q.json");
   ASSERT_FALSE(q.ok());
-  EXPECT_NE(std::string(q.status().message()).find("q.json: /nodes/0: invalid JSON"),
+  EXPECT_NE(std::string(q.status().message()).find("q.json: $.nodes[0]: invalid JSON"),
             std::string::npos)
       << q.status().message();
   EXPECT_FALSE(ParseProfileJson("", "e.json").ok());
@@ -128,9 +128,10 @@ TEST(ProfileJsonTest, DuplicateNodeNamesAreRefusedWithBothLocations) {
   auto p = ParseProfileJson(text, "d.json");
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(std::string(p.status().message())
-                .find("d.json: /nodes/2/name: duplicate node name 'n0' (also at /nodes/0/name)"),
-            std::string::npos)
+  EXPECT_NE(
+      std::string(p.status().message())
+          .find("d.json: $.nodes[2].name: duplicate node name 'n0' (also at $.nodes[0].name)"),
+      std::string::npos)
       << p.status().message();
 }
 

@@ -366,45 +366,45 @@ class FixedReply {
 TEST(PrometheusHostileServerTest, WrongTypesAnywhereAreDataLossNamingTheJsonPath) {
   struct Case {
     const char* body;
-    const char* pointer;  // expected in the message
+    const char* path;  // expected in the message
   };
   const Case cases[] = {
-      {R"({"status": 5})", "/status: expected a string"},
-      {R"([1, 2])", "/: expected an object"},
-      {R"(not json)", "/: not JSON"},
-      {R"({"status": "error", "error": "bad query"})", "/status: expected \"success\""},
-      {R"({"status": "success"})", "/data: missing"},
-      {R"({"status": "success", "data": []})", "/data: expected an object"},
+      {R"({"status": 5})", "$.status: expected a string"},
+      {R"([1, 2])", "$: expected an object"},
+      {R"(not json)", "$: not JSON"},
+      {R"({"status": "error", "error": "bad query"})", "$.status: expected \"success\""},
+      {R"({"status": "success"})", "$.data: missing"},
+      {R"({"status": "success", "data": []})", "$.data: expected an object"},
       {R"({"status": "success", "data": {"resultType": 7, "result": []}})",
-       "/data/resultType: expected a string"},
+       "$.data.resultType: expected a string"},
       {R"({"status": "success", "data": {"resultType": "matrix", "result": []}})",
-       "/data/resultType: expected \"vector\""},
+       "$.data.resultType: expected \"vector\""},
       {R"({"status": "success", "data": {"resultType": "vector", "result": {}}})",
-       "/data/result: expected an array"},
+       "$.data.result: expected an array"},
       {R"({"status": "success", "data": {"resultType": "vector", "result": [5]}})",
-       "/data/result/0: expected an object"},
+       "$.data.result[0]: expected an object"},
       {R"({"status": "success", "data": {"resultType": "vector", "result": [{"metric": {"gpu": 0},
           "value": [1, "2"]}]}})",
-       "/data/result/0/metric/gpu: expected a string"},
+       "$.data.result[0].metric.gpu: expected a string"},
       {R"({"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}}]}})",
-       "/data/result/0/value: missing"},
+       "$.data.result[0].value: missing"},
       {R"({"status": "success", "data": {"resultType": "vector",
           "result": [{"value": [1, 2]}]}})",
-       "/data/result/0/value/1: expected a string holding a number"},
+       "$.data.result[0].value[1]: expected a string holding a number"},
       {R"({"status": "success", "data": {"resultType": "vector",
           "result": [{"value": ["x", "2"]}]}})",
-       "/data/result/0/value/0: expected a number"},
+       "$.data.result[0].value[0]: expected a number"},
       {R"({"status": "success", "data": {"resultType": "vector",
           "result": [{"value": [1, "abc"]}]}})",
-       "/data/result/0/value/1: expected a number"},
+       "$.data.result[0].value[1]: expected a number"},
       {R"({"status": "success", "data": {"resultType": "vector", "result": [{"value": [1]}]}})",
-       "/data/result/0/value: expected [time"},
+       "$.data.result[0].value: expected [time"},
   };
   for (const Case& c : cases) {
     FixedReply server(c.body);
     const absl::Status s = DescribeAgainst(server.url());
     EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << c.body << " -> " << s;
-    EXPECT_NE(std::string(s.message()).find(c.pointer), std::string::npos) << s;
+    EXPECT_NE(std::string(s.message()).find(c.path), std::string::npos) << s;
     EXPECT_NE(std::string(s.message()).find("/api/v1/query"), std::string::npos) << s;
   }
   // Deep nesting is refused before it is parsed.

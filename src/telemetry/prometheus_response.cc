@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "seedance/base/json_path.h"
 #include "seedance/base/parse.h"
 #include "seedance/base/text.h"
 
@@ -14,12 +15,18 @@ namespace {
 
 using nlohmann::json;
 
+// Paths in messages: base/json_path.h ("$.data.result[3].value[1]").
+std::string Child(std::string_view path, std::string_view key) {
+  return base::JsonPathChild(path, key);
+}
+std::string Index(std::string_view path, size_t i) { return base::JsonPathIndex(path, i); }
+
 class ReplyReader {
  public:
   explicit ReplyReader(std::string_view where) : where_(where) {}
 
-  absl::Status Bad(const std::string& pointer, const std::string& what) const {
-    return absl::DataLossError(absl::StrCat(where_, ": ", pointer, ": ", what));
+  absl::Status Bad(const std::string& path, const std::string& what) const {
+    return absl::DataLossError(absl::StrCat(where_, ": ", path, ": ", what));
   }
 
   // Parses `body` and checks the envelope: {"status": "success", "data": {"resultType":
@@ -27,52 +34,52 @@ class ReplyReader {
   absl::Status Envelope(std::string_view body, const char* type, json* doc,
                         const json** result) const {
     if (body.size() > kMaxPrometheusResponseBytes) {
-      return Bad("/", absl::StrCat("reply of ", body.size(), " bytes is over the ",
+      return Bad("$", absl::StrCat("reply of ", body.size(), " bytes is over the ",
                                    kMaxPrometheusResponseBytes >> 20, " MiB limit"));
     }
     if (base::JsonNestingDepth(body, kMaxPrometheusJsonDepth) > kMaxPrometheusJsonDepth) {
-      return Bad("/", absl::StrCat("nested deeper than ", kMaxPrometheusJsonDepth, " levels"));
+      return Bad("$", absl::StrCat("nested deeper than ", kMaxPrometheusJsonDepth, " levels"));
     }
     *doc = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-    if (doc->is_discarded()) return Bad("/", "not JSON (not a Prometheus API reply)");
-    if (!doc->is_object()) return Bad("/", "expected an object (not a Prometheus API reply)");
+    if (doc->is_discarded()) return Bad("$", "not JSON (not a Prometheus API reply)");
+    if (!doc->is_object()) return Bad("$", "expected an object (not a Prometheus API reply)");
     auto status = doc->find("status");
-    if (status == doc->end()) return Bad("/status", "missing (not a Prometheus API reply)");
-    if (!status->is_string()) return Bad("/status", "expected a string");
+    if (status == doc->end()) return Bad("$.status", "missing (not a Prometheus API reply)");
+    if (!status->is_string()) return Bad("$.status", "expected a string");
     if (status->get_ref<const std::string&>() != "success") {
       std::string msg = absl::StrCat("expected \"success\", got \"",
                                      base::Clip(status->get_ref<const std::string&>()), "\"");
       const std::string err = PrometheusErrorMessage(body);
       if (!err.empty()) absl::StrAppend(&msg, ": ", err);
-      return Bad("/status", msg);
+      return Bad("$.status", msg);
     }
     auto data = doc->find("data");
-    if (data == doc->end()) return Bad("/data", "missing");
-    if (!data->is_object()) return Bad("/data", "expected an object");
+    if (data == doc->end()) return Bad("$.data", "missing");
+    if (!data->is_object()) return Bad("$.data", "expected an object");
     auto rtype = data->find("resultType");
-    if (rtype == data->end()) return Bad("/data/resultType", "missing");
-    if (!rtype->is_string()) return Bad("/data/resultType", "expected a string");
+    if (rtype == data->end()) return Bad("$.data.resultType", "missing");
+    if (!rtype->is_string()) return Bad("$.data.resultType", "expected a string");
     if (rtype->get_ref<const std::string&>() != type) {
-      return Bad("/data/resultType",
+      return Bad("$.data.resultType",
                  absl::StrCat("expected \"", type, "\", got \"",
                               base::Clip(rtype->get_ref<const std::string&>()), "\""));
     }
     auto res = data->find("result");
-    if (res == data->end()) return Bad("/data/result", "missing");
-    if (!res->is_array()) return Bad("/data/result", "expected an array");
+    if (res == data->end()) return Bad("$.data.result", "missing");
+    if (!res->is_array()) return Bad("$.data.result", "expected an array");
     *result = &*res;
     return absl::OkStatus();
   }
 
   // {"metric": {"label": "value", ...}}: labels must be strings.
-  absl::Status Labels(const json& series, const std::string& ptr, PromLabels* out) const {
-    if (!series.is_object()) return Bad(ptr, "expected an object");
+  absl::Status Labels(const json& series, const std::string& path, PromLabels* out) const {
+    if (!series.is_object()) return Bad(path, "expected an object");
     auto m = series.find("metric");
     if (m == series.end()) return absl::OkStatus();  // a series without labels
-    if (!m->is_object()) return Bad(ptr + "/metric", "expected an object");
+    if (!m->is_object()) return Bad(Child(path, "metric"), "expected an object");
     for (auto it = m->begin(); it != m->end(); ++it) {
       if (!it.value().is_string()) {
-        return Bad(absl::StrCat(ptr, "/metric/", base::Clip(it.key())), "expected a string");
+        return Bad(Child(Child(path, "metric"), it.key()), "expected a string");
       }
       (*out)[it.key()] = it.value().get<std::string>();
     }
@@ -80,19 +87,19 @@ class ReplyReader {
   }
 
   // [unix_time, "value"].
-  absl::Status Point(const json& pt, const std::string& ptr, double* t, double* v) const {
-    if (!pt.is_array() || pt.size() != 2) return Bad(ptr, "expected [time, \"value\"]");
-    if (!pt[0].is_number()) return Bad(ptr + "/0", "expected a number (Unix time)");
+  absl::Status Point(const json& pt, const std::string& path, double* t, double* v) const {
+    if (!pt.is_array() || pt.size() != 2) return Bad(path, "expected [time, \"value\"]");
+    if (!pt[0].is_number()) return Bad(Index(path, 0), "expected a number (Unix time)");
     *t = pt[0].get<double>();
-    if (!std::isfinite(*t)) return Bad(ptr + "/0", "expected a finite Unix time");
-    if (!pt[1].is_string()) return Bad(ptr + "/1", "expected a string holding a number");
+    if (!std::isfinite(*t)) return Bad(Index(path, 0), "expected a finite Unix time");
+    if (!pt[1].is_string()) return Bad(Index(path, 1), "expected a string holding a number");
     const std::string& s = pt[1].get_ref<const std::string&>();
     if (s == "NaN" || s == "+Inf" || s == "-Inf" || s == "Inf") {
       *v = std::nan("");
       return absl::OkStatus();
     }
     if (!absl::SimpleAtod(s, v)) {
-      return Bad(ptr + "/1", absl::StrCat("expected a number, got \"", base::Clip(s), "\""));
+      return Bad(Index(path, 1), absl::StrCat("expected a number, got \"", base::Clip(s), "\""));
     }
     if (!std::isfinite(*v)) *v = std::nan("");
     return absl::OkStatus();
@@ -112,14 +119,16 @@ absl::StatusOr<PromVector> ParseQueryResponse(std::string_view body, std::string
   PromVector out;
   out.reserve(result->size());
   for (size_t i = 0; i < result->size(); ++i) {
-    const std::string ptr = absl::StrCat("/data/result/", i);
+    const std::string path = Index("$.data.result", i);
     const json& series = (*result)[i];
     PromSample s;
-    if (absl::Status st = r.Labels(series, ptr, &s.metric); !st.ok()) return st;
+    if (absl::Status st = r.Labels(series, path, &s.metric); !st.ok()) return st;
     auto value = series.find("value");
-    if (value == series.end()) return r.Bad(ptr + "/value", "missing");
+    if (value == series.end()) return r.Bad(Child(path, "value"), "missing");
     double t = 0;
-    if (absl::Status st = r.Point(*value, ptr + "/value", &t, &s.value); !st.ok()) return st;
+    if (absl::Status st = r.Point(*value, Child(path, "value"), &t, &s.value); !st.ok()) {
+      return st;
+    }
     out.push_back(std::move(s));
   }
   return out;
@@ -141,17 +150,17 @@ absl::StatusOr<std::vector<PromVector>> ParseRangeResponse(std::string_view body
   const size_t steps = static_cast<size_t>(std::llround(span)) + 1;
   std::vector<PromVector> out(steps);
   for (size_t i = 0; i < result->size(); ++i) {
-    const std::string ptr = absl::StrCat("/data/result/", i);
+    const std::string path = Index("$.data.result", i);
     const json& series = (*result)[i];
     PromLabels labels;
-    if (absl::Status st = r.Labels(series, ptr, &labels); !st.ok()) return st;
+    if (absl::Status st = r.Labels(series, path, &labels); !st.ok()) return st;
     auto values = series.find("values");
-    if (values == series.end()) return r.Bad(ptr + "/values", "missing");
-    if (!values->is_array()) return r.Bad(ptr + "/values", "expected an array");
+    const std::string values_path = Child(path, "values");
+    if (values == series.end()) return r.Bad(values_path, "missing");
+    if (!values->is_array()) return r.Bad(values_path, "expected an array");
     for (size_t k = 0; k < values->size(); ++k) {
       double t = 0, v = 0;
-      if (absl::Status st = r.Point((*values)[k], absl::StrCat(ptr, "/values/", k), &t, &v);
-          !st.ok()) {
+      if (absl::Status st = r.Point((*values)[k], Index(values_path, k), &t, &v); !st.ok()) {
         return st;
       }
       const double pos = std::round((t - start) / step);

@@ -2,8 +2,8 @@
 //
 // A reply is untrusted input: every field is checked for its type and meaning, and the first
 // problem is an error that names the request (`where`, e.g. "prometheus http://h:9090
-// /api/v1/query (query 'up')") and the JSON pointer of the offending value, e.g.
-//   ...: /data/result/3/value/1: expected a string holding a number
+// /api/v1/query (query 'up')") and the JSON path of the offending value, e.g.
+//   ...: $.data.result[3].value[1]: expected a string holding a number
 // Errors are DataLoss (a malformed reply; the CLI exits 1), never an abort. Bodies over
 // kMaxPrometheusResponseBytes or nested deeper than kMaxPrometheusJsonDepth are refused before
 // they are parsed.

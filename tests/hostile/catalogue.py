@@ -1015,11 +1015,11 @@ def bad_value_cases():
         Case(B, "simulate/k8s-bad-quantity", ["simulate", "-q", "--nodes", "{kn.json}", "--pods",
                                               "{k8s_pods.json}"],
              files={"kn.json": K8S_NODES_JSON.replace('"31900m"', '"1e999"')},
-             msg=["kn.json: /items/0/status/allocatable/cpu"]),
+             msg=["kn.json: $.items[0].status.allocatable.cpu"]),
         Case(B, "simulate/k8s-negative-quantity", ["simulate", "-q", "--nodes",
                                                    "{k8s_nodes.json}", "--pods", "{kp.json}"],
              files={"kp.json": K8S_PODS_JSON.replace('"cpu": "2"', '"cpu": "-2"')},
-             msg=["kp.json: /items/0/spec/containers/0/resources/requests/cpu", "negative"]),
+             msg=["kp.json: $.items[0].spec.containers[0].resources.requests.cpu", "negative"]),
         Case(B, "profile/node-name-invalid-utf8",
              ["profile", "-q", "--duration", "1", "--interval", "0.5", "--node-name",
               os.fsdecode(b"node-\xff\xfe"), "-o", "{p.json}"], exit=(0, 2),
@@ -1107,13 +1107,13 @@ def garbage_cases():
                       out=[("o.json", "json")] if out else []))
 
     analyze_profile("util-1e308", profile_json(utils=((1e308, 2), (50, 60), (3, 4), (5, 6))),
-                    msg=["p.json", "/nodes/0/gpus/0/util_pct/0"])
+                    msg=["p.json", "$.nodes[0].gpus[0].util_pct[0]"])
     analyze_profile("util-minus-50", profile_json(utils=((-50, 2), (50, 60), (3, 4), (5, 6))),
-                    msg=["p.json", "/nodes/0/gpus/0/util_pct/0"])
+                    msg=["p.json", "$.nodes[0].gpus[0].util_pct[0]"])
     analyze_profile("util-100.5", profile_json(utils=((100.5, 2), (50, 60), (3, 4), (5, 6))),
-                    msg=["p.json", "/nodes/0/gpus/0/util_pct/0"])
+                    msg=["p.json", "$.nodes[0].gpus[0].util_pct[0]"])
     analyze_profile("util-1e400", profile_json(utils=(("1e400", 2), (50, 60), (3, 4), (5, 6))),
-                    msg=["p.json", "/nodes/0/gpus/0/util_pct/0"])
+                    msg=["p.json", "$.nodes[0].gpus[0].util_pct[0]"])
     analyze_profile("util-NaN-literal", profile_json(utils=(("NaN", 2), (50, 60), (3, 4),
                                                             (5, 6))), msg=["p.json"])
     analyze_profile("util-Infinity-literal", profile_json(utils=(("Infinity", 2), (50, 60),
@@ -1125,18 +1125,18 @@ def garbage_cases():
                     msg=["p.json"])
     analyze_profile("no-nodes", profile_json(names=(), utils=()), msg=["p.json"])
     analyze_profile("timestamps-decreasing", profile_json(timestamps="[1, 0]"),
-                    msg=["p.json", "/timestamps_s"])
+                    msg=["p.json", "$.timestamps_s"])
     analyze_profile("timestamps-equal", profile_json(timestamps="[0, 0]"),
-                    msg=["p.json", "/timestamps_s"])
+                    msg=["p.json", "$.timestamps_s"])
     analyze_profile("series-too-short", profile_json().replace('"util_pct": [1, 2]',
                                                                '"util_pct": [1]'),
-                    msg=["p.json", "/nodes/0/gpus/0/util_pct"])
+                    msg=["p.json", "$.nodes[0].gpus[0].util_pct"])
     analyze_profile("version-2", PROFILE_JSON.replace('"version": 1', '"version": 2'),
                     msg=["p.json", "version"])
     analyze_profile("version-missing", PROFILE_JSON.replace('"version": 1, ', ''),
                     msg=["p.json", "version"])
     analyze_profile("duplicate-node-names", profile_json(names=("a", "a", "c", "d")),
-                    msg=["p.json", "/nodes/1"])
+                    msg=["p.json", "$.nodes[1]"])
     analyze_profile("duplicate-key", PROFILE_JSON.replace('"version": 1,',
                                                           '"version": 1, "version": 1,'),
                     want=(0, 2), msg=["p.json"])
@@ -1162,7 +1162,7 @@ def garbage_cases():
                     profile_json(pods=['"p"']).replace('"num_gpus": 1', '"num_gpus": -1'),
                     msg=["p.json", "num_gpus"])
     analyze_profile("util-string", PROFILE_JSON.replace('[1, 2]', '["1", 2]'),
-                    msg=["p.json", "/nodes/0/gpus/0/util_pct/0"])
+                    msg=["p.json", "$.nodes[0].gpus[0].util_pct[0]"])
     analyze_profile("trailing-garbage", PROFILE_JSON + "}}", msg=["p.json"])
     analyze_profile("top-level-array", "[1, 2, 3]", msg=["p.json"])
     analyze_profile("bom", "\ufeff" + PROFILE_JSON, want=(0, 2), msg=["p.json"])
@@ -1176,7 +1176,7 @@ def garbage_cases():
                                                                       "d")),
                     want=(0, 2), msg=["p.json"])
     analyze_profile("name-empty", profile_json(names=('""', "b", "c", "d")), msg=["p.json",
-                                                                                   "/nodes/0"])
+                                                                                   "$.nodes[0]"])
     # Prices: every non-finite, negative or meaningless value is refused with its line.
     for name, body, line in (
             ("inf", "gpu_usd_per_hour:\n  L4: .inf\n", 2),

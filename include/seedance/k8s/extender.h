@@ -69,8 +69,9 @@ struct PreemptionArgs {
   std::map<std::string, std::pair<std::vector<std::string>, int64_t>> victims;
 };
 
-// InvalidArgument naming the JSON pointer ("/Pod/spec/containers/0/resources/requests/cpu: ...";
-// "/NodeNames/3: expected a string") for a body that is not what the scheduler sends.
+// InvalidArgument naming the JSON path, in the syntax of base/json_path.h
+// ("$.Pod.spec.containers[0].resources.requests.cpu: ..."; "$.NodeNames[3]: expected a string"),
+// for a body that is not what the scheduler sends.
 [[nodiscard]] absl::StatusOr<ExtenderArgs> ParseExtenderArgs(std::string_view body);
 [[nodiscard]] absl::StatusOr<BindingArgs> ParseBindingArgs(std::string_view body);
 [[nodiscard]] absl::StatusOr<PreemptionArgs> ParsePreemptionArgs(std::string_view body);

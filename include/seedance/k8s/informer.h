@@ -8,8 +8,8 @@
 //          BOOKMARK | ERROR, "object": ...}; the watch resumes from the last resourceVersion
 //          seen when the server ends it, and lists again after an ERROR event with code 410
 //          (Gone: that resourceVersion is too old) or a broken connection.
-// Objects are decoded by objects.h; one that does not decode is skipped and counted (its
-// pointer and message are kept for the log), never fatal.
+// Objects are decoded by objects.h; one that does not decode is skipped and counted (its JSON
+// path and message are kept for the log), never fatal.
 //
 // Thread-safety: Run blocks its calling thread; Stop may be called from any thread.
 #ifndef SEEDANCE_K8S_INFORMER_H_

@@ -26,8 +26,9 @@
 //
 // What Seedance does not understand (an extended resource it does not know, containers asking
 // for different GPU shares) is not an error of the JSON: it is reported as an Unknown with its
-// JSON pointer, and the caller decides whether to refuse or skip the object. Malformed JSON
-// (wrong types, bad quantities) is InvalidArgument naming the JSON pointer.
+// JSON path, and the caller decides whether to refuse or skip the object. Malformed JSON (wrong
+// types, bad quantities) is InvalidArgument naming the JSON path. Paths are those of
+// base/json_path.h: "$.items[0].spec.containers[1].resources.limits[\"amd.com/gpu\"]".
 //
 // Thread-safety: pure functions over values.
 #ifndef SEEDANCE_K8S_OBJECTS_H_
@@ -72,8 +73,8 @@ inline constexpr char kGfdMemoryLabel[] = "nvidia.com/gpu.memory";
 
 // Something well-formed that Seedance cannot honour.
 struct Unknown {
-  std::string pointer;  // JSON pointer of the field or object
-  std::string what;     // e.g. "extended resource amd.com/gpu"
+  std::string path = {};  // JSON path of the field or object (base/json_path.h)
+  std::string what;       // e.g. "extended resource amd.com/gpu"
 };
 
 struct Node {
@@ -123,16 +124,14 @@ struct Pod {
   int32_t ShareFor(int64_t node_gpu_memory_mib) const;
 };
 
-// Decode `j` (a v1.Node / v1.Pod object), `pointer` its JSON pointer for messages. Malformed
-// fields are InvalidArgument "POINTER/field: ..."; well-formed things Seedance cannot honour go
-// to `unknown` (and the object is still filled as far as it goes).
-[[nodiscard]] absl::Status DecodeNode(const nlohmann::json& j, const std::string& pointer,
-                                      Node* out, std::vector<Unknown>* unknown);
-[[nodiscard]] absl::Status DecodePod(const nlohmann::json& j, const std::string& pointer, Pod* out,
+// Decode `j` (a v1.Node / v1.Pod object), `path` its JSON path for messages ("$" for a whole
+// document, "$.items[3]" for an element of a list). Malformed fields are InvalidArgument
+// "PATH.field: ..."; well-formed things Seedance cannot honour go to `unknown` (and the object is
+// still filled as far as it goes).
+[[nodiscard]] absl::Status DecodeNode(const nlohmann::json& j, const std::string& path, Node* out,
+                                      std::vector<Unknown>* unknown);
+[[nodiscard]] absl::Status DecodePod(const nlohmann::json& j, const std::string& path, Pod* out,
                                      std::vector<Unknown>* unknown);
-
-// JSON pointer escaping of one reference token ("~" -> "~0", "/" -> "~1").
-std::string PointerToken(std::string_view token);
 
 }  // namespace seedance::k8s
 

@@ -4,7 +4,7 @@
 // Each file holds a List (kind List, NodeList or PodList, items of kind Node or Pod) or a single
 // Node or Pod; several files merge. Objects are decoded by objects.h. Anything Seedance does not
 // understand (an item of another kind, an extended resource it cannot honour, a GPU placed on a
-// node without that GPU) is named with its file and JSON pointer; it is an error unless
+// node without that GPU) is named with its file and JSON path; it is an error unless
 // SnapshotOptions::ignore_unknown, which skips the object (a node keeps everything but the
 // ignored resource) and records a warning. Succeeded and Failed pods hold nothing and are
 // counted, not kept. A share of a GPU asked by memory (HAMi nvidia.com/gpumem, KAI gpu-memory,
@@ -42,7 +42,7 @@ struct Snapshot {
 bool LooksLikeSnapshot(std::string_view text);
 
 // Adds the objects of one file's text to `snapshot`; `source` (the file name) prefixes errors:
-// "nodes.json: /items/3/status/allocatable/cpu: 'x' is not a Kubernetes quantity ...".
+// "nodes.json: $.items[3].status.allocatable.cpu: 'x' is not a Kubernetes quantity ...".
 // Call Finish once all files are in.
 [[nodiscard]] absl::Status AddSnapshotText(std::string_view text, std::string_view source,
                                            const SnapshotOptions& options, Snapshot* snapshot);

@@ -88,7 +88,7 @@ struct PrometheusOptions {
 // Fails at once (InvalidArgument) for a malformed URL or timeout. Describe and Sample fail with
 // Unavailable (connection refused, HTTP error status), DeadlineExceeded (no complete reply within
 // timeout_s), ResourceExhausted (a reply over 256 MiB) or DataLoss (a reply that is not what the
-// Prometheus API documents: the message names the URL path and the JSON pointer); the CLI exits 1
+// Prometheus API documents: the message names the URL path and the JSON path); the CLI exits 1
 // for all of them. Values a server reports outside their meaning (a utilisation of 1e308, a
 // negative memory size) are recorded as missing (null), never as garbage.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<Collector>> NewPrometheusCollector(

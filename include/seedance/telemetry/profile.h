@@ -7,9 +7,9 @@
 // at timestamps_s[i]; a value that could not be measured is NaN (JSON null).
 //
 // The JSON form is versioned (kProfileFormatVersion) and documented in docs/formats/profile.md.
-// ParseProfileJson reports the first problem with the file name and the JSON pointer of the
-// offending value, e.g. "p.json: /nodes/3/gpus/0/util_pct/7: expected number"; a syntax error
-// (truncated file) names the byte offset and the JSON pointer of the value being read.
+// ParseProfileJson reports the first problem with the file name and the JSON path of the
+// offending value, e.g. "p.json: $.nodes[3].gpus[0].util_pct[7]: expected number"; a syntax error
+// (truncated file) names the byte offset and the JSON path of the value being read.
 //
 // Thread-safety: plain values and pure functions.
 #ifndef SEEDANCE_TELEMETRY_PROFILE_H_
@@ -120,7 +120,7 @@ struct Profile {
 };
 
 // Parses a profile. `source` (usually the file name) prefixes every error message. Errors are
-// InvalidArgument and carry the JSON pointer of the problem. Also checks that every series has
+// InvalidArgument and carry the JSON path of the problem. Also checks that every series has
 // one value per sample, that values mean something (percentages within 0..100, quantities
 // non-negative, times finite), that node names and pods (namespace + name) are unique, and that
 // GPU indices in pods and NVLink peers exist.

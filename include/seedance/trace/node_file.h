@@ -21,7 +21,7 @@ struct InputOptions {
 };
 
 bool IsDescriptorPath(const std::string& path);
-// InvalidArgument naming the file (and line, or JSON pointer) for bad content, or an empty node
+// InvalidArgument naming the file (and line, or JSON path) for bad content, or an empty node
 // list. Warnings (a snapshot's skipped objects) go to `warnings` when given.
 absl::StatusOr<std::vector<core::NodeSpec>> ReadNodeFile(
     const std::string& path, const InputOptions& options = {},
