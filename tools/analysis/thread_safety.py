@@ -157,7 +157,8 @@ def built_with_analysis(entry):
     args = entry.get("arguments") or shlex.split(entry["command"])
     if "clang" not in os.path.basename(args[0]):
         return False
-    if "-Wno-error" in args or "-Wno-thread-safety" in args:
+    if any(a == "-Wno-error" or a.startswith(("-Wno-thread-safety", "-Wno-error=thread-safety"))
+           for a in args):
         return False
     return "-Wthread-safety" in args and ("-Werror" in args or "-Werror=thread-safety" in args)
 

@@ -96,7 +96,9 @@ def main():
     for command, want in (("/usr/bin/clang++ -Wall -Werror -Wthread-safety -c a.cc", True),
                           ("/usr/bin/c++ -Wall -Werror -Wthread-safety -c a.cc", False),
                           ("/usr/bin/clang++ -Wall -Werror -c a.cc", False),
-                          ("clang++ -Werror -Wthread-safety -Xclang -Wno-error -c a.cc", False)):
+                          ("clang++ -Werror -Wthread-safety -Xclang -Wno-error -c a.cc", False),
+                          ("clang++ -Werror -Wthread-safety -Wno-error=thread-safety -c a.cc",
+                           False)):
         got = ts.built_with_analysis({"command": command})
         failures += got != want
         print(("ok   " if got == want else "FAIL ") + f"built with the analysis: {command}: {got}")
