@@ -1,5 +1,6 @@
 #include "seedance/sched/scheduler.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -15,6 +16,8 @@ constexpr std::string_view kChangeNames[] = {"NodeAdded",  "NodeUpdated", "NodeD
                                              "PodUnbound", "PodDeleted"};
 
 std::string Str(std::string_view s) { return std::string(s); }
+// Debian's Abseil has its own string_view: the hash maps' heterogeneous lookups need it.
+absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 }  // namespace
 
@@ -28,6 +31,25 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(SchedulerOptions op
   absl::StatusOr<core::ClusterState> state = core::ClusterState::Create({});
   if (!state.ok()) return state.status();
   return std::unique_ptr<Scheduler>(new Scheduler(std::move(options), std::move(*state)));
+}
+
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(SchedulerOptions options,
+                                                             core::ClusterState cluster) {
+  if (cluster.gpu_allocated_milli() != 0 || cluster.cpu_allocated_milli() != 0) {
+    return absl::InvalidArgumentError("a scheduler starts from a cluster that holds no pods");
+  }
+  absl::StatusOr<std::unique_ptr<Scheduler>> s = Create(std::move(options));
+  if (!s.ok()) return s.status();
+  (*s)->state_ = std::move(cluster);
+  return s;
+}
+
+absl::Status Scheduler::BuildDefaultProfile() {
+  PodInfo none;
+  const ProfileSelector selector = std::exchange(selector_, nullptr);
+  absl::Status st = FrameworkFor(none).status();
+  selector_ = selector;
+  return st;
 }
 
 Scheduler::Scheduler(SchedulerOptions options, core::ClusterState state)
@@ -117,7 +139,6 @@ absl::Status Scheduler::SubmitPod(PodInfo pod, double now_s) {
   pod.phase = PodPhase::kPending;
   pod.placement = core::Placement{};
   const std::string uid = pod.uid;
-  const int32_t priority = pod.priority;
   if (absl::Status st = ledger_.Add(std::move(pod)); !st.ok()) return st;
   const uint64_t id = next_queue_id_++;
   queue_uid_[id] = uid;
@@ -127,9 +148,7 @@ absl::Status Scheduler::SubmitPod(PodInfo pod, double now_s) {
   Account(*added, false, +1);
   JoinGang(*added);
   LearnArrival(*added);
-  queue_.Add(
-      {.id = id, .priority = priority, .seq = next_seq_++, .attempts = 0, .arrived_s = now_s},
-      now_s);
+  queue_.Add(NewQueued(*added, id, now_s), now_s);
   return absl::OkStatus();
 }
 
@@ -172,7 +191,7 @@ absl::Status Scheduler::DeletePod(std::string_view uid, double now_s) {
   Account(*pod, placed, -1);
   LeaveGang(*pod);
   if (placed) ReleaseResources(*pod);
-  if (auto it = uid_queue_.find(uid); it != uid_queue_.end()) {
+  if (auto it = uid_queue_.find(Sv(uid)); it != uid_queue_.end()) {
     queue_.Remove(it->second);
     queue_uid_.erase(it->second);
     uid_queue_.erase(it);
@@ -202,12 +221,70 @@ void Scheduler::ReleaseResources(const PodInfo& pod) {
                           << " cannot be released: " << st.message();
 }
 
+QueuedPod Scheduler::NewQueued(const PodInfo& pod, uint64_t id, double now_s) {
+  return {.id = id,
+          .priority = pod.priority,
+          .seq = next_seq_++,
+          .attempts = 0,
+          .group = GroupOf(pod),
+          .arrived_s = now_s};
+}
+
+uint64_t Scheduler::GroupOf(const PodInfo& pod) {
+  if (!options_.equivalence_groups || !pod.gang.empty()) return 0;
+  // Everything a decision reads of a pod outside a gang: the profile selector, the queue
+  // (namespace), preemption (priority), the fit (GPU spec and shape). '\x1f' cannot occur in a
+  // namespace, label or GPU spec the API accepts; a caller's odd string only splits a group.
+  std::string key =
+      absl::StrCat(pod.ns, "\x1f", pod.priority, "\x1f", pod.gpu_spec, "\x1f", pod.shape.cpu_milli,
+                   ",", pod.shape.memory_mib, ",", pod.shape.num_gpu, ",", pod.shape.gpu_milli);
+  for (const auto& [k, v] : pod.labels) absl::StrAppend(&key, "\x1f", k, "=", v);
+  auto [it, added] = group_ids_.try_emplace(std::move(key), group_ids_.size() + 1);
+  if (added) group_requests_.push_back({pod.gpu_spec, pod.shape});
+  return it->second;
+}
+
+std::optional<core::PodShape> Scheduler::QueuedShape(const QueuedPod& q) const {
+  if (q.group != 0) {
+    const GroupRequest& g = group_requests_[q.group - 1];
+    core::PodShape shape = g.shape;
+    shape.gpu_model_mask = state_.ModelMask(g.gpu_spec);
+    return shape;
+  }
+  const PodInfo* p = ByQueueId(q.id);
+  if (p == nullptr) return std::nullopt;
+  return ResolvedShape(*p);
+}
+
 void Scheduler::RequeueAfterRoomFreed(int node, double now_s) {
+  if (options_.room_freed == RoomFreedWake::kBestFirst) {
+    if (std::find(freed_nodes_.begin(), freed_nodes_.end(), node) == freed_nodes_.end()) {
+      freed_nodes_.push_back(node);
+    }
+    return WakeBestForFreedRoom(now_s);
+  }
   // Only the freed node gained room: wake the pods that would fit there now.
   queue_.OnEvent(QueueEvent::kPodDeleted, now_s, [this, node](const QueuedPod& q) {
-    const PodInfo* p = ByQueueId(q.id);
-    return p != nullptr && state_.alive(node) && state_.Fits(node, ResolvedShape(*p));
+    const std::optional<core::PodShape> shape = QueuedShape(q);
+    return shape && state_.alive(node) && state_.Fits(node, *shape);
   });
+}
+
+void Scheduler::WakeBestForFreedRoom(double now_s) {
+  auto hint = [this](const QueuedPod& q) {
+    const std::pair<uint64_t, uint64_t> key =
+        q.group != 0 ? std::pair<uint64_t, uint64_t>{q.group, 0} : std::pair{uint64_t{0}, q.id};
+    for (const auto& failed : failed_since_freed_) {
+      if (failed == key) return false;
+    }
+    const std::optional<core::PodShape> shape = QueuedShape(q);
+    if (!shape) return false;
+    for (int node : freed_nodes_) {
+      if (state_.alive(node) && state_.Fits(node, *shape)) return true;
+    }
+    return false;
+  };
+  queue_.OnEvent(QueueEvent::kPodDeleted, now_s, hint, 1);
 }
 
 const PodInfo* Scheduler::ByQueueId(uint64_t id) const {
@@ -217,7 +294,7 @@ const PodInfo* Scheduler::ByQueueId(uint64_t id) const {
 
 absl::Status Scheduler::Bind(std::string_view uid) {
   if (absl::Status st = ledger_.Bind(uid); !st.ok()) return st;
-  if (auto it = bind_failures_.find(uid); it != bind_failures_.end()) bind_failures_.erase(it);
+  if (auto it = bind_failures_.find(Sv(uid)); it != bind_failures_.end()) bind_failures_.erase(it);
   Record(Change::kPodBound, Str(uid));
   return absl::OkStatus();
 }
@@ -238,8 +315,7 @@ absl::Status Scheduler::Forget(std::string_view uid, double now_s, std::string_v
   const uint64_t id = next_queue_id_++;
   queue_uid_[id] = Str(uid);
   uid_queue_[Str(uid)] = id;
-  QueuedPod q{
-      .id = id, .priority = pod->priority, .seq = next_seq_++, .attempts = 0, .arrived_s = now_s};
+  QueuedPod q = NewQueued(*pod, id, now_s);
   if (reason.empty()) {
     queue_.Add(q, now_s);
   } else {
@@ -273,12 +349,7 @@ absl::Status Scheduler::Evict(std::string_view uid, double now_s) {
     const uint64_t id = next_queue_id_++;
     queue_uid_[id] = copy.uid;
     uid_queue_[copy.uid] = id;
-    queue_.Add({.id = id,
-                .priority = copy.priority,
-                .seq = next_seq_++,
-                .attempts = 0,
-                .arrived_s = now_s},
-               now_s);
+    queue_.Add(NewQueued(copy, id, now_s), now_s);
     RequeueAfterRoomFreed(node, now_s);
     return absl::OkStatus();
   }
@@ -328,6 +399,8 @@ absl::StatusOr<Framework*> Scheduler::FrameworkFor(const PodInfo& pod, bool* cre
   FrameworkOptions fo;
   fo.seed = options_.seed;
   fo.score_cache = options_.score_cache;
+  fo.node_order = options_.node_order;
+  fo.topology_gpus = options_.topology_gpus;
   Placer placer{spec, std::make_unique<Framework>(std::move(*profile), std::move(fo))};
   Framework* fw = placer.framework.get();
   placers_.insert_or_assign(spec.name, std::move(placer));
@@ -345,9 +418,21 @@ int Scheduler::RunCycles(double now_s, int max_pods) {
   int tried = 0;
   while (tried < max_pods) {
     std::optional<QueuedPod> q = queue_.Pop(now_s);
-    if (!q) break;
+    if (!q) {
+      // Dry: the room freed so far has been offered to every request that fits it.
+      freed_nodes_.clear();
+      failed_since_freed_.clear();
+      break;
+    }
     ++tried;
+    const int64_t placed_before = attempts_scheduled_;
     TryOne(*q, now_s);
+    if (freed_nodes_.empty()) continue;
+    if (attempts_scheduled_ == placed_before) {
+      failed_since_freed_.push_back(q->group != 0 ? std::pair<uint64_t, uint64_t>{q->group, 0}
+                                                  : std::pair{uint64_t{0}, q->id});
+    }
+    WakeBestForFreedRoom(now_s);
   }
   return tried;
 }
@@ -386,7 +471,9 @@ void Scheduler::TryOne(const QueuedPod& q, double now_s) {
   }
   if (!out.ok()) {
     ++attempts_unschedulable_;
-    last_failure_[uid] = FitErrorMessage((*fw)->Explain(shape, state_));
+    if (options_.record_failures) {
+      last_failure_[uid] = FitErrorMessage((*fw)->Explain(shape, state_));
+    }
     queue_.AddUnschedulable(q, now_s);
     return;
   }
@@ -400,7 +487,7 @@ void Scheduler::CommitPlacement(const std::string& uid, const Outcome& out, doub
   last_failure_.erase(uid);
   last_eviction_.erase(uid);
   placed_by_[uid] = selector_ ? selector_(*pod).name : options_.default_profile.name;
-  if (auto it = uid_queue_.find(uid); it != uid_queue_.end()) {
+  if (auto it = uid_queue_.find(Sv(uid)); it != uid_queue_.end()) {
     queue_.Remove(it->second);  // a gang member other than the popped one is still queued
     queue_uid_.erase(it->second);
     uid_queue_.erase(it);
@@ -424,12 +511,12 @@ absl::StatusOr<Diagnosis> Scheduler::Explain(std::string_view uid) const {
 }
 
 std::string Scheduler::LastFailure(std::string_view uid) const {
-  auto it = last_failure_.find(uid);
+  auto it = last_failure_.find(Sv(uid));
   return it == last_failure_.end() ? "" : it->second;
 }
 
 std::string Scheduler::LastEviction(std::string_view uid) const {
-  auto it = last_eviction_.find(uid);
+  auto it = last_eviction_.find(Sv(uid));
   return it == last_eviction_.end() ? "" : it->second;
 }
 

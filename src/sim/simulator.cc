@@ -5,12 +5,14 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <queue>
 #include <random>
 #include <set>
 #include <tuple>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "seedance/base/check.h"
@@ -20,6 +22,7 @@
 #include "seedance/sched/ledger.h"
 #include "seedance/sched/queue.h"
 #include "seedance/sched/registry.h"
+#include "seedance/sched/scheduler.h"
 #include "seedance/sim/go_rand.h"
 
 namespace seedance::sim {
@@ -413,32 +416,6 @@ absl::StatusOr<ReplayPlan> PlanReplay(const std::vector<PodSpec>& trace, const S
   return r;
 }
 
-// One equivalence group (1, 2, ...) per distinct request of the trace: each trace pod's group,
-// and each group's request (index 0 unused).
-struct RequestGroups {
-  std::vector<uint64_t> of_pod;
-  std::vector<PodShape> shape;
-};
-
-RequestGroups GroupRequests(const std::vector<PodSpec>& trace) {
-  struct ShapeLess {
-    bool operator()(const PodShape& a, const PodShape& b) const {
-      return std::tie(a.cpu_milli, a.memory_mib, a.num_gpu, a.gpu_milli, a.gpu_model_mask) <
-             std::tie(b.cpu_milli, b.memory_mib, b.num_gpu, b.gpu_milli, b.gpu_model_mask);
-    }
-  };
-  std::map<PodShape, uint64_t, ShapeLess> ids;
-  RequestGroups out;
-  out.of_pod.reserve(trace.size());
-  out.shape.emplace_back();
-  for (const PodSpec& p : trace) {
-    auto [it, added] = ids.emplace(p.shape, out.shape.size());
-    if (added) out.shape.push_back(p.shape);
-    out.of_pod.push_back(it->second);
-  }
-  return out;
-}
-
 // Churn's arrival stream over [0, end_s): Poisson arrivals of the trace's pods with lifetimes,
 // starting in steady state when o.warm_start.
 absl::StatusOr<ReplayPlan> ChurnArrivals(const std::vector<PodSpec>& trace, double capacity,
@@ -537,47 +514,154 @@ struct WindowMeter {
   }
 };
 
-// After a departure from node `freed`, only that node gained room, so only pods that fit there
-// can start now. They start best (priority, then arrival) first until none fits: the event
-// wakes the best waiting request that fits the freed node, and after each placement (or
-// failure) the next one, so that each is chosen against the cluster as the previous one left
-// it. A request that fails is skipped for the rest of this departure; one that no longer fits
-// the freed node goes back unschedulable with its whole group. `started(id, t, outcome)`
-// records a placement.
-template <typename Started>
-absl::Status StartOnFreedNode(int freed, double t, const RequestGroups& groups, ClusterState& state,
-                              sched::Framework& fw, sched::SchedulingQueue& queue,
-                              Started& started) {
-  std::vector<uint64_t> failed_here;
-  auto wake_best = [&] {
-    queue.OnEvent(
-        sched::QueueEvent::kPodDeleted, t,
-        [&](const sched::QueuedPod& q) {
-          for (uint64_t f : failed_here) {
-            if (f == q.group) return false;
-          }
-          return state.Fits(freed, groups.shape[q.group]);
-        },
-        1);
+// The live scheduler on simulated time: the server's sched::Scheduler with internal binding, a
+// queue without backoff (a pod is retried as soon as room may have freed for it) that orders by
+// priority (high first), then arrival, pods with the same request in one equivalence group (a
+// retry costs one fit test per distinct request, not per waiting pod), and RoomFreedWake::
+// kBestFirst: after a departure the best waiting request that fits the freed node is tried,
+// then the next, each against the cluster as the previous one left it.
+absl::StatusOr<std::unique_ptr<sched::Scheduler>> MakeScheduler(const std::string& policy,
+                                                                const std::vector<PodSpec>& trace,
+                                                                const SimOptions& o,
+                                                                ClusterState state) {
+  // The registry's own error (NotFound, naming the policy and the ones there are).
+  if (!sched::Registry::Builtins().Contains(policy)) {
+    return sched::Registry::Builtins().Create(policy, sched::PolicyContext{}).status();
+  }
+  sched::SchedulerOptions so;
+  so.default_profile = {"default", policy, o.policy_params, {}};
+  so.seed = o.seed;
+  so.queue.initial_backoff_s = 0;
+  so.queue.max_backoff_s = 0;
+  so.queue.max_unschedulable_s = INFINITY;
+  so.score_cache = o.score_cache;
+  so.oracle_workload = TypicalOf(trace, o);
+  so.node_order = sched::Framework::RandomNodeOrder(state.num_nodes(), o.seed);
+  so.topology_gpus = o.topology_gpus;
+  so.equivalence_groups = true;
+  so.room_freed = sched::RoomFreedWake::kBestFirst;
+  so.record_failures = false;
+  absl::StatusOr<std::unique_ptr<sched::Scheduler>> s =
+      sched::Scheduler::Create(std::move(so), std::move(state));
+  if (!s.ok()) return s.status();
+  if (absl::Status st = (*s)->BuildDefaultProfile(); !st.ok()) return st;
+  return s;
+}
+
+// What RunQueued keeps of a run while the scheduler runs it: the pods running (by when they
+// depart), the meters, and the event log of record_placements.
+class QueuedRun {
+ public:
+  QueuedRun(const std::vector<PodSpec>& trace, const std::vector<Arrival>& arrivals,
+            const ClusterState& state, const SimOptions& o, RunResult* r)
+      : trace_(trace),
+        arrivals_(arrivals),
+        gpu_price_(GpuPrices(state)),
+        record_(o.record_placements),
+        r_(r) {
+    for (int n = 0; n < state.num_nodes(); ++n) {
+      idle_cost_rate_ += gpu_price_[n] * state.node(n).num_gpus;
+    }
+  }
+
+  void Arrive(size_t id, double t) {
+    ++r_->pods_arrived;
+    if (record_)
+      r_->events.push_back(
+          {SimEvent::kArrive, t, static_cast<int64_t>(id), arrivals_[id].trace_index, {}});
+  }
+  // The next departure's time (INFINITY: none) and arrival index.
+  double NextDepartureTime() const {
+    return departures_.empty() ? INFINITY : departures_.top().end_s;
+  }
+  size_t PopDeparture(double t) {
+    const size_t id = static_cast<size_t>(departures_.top().id);
+    departures_.pop();
+    ++departed_;
+    if (record_) r_->events.push_back({SimEvent::kDepart, t, static_cast<int64_t>(id), -1, {}});
+    return id;
+  }
+  void Departed(size_t id, const core::Placement& p) {
+    idle_cost_rate_ +=
+        gpu_price_[p.node] * static_cast<double>(ShapeOf(id).TotalGpuMilli()) / 1000.0;
+  }
+  void Started(size_t id, double t, const ClusterState& state, const core::Placement& p) {
+    r_->topology.Add(state, p);
+    idle_cost_rate_ -=
+        gpu_price_[p.node] * static_cast<double>(ShapeOf(id).TotalGpuMilli()) / 1000.0;
+    ++r_->pods_scheduled;
+    if (arrivals_[id].time_s >= meter_.warmup_s) delays_.push_back(t - arrivals_[id].time_s);
+    if (arrivals_[id].lifetime_s >= 0) {
+      departures_.push({t + arrivals_[id].lifetime_s, static_cast<int>(id)});
+    }
+    if (record_) r_->events.push_back({SimEvent::kStart, t, static_cast<int64_t>(id), -1, p});
+  }
+  void Advance(double t, const ClusterState& state) {
+    meter_.Advance(t, state, idle_cost_rate_, &r_->unalloc_series);
+  }
+  void StartMeter(double warmup_s, double end_s, double capacity) {
+    meter_.warmup_s = warmup_s;
+    meter_.end_s = end_s;
+    meter_.capacity = capacity;
+  }
+  // A pod still waiting at the end waited from its arrival to the end.
+  void StillWaiting(size_t id) {
+    if (arrivals_[id].time_s >= meter_.warmup_s)
+      delays_.push_back(meter_.end_s - arrivals_[id].time_s);
+  }
+  int64_t departed() const { return departed_; }
+  void Report() {
+    meter_.Report(r_);
+    r_->queue_delay_p50_s = Percentile(delays_, 0.50);
+    r_->queue_delay_p99_s = Percentile(delays_, 0.99);
+  }
+
+ private:
+  const PodShape& ShapeOf(size_t id) const { return trace_[arrivals_[id].trace_index].shape; }
+  struct Running {
+    double end_s;
+    int id;
+    bool operator>(const Running& o) const {
+      return end_s > o.end_s || (end_s == o.end_s && id > o.id);
+    }
   };
-  wake_best();
-  while (std::optional<sched::QueuedPod> q = queue.Pop(t)) {
-    const PodShape& want = groups.shape[q->group];
-    if (!state.Fits(freed, want)) {
-      queue.AddUnschedulable(*q, t);
-      continue;
+  const std::vector<PodSpec>& trace_;
+  const std::vector<Arrival>& arrivals_;
+  const std::vector<double> gpu_price_;
+  const bool record_;
+  RunResult* r_;
+  double idle_cost_rate_ = 0;  // USD per hour of the free GPUs
+  std::priority_queue<Running, std::vector<Running>, std::greater<Running>> departures_;
+  WindowMeter meter_;
+  std::vector<double> delays_;
+  int64_t departed_ = 0;
+};
+
+// The pods the last event placed: every PodBound change since, in order (uid = arrival index).
+absl::Status CollectStarts(sched::Scheduler& s, double t, QueuedRun& run) {
+  if (s.attempts_error() != 0) {
+    return absl::InternalError("simulator: the scheduler could not build the policy's framework");
+  }
+  for (const sched::Change& c : s.TakeChanges()) {
+    if (c.kind != sched::Change::kPodBound) continue;
+    size_t id = 0;
+    const sched::PodInfo* pod = s.ledger().Find(c.key);
+    if (pod == nullptr || !absl::SimpleAtoi(c.key, &id)) {
+      return absl::InternalError(
+          absl::StrCat("simulator: bound pod ", c.key, " is not in the run"));
     }
-    sched::Outcome out = fw.Schedule(want, state);
-    if (out.code == sched::Code::kError) return absl::InternalError(out.reason);
-    if (!out.ok()) {
-      queue.AddUnschedulable(*q, t);
-      failed_here.push_back(q->group);
-    } else if (absl::Status st = started(q->id, t, out); !st.ok()) {
-      return absl::InternalError(st.message());
-    }
-    wake_best();
+    run.Started(id, t, s.state(), pod->placement);
   }
   return absl::OkStatus();
+}
+
+sched::PodInfo PodOf(size_t id, const PodSpec& p) {
+  sched::PodInfo info;
+  info.uid = std::to_string(id);
+  info.priority = p.priority;
+  info.gpu_spec = p.gpu_spec;
+  info.shape = p.shape;
+  return info;
 }
 
 absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy,
@@ -594,129 +678,58 @@ absl::StatusOr<RunResult> RunQueued(const Workload& w, const std::string& policy
   if (!plan.ok()) return plan.status();
   if (o.mode == Mode::kChurn) r.offered_load_exact = offered_load_exact;
   const std::vector<Arrival> arrivals = std::move(plan->arrivals);
-  const double warmup_s = plan->warmup_s, end_s = plan->end_s;
+  const double end_s = plan->end_s;
+  QueuedRun run(trace, arrivals, state, o, &r);
+  run.StartMeter(plan->warmup_s, end_s, capacity);
+  absl::StatusOr<std::unique_ptr<sched::Scheduler>> made =
+      MakeScheduler(policy, trace, o, std::move(state));
+  if (!made.ok()) return made.status();
+  sched::Scheduler& s = **made;
 
-  absl::StatusOr<sched::Framework> fw = MakeFramework(policy, TypicalOf(trace, o), state, o);
-  if (!fw.ok()) return fw.status();
-
-  // Idle cost rate: price of every free GPU (USD per hour).
-  const std::vector<double> gpu_price = GpuPrices(state);
-  double idle_cost_rate = 0;
-  for (int n = 0; n < state.num_nodes(); ++n) {
-    idle_cost_rate += gpu_price[n] * state.node(n).num_gpus;
-  }
-
-  struct Running {
-    double end_s;
-    int id;
-    bool operator>(const Running& o) const {
-      return end_s > o.end_s || (end_s == o.end_s && id > o.id);
-    }
-  };
-  std::priority_queue<Running, std::vector<Running>, std::greater<Running>> departures;
-  // The live scheduler's ledger and queue, on simulated time. As in kube-scheduler, waiting pods
-  // live in the queue and the ledger records placements: a pod enters the ledger Bound when it
-  // starts (the simulator binds at once) and leaves it when it departs. Pod uid = arrival index.
-  // The queue has no backoff (a pod is retried as soon as room may have freed for it) and orders
-  // by priority (high first), then arrival. Pods with the same request form one equivalence
-  // group, so a retry costs one fit test per distinct request, not per waiting pod.
-  sched::PodLedger ledger;
-  sched::QueueOptions queue_options;
-  queue_options.initial_backoff_s = 0;
-  queue_options.max_backoff_s = 0;
-  queue_options.max_unschedulable_s = INFINITY;
-  sched::SchedulingQueue queue(queue_options);
-  const RequestGroups groups = GroupRequests(trace);
-  auto uid_of = [](size_t id) { return std::to_string(id); };
-  auto shape_of = [&](uint64_t id) -> const PodShape& {
-    return trace[arrivals[id].trace_index].shape;
-  };
-
-  WindowMeter meter{.warmup_s = warmup_s, .end_s = end_s, .capacity = capacity};
-  std::vector<double> delays;
-  auto advance = [&](double t) { meter.Advance(t, state, idle_cost_rate, &r.unalloc_series); };
-  auto started = [&](size_t id, double t, const sched::Outcome& out) -> absl::Status {
-    const PodShape& shape = shape_of(id);
-    sched::PodInfo info;
-    info.uid = uid_of(id);
-    info.priority = trace[arrivals[id].trace_index].priority;
-    info.shape = shape;
-    info.phase = sched::PodPhase::kBound;
-    info.placement = out.placement;
-    if (absl::Status st = ledger.Add(std::move(info)); !st.ok()) return st;
-    r.topology.Add(state, out.placement);
-    idle_cost_rate -=
-        gpu_price[out.placement.node] * static_cast<double>(shape.TotalGpuMilli()) / 1000.0;
-    ++r.pods_scheduled;
-    if (arrivals[id].time_s >= warmup_s) delays.push_back(t - arrivals[id].time_s);
-    if (arrivals[id].lifetime_s >= 0) {
-      departures.push({t + arrivals[id].lifetime_s, static_cast<int>(id)});
-    }
-    return absl::OkStatus();
-  };
-
-  size_t next = 0, departed = 0;
+  size_t next = 0;
   while (true) {
     const double ta = next < arrivals.size() ? arrivals[next].time_s : INFINITY;
-    const double td = departures.empty() ? INFINITY : departures.top().end_s;
+    const double td = run.NextDepartureTime();
     const double t = std::min(ta, td);
     if (!(t < end_s)) break;
-    advance(t);
+    run.Advance(t, s.state());
     if (td <= ta) {
-      const Running d = departures.top();
-      departures.pop();
-      absl::StatusOr<sched::PodInfo> gone = ledger.Remove(uid_of(d.id));
-      if (!gone.ok()) return absl::InternalError(gone.status().message());
-      ++departed;
-      const PodShape& shape = shape_of(d.id);
-      fw->Release(shape, gone->placement, state);
-      const int freed = gone->placement.node;
-      idle_cost_rate += gpu_price[freed] * static_cast<double>(shape.TotalGpuMilli()) / 1000.0;
-      if (absl::Status st = StartOnFreedNode(freed, t, groups, state, *fw, queue, started);
-          !st.ok()) {
-        return st;
+      const size_t id = run.PopDeparture(t);
+      const sched::PodInfo* pod = s.ledger().Find(std::to_string(id));
+      if (pod == nullptr) return absl::InternalError("simulator: a departing pod is not running");
+      run.Departed(id, pod->placement);
+      if (absl::Status st = s.DeletePod(std::to_string(id), t); !st.ok()) {
+        return absl::InternalError(st.message());
       }
     } else {
       const size_t id = next++;
-      const PodSpec& p = trace[arrivals[id].trace_index];
-      ++r.pods_arrived;
-      fw->NotifyArrival(p.shape);
-      // Tried at once: nothing else is active between events, so Add + Pop would hand this pod
-      // straight back. Only a failure enters the queue.
-      sched::Outcome out = fw->Schedule(p.shape, state);
-      if (out.code == sched::Code::kError) return absl::InternalError(out.reason);
-      if (out.ok()) {
-        if (absl::Status st = started(id, t, out); !st.ok()) {
-          return absl::InternalError(st.message());
-        }
-      } else {
-        queue.AddUnschedulable({.id = id,
-                                .priority = p.priority,
-                                .seq = id,
-                                .attempts = 0,
-                                .group = groups.of_pod[arrivals[id].trace_index],
-                                .popped_at_event = queue.events()},
-                               t);
+      run.Arrive(id, t);
+      if (absl::Status st = s.SubmitPod(PodOf(id, trace[arrivals[id].trace_index]), t); !st.ok()) {
+        return absl::InternalError(st.message());
       }
     }
+    s.RunCycles(t);
+    if (absl::Status st = CollectStarts(s, t, run); !st.ok()) return st;
   }
-  advance(end_s);
+  run.Advance(end_s, s.state());
   // Every arrival is queued, running or gone; anything else is a bug in the loop above, which
   // fails the run (exit 1) rather than reporting figures that lost pods.
+  const sched::SchedulingQueue& queue = s.queue();
+  const int64_t running = r.pods_scheduled - run.departed();
   if (queue.active_size() != 0 ||
-      queue.size() + ledger.size() + departed != static_cast<size_t>(r.pods_arrived)) {
-    return absl::InternalError(
-        absl::StrCat("simulator: queue and ledger out of step at the end: ", queue.active_size(),
-                     " active, ", queue.size(), " queued + ", ledger.size(), " running + ",
-                     departed, " departed != ", r.pods_arrived, " arrived"));
+      static_cast<int64_t>(s.ledger().size()) != static_cast<int64_t>(queue.size()) + running ||
+      static_cast<int64_t>(queue.size()) + running + run.departed() != r.pods_arrived) {
+    return absl::InternalError(absl::StrCat(
+        "simulator: queue and ledger out of step at the end: ", queue.active_size(), " active, ",
+        queue.size(), " queued + ", running, " running + ", run.departed(),
+        " departed != ", r.pods_arrived, " arrived (ledger ", s.ledger().size(), ")"));
   }
-  queue.ForEach([&](const sched::QueuedPod& q) {
-    if (arrivals[q.id].time_s >= warmup_s) delays.push_back(end_s - arrivals[q.id].time_s);
+  s.ledger().ForEach([&](const sched::PodInfo& p) {
+    size_t id = 0;
+    if (p.phase == sched::PodPhase::kPending && absl::SimpleAtoi(p.uid, &id)) run.StillWaiting(id);
   });
   r.pods_waiting_at_end = static_cast<int64_t>(queue.size());
-  meter.Report(&r);
-  r.queue_delay_p50_s = Percentile(delays, 0.50);
-  r.queue_delay_p99_s = Percentile(delays, 0.99);
+  run.Report();
   return r;
 }
 

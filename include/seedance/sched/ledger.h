@@ -27,6 +27,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <span>
 #include <string>
@@ -146,8 +147,8 @@ class PodLedger {
   // Calls f(const PodInfo&) for every pod, in slot order.
   template <class F>
   void ForEach(F&& f) const {
-    for (const Slot& s : slots_) {
-      if (s.live) f(s.pod);
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      if (slots_[i].live) f(slots_[i].pod);
     }
   }
 
@@ -205,7 +206,24 @@ class PodLedger {
   static void Widen(PlacedSummary& s, const PlacedRef& r);
   void SetPhase(Slot& s, PodPhase phase);
 
-  std::deque<Slot> slots_;  // stable addresses; freed slots are reused
+  // Slots in chunks: stable addresses, as a deque's, without a deque's one allocation per slot
+  // (a PodInfo is larger than its 512-byte blocks).
+  class Slots {
+   public:
+    size_t size() const { return size_; }
+    Slot& operator[](size_t i) { return chunks_[i / kChunk][i % kChunk]; }
+    const Slot& operator[](size_t i) const { return chunks_[i / kChunk][i % kChunk]; }
+    void emplace_back() {
+      if (size_ % kChunk == 0) chunks_.push_back(std::make_unique<Slot[]>(kChunk));
+      ++size_;
+    }
+
+   private:
+    static constexpr size_t kChunk = 64;
+    std::vector<std::unique_ptr<Slot[]>> chunks_;
+    size_t size_ = 0;
+  };
+  Slots slots_;  // freed slots are reused
   std::vector<uint32_t> free_;
   absl::flat_hash_map<std::string, uint32_t> by_uid_;
   absl::flat_hash_map<std::string, uint32_t> by_name_;

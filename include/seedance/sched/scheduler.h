@@ -19,16 +19,17 @@
 #define SEEDANCE_SCHED_SCHEDULER_H_
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
-#include <deque>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "seedance/core/cluster_state.h"
@@ -51,6 +52,22 @@ struct ProfileSpec {
   bool operator==(const ProfileSpec&) const = default;
 };
 
+// What room freed on a node (a pod deleted, forgotten or evicted) wakes in the queue.
+enum class RoomFreedWake {
+  // Every waiting pod that fits the freed node now (kube-scheduler's queueing hint); the next
+  // cycles try them best first.
+  kAllThatFit,
+  // The best waiting pod that fits a node freed since the queue last ran dry, and after each
+  // attempt the next best that fits such a node as that attempt left it, until none does; a
+  // request (equivalence group, or pod outside one) whose attempt failed is not woken again
+  // until then. When nothing else happens between the event and the cycles that follow it (the
+  // simulator's case) the placements are kAllThatFit's: a waiting pod fits no node but a freed
+  // one, so a pod that no longer fits the freed node fails wherever it is tried (the churn
+  // same-decisions test checks it). The gain is cost: one fit test instead of one scheduling
+  // attempt for each woken request the earlier placements left no room for.
+  kBestFirst,
+};
+
 struct SchedulerOptions {
   ProfileSpec default_profile{"default", "cas", {}, {}};
   uint64_t seed = 42;
@@ -64,6 +81,20 @@ struct SchedulerOptions {
   TargetWorkload oracle_workload;
   // A cluster autoscaler grows and shrinks the cluster (PolicyContext::elastic).
   bool elastic = false;
+  // The frameworks' tie-break node order and GPU chooser (FrameworkOptions::node_order and
+  // topology_gpus): the simulator's seeded order; empty = index order, as the server uses.
+  std::vector<int> node_order;
+  bool topology_gpus = true;
+  // Pods with the same request (namespace, priority, labels, GPU spec and shape, and no gang)
+  // share an equivalence group in the queue (queue.h): an event asks one hint per group, and a
+  // failed attempt sends the group's other woken pods back with it without their own attempt
+  // (their LastFailure stays as it was). Lets the simulator keep 100,000 waiting pods; the
+  // group table grows with the distinct requests seen.
+  bool equivalence_groups = false;
+  RoomFreedWake room_freed = RoomFreedWake::kAllThatFit;
+  // Keep each failed attempt's diagnosis (LastFailure, the API's last failure: a pass over
+  // every node); false skips it for a caller that never reads it (the simulator).
+  bool record_failures = true;
 };
 
 struct Change {
@@ -101,6 +132,13 @@ using ProfileSelector = std::function<ProfileSpec(const PodInfo& pod)>;
 class Scheduler {
  public:
   static absl::StatusOr<std::unique_ptr<Scheduler>> Create(SchedulerOptions options);
+  // A scheduler over `cluster`'s nodes, model table and topology as they are (the simulator's
+  // cluster, node indices kept). InvalidArgument when the cluster holds any pod.
+  static absl::StatusOr<std::unique_ptr<Scheduler>> Create(SchedulerOptions options,
+                                                           core::ClusterState cluster);
+  // Builds the default profile's framework now (otherwise it is built for the first pod), so
+  // that a bad policy option is an error here rather than every pod's failed attempt.
+  absl::Status BuildDefaultProfile();
 
   // Adds the node, or updates it when one of that name exists (capacity, labels, taints,
   // topology; FailedPrecondition when the update would strand bound pods). *created says which.
@@ -234,6 +272,15 @@ class Scheduler {
   // Releases a placed pod's resources (ledger unchanged).
   void ReleaseResources(const PodInfo& pod);
   void RequeueAfterRoomFreed(int node, double now_s);
+  // kBestFirst: wakes the best waiting request that fits a node in freed_nodes_ and has not
+  // failed since (at most one group).
+  void WakeBestForFreedRoom(double now_s);
+  // The pod's queue entry under a fresh queue id (its equivalence group set).
+  QueuedPod NewQueued(const PodInfo& pod, uint64_t id, double now_s);
+  // The pod's equivalence group (equivalence_groups; 0: none).
+  uint64_t GroupOf(const PodInfo& pod);
+  // A queued pod's shape, its GPU model mask resolved (nullopt: its pod is gone).
+  std::optional<core::PodShape> QueuedShape(const QueuedPod& q) const;
   const PodInfo* ByQueueId(uint64_t id) const;
   // Tenancy (scheduler_tenancy.cc).
   int LeafOf(const PodInfo& pod) const;
@@ -286,12 +333,12 @@ class Scheduler {
     std::unique_ptr<Framework> framework;
   };
   std::map<std::string, Placer, std::less<>> placers_;
-  std::map<uint64_t, std::string> queue_uid_;  // queue id -> pod uid
-  std::map<std::string, uint64_t, std::less<>> uid_queue_;
-  std::map<std::string, std::string, std::less<>> last_failure_;
-  std::map<std::string, std::string, std::less<>> last_eviction_;  // LastEviction()
-  std::map<std::string, std::string, std::less<>> placed_by_;  // uid -> profile that placed it
-  std::map<std::string, int, std::less<>> bind_failures_;      // uid -> Forgets with a reason
+  absl::flat_hash_map<uint64_t, std::string> queue_uid_;  // queue id -> pod uid
+  absl::flat_hash_map<std::string, uint64_t> uid_queue_;
+  absl::flat_hash_map<std::string, std::string> last_failure_;
+  absl::flat_hash_map<std::string, std::string> last_eviction_;  // LastEviction()
+  absl::flat_hash_map<std::string, std::string> placed_by_;      // uid -> profile that placed it
+  absl::flat_hash_map<std::string, int> bind_failures_;          // uid -> Forgets with a reason
   uint64_t next_queue_id_ = 1;
   uint64_t next_seq_ = 0;
   std::vector<Change> changes_;
@@ -307,6 +354,18 @@ class Scheduler {
   std::deque<std::string> noted_order_;
   std::map<std::string, std::set<std::string>, std::less<>> gangs_;  // key -> member uids
   std::map<std::string, uint64_t, std::less<>> gang_failed_at_;      // key -> queue event count
+  // Equivalence groups: request key -> group, and each group's request (index group - 1), so
+  // that a hint reads a group's shape without a ledger lookup.
+  absl::flat_hash_map<std::string, uint64_t> group_ids_;
+  struct GroupRequest {
+    std::string gpu_spec;
+    core::PodShape shape;
+  };
+  std::vector<GroupRequest> group_requests_;
+  // kBestFirst: nodes that gained room since the queue last ran dry, and the requests (queue
+  // group keys: (group, 0), or (0, queue id) for a pod outside a group) that failed since.
+  std::vector<int> freed_nodes_;
+  std::vector<std::pair<uint64_t, uint64_t>> failed_since_freed_;
   // Leaf queue name -> times of its pods' evictions (kept across reloads, by name).
   std::map<std::string, std::deque<double>, std::less<>> disruptions_;
 };

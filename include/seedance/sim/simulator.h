@@ -67,8 +67,9 @@ struct SimOptions {
   // Tuning knobs passed to the policy factory.
   std::map<std::string, std::string> policy_params;
   bool score_cache = true;  // false: every Score recomputed (the cache must be invisible)
-  // kFill: keep every pod's placement in RunResult::placements (the live scheduler's
-  // same-decisions test compares them with the server's).
+  // Keep what the live scheduler's same-decisions tests compare with the server's: kFill, every
+  // pod's placement (RunResult::placements); kChurn/kReplay, every arrival, start and departure
+  // in order (RunResult::events).
   bool record_placements = false;
   // A topology template applied to every node before the run (core/topology_template.h);
   // kNone keeps the nodes' own topology (the trace has none).
@@ -100,6 +101,17 @@ struct CurvePoint {
   int arrived_pct = 0;
   double alloc_pct = 0;
   double frag_ratio_pct = 0;
+};
+
+// One event of a churn or replay run, in the order the simulator handled it. `pod` numbers the
+// run's arrivals from 0 (the warm start's pods first); trace_index is the trace pod it replays.
+struct SimEvent {
+  enum Kind { kArrive, kStart, kDepart };
+  Kind kind;
+  double time_s = 0;
+  int64_t pod = 0;
+  int trace_index = -1;       // kArrive
+  core::Placement placement;  // kStart
 };
 
 struct RunResult {
@@ -134,6 +146,8 @@ struct RunResult {
   double measured_hours = 0;
   // kChurn: GPU-time actually offered per unit time / capacity (E[lifetime x GPU] basis).
   double offered_load_exact = 0;
+  // kChurn / kReplay with record_placements.
+  std::vector<SimEvent> events;
   // Time series of (hours since start of window, unallocated GPU %) for reports.
   std::vector<std::pair<double, double>> unalloc_series;
 };
