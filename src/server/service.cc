@@ -77,6 +77,14 @@ absl::StatusOr<std::unique_ptr<Service>> Service::Start(ServiceOptions options,
       sched::Scheduler::Create(s->options_.scheduler);
   if (!sc.ok()) return sc.status();
   s->scheduler_ = std::move(*sc);
+  // A default policy that cannot be built (fgd without its target workload) would make every
+  // pod it serves an error: refuse to start instead.
+  if (absl::Status built = s->scheduler_->BuildDefaultProfile(); !built.ok()) {
+    const std::string& policy = s->options_.scheduler.default_profile.policy;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--placement ", policy, ": ", built.message(),
+        policy == "fgd" ? "; give --oracle-pods FILE (a pod CSV of the expected workload)" : ""));
+  }
   if (absl::Status p = s->StartPolicies(); !p.ok()) return p;
   if (store) {
     s->store_ = std::move(store);

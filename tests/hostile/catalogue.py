@@ -1844,6 +1844,9 @@ def server_flag_cases():
     c.append(Case(B, "server/aging-over-a-year", SRV + ["--aging", "367d"], msg=["--aging"]))
     c.append(Case(B, "server/placement-unknown", SRV + ["--placement", "nope"],
                   msg=["--placement"]))
+    # fgd cannot place without its target workload: refused at start, not pod by pod.
+    c.append(Case(B, "server/placement-fgd-without-oracle", SRV + ["--placement", "fgd"],
+                  msg=["--placement fgd", "--oracle-pods"]))
     c.append(Case(E, "server/no-state", ["server", "--listen", "127.0.0.1:0"], msg=["--state"]))
     # --store (docs/ha.md): sqlite://DIR or etcd://HOST:PORT[,...]; --etcd-prefix, --lease-ttl.
     st = SRV[:4]

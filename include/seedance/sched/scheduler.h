@@ -76,8 +76,9 @@ struct SchedulerOptions {
   bool internal_binding = true;
   double assume_timeout_s = 30;
   bool score_cache = true;
-  // fgd's oracle (the workload's typical shapes); empty: fgd sees none (it then scores like a
-  // plain fragmentation-agnostic policy). Other policies ignore it.
+  // fgd's oracle (the workload's typical shapes); empty: fgd cannot be built (every pod it
+  // would place is an error attempt; BuildDefaultProfile says so up front). Other policies
+  // ignore it.
   TargetWorkload oracle_workload;
   // A cluster autoscaler grows and shrinks the cluster (PolicyContext::elastic).
   bool elastic = false;
