@@ -67,6 +67,7 @@ struct TracePod {
   PendingPod pod;
   int32_t priority;
   double lifetime_s;
+  std::string gpu_spec = {};  // the trace's, "A|B" (the policy's scheduler reads it)
 };
 
 struct Waiting {
@@ -191,8 +192,30 @@ class Churn {
     node.idle_since_s = t;
     ready_.insert(n);
     ready_free_gpu_milli_ += node.room.gpu_free_milli();
-    if (policy_) policy_->Join(n, groups_[node.group].node);
-    Retry(n, t);
+    if (policy_) {
+      StartWaiting(policy_->Join(n, groups_[node.group].node, t), t);
+    } else {
+      Retry(n, t);
+    }
+  }
+
+  // The waiting pods the policy's scheduler started (a node joined or a pod ended).
+  void StartWaiting(const absl::StatusOr<std::vector<internal::PolicyPlacer::Started>>& started,
+                    double t) {
+    if (!started.ok()) {
+      if (error_.ok()) error_ = started.status();
+      return;
+    }
+    for (const internal::PolicyPlacer::Started& s : *started) {
+      auto it = std::find_if(waiting_.begin(), waiting_.end(),
+                             [&](const auto& w) { return w.second.id == s.id; });
+      if (it == waiting_.end()) {
+        if (error_.ok()) error_ = absl::InternalError("policy: started a pod that was not waiting");
+        return;
+      }
+      Start(s.id, it->second.pod, s.node, it->second.arrival_s, t, &s.placement);
+      waiting_.erase(it);
+    }
   }
 
   // Starts pod `id` on node n: on the GPUs of `placed` (the policy's) or, when null, on those
@@ -220,11 +243,24 @@ class Churn {
   void Arrive(int64_t id, const TracePod* pod, double t) {
     if (t >= window_start_s_) ++report_.pods_arrived;
     recent_.Add(t, pod->pod);
-    if (policy_) policy_->Arrived(pod->pod.shape);
-    core::Placement placed;
-    const int best = Place(pod->pod, &placed);
+    if (policy_) {
+      absl::StatusOr<std::vector<internal::PolicyPlacer::Started>> started =
+          policy_->Arrive(id, pod->pod.shape, pod->gpu_spec, pod->priority, t);
+      if (started.ok() && started->size() == 1 && (*started)[0].id == id) {
+        Start(id, pod, (*started)[0].node, t, t, &(*started)[0].placement);
+      } else if (!started.ok() || !started->empty()) {
+        if (error_.ok()) {
+          error_ = started.ok() ? absl::InternalError("policy: an arrival started other pods")
+                                : started.status();
+        }
+      } else {
+        waiting_.emplace(Key{-pod->priority, id}, Waiting{id, t, pod});
+      }
+      return;
+    }
+    const int best = BestFit(pod->pod, -1, [&](int n) -> const NodeRoom& { return nodes_[n].room; });
     if (best >= 0) {
-      Start(id, pod, best, t, t, policy_ ? &placed : nullptr);
+      Start(id, pod, best, t, t);
     } else {
       waiting_.emplace(Key{-pod->priority, id}, Waiting{id, t, pod});
     }
@@ -235,29 +271,20 @@ class Churn {
     SimNode& node = nodes_[it->second.node];
     const int64_t before = node.room.gpu_free_milli();
     node.room.Give(it->second.pod->pod.shape, it->second.gpus);
-    if (policy_) policy_->Release(it->second.pod->pod.shape, it->second.placement);
     ready_free_gpu_milli_ += node.room.gpu_free_milli() - before;
     if (--node.running == 0) node.idle_since_s = now_;
     std::erase(node.pods, id);
     const int n = it->second.node;
     running_.erase(it);
-    Retry(n, now_);
-  }
-
-  // Where `pod` goes among the ready nodes, or -1: the policy's choice (bound in its state,
-  // *placed set) or the built-in best fit.
-  int Place(const PendingPod& pod, core::Placement* placed) {
     if (policy_) {
-      absl::StatusOr<int> node = policy_->Place(pod.shape, placed);
-      if (node.ok()) return *node;
-      if (error_.ok()) error_ = node.status();
-      return -1;
+      StartWaiting(policy_->Depart(id, now_), now_);
+    } else {
+      Retry(n, now_);
     }
-    return BestFit(pod, -1, [&](int n) -> const NodeRoom& { return nodes_[n].room; });
   }
 
-  // Starts, in queue order, the waiting pods that fit on node n (the only node that gained
-  // room); a policy may put them on any node with room.
+  // Built-in best fit: starts, in queue order, the waiting pods that fit on node n (the only
+  // node that gained room) there. (With a policy its scheduler does this.)
   void Retry(int n, double t) {
     std::set<std::tuple<int64_t, int64_t, int32_t, int32_t, const TracePod*>> failed;
     for (auto it = waiting_.begin(); it != waiting_.end();) {
@@ -270,14 +297,7 @@ class Churn {
         ++it;
         continue;
       }
-      core::Placement placed;
-      const int m = policy_ ? Place(p->pod, &placed) : n;
-      if (m < 0) {
-        failed.insert(shape);
-        ++it;
-        continue;
-      }
-      Start(it->second.id, p, m, it->second.arrival_s, t, policy_ ? &placed : nullptr);
+      Start(it->second.id, p, n, it->second.arrival_s, t);
       it = waiting_.erase(it);
     }
   }
@@ -485,7 +505,6 @@ class Churn {
     SimNode& from = nodes_[r.node];
     int64_t before = from.room.gpu_free_milli();
     from.room.Give(r.pod->pod.shape, r.gpus);
-    if (policy_) policy_->Release(r.pod->pod.shape, r.placement);
     ready_free_gpu_milli_ += from.room.gpu_free_milli() - before;
     if (--from.running == 0) from.idle_since_s = t;
     std::erase(from.pods, id);
@@ -493,7 +512,7 @@ class Churn {
     before = to.room.gpu_free_milli();
     if (policy_) {
       // The plan checked the rooms, which the state mirrors: the policy takes it there.
-      absl::StatusOr<bool> placed = policy_->PlaceOn(r.pod->pod.shape, m, &r.placement);
+      absl::StatusOr<bool> placed = policy_->MoveTo(id, m, t, &r.placement);
       if (!placed.ok() || !*placed) {
         error_ =
             !placed.ok()
@@ -570,6 +589,7 @@ absl::StatusOr<ChurnReport> RunChurn(const std::vector<NodeGroup>& groups,
     TracePod t{static_cast<double>(p.creation_s), PendingPod{p.shape, {}}, p.priority,
                std::max(1.0, static_cast<double>(p.deletion_s - p.creation_s))};
     if (!p.gpu_spec.empty()) t.pod.gpu_models = absl::StrSplit(p.gpu_spec, '|');
+    t.gpu_spec = p.gpu_spec;
     if (policy) t.pod.shape.gpu_model_mask = policy->ModelMask(p.gpu_spec);
     bool fits = false;
     for (const NodeGroup& g : groups) fits = fits || FitsEmptyNode(g.node, t.pod);

@@ -430,12 +430,14 @@ TEST(ClusterscaleDeathTest, APolicyStateOutOfStepIsABug) {
   absl::StatusOr<std::unique_ptr<internal::PolicyPlacer>> placer =
       internal::PolicyPlacer::Create(groups, {OneSecondPod()}, o);
   ASSERT_TRUE(placer.ok()) << placer.status();
-  (*placer)->Join(0, groups[0].node);
-  EXPECT_DEATH((*placer)->Join(0, groups[0].node), "node 0 could not join");
-  core::Placement placed;
-  absl::StatusOr<int> node = (*placer)->Place(OneSecondPod().shape, &placed);
-  ASSERT_TRUE(node.ok());
-  EXPECT_EQ(*node, 0);
+  ASSERT_TRUE((*placer)->Join(0, groups[0].node, 0).ok());
+  EXPECT_DEATH((void)(*placer)->Join(0, groups[0].node, 0), "node 0 could not join");
+  absl::StatusOr<std::vector<internal::PolicyPlacer::Started>> started =
+      (*placer)->Arrive(7, OneSecondPod().shape, "", 0, 1);
+  ASSERT_TRUE(started.ok()) << started.status();
+  ASSERT_EQ(started->size(), 1u);
+  EXPECT_EQ((*started)[0].id, 7);
+  EXPECT_EQ((*started)[0].node, 0);
   EXPECT_DEATH((*placer)->Remove(0), "node 0 could not leave");
 }
 

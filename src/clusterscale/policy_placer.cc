@@ -1,7 +1,9 @@
 #include "policy_placer.h"
 
+#include <cmath>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "seedance/base/check.h"
 #include "seedance/sched/frag.h"
@@ -24,57 +26,113 @@ absl::StatusOr<std::unique_ptr<PolicyPlacer>> PolicyPlacer::Create(
     }
     if (absl::Status st = state->RemoveNode(*slot); !st.ok()) return st;
   }
-  sched::PolicyContext ctx;
+  if (!sched::Registry::Builtins().Contains(options.policy)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "policy: ",
+        sched::Registry::Builtins().Create(options.policy, sched::PolicyContext{}).status().message()));
+  }
   std::vector<core::PodSpec> resolved = trace;
   for (core::PodSpec& p : resolved) p.shape.gpu_model_mask = state->ModelMask(p.gpu_spec);
-  ctx.oracle_workload = sched::TypicalShapes(sched::CountShapes(resolved));
-  ctx.params = options.policy_params;
-  ctx.elastic = true;  // the node groups grow and shrink
-  absl::StatusOr<sched::Profile> profile = sched::Registry::Builtins().Create(options.policy, ctx);
-  if (!profile.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("policy: ", profile.status().message()));
+  // The simulator's scheduler (sim::RunQueued's options): no backoff, equivalence groups, the
+  // best waiting request first after a departure; ties go to the nodes in the order they joined.
+  sched::SchedulerOptions so;
+  so.default_profile = {"default", options.policy, options.policy_params, {}};
+  so.seed = options.seed;
+  so.oracle_workload = sched::TypicalShapes(sched::CountShapes(resolved));
+  so.elastic = true;  // the node groups grow and shrink
+  so.queue.initial_backoff_s = 0;
+  so.queue.max_backoff_s = 0;
+  so.queue.max_unschedulable_s = INFINITY;
+  so.equivalence_groups = true;
+  so.room_freed = sched::RoomFreedWake::kBestFirst;
+  so.record_failures = false;
+  absl::StatusOr<std::unique_ptr<sched::Scheduler>> scheduler =
+      sched::Scheduler::Create(std::move(so), *std::move(state));
+  if (!scheduler.ok()) return scheduler.status();
+  if (absl::Status st = (*scheduler)->BuildDefaultProfile(); !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("policy: ", st.message()));
   }
-  sched::FrameworkOptions fo;
-  fo.seed = options.seed;  // ties: index order, nodes in the order they joined
-  sched::Framework framework(std::move(*profile), std::move(fo));
-  return std::unique_ptr<PolicyPlacer>(new PolicyPlacer(std::move(*state), std::move(framework)));
+  return std::unique_ptr<PolicyPlacer>(new PolicyPlacer(*std::move(scheduler)));
 }
 
-void PolicyPlacer::Join(int node, core::NodeSpec spec) {
+std::string PolicyPlacer::NodeName(int node) const {
+  return static_cast<size_t>(node) < name_of_.size() ? name_of_[static_cast<size_t>(node)] : "";
+}
+
+absl::StatusOr<std::vector<PolicyPlacer::Started>> PolicyPlacer::Join(int node,
+                                                                       core::NodeSpec spec,
+                                                                       double t) {
   spec.name = absl::StrCat(spec.name, "-", node);
-  absl::StatusOr<int> slot = state_.AddNode(std::move(spec));
-  SEEDANCE_CHECK(slot.ok()) << "node " << node << " could not join: " << slot.status();
-  if (slot_of_.size() <= static_cast<size_t>(node)) slot_of_.resize(node + 1, -1);
-  if (node_of_.size() <= static_cast<size_t>(*slot)) node_of_.resize(*slot + 1, -1);
-  slot_of_[node] = *slot;
-  node_of_[*slot] = node;
+  const std::string name = spec.name;
+  bool created = false;
+  const absl::Status st = scheduler_->PutNode(std::move(spec), &created);
+  SEEDANCE_CHECK(st.ok() && created) << "node " << node << " could not join: "
+                                     << (st.ok() ? "a node of its name is there" : st.message());
+  const int slot = scheduler_->state().FindNode(name);
+  if (name_of_.size() <= static_cast<size_t>(node)) name_of_.resize(node + 1);
+  if (node_of_.size() <= static_cast<size_t>(slot)) node_of_.resize(slot + 1, -1);
+  name_of_[static_cast<size_t>(node)] = name;
+  node_of_[static_cast<size_t>(slot)] = node;
+  return Cycle(t);
 }
 
 void PolicyPlacer::Remove(int node) {
-  const absl::Status st = state_.RemoveNode(slot_of_.at(node));
+  const std::string name = NodeName(node);
+  const absl::Status st =
+      name.empty() ? absl::NotFoundError("not joined") : scheduler_->DeleteNode(name, false);
   SEEDANCE_CHECK(st.ok()) << "node " << node << " could not leave: " << st;
-  slot_of_[node] = -1;
+  name_of_[static_cast<size_t>(node)].clear();
+  (void)scheduler_->TakeChanges();
 }
 
-absl::StatusOr<int> PolicyPlacer::Place(const core::PodShape& pod, core::Placement* placement) {
-  const sched::Outcome out = framework_.Schedule(pod, state_);
-  if (out.code == sched::Code::kError) return absl::InternalError("policy: " + out.reason);
-  if (!out.ok()) return -1;
-  *placement = out.placement;
-  return node_of_.at(out.placement.node);
+absl::StatusOr<std::vector<PolicyPlacer::Started>> PolicyPlacer::Arrive(
+    int64_t id, const core::PodShape& shape, const std::string& gpu_spec, int32_t priority,
+    double t) {
+  sched::PodInfo pod;
+  pod.uid = absl::StrCat(id);
+  pod.priority = priority;
+  pod.gpu_spec = gpu_spec;
+  pod.shape = shape;
+  if (absl::Status st = scheduler_->SubmitPod(std::move(pod), t); !st.ok()) {
+    return absl::InternalError(absl::StrCat("policy: pod ", id, ": ", st.message()));
+  }
+  return Cycle(t);
 }
 
-absl::StatusOr<bool> PolicyPlacer::PlaceOn(const core::PodShape& pod, int node,
-                                           core::Placement* placement) {
-  const sched::Outcome out = framework_.PlaceOn(pod, state_, slot_of_.at(node));
-  if (out.code == sched::Code::kError) return absl::InternalError("policy: " + out.reason);
-  if (!out.ok()) return false;
-  *placement = out.placement;
+absl::StatusOr<std::vector<PolicyPlacer::Started>> PolicyPlacer::Depart(int64_t id, double t) {
+  if (absl::Status st = scheduler_->DeletePod(absl::StrCat(id), t); !st.ok()) {
+    return absl::InternalError(absl::StrCat("policy: pod ", id, ": ", st.message()));
+  }
+  return Cycle(t);
+}
+
+absl::StatusOr<bool> PolicyPlacer::MoveTo(int64_t id, int node, double t,
+                                          core::Placement* placement) {
+  const std::string uid = absl::StrCat(id);
+  const absl::Status st = scheduler_->MoveTo(uid, NodeName(node), t);
+  (void)scheduler_->TakeChanges();
+  if (absl::IsFailedPrecondition(st)) return false;
+  if (!st.ok()) return absl::InternalError(absl::StrCat("policy: pod ", id, ": ", st.message()));
+  *placement = scheduler_->ledger().Find(uid)->placement;
   return true;
 }
 
-void PolicyPlacer::Release(const core::PodShape& pod, const core::Placement& placement) {
-  framework_.Release(pod, placement, state_);
+absl::StatusOr<std::vector<PolicyPlacer::Started>> PolicyPlacer::Cycle(double t) {
+  scheduler_->RunCycles(t);
+  if (scheduler_->attempts_error() != 0) {
+    return absl::InternalError("policy: a scheduling attempt failed with an error");
+  }
+  std::vector<Started> started;
+  for (const sched::Change& c : scheduler_->TakeChanges()) {
+    if (c.kind != sched::Change::kPodBound) continue;
+    const sched::PodInfo* pod = scheduler_->ledger().Find(c.key);
+    int64_t id = 0;
+    if (pod == nullptr || !absl::SimpleAtoi(c.key, &id)) {
+      return absl::InternalError(absl::StrCat("policy: bound pod ", c.key, " is not churn's"));
+    }
+    started.push_back({id, node_of_.at(static_cast<size_t>(pod->placement.node)), pod->placement});
+  }
+  return started;
 }
 
 }  // namespace seedance::clusterscale::internal

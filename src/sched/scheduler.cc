@@ -356,6 +356,48 @@ absl::Status Scheduler::Evict(std::string_view uid, double now_s) {
   return Forget(uid, now_s);
 }
 
+absl::Status Scheduler::MoveTo(std::string_view uid, std::string_view node, double now_s) {
+  const PodInfo* pod = ledger_.Find(uid);
+  if (!pod) return absl::NotFoundError(absl::StrCat("pod '", Str(uid), "' not found"));
+  const int to = state_.FindNode(node);
+  if (to < 0) return absl::NotFoundError(absl::StrCat("node '", Str(node), "' not found"));
+  if (pod->phase != PodPhase::kBound || !pod->gang.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "pod '", Str(uid), "' is ",
+        pod->gang.empty() ? Sv(PodPhaseName(pod->phase)) : absl::string_view("in a gang"),
+        ": only a bound pod outside a gang moves"));
+  }
+  const core::PodShape shape = ResolvedShape(*pod);
+  if (to == pod->placement.node || state_.cordoned(to) || !state_.Fits(to, shape)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("pod '", Str(uid), "' does not fit on node '", Str(node), "'"));
+  }
+  absl::StatusOr<Framework*> fw = FrameworkFor(*pod);
+  if (!fw.ok()) return fw.status();
+  PodInfo moved = *pod;
+  ReleaseResources(moved);
+  Outcome out = (*fw)->PlaceOn(shape, state_, to);
+  if (!out.ok()) {
+    // A filter beyond the fit refused it: back where it was.
+    if (out.code == Code::kWait) (*fw)->RejectWaiting(shape, out.placement, state_);
+    const Outcome back = (*fw)->PlaceOn(shape, state_, moved.placement.node);
+    if (!back.ok()) {
+      return absl::InternalError(
+          absl::StrCat("pod ", moved.uid, " cannot go back to the node it left: ", back.reason));
+    }
+    moved.placement = back.placement;
+  } else {
+    moved.placement = out.placement;
+  }
+  // Bound -> Bound elsewhere is not a ledger transition: the record is replaced.
+  if (absl::StatusOr<PodInfo> removed = ledger_.Remove(uid); !removed.ok()) return removed.status();
+  moved.placed_at_s = now_s;
+  if (absl::Status added = ledger_.Add(moved); !added.ok()) return added;
+  Record(Change::kPodBound, moved.uid);
+  if (!out.ok()) return absl::FailedPreconditionError(out.reason);
+  return absl::OkStatus();
+}
+
 int Scheduler::ExpireAssumptions(double now_s) {
   int n = 0;
   for (const std::string& uid : ledger_.ExpiredAssumptions(static_cast<int64_t>(now_s * 1e9))) {

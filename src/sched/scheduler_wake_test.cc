@@ -188,5 +188,48 @@ TEST(SchedulerWakeTest, BestFirstPlacesAsWakingAllThatFit) {
   }
 }
 
+// A drain's move: the pod leaves its node for the one named, keeps its uid and phase, and the
+// room it left is free; a move that cannot be made changes nothing.
+TEST(SchedulerWakeTest, MoveToPlacesABoundPodOnAnotherNode) {
+  auto s = Scheduler::Create(SimulatorLike("bestfit", true));
+  ASSERT_TRUE(s.ok()) << s.status();
+  Scheduler& sc = **s;
+  ASSERT_TRUE(sc.PutNode(testing::GpuNode("small", 2)).ok());
+  ASSERT_TRUE(sc.PutNode(testing::GpuNode("big", 8)).ok());
+  ASSERT_TRUE(sc.SubmitPod(Pod("a", 2, 1000), 0).ok());
+  ASSERT_EQ(sc.RunCycles(0), 1);
+  const int small = sc.state().FindNode("small"), big = sc.state().FindNode("big");
+  ASSERT_EQ(sc.ledger().Find("a")->placement.node, small);  // best fit: the tighter node
+  (void)sc.TakeChanges();
+  ASSERT_TRUE(sc.MoveTo("a", "big", 5).ok());
+  const PodInfo* a = sc.ledger().Find("a");
+  EXPECT_EQ(a->phase, PodPhase::kBound);
+  EXPECT_EQ(a->placement.node, big);
+  EXPECT_EQ(a->placement.num_gpus, 2);
+  EXPECT_EQ(sc.state().gpu_allocated_milli(), 2000);
+  EXPECT_EQ(sc.state().free_gpus(small), 2);
+  EXPECT_EQ(Describe(sc, {"a"}), "a:Bound@" + std::to_string(big) + "/" +
+                                     std::to_string(a->placement.gpus[0]) + "," +
+                                     std::to_string(a->placement.gpus[1]) + ", ");
+  std::vector<Change> changes = sc.TakeChanges();
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].kind, Change::kPodBound);
+  EXPECT_EQ(sc.attempts_scheduled(), 1);  // a move is not a scheduling attempt
+
+  // Refused, nothing changed: the node it is on, a node without room, a pending pod, unknowns.
+  EXPECT_EQ(sc.MoveTo("a", "big", 6).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(sc.SubmitPod(Pod("b", 8, 1000), 6).ok());
+  sc.RunCycles(6);
+  EXPECT_EQ(sc.ledger().Find("b")->phase, PodPhase::kPending);
+  EXPECT_EQ(sc.MoveTo("a", "small", 7).code(), absl::StatusCode::kOk);
+  EXPECT_EQ(sc.MoveTo("b", "big", 7).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(sc.PutNode(testing::GpuNode("one", 1)).ok());
+  EXPECT_EQ(sc.MoveTo("a", "one", 8).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(sc.ledger().Find("a")->placement.node, small);
+  EXPECT_EQ(sc.MoveTo("nope", "big", 8).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(sc.MoveTo("a", "nope", 8).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(sc.state().gpu_allocated_milli(), 2000);
+}
+
 }  // namespace
 }  // namespace seedance::sched

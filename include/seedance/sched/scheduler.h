@@ -161,6 +161,12 @@ class Scheduler {
   // Drain: a placed pod goes back to Pending and is queued again (its node is cordoned by the
   // caller first, so it lands elsewhere).
   absl::Status Evict(std::string_view uid, double now_s);
+  // A drain's move: the bound pod leaves its node and is placed on `node` as a cycle that chose
+  // that node would (its GPUs chosen there), without a scheduling attempt or a new arrival for
+  // its policy; recorded as kPodBound. The room it left wakes no one: the caller drains the node
+  // and removes it. NotFound (no such pod or node), FailedPrecondition (not Bound, in a gang, or
+  // it does not fit there: then nothing changed).
+  absl::Status MoveTo(std::string_view uid, std::string_view node, double now_s);
   // Recovery: re-adds a pod as it was acknowledged, bound pods on their recorded GPUs.
   absl::Status RestorePod(PodInfo pod, double now_s);
 
