@@ -258,7 +258,8 @@ class Churn {
       }
       return;
     }
-    const int best = BestFit(pod->pod, -1, [&](int n) -> const NodeRoom& { return nodes_[n].room; });
+    const int best =
+        BestFit(pod->pod, -1, [&](int n) -> const NodeRoom& { return nodes_[n].room; });
     if (best >= 0) {
       Start(id, pod, best, t, t);
     } else {

@@ -27,9 +27,11 @@ absl::StatusOr<std::unique_ptr<PolicyPlacer>> PolicyPlacer::Create(
     if (absl::Status st = state->RemoveNode(*slot); !st.ok()) return st;
   }
   if (!sched::Registry::Builtins().Contains(options.policy)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "policy: ",
-        sched::Registry::Builtins().Create(options.policy, sched::PolicyContext{}).status().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("policy: ", sched::Registry::Builtins()
+                                     .Create(options.policy, sched::PolicyContext{})
+                                     .status()
+                                     .message()));
   }
   std::vector<core::PodSpec> resolved = trace;
   for (core::PodSpec& p : resolved) p.shape.gpu_model_mask = state->ModelMask(p.gpu_spec);
@@ -59,15 +61,15 @@ std::string PolicyPlacer::NodeName(int node) const {
   return static_cast<size_t>(node) < name_of_.size() ? name_of_[static_cast<size_t>(node)] : "";
 }
 
-absl::StatusOr<std::vector<PolicyPlacer::Started>> PolicyPlacer::Join(int node,
-                                                                       core::NodeSpec spec,
-                                                                       double t) {
+absl::StatusOr<std::vector<PolicyPlacer::Started>> PolicyPlacer::Join(int node, core::NodeSpec spec,
+                                                                      double t) {
   spec.name = absl::StrCat(spec.name, "-", node);
   const std::string name = spec.name;
   bool created = false;
   const absl::Status st = scheduler_->PutNode(std::move(spec), &created);
-  SEEDANCE_CHECK(st.ok() && created) << "node " << node << " could not join: "
-                                     << (st.ok() ? "a node of its name is there" : st.message());
+  SEEDANCE_CHECK(st.ok() && created)
+      << "node " << node
+      << " could not join: " << (st.ok() ? "a node of its name is there" : st.message());
   const int slot = scheduler_->state().FindNode(name);
   if (name_of_.size() <= static_cast<size_t>(node)) name_of_.resize(node + 1);
   if (node_of_.size() <= static_cast<size_t>(slot)) node_of_.resize(slot + 1, -1);
@@ -85,9 +87,11 @@ void PolicyPlacer::Remove(int node) {
   (void)scheduler_->TakeChanges();
 }
 
-absl::StatusOr<std::vector<PolicyPlacer::Started>> PolicyPlacer::Arrive(
-    int64_t id, const core::PodShape& shape, const std::string& gpu_spec, int32_t priority,
-    double t) {
+absl::StatusOr<std::vector<PolicyPlacer::Started>> PolicyPlacer::Arrive(int64_t id,
+                                                                        const core::PodShape& shape,
+                                                                        const std::string& gpu_spec,
+                                                                        int32_t priority,
+                                                                        double t) {
   sched::PodInfo pod;
   pod.uid = absl::StrCat(id);
   pod.priority = priority;

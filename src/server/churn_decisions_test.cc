@@ -182,7 +182,7 @@ TEST_P(ChurnDecisionsTest, ServerFedTheSimulatorsEventsPlacesAsItDoes) {
   ASSERT_TRUE(listed && listed->status == 200);
   const int64_t start = json::parse(listed->body).at("revision").get<int64_t>();
 
-  std::map<int64_t, std::string> uid;  // the run's pod number -> the server's uid
+  std::map<int64_t, std::string> uid;        // the run's pod number -> the server's uid
   std::map<std::string, std::string> names;  // the server's uid -> the pod's name
   for (const sim::SimEvent& e : ref->events) {
     if (e.kind == sim::SimEvent::kArrive) {
@@ -220,9 +220,10 @@ TEST_P(ChurnDecisionsTest, ServerFedTheSimulatorsEventsPlacesAsItDoes) {
   EXPECT_EQ(got.size(), want.size());
   // Not vacuous: the run must place waiting pods on room that departures freed.
   EXPECT_GT(woken, 100);
-  std::printf("%s, seed 42: %zu events (%zu pods), %d pods placed on room a departure freed; "
-              "the first %zu events the same on both\n",
-              policy.c_str(), want.size(), uid.size(), woken, same);
+  std::printf(
+      "%s, seed 42: %zu events (%zu pods), %d pods placed on room a departure freed; "
+      "the first %zu events the same on both\n",
+      policy.c_str(), want.size(), uid.size(), woken, same);
   (*http)->Stop();
   (*service)->Shutdown();
   fs::remove_all(o.state_dir);
