@@ -115,32 +115,6 @@ std::string TransportError(httplib::Error e) {
   }
 }
 
-absl::StatusOr<std::string> ReadToken(const std::string& path) {
-  absl::StatusOr<std::string> text = base::ReadInput(path, base::InputKind::kConfig);
-  if (!text.ok()) {
-    // ReadInput names the path and the OS error, never the contents.
-    return absl::Status(text.status().code(),
-                        absl::StrCat("--token-file: ", text.status().message()));
-  }
-  std::string token(absl::StripAsciiWhitespace(*text));
-  if (token.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("--token-file ", path, ": the file is empty"));
-  }
-  if (token.size() > 4096) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--token-file ", path, ": longer than 4096 bytes; it must hold one token"));
-  }
-  for (char c : token) {
-    const unsigned char u = static_cast<unsigned char>(c);
-    if (u <= 0x20 || u == 0x7f) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--token-file ", path,
-          ": must hold one token on one line (no spaces or control characters inside)"));
-    }
-  }
-  return token;
-}
-
 }  // namespace
 
 absl::StatusOr<ServerUrl> ParseServerUrl(std::string_view url) {
@@ -248,7 +222,11 @@ absl::StatusOr<Client> Client::Create(ClientOptions options) {
   Client c;
   c.url_ = *std::move(url);
   if (!options.token_file.empty()) {
-    absl::StatusOr<std::string> token = ReadToken(options.token_file);
+    // The server issued the token, so any length it chose is accepted.
+    base::BearerTokenOptions read;
+    read.min_chars = 1;
+    absl::StatusOr<std::string> token =
+        base::ReadBearerToken(options.token_file, "--token-file", read);
     if (!token.ok()) return token.status();
     c.token_ = *std::move(token);
   }

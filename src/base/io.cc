@@ -17,6 +17,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "seedance/base/text.h"
 
 namespace seedance::base {
@@ -423,15 +424,43 @@ absl::Status CheckOutputsDistinct(const std::vector<NamedPath>& inputs,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ReadBearerToken(const std::string& path, const char* flag) {
+absl::StatusOr<std::string> ReadBearerToken(const std::string& path, const char* flag,
+                                            const BearerTokenOptions& options) {
   absl::StatusOr<std::string> text = ReadInput(path, InputKind::kConfig);
-  if (!text.ok()) return text.status();
+  if (!text.ok()) {
+    // ReadInput names the path and the OS error, never the contents.
+    return absl::Status(text.status().code(), absl::StrCat(flag, ": ", text.status().message()));
+  }
+  auto refuse = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " ", ForTerminal(path), ": ", why));
+  };
+  const std::string expected = options.prefix.empty() ? ""
+                                                      : absl::StrCat(" (expected ", options.prefix,
+                                                                     "TOKEN or the bare token)");
+  if (absl::StripAsciiWhitespace(*text).empty()) {
+    return refuse(absl::StrCat("no token: the file is empty", expected));
+  }
   absl::string_view t = *text;
   t = absl::StripAsciiWhitespace(t.substr(0, t.find('\n')));
-  if (t.size() < 16) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, " ", ForTerminal(path),
-                     ": the token must be at least 16 characters on the file's first line"));
+  if (t.empty()) {
+    return refuse(
+        "no token on the first line (it is blank); the token must be the file's first line");
+  }
+  if (!options.prefix.empty() && absl::ConsumePrefix(&t, options.prefix) && t.empty()) {
+    return refuse(absl::StrCat("no token after ", options.prefix));
+  }
+  for (char c : t) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u == 0x7f) {
+      return refuse("the first line must hold one token (no spaces or control characters inside)");
+    }
+  }
+  if (t.size() > kMaxBearerTokenBytes) {
+    return refuse(absl::StrCat("the token is longer than ", kMaxBearerTokenBytes, " bytes"));
+  }
+  if (t.size() < options.min_chars) {
+    return refuse(absl::StrCat("the token must be at least ", options.min_chars,
+                               " characters on the file's first line"));
   }
   return std::string(t);
 }

@@ -198,5 +198,103 @@ TEST_F(IoTest, BearerTokenIsTheFirstLineStrippedAndNeverShown) {
   EXPECT_EQ(got.status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST_F(IoTest, BearerTokenAcceptsTheFirstLineOnly) {
+  struct Case {
+    const char* name;
+    std::string text;
+    BearerTokenOptions options;
+    std::string want;
+  };
+  const std::string t16 = "0123456789abcdef";
+  const BearerTokenOptions slurm{1, "SLURM_JWT="};
+  const Case cases[] = {
+      {"bare, no newline", t16, {}, t16},
+      {"trailing newline", t16 + "\n", {}, t16},
+      {"CRLF", t16 + "\r\n", {}, t16},
+      {"surrounding blanks", " \t" + t16 + " \t\r\n", {}, t16},
+      {"later lines ignored", t16 + "\nsecond line\n\n", {}, t16},
+      {"exactly the maximum", std::string(kMaxBearerTokenBytes, 'x') + "\n", {}, ""},
+      {"short where allowed", "t0ken\n", {1, ""}, "t0ken"},
+      {"prefix removed", "SLURM_JWT=eyJ.a.b\n", slurm, "eyJ.a.b"},
+      {"prefix optional", "eyJ.a.b\n", slurm, "eyJ.a.b"},
+      {"prefix with CRLF", "SLURM_JWT=eyJ.a.b\r\n", slurm, "eyJ.a.b"},
+      {"prefix only at the start", "xSLURM_JWT=eyJ\n", slurm, "xSLURM_JWT=eyJ"},
+      {"no prefix option keeps it", "SLURM_JWT=0123456789\n", {}, "SLURM_JWT=0123456789"},
+  };
+  for (const Case& c : cases) {
+    Spit(Path("t"), c.text);
+    absl::StatusOr<std::string> got = ReadBearerToken(Path("t"), "--token-file", c.options);
+    ASSERT_TRUE(got.ok()) << c.name << ": " << got.status();
+    EXPECT_EQ(*got, c.want.empty() ? std::string(kMaxBearerTokenBytes, 'x') : c.want) << c.name;
+  }
+}
+
+TEST_F(IoTest, BearerTokenRefusalsNameTheFileNotTheToken) {
+  struct Case {
+    const char* name;
+    std::string text;
+    BearerTokenOptions options;
+    std::string why;  // after "FLAG PATH: "
+  };
+  const BearerTokenOptions slurm{1, "SLURM_JWT="};
+  const Case cases[] = {
+      {"empty", "", {}, "no token: the file is empty"},
+      {"only blanks", " \n\r\n\t\n", {}, "no token: the file is empty"},
+      {"empty, with a prefix", "\n", slurm,
+       "no token: the file is empty (expected SLURM_JWT=TOKEN or the bare token)"},
+      {"blank first line",
+       "\nsecret-0123456789abcdef\n",
+       {},
+       "no token on the first line (it is blank); the token must be the file's first line"},
+      {"blank first line, CRLF",
+       "\r\nsecret-0123456789abcdef\r\n",
+       {},
+       "no token on the first line (it is blank); the token must be the file's first line"},
+      {"prefix and nothing", "SLURM_JWT=\nsecret-0123456789\n", slurm, "no token after SLURM_JWT="},
+      {"space inside",
+       "secret-0123456789 secret-abcdef\n",
+       {},
+       "the first line must hold one token (no spaces or control characters inside)"},
+      {"control inside",
+       "secret-0123456789\x01secret\n",
+       {},
+       "the first line must hold one token (no spaces or control characters inside)"},
+      {"DEL inside",
+       "secret-0123456789\x7fsecret\n",
+       {},
+       "the first line must hold one token (no spaces or control characters inside)"},
+      {"too long",
+       std::string(kMaxBearerTokenBytes + 1, 's') + "\n",
+       {},
+       "the token is longer than 4096 bytes"},
+      {"too short",
+       "secret-01234567\n",
+       {},  // 15 characters
+       "the token must be at least 16 characters on the file's first line"},
+      {"too short after the prefix", "SLURM_JWT=secret\n", BearerTokenOptions{7, "SLURM_JWT="},
+       "the token must be at least 7 characters on the file's first line"},
+  };
+  for (const Case& c : cases) {
+    Spit(Path("t"), c.text);
+    absl::StatusOr<std::string> got = ReadBearerToken(Path("t"), "--token-file", c.options);
+    ASSERT_FALSE(got.ok()) << c.name;
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << c.name;
+    EXPECT_EQ(got.status().message(), "--token-file " + Path("t") + ": " + c.why) << c.name;
+    EXPECT_EQ(std::string(got.status().message()).find("secret"), std::string::npos) << c.name;
+  }
+}
+
+TEST_F(IoTest, BearerTokenReadErrorsNameTheFlagAndTheFile) {
+  absl::StatusOr<std::string> got = ReadBearerToken(Path("missing"), "--slurm-token-file");
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(std::string(got.status().message()).rfind("--slurm-token-file: " + Path("missing"), 0),
+            0u)
+      << got.status();
+  got = ReadBearerToken(dir_, "--token-file");  // a directory
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(got.status().message()).rfind("--token-file: " + dir_, 0), 0u)
+      << got.status();
+}
+
 }  // namespace
 }  // namespace seedance::base

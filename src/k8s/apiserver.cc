@@ -2,14 +2,13 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
+#include "seedance/base/io.h"
 #include "seedance/base/mutex.h"
 #include "seedance/base/text.h"
 
@@ -135,14 +134,6 @@ class HttpApiServerClient : public ApiServerClient {
   httplib::Client http_ ABSL_GUARDED_BY(mu_);  // one request at a time
 };
 
-absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::FailedPreconditionError(absl::StrCat(path, ": cannot read"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 absl::StatusOr<ApiServerOptions> InClusterOptions(const std::string& account_dir) {
@@ -156,9 +147,10 @@ absl::StatusOr<ApiServerOptions> InClusterOptions(const std::string& account_dir
   ApiServerOptions o;
   const std::string h = host;
   o.url = absl::StrCat("https://", h.find(':') != std::string::npos ? "[" + h + "]" : h, ":", port);
-  absl::StatusOr<std::string> token = ReadSmallFile(account_dir + "/token");
+  absl::StatusOr<std::string> token =
+      base::ReadBearerToken(account_dir + "/token", "--kube-in-cluster");
   if (!token.ok()) return token.status();
-  o.token = std::string(absl::StripAsciiWhitespace(*token));
+  o.token = *std::move(token);
   o.ca_file = account_dir + "/ca.crt";
   return o;
 }

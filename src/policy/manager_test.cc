@@ -147,7 +147,7 @@ TEST_F(ManagerTest, StartRefusesABadFileWithItsLocation) {
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(m.status().message()),
-              StartsWith(path_ + ":3:13: profiles[0].policy: unknown policy"));
+              StartsWith(path_ + ":3:13: $.profiles[0].policy: unknown policy"));
   absl::StatusOr<std::unique_ptr<PolicyManager>> missing =
       PolicyManager::Start(path_ + ".absent", ServerMetricNames());
   ASSERT_FALSE(missing.ok());
@@ -175,7 +175,7 @@ TEST_F(ManagerTest, ReloadTextGoodReplacesBadKeepsPrevious) {
       m->Reload("profiles:\n  - name: x\n    policy: cas\n    bogus: 1\n", "PUT /v1/policy");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.message()),
-              StartsWith("PUT /v1/policy:4:5: profiles[0].bogus: unknown key"));
+              StartsWith("PUT /v1/policy:4:5: $.profiles[0].bogus: unknown key"));
   EXPECT_EQ(m->state(), PolicyState::kFailed);
   EXPECT_EQ(m->last_error(), bad.message());
   EXPECT_EQ(m->Current()->profiles[0].name, "gen-2");
@@ -217,7 +217,7 @@ TEST_F(ManagerTest, FileChangeReloadsAndABrokenFileIsRefusedWithItsLine) {
       "    condition: pending_pods >\n    action: {type: alert, name: x}\n");
   ASSERT_TRUE(Eventually([&] { return m->state() == PolicyState::kFailed; }));
   EXPECT_THAT(m->last_error(), StartsWith(path_ + ":6:"));
-  EXPECT_THAT(m->last_error(), HasSubstr("rules[0].condition"));
+  EXPECT_THAT(m->last_error(), HasSubstr("$.rules[0].condition"));
   EXPECT_EQ(m->Current()->profiles[0].name, "gen-2");  // the previous stays
   EXPECT_EQ(m->reloads_failed(), 1);
 

@@ -137,7 +137,7 @@ TEST_F(PolicyPluginTest, ABadPluginIsRefusedWithThePolicyLocationAndTheFile) {
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(m.status().message(),
-            absl::StrCat(path_, ":4:11: plugins[0].path: plugin '", BAD_VERSION_PLUGIN,
+            absl::StrCat(path_, ":4:11: $.plugins[0].path: plugin '", BAD_VERSION_PLUGIN,
                          "': does not speak plugin ABI version 1"));
   // On reload, the previous policy stays.
   Write(PolicyWith(SAMPLE_PLUGIN));
@@ -159,7 +159,7 @@ TEST_F(PolicyPluginTest, PluginsCanBeRefused) {
   absl::StatusOr<std::unique_ptr<PolicyManager>> m =
       PolicyManager::Start(path_, ServerMetricNames(), o);
   ASSERT_FALSE(m.ok());
-  EXPECT_EQ(m.status().message(), path_ + ":4:11: plugins[0].path: plugins are not allowed here");
+  EXPECT_EQ(m.status().message(), path_ + ":4:11: $.plugins[0].path: plugins are not allowed here");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "seedance/base/check.h"
+#include "seedance/base/json_path.h"
 #include "seedance/base/parse.h"
 #include "seedance/base/text.h"
 #include "seedance/core/resource_descriptor.h"
@@ -22,7 +23,7 @@ namespace {
 
 // Thrown inside the reader, caught by ParsePolicy: the first error ends the parse.
 struct ParseError {
-  std::string message;  // complete: "FILE:LINE:COL: path: what"
+  std::string message;  // complete: "FILE:LINE:COL: $.path: what"
 };
 
 // A node that IsDefined() says is absent (a default-constructed YAML::Node counts as defined).
@@ -45,6 +46,13 @@ bool IsValidName(std::string_view s) {
                      [&](char c) { return alnum(c) || c == '_' || c == '-' || c == '.'; });
 }
 
+// Paths in messages are base/json_path.h's: `$.profiles[0].options.sigmoid_scale`.
+constexpr char kRoot[] = "$";
+std::string Child(std::string_view path, std::string_view key) {
+  return base::JsonPathChild(path, key);
+}
+std::string Index(std::string_view path, size_t i) { return base::JsonPathIndex(path, i); }
+
 // Walks the YAML tree; every error names the node's position and the field path.
 class Reader {
  public:
@@ -54,16 +62,17 @@ class Reader {
   Policy Read(const YAML::Node& root) {
     Policy p;
     if (!root.IsDefined() || root.IsNull()) Fail(root, "", "the policy is empty");
-    RequireMap(root, "(document)");
+    RequireMap(root, kRoot);
     YAML::Node profiles = Absent(), classes = Absent(), rules = Absent(), plugins = Absent(),
                default_profile = Absent();
     YAML::Node queues = Absent();
-    ForEachKey(root, "",
+    ForEachKey(root, kRoot,
                {"version", "profiles", "default_profile", "classes", "rules", "plugins", "queues",
                 "preemption"},
                [&](const std::string& key, const YAML::Node& v) {
                  if (key == "version") {
-                   if (Int(v, "version", 1, 1) != 1) Fail(v, "version", "must be 1");
+                   if (Int(v, Child(kRoot, "version"), 1, 1) != 1)
+                     Fail(v, Child(kRoot, "version"), "must be 1");
                  } else if (key == "profiles") {
                    profiles = v;
                  } else if (key == "default_profile") {
@@ -75,18 +84,20 @@ class Reader {
                  } else if (key == "queues") {
                    queues = v;
                  } else if (key == "preemption") {
-                   const std::string b = Str(v, "preemption");
-                   if (b != "true" && b != "false") Fail(v, "preemption", "must be true or false");
+                   const std::string b = Str(v, Child(kRoot, "preemption"));
+                   if (b != "true" && b != "false")
+                     Fail(v, Child(kRoot, "preemption"), "must be true or false");
                    p.preemption = b == "true";
                  } else {
                    plugins = v;
                  }
                });
-    if (!profiles.IsDefined()) Fail(root, "profiles", "missing (a policy needs a profile)");
+    if (!profiles.IsDefined())
+      Fail(root, Child(kRoot, "profiles"), "missing (a policy needs a profile)");
     ReadProfiles(profiles, &p);
     if (default_profile.IsDefined()) {
-      p.default_profile = Str(default_profile, "default_profile");
-      p.default_profile_index = ProfileRef(p, default_profile, "default_profile");
+      p.default_profile = Str(default_profile, Child(kRoot, "default_profile"));
+      p.default_profile_index = ProfileRef(p, default_profile, Child(kRoot, "default_profile"));
     } else {
       p.default_profile = p.profiles.front().name;
       p.default_profile_index = 0;
@@ -147,16 +158,13 @@ class Reader {
   template <class F>
   void ForEachKey(const YAML::Node& n, const std::string& path,
                   const std::vector<std::string>& allowed, F&& f) {
-    RequireMap(n, path.empty() ? "(document)" : path);
+    RequireMap(n, path);
     std::set<std::string> seen;
     for (auto it = n.begin(); it != n.end(); ++it) {
       const YAML::Node key = it->first;
-      const std::string sub = [&] {
-        const std::string k = key.IsScalar() ? Shown(key.Scalar()) : "?";
-        return path.empty() ? k : absl::StrCat(path, ".", k);
-      }();
       if (!key.IsScalar()) Fail(key, path, "keys must be plain names");
       const std::string& k = key.Scalar();
+      const std::string sub = Child(path, k);
       if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
         Fail(key, sub,
              absl::StrCat("unknown key", DidYouMean(k, allowed),
@@ -202,11 +210,11 @@ class Reader {
   }
 
   void ReadProfiles(const YAML::Node& list, Policy* p) {
-    RequireSeq(list, "profiles");
-    if (list.size() == 0) Fail(list, "profiles", "must hold at least one profile");
+    RequireSeq(list, Child(kRoot, "profiles"));
+    if (list.size() == 0) Fail(list, Child(kRoot, "profiles"), "must hold at least one profile");
     for (size_t i = 0; i < list.size(); ++i) {
       const YAML::Node e = list[i];
-      const std::string path = absl::StrCat("profiles[", i, "]");
+      const std::string path = Index(Child(kRoot, "profiles"), i);
       PlacementProfile prof;
       YAML::Node name = Absent(), policy = Absent(), options = Absent(), weights = Absent();
       ForEachKey(e, path, {"name", "policy", "options", "weights", "description"},
@@ -216,28 +224,28 @@ class Reader {
                    if (k == "options") options = v;
                    if (k == "weights") weights = v;
                  });
-      if (!name.IsDefined()) Fail(e, path + ".name", "missing");
-      if (!policy.IsDefined()) Fail(e, path + ".policy", "missing");
-      prof.name = Name(name, path + ".name");
+      if (!name.IsDefined()) Fail(e, Child(path, "name"), "missing");
+      if (!policy.IsDefined()) Fail(e, Child(path, "policy"), "missing");
+      prof.name = Name(name, Child(path, "name"));
       if (p->ProfileIndex(prof.name) >= 0) {
-        Fail(name, path + ".name", absl::StrCat("profile '", prof.name, "' is defined twice"));
+        Fail(name, Child(path, "name"), absl::StrCat("profile '", prof.name, "' is defined twice"));
       }
-      prof.policy = Str(policy, path + ".policy");
+      prof.policy = Str(policy, Child(path, "policy"));
       if (std::find(known_policies_.begin(), known_policies_.end(), prof.policy) ==
           known_policies_.end()) {
-        Fail(policy, path + ".policy",
+        Fail(policy, Child(path, "policy"),
              absl::StrCat("unknown policy '", Shown(prof.policy), "'",
                           DidYouMean(prof.policy, known_policies_),
                           "; registered: ", absl::StrJoin(known_policies_, ", ")));
       }
       std::map<std::string, YAML::Node> option_nodes;
       if (options.IsDefined() && !options.IsNull()) {
-        RequireMap(options, path + ".options");
+        RequireMap(options, Child(path, "options"));
         for (auto it = options.begin(); it != options.end(); ++it) {
           const YAML::Node key = it->first;
-          const std::string kp = absl::StrCat(path, ".options");
+          const std::string kp = Child(path, "options");
           if (!key.IsScalar()) Fail(key, kp, "keys must be plain names");
-          const std::string sub = absl::StrCat(kp, ".", Shown(key.Scalar()));
+          const std::string sub = Child(kp, key.Scalar());
           if (prof.options.count(key.Scalar()) > 0) Fail(key, sub, "repeated key");
           prof.options[key.Scalar()] = Str(it->second, sub);
           option_nodes.emplace(key.Scalar(), key);
@@ -252,20 +260,20 @@ class Reader {
         if (msg.rfind(prefix, 0) == 0) msg.erase(0, prefix.size());
         for (const auto& [key, node] : option_nodes) {
           if (msg.rfind(key + ":", 0) == 0) {
-            FailAt(Where(node), absl::StrCat(path, ".options.", Shown(key)),
+            FailAt(Where(node), Child(Child(path, "options"), key),
                    absl::StrCat(msg.substr(key.size() + 1).erase(0, 1)));
           }
         }
-        Fail(options.IsDefined() ? options : policy, path + ".options", msg);
+        Fail(options.IsDefined() ? options : policy, Child(path, "options"), msg);
       }
       info = *std::move(checked);
       if (weights.IsDefined() && !weights.IsNull()) {
-        RequireMap(weights, path + ".weights");
+        RequireMap(weights, Child(path, "weights"));
         for (auto it = weights.begin(); it != weights.end(); ++it) {
           const YAML::Node key = it->first;
-          if (!key.IsScalar()) Fail(key, path + ".weights", "keys must be plain names");
+          if (!key.IsScalar()) Fail(key, Child(path, "weights"), "keys must be plain names");
           const std::string& plugin = key.Scalar();
-          const std::string sub = absl::StrCat(path, ".weights.", Shown(plugin));
+          const std::string sub = Child(Child(path, "weights"), plugin);
           if (!info.score_plugins.empty() &&
               std::find(info.score_plugins.begin(), info.score_plugins.end(), plugin) ==
                   info.score_plugins.end()) {
@@ -284,10 +292,10 @@ class Reader {
 
   void ReadPlugins(const YAML::Node& list, Policy* p) {
     if (list.IsNull()) return;
-    RequireSeq(list, "plugins");
+    RequireSeq(list, Child(kRoot, "plugins"));
     for (size_t i = 0; i < list.size(); ++i) {
       const YAML::Node e = list[i];
-      const std::string path = absl::StrCat("plugins[", i, "]");
+      const std::string path = Index(Child(kRoot, "plugins"), i);
       PluginRef ref;
       YAML::Node name = Absent(), file = Absent();
       ForEachKey(e, path, {"name", "path", "description"},
@@ -295,19 +303,19 @@ class Reader {
                    if (k == "name") name = v;
                    if (k == "path") file = v;
                  });
-      if (!name.IsDefined()) Fail(e, path + ".name", "missing");
-      if (!file.IsDefined()) Fail(e, path + ".path", "missing");
-      ref.name = Name(name, path + ".name");
+      if (!name.IsDefined()) Fail(e, Child(path, "name"), "missing");
+      if (!file.IsDefined()) Fail(e, Child(path, "path"), "missing");
+      ref.name = Name(name, Child(path, "name"));
       for (const PluginRef& other : p->plugins) {
         if (other.name == ref.name) {
-          Fail(name, path + ".name", absl::StrCat("plugin '", ref.name, "' is listed twice"));
+          Fail(name, Child(path, "name"), absl::StrCat("plugin '", ref.name, "' is listed twice"));
         }
       }
-      ref.path = Str(file, path + ".path");
+      ref.path = Str(file, Child(path, "path"));
       if (ref.path.empty() || ref.path.find('\0') != std::string::npos) {
-        Fail(file, path + ".path", "must be a file name");
+        Fail(file, Child(path, "path"), "must be a file name");
       }
-      ref.where = absl::StrCat(Where(file), ": ", path, ".path");
+      ref.where = absl::StrCat(Where(file), ": ", Child(path, "path"));
       p->plugins.push_back(std::move(ref));
     }
   }
@@ -319,7 +327,7 @@ class Reader {
     ForEachKey(m, path, allowed, [&](const std::string& k, const YAML::Node& v) {
       const size_t i = static_cast<size_t>(
           std::find(allowed.begin(), allowed.end(), k) - allowed.begin());
-      (*r)[i] = static_cast<double>(Int(v, absl::StrCat(path, ".", k), 0, int64_t{1} << 50));
+      (*r)[i] = static_cast<double>(Int(v, Child(path, k), 0, int64_t{1} << 50));
     });
   }
 
@@ -329,7 +337,7 @@ class Reader {
                {"name", "parent", "namespaces", "guaranteed", "limit", "weight",
                 "disruption_budget", "description"},
                [&](const std::string& k, const YAML::Node& v) {
-                 const std::string sub = absl::StrCat(path, ".", k);
+                 const std::string sub = Child(path, k);
                  if (k == "name") name = v;
                  if (k == "parent") q->spec.parent = Name(v, sub);
                  if (k == "namespaces") namespaces = v;
@@ -338,30 +346,30 @@ class Reader {
                  if (k == "weight") q->spec.weight = static_cast<double>(Int(v, sub, 1, 1000000));
                  if (k == "disruption_budget") q->spec.disruption_budget = Int(v, sub, 0, 1000000);
                });
-    if (!name.IsDefined()) Fail(e, path + ".name", "missing");
-    q->spec.name = Name(name, path + ".name");
+    if (!name.IsDefined()) Fail(e, Child(path, "name"), "missing");
+    q->spec.name = Name(name, Child(path, "name"));
     if (namespaces.IsDefined() && !namespaces.IsNull()) {
-      RequireSeq(namespaces, path + ".namespaces");
+      RequireSeq(namespaces, Child(path, "namespaces"));
       for (size_t j = 0; j < namespaces.size(); ++j) {
-        q->namespaces.push_back(Name(namespaces[j], absl::StrCat(path, ".namespaces[", j, "]")));
+        q->namespaces.push_back(Name(namespaces[j], Index(Child(path, "namespaces"), j)));
       }
     }
   }
 
   void ReadQueues(const YAML::Node& list, Policy* p) {
     if (list.IsNull()) return;
-    RequireSeq(list, "queues");
+    RequireSeq(list, Child(kRoot, "queues"));
     std::map<std::string, std::string> ns_owner;
     for (size_t i = 0; i < list.size(); ++i) {
-      const std::string path = absl::StrCat("queues[", i, "]");
+      const std::string path = Index(Child(kRoot, "queues"), i);
       QueueBinding q;
       ReadQueue(list[i], path, &q);
       for (size_t j = 0; j < q.namespaces.size(); ++j) {
         auto [it, fresh] = ns_owner.emplace(q.namespaces[j], q.spec.name);
         if (!fresh) {
-          Fail(list[i]["namespaces"][j], absl::StrCat(path, ".namespaces[", j, "]"),
-               absl::StrCat("namespace '", q.namespaces[j], "' is already in queue '",
-                            it->second, "'"));
+          Fail(list[i]["namespaces"][j], Index(Child(path, "namespaces"), j),
+               absl::StrCat("namespace '", q.namespaces[j], "' is already in queue '", it->second,
+                            "'"));
         }
       }
       p->queues.push_back(std::move(q));
@@ -369,10 +377,10 @@ class Reader {
     std::vector<sched::QueueSpec> specs;
     for (const QueueBinding& q : p->queues) specs.push_back(q.spec);
     absl::StatusOr<sched::QueueTree> tree = sched::QueueTree::Build(specs, sched::Resources{});
-    if (!tree.ok()) Fail(list, "queues", tree.status().message());
+    if (!tree.ok()) Fail(list, Child(kRoot, "queues"), tree.status().message());
     for (size_t i = 0; i < p->queues.size(); ++i) {
       if (!tree->is_leaf(static_cast<int>(i)) && !p->queues[i].namespaces.empty()) {
-        Fail(list[i], absl::StrCat("queues[", i, "].namespaces"),
+        Fail(list[i], Child(Index(Child(kRoot, "queues"), i), "namespaces"),
              "only a leaf queue holds pods; this queue has child queues");
       }
     }
@@ -380,10 +388,10 @@ class Reader {
 
   void ReadClasses(const YAML::Node& list, Policy* p) {
     if (list.IsNull()) return;
-    RequireSeq(list, "classes");
+    RequireSeq(list, Child(kRoot, "classes"));
     for (size_t i = 0; i < list.size(); ++i) {
       const YAML::Node e = list[i];
-      const std::string path = absl::StrCat("classes[", i, "]");
+      const std::string path = Index(Child(kRoot, "classes"), i);
       ClassBinding c;
       YAML::Node name = Absent(), match = Absent(), profile = Absent();
       ForEachKey(e, path, {"name", "match", "profile", "description"},
@@ -392,20 +400,21 @@ class Reader {
                    if (k == "match") match = v;
                    if (k == "profile") profile = v;
                  });
-      if (!name.IsDefined()) Fail(e, path + ".name", "missing");
-      if (!profile.IsDefined()) Fail(e, path + ".profile", "missing");
-      c.name = Name(name, path + ".name");
+      if (!name.IsDefined()) Fail(e, Child(path, "name"), "missing");
+      if (!profile.IsDefined()) Fail(e, Child(path, "profile"), "missing");
+      c.name = Name(name, Child(path, "name"));
       if (c.name == kDefaultClass) {
-        Fail(name, path + ".name", "'default' is reserved (it names the pods no class matches)");
+        Fail(name, Child(path, "name"),
+             "'default' is reserved (it names the pods no class matches)");
       }
       for (const ClassBinding& other : p->classes) {
         if (other.name == c.name) {
-          Fail(name, path + ".name", absl::StrCat("class '", c.name, "' is defined twice"));
+          Fail(name, Child(path, "name"), absl::StrCat("class '", c.name, "' is defined twice"));
         }
       }
-      if (match.IsDefined() && !match.IsNull()) ReadMatch(match, path + ".match", &c.match);
-      c.profile = Str(profile, path + ".profile");
-      c.profile_index = ProfileRef(*p, profile, path + ".profile");
+      if (match.IsDefined() && !match.IsNull()) ReadMatch(match, Child(path, "match"), &c.match);
+      c.profile = Str(profile, Child(path, "profile"));
+      c.profile_index = ProfileRef(*p, profile, Child(path, "profile"));
       p->classes.push_back(std::move(c));
     }
   }
@@ -414,7 +423,7 @@ class Reader {
     YAML::Node min_node = Absent();
     ForEachKey(m, path, {"namespace", "labels", "min_priority", "max_priority"},
                [&](const std::string& k, const YAML::Node& v) {
-                 const std::string sub = absl::StrCat(path, ".", k);
+                 const std::string sub = Child(path, k);
                  if (k == "namespace") {
                    c->ns = Str(v, sub);
                  } else if (k == "labels") {
@@ -425,7 +434,7 @@ class Reader {
                      if (!key.IsScalar() || key.Scalar().empty()) {
                        Fail(key, sub, "label keys must be non-empty strings");
                      }
-                     const std::string lp = absl::StrCat(sub, ".", Shown(key.Scalar()));
+                     const std::string lp = Child(sub, key.Scalar());
                      if (c->labels.count(key.Scalar()) > 0) Fail(key, lp, "repeated key");
                      c->labels[key.Scalar()] = Str(it->second, lp);
                    }
@@ -437,17 +446,17 @@ class Reader {
                  }
                });
     if (c->min_priority && c->max_priority && *c->min_priority > *c->max_priority) {
-      Fail(min_node, path + ".min_priority",
+      Fail(min_node, Child(path, "min_priority"),
            absl::StrCat("is above max_priority (", *c->min_priority, " > ", *c->max_priority, ")"));
     }
   }
 
   void ReadRules(const YAML::Node& list, Policy* p) {
     if (list.IsNull()) return;
-    RequireSeq(list, "rules");
+    RequireSeq(list, Child(kRoot, "rules"));
     for (size_t i = 0; i < list.size(); ++i) {
       const YAML::Node e = list[i];
-      const std::string path = absl::StrCat("rules[", i, "]");
+      const std::string path = Index(Child(kRoot, "rules"), i);
       Rule r;
       YAML::Node name = Absent(), condition = Absent(), priority = Absent(), timeout = Absent(),
                  action = Absent();
@@ -459,26 +468,27 @@ class Reader {
                    if (k == "timeout") timeout = v;
                    if (k == "action") action = v;
                  });
-      if (!name.IsDefined()) Fail(e, path + ".name", "missing");
-      if (!condition.IsDefined()) Fail(e, path + ".condition", "missing");
-      if (!action.IsDefined()) Fail(e, path + ".action", "missing");
-      r.name = Name(name, path + ".name");
+      if (!name.IsDefined()) Fail(e, Child(path, "name"), "missing");
+      if (!condition.IsDefined()) Fail(e, Child(path, "condition"), "missing");
+      if (!action.IsDefined()) Fail(e, Child(path, "action"), "missing");
+      r.name = Name(name, Child(path, "name"));
       for (const Rule& other : p->rules) {
         if (other.name == r.name) {
-          Fail(name, path + ".name", absl::StrCat("rule '", r.name, "' is defined twice"));
+          Fail(name, Child(path, "name"), absl::StrCat("rule '", r.name, "' is defined twice"));
         }
       }
-      r.condition = Condition(condition, path + ".condition");
+      r.condition = Condition(condition, Child(path, "condition"));
       if (priority.IsDefined()) {
-        r.priority = static_cast<int>(Int(priority, path + ".priority", -1000000, 1000000));
+        r.priority = static_cast<int>(Int(priority, Child(path, "priority"), -1000000, 1000000));
       }
       if (timeout.IsDefined()) {
-        absl::StatusOr<double> t = base::ParseDuration(
-            Str(timeout, path + ".timeout"), path + ".timeout", 1, base::NonNegative(30 * 86400.0));
+        absl::StatusOr<double> t =
+            base::ParseDuration(Str(timeout, Child(path, "timeout")), Child(path, "timeout"), 1,
+                                base::NonNegative(30 * 86400.0));
         if (!t.ok()) FailAt(Where(timeout), "", t.status().message());
         r.timeout_s = *t;
       }
-      r.action = ReadAction(action, path + ".action", *p);
+      r.action = ReadAction(action, Child(path, "action"), *p);
       p->rules.push_back(std::move(r));
     }
   }
@@ -511,9 +521,10 @@ class Reader {
                                                     "plugin"};
     const YAML::Node type = n["type"];
     if (!type.IsDefined()) {
-      Fail(n, path + ".type", absl::StrCat("missing (one of ", absl::StrJoin(kTypes, ", "), ")"));
+      Fail(n, Child(path, "type"),
+           absl::StrCat("missing (one of ", absl::StrJoin(kTypes, ", "), ")"));
     }
-    const std::string t = Str(type, path + ".type");
+    const std::string t = Str(type, Child(path, "type"));
     Action a;
     std::vector<std::string> keys = {"type"};
     if (t == "switch_profile") {
@@ -529,21 +540,21 @@ class Reader {
       a.kind = Action::kPlugin;
       keys.insert(keys.end(), {"plugin", "argument"});
     } else {
-      Fail(type, path + ".type",
+      Fail(type, Child(path, "type"),
            absl::StrCat("unknown action '", Shown(t), "'", DidYouMean(t, kTypes),
                         "; known: ", absl::StrJoin(kTypes, ", ")));
     }
     std::map<std::string, YAML::Node> f;
     ForEachKey(n, path, keys, [&](const std::string& k, const YAML::Node& v) { f[k] = v; });
     auto need = [&](const std::string& k) {
-      if (f.count(k) == 0) Fail(n, absl::StrCat(path, ".", k), absl::StrCat("missing for ", t));
+      if (f.count(k) == 0) Fail(n, Child(path, k), absl::StrCat("missing for ", t));
       return f[k];
     };
     switch (a.kind) {
       case Action::kSwitchProfile: {
         const YAML::Node cls = need("class");
         const YAML::Node prof = need("profile");
-        a.target = Str(cls, path + ".class");
+        a.target = Str(cls, Child(path, "class"));
         if (a.target != kDefaultClass) {
           std::vector<std::string> names = {std::string(kDefaultClass)};
           bool found = false;
@@ -552,35 +563,35 @@ class Reader {
             found = found || c.name == a.target;
           }
           if (!found) {
-            Fail(cls, path + ".class",
+            Fail(cls, Child(path, "class"),
                  absl::StrCat("unknown class '", Shown(a.target), "'", DidYouMean(a.target, names),
                               "; classes: ", absl::StrJoin(names, ", ")));
           }
         }
-        a.value = Str(prof, path + ".profile");
-        ProfileRef(p, prof, path + ".profile");
+        a.value = Str(prof, Child(path, "profile"));
+        ProfileRef(p, prof, Child(path, "profile"));
         break;
       }
       case Action::kCordon:
       case Action::kDrain: {
         const YAML::Node node = need("node");
-        a.target = Str(node, path + ".node");
+        a.target = Str(node, Child(path, "node"));
         if (a.target.empty() || a.target.size() > 253 || base::ForTerminal(a.target) != a.target) {
-          Fail(node, path + ".node", "must be a node name (1-253 printable characters)");
+          Fail(node, Child(path, "node"), "must be a node name (1-253 printable characters)");
         }
         break;
       }
       case Action::kAlert:
-        a.target = Name(need("name"), path + ".name");
-        if (f.count("message") > 0) a.value = Str(f["message"], path + ".message");
+        a.target = Name(need("name"), Child(path, "name"));
+        if (f.count("message") > 0) a.value = Str(f["message"], Child(path, "message"));
         break;
       case Action::kPlugin: {
         const YAML::Node plugin = need("plugin");
-        a.target = Str(plugin, path + ".plugin");
+        a.target = Str(plugin, Child(path, "plugin"));
         std::vector<std::string> names;
         for (const PluginRef& ref : p.plugins) names.push_back(ref.name);
         if (std::find(names.begin(), names.end(), a.target) == names.end()) {
-          Fail(plugin, path + ".plugin",
+          Fail(plugin, Child(path, "plugin"),
                absl::StrCat("unknown plugin '", Shown(a.target), "'", DidYouMean(a.target, names),
                             names.empty()
                                 ? "; the policy lists no plugins"

@@ -112,7 +112,7 @@ TEST(ParsePolicyTest, EveryField) {
   ASSERT_EQ(p.plugins.size(), 1u);
   EXPECT_EQ(p.plugins[0].name, "pager");
   EXPECT_EQ(p.plugins[0].path, "./pager.so");
-  EXPECT_EQ(p.plugins[0].where, "p.yaml:26:11: plugins[0].path");
+  EXPECT_EQ(p.plugins[0].where, "p.yaml:26:11: $.plugins[0].path");
 
   ASSERT_EQ(p.rules.size(), 5u);
   EXPECT_EQ(p.rules[0].name, "crowded");
@@ -194,21 +194,21 @@ TEST(ProfileForTest, SwitchesOverrideTheClassProfile) {
 
 TEST(ParsePolicyErrorTest, UnknownKeysGetDidYouMean) {
   EXPECT_EQ(ErrorOf("profiles: [{name: a, policy: cas}]\nrulez: []\n"),
-            "p.yaml:2:1: rulez: unknown key (did you mean 'rules'?); known: version, profiles, "
+            "p.yaml:2:1: $.rulez: unknown key (did you mean 'rules'?); known: version, profiles, "
             "default_profile, classes, rules, plugins, queues, preemption");
   EXPECT_THAT(ErrorOf("profiles:\n  - name: a\n    polcy: cas\n"),
-              StartsWith("p.yaml:3:5: profiles[0].polcy: unknown key (did you mean 'policy'?)"));
+              StartsWith("p.yaml:3:5: $.profiles[0].polcy: unknown key (did you mean 'policy'?)"));
   EXPECT_THAT(ErrorOf("profiles: [{name: a, policy: cas}]\nclasses:\n  - name: c\n    profile: a\n"
                       "    match: {namespase: x}\n"),
-              StartsWith("p.yaml:5:13: classes[0].match.namespase: unknown key (did you mean "
+              StartsWith("p.yaml:5:13: $.classes[0].match.namespase: unknown key (did you mean "
                          "'namespace'?)"));
   EXPECT_THAT(
       ErrorOf("profiles: [{name: a, policy: cas}]\nrules:\n  - name: r\n"
               "    condition: nodes > 1\n    timout: 5s\n    action: {type: alert, name: x}\n"),
-      StartsWith("p.yaml:5:5: rules[0].timout: unknown key (did you mean 'timeout'?)"));
+      StartsWith("p.yaml:5:5: $.rules[0].timout: unknown key (did you mean 'timeout'?)"));
   EXPECT_THAT(ErrorOf("profiles: [{name: a, policy: cas}]\nrules:\n  - name: r\n"
                       "    condition: nodes > 1\n    action: {type: cordon, nod: n1}\n"),
-              StartsWith("p.yaml:5:28: rules[0].action.nod: unknown key (did you mean 'node'?)"));
+              StartsWith("p.yaml:5:28: $.rules[0].action.nod: unknown key (did you mean 'node'?)"));
 }
 
 TEST(ParsePolicyErrorTest, EveryErrorNamesItsPlace) {
@@ -218,100 +218,106 @@ TEST(ParsePolicyErrorTest, EveryErrorNamesItsPlace) {
   };
   const Case cases[] = {
       {"", "p.yaml: the policy is empty"},
-      {"[1, 2]", "p.yaml:1:1: (document): must be a mapping (got a list)"},
+      {"[1, 2]", "p.yaml:1:1: $: must be a mapping (got a list)"},
       {"version: 2\nprofiles: [{name: a, policy: cas}]\n",
-       "p.yaml:1:10: version: must be an integer in [1, 1], got '2'"},
-      {"default_profile: a\n", "p.yaml:1:1: profiles: missing (a policy needs a profile)"},
-      {"profiles: []\n", "p.yaml:1:11: profiles: must hold at least one profile"},
-      {"profiles: {a: 1}\n", "p.yaml:1:11: profiles: must be a list (got a mapping)"},
-      {"profiles: [{policy: cas}]\n", "p.yaml:1:12: profiles[0].name: missing"},
-      {"profiles: [{name: a}]\n", "p.yaml:1:12: profiles[0].policy: missing"},
+       "p.yaml:1:10: $.version: must be an integer in [1, 1], got '2'"},
+      {"default_profile: a\n", "p.yaml:1:1: $.profiles: missing (a policy needs a profile)"},
+      {"profiles: []\n", "p.yaml:1:11: $.profiles: must hold at least one profile"},
+      {"profiles: {a: 1}\n", "p.yaml:1:11: $.profiles: must be a list (got a mapping)"},
+      {"profiles: [{policy: cas}]\n", "p.yaml:1:12: $.profiles[0].name: missing"},
+      {"profiles: [{name: a}]\n", "p.yaml:1:12: $.profiles[0].policy: missing"},
       {"profiles: [{name: 'a b', policy: cas}]\n",
-       "p.yaml:1:19: profiles[0].name: 'a b' is not a valid name (1-63 letters, digits, '_', '-' "
+       "p.yaml:1:19: $.profiles[0].name: 'a b' is not a valid name (1-63 letters, digits, '_', '-' "
        "or '.', starting with a letter or digit)"},
       {"profiles: [{name: a, policy: cas}, {name: a, policy: fgd}]\n",
-       "p.yaml:1:43: profiles[1].name: profile 'a' is defined twice"},
+       "p.yaml:1:43: $.profiles[1].name: profile 'a' is defined twice"},
       {"profiles: [{name: a, policy: bestfitt}]\n",
-       "p.yaml:1:30: profiles[0].policy: unknown policy 'bestfitt' (did you mean 'bestfit'?); "
+       "p.yaml:1:30: $.profiles[0].policy: unknown policy 'bestfitt' (did you mean 'bestfit'?); "
        "registered: bestfit, cas, clustering, dotprod, fgd, least-allocated, "
        "most-allocated, packing, random"},
       {"profiles: [{name: a, policy: cas, options: {coverage_pct: 150}}]\n",
-       "p.yaml:1:45: profiles[0].options.coverage_pct: must be in (0, 100], got '150'"},
+       "p.yaml:1:45: $.profiles[0].options.coverage_pct: must be in (0, 100], got '150'"},
       {"profiles: [{name: a, policy: cas, options: {sigmoid: 1}}]\n",
-       "p.yaml:1:45: profiles[0].options.sigmoid: unknown cas option 'sigmoid' (did you mean "
+       "p.yaml:1:45: $.profiles[0].options.sigmoid: unknown cas option 'sigmoid' (did you mean "
        "'sigmoid_scale'?)"},
       {"profiles: [{name: a, policy: cas, options: {x: [1]}}]\n",
-       "p.yaml:1:48: profiles[0].options.x: must be a string (got a list)"},
+       "p.yaml:1:48: $.profiles[0].options.x: must be a string (got a list)"},
       {"profiles: [{name: a, policy: cas, weights: {CostAwareScor: 2}}]\n",
-       "p.yaml:1:45: profiles[0].weights.CostAwareScor: policy 'cas' has no score plugin "
+       "p.yaml:1:45: $.profiles[0].weights.CostAwareScor: policy 'cas' has no score plugin "
        "'CostAwareScor' (did you mean 'CostAwareScore'?); its score plugins: CostAwareScore, "
        "CostAwareCpuBalance"},
       {"profiles: [{name: a, policy: cas, weights: {CostAwareScore: -1}}]\n",
-       "p.yaml:1:61: profiles[0].weights.CostAwareScore: must be an integer in [0, 1000], got "
+       "p.yaml:1:61: $.profiles[0].weights.CostAwareScore: must be an integer in [0, 1000], got "
        "'-1'"},
       {"profiles: [{name: a, policy: cas}]\ndefault_profile: b\n",
-       "p.yaml:2:18: default_profile: unknown profile 'b'; profiles: a"},
+       "p.yaml:2:18: $.default_profile: unknown profile 'b'; profiles: a"},
       {"profiles: [{name: a, policy: cas}]\nclasses: [{name: c}]\n",
-       "p.yaml:2:11: classes[0].profile: missing"},
+       "p.yaml:2:11: $.classes[0].profile: missing"},
       {"profiles: [{name: a, policy: cas}]\nclasses: [{name: default, profile: a}]\n",
-       "p.yaml:2:18: classes[0].name: 'default' is reserved"},
+       "p.yaml:2:18: $.classes[0].name: 'default' is reserved"},
       {"profiles: [{name: a, policy: cas}]\nclasses: [{name: c, profile: b}]\n",
-       "p.yaml:2:30: classes[0].profile: unknown profile 'b'; profiles: a"},
+       "p.yaml:2:30: $.classes[0].profile: unknown profile 'b'; profiles: a"},
       {"profiles: [{name: a, policy: cas}]\n"
        "classes: [{name: c, profile: a}, {name: c, profile: a}]\n",
-       "p.yaml:2:41: classes[1].name: class 'c' is defined twice"},
+       "p.yaml:2:41: $.classes[1].name: class 'c' is defined twice"},
       {"profiles: [{name: a, policy: cas}]\n"
        "classes: [{name: c, profile: a, match: {min_priority: 5, max_priority: 4}}]\n",
-       "p.yaml:2:55: classes[0].match.min_priority: is above max_priority (5 > 4)"},
+       "p.yaml:2:55: $.classes[0].match.min_priority: is above max_priority (5 > 4)"},
       {"profiles: [{name: a, policy: cas}]\n"
        "classes: [{name: c, profile: a, match: {max_priority: 3000000000}}]\n",
-       "p.yaml:2:55: classes[0].match.max_priority: must be an integer in [-2147483648, "
+       "p.yaml:2:55: $.classes[0].match.max_priority: must be an integer in [-2147483648, "
        "2147483647], got '3000000000'"},
       {"profiles: [{name: a, policy: cas}]\n"
        "classes: [{name: c, profile: a, match: {labels: [x]}}]\n",
-       "p.yaml:2:49: classes[0].match.labels: must be a mapping (got a list)"},
+       "p.yaml:2:49: $.classes[0].match.labels: must be a mapping (got a list)"},
+      {"profiles: [{name: a, policy: cas}]\n"
+       "classes: [{name: c, profile: a, match: {labels: {app.kubernetes.io/team: [x]}}}]\n",
+       "p.yaml:2:74: $.classes[0].match.labels[\"app.kubernetes.io/team\"]: must be a string "
+       "(got a list)"},
+      {"profiles: [{name: a, policy: cas}]\n\"my key\": 1\n",
+       "p.yaml:2:1: $[\"my key\"]: unknown key; known: version, profiles"},
       {"profiles: [{name: a, policy: cas}]\nrules: [{name: r, action: {type: alert, name: x}}]\n",
-       "p.yaml:2:9: rules[0].condition: missing"},
+       "p.yaml:2:9: $.rules[0].condition: missing"},
       {"profiles: [{name: a, policy: cas}]\nrules: [{name: r, condition: nodes > 1}]\n",
-       "p.yaml:2:9: rules[0].action: missing"},
+       "p.yaml:2:9: $.rules[0].action: missing"},
       {"profiles: [{name: a, policy: cas}]\n"
        "rules: [{name: r, condition: nodes > 1, timeout: 5 minutes, action: {type: alert, name: "
        "x}}]\n",
-       "p.yaml:2:50: rules[0].timeout: "},
+       "p.yaml:2:50: $.rules[0].timeout: "},
       {"profiles: [{name: a, policy: cas}]\n"
        "rules: [{name: r, condition: nodes > 1, priority: high, action: {type: alert, name: x}}]\n",
-       "p.yaml:2:51: rules[0].priority: expected an integer in [-1000000, 1000000], got 'high'"},
+       "p.yaml:2:51: $.rules[0].priority: expected an integer in [-1000000, 1000000], got 'high'"},
       {"profiles: [{name: a, policy: cas}]\n"
        "rules: [{name: r, condition: nodes > 1, action: {type: evict, node: n}}]\n",
-       "p.yaml:2:56: rules[0].action.type: unknown action 'evict'; known: switch_profile, "},
+       "p.yaml:2:56: $.rules[0].action.type: unknown action 'evict'; known: switch_profile, "},
       {"profiles: [{name: a, policy: cas}]\n"
        "rules: [{name: r, condition: nodes > 1, action: {node: n}}]\n",
-       "p.yaml:2:49: rules[0].action.type: missing (one of switch_profile, cordon, drain, alert, "
+       "p.yaml:2:49: $.rules[0].action.type: missing (one of switch_profile, cordon, drain, alert, "
        "plugin)"},
       {"profiles: [{name: a, policy: cas}]\n"
        "rules: [{name: r, condition: nodes > 1, action: {type: cordon}}]\n",
-       "p.yaml:2:49: rules[0].action.node: missing for cordon"},
+       "p.yaml:2:49: $.rules[0].action.node: missing for cordon"},
       {"profiles: [{name: a, policy: cas}]\n"
        "rules: [{name: r, condition: nodes > 1, action: {type: switch_profile, class: c, "
        "profile: a}}]\n",
-       "p.yaml:2:79: rules[0].action.class: unknown class 'c'; classes: default"},
+       "p.yaml:2:79: $.rules[0].action.class: unknown class 'c'; classes: default"},
       {"profiles: [{name: a, policy: cas}]\n"
        "rules: [{name: r, condition: nodes > 1, action: {type: switch_profile, class: default, "
        "profile: b}}]\n",
-       "p.yaml:2:97: rules[0].action.profile: unknown profile 'b'; profiles: a"},
+       "p.yaml:2:97: $.rules[0].action.profile: unknown profile 'b'; profiles: a"},
       {"profiles: [{name: a, policy: cas}]\n"
        "rules: [{name: r, condition: nodes > 1, action: {type: plugin, plugin: p}}]\n",
-       "p.yaml:2:72: rules[0].action.plugin: unknown plugin 'p'; the policy lists no plugins"},
+       "p.yaml:2:72: $.rules[0].action.plugin: unknown plugin 'p'; the policy lists no plugins"},
       {"profiles: [{name: a, policy: cas}]\n"
        "rules: [{name: r, condition: nodes > 1, action: {type: alert, name: x}},\n"
        "        {name: r, condition: nodes > 2, action: {type: alert, name: y}}]\n",
-       "p.yaml:3:16: rules[1].name: rule 'r' is defined twice"},
+       "p.yaml:3:16: $.rules[1].name: rule 'r' is defined twice"},
       {"profiles: [{name: a, policy: cas}]\nplugins: [{name: p}]\n",
-       "p.yaml:2:11: plugins[0].path: missing"},
+       "p.yaml:2:11: $.plugins[0].path: missing"},
       {"profiles: [{name: a, policy: cas}]\nplugins: [{name: p, path: /a}, {name: p, path: /b}]\n",
-       "p.yaml:2:39: plugins[1].name: plugin 'p' is listed twice"},
+       "p.yaml:2:39: $.plugins[1].name: plugin 'p' is listed twice"},
       {"profiles: [{name: a, policy: cas}]\nprofiles: [{name: b, policy: cas}]\n",
-       "p.yaml:2:1: profiles: repeated key"},
+       "p.yaml:2:1: $.profiles: repeated key"},
       {"profiles: [{name: a, policy: cas}\n", "p.yaml:2:1: invalid YAML: "},
       {"profiles: [{name: a, policy: cas}]\n---\nprofiles: []\n",
        "p.yaml:3: a policy is one YAML document"},
@@ -326,18 +332,18 @@ TEST(ParsePolicyErrorTest, ConditionErrorsPointIntoTheFile) {
   EXPECT_EQ(ErrorOf("profiles: [{name: a, policy: cas}]\nrules:\n  - name: r\n"
                     "    condition: nodes > 1 && gpu_fre_pct < 10\n"
                     "    action: {type: alert, name: x}\n"),
-            "p.yaml:4:29: rules[0].condition: column 14: unknown metric 'gpu_fre_pct' (did you "
+            "p.yaml:4:29: $.rules[0].condition: column 14: unknown metric 'gpu_fre_pct' (did you "
             "mean 'gpu_free_pct'?); known: gpu_free_pct, gpu_alloc_pct, pending_pods, "
             "unschedulable_pods, nodes, cordoned_nodes, fragmentation_ratio, bind_rate_per_s");
   // Quoted scalar: one more for the quote.
   EXPECT_THAT(ErrorOf("profiles: [{name: a, policy: cas}]\nrules:\n  - name: r\n"
                       "    condition: \"nodes >\"\n    action: {type: alert, name: x}\n"),
-              StartsWith("p.yaml:4:24: rules[0].condition: column 8: unexpected end"));
+              StartsWith("p.yaml:4:24: $.rules[0].condition: column 8: unexpected end"));
   // A block scalar: the scalar's own place, and the column inside it.
   EXPECT_THAT(ErrorOf("profiles: [{name: a, policy: cas}]\nrules:\n  - name: r\n"
                       "    condition: |\n      nodes > 1 &&\n      pending > 2\n"
                       "    action: {type: alert, name: x}\n"),
-              StartsWith("p.yaml:4:16: rules[0].condition: column 14: unknown metric 'pending'"));
+              StartsWith("p.yaml:4:16: $.rules[0].condition: column 14: unknown metric 'pending'"));
 }
 
 TEST(ParsePolicyErrorTest, KnownMetricsAreAParameter) {
@@ -366,7 +372,7 @@ TEST(ParsePolicyErrorTest, KnownPoliciesAndValidatorAreParameters) {
   absl::StatusOr<Policy> bad =
       ParsePolicy("profiles: [{name: a, policy: mine, options: {bad: 1}}]\n", "p", opts);
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().message(), "p:1:46: profiles[0].options.bad: not good");
+  EXPECT_EQ(bad.status().message(), "p:1:46: $.profiles[0].options.bad: not good");
   EXPECT_FALSE(ParsePolicy("profiles: [{name: a, policy: cas}]\n", "p", opts).ok());
 }
 
@@ -527,18 +533,18 @@ TEST(PolicyQueuesTest, BadQueuesNameTheLineAndField) {
   };
   const std::vector<Case> cases = {
       {"namespace twice", "  - {name: a, namespaces: [x]}\n  - {name: b, namespaces: [x]}\n",
-       "p.yaml:4:28: queues[1].namespaces[0]: namespace 'x' is already in queue 'a'"},
-      {"unknown parent", "  - {name: a, parent: nope}\n", "queue 'a': parent 'nope' is not a queue"},
-      {"inner queue with namespaces",
-       "  - {name: a, namespaces: [x]}\n  - {name: b, parent: a}\n",
-       "queues[0].namespaces: only a leaf queue holds pods"},
+       "p.yaml:4:28: $.queues[1].namespaces[0]: namespace 'x' is already in queue 'a'"},
+      {"unknown parent", "  - {name: a, parent: nope}\n",
+       "queue 'a': parent 'nope' is not a queue"},
+      {"inner queue with namespaces", "  - {name: a, namespaces: [x]}\n  - {name: b, parent: a}\n",
+       "$.queues[0].namespaces: only a leaf queue holds pods"},
       {"unknown resource", "  - {name: a, guaranteed: {gpu: 1}}\n",
-       "queues[0].guaranteed.gpu: unknown key (did you mean 'gpus'?)"},
-      {"negative", "  - {name: a, guaranteed: {gpus: -1}}\n", "queues[0].guaranteed.gpus"},
+       "$.queues[0].guaranteed.gpu: unknown key (did you mean 'gpus'?)"},
+      {"negative", "  - {name: a, guaranteed: {gpus: -1}}\n", "$.queues[0].guaranteed.gpus"},
       {"limit below guarantee", "  - {name: a, guaranteed: {gpus: 4}, limit: {gpus: 2}}\n",
        "limit gpus must be >= its guarantee"},
-      {"zero weight", "  - {name: a, weight: 0}\n", "queues[0].weight"},
-      {"no name", "  - {guaranteed: {gpus: 1}}\n", "queues[0].name: missing"},
+      {"zero weight", "  - {name: a, weight: 0}\n", "$.queues[0].weight"},
+      {"no name", "  - {guaranteed: {gpus: 1}}\n", "$.queues[0].name: missing"},
   };
   for (const Case& c : cases) {
     auto p = ParsePolicy("profiles: [{name: default, policy: bestfit}]\nqueues:\n" + c.queues,
@@ -550,7 +556,7 @@ TEST(PolicyQueuesTest, BadQueuesNameTheLineAndField) {
   auto bad = ParsePolicy("profiles: [{name: default, policy: bestfit}]\npreemption: maybe\n",
                          "p.yaml");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("preemption: must be true or false"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("$.preemption: must be true or false"), std::string::npos);
 }
 
 }  // namespace

@@ -77,22 +77,6 @@ absl::StatusOr<TokenClaims> DecodeToken(std::string_view token) {
   return out;
 }
 
-absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
-  absl::StatusOr<std::string> text = base::ReadInput(path, base::InputKind::kConfig);
-  if (!text.ok()) return text.status();
-  absl::string_view t = absl::StripAsciiWhitespace(*text);
-  if (size_t nl = t.find('\n'); nl != absl::string_view::npos) t = t.substr(0, nl);
-  t = absl::StripAsciiWhitespace(t);
-  absl::ConsumePrefix(&t, "SLURM_JWT=");
-  if (t.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(base::ForTerminal(path),
-                     ": no token (expected what `scontrol token` prints, "
-                     "SLURM_JWT=..., or the bare token)"));
-  }
-  return std::string(t);
-}
-
 RestClient::RestClient(RestOptions options)
     : options_(std::move(options)),
       base_(absl::StrCat("/slurm/", options_.api_version)),
@@ -129,7 +113,12 @@ absl::StatusOr<std::unique_ptr<RestClient>> RestClient::Create(RestOptions o) {
 
 absl::Status RestClient::ReloadToken() {
   if (options_.token_file.empty()) return absl::OkStatus();
-  absl::StatusOr<std::string> t = ReadTokenFile(options_.token_file);
+  // What `scontrol token` prints (SLURM_JWT=TOKEN) or the bare token; slurmctld judges it.
+  base::BearerTokenOptions read;
+  read.min_chars = 1;
+  read.prefix = "SLURM_JWT=";
+  absl::StatusOr<std::string> t =
+      base::ReadBearerToken(options_.token_file, "--slurm-token-file", read);
   if (!t.ok()) return t.status();
   base::MutexLock lock(mu_);
   token_ = std::move(*t);

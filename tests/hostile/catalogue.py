@@ -1935,7 +1935,8 @@ def server_flag_cases():
         Case(G, "server/nodes-duplicate-name", SRV + ["--nodes", "{n.csv}"],
              files={"n.csv": NODES_CSV + "n0,1000,1024,0,\n"}, msg=["n0"]),
         Case(G, "server/policy-unknown-placement", SRV + ["--policy", "{p.yaml}"],
-             files={"p.yaml": POLICY_YAML.replace("bestfit", "nope")}, msg=["p.yaml"]),
+             files={"p.yaml": POLICY_YAML.replace("bestfit", "nope")},
+             msg=["p.yaml:3:5: $.profiles[0].placement: unknown key"]),
         Case(G, "server/policy-stray-comma", SRV + ["--policy", "{p.yaml}"],
              files={"p.yaml": "profiles: [a]\n,\n"}, msg=["p.yaml"]),
         Case(H, "server/policy-alias-bomb", SRV + ["--policy", "{p.yaml}"],
@@ -1998,6 +1999,11 @@ def client_cases():
                       _client(argv, port="1") + ["--token-file", "{nothere}"], msg=["nothere"]))
         if key not in ("get-pods", "apply"):  # one token reader: two commands suffice
             continue
+        # The one token reader (base::ReadBearerToken): the token is the first line.
+        c.append(Case(G, "%s/token-blank-line" % key,
+                      _client(argv, port="1") + ["--token-file", "{t}"],
+                      files={"t": "\n" + SERVER_TOKEN + "\n"}, msg=["--token-file", "first line"],
+                      absent=[("stderr", SERVER_TOKEN)]))
         c.append(Case(H, "%s/token-file-fifo" % key,
                       _client(argv, port="1") + ["--token-file", "{in.fifo}"],
                       setup=[("fifo", "in.fifo")], msg=["in.fifo"], max_s=15))
@@ -2305,6 +2311,11 @@ def slurm_cases():
         Case(B, "server/slurm-no-token", SL + URL, msg=["--slurm-token-file"]),
         Case(B, "server/slurm-token-empty", SL + URL + TOK, files={"jwt": "\n"},
              msg=["jwt", "no token"]),
+        Case(B, "server/slurm-token-blank-line", SL + URL + TOK,
+             files={"jwt": "\nSLURM_JWT=" + "x" * 40 + "\n"},
+             msg=["--slurm-token-file", "jwt", "first line"], absent=[("stderr", "x" * 40)]),
+        Case(B, "server/slurm-token-prefix-only", SL + URL + TOK, files={"jwt": "SLURM_JWT=\n"},
+             msg=["jwt", "no token after SLURM_JWT="]),
         Case(E, "server/slurm-token-missing", SL + URL + ["--slurm-token-file", "{T}/nope"],
              exit=(1, 2), msg=["nope"]),
         Case(B, "server/slurm-with-kube", SL + URL + TOK + ["--kube-api", "https://10.0.0.1"],

@@ -18,6 +18,7 @@
 // Thread-compatible: one OutputFile per thread; the free functions are thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -53,9 +54,30 @@ inline constexpr double kFifoIdleTimeoutS = 10.0;
 // silent FIFO), kPermissionDenied, kDataLoss (a read error). Messages start with the path.
 absl::StatusOr<std::string> ReadInput(const std::string& path, InputKind kind);
 
-// The bearer token in `path` (`flag`: the flag that named it, for messages): the file's first
-// line, surrounding blanks removed, at least 16 characters. The token is never in a message.
-absl::StatusOr<std::string> ReadBearerToken(const std::string& path, const char* flag);
+// What ReadBearerToken accepts beyond the common rules; the defaults are those of the server's
+// own --token-file and of the Kubernetes tokens (--kube-token-file, --kube-in-cluster).
+struct BearerTokenOptions {
+  // The fewest characters the token may have (after `prefix` is removed): 16 by default; 1 where
+  // the token is only passed on to whoever issued it (the client's --token-file, a Slurm JWT).
+  size_t min_chars = 16;
+  // Removed from the start of the first line when it is there ("SLURM_JWT=": `scontrol token`
+  // prints SLURM_JWT=TOKEN); "" = none.
+  std::string prefix;
+};
+
+// The most bytes a bearer token may have (an HTTP header line must hold it).
+inline constexpr size_t kMaxBearerTokenBytes = 4096;
+
+// The one reader of a bearer-token file. `path` is read with ReadInput (kConfig; "-" is standard
+// input) and the token is its first line: surrounding spaces, tabs and '\r' (CRLF) removed, then
+// `options.prefix` if the line starts with it; later lines are ignored. `flag` names the flag
+// that gave the path, for messages. Errors: ReadInput's ("FLAG: PATH: ..."); kInvalidArgument
+// ("FLAG PATH: ...") when the file is empty or blank, its first line is blank, or the token is
+// empty after the prefix, holds a space or a control character, is longer than
+// kMaxBearerTokenBytes or shorter than options.min_chars. The token is never in a message.
+// REQUIRES: path is not empty.
+absl::StatusOr<std::string> ReadBearerToken(const std::string& path, const char* flag,
+                                            const BearerTokenOptions& options = {});
 
 // An output being written; see the file comment. Commit() makes it visible; destroying an
 // uncommitted OutputFile removes its temporary file and leaves the target as it was.

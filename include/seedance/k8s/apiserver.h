@@ -31,7 +31,8 @@ struct ApiServerOptions {
 };
 
 // The in-cluster configuration: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT, the
-// service account's token and CA under `account_dir`. FailedPrecondition outside a pod.
+// service account's token and CA under `account_dir`. FailedPrecondition outside a pod; the
+// token file's errors are base::ReadBearerToken's, under the flag "--kube-in-cluster".
 [[nodiscard]] absl::StatusOr<ApiServerOptions> InClusterOptions(
     const std::string& account_dir = "/var/run/secrets/kubernetes.io/serviceaccount");
 

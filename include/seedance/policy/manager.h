@@ -55,7 +55,7 @@ struct ManagerOptions {
 class PolicyManager {
  public:
   // Loads `path` (or DefaultPolicyText() when empty; "-" reads standard input once and does not
-  // watch) and starts the watcher. A bad file is InvalidArgument "FILE:LINE:COL: field: ...";
+  // watch) and starts the watcher. A bad file is InvalidArgument "FILE:LINE:COL: $.field: ...";
   // an unreadable file the error of base::ReadInput; a failure to watch FailedPrecondition.
   static absl::StatusOr<std::unique_ptr<PolicyManager>> Start(
       std::string path, std::vector<std::string> known_metrics, ManagerOptions options = {});

@@ -12,10 +12,10 @@
 //                      weights; a leaf's namespaces put pods in it (docs/tenancy.md)
 //
 // ParsePolicy is a pure function (it loads no plugin; PolicyManager does). Errors are
-// InvalidArgument "FILE:LINE:COL: field.path: message"; unknown keys are refused with a
-// did-you-mean. Policy objects are immutable once parsed except for the class -> profile
-// switches that rules make, which are atomics: ProfileFor may be called from any thread while
-// PolicyManager::Evaluate runs.
+// InvalidArgument "FILE:LINE:COL: $.field.path: message" (base/json_path.h); unknown keys are
+// refused with a did-you-mean. Policy objects are immutable once parsed except for the class ->
+// profile switches that rules make, which are atomics: ProfileFor may be called from any thread
+// while PolicyManager::Evaluate runs.
 #ifndef SEEDANCE_POLICY_POLICY_H_
 #define SEEDANCE_POLICY_POLICY_H_
 
@@ -96,7 +96,7 @@ struct Rule {
 struct PluginRef {
   std::string name;
   std::string path;   // as written in the file
-  std::string where;  // "FILE:LINE:COL: plugins[i].path" for errors when loading
+  std::string where;  // "FILE:LINE:COL: $.plugins[i].path" for errors when loading
 };
 
 // A queue of the policy: its place in the tree, quota, limit and weight, and the namespaces whose

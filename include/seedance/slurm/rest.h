@@ -90,9 +90,6 @@ class RestClient {
   std::string token_ ABSL_GUARDED_BY(mu_);
 };
 
-// The token in a file `scontrol token` wrote ("SLURM_JWT=eyJ..." or the bare token).
-absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
-
 // What a Slurm JWT says of itself (read, not verified: only slurmctld holds the key).
 struct TokenClaims {
   int64_t expires_unix_s = 0;  // "exp"
