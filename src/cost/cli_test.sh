@@ -39,7 +39,7 @@ check "missing file" 2 "nothere.json: cannot open" "$BIN" analyze --input "$T/no
 check "bad format" 2 "--format: expected table, json or html, got 'pdf'" \
   "$BIN" analyze --input "$T/good.json" --format pdf
 printf 'gpu_usd_per_hour:\n  L4: cheap\n' >"$T/prices.yaml"
-check "bad prices" 2 "prices.yaml:2: gpu_usd_per_hour.L4: expected a non-negative number" \
+check "bad prices" 2 "prices.yaml:2: $.gpu_usd_per_hour.L4: expected a non-negative number" \
   "$BIN" analyze --input "$T/good.json" --prices "$T/prices.yaml"
 printf 'gpu_usd_per_hour:\n  L4: 1.0\n' >"$T/prices.yaml"
 check "prices file" 0 "saves \$730/month" "$BIN" analyze --input "$T/good.json" \
@@ -159,10 +159,10 @@ check "duplicate node" 2 \
   "dup.json: $.nodes[3].name: duplicate node name 'a' (also at $.nodes[0].name)" \
   "$BIN" analyze -i "$T/dup.json"
 printf 'gpu_usd_per_hour:\n  L4: .inf\n' >"$T/inf.yaml"
-check "price .inf" 2 "inf.yaml:2: gpu_usd_per_hour.L4" "$BIN" analyze -i "$T/good.json" \
+check "price .inf" 2 "inf.yaml:2: $.gpu_usd_per_hour.L4" "$BIN" analyze -i "$T/good.json" \
   --prices "$T/inf.yaml"
 printf 'gpu_usd_per_hour:\n  L4: -1\n' >"$T/neg.yaml"
-check "price -1" 2 "neg.yaml:2: gpu_usd_per_hour.L4" "$BIN" analyze -i "$T/good.json" \
+check "price -1" 2 "neg.yaml:2: $.gpu_usd_per_hour.L4" "$BIN" analyze -i "$T/good.json" \
   --prices "$T/neg.yaml"
 printf 'source: "bad \xff\xfe utf8"\ngpu_usd_per_hour:\n  L4: 1\n' >"$T/utf.yaml"
 check "invalid UTF-8 source" 0 '"price_source"' "$BIN" analyze -i "$T/good.json" \

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "seedance/base/io.h"
+#include "seedance/base/json_path.h"
 #include "seedance/base/text.h"
 #include "seedance/core/resource_descriptor.h"
 #include "seedance/hw/catalog.h"
@@ -96,8 +97,9 @@ absl::StatusOr<PriceTable> ParsePrices(std::string_view text, const std::string&
     return absl::InvalidArgumentError(
         absl::StrCat(source, ":", e.mark.line + 1, ": invalid YAML: ", e.msg));
   }
-  auto where = [&](const YAML::Node& n, const std::string& field) {
-    return absl::StrCat(source, ":", n.Mark().line + 1, ": ", base::Clip(field), ": ");
+  // "FILE:LINE: $.PATH: " (the one JSON path syntax; base/json_path.h).
+  auto where = [&](const YAML::Node& n, const std::string& path) {
+    return absl::StrCat(source, ":", n.Mark().line + 1, ": ", path, ": ");
   };
   if (!doc.IsMap()) {
     return absl::InvalidArgumentError(
@@ -108,33 +110,34 @@ absl::StatusOr<PriceTable> ParsePrices(std::string_view text, const std::string&
   try {
     for (auto it = doc.begin(); it != doc.end(); ++it) {
       const std::string key = it->first.IsScalar() ? it->first.as<std::string>("") : "";
+      const std::string path = base::JsonPathChild("$", key);
       const YAML::Node v = it->second;  // a copy: the iterator hands out a temporary
       if (!seen_keys.insert(key).second) {
-        return absl::InvalidArgumentError(absl::StrCat(where(it->first, key), "given twice"));
+        return absl::InvalidArgumentError(absl::StrCat(where(it->first, path), "given twice"));
       }
       if (key == "source") {
         if (!v.IsScalar()) {
-          return absl::InvalidArgumentError(absl::StrCat(where(v, key), "expected a string"));
+          return absl::InvalidArgumentError(absl::StrCat(where(v, path), "expected a string"));
         }
         t.source = absl::StrCat(source, ": ", v.as<std::string>(""));
       } else if (key == "hours_per_month") {
         double h = 0;
         if (!v.IsScalar() || !YAML::convert<double>::decode(v, h) || !(h > 0 && h <= 744)) {
           return absl::InvalidArgumentError(
-              absl::StrCat(where(v, key), "expected a number in (0, 744] (hours in a month)"));
+              absl::StrCat(where(v, path), "expected a number in (0, 744] (hours in a month)"));
         }
         t.hours_per_month = h;
       } else if (key == "gpu_usd_per_hour") {
         if (!v.IsMap()) {
-          return absl::InvalidArgumentError(absl::StrCat(where(v, key), "expected a mapping"));
+          return absl::InvalidArgumentError(absl::StrCat(where(v, path), "expected a mapping"));
         }
         std::map<std::string, int> lines;  // canonical model -> line it was priced at
         for (auto g = v.begin(); g != v.end(); ++g) {
           const std::string model = g->first.IsScalar() ? g->first.as<std::string>("") : "";
-          const std::string field = key + "." + model;
+          const std::string field = base::JsonPathChild(path, model);
           if (model.empty()) {
             return absl::InvalidArgumentError(
-                absl::StrCat(where(g->first, key), "expected a GPU model name"));
+                absl::StrCat(where(g->first, path), "expected a GPU model name"));
           }
           double price = -1;
           if (!g->second.IsScalar() || !YAML::convert<double>::decode(g->second, price) ||
@@ -155,7 +158,7 @@ absl::StatusOr<PriceTable> ParsePrices(std::string_view text, const std::string&
         }
       } else {
         return absl::InvalidArgumentError(
-            absl::StrCat(where(it->first, key),
+            absl::StrCat(where(it->first, path),
                          "unknown field (expected source, hours_per_month, gpu_usd_per_hour)"));
       }
     }
