@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "json_body.h"
 #include "seedance/api/api.h"
+#include "seedance/base/json_path.h"
 #include "seedance/base/parse.h"
 #include "seedance/base/text.h"
 #include "seedance/core/resource_descriptor.h"
@@ -133,7 +134,8 @@ class YamlToJson {
   int64_t nodes_ = 0;
 };
 
-// "SOURCE:LINE: [i]REST: MESSAGE" for a problem at object-relative path `path` ("$..." ).
+// "SOURCE:LINE: $[i]REST: MESSAGE" for a problem at object-relative path `path` ("$..."): the
+// file read as the list of its objects, in the one JSON path syntax (base/json_path.h).
 absl::Status ObjectError(std::string_view source, size_t index, const RawObject& obj,
                          std::string_view path, std::string_view message) {
   int line = obj.line;
@@ -147,7 +149,8 @@ absl::Status ObjectError(std::string_view source, size_t index, const RawObject&
     if (cut == std::string::npos) break;
     p.resize(cut);
   }
-  const std::string shown = absl::StrCat("[", index, "]", Sv(path.substr(path.empty() ? 0 : 1)));
+  const std::string shown = absl::StrCat(base::JsonPathIndex("$", index),
+                                         Sv(path.substr(path.empty() ? 0 : 1)));
   absl::Status s = absl::InvalidArgumentError(
       absl::StrCat(Sv(source), ":", line, ": ", shown, ": ", Sv(message)));
   return s;

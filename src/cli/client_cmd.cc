@@ -662,7 +662,7 @@ Command AddApply(CLI::App& app) {
       std::string("Each object has kind: Node or Pod and the body of PUT /v1/nodes/{name} or\n"
                   "POST /v1/pods, inline or under spec:. YAML files may hold several documents\n"
                   "(---); JSON files one object or a list. The whole file is checked before\n"
-                  "anything is sent; a bad object is reported as FILE:LINE: [INDEX].FIELD.\n\n"
+                  "anything is sent; a bad object is reported as FILE:LINE: $[INDEX].FIELD.\n\n"
                   "Examples:\n"
                   "  seedance apply -f cluster.yaml\n"
                   "  seedance apply -f pods.json --dry-run\n"

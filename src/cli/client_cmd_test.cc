@@ -447,7 +447,7 @@ TEST_F(ClientCommandTest, BadFilesAreRefusedBeforeAnythingIsSent) {
                                  "num_gpu: 1\ngpu_milli: 1500\n");
   Outcome r = Seedance({"apply", "-f", file, "--server", stub.url()});
   EXPECT_EQ(r.rc, 2);
-  EXPECT_THAT(r.err, HasSubstr(file + ":7: [1].gpu_milli: must be an integer in 1..1000"));
+  EXPECT_THAT(r.err, HasSubstr(file + ":7: $[1].gpu_milli: must be an integer in 1..1000"));
   EXPECT_EQ(stub.requests(), 0);
   EXPECT_EQ(r.out, "");
 
