@@ -566,9 +566,10 @@ class QueuedRun {
 
   void Arrive(size_t id, double t) {
     ++r_->pods_arrived;
-    if (record_)
+    if (record_) {
       r_->events.push_back(
           {SimEvent::kArrive, t, static_cast<int64_t>(id), arrivals_[id].trace_index, {}});
+    }
   }
   // The next departure's time (INFINITY: none) and arrival index.
   double NextDepartureTime() const {
@@ -606,8 +607,9 @@ class QueuedRun {
   }
   // A pod still waiting at the end waited from its arrival to the end.
   void StillWaiting(size_t id) {
-    if (arrivals_[id].time_s >= meter_.warmup_s)
+    if (arrivals_[id].time_s >= meter_.warmup_s) {
       delays_.push_back(meter_.end_s - arrivals_[id].time_s);
+    }
   }
   int64_t departed() const { return departed_; }
   void Report() {
@@ -640,7 +642,7 @@ class QueuedRun {
 // The pods the last event placed: every PodBound change since, in order (uid = arrival index).
 absl::Status CollectStarts(sched::Scheduler& s, double t, QueuedRun& run) {
   if (s.attempts_error() != 0) {
-    return absl::InternalError("simulator: the scheduler could not build the policy's framework");
+    return absl::InternalError("simulator: a scheduling attempt ended in an error (kError)");
   }
   for (const sched::Change& c : s.TakeChanges()) {
     if (c.kind != sched::Change::kPodBound) continue;
