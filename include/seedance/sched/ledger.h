@@ -206,8 +206,8 @@ class PodLedger {
   static void Widen(PlacedSummary& s, const PlacedRef& r);
   void SetPhase(Slot& s, PodPhase phase);
 
-  // Slots in chunks: stable addresses, as a deque's, without a deque's one allocation per slot
-  // (a PodInfo is larger than its 512-byte blocks).
+  // Slots in chunks of 64: stable addresses, as a deque's, without a deque's one allocation per
+  // slot (libstdc++'s 512-byte blocks hold one Slot of about 380 bytes).
   class Slots {
    public:
     size_t size() const { return size_; }
