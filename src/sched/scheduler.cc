@@ -238,7 +238,7 @@ uint64_t Scheduler::GroupOf(const PodInfo& pod) {
   std::string key =
       absl::StrCat(pod.ns, "\x1f", pod.priority, "\x1f", pod.gpu_spec, "\x1f", pod.shape.cpu_milli,
                    ",", pod.shape.memory_mib, ",", pod.shape.num_gpu, ",", pod.shape.gpu_milli);
-  for (const auto& [k, v] : pod.labels) absl::StrAppend(&key, "\x1f", k, "=", v);
+  for (const auto& [k, v] : pod.labels) absl::StrAppend(&key, "\x1f", k, "\x1f", v);
   auto [it, added] = group_ids_.try_emplace(std::move(key), group_ids_.size() + 1);
   if (added) group_requests_.push_back({pod.gpu_spec, pod.shape});
   return it->second;
