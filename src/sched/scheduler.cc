@@ -356,7 +356,8 @@ absl::Status Scheduler::Evict(std::string_view uid, double now_s) {
   return Forget(uid, now_s);
 }
 
-absl::Status Scheduler::MoveTo(std::string_view uid, std::string_view node, double now_s) {
+absl::Status Scheduler::MoveTo(std::string_view uid_view, std::string_view node, double now_s) {
+  const std::string uid(uid_view);  // a view into the record this replaces would dangle
   const PodInfo* pod = ledger_.Find(uid);
   if (!pod) return absl::NotFoundError(absl::StrCat("pod '", Str(uid), "' not found"));
   const int to = state_.FindNode(node);
