@@ -11,14 +11,13 @@
 // test does. The server's event log (GET /v1/watch, long poll) must list the simulator's events
 // exactly: PodAdded for an arrival, PodBound on the same node and GPUs for each start, in the
 // same places between arrivals and departures, PodDeleted for a departure.
-#include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "decision_server_testing.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
@@ -32,7 +31,6 @@
 namespace seedance::server {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr size_t kNodes = 200;
@@ -64,11 +62,10 @@ absl::StatusOr<ChurnReference> RunChurn(const std::string& policy) {
   for (int i : sched::Framework::RandomNodeOrder(static_cast<int>(nodes->size()), so.seed)) {
     ref.ordered.push_back((*nodes)[static_cast<size_t>(i)]);
   }
-  absl::StatusOr<core::ClusterState> view = core::ClusterState::Create(ref.ordered);
-  if (!view.ok()) return view.status();
-  std::vector<core::PodSpec> resolved = *pods;
-  for (core::PodSpec& p : resolved) p.shape.gpu_model_mask = view->ModelMask(p.gpu_spec);
-  ref.oracle = sched::TypicalShapes(sched::CountShapes(resolved), so.typical_coverage_pct);
+  absl::StatusOr<sched::TargetWorkload> oracle =
+      testing::OracleFor(ref.ordered, *pods, so.typical_coverage_pct);
+  if (!oracle.ok()) return oracle.status();
+  ref.oracle = *std::move(oracle);
   return ref;
 }
 
@@ -147,37 +144,18 @@ TEST_P(ChurnDecisionsTest, ServerFedTheSimulatorsEventsPlacesAsItDoes) {
     GTEST_SKIP() << "the Alibaba GPU trace is missing (SEEDANCE_DATA_DIR)";
   }
   ASSERT_TRUE(ref.ok()) << ref.status();
-  ServiceOptions o;
-  // Decisions, not durability, are under test: a RAM-backed state directory when there is one.
-  const fs::path tmp =
-      access("/dev/shm", W_OK) == 0 ? fs::path("/dev/shm") : fs::temp_directory_path();
-  o.state_dir = (tmp / ("seedance-churn-" + policy + "-" + std::to_string(getpid()))).string();
-  fs::remove_all(o.state_dir);
-  o.scheduler.default_profile = {"default", policy, {}, {}};
-  o.scheduler.seed = 42;
-  o.scheduler.queue.initial_backoff_s = 0;
-  o.scheduler.queue.max_backoff_s = 0;
-  o.scheduler.queue.max_unschedulable_s = 1e9;
-  o.scheduler.oracle_workload = ref->oracle;
-  absl::StatusOr<std::unique_ptr<Service>> service = Service::Start(o);
-  ASSERT_TRUE(service.ok()) << service.status();
-  HttpOptions ho;
-  ho.port = 0;
-  absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(**service, ho);
-  ASSERT_TRUE(http.ok()) << http.status();
-  httplib::Client c("127.0.0.1", (*http)->port());
-  c.set_keep_alive(true);
-  c.set_tcp_nodelay(true);
-
-  for (const core::NodeSpec& n : ref->ordered) {
-    json body = {{"cpu_milli", n.cpu_milli},
-                 {"memory_mib", n.memory_mib},
-                 {"num_gpus", n.num_gpus},
-                 {"gpu_model", n.gpu_model}};
-    auto r = c.Put(("/v1/nodes/" + n.name).c_str(), body.dump(), "application/json");
-    ASSERT_TRUE(r) << "PUT node " << n.name;
-    ASSERT_EQ(r->status, 201) << r->body;
-  }
+  sched::SchedulerOptions so;
+  so.default_profile = {"default", policy, {}, {}};
+  so.seed = 42;
+  so.queue.initial_backoff_s = 0;  // the simulator's queue has no backoff
+  so.queue.max_backoff_s = 0;
+  so.queue.max_unschedulable_s = 1e9;
+  so.oracle_workload = ref->oracle;
+  absl::StatusOr<std::unique_ptr<testing::DecisionServer>> server =
+      testing::DecisionServer::Start("seedance-churn-" + policy, so);
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->PutNodes(ref->ordered).ok());
+  httplib::Client& c = (*server)->client();
   auto listed = c.Get("/v1/pods?limit=1");
   ASSERT_TRUE(listed && listed->status == 200);
   const int64_t start = json::parse(listed->body).at("revision").get<int64_t>();
@@ -224,9 +202,6 @@ TEST_P(ChurnDecisionsTest, ServerFedTheSimulatorsEventsPlacesAsItDoes) {
       "%s, seed 42: %zu events (%zu pods), %d pods placed on room a departure freed; "
       "the first %zu events the same on both\n",
       policy.c_str(), want.size(), uid.size(), woken, same);
-  (*http)->Stop();
-  (*service)->Shutdown();
-  fs::remove_all(o.state_dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, ChurnDecisionsTest, ::testing::Values("bestfit", "fgd", "cas"));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "decision_server_testing.h"
 #include "seedance/core/cluster_state.h"
 #include "seedance/sched/frag.h"
 #include "seedance/sched/framework.h"
@@ -49,11 +50,10 @@ inline absl::StatusOr<FillReference> LoadFillReference(const std::string& policy
     order = sched::Framework::RandomNodeOrder(static_cast<int>(f.nodes.size()), 42);
   }
   for (int i : order) f.ordered.push_back(f.nodes[static_cast<size_t>(i)]);
-  absl::StatusOr<core::ClusterState> view = core::ClusterState::Create(f.ordered);
-  if (!view.ok()) return view.status();
-  std::vector<core::PodSpec> replayed = f.pods;
-  for (core::PodSpec& p : replayed) p.shape.gpu_model_mask = view->ModelMask(p.gpu_spec);
-  f.oracle = sched::TypicalShapes(sched::CountShapes(replayed), so.typical_coverage_pct);
+  absl::StatusOr<sched::TargetWorkload> oracle =
+      OracleFor(f.ordered, f.pods, so.typical_coverage_pct);
+  if (!oracle.ok()) return oracle.status();
+  f.oracle = *std::move(oracle);
   return f;
 }
 

@@ -4,10 +4,8 @@
 //
 // The server runs in this process (Service + HttpServer on a loopback port, a real SQLite state
 // directory) and is driven over HTTP with cpp-httplib's client, one request at a time.
-#include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -23,7 +21,6 @@
 namespace seedance::server {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 class SameDecisionsTest : public ::testing::TestWithParam<std::string> {};
@@ -37,37 +34,16 @@ TEST_P(SameDecisionsTest, ServerPlacesEveryPodWhereTheSimulatorDoes) {
   }
   ASSERT_TRUE(ref.ok()) << ref.status();
   ASSERT_EQ(ref->placements.size(), ref->pods.size());
-  const std::vector<core::NodeSpec>& ordered = ref->ordered;
-  ServiceOptions o;
-  // Decisions, not durability, are under test: a RAM-backed state directory (when there is one)
-  // keeps 20,000 sequential fsyncs from dominating the run.
-  const fs::path tmp =
-      access("/dev/shm", W_OK) == 0 ? fs::path("/dev/shm") : fs::temp_directory_path();
-  o.state_dir = (tmp / ("seedance-same-" + policy + "-" + std::to_string(getpid()))).string();
-  fs::remove_all(o.state_dir);
-  o.scheduler.default_profile = {"default", policy, {}, {}};
-  o.scheduler.seed = 42;
-  o.scheduler.queue.max_unschedulable_s = 1e9;  // no retries: the simulator tries each pod once
-  o.scheduler.oracle_workload = ref->oracle;
-  absl::StatusOr<std::unique_ptr<Service>> service = Service::Start(o);
-  ASSERT_TRUE(service.ok()) << service.status();
-  HttpOptions ho;
-  ho.port = 0;
-  absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(**service, ho);
-  ASSERT_TRUE(http.ok()) << http.status();
-  httplib::Client c("127.0.0.1", (*http)->port());
-  c.set_keep_alive(true);
-  c.set_tcp_nodelay(true);
-
-  for (const core::NodeSpec& n : ordered) {
-    json body = {{"cpu_milli", n.cpu_milli},
-                 {"memory_mib", n.memory_mib},
-                 {"num_gpus", n.num_gpus},
-                 {"gpu_model", n.gpu_model}};
-    auto r = c.Put(("/v1/nodes/" + n.name).c_str(), body.dump(), "application/json");
-    ASSERT_TRUE(r) << "PUT node " << n.name;
-    ASSERT_EQ(r->status, 201) << r->body;
-  }
+  sched::SchedulerOptions so;
+  so.default_profile = {"default", policy, {}, {}};
+  so.seed = 42;
+  so.queue.max_unschedulable_s = 1e9;  // no retries: the simulator tries each pod once
+  so.oracle_workload = ref->oracle;
+  absl::StatusOr<std::unique_ptr<testing::DecisionServer>> server =
+      testing::DecisionServer::Start("seedance-same-" + policy, so);
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->PutNodes(ref->ordered).ok());
+  httplib::Client& c = (*server)->client();
   int same = 0, placed = 0;
   for (size_t i = 0; i < ref->pods.size(); ++i) {
     const core::PodSpec& p = ref->pods[i];
@@ -99,9 +75,6 @@ TEST_P(SameDecisionsTest, ServerPlacesEveryPodWhereTheSimulatorDoes) {
       "%s, seed 42: %zu pods, %d placed by both on the same node and GPUs, %zu left "
       "pending by both\n",
       policy.c_str(), ref->pods.size(), same, ref->pods.size() - placed);
-  (*http)->Stop();
-  (*service)->Shutdown();
-  fs::remove_all(o.state_dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, SameDecisionsTest, ::testing::Values("fgd", "cas"));
