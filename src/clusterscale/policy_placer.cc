@@ -1,6 +1,5 @@
 #include "policy_placer.h"
 
-#include <cmath>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -35,19 +34,12 @@ absl::StatusOr<std::unique_ptr<PolicyPlacer>> PolicyPlacer::Create(
   }
   std::vector<core::PodSpec> resolved = trace;
   for (core::PodSpec& p : resolved) p.shape.gpu_model_mask = state->ModelMask(p.gpu_spec);
-  // The simulator's scheduler (sim::RunQueued's options): no backoff, equivalence groups, the
-  // best waiting request first after a departure; ties go to the nodes in the order they joined.
-  sched::SchedulerOptions so;
+  // The simulator's scheduler options; ties go to the nodes in the order they joined.
+  sched::SchedulerOptions so = sched::SimulationOptions();
   so.default_profile = {"default", options.policy, options.policy_params, {}};
   so.seed = options.seed;
   so.oracle_workload = sched::TypicalShapes(sched::CountShapes(resolved));
   so.elastic = true;  // the node groups grow and shrink
-  so.queue.initial_backoff_s = 0;
-  so.queue.max_backoff_s = 0;
-  so.queue.max_unschedulable_s = INFINITY;
-  so.equivalence_groups = true;
-  so.room_freed = sched::RoomFreedWake::kBestFirst;
-  so.record_failures = false;
   absl::StatusOr<std::unique_ptr<sched::Scheduler>> scheduler =
       sched::Scheduler::Create(std::move(so), *std::move(state));
   if (!scheduler.ok()) return scheduler.status();

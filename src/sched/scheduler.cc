@@ -1,6 +1,7 @@
 #include "seedance/sched/scheduler.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <utility>
 
@@ -22,6 +23,17 @@ absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.
 }  // namespace
 
 std::string_view ChangeKindName(Change::Kind kind) { return kChangeNames[kind]; }
+
+SchedulerOptions SimulationOptions() {
+  SchedulerOptions o;
+  o.queue.initial_backoff_s = 0;
+  o.queue.max_backoff_s = 0;
+  o.queue.max_unschedulable_s = std::numeric_limits<double>::infinity();
+  o.equivalence_groups = true;
+  o.room_freed = RoomFreedWake::kBestFirst;
+  o.record_failures = false;
+  return o;
+}
 
 absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(SchedulerOptions options) {
   if (!Registry::Builtins().Contains(options.default_profile.policy)) {

@@ -29,15 +29,15 @@ PodInfo Pod(std::string uid, int num_gpu, int gpu_milli, int32_t priority = 0,
   return p;
 }
 
+// The simulator's options, or (best_first false) the server's defaults with the same queue.
 SchedulerOptions SimulatorLike(const std::string& policy, bool best_first) {
-  SchedulerOptions o;
+  SchedulerOptions o = SimulationOptions();
+  if (!best_first) {
+    o.equivalence_groups = false;
+    o.room_freed = RoomFreedWake::kAllThatFit;
+    o.record_failures = true;
+  }
   o.default_profile.policy = policy;
-  o.queue.initial_backoff_s = 0;
-  o.queue.max_backoff_s = 0;
-  o.queue.max_unschedulable_s = 1e18;
-  o.equivalence_groups = best_first;
-  o.room_freed = best_first ? RoomFreedWake::kBestFirst : RoomFreedWake::kAllThatFit;
-  o.record_failures = !best_first;
   return o;
 }
 

@@ -514,12 +514,10 @@ struct WindowMeter {
   }
 };
 
-// The live scheduler on simulated time: the server's sched::Scheduler with internal binding, a
-// queue without backoff (a pod is retried as soon as room may have freed for it) that orders by
-// priority (high first), then arrival, pods with the same request in one equivalence group (a
-// retry costs one fit test per distinct request, not per waiting pod), and RoomFreedWake::
-// kBestFirst: after a departure the best waiting request that fits the freed node is tried,
-// then the next, each against the cluster as the previous one left it.
+// The live scheduler on simulated time: the server's sched::Scheduler with internal binding and
+// sched::SimulationOptions() (no backoff; equivalence groups, so a retry costs one fit test per
+// distinct request, not per waiting pod; after a departure the best waiting request that fits
+// the freed node is tried, then the next, each against the cluster as the previous one left it).
 absl::StatusOr<std::unique_ptr<sched::Scheduler>> MakeScheduler(const std::string& policy,
                                                                 const std::vector<PodSpec>& trace,
                                                                 const SimOptions& o,
@@ -528,19 +526,13 @@ absl::StatusOr<std::unique_ptr<sched::Scheduler>> MakeScheduler(const std::strin
   if (!sched::Registry::Builtins().Contains(policy)) {
     return sched::Registry::Builtins().Create(policy, sched::PolicyContext{}).status();
   }
-  sched::SchedulerOptions so;
+  sched::SchedulerOptions so = sched::SimulationOptions();
   so.default_profile = {"default", policy, o.policy_params, {}};
   so.seed = o.seed;
-  so.queue.initial_backoff_s = 0;
-  so.queue.max_backoff_s = 0;
-  so.queue.max_unschedulable_s = INFINITY;
   so.score_cache = o.score_cache;
   so.oracle_workload = TypicalOf(trace, o);
   so.node_order = sched::Framework::RandomNodeOrder(state.num_nodes(), o.seed);
   so.topology_gpus = o.topology_gpus;
-  so.equivalence_groups = true;
-  so.room_freed = sched::RoomFreedWake::kBestFirst;
-  so.record_failures = false;
   absl::StatusOr<std::unique_ptr<sched::Scheduler>> s =
       sched::Scheduler::Create(std::move(so), std::move(state));
   if (!s.ok()) return s.status();

@@ -98,6 +98,13 @@ struct SchedulerOptions {
   bool record_failures = true;
 };
 
+// The options a simulator runs the scheduler with (sim::Run's churn and replay, the cluster
+// autoscaler's churn), over the defaults: a queue without backoff whose waiting pods wait for an
+// event however long it takes (the simulator's clock jumps), equivalence groups, the best-first
+// wake after a departure, and no failure diagnoses. The same decisions as the defaults'
+// (churn_decisions_test); the caller sets the profile, seed, oracle and node order.
+SchedulerOptions SimulationOptions();
+
 struct Change {
   enum Kind {
     kNodeAdded,
