@@ -117,19 +117,25 @@ void PodLedger::DetachFromNode(uint32_t slot) {
 
 absl::Status PodLedger::Add(PodInfo pod) {
   if (pod.uid.empty()) return absl::InvalidArgumentError("pod has an empty uid");
-  if (by_uid_.contains(pod.uid)) {
+  // One hash of the uid on the way in: its index entry is made first, and unmade on a refusal.
+  auto [uid_entry, fresh_uid] = by_uid_.try_emplace(pod.uid, 0);
+  if (!fresh_uid) {
     return absl::AlreadyExistsError(absl::StrCat(Quoted(pod.uid), " already exists"));
   }
   std::string name_key;
   if (!pod.name.empty()) {
     name_key = NameKey(pod.ns, pod.name);
     if (by_name_.contains(name_key)) {
+      by_uid_.erase(uid_entry);
       return absl::AlreadyExistsError(
           absl::StrCat("a pod named '", pod.ns, "/", pod.name, "' already exists"));
     }
   }
   if (Placed(pod.phase)) {
-    if (absl::Status st = CheckPlacement(pod.uid, pod.placement); !st.ok()) return st;
+    if (absl::Status st = CheckPlacement(pod.uid, pod.placement); !st.ok()) {
+      by_uid_.erase(uid_entry);
+      return st;
+    }
   } else {
     pod.placement = core::Placement{};
     pod.assume_deadline_ns = 0;
@@ -149,7 +155,8 @@ absl::Status PodLedger::Add(PodInfo pod) {
   s.pod = std::move(pod);
   s.live = true;
   s.ns_id = ns->second;
-  by_uid_.emplace(s.pod.uid, slot);
+  if (++s.fills == 0) s.fills = 1;  // no handle is 0
+  uid_entry->second = slot;
   if (!name_key.empty()) by_name_.emplace(std::move(name_key), slot);
   ++counts_[static_cast<int>(s.pod.phase)];
   ++size_;
@@ -284,6 +291,19 @@ const PodInfo& PodLedger::PodAt(uint32_t slot) const {
   SEEDANCE_CHECK(slot < slots_.size() && slots_[slot].live)
       << "ledger slot " << slot << " holds no pod";
   return slots_[slot].pod;
+}
+
+uint64_t PodLedger::HandleOf(std::string_view uid) const {
+  auto it = by_uid_.find(Sv(uid));
+  if (it == by_uid_.end()) return 0;
+  return (static_cast<uint64_t>(slots_[it->second].fills) << 32) | it->second;
+}
+
+const PodInfo* PodLedger::FindByHandle(uint64_t handle) const {
+  const uint64_t slot = handle & 0xFFFFFFFFu;
+  if (slot >= slots_.size()) return nullptr;
+  const Slot& s = slots_[slot];
+  return s.live && s.fills == (handle >> 32) ? &s.pod : nullptr;
 }
 
 uint32_t PodLedger::NamespaceId(std::string_view ns) const {

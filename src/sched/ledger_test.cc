@@ -76,6 +76,52 @@ TEST(PodLedger, RefusesTakenUidOrName) {
   l.CheckInvariants();
 }
 
+TEST(PodLedger, ARefusedAddLeavesNoTrace) {
+  PodLedger l;
+  ASSERT_TRUE(l.Add(Pod("u1", "ns", "a")).ok());
+  // Refused for its name, then for its placement: the uid stays free.
+  EXPECT_EQ(l.Add(Pod("u2", "ns", "a")).code(), absl::StatusCode::kAlreadyExists);
+  PodInfo bad = Pod("u2");
+  bad.phase = PodPhase::kBound;  // placed without a node
+  EXPECT_EQ(l.Add(bad).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(l.Find("u2"), nullptr);
+  EXPECT_EQ(l.HandleOf("u2"), 0u);
+  EXPECT_EQ(l.size(), 1u);
+  EXPECT_TRUE(l.Add(Pod("u2", "ns", "b")).ok());
+  l.CheckInvariants();
+}
+
+TEST(PodLedger, AHandleNamesOneRecordOfOnePod) {
+  PodLedger l;
+  EXPECT_EQ(l.HandleOf("a"), 0u);
+  EXPECT_EQ(l.FindByHandle(0), nullptr);
+  ASSERT_TRUE(l.Add(Pod("a")).ok());
+  ASSERT_TRUE(l.Add(Pod("b")).ok());
+  const uint64_t a = l.HandleOf("a"), b = l.HandleOf("b");
+  ASSERT_NE(a, 0u);
+  ASSERT_NE(a, b);
+  EXPECT_EQ(l.FindByHandle(a), l.Find("a"));
+  EXPECT_EQ(l.FindByHandle(b), l.Find("b"));
+  // Phase changes keep the record, so the handle.
+  ASSERT_TRUE(l.Assume("a", On(0, {0}), 100).ok());
+  ASSERT_TRUE(l.Bind("a").ok());
+  EXPECT_EQ(l.HandleOf("a"), a);
+  EXPECT_EQ(l.FindByHandle(a), l.Find("a"));
+  // Removed: the handle finds nothing, even once its slot holds a new pod (or the same uid).
+  ASSERT_TRUE(l.Remove("a").ok());
+  EXPECT_EQ(l.FindByHandle(a), nullptr);
+  ASSERT_TRUE(l.Add(Pod("c")).ok());
+  ASSERT_TRUE(l.Add(Pod("a")).ok());
+  EXPECT_EQ(l.FindByHandle(a), nullptr);
+  EXPECT_NE(l.HandleOf("a"), a);
+  EXPECT_NE(l.HandleOf("c"), a);
+  EXPECT_EQ(l.FindByHandle(l.HandleOf("c"))->uid, "c");
+  EXPECT_EQ(l.FindByHandle(l.HandleOf("a"))->uid, "a");
+  EXPECT_EQ(l.FindByHandle(b), l.Find("b"));
+  // A handle past every slot finds nothing.
+  EXPECT_EQ(l.FindByHandle((uint64_t{1} << 32) | 1000), nullptr);
+}
+
 TEST(PodLedger, AnonymousPodsAreNotIndexedByName) {
   PodLedger l;
   ASSERT_TRUE(l.Add(Pod("a")).ok());

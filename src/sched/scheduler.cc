@@ -152,15 +152,12 @@ absl::Status Scheduler::SubmitPod(PodInfo pod, double now_s) {
   pod.placement = core::Placement{};
   const std::string uid = pod.uid;
   if (absl::Status st = ledger_.Add(std::move(pod)); !st.ok()) return st;
-  const uint64_t id = next_queue_id_++;
-  queue_uid_[id] = uid;
-  uid_queue_[uid] = id;
   Record(Change::kPodAdded, uid);
   const PodInfo* added = ledger_.Find(uid);
   Account(*added, false, +1);
   JoinGang(*added);
   LearnArrival(*added);
-  queue_.Add(NewQueued(*added, id, now_s), now_s);
+  queue_.Add(NewQueued(*added, now_s), now_s);
   return absl::OkStatus();
 }
 
@@ -203,15 +200,11 @@ absl::Status Scheduler::DeletePod(std::string_view uid, double now_s) {
   Account(*pod, placed, -1);
   LeaveGang(*pod);
   if (placed) ReleaseResources(*pod);
-  if (auto it = uid_queue_.find(Sv(uid)); it != uid_queue_.end()) {
-    queue_.Remove(it->second);
-    queue_uid_.erase(it->second);
-    uid_queue_.erase(it);
-  }
-  last_failure_.erase(Str(uid));
-  last_eviction_.erase(Str(uid));
-  placed_by_.erase(Str(uid));
-  bind_failures_.erase(Str(uid));
+  Dequeue(uid);
+  last_failure_.erase(Sv(uid));
+  last_eviction_.erase(Sv(uid));
+  placed_by_.erase(Sv(uid));
+  bind_failures_.erase(Sv(uid));
   absl::StatusOr<PodInfo> removed = ledger_.Remove(uid);
   if (!removed.ok()) return removed.status();
   Record(Change::kPodDeleted, Str(uid));
@@ -233,8 +226,8 @@ void Scheduler::ReleaseResources(const PodInfo& pod) {
                           << " cannot be released: " << st.message();
 }
 
-QueuedPod Scheduler::NewQueued(const PodInfo& pod, uint64_t id, double now_s) {
-  return {.id = id,
+QueuedPod Scheduler::NewQueued(const PodInfo& pod, double now_s) {
+  return {.id = ledger_.HandleOf(pod.uid),
           .priority = pod.priority,
           .seq = next_seq_++,
           .attempts = 0,
@@ -252,20 +245,23 @@ uint64_t Scheduler::GroupOf(const PodInfo& pod) {
                    ",", pod.shape.memory_mib, ",", pod.shape.num_gpu, ",", pod.shape.gpu_milli);
   for (const auto& [k, v] : pod.labels) absl::StrAppend(&key, "\x1f", k, "\x1f", v);
   auto [it, added] = group_ids_.try_emplace(std::move(key), group_ids_.size() + 1);
-  if (added) group_requests_.push_back({pod.gpu_spec, pod.shape});
+  if (added) group_requests_.push_back({pod.gpu_spec, ResolvedShape(pod), models_seen()});
   return it->second;
 }
 
-std::optional<core::PodShape> Scheduler::QueuedShape(const QueuedPod& q) const {
+const core::PodShape* Scheduler::QueuedShape(const QueuedPod& q, core::PodShape* own) const {
   if (q.group != 0) {
-    const GroupRequest& g = group_requests_[q.group - 1];
-    core::PodShape shape = g.shape;
-    shape.gpu_model_mask = state_.ModelMask(g.gpu_spec);
-    return shape;
+    GroupRequest& g = group_requests_[q.group - 1];
+    if (g.models_seen != models_seen()) {
+      g.shape.gpu_model_mask = state_.ModelMask(g.gpu_spec);
+      g.models_seen = models_seen();
+    }
+    return &g.shape;
   }
   const PodInfo* p = ByQueueId(q.id);
-  if (p == nullptr) return std::nullopt;
-  return ResolvedShape(*p);
+  if (p == nullptr) return nullptr;
+  *own = ResolvedShape(*p);
+  return own;
 }
 
 void Scheduler::RequeueAfterRoomFreed(int node, double now_s) {
@@ -277,8 +273,9 @@ void Scheduler::RequeueAfterRoomFreed(int node, double now_s) {
   }
   // Only the freed node gained room: wake the pods that would fit there now.
   queue_.OnEvent(QueueEvent::kPodDeleted, now_s, [this, node](const QueuedPod& q) {
-    const std::optional<core::PodShape> shape = QueuedShape(q);
-    return shape && state_.alive(node) && state_.Fits(node, *shape);
+    core::PodShape own;
+    const core::PodShape* shape = QueuedShape(q, &own);
+    return shape != nullptr && state_.alive(node) && state_.Fits(node, *shape);
   });
 }
 
@@ -289,8 +286,9 @@ void Scheduler::WakeBestForFreedRoom(double now_s) {
     for (const auto& failed : failed_since_freed_) {
       if (failed == key) return false;
     }
-    const std::optional<core::PodShape> shape = QueuedShape(q);
-    if (!shape) return false;
+    core::PodShape own;
+    const core::PodShape* shape = QueuedShape(q, &own);
+    if (shape == nullptr) return false;
     for (int node : freed_nodes_) {
       if (state_.alive(node) && state_.Fits(node, *shape)) return true;
     }
@@ -300,8 +298,8 @@ void Scheduler::WakeBestForFreedRoom(double now_s) {
 }
 
 const PodInfo* Scheduler::ByQueueId(uint64_t id) const {
-  auto it = queue_uid_.find(id);
-  return it == queue_uid_.end() ? nullptr : ledger_.Find(it->second);
+  const PodInfo* pod = ledger_.FindByHandle(id);
+  return pod != nullptr && pod->phase == PodPhase::kPending ? pod : nullptr;
 }
 
 absl::Status Scheduler::Bind(std::string_view uid) {
@@ -324,10 +322,7 @@ absl::Status Scheduler::Forget(std::string_view uid, double now_s, std::string_v
   if (absl::Status st = ledger_.Forget(uid); !st.ok()) return st;
   AccountMove(*pod, /*to_placed=*/false);
   Record(Change::kPodUnbound, Str(uid));
-  const uint64_t id = next_queue_id_++;
-  queue_uid_[id] = Str(uid);
-  uid_queue_[Str(uid)] = id;
-  QueuedPod q = NewQueued(*pod, id, now_s);
+  QueuedPod q = NewQueued(*pod, now_s);
   if (reason.empty()) {
     queue_.Add(q, now_s);
   } else {
@@ -358,10 +353,7 @@ absl::Status Scheduler::Evict(std::string_view uid, double now_s) {
     if (absl::Status st = ledger_.Add(copy); !st.ok()) return st;
     AccountMove(copy, /*to_placed=*/false);
     Record(Change::kPodUnbound, copy.uid);
-    const uint64_t id = next_queue_id_++;
-    queue_uid_[id] = copy.uid;
-    uid_queue_[copy.uid] = id;
-    queue_.Add(NewQueued(copy, id, now_s), now_s);
+    queue_.Add(NewQueued(*ledger_.Find(copy.uid), now_s), now_s);
     RequeueAfterRoomFreed(node, now_s);
     return absl::OkStatus();
   }
@@ -505,7 +497,8 @@ void Scheduler::TryOne(const QueuedPod& q, double now_s) {
     queue_.AddUnschedulable(q, now_s);
     return;
   }
-  const core::PodShape shape = ResolvedShape(*pod);
+  // A group's request is its pods' (the group key holds the shape and GPU spec).
+  const core::PodShape shape = q.group != 0 ? *QueuedShape(q, nullptr) : ResolvedShape(*pod);
   if (const std::string over = OverLimit(*pod); !over.empty()) {
     ++attempts_unschedulable_;
     last_failure_[uid] = over;
@@ -542,11 +535,7 @@ void Scheduler::CommitPlacement(const std::string& uid, const Outcome& out, doub
   last_failure_.erase(uid);
   last_eviction_.erase(uid);
   placed_by_[uid] = selector_ ? selector_(*pod).name : options_.default_profile.name;
-  if (auto it = uid_queue_.find(Sv(uid)); it != uid_queue_.end()) {
-    queue_.Remove(it->second);  // a gang member other than the popped one is still queued
-    queue_uid_.erase(it->second);
-    uid_queue_.erase(it);
-  }
+  Dequeue(uid);  // a gang member other than the popped one is still queued
   if (!accounted) AccountMove(*pod, /*to_placed=*/true);
   const double deadline = now_s + options_.assume_timeout_s;
   // The pod came off the queue, so the ledger holds it Pending and the framework checked the

@@ -131,6 +131,13 @@ class PodLedger {
   PlacedSummary SummaryOfNode(int node) const;
   // The pod in a slot that PlacedOnNode named. REQUIRES: a live slot (dies otherwise).
   const PodInfo& PodAt(uint32_t slot) const;
+  // A pod's handle: a number that names this record of the pod (from its Add to its Remove)
+  // and no other, ever, so that an index kept beside the ledger (the scheduling queue's) needs
+  // no uid: its slot and how many times the slot has been filled. Never 0; 0 for an absent uid.
+  uint64_t HandleOf(std::string_view uid) const;
+  // The pod a handle names, or nullptr once that record is removed (its slot may hold another
+  // pod by then, under another handle). O(1), no hashing.
+  const PodInfo* FindByHandle(uint64_t handle) const;
   // Namespaces get small ids, in first-seen order, kept for the ledger's life (a namespace
   // whose pods are all gone keeps its id). kNoNamespaceId for a namespace never seen.
   static constexpr uint32_t kNoNamespaceId = 0xFFFFFFFFu;
@@ -195,6 +202,7 @@ class PodLedger {
     bool live = false;
     uint32_t pos_on_node = 0;  // index in nodes_[pod.placement.node] when placed
     uint32_t ns_id = 0;
+    uint32_t fills = 0;  // times Add filled the slot: the high half of its pod's handle
   };
 
   // nullptr if absent; *slot (when given) receives its index.

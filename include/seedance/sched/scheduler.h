@@ -281,6 +281,9 @@ class Scheduler {
   void LearnArrival(const PodInfo& pod);
   // The pod's shape with its GPU model mask resolved against today's model table.
   core::PodShape ResolvedShape(const PodInfo& pod) const;
+  // Size of the cluster's GPU model table (it only grows): what a cached model mask was
+  // resolved against.
+  size_t models_seen() const { return state_.gpu_models().size(); }
   void TryOne(const QueuedPod& q, double now_s);
   void Record(Change::Kind kind, std::string key) { changes_.push_back({kind, std::move(key)}); }
   // Releases a placed pod's resources (ledger unchanged).
@@ -289,12 +292,17 @@ class Scheduler {
   // kBestFirst: wakes the best waiting request that fits a node in freed_nodes_ and has not
   // failed since (at most one group).
   void WakeBestForFreedRoom(double now_s);
-  // The pod's queue entry under a fresh queue id (its equivalence group set).
-  QueuedPod NewQueued(const PodInfo& pod, uint64_t id, double now_s);
+  // The pod's queue entry (its equivalence group set). A queue id is the pod's ledger handle
+  // (PodLedger::HandleOf): no map from queue ids to uids, and a stale id finds no pod.
+  QueuedPod NewQueued(const PodInfo& pod, double now_s);
+  // Takes the pod's entry out of the queue, if it has one.
+  void Dequeue(std::string_view uid) { queue_.Remove(ledger_.HandleOf(uid)); }
   // The pod's equivalence group (equivalence_groups; 0: none).
   uint64_t GroupOf(const PodInfo& pod);
-  // A queued pod's shape, its GPU model mask resolved (nullopt: its pod is gone).
-  std::optional<core::PodShape> QueuedShape(const QueuedPod& q) const;
+  // A queued pod's shape, its GPU model mask resolved: its group's request (kept, the mask
+  // refreshed when the model table grew), or for a pod outside a group its record's, written
+  // to *own. nullptr when the pod is gone.
+  const core::PodShape* QueuedShape(const QueuedPod& q, core::PodShape* own) const;
   const PodInfo* ByQueueId(uint64_t id) const;
   // Tenancy (scheduler_tenancy.cc).
   int LeafOf(const PodInfo& pod) const;
@@ -347,13 +355,10 @@ class Scheduler {
     std::unique_ptr<Framework> framework;
   };
   std::map<std::string, Placer, std::less<>> placers_;
-  absl::flat_hash_map<uint64_t, std::string> queue_uid_;  // queue id -> pod uid
-  absl::flat_hash_map<std::string, uint64_t> uid_queue_;
   absl::flat_hash_map<std::string, std::string> last_failure_;
   absl::flat_hash_map<std::string, std::string> last_eviction_;  // LastEviction()
   absl::flat_hash_map<std::string, std::string> placed_by_;      // uid -> profile that placed it
   absl::flat_hash_map<std::string, int> bind_failures_;          // uid -> Forgets with a reason
-  uint64_t next_queue_id_ = 1;
   uint64_t next_seq_ = 0;
   std::vector<Change> changes_;
   int64_t attempts_scheduled_ = 0;
@@ -371,11 +376,15 @@ class Scheduler {
   // Equivalence groups: request key -> group, and each group's request (index group - 1), so
   // that a hint reads a group's shape without a ledger lookup.
   absl::flat_hash_map<std::string, uint64_t> group_ids_;
+  // `shape.gpu_model_mask` is resolved against the model table as it was when it had
+  // `models_seen` models: the table only grows (ids are never reused), so a mask is current
+  // while the table's size is unchanged.
   struct GroupRequest {
     std::string gpu_spec;
     core::PodShape shape;
+    size_t models_seen = 0;
   };
-  std::vector<GroupRequest> group_requests_;
+  mutable std::vector<GroupRequest> group_requests_;
   // kBestFirst: nodes that gained room since the queue last ran dry, and the requests (queue
   // group keys: (group, 0), or (0, queue id) for a pod outside a group) that failed since.
   std::vector<int> freed_nodes_;
