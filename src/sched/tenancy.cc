@@ -233,7 +233,7 @@ VictimSet MinimalVictims(int32_t priority, int64_t need, const std::vector<int64
 }
 
 bool VictimSearch::RulesOut(int64_t free, int64_t largest, int32_t lowest, double least) const {
-  if (best_.node < 0) return false;
+  if (best_.node < 0 || rule_ != VictimRule::kFewestVictims) return false;
   if (largest <= 0) return true;  // evicting frees nothing
   // At least ceil(gap / largest) victims are needed, each of priority >= lowest.
   const int64_t gap = need_ - free;
@@ -273,20 +273,49 @@ void VictimSearch::Node(int32_t node, int64_t free, std::span<const VictimCandid
   if (free >= need_ || eligible.empty()) return;  // room without eviction is not preemption
   int64_t room = free;
   for (const VictimCandidate& c : eligible) room += c.gpus;
-  if (room < need_ || CannotWin(free, eligible)) return;
+  if (room < need_) return;
+  if (rule_ == VictimRule::kFewestVictims && CannotWin(free, eligible)) return;
   order_.clear();
   for (const VictimCandidate& c : eligible) order_.push_back(&c);
-  std::sort(order_.begin(), order_.end(), [](const VictimCandidate* a, const VictimCandidate* b) {
-    if (a->priority != b->priority) return a->priority < b->priority;
-    if (a->lost_gpu_s != b->lost_gpu_s) return a->lost_gpu_s < b->lost_gpu_s;
-    return a->id < b->id;
-  });
+  Choose(free);
+  // Compare before building: under kFewestVictims most nodes lose on the victim count alone.
+  if (rule_ == VictimRule::kFewestVictims && best_.node >= 0 &&
+      chosen_.size() > best_.victims.size()) {
+    return;
+  }
+  VictimSet set;
+  set.node = node;
+  set.max_priority = std::numeric_limits<int32_t>::min();
+  for (const VictimCandidate* p : chosen_) {
+    set.lost_gpu_s += p->lost_gpu_s;
+    set.max_priority = std::max(set.max_priority, p->priority);
+  }
+  if (!Beats(set)) return;
+  for (const VictimCandidate* p : chosen_) set.victims.push_back(p->id);
+  best_ = std::move(set);
+}
+
+void VictimSearch::Choose(int64_t free) {
+  if (rule_ == VictimRule::kFewestVictims) {
+    std::sort(order_.begin(), order_.end(), [](const VictimCandidate* a, const VictimCandidate* b) {
+      if (a->priority != b->priority) return a->priority < b->priority;
+      if (a->lost_gpu_s != b->lost_gpu_s) return a->lost_gpu_s < b->lost_gpu_s;
+      return a->id < b->id;
+    });
+  } else {
+    std::sort(order_.begin(), order_.end(), [](const VictimCandidate* a, const VictimCandidate* b) {
+      if (a->lost_gpu_s != b->lost_gpu_s) return a->lost_gpu_s < b->lost_gpu_s;
+      if (a->placed_at_s != b->placed_at_s) return a->placed_at_s > b->placed_at_s;
+      return a->id < b->id;
+    });
+  }
   chosen_.clear();
   int64_t freed = free;
   for (auto it = order_.begin(); it != order_.end() && freed < need_; ++it) {
     freed += (*it)->gpus;
     chosen_.push_back(*it);
   }
+  if (rule_ != VictimRule::kFewestVictims) return;
   // A victim taken early may be unneeded once a larger one is in (kube-scheduler's "reprieve"):
   // give back, most valuable first, every victim the others make room without.
   for (size_t k = chosen_.size(); k-- > 0;) {
@@ -295,21 +324,17 @@ void VictimSearch::Node(int32_t node, int64_t free, std::span<const VictimCandid
       chosen_.erase(chosen_.begin() + static_cast<std::ptrdiff_t>(k));
     }
   }
-  // Compare before building: most nodes lose on the victim count alone.
-  if (best_.node >= 0 && chosen_.size() > best_.victims.size()) return;
-  VictimSet set;
-  set.node = node;
-  set.max_priority = std::numeric_limits<int32_t>::min();
-  for (const VictimCandidate* p : chosen_) {
-    set.lost_gpu_s += p->lost_gpu_s;
-    set.max_priority = std::max(set.max_priority, p->priority);
+}
+
+bool VictimSearch::Beats(const VictimSet& set) const {
+  if (best_.node < 0) return true;
+  // best_ came from an earlier node, so it wins every tie.
+  if (rule_ == VictimRule::kLeastLostWork) {
+    return set.lost_gpu_s < best_.lost_gpu_s ||
+           (set.lost_gpu_s == best_.lost_gpu_s && chosen_.size() < best_.victims.size());
   }
-  const bool wins = best_.node < 0 || chosen_.size() < best_.victims.size() ||
-                    set.max_priority < best_.max_priority ||
-                    (set.max_priority == best_.max_priority && set.lost_gpu_s < best_.lost_gpu_s);
-  if (!wins) return;
-  for (const VictimCandidate* p : chosen_) set.victims.push_back(p->id);
-  best_ = std::move(set);
+  return chosen_.size() < best_.victims.size() || set.max_priority < best_.max_priority ||
+         (set.max_priority == best_.max_priority && set.lost_gpu_s < best_.lost_gpu_s);
 }
 
 }  // namespace seedance::sched

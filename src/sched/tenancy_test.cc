@@ -298,6 +298,101 @@ TEST(MinimalVictimsTest, TheBoundsNeverChangeTheAnswer) {
   EXPECT_GT(found, 100) << "too few instances had a victim set to compare";
 }
 
+// VictimRule::kLeastLostWork (the job simulator's): the least lost work wins across nodes
+// whatever the count, the latest started goes first among equals, nothing is given back.
+VictimSet LeastLostWork(int64_t need, const std::vector<int64_t>& free,
+                        const std::vector<VictimCandidate>& running) {
+  VictimSearch search(need, VictimRule::kLeastLostWork);
+  for (size_t n = 0; n < free.size(); ++n) {
+    std::vector<VictimCandidate> here;
+    for (const VictimCandidate& c : running) {
+      if (c.node == static_cast<int32_t>(n)) here.push_back(c);
+    }
+    search.Node(static_cast<int32_t>(n), free[n], here);
+  }
+  return search.TakeBest();
+}
+
+VictimCandidate Job(uint64_t id, int32_t node, int64_t gpus, double lost, double started) {
+  return {.id = id,
+          .node = node,
+          .priority = 0,
+          .gpus = gpus,
+          .lost_gpu_s = lost,
+          .protected_pod = false,
+          .placed_at_s = started};
+}
+
+TEST(LeastLostWorkTest, TheCheapestSetWinsThenTheFewestVictims) {
+  struct Case {
+    std::string name;
+    int64_t need;
+    std::vector<int64_t> free;
+    std::vector<VictimCandidate> running;
+    int32_t want_node;
+    std::vector<uint64_t> want;
+    double want_lost;
+  };
+  const std::vector<Case> cases = {
+      {"two cheap victims beat one dear one (kFewestVictims would take the one)",
+       4,
+       {0, 0},
+       {Job(1, 0, 4, 900, 0), Job(2, 1, 2, 100, 0), Job(3, 1, 2, 100, 0)},
+       1,
+       {2, 3},
+       200},
+      {"equal loss: the fewer victims",
+       4,
+       {0, 0},
+       {Job(1, 0, 2, 50, 0), Job(2, 0, 2, 50, 0), Job(3, 1, 4, 100, 0)},
+       1,
+       {3},
+       100},
+      {"equal loss and count: the lower node",
+       4,
+       {0, 0},
+       {Job(1, 0, 4, 100, 0), Job(2, 1, 4, 100, 0)},
+       0,
+       {1},
+       100},
+      {"equal loss on a node: the latest started first, then the lower id",
+       2,
+       {0},
+       {Job(1, 0, 2, 100, 10), Job(2, 0, 2, 100, 30), Job(3, 0, 2, 100, 30)},
+       0,
+       {2},
+       100},
+      {"a prefix: no victim is given back once a larger one is in",
+       4,
+       {0},
+       {Job(1, 0, 1, 10, 0), Job(2, 0, 4, 20, 0)},
+       0,
+       {1, 2},
+       30},
+      {"free GPUs count", 4, {3}, {Job(1, 0, 1, 500, 0), Job(2, 0, 4, 100, 0)}, 0, {2}, 100},
+      {"room without eviction is not preemption", 4, {4}, {Job(1, 0, 4, 1, 0)}, -1, {}, 0},
+      {"no set makes room", 4, {0, 1}, {Job(1, 0, 3, 1, 0), Job(2, 1, 2, 1, 0)}, -1, {}, 0},
+  };
+  for (const Case& c : cases) {
+    const VictimSet v = LeastLostWork(c.need, c.free, c.running);
+    EXPECT_EQ(v.node, c.want_node) << c.name;
+    EXPECT_EQ(v.victims, c.want) << c.name;
+    EXPECT_EQ(v.lost_gpu_s, c.want_lost) << c.name;
+  }
+}
+
+TEST(LeastLostWorkTest, NoBoundRulesANodeOut) {
+  VictimSearch search(4, VictimRule::kLeastLostWork);
+  const std::vector<VictimCandidate> here = {Job(1, 0, 4, 10, 0)};
+  search.Node(0, 0, here);
+  ASSERT_EQ(search.best().node, 0);
+  // Under kFewestVictims a node needing two victims could not beat a one-victim set.
+  EXPECT_FALSE(search.RulesOut(0, 2, 0, 0));
+  VictimSearch fewest(4);
+  fewest.Node(0, 0, here);
+  EXPECT_TRUE(fewest.RulesOut(0, 2, 0, 0));
+}
+
 TEST(MinimalVictimsDeathTest, NodesOutOfOrderDie) {
   VictimSearch search(2);
   search.Node(3, 0, {});

@@ -11,7 +11,9 @@
 //  3. A job still pending may preempt borrowing jobs: any of them for a guaranteed job
 //     (reclaim), those of a higher level for a borrowing one (least attained service). The victim
 //     set is the one that loses the least work (checkpoint overhead x GPUs), then the fewest
-//     jobs; victims resume later with the overhead added to their remaining time.
+//     jobs (sched::VictimSearch under VictimRule::kLeastLostWork, on each node; a job wider
+//     than a node empties the nodes that are cheapest to empty); victims resume later with the
+//     overhead added to their remaining time.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -23,6 +25,7 @@
 #include "job_accounting.h"
 #include "job_nodes.h"
 #include "jobs_internal.h"
+#include "seedance/sched/tenancy.h"
 
 namespace seedance::sim {
 namespace {
@@ -220,67 +223,58 @@ class TenancyEngine {
   }
 
   // Step 3 for one pending job: the cheapest eviction that makes room, applied; true if it was.
+  // Which jobs a node gives up is sched/tenancy's VictimSearch under kLeastLostWork.
   bool TryPreempt(int32_t j, int64_t t) {
     const int32_t gpus = w_.jobs[j].gpus;
     const int32_t per_node = kGpusPerJobNode;
-    // Per node: its single-node evictable jobs, cheapest first, and whether it can be emptied.
-    std::vector<std::vector<int32_t>> victims(nodes_.num_nodes());
-    std::vector<int32_t> stuck(nodes_.num_nodes(), 0);  // GPUs held by jobs that stay
+    // Per node: its single-node evictable jobs, and the GPUs held by jobs that stay.
+    std::vector<std::vector<sched::VictimCandidate>> victims(nodes_.num_nodes());
+    std::vector<int32_t> stuck(nodes_.num_nodes(), 0);
     for (int32_t r : running_) {
       const JobAlloc& a = state_[r].alloc;
       const bool evictable = a.size() == 1 && CanEvict(j, r);
       for (const auto& [node, g] : a) {
-        if (evictable) {
-          victims[node].push_back(r);
-        } else {
+        if (!evictable) {
           stuck[node] += g;
+          continue;
         }
+        const int64_t lost = CheckpointOverheadS(w_.jobs[r].gpus, per_node) * w_.jobs[r].gpus;
+        victims[node].push_back({.id = static_cast<uint64_t>(r),
+                                 .node = node,
+                                 .priority = 0,
+                                 .gpus = w_.jobs[r].gpus,
+                                 .lost_gpu_s = static_cast<double>(lost),
+                                 .protected_pod = false,
+                                 .placed_at_s = static_cast<double>(state_[r].run_start)});
       }
     }
-    auto lost = [&](int32_t r) {
-      return CheckpointOverheadS(w_.jobs[r].gpus, per_node) * w_.jobs[r].gpus;
-    };
-    for (auto& v : victims) {
-      std::sort(v.begin(), v.end(), [&](int32_t a, int32_t b) {
-        return std::tuple(lost(a), -state_[a].run_start, a) <
-               std::tuple(lost(b), -state_[b].run_start, b);
-      });
-    }
-    // Cheapest prefix of a node's victims that frees `need` GPUs there.
-    auto plan_node = [&](int32_t node, int32_t need, std::vector<int32_t>* chosen) -> int64_t {
-      chosen->clear();
-      int32_t free = nodes_.free_on(node);
-      int64_t cost = 0;
-      for (int32_t r : victims[node]) {
-        if (free >= need) break;
-        free += w_.jobs[r].gpus;
-        cost += lost(r);
-        chosen->push_back(r);
-      }
-      return free >= need ? cost : -1;
+    // The cheapest victims that free `need` GPUs on `node` (node -1: none does; no victims:
+    // the node has the room already).
+    auto plan_node = [&](int32_t node, int32_t need) {
+      sched::VictimSearch search(need, sched::VictimRule::kLeastLostWork);
+      search.Node(node, nodes_.free_on(node), victims[node]);
+      sched::VictimSet set = search.TakeBest();
+      if (set.node < 0 && nodes_.free_on(node) >= need) set.node = node;
+      return set;
     };
     JobAlloc alloc;
-    std::vector<int32_t> evict;
+    std::vector<uint64_t> evict;
     if (gpus <= per_node) {
-      int64_t best = -1;
-      for (int32_t n = 0; n < nodes_.num_nodes(); ++n) {
-        std::vector<int32_t> chosen;
-        const int64_t cost = plan_node(n, gpus, &chosen);
-        if (cost < 0 || chosen.empty()) continue;
-        if (best < 0 || cost < best || (cost == best && chosen.size() < evict.size())) {
-          best = cost;
-          evict = chosen;
-          alloc = {{n, gpus}};
-        }
+      sched::VictimSearch search(gpus, sched::VictimRule::kLeastLostWork);
+      for (int32_t n = 0; n < nodes_.num_nodes(); ++n)
+        search.Node(n, nodes_.free_on(n), victims[n]);
+      const sched::VictimSet& best = search.best();
+      if (best.node >= 0) {
+        evict = best.victims;
+        alloc = {{best.node, gpus}};
       }
     } else {
       // Whole nodes (and one node for the remainder), the cheapest to empty first.
-      std::vector<std::pair<int64_t, int32_t>> empty_cost;
+      std::vector<std::pair<double, int32_t>> empty_cost;
       for (int32_t n = 0; n < nodes_.num_nodes(); ++n) {
         if (stuck[n] > 0) continue;
-        std::vector<int32_t> chosen;
-        const int64_t cost = plan_node(n, per_node, &chosen);
-        if (cost >= 0) empty_cost.push_back({cost, n});
+        const sched::VictimSet set = plan_node(n, per_node);
+        if (set.node >= 0) empty_cost.push_back({set.lost_gpu_s, n});
       }
       std::sort(empty_cost.begin(), empty_cost.end());
       const size_t whole = static_cast<size_t>(gpus / per_node);
@@ -288,17 +282,16 @@ class TenancyEngine {
       const size_t needed = whole + (rest > 0 ? 1 : 0);
       if (empty_cost.size() < needed) return false;
       for (size_t i = 0; i < needed; ++i) {
-        std::vector<int32_t> chosen;
         const int32_t n = empty_cost[i].second;
         const int32_t take = i < whole ? per_node : rest;
-        plan_node(n, take, &chosen);
-        evict.insert(evict.end(), chosen.begin(), chosen.end());
+        const sched::VictimSet set = plan_node(n, take);
+        evict.insert(evict.end(), set.victims.begin(), set.victims.end());
         alloc.push_back({n, take});
       }
     }
     // No eviction needed means step 2 left the job out on purpose (aging): leave it.
     if (evict.empty()) return false;
-    for (int32_t r : evict) Preempt(r, t);
+    for (uint64_t r : evict) Preempt(static_cast<int32_t>(r), t);
     Start(j, t, alloc);
     return true;
   }

@@ -120,6 +120,22 @@ struct VictimCandidate {
   int64_t gpus = 0;            // what evicting it frees on its node
   double lost_gpu_s = 0;       // work lost if evicted (GPU-seconds since its last checkpoint)
   bool protected_pod = false;  // its queue's disruption budget is spent: never a victim
+  double placed_at_s = 0;      // when it started (VictimRule::kLeastLostWork's tie-break)
+};
+
+// How a victim set is chosen.
+enum class VictimRule {
+  // The live scheduler's (kube-scheduler's minimal set): per node the lowest priority first,
+  // then the least lost work, then the lowest id, and every victim the others make room without
+  // given back ("reprieve"); across nodes the fewest victims, then the lowest highest victim
+  // priority, then the least lost GPU-seconds, then the lowest node.
+  kFewestVictims,
+  // The job simulator's, for checkpointed training jobs whose eviction costs a checkpoint
+  // restore (docs/jobs.md): per node the least lost work first, then the latest started, then
+  // the lowest id, taken as a prefix (no reprieve); across nodes the least lost GPU-seconds,
+  // then the fewest victims, then the lowest node. Priority is not read: the caller hands only
+  // the candidates its policy lets go.
+  kLeastLostWork,
 };
 
 struct VictimSet {
@@ -139,19 +155,22 @@ VictimSet MinimalVictims(int32_t priority, int64_t need, const std::vector<int64
 
 // MinimalVictims node by node, for callers that keep their pods by node: Node() is handed each
 // node's free GPUs and the candidates the caller has found eligible there (already filtered by
-// priority and protection), in ascending node order; best() is then MinimalVictims' answer.
-// A node whose lower bound on (victims, highest victim priority, lost GPU-seconds) cannot beat
-// the best set so far is not searched further, so a full cluster costs about one pass over its
-// candidates. Victim ids are the candidates' ids.
+// priority and protection), in ascending node order; best() is then MinimalVictims' answer
+// (with kFewestVictims) or the cheapest set by `rule`. A node where `free` already covers the
+// need, or whose candidates cannot make room, gives no set. With kFewestVictims a node whose
+// lower bound on (victims, highest victim priority, lost GPU-seconds) cannot beat the best set
+// so far is not searched further, so a full cluster costs about one pass over its candidates.
+// Victim ids are the candidates' ids.
 class VictimSearch {
  public:
-  explicit VictimSearch(int64_t need) : need_(need) {}
+  explicit VictimSearch(int64_t need, VictimRule rule = VictimRule::kFewestVictims)
+      : need_(need), rule_(rule) {}
   // REQUIRES: node greater than the previous call's (dies otherwise).
   void Node(int32_t node, int64_t free, std::span<const VictimCandidate> eligible);
   // True if a node (the next to be handed to Node) whose every victim set holds at least
   // ceil((need - free) / largest) pods, each of priority >= lowest and losing >= least
   // GPU-seconds, cannot beat the best set so far. Callers that keep such bounds per node skip
-  // reading its pods.
+  // reading its pods. Always false under kLeastLostWork (no such bound is kept).
   bool RulesOut(int64_t free, int64_t largest, int32_t lowest, double least) const;
   const VictimSet& best() const { return best_; }
   VictimSet TakeBest() { return std::move(best_); }
@@ -161,7 +180,14 @@ class VictimSearch {
   // node, so it wins ties).
   bool CannotWin(int64_t free, std::span<const VictimCandidate> eligible) const;
 
+  // Orders order_ and takes the prefix that makes room into chosen_ (with the reprieve under
+  // kFewestVictims).
+  void Choose(int64_t free);
+  // True if chosen_ (on a later node) beats best_ under rule_.
+  bool Beats(const VictimSet& set) const;
+
   int64_t need_;
+  VictimRule rule_;
   int32_t last_node_ = -1;
   VictimSet best_;
   std::vector<const VictimCandidate*> order_, chosen_;  // scratch, kept between nodes
