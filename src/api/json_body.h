@@ -1,5 +1,6 @@
 // Internal helpers of seedance_api shared by the decoders (api.cc, node_request.cc, apply.cc):
-// JSON paths and typed field readers that fail with FieldError.
+// JSON paths, and the typed field readers of base/json_fields.h with the field attached to each
+// refusal (FieldOf).
 #ifndef SEEDANCE_API_JSON_BODY_H_
 #define SEEDANCE_API_JSON_BODY_H_
 

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "seedance/base/json_fields.h"
 #include "seedance/base/json_path.h"
 #include "seedance/base/text.h"
 #include "seedance/sched/explain.h"
@@ -66,7 +67,10 @@ absl::Status DecodeNodeList(const json& list, ExtenderArgs* out) {
   if (!list.is_object()) return Bad("$.Nodes", "expected a v1.NodeList object");
   const json* items = Field(list, "items");
   if (items == nullptr || items->is_null()) return absl::OkStatus();
-  if (!items->is_array()) return Bad("$.Nodes.items", "expected an array");
+  if (absl::Status st = base::CheckJsonKind(*items, "$.Nodes.items", base::JsonKind::kArray);
+      !st.ok()) {
+    return st;
+  }
   for (size_t i = 0; i < items->size(); ++i) {
     const std::string at = base::JsonPathIndex("$.Nodes.items", i);
     Node n;
@@ -80,10 +84,12 @@ absl::Status DecodeNodeList(const json& list, ExtenderArgs* out) {
 }
 
 absl::Status DecodeNames(const json& names, std::string_view at, std::vector<std::string>* out) {
-  if (!names.is_array()) return Bad(at, "expected an array of node names");
+  if (absl::Status st = base::CheckJsonKind(names, at, base::JsonKind::kArray); !st.ok()) return st;
   for (size_t i = 0; i < names.size(); ++i) {
-    if (!names[i].is_string()) {
-      return Bad(base::JsonPathIndex(at, i), "expected a string (a node name)");
+    const std::string name_at = base::JsonPathIndex(at, i);
+    if (absl::Status st = base::CheckJsonKind(names[i], name_at, base::JsonKind::kString);
+        !st.ok()) {
+      return st;
     }
     out->push_back(names[i].get<std::string>());
   }
@@ -173,14 +179,20 @@ absl::StatusOr<PreemptionArgs> ParsePreemptionArgs(std::string_view body) {
     if (!victims.is_object()) return Bad(at, "expected {Pods, NumPDBViolations}");
     auto& [uids, pdb] = args.victims[node];
     if (const json* n = Field(victims, "NumPDBViolations"); n != nullptr && !n->is_null()) {
-      if (!n->is_number_integer()) {
-        return Bad(base::JsonPathChild(at, "NumPDBViolations"), "expected an integer");
+      if (absl::Status st = base::CheckJsonKind(*n, base::JsonPathChild(at, "NumPDBViolations"),
+                                                base::JsonKind::kInteger);
+          !st.ok()) {
+        return st;
       }
       pdb = n->get<int64_t>();
     }
     const json* pods = Field(victims, "Pods");
     if (pods == nullptr || pods->is_null()) continue;
-    if (!pods->is_array()) return Bad(base::JsonPathChild(at, "Pods"), "expected an array");
+    if (absl::Status st =
+            base::CheckJsonKind(*pods, base::JsonPathChild(at, "Pods"), base::JsonKind::kArray);
+        !st.ok()) {
+      return st;
+    }
     for (size_t i = 0; i < pods->size(); ++i) {
       const std::string pat = base::JsonPathIndex(base::JsonPathChild(at, "Pods"), i);
       const json& p = (*pods)[i];

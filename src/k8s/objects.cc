@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
+#include "seedance/base/json_fields.h"
 #include "seedance/base/json_path.h"
 #include "seedance/base/parse.h"
 #include "seedance/base/text.h"
@@ -33,25 +34,16 @@ std::string Child(std::string_view path, std::string_view key) {
 }
 std::string Index(std::string_view path, size_t i) { return base::JsonPathIndex(path, i); }
 
-// obj[key] when present and not null; nullptr otherwise. `type` checked.
+// obj[key] of `kind` (base/json_fields.h); nullptr when absent or null (Kubernetes reads null as
+// unset).
 absl::StatusOr<const json*> Member(const json& obj, std::string_view key, const std::string& path,
-                                   json::value_t type) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  if (it->type() != type && !(type == json::value_t::number_integer && it->is_number_unsigned())) {
-    const char* want = type == json::value_t::object    ? "an object"
-                       : type == json::value_t::array   ? "an array"
-                       : type == json::value_t::string  ? "a string"
-                       : type == json::value_t::boolean ? "true or false"
-                                                        : "an integer";
-    return Bad(Child(path, key), absl::StrCat("expected ", want, ", got ", it->type_name()));
-  }
-  return &*it;
+                                   base::JsonKind kind) {
+  return base::JsonMemberOf(obj, key, path, kind, /*null_is_absent=*/true);
 }
 
 absl::Status GetString(const json& obj, std::string_view key, const std::string& path,
                        std::string* out) {
-  absl::StatusOr<const json*> m = Member(obj, key, path, json::value_t::string);
+  absl::StatusOr<const json*> m = Member(obj, key, path, base::JsonKind::kString);
   if (!m.ok()) return m.status();
   if (*m != nullptr) *out = (*m)->get<std::string>();
   return absl::OkStatus();
@@ -59,16 +51,13 @@ absl::Status GetString(const json& obj, std::string_view key, const std::string&
 
 absl::Status GetStringMap(const json& obj, std::string_view key, const std::string& path,
                           std::map<std::string, std::string>* out) {
-  absl::StatusOr<const json*> m = Member(obj, key, path, json::value_t::object);
+  absl::StatusOr<const json*> m = Member(obj, key, path, base::JsonKind::kObject);
   if (!m.ok()) return m.status();
-  if (*m == nullptr) return absl::OkStatus();
-  for (const auto& [k, v] : (*m)->items()) {
-    if (!v.is_string()) {
-      return Bad(Child(Child(path, key), k),
-                 absl::StrCat("expected a string, got ", v.type_name()));
-    }
-    (*out)[k] = v.get<std::string>();
+  std::map<std::string, std::string> read;
+  if (absl::Status st = base::ReadJsonStringMap(*m, Child(path, key), SIZE_MAX, &read); !st.ok()) {
+    return st;
   }
+  for (auto& [k, v] : read) (*out)[k] = std::move(v);
   return absl::OkStatus();
 }
 
@@ -76,7 +65,7 @@ absl::Status GetStringMap(const json& obj, std::string_view key, const std::stri
 absl::StatusOr<const json*> ObjectOrEmpty(const json& obj, std::string_view key,
                                           const std::string& path) {
   static const json* const kEmpty = new json(json::object());
-  absl::StatusOr<const json*> m = Member(obj, key, path, json::value_t::object);
+  absl::StatusOr<const json*> m = Member(obj, key, path, base::JsonKind::kObject);
   if (!m.ok()) return m.status();
   return *m == nullptr ? kEmpty : *m;
 }
@@ -90,7 +79,8 @@ absl::StatusOr<std::string> QuantityText(const json& v, const std::string& path)
     if (!std::isfinite(d)) return Bad(path, "not a finite number");
     return v.dump();
   }
-  return Bad(path, absl::StrCat("expected a quantity (string), got ", v.type_name()));
+  return Bad(path,
+             absl::StrCat("must be a quantity such as \"500m\" (got ", base::DescribeJson(v), ")"));
 }
 
 absl::StatusOr<int64_t> Quantity(const json& v, const std::string& path, Unit unit, Round round) {
@@ -278,13 +268,15 @@ absl::StatusOr<GpuAsk> KaiAsk(const std::map<std::string, std::string>& annotati
 absl::Status DecodeContainers(const json& spec, std::string_view key, const std::string& path,
                               std::vector<Need>* needs, std::vector<bool>* sidecar,
                               std::vector<Unknown>* unknown) {
-  absl::StatusOr<const json*> list = Member(spec, key, path, json::value_t::array);
+  absl::StatusOr<const json*> list = Member(spec, key, path, base::JsonKind::kArray);
   if (!list.ok()) return list.status();
   if (*list == nullptr) return absl::OkStatus();
   for (size_t i = 0; i < (*list)->size(); ++i) {
     const json& c = (**list)[i];
     const std::string where = Index(Child(path, key), i);
-    if (!c.is_object()) return Bad(where, absl::StrCat("expected an object, got ", c.type_name()));
+    if (absl::Status st = base::CheckJsonKind(c, where, base::JsonKind::kObject); !st.ok()) {
+      return st;
+    }
     absl::StatusOr<const json*> res = ObjectOrEmpty(c, "resources", where);
     if (!res.ok()) return res.status();
     Need n;
@@ -459,13 +451,15 @@ absl::Status LabelInt(const std::map<std::string, std::string>& labels, std::str
 
 absl::Status DecodeTaints(const json& spec, const std::string& path,
                           std::vector<core::Taint>* out) {
-  absl::StatusOr<const json*> taints = Member(spec, "taints", path, json::value_t::array);
+  absl::StatusOr<const json*> taints = Member(spec, "taints", path, base::JsonKind::kArray);
   if (!taints.ok()) return taints.status();
   if (*taints == nullptr) return absl::OkStatus();
   for (size_t i = 0; i < (*taints)->size(); ++i) {
     const json& t = (**taints)[i];
     const std::string where = Index(Child(path, "taints"), i);
-    if (!t.is_object()) return Bad(where, "expected an object");
+    if (absl::Status st = base::CheckJsonKind(t, where, base::JsonKind::kObject); !st.ok()) {
+      return st;
+    }
     core::Taint taint;
     for (auto [key, field] : {std::pair{"key", &taint.key}, std::pair{"value", &taint.value},
                               std::pair{"effect", &taint.effect}}) {
@@ -551,7 +545,7 @@ int32_t Pod::ShareFor(int64_t node_gpu_memory_mib) const {
 
 absl::Status DecodeNode(const json& j, const std::string& path, Node* out,
                         std::vector<Unknown>* unknown) {
-  if (!j.is_object()) return Bad(path, absl::StrCat("expected an object, got ", j.type_name()));
+  if (absl::Status st = base::CheckJsonKind(j, path, base::JsonKind::kObject); !st.ok()) return st;
   std::map<std::string, std::string> annotations;
   const json* meta = nullptr;
   if (absl::Status st =
@@ -591,7 +585,7 @@ absl::Status DecodeNode(const json& j, const std::string& path, Node* out,
   }
   const std::string spec_at = Child(path, "spec");
   absl::StatusOr<const json*> unsched =
-      Member(**spec, "unschedulable", spec_at, json::value_t::boolean);
+      Member(**spec, "unschedulable", spec_at, base::JsonKind::kBool);
   if (!unsched.ok()) return unsched.status();
   out->unschedulable = *unsched != nullptr && (*unsched)->get<bool>();
   if (absl::Status st = DecodeTaints(**spec, spec_at, &out->spec.taints); !st.ok()) return st;
@@ -603,7 +597,7 @@ absl::Status DecodeNode(const json& j, const std::string& path, Node* out,
 
 absl::Status DecodePod(const json& j, const std::string& path, Pod* out,
                        std::vector<Unknown>* unknown) {
-  if (!j.is_object()) return Bad(path, absl::StrCat("expected an object, got ", j.type_name()));
+  if (absl::Status st = base::CheckJsonKind(j, path, base::JsonKind::kObject); !st.ok()) return st;
   std::map<std::string, std::string> annotations;
   const json* meta = nullptr;
   if (absl::Status st = DecodeMetadata(j, path, &out->name, &out->labels, &annotations, &meta);
@@ -634,8 +628,7 @@ absl::Status DecodePod(const json& j, const std::string& path, Pod* out,
   if (absl::Status st = GetString(**spec, "nodeName", spec_at, &out->node_name); !st.ok()) {
     return st;
   }
-  absl::StatusOr<const json*> prio =
-      Member(**spec, "priority", spec_at, json::value_t::number_integer);
+  absl::StatusOr<const json*> prio = Member(**spec, "priority", spec_at, base::JsonKind::kInteger);
   if (!prio.ok()) return prio.status();
   if (*prio != nullptr) {
     const int64_t p = (*prio)->is_number_unsigned()

@@ -109,7 +109,7 @@ TEST(DecodePodTest, WrongTypeNamesItsPointer) {
   j["spec"]["nodeName"] = 7;
   Decoded d = Decode(j);
   ASSERT_FALSE(d.status.ok());
-  EXPECT_THAT(d.status.message(), HasSubstr("$.items[0].spec.nodeName: expected a string"));
+  EXPECT_THAT(d.status.message(), HasSubstr("$.items[0].spec.nodeName: must be a string (got 7)"));
 }
 
 TEST(DecodePodTest, GpuMilliOutOfRange) {

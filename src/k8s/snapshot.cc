@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
 #include "seedance/base/io.h"
+#include "seedance/base/json_fields.h"
 #include "seedance/base/json_path.h"
 #include "seedance/base/text.h"
 
@@ -223,10 +224,10 @@ absl::Status AddSnapshotText(std::string_view text, std::string_view source,
     // A number beyond a double (1e400) and the like: the parser names no position.
     return Bad(source, absl::StrCat("invalid JSON: ", base::Clip(e.what(), 160)));
   }
-  if (!doc.is_object()) return Bad(source, "expected a kubectl JSON object (kind List)");
-  if (auto k = doc.find("kind"); k != doc.end() && !k->is_string()) {
-    return Bad(source,
-               absl::StrCat("$.kind: expected a string such as \"List\", not ", k->type_name()));
+  if (!doc.is_object()) return Bad(source, "$: must be a kubectl JSON object (kind List)");
+  if (absl::StatusOr<const json*> k = base::JsonMemberOf(doc, "kind", "$", base::JsonKind::kString);
+      !k.ok()) {
+    return Bad(source, k.status().message());
   }
   const std::string kind = base::StringField(doc, "kind");
   if (kind == "Node" || kind == "Pod") return AddItem(doc, "$", source, options, snapshot);
@@ -237,7 +238,9 @@ absl::Status AddSnapshotText(std::string_view text, std::string_view source,
   }
   auto items = doc.find("items");
   if (items == doc.end() || items->is_null()) return absl::OkStatus();
-  if (!items->is_array()) return Bad(source, "$.items: expected an array");
+  if (absl::Status st = base::CheckJsonKind(*items, "$.items", base::JsonKind::kArray); !st.ok()) {
+    return Bad(source, st.message());
+  }
   for (size_t i = 0; i < items->size(); ++i) {
     if (absl::Status st =
             AddItem((*items)[i], base::JsonPathIndex("$.items", i), source, options, snapshot);

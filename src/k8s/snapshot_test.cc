@@ -212,7 +212,7 @@ TEST(SnapshotTest, SyntaxErrorsNameTheLine) {
   // A kind of another type: found by the k8s fuzz target (json::value threw type_error).
   st = AddSnapshotText(R"({"apiVersion": "v1", "kind": {"name": "n"}})", "odd.json", {}, &s);
   ASSERT_FALSE(st.ok());
-  EXPECT_THAT(st.message(), HasSubstr("odd.json: $.kind: expected a string"));
+  EXPECT_THAT(st.message(), HasSubstr("odd.json: $.kind: must be a string (got an object)"));
   st = AddSnapshotText(R"({"apiVersion": "v1", "kind": "List", "items": [{"kind": 7}]})",
                        "item.json", {}, &s);
   ASSERT_FALSE(st.ok());

@@ -60,11 +60,8 @@ absl::Status ParseAutoscale(const JsonDoc& j, const std::string& path, std::stri
   if (!m.ok()) return WithPath(file, f.At("mode"), m.status());
   d->mode = *m;
   int min_replicas = 1, max_replicas = 10;
-  f.Number("min_replicas", &min_replicas);
-  f.Number("max_replicas", &max_replicas);
-  if (f.ok() && (max_replicas < 1 || max_replicas > 10000)) {
-    f.Fail("max_replicas", "must be in [1, 10000]");
-  }
+  f.Int("min_replicas", &min_replicas);
+  f.Int("max_replicas", &max_replicas, 1, 10000);
   d->hpa.min_replicas = d->seed.min_replicas = d->predictive.min_replicas = min_replicas;
   d->hpa.max_replicas = d->seed.max_replicas = d->predictive.max_replicas = max_replicas;
   f.Number("tolerance", &d->hpa.tolerance);
@@ -119,8 +116,8 @@ absl::StatusOr<DeploymentSpec> ParseDeployment(const JsonDoc& j, const std::stri
   Fields f(j, path, file);
   f.String("name", &d.name, true);
   f.String("namespace", &d.ns);
-  f.Number("replicas", &d.replicas);
-  f.Number("period_s", &d.period_s);
+  f.Int("replicas", &d.replicas, 0);
+  f.Number("period_s", &d.period_s, 0.1, 3600);
   std::string period = "fixed";
   f.String("period", &period);
   f.Number("min_period_s", &d.min_period_s);
@@ -136,8 +133,6 @@ absl::StatusOr<DeploymentSpec> ParseDeployment(const JsonDoc& j, const std::stri
   const JsonDoc* pod = f.Member("pod");
   const JsonDoc* scale = f.Member("autoscale");
   f.NoOthers();
-  if (f.ok() && !(d.period_s >= 0.1 && d.period_s <= 3600)) f.Fail("period_s", "in [0.1, 3600]");
-  if (f.ok() && d.replicas < 0) f.Fail("replicas", "must be >= 0");
   if (!f.ok()) return f.status();
   if (absl::Status st = ParseTemplate(pod, f.At("pod"), file, &d); !st.ok()) return st;
   if (scale == nullptr) {

@@ -82,17 +82,19 @@ TEST(DeploymentsConfigTest, ErrorsNameTheFileAndTheJsonPath) {
               HasSubstr("d.json: $.prometheus: "));
   EXPECT_THAT(Error(With(R"("mode": "hpa")", R"("mode": "fast")")),
               HasSubstr("d.json: $.deployments[0].autoscale.mode: "));
-  EXPECT_THAT(Error(With(R"("period_s": 5)", R"("period_s": 0)")),
-              HasSubstr("d.json: $.deployments[0].period_s: in [0.1, 3600]"));
+  EXPECT_THAT(
+      Error(With(R"("period_s": 5)", R"("period_s": 0)")),
+      HasSubstr("d.json: $.deployments[0].period_s: must be a number in 0.1..3600 (got 0)"));
   EXPECT_THAT(Error(With(R"("period_s": 5)", R"("period": "fast")")),
               HasSubstr("d.json: $.deployments[0].period: must be fixed or adaptive"));
   EXPECT_THAT(Error(With(R"("period_s": 5)", R"("min_period_s": 40)")),
               HasSubstr("$.deployments[0].min_period_s: need 0.1 <= min_period_s"));
   EXPECT_THAT(Error(With(R"("replicas": 2)", R"("replica": 2)")),
-              HasSubstr("d.json: $.deployments[0].replica: unknown field"));
+              HasSubstr("d.json: $.deployments[0].replica: unknown key \"replica\"; did you mean "
+                        "\"replicas\"?"));
   // A key that is not a plain name is quoted (base/json_path.h), control bytes escaped.
   EXPECT_THAT(Error(With(R"("replicas": 2)", R"("replicas": 2, "a.b\u001b": 1)")),
-              HasSubstr("d.json: $.deployments[0][\"a.b\\u001b\"]: unknown field"));
+              HasSubstr("d.json: $.deployments[0][\"a.b\\u001b\"]: unknown key"));
   EXPECT_THAT(Error(With(R"("target_per_replica": 20)", R"("target_per_replica": 0)")),
               HasSubstr("$.deployments[0].autoscale.metrics[0].target_per_replica: must be > 0"));
   EXPECT_THAT(Error(With(R"("gpu_milli": 250)", R"("gpu_milli": 5000)")),
@@ -100,7 +102,8 @@ TEST(DeploymentsConfigTest, ErrorsNameTheFileAndTheJsonPath) {
   EXPECT_THAT(Error(With(R"("cpu_milli": 1000,)", R"("name": "x",)")),
               HasSubstr("$.deployments[0].pod.name: set by the deployment"));
   EXPECT_THAT(Error(With(R"("max_replicas": 6)", R"("max_replicas": 100000)")),
-              HasSubstr("$.deployments[0].autoscale.max_replicas: must be in [1, 10000]"));
+              HasSubstr("$.deployments[0].autoscale.max_replicas: must be an integer in 1..10000 "
+                        "(got 100000)"));
   // The autoscaler's own checks, under the deployment's path.
   EXPECT_THAT(Error(With(R"("min_replicas": 1)", R"("min_replicas": 7)")),
               HasSubstr("d.json: $.deployments[0].autoscale: "));
@@ -110,7 +113,8 @@ TEST(DeploymentsConfigTest, ErrorsNameTheFileAndTheJsonPath) {
               HasSubstr("$.deployments[1].name: appears twice"));
   EXPECT_THAT(Error(R"({"prometheus": "http://p:9090", "deployments": []})"),
               HasSubstr("$.deployments: expected a non-empty list"));
-  EXPECT_THAT(Error(R"({"deployments": [{}]})"), HasSubstr("$.prometheus: required"));
+  EXPECT_THAT(Error(R"({"deployments": [{}]})"),
+              HasSubstr("$.prometheus: missing required key \"prometheus\""));
   EXPECT_THAT(Error(std::string(100, '[')), HasSubstr("nested deeper"));
 }
 

@@ -47,18 +47,16 @@ absl::StatusOr<clusterscale::NodeGroup> ParseGroup(const JsonDoc& j, const std::
   clusterscale::NodeGroup g;
   Fields f(j, path, file);
   f.String("name", &g.name, true);
-  f.Number("min_size", &g.min_size);
-  f.Number("max_size", &g.max_size);
+  f.Int("min_size", &g.min_size, 0, 100'000);
+  f.Int("max_size", &g.max_size, 0, 100'000);
   const JsonDoc* node = f.Member("node");
   f.NoOthers();
   if (f.ok() && (!api::IsDnsLabel(g.name) || g.name.size() > 40)) {
     f.Fail("name", "must be a DNS-1123 label of at most 40 characters (nodes are NAME-K)");
   }
-  if (f.ok() && g.min_size < 0) f.Fail("min_size", "must be >= 0");
   if (f.ok() && g.max_size < g.min_size) {
     f.Fail("max_size", absl::StrCat("must be >= min_size (", g.min_size, ")"));
   }
-  if (f.ok() && g.max_size > 100'000) f.Fail("max_size", "must be <= 100000");
   if (!f.ok()) return f.status();
   if (node == nullptr) return WithPath(file, f.At("node"), absl::InvalidArgumentError("required"));
   absl::StatusOr<api::NodeRequest> r = api::DecodeNodeRequest(g.name, node->dump());
@@ -136,11 +134,11 @@ absl::Status ParseTop(const JsonDoc& j, std::string_view file, NodeGroupsConfig*
   f.Number("provision_timeout_s", &o.provision_timeout_s);
   f.Number("backoff_s", &o.backoff_s);
   f.Number("scale_down_utilization_threshold", &o.scale_down_utilization_threshold);
-  f.Number("max_drains_per_scan", &o.max_drains_per_scan);
-  f.Number("max_drain_candidates", &o.max_drain_candidates);
+  f.Int("max_drains_per_scan", &o.max_drains_per_scan);
+  f.Int("max_drain_candidates", &o.max_drain_candidates);
   f.Bool("prescale", &o.prescale);
   f.Bool("drain_keeps_headroom", &o.drain_keeps_headroom);
-  f.Number("max_nodes_per_scale_up", &o.scale_up.max_nodes_per_scale_up);
+  f.Int("max_nodes_per_scale_up", &o.scale_up.max_nodes_per_scale_up);
   f.Number("balance_tolerance", &o.scale_up.balance_tolerance);
   std::string expander = "seedance";
   f.String("expander", &expander);
