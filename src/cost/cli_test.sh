@@ -218,7 +218,7 @@ check "prometheus {status: 5}" 1 "/api/v1/query_range (query" "$BIN" profile -q 
   --prometheus "http://u:s3cret@127.0.0.1:$hp" --duration 2 -o "$T/p.json" --timeout 2
 if grep -q "s3cret" "$T/err" "$T/out"; then echo "FAIL credentials printed"; fail=1; else
   echo "ok   credentials redacted"; fi
-if grep -qF '$.status: expected a string' "$T/err"; then echo "ok   JSON path named"; else
+if grep -qF '$.status: must be a string (got 5)' "$T/err"; then echo "ok   JSON path named"; else
   echo "FAIL JSON path"; cat "$T/err"; fail=1; fi
 kill "$hostile" 2>/dev/null
 exit $fail

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "seedance/base/json_fields.h"
 #include "seedance/base/json_path.h"
 #include "seedance/base/parse.h"
 #include "seedance/base/text.h"
@@ -28,6 +29,13 @@ class ReplyReader {
   absl::Status Bad(const std::string& path, const std::string& what) const {
     return absl::DataLossError(absl::StrCat(where_, ": ", path, ": ", what));
   }
+  // `v` of `kind`, else the one JSON reader's "PATH: must be ... (got X)" (base/json_fields.h),
+  // as DataLoss: the peer's reply is broken, not the caller's input.
+  absl::Status Kind(const json& v, const std::string& path, base::JsonKind kind) const {
+    const absl::Status st = base::CheckJsonKind(v, path, kind);
+    if (st.ok()) return st;
+    return absl::DataLossError(absl::StrCat(where_, ": ", std::string(st.message())));
+  }
 
   // Parses `body` and checks the envelope: {"status": "success", "data": {"resultType":
   // `type`, "result": [...]}}. On success *result points into *doc.
@@ -42,10 +50,10 @@ class ReplyReader {
     }
     *doc = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
     if (doc->is_discarded()) return Bad("$", "not JSON (not a Prometheus API reply)");
-    if (!doc->is_object()) return Bad("$", "expected an object (not a Prometheus API reply)");
+    if (!doc->is_object()) return Bad("$", "must be an object (not a Prometheus API reply)");
     auto status = doc->find("status");
     if (status == doc->end()) return Bad("$.status", "missing (not a Prometheus API reply)");
-    if (!status->is_string()) return Bad("$.status", "expected a string");
+    if (absl::Status st = Kind(*status, "$.status", base::JsonKind::kString); !st.ok()) return st;
     if (status->get_ref<const std::string&>() != "success") {
       std::string msg = absl::StrCat("expected \"success\", got \"",
                                      base::Clip(status->get_ref<const std::string&>()), "\"");
@@ -55,10 +63,12 @@ class ReplyReader {
     }
     auto data = doc->find("data");
     if (data == doc->end()) return Bad("$.data", "missing");
-    if (!data->is_object()) return Bad("$.data", "expected an object");
+    if (absl::Status st = Kind(*data, "$.data", base::JsonKind::kObject); !st.ok()) return st;
     auto rtype = data->find("resultType");
     if (rtype == data->end()) return Bad("$.data.resultType", "missing");
-    if (!rtype->is_string()) return Bad("$.data.resultType", "expected a string");
+    if (absl::Status st = Kind(*rtype, "$.data.resultType", base::JsonKind::kString); !st.ok()) {
+      return st;
+    }
     if (rtype->get_ref<const std::string&>() != type) {
       return Bad("$.data.resultType",
                  absl::StrCat("expected \"", type, "\", got \"",
@@ -66,21 +76,22 @@ class ReplyReader {
     }
     auto res = data->find("result");
     if (res == data->end()) return Bad("$.data.result", "missing");
-    if (!res->is_array()) return Bad("$.data.result", "expected an array");
+    if (absl::Status st = Kind(*res, "$.data.result", base::JsonKind::kArray); !st.ok()) return st;
     *result = &*res;
     return absl::OkStatus();
   }
 
   // {"metric": {"label": "value", ...}}: labels must be strings.
   absl::Status Labels(const json& series, const std::string& path, PromLabels* out) const {
-    if (!series.is_object()) return Bad(path, "expected an object");
+    if (absl::Status st = Kind(series, path, base::JsonKind::kObject); !st.ok()) return st;
     auto m = series.find("metric");
     if (m == series.end()) return absl::OkStatus();  // a series without labels
-    if (!m->is_object()) return Bad(Child(path, "metric"), "expected an object");
+    if (absl::Status st = Kind(*m, Child(path, "metric"), base::JsonKind::kObject); !st.ok()) {
+      return st;
+    }
     for (auto it = m->begin(); it != m->end(); ++it) {
-      if (!it.value().is_string()) {
-        return Bad(Child(Child(path, "metric"), it.key()), "expected a string");
-      }
+      const std::string at = Child(Child(path, "metric"), it.key());
+      if (absl::Status st = Kind(it.value(), at, base::JsonKind::kString); !st.ok()) return st;
       (*out)[it.key()] = it.value().get<std::string>();
     }
     return absl::OkStatus();
@@ -157,7 +168,9 @@ absl::StatusOr<std::vector<PromVector>> ParseRangeResponse(std::string_view body
     auto values = series.find("values");
     const std::string values_path = Child(path, "values");
     if (values == series.end()) return r.Bad(values_path, "missing");
-    if (!values->is_array()) return r.Bad(values_path, "expected an array");
+    if (absl::Status st = r.Kind(*values, values_path, base::JsonKind::kArray); !st.ok()) {
+      return st;
+    }
     for (size_t k = 0; k < values->size(); ++k) {
       double t = 0, v = 0;
       if (absl::Status st = r.Point((*values)[k], Index(values_path, k), &t, &v); !st.ok()) {
