@@ -298,8 +298,9 @@ void Scheduler::WakeBestForFreedRoom(double now_s) {
 }
 
 const PodInfo* Scheduler::ByQueueId(uint64_t id) const {
-  const PodInfo* pod = ledger_.FindByHandle(id);
-  return pod != nullptr && pod->phase == PodPhase::kPending ? pod : nullptr;
+  // A queued pod is Pending; a record that is not is a broken invariant, which the attempt's
+  // ledger transition (Assume) catches rather than this lookup hiding it.
+  return ledger_.FindByHandle(id);
 }
 
 absl::Status Scheduler::Bind(std::string_view uid) {
