@@ -14,6 +14,22 @@ using Ordered = nlohmann::ordered_json;
 
 std::string Message(const absl::Status& s) { return std::string(s.message()); }
 
+TEST(LenientFields, FallBackInsteadOfThrowing) {
+  const nlohmann::json j = nlohmann::json::parse(
+      R"({"s": "x", "o": {"a": 1}, "i": -3, "u": 18446744073709551615, "f": 1.5, "b": true})");
+  EXPECT_EQ(StringField(j, "s"), "x");
+  EXPECT_EQ(StringField(j, "o", "none"), "none");  // json::value would throw type_error
+  EXPECT_EQ(StringField(j, "missing", "none"), "none");
+  EXPECT_EQ(StringField(nlohmann::json::array(), "s", "none"), "none");
+  EXPECT_EQ(IntField(j, "i"), -3);
+  EXPECT_EQ(IntField(j, "u", 9), 9);  // beyond int64
+  EXPECT_EQ(IntField(j, "f", 9), 9);  // not an integer
+  EXPECT_EQ(IntField(j, "s", 9), 9);
+  EXPECT_TRUE(BoolField(j, "b"));
+  EXPECT_FALSE(BoolField(j, "i"));
+  EXPECT_TRUE(BoolField(nlohmann::ordered_json::parse(R"({"b": true})"), "b"));
+}
+
 TEST(ReadJson, IntegersWithinTheirRange) {
   const Json doc = Json::parse(R"({"a": 7, "big": 18446744073709551615, "f": 1.5, "s": "7",
                                    "neg": -3})");

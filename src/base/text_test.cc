@@ -32,22 +32,6 @@ TEST(TextTest, HtmlContexts) {
   EXPECT_EQ(nlohmann::json::parse(s)["n"], "</script><img onerror=alert(1)>");
 }
 
-TEST(TextTest, TypedFieldsFallBackInsteadOfThrowing) {
-  const nlohmann::json j = nlohmann::json::parse(
-      R"({"s": "x", "o": {"a": 1}, "i": -3, "u": 18446744073709551615, "f": 1.5, "b": true})");
-  EXPECT_EQ(StringField(j, "s"), "x");
-  EXPECT_EQ(StringField(j, "o", "none"), "none");  // json::value would throw type_error
-  EXPECT_EQ(StringField(j, "missing", "none"), "none");
-  EXPECT_EQ(StringField(nlohmann::json::array(), "s", "none"), "none");
-  EXPECT_EQ(IntField(j, "i"), -3);
-  EXPECT_EQ(IntField(j, "u", 9), 9);  // beyond int64
-  EXPECT_EQ(IntField(j, "f", 9), 9);  // not an integer
-  EXPECT_EQ(IntField(j, "s", 9), 9);
-  EXPECT_TRUE(BoolField(j, "b"));
-  EXPECT_FALSE(BoolField(j, "i"));
-  EXPECT_TRUE(BoolField(nlohmann::ordered_json::parse(R"({"b": true})"), "b"));
-}
-
 TEST(TextTest, JsonNestingDepthIgnoresStringsAndStopsPastTheLimit) {
   EXPECT_EQ(JsonNestingDepth("{\"a\": [1, {\"b\": \"[[[\\\"{\"}]}", 10), 3);
   EXPECT_EQ(JsonNestingDepth(std::string(100000, '['), 64), 65);

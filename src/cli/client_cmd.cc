@@ -27,6 +27,7 @@
 #include "seedance/api/client.h"
 #include "seedance/base/build_info.h"
 #include "seedance/base/io.h"
+#include "seedance/base/json_fields.h"
 #include "seedance/base/text.h"
 #include "yaml-cpp/yaml.h"
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
+#include "seedance/base/json_fields.h"
 #include "seedance/base/mutex.h"
 #include "seedance/base/text.h"
 

@@ -24,6 +24,7 @@
 #include "nlohmann/json.hpp"
 #include "prometheus/counter.h"
 #include "prometheus/histogram.h"
+#include "seedance/base/json_fields.h"
 #include "seedance/base/json_path.h"
 #include "seedance/base/mutex.h"
 #include "seedance/base/text.h"

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
+#include "seedance/base/json_fields.h"
 #include "seedance/base/json_path.h"
 #include "seedance/base/text.h"
 

@@ -12,6 +12,7 @@
 #include "httplib.h"
 #include "nlohmann/json.hpp"
 #include "seedance/base/io.h"
+#include "seedance/base/json_fields.h"
 #include "seedance/base/mutex.h"
 #include "seedance/base/text.h"
 

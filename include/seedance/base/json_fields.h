@@ -8,7 +8,8 @@
 // shown are compact JSON clipped to 40 bytes; an object or array is named, not shown.
 //
 // ReadJson*(v, path, ...): `v` == nullptr (the member is absent) leaves *out as it is and
-// succeeds; otherwise *out is set, or nothing is and the reason is returned.
+// succeeds; otherwise *out is set, or nothing is and the reason is returned. StringField,
+// IntField and BoolField are the lenient readers: a fallback instead of an error.
 // JsonFields reads one object member by member, keeps the first problem, and refuses a member
 // nobody asked for (NoOthers).
 //
@@ -30,6 +31,41 @@
 #include "nlohmann/json.hpp"
 
 namespace seedance::base {
+
+// ---- Lenient readers: for fields of untrusted documents that only steer (snapshots, apiserver
+// and slurmrestd replies), where a wrong type means "not given", never an error.
+
+// j[key] when `j` is an object holding a string there, else `fallback`. Unlike json::value(),
+// which throws when the field exists with another type ({"kind": {}}), it never throws.
+template <class Json>
+std::string StringField(const Json& j, std::string_view key, std::string_view fallback = "") {
+  if (!j.is_object()) return std::string(fallback);
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return std::string(fallback);
+  return it->template get<std::string>();
+}
+
+// The same for an integer field (a number with no fraction that fits an int64), else `fallback`.
+template <class Json>
+int64_t IntField(const Json& j, std::string_view key, int64_t fallback = 0) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer()) return fallback;
+  if (it->is_number_unsigned() && it->template get<uint64_t>() > uint64_t{INT64_MAX}) {
+    return fallback;
+  }
+  return it->template get<int64_t>();
+}
+
+// The same for a boolean field.
+template <class Json>
+bool BoolField(const Json& j, std::string_view key, bool fallback = false) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  return it == j.end() || !it->is_boolean() ? fallback : it->template get<bool>();
+}
+
+// ---- Checked readers.
 
 // InvalidArgument "PATH: message", carrying PATH for JsonErrorPath.
 absl::Status JsonError(std::string_view path, std::string_view message);

@@ -41,37 +41,6 @@ std::string DumpJson(const nlohmann::ordered_json& j, int indent = -1);
 // reader refuse a deeply nested document before a recursive parser exhausts the stack.
 int JsonNestingDepth(std::string_view json, int limit);
 
-// j[key] when `j` is an object holding a string there, else `fallback`. Unlike json::value(),
-// which throws when the field exists with another type ({"kind": {}}), it never throws: for
-// fields of untrusted documents (snapshots, apiserver and slurmrestd replies) that only steer.
-template <class Json>
-std::string StringField(const Json& j, std::string_view key, std::string_view fallback = "") {
-  if (!j.is_object()) return std::string(fallback);
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_string()) return std::string(fallback);
-  return it->template get<std::string>();
-}
-
-// The same for an integer field (a number with no fraction that fits an int64), else `fallback`.
-template <class Json>
-int64_t IntField(const Json& j, std::string_view key, int64_t fallback = 0) {
-  if (!j.is_object()) return fallback;
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number_integer()) return fallback;
-  if (it->is_number_unsigned() && it->template get<uint64_t>() > uint64_t{INT64_MAX}) {
-    return fallback;
-  }
-  return it->template get<int64_t>();
-}
-
-// The same for a boolean field.
-template <class Json>
-bool BoolField(const Json& j, std::string_view key, bool fallback = false) {
-  if (!j.is_object()) return fallback;
-  auto it = j.find(key);
-  return it == j.end() || !it->is_boolean() ? fallback : it->template get<bool>();
-}
-
 // Shortens `s` to at most `max_bytes` (cutting at a UTF-8 boundary) and appends "..." when cut;
 // for quoting user values in messages so a 2 MB line never becomes a 2 MB message.
 std::string Clip(std::string_view s, size_t max_bytes = 80);
