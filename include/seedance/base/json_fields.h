@@ -1,5 +1,6 @@
-// The one typed reader of JSON values behind Seedance's JSON decoders (API bodies, the server's
-// configuration files, ...). Every refusal is InvalidArgument "PATH: what the value must be
+// The one reader of JSON fields behind Seedance's JSON decoders (API bodies, the server's
+// configuration files, Kubernetes objects, Prometheus replies, ...). Every refusal of the checked
+// readers is InvalidArgument "PATH: what the value must be
 // (got what it was)", PATH in the syntax of base/json_path.h:
 //   $.gpu_milli: must be an integer in 0..1000 (got 1500)
 //   $.groups[0].name: must be a string (got 12)
@@ -13,8 +14,9 @@
 // JsonFields reads one object member by member, keeps the first problem, and refuses a member
 // nobody asked for (NoOthers).
 //
-// For nlohmann::json and nlohmann::ordered_json (explicitly instantiated in json_fields.cc).
-// Pure functions; a JsonFields is not thread-safe.
+// For nlohmann::json and nlohmann::ordered_json (the checked readers are explicitly
+// instantiated in json_fields.cc; the lenient ones are templates here). Pure functions; a
+// JsonFields is not thread-safe.
 #ifndef SEEDANCE_BASE_JSON_FIELDS_H_
 #define SEEDANCE_BASE_JSON_FIELDS_H_
 
