@@ -261,8 +261,9 @@ class TenancyEngine {
     std::vector<uint64_t> evict;
     if (gpus <= per_node) {
       sched::VictimSearch search(gpus, sched::VictimRule::kLeastLostWork);
-      for (int32_t n = 0; n < nodes_.num_nodes(); ++n)
+      for (int32_t n = 0; n < nodes_.num_nodes(); ++n) {
         search.Node(n, nodes_.free_on(n), victims[n]);
+      }
       const sched::VictimSet& best = search.best();
       if (best.node >= 0) {
         evict = best.victims;
