@@ -51,6 +51,11 @@ PACKAGES=(
   slurm-client
   munge
   slurm-wlm-jwt-plugin
+  # seedance_model (docs/model.md): ONNX's protobuf model, checker and shape inference; oneDNN's
+  # FP32 matmul and convolution; ONNX's own node conformance cases for the executor's test.
+  libonnx-dev
+  libdnnl-dev
+  libonnx-testdata
 )
 
 # A package counts as present only when dpkg reports it fully installed ("ii"); states such as

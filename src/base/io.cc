@@ -174,6 +174,8 @@ int64_t InputLimit(InputKind kind) {
       return int64_t{64} << 20;
     case InputKind::kConfig:
       return int64_t{16} << 20;
+    case InputKind::kModel:
+      return int64_t{2} << 30;
   }
   return int64_t{16} << 20;
 }
@@ -188,6 +190,8 @@ const char* InputKindName(InputKind kind) {
       return "cluster descriptor";
     case InputKind::kConfig:
       return "configuration";
+    case InputKind::kModel:
+      return "model";
   }
   return "input";
 }

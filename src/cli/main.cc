@@ -161,10 +161,9 @@ int main(int argc, char** argv) {
       });
 
   std::vector<cli::Command> commands = {
-      cli::AddSimulateCommand(app),  cli::AddProfileCommand(app),
-      cli::AddAnalyzeCommand(app),   cli::AddServeSimCommand(app),
-      cli::AddCostmodelCommand(app), cli::AddClockCommand(app),
-      cli::AddBenchCommand(app),     cli::AddServerCommand(app),
+      cli::AddSimulateCommand(app),  cli::AddProfileCommand(app),      cli::AddAnalyzeCommand(app),
+      cli::AddServeSimCommand(app),  cli::AddCostmodelCommand(app),    cli::AddModelCommand(app),
+      cli::AddClockCommand(app),     cli::AddBenchCommand(app),        cli::AddServerCommand(app),
       cli::AddNodeAgentCommand(app), cli::AddDevicePluginCommand(app),
   };
   for (cli::Command& c : cli::AddClientCommands(app)) commands.push_back(std::move(c));

@@ -36,6 +36,7 @@ enum class InputKind {
   kProfile,     // telemetry profiles (JSON): 1 GiB
   kDescriptor,  // cluster descriptors (YAML/JSON): 64 MiB
   kConfig,      // price tables and other small configuration (YAML): 16 MiB
+  kModel,       // ONNX models and tensor files (protobuf, whose own limit is 2 GiB): 2 GiB
 };
 
 // The cap in bytes for `kind`, or the override when one is set.

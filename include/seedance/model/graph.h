@@ -1,0 +1,101 @@
+// An ONNX model read into Seedance's own graph: nodes in an order that runs (every input is made
+// before it is used), initializers as tensors, and the graph's inputs and outputs.
+//
+// LoadOnnxModel reads a .onnx file with Debian's libonnx (onnx::ModelProto), runs ONNX's checker
+// and shape inference, reads external data beside the file, turns Constant nodes into
+// initializers and refuses what the executor cannot run, each refusal InvalidArgument naming the
+// file, the node (name and operator) and the reason:
+//   - not a model (truncated or not protobuf), a checker failure, a cycle, an input nobody makes;
+//   - an opset of the default domain above 17, an operator of another domain, an operator the
+//     executor does not claim or a version of it older than the executor runs (CheckOperator);
+//   - a tensor above the limits (LoadOptions), an external-data file outside the model's folder.
+// NotFound / Internal for a file that cannot be read.
+//
+// Thread-safety: the functions are thread-safe; a Graph is a value.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "seedance/model/tensor.h"
+
+namespace seedance::model {
+
+// One attribute of a node (the kinds the executor reads; graphs and sparse tensors are refused).
+struct Attribute {
+  enum class Kind { kFloat, kInt, kString, kTensor, kFloats, kInts, kStrings };
+  Kind kind = Kind::kInt;
+  float f = 0;
+  int64_t i = 0;
+  std::string s;
+  std::vector<float> floats;
+  std::vector<int64_t> ints;
+  std::vector<std::string> strings;
+  std::vector<Tensor> tensor;  // one element when kind == kTensor
+};
+
+struct Node {
+  std::string name;                  // the node's name, or "OpType#index" when the file gives none
+  std::string op_type;               // "MatMul"
+  std::vector<std::string> inputs;   // "" marks an omitted optional input
+  std::vector<std::string> outputs;  // "" marks an omitted optional output
+  std::map<std::string, Attribute> attributes;
+};
+
+// A graph input or output: its declared element type and shape (-1 for a dimension that is not a
+// fixed number; `dim_names` holds its symbolic name, or "").
+struct ValueInfo {
+  std::string name;
+  DataType type = DataType::kUndefined;
+  std::vector<int64_t> shape;
+  std::vector<std::string> dim_names;
+  bool has_shape = false;
+};
+
+struct Graph {
+  std::string source;       // the file it was read from, for messages
+  int64_t opset = 0;        // the default domain's opset version
+  std::vector<Node> nodes;  // in an order that runs
+  std::map<std::string, Tensor> initializers;
+  std::vector<ValueInfo> inputs;  // the inputs a caller feeds (initializers excluded)
+  std::vector<ValueInfo> outputs;
+};
+
+struct LoadOptions {
+  // A tensor (initializer, Constant, external data) larger than this is refused before it is read
+  // (a CPU executor for models of this size; the CLI's --max-tensor-size raises it).
+  int64_t max_tensor_bytes = int64_t{1} << 30;
+  // The .onnx file itself (protobuf cannot parse more than 2 GiB).
+  int64_t max_file_bytes = int64_t{2} << 30;
+  // Run onnx::checker::check_model (full check) and onnx::shape_inference.
+  bool check = true;
+};
+
+absl::StatusOr<Graph> LoadOnnxModel(const std::string& path, const LoadOptions& options = {});
+// The same from bytes in memory; `source` names it in messages and external data is refused.
+absl::StatusOr<Graph> ParseOnnxModel(const std::string& bytes, const std::string& source,
+                                     const LoadOptions& options = {});
+
+// OK when the executor runs `op_type` of the default domain at `opset`: the operator is claimed
+// (executor.h: ClaimedOps) and the version the opset resolves it to is one its kernel implements
+// (the version in force at opset 7 and later ones: older versions broadcast differently; a few
+// operators whose semantics never changed run from their first version). InvalidArgument says
+// which.
+absl::Status CheckOperator(const std::string& op_type, int64_t opset);
+
+// A TensorProto file (the conformance suite's input_N.pb / output_N.pb). `name` receives the
+// tensor's name when not null. InvalidArgument naming the file for a bad tensor.
+absl::StatusOr<Tensor> ReadTensorFile(const std::string& path, std::string* name = nullptr);
+// Writes `tensor` as a TensorProto named `name` (raw_data little-endian), atomically.
+absl::Status WriteTensorFile(const std::string& path, const std::string& name,
+                             const Tensor& tensor);
+// A TensorProto's bytes, and back (the same checks as ReadTensorFile; `source` for messages).
+std::string SerializeTensor(const std::string& name, const Tensor& tensor);
+absl::StatusOr<Tensor> ParseTensor(const std::string& bytes, const std::string& source,
+                                   std::string* name = nullptr);
+
+}  // namespace seedance::model

@@ -1,0 +1,49 @@
+// Numeric formats a layer's weights or activations can be stored in, their exact emulation on FP32
+// tensors, and the error metrics of PyTorch's Numeric Suite between a reference and a test tensor.
+//
+// Emulation rounds each value to the format and back ("fake quantization"): FP16 and BF16 round
+// to nearest even (FP16 overflows to infinity); FP8-E4M3 rounds to nearest even and saturates at
+// +-448; INT8 is symmetric, scale = max|x| / 127 per tensor or per channel, values rounded to
+// nearest even and clamped to [-127, 127] (so zero is exact and the grid is symmetric).
+//
+// Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "seedance/model/tensor.h"
+
+namespace seedance::model {
+
+enum class NumericFormat { kFp32, kFp16, kBf16, kFp8E4M3, kInt8 };
+
+// "fp32", "fp16", "bf16", "fp8-e4m3", "int8".
+std::string FormatName(NumericFormat format);
+absl::StatusOr<NumericFormat> ParseFormat(const std::string& name);
+
+struct FakeQuantOptions {
+  // INT8 only: one scale per slice along `axis` (per output channel: axis 0 of a Gemm/MatMul
+  // weight stored [out, in], axis 0 of a Conv weight) instead of one for the tensor.
+  bool per_channel = false;
+  int axis = 0;
+};
+
+// `x` (float or double) rounded to `format` and back, same type and shape. InvalidArgument for
+// another element type or an axis outside the tensor's rank.
+absl::StatusOr<Tensor> FakeQuantize(const Tensor& x, NumericFormat format,
+                                    const FakeQuantOptions& options = {});
+
+// Error of `test` against `ref` (same element count; float or double), accumulated in double:
+//   sqnr_db       = 10 log10(sum ref^2 / sum (ref - test)^2)   (+inf when equal)
+//   normalized_l2 = ||ref - test||_2 / ||ref||_2
+//   cosine        = <ref, test> / (||ref|| ||test||)           (1 when both are zero)
+struct ErrorMetrics {
+  double sqnr_db = 0;
+  double normalized_l2 = 0;
+  double cosine = 1;
+};
+absl::StatusOr<ErrorMetrics> CompareTensors(const Tensor& ref, const Tensor& test);
+
+}  // namespace seedance::model

@@ -1,0 +1,438 @@
+// Reading ONNX models and tensors with Debian's libonnx (graph.h).
+#include "seedance/model/graph.h"
+
+#include <sys/stat.h>
+
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "onnx/checker.h"
+#include "onnx/onnx_pb.h"
+#include "onnx/shape_inference/implementation.h"
+#include "ops.h"
+#include "seedance/base/io.h"
+#include "seedance/model/executor.h"
+
+namespace seedance::model {
+namespace {
+
+constexpr int64_t kMinOpset = 1;
+constexpr int64_t kMaxOpset = 17;
+
+// Where a model's tensors come from: its folder for external data ("" when read from memory).
+struct Source {
+  std::string name;       // for messages
+  std::string model_dir;  // external data is read only below this folder
+  const LoadOptions* options = nullptr;
+};
+
+absl::Status Bad(const Source& src, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(src.name, ": ", what));
+}
+
+// libonnx's messages span lines ("...\n\n==> Context: Bad node spec ..."); ours take one.
+std::string OneLine(const char* what) {
+  return absl::StrReplaceAll(what, {{"\n\n==> Context: ", "; "}, {"\n", " "}});
+}
+
+// The bytes [offset, offset + length) of an external-data file below the model's folder.
+absl::StatusOr<std::string> ReadExternal(const Source& src, const onnx::TensorProto& t,
+                                         int64_t want_bytes) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : t.external_data()) {
+    if (kv.key() == "location") location = kv.value();
+    if (kv.key() == "offset") offset = std::strtoll(kv.value().c_str(), nullptr, 10);
+    if (kv.key() == "length") length = std::strtoll(kv.value().c_str(), nullptr, 10);
+  }
+  const std::string what = absl::StrCat("tensor \"", t.name(), "\": external data");
+  if (src.model_dir.empty()) return Bad(src, what + " needs the model's folder (read a file)");
+  const std::filesystem::path rel(location);
+  if (location.empty() || rel.is_absolute() ||
+      std::find(rel.begin(), rel.end(), "..") != rel.end()) {
+    return Bad(src, absl::StrCat(what, " location \"", location,
+                                 "\" must be a relative path inside the model's folder"));
+  }
+  if (offset < 0 || (length >= 0 && length != want_bytes)) {
+    return Bad(src, absl::StrCat(what, " offset ", offset, " length ", length, " for ", want_bytes,
+                                 " bytes of tensor data"));
+  }
+  const std::string path = (std::filesystem::path(src.model_dir) / rel).string();
+  std::ifstream in(path, std::ios::binary);
+  struct stat st {};
+  if (!in || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return Bad(src, absl::StrCat(what, " file ", path, " cannot be read"));
+  }
+  if (offset + want_bytes > st.st_size) {
+    return Bad(src, absl::StrCat(what, " file ", path, " holds ", st.st_size,
+                                 " bytes, fewer than offset + length ", offset + want_bytes));
+  }
+  std::string bytes(static_cast<size_t>(want_bytes), '\0');
+  in.seekg(offset);
+  in.read(bytes.data(), want_bytes);
+  if (!in) return Bad(src, absl::StrCat(what, " file ", path, ": read failed"));
+  return bytes;
+}
+
+// Copies a typed repeated field into `t`, element by element, converted to T.
+template <typename T, typename Field>
+absl::Status CopyTyped(const Source& src, const onnx::TensorProto& proto, const Field& field,
+                       Tensor& t) {
+  if (field.size() != t.size()) {
+    return Bad(src, absl::StrCat("tensor \"", proto.name(), "\" ", t.Describe(), " holds ",
+                                 field.size(), " values"));
+  }
+  T* out = t.data<T>();
+  for (int64_t i = 0; i < t.size(); ++i) {
+    if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+      out[i] = T{static_cast<uint16_t>(field.Get(static_cast<int>(i)))};
+    } else {
+      out[i] = static_cast<T>(field.Get(static_cast<int>(i)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FillTyped(const Source& src, const onnx::TensorProto& p, Tensor& t) {
+  switch (t.type()) {
+    case DataType::kFloat:
+      return CopyTyped<float>(src, p, p.float_data(), t);
+    case DataType::kDouble:
+      return CopyTyped<double>(src, p, p.double_data(), t);
+    case DataType::kInt64:
+      return CopyTyped<int64_t>(src, p, p.int64_data(), t);
+    case DataType::kUint64:
+      return CopyTyped<uint64_t>(src, p, p.uint64_data(), t);
+    case DataType::kUint32:
+      return CopyTyped<uint32_t>(src, p, p.uint64_data(), t);
+    case DataType::kInt32:
+      return CopyTyped<int32_t>(src, p, p.int32_data(), t);
+    case DataType::kInt16:
+      return CopyTyped<int16_t>(src, p, p.int32_data(), t);
+    case DataType::kInt8:
+      return CopyTyped<int8_t>(src, p, p.int32_data(), t);
+    case DataType::kUint16:
+      return CopyTyped<uint16_t>(src, p, p.int32_data(), t);
+    case DataType::kUint8:
+      return CopyTyped<uint8_t>(src, p, p.int32_data(), t);
+    case DataType::kBool:
+      return CopyTyped<bool>(src, p, p.int32_data(), t);
+    case DataType::kFloat16:
+      return CopyTyped<Float16>(src, p, p.int32_data(), t);
+    case DataType::kBfloat16:
+      return CopyTyped<BFloat16>(src, p, p.int32_data(), t);
+    default:
+      break;
+  }
+  return Bad(src, absl::StrCat("tensor \"", p.name(), "\": unsupported type"));
+}
+
+absl::StatusOr<Tensor> TensorOf(const Source& src, const onnx::TensorProto& p) {
+  const auto type = static_cast<DataType>(p.data_type());
+  if (!IsSupported(type)) {
+    return Bad(src, absl::StrCat("tensor \"", p.name(), "\" has element type ", DataTypeName(type),
+                                 ", which the executor does not hold"));
+  }
+  std::vector<int64_t> shape(p.dims().begin(), p.dims().end());
+  absl::StatusOr<int64_t> count = ElementCount(shape);
+  if (!count.ok())
+    return Bad(src, absl::StrCat("tensor \"", p.name(), "\": ", count.status().message()));
+  const int64_t bytes = *count * static_cast<int64_t>(ElementSize(type));
+  if (bytes > src.options->max_tensor_bytes) {
+    return Bad(src, absl::StrCat("tensor \"", p.name(), "\" ", ShapeString(shape), " needs ", bytes,
+                                 " bytes, above the limit of ", src.options->max_tensor_bytes));
+  }
+  Tensor t(type, std::move(shape));
+  if (p.data_location() == onnx::TensorProto::EXTERNAL) {
+    absl::StatusOr<std::string> data = ReadExternal(src, p, bytes);
+    if (!data.ok()) return data.status();
+    std::memcpy(t.raw(), data->data(), data->size());
+    return t;
+  }
+  if (p.has_raw_data()) {
+    if (static_cast<int64_t>(p.raw_data().size()) != bytes) {
+      return Bad(src, absl::StrCat("tensor \"", p.name(), "\" ", t.Describe(), " needs ", bytes,
+                                   " bytes of raw_data, has ", p.raw_data().size()));
+    }
+    if (bytes > 0) std::memcpy(t.raw(), p.raw_data().data(), static_cast<size_t>(bytes));
+    return t;
+  }
+  if (absl::Status s = FillTyped(src, p, t); !s.ok()) return s;
+  return t;
+}
+
+absl::StatusOr<Attribute> AttributeOf(const Source& src, const onnx::AttributeProto& a) {
+  Attribute out;
+  using A = onnx::AttributeProto;
+  switch (a.type()) {
+    case A::FLOAT:
+      out.kind = Attribute::Kind::kFloat;
+      out.f = a.f();
+      break;
+    case A::INT:
+      out.kind = Attribute::Kind::kInt;
+      out.i = a.i();
+      break;
+    case A::STRING:
+      out.kind = Attribute::Kind::kString;
+      out.s = a.s();
+      break;
+    case A::FLOATS:
+      out.kind = Attribute::Kind::kFloats;
+      out.floats.assign(a.floats().begin(), a.floats().end());
+      break;
+    case A::INTS:
+      out.kind = Attribute::Kind::kInts;
+      out.ints.assign(a.ints().begin(), a.ints().end());
+      break;
+    case A::STRINGS:
+      out.kind = Attribute::Kind::kStrings;
+      out.strings.assign(a.strings().begin(), a.strings().end());
+      break;
+    case A::TENSOR: {
+      absl::StatusOr<Tensor> t = TensorOf(src, a.t());
+      if (!t.ok()) return t.status();
+      out.kind = Attribute::Kind::kTensor;
+      out.tensor.push_back(std::move(*t));
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("attribute \"", a.name(), "\" is of kind ", A::AttributeType_Name(a.type()),
+                       " (subgraphs, sparse tensors and types are not supported)"));
+  }
+  return out;
+}
+
+absl::StatusOr<Node> NodeOf(const Source& src, const onnx::NodeProto& n, size_t index,
+                            int64_t opset) {
+  Node node;
+  node.op_type = n.op_type();
+  node.name = n.name().empty() ? absl::StrCat(n.op_type(), "#", index) : n.name();
+  const std::string where = absl::StrCat("node \"", node.name, "\" (", node.op_type, ")");
+  if (!n.domain().empty() && n.domain() != "ai.onnx") {
+    return Bad(src, absl::StrCat(where, ": operator domain \"", n.domain(),
+                                 "\" is not supported (only the default ONNX domain)"));
+  }
+  if (absl::Status s = CheckOperator(node.op_type, opset); !s.ok()) {
+    return Bad(src, absl::StrCat(where, ": ", s.message()));
+  }
+  node.inputs.assign(n.input().begin(), n.input().end());
+  node.outputs.assign(n.output().begin(), n.output().end());
+  for (const auto& a : n.attribute()) {
+    absl::StatusOr<Attribute> attr = AttributeOf(src, a);
+    if (!attr.ok()) return Bad(src, absl::StrCat(where, ": ", attr.status().message()));
+    node.attributes[a.name()] = std::move(*attr);
+  }
+  return node;
+}
+
+absl::StatusOr<ValueInfo> ValueInfoOf(const Source& src, const onnx::ValueInfoProto& v) {
+  ValueInfo info;
+  info.name = v.name();
+  if (!v.type().has_tensor_type()) {
+    return Bad(src, absl::StrCat("graph value \"", v.name(), "\" is not a tensor"));
+  }
+  const auto& tt = v.type().tensor_type();
+  info.type = static_cast<DataType>(tt.elem_type());
+  if (!IsSupported(info.type)) {
+    return Bad(src, absl::StrCat("graph value \"", v.name(), "\" has element type ",
+                                 DataTypeName(info.type), ", which the executor does not hold"));
+  }
+  info.has_shape = tt.has_shape();
+  for (const auto& d : tt.shape().dim()) {
+    info.shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    info.dim_names.push_back(d.has_dim_param() ? d.dim_param() : "");
+  }
+  return info;
+}
+
+// ONNX's checker over the graph with the model's folder known (external data), then strict shape
+// inference (a shape or type mismatch is an error, as onnxruntime's loader treats it).
+absl::Status Check(const Source& src, onnx::ModelProto& model) {
+  if (model.functions_size() > 0) return Bad(src, "model-local functions are not supported");
+  try {
+    onnx::checker::CheckerContext ctx;
+    ctx.set_ir_version(static_cast<int>(model.ir_version()));
+    std::unordered_map<std::string, int> opsets;
+    for (const auto& o : model.opset_import()) {
+      opsets[o.domain()] = static_cast<int>(o.version());
+    }
+    ctx.set_opset_imports(opsets);
+    ctx.set_model_dir(src.model_dir);
+    onnx::checker::LexicalScopeContext lex;
+    onnx::checker::check_graph(model.graph(), ctx, lex);
+    onnx::ShapeInferenceOptions options{true, 1, false};
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    return Bad(src, absl::StrCat("invalid model: ", OneLine(e.what())));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> OpsetOf(const Source& src, const onnx::ModelProto& model) {
+  int64_t opset = -1;
+  for (const auto& o : model.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+  }
+  if (opset < 0) return Bad(src, "the model imports no opset of the default ONNX domain");
+  if (opset < kMinOpset || opset > kMaxOpset) {
+    return Bad(src, absl::StrCat("opset ", opset, " is outside the opsets the executor runs (",
+                                 kMinOpset, "..", kMaxOpset, ")"));
+  }
+  return opset;
+}
+
+// Every node input is a graph input, an initializer or an earlier node's output (the checker
+// says so too; this holds when it is off).
+absl::Status CheckOrder(const Source& src, const Graph& g) {
+  std::set<std::string> known;
+  for (const auto& v : g.inputs) known.insert(v.name);
+  for (const auto& [name, t] : g.initializers) known.insert(name);
+  for (const Node& n : g.nodes) {
+    for (const std::string& in : n.inputs) {
+      if (!in.empty() && !known.count(in)) {
+        return Bad(src, absl::StrCat("node \"", n.name, "\" (", n.op_type, "): input \"", in,
+                                     "\" is not made before it (a cycle, or a missing "
+                                     "initializer or graph input)"));
+      }
+    }
+    for (const std::string& out : n.outputs) known.insert(out);
+  }
+  for (const ValueInfo& v : g.outputs) {
+    if (!known.count(v.name)) {
+      return Bad(src, absl::StrCat("graph output \"", v.name, "\" is made by no node"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Graph> Convert(const Source& src, const onnx::ModelProto& model) {
+  Graph g;
+  g.source = src.name;
+  absl::StatusOr<int64_t> opset = OpsetOf(src, model);
+  if (!opset.ok()) return opset.status();
+  g.opset = *opset;
+  const onnx::GraphProto& gp = model.graph();
+  for (const auto& init : gp.initializer()) {
+    absl::StatusOr<Tensor> t = TensorOf(src, init);
+    if (!t.ok()) return t.status();
+    g.initializers[init.name()] = std::move(*t);
+  }
+  if (gp.sparse_initializer_size() > 0) return Bad(src, "sparse initializers are not supported");
+  for (const auto& in : gp.input()) {
+    if (g.initializers.count(in.name())) continue;
+    absl::StatusOr<ValueInfo> v = ValueInfoOf(src, in);
+    if (!v.ok()) return v.status();
+    g.inputs.push_back(std::move(*v));
+  }
+  for (const auto& out : gp.output()) {
+    absl::StatusOr<ValueInfo> v = ValueInfoOf(src, out);
+    if (!v.ok()) return v.status();
+    g.outputs.push_back(std::move(*v));
+  }
+  for (int i = 0; i < gp.node_size(); ++i) {
+    absl::StatusOr<Node> n = NodeOf(src, gp.node(i), static_cast<size_t>(i), g.opset);
+    if (!n.ok()) return n.status();
+    g.nodes.push_back(std::move(*n));
+  }
+  if (absl::Status s = CheckOrder(src, g); !s.ok()) return s;
+  return g;
+}
+
+absl::StatusOr<Graph> Parse(const std::string& bytes, const Source& src) {
+  onnx::ModelProto model;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return Bad(src, "not an ONNX model (the protobuf does not parse: truncated or another format)");
+  }
+  if (!model.has_graph()) return Bad(src, "the model has no graph");
+  if (src.options->check) {
+    if (absl::Status s = Check(src, model); !s.ok()) return s;
+  }
+  return Convert(src, model);
+}
+
+}  // namespace
+
+absl::Status CheckOperator(const std::string& op_type, int64_t opset) {
+  if (!IsClaimed(op_type)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "operator ", op_type, " is not one the executor runs (`seedance model ops` lists them)"));
+  }
+  const onnx::OpSchema* schema =
+      onnx::OpSchemaRegistry::Schema(op_type, static_cast<int>(opset), "");
+  if (schema == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("operator ", op_type, " does not exist at opset ", opset));
+  }
+  // Every kernel implements the operator as it is from opset 7 on; a few, older versions too.
+  const onnx::OpSchema* at7 = onnx::OpSchemaRegistry::Schema(op_type, 7, "");
+  int64_t oldest = at7 == nullptr ? 1 : at7->since_version();
+  if (ops::OldestVersion(op_type) > 0) oldest = std::min(oldest, ops::OldestVersion(op_type));
+  if (schema->since_version() < oldest) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "at opset ", opset, " operator ", op_type, " is its version ", schema->since_version(),
+        "; the executor runs versions ", oldest, " and later"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Graph> ParseOnnxModel(const std::string& bytes, const std::string& source,
+                                     const LoadOptions& options) {
+  return Parse(bytes, Source{source, "", &options});
+}
+
+absl::StatusOr<Graph> LoadOnnxModel(const std::string& path, const LoadOptions& options) {
+  absl::StatusOr<std::string> bytes = base::ReadInput(path, base::InputKind::kModel);
+  if (!bytes.ok()) return bytes.status();
+  if (static_cast<int64_t>(bytes->size()) > options.max_file_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": ", bytes->size(), " bytes, above the limit of ", options.max_file_bytes));
+  }
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string dir = path == "-" ? "" : parent.empty() ? "." : parent.string();
+  return Parse(*bytes, Source{path, dir, &options});
+}
+
+absl::StatusOr<Tensor> ParseTensor(const std::string& bytes, const std::string& source,
+                                   std::string* name) {
+  onnx::TensorProto proto;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
+      !proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": not an ONNX TensorProto (the protobuf does not parse)"));
+  }
+  const LoadOptions options;
+  absl::StatusOr<Tensor> t = TensorOf(Source{source, "", &options}, proto);
+  if (t.ok() && name != nullptr) *name = proto.name();
+  return t;
+}
+
+absl::StatusOr<Tensor> ReadTensorFile(const std::string& path, std::string* name) {
+  absl::StatusOr<std::string> bytes = base::ReadInput(path, base::InputKind::kModel);
+  if (!bytes.ok()) return bytes.status();
+  return ParseTensor(*bytes, path, name);
+}
+
+std::string SerializeTensor(const std::string& name, const Tensor& tensor) {
+  onnx::TensorProto proto;
+  proto.set_name(name);
+  proto.set_data_type(static_cast<int32_t>(tensor.type()));
+  for (int64_t d : tensor.shape()) proto.add_dims(d);
+  proto.set_raw_data(std::string(reinterpret_cast<const char*>(tensor.raw()), tensor.bytes()));
+  return proto.SerializeAsString();
+}
+
+absl::Status WriteTensorFile(const std::string& path, const std::string& name,
+                             const Tensor& tensor) {
+  return base::WriteOutput(path, SerializeTensor(name, tensor));
+}
+
+}  // namespace seedance::model
