@@ -133,6 +133,14 @@ absl::Status FillTyped(const Source& src, const onnx::TensorProto& p, Tensor& t)
   return Bad(src, absl::StrCat("tensor \"", p.name(), "\": unsupported type"));
 }
 
+// Raw booleans are bytes; any non-zero byte is true, stored as 1 (a C++ bool holds 0 or 1 only).
+Tensor Normalized(Tensor t) {
+  if (t.type() != DataType::kBool) return t;
+  auto* bytes = reinterpret_cast<uint8_t*>(t.raw());
+  for (size_t i = 0; i < t.bytes(); ++i) bytes[i] = bytes[i] != 0 ? 1 : 0;
+  return t;
+}
+
 absl::StatusOr<Tensor> TensorOf(const Source& src, const onnx::TensorProto& p) {
   const auto type = static_cast<DataType>(p.data_type());
   if (!IsSupported(type)) {
@@ -153,7 +161,7 @@ absl::StatusOr<Tensor> TensorOf(const Source& src, const onnx::TensorProto& p) {
     absl::StatusOr<std::string> data = ReadExternal(src, p, bytes);
     if (!data.ok()) return data.status();
     std::memcpy(t.raw(), data->data(), data->size());
-    return t;
+    return Normalized(std::move(t));
   }
   if (p.has_raw_data()) {
     if (static_cast<int64_t>(p.raw_data().size()) != bytes) {
@@ -161,7 +169,7 @@ absl::StatusOr<Tensor> TensorOf(const Source& src, const onnx::TensorProto& p) {
                                    " bytes of raw_data, has ", p.raw_data().size()));
     }
     if (bytes > 0) std::memcpy(t.raw(), p.raw_data().data(), static_cast<size_t>(bytes));
-    return t;
+    return Normalized(std::move(t));
   }
   if (absl::Status s = FillTyped(src, p, t); !s.ok()) return s;
   return t;

@@ -218,7 +218,7 @@ class Case:
 
 
 COMMANDS = {"simulate": (), "profile": (), "analyze": (), "serve-sim": (),
-            "costmodel": ("check", "fit"), "clock": ("probe", "simulate"), "bench": ("timers",),
+            "costmodel": ("check", "fit"), "model": ("run", "ops"), "clock": ("probe", "simulate"), "bench": ("timers",),
             "version": (), "help": (), "completion": (), "server": (),
             "get": ("nodes", "pods", "pod", "queues"), "apply": (), "delete": ("pod",), "explain": (),
             "cordon": (), "uncordon": (), "node-agent": ("topology", "pin"), "device-plugin": (),
@@ -2561,6 +2561,129 @@ def node_group_cases():
     return c
 
 
+# ----------------------------------------------------------------------------------------------
+# ONNX models, written with a minimal protobuf encoder (onnx.proto's field numbers) so that the
+# suite needs nothing beyond Python's standard library.
+
+def _varint(n):
+    n &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _field(num, value):
+    """One protobuf field: an int is a varint, bytes/str/list-of-parts length-delimited."""
+    if isinstance(value, int):
+        return _varint(num << 3) + _varint(value)
+    if isinstance(value, str):
+        value = value.encode()
+    if isinstance(value, (list, tuple)):
+        value = b"".join(value)
+    return _varint((num << 3) | 2) + _varint(len(value)) + value
+
+
+def _value_info(name, elem=1, dims=(1, 2)):
+    shape = [_field(1, [_field(1, d)]) for d in dims]
+    tensor_type = [_field(1, elem), _field(2, shape)]
+    return [_field(1, name), _field(2, [_field(1, tensor_type)])]
+
+
+def _tensor(name, dims, elem=1, raw=None, external=None):
+    parts = [_field(1, d) for d in dims] + [_field(2, elem), _field(8, name)]
+    if raw is not None:
+        parts.append(_field(9, raw))
+    if external is not None:
+        parts += [_field(13, [_field(1, k), _field(2, v)]) for k, v in external]
+        parts.append(_field(14, 1))
+    return parts
+
+
+def _node(op, inputs, outputs, name):
+    return [_field(1, i) for i in inputs] + [_field(2, o) for o in outputs] + [
+        _field(3, name), _field(4, op)]
+
+
+def onnx_model(nodes, inputs, outputs, inits=(), opset=13):
+    graph = ([_field(1, n) for n in nodes] + [_field(2, "g")] + [_field(5, t) for t in inits] +
+             [_field(11, v) for v in inputs] + [_field(12, v) for v in outputs])
+    return b"".join([_field(1, 8), _field(8, [_field(1, ""), _field(2, opset)]), _field(7, graph)])
+
+
+GOOD_MODEL = onnx_model(
+    [_node("MatMul", ["x", "W"], ["h"], "mm"), _node("Relu", ["h"], ["y"], "relu")],
+    [_value_info("x")], [_value_info("y")], [_tensor("W", (2, 2), raw=bytes(16))])
+
+
+def model_cases():
+    """seedance model run: bad models are exit 2 naming the node and the reason, never a crash."""
+    B, E, G, C = "bad-value", "exit-code", "garbage", "control"
+    RUN = ["model", "run", "{m.onnx}", "-o", "{T}/out"]
+
+    def case(cls, name, model, msg, exit=2, extra=()):
+        return Case(cls, "model/" + name, RUN + list(extra), exit=exit, msg=msg,
+                    files={"m.onnx": model})
+
+    vi = _value_info
+    return [
+        Case(C, "model/run-ok", RUN, exit=0, files={"m.onnx": GOOD_MODEL},
+             present=[("stdout", "out/output_0.pb")]),
+        case(B, "truncated", GOOD_MODEL[: len(GOOD_MODEL) // 2], ["m.onnx", "not an ONNX model"]),
+        case(B, "not-protobuf", b"\xff" * 64, ["m.onnx", "not an ONNX model"]),
+        case(B, "no-graph", _field(1, 8), ["m.onnx", "no graph"]),
+        case(B, "wrong-types", onnx_model([_node("Add", ["x", "i"], ["y"], "add")],
+                                          [vi("x"), vi("i", elem=7)], [vi("y")]),
+             ["m.onnx", "add"]),
+        case(B, "cycle", onnx_model([_node("Relu", ["b"], ["a"], "first"),
+                                     _node("Relu", ["a"], ["b"], "second")],
+                                    [vi("x")], [vi("b")]), ["m.onnx", "first"]),
+        case(B, "missing-initializer", onnx_model([_node("MatMul", ["x", "W"], ["y"], "mm")],
+                                                  [vi("x")], [vi("y")]), ["m.onnx", "W"]),
+        case(B, "opset-99", onnx_model([_node("Relu", ["x"], ["y"], "relu")], [vi("x")],
+                                       [vi("y")], opset=99), ["m.onnx", "99"]),
+        case(B, "unknown-op", onnx_model([_node("FooBar", ["x"], ["y"], "foo")], [vi("x")],
+                                         [vi("y")]), ["m.onnx", "FooBar"]),
+        case(B, "unclaimed-op", onnx_model([_node("NonZero", ["x"], ["y"], "nz")], [vi("x")],
+                                           [vi("y", elem=7, dims=(2, 2))]),
+             ["m.onnx", "nz", "NonZero"]),
+        case(B, "huge-dims", onnx_model([_node("Add", ["x", "W"], ["y"], "add")], [vi("x")],
+                                        [vi("y")], [_tensor("W", (1 << 40, 1 << 20))]),
+             ["m.onnx", "W"]),
+        case(B, "initializer-2GB", onnx_model(
+            [_node("Identity", ["W"], ["y"], "id")], [vi("x")], [vi("y", dims=(1 << 29,))],
+            [_tensor("W", (1 << 29,), raw=bytes(4))]), ["m.onnx", "W", "limit"]),
+        case(B, "raw-data-short", onnx_model([_node("Add", ["x", "W"], ["y"], "add")],
+                                             [vi("x")], [vi("y")],
+                                             [_tensor("W", (1, 2), raw=b"\0\0\0")]),
+             ["m.onnx", "W", "raw_data"]),
+        case(G, "external-data-escapes", onnx_model(
+            [_node("Add", ["x", "W"], ["y"], "add")], [vi("x")], [vi("y")],
+            [_tensor("W", (1, 2), external=[("location", "../../etc/passwd")])]),
+             ["m.onnx", "W"]),
+        case(B, "dynamic-dim-without-shape", onnx_model(
+            [_node("Relu", ["x"], ["y"], "relu")],
+            [[_field(1, "x"), _field(2, [_field(1, [_field(1, 1), _field(2, [
+                _field(1, [_field(2, "batch")]), _field(1, [_field(1, 2)])])])])]], [vi("y")]),
+             ["x", "--shape"]),
+        Case(E, "model/missing-file", ["model", "run", "{T}/nope.onnx", "-o", "{T}/out"],
+             exit=(1, 2), msg=["nope.onnx"]),
+        Case(E, "model/output-is-a-file", ["model", "run", "{m.onnx}", "-o", "{m.onnx}"],
+             files={"m.onnx": GOOD_MODEL}, msg=["--output", "not a folder"]),
+        Case(E, "model/no-output", ["model", "run", "{m.onnx}"], files={"m.onnx": GOOD_MODEL},
+             msg=["--output"]),
+        Case(E, "model/shape-not-an-input", RUN + ["--shape", "z=1x2"],
+             files={"m.onnx": GOOD_MODEL}, msg=["--shape", "z"]),
+        Case(B, "model/inputs-mistyped", RUN + ["--inputs", "{T}/in"],
+             files={"m.onnx": GOOD_MODEL, "in/x.pb": b"".join(_tensor("x", (1, 2), elem=7,
+                                                                       raw=bytes(16)))},
+             msg=["x", "int64", "float"]),
+    ]
+
+
 def build(binary=None):
     cases = []
     cases += destroy_and_write_cases()
@@ -2580,4 +2703,5 @@ def build(binary=None):
     cases += slurm_cases()
     cases += deployment_cases()
     cases += node_group_cases()
+    cases += model_cases()
     return cases
