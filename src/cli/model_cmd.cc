@@ -1,4 +1,5 @@
 // `seedance model run|ops`: ONNX models on the CPU executor (docs/model.md).
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -8,9 +9,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "commands.h"
+#include "nlohmann/json.hpp"
+#include "seedance/base/build_info.h"
 #include "seedance/base/io.h"
 #include "seedance/base/text.h"
+#include "seedance/model/emulation.h"
 #include "seedance/model/executor.h"
 #include "seedance/model/graph.h"
 #include "seedance/model/inputs.h"
@@ -28,7 +33,15 @@ struct ModelFlags {
   std::string output;
   uint64_t seed = 42;
   int64_t max_tensor_mib = 1024;
+  // analyze
+  int samples = 8;
+  std::string formats = "fp16,bf16,fp8-e4m3,int8";
+  bool weights_only = false;
+  double percentile = 0;
+  OutputFlags out;
 };
+
+const std::vector<std::string> kAnalyzeFormats = {"table", "json"};
 
 // min / max / mean of a tensor's elements, for the summary.
 std::string Stats(const md::Tensor& t) {
@@ -57,29 +70,42 @@ absl::Status CheckOutputFolder(const ModelFlags& f) {
   return absl::OkStatus();
 }
 
-int Run(const ModelFlags& f) {
-  if (f.model.empty()) return UsageError("model run: MODEL.onnx is required");
-  if (!f.inputs.empty() && !f.shapes.empty()) {
-    return UsageError("model run: --shape shapes a drawn sample; --inputs gives the tensors");
+absl::StatusOr<md::Graph> Load(const ModelFlags& f, const char* sub) {
+  if (f.model.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("model ", sub, ": MODEL.onnx is required"));
   }
-  if (absl::Status s = CheckOutputFolder(f); !s.ok()) return Fail(s);
+  if (!f.inputs.empty() && !f.shapes.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model ", sub, ": --shape shapes drawn samples; --inputs gives the tensors"));
+  }
   md::LoadOptions load;
   load.max_tensor_bytes = f.max_tensor_mib << 20;
-  absl::StatusOr<md::Graph> graph = md::LoadOnnxModel(f.model, load);
-  if (!graph.ok()) return Fail(graph.status());
+  return md::LoadOnnxModel(f.model, load);
+}
+
+// The samples of --inputs, or `drawn` samples drawn with seeds --seed, --seed + 1, ...
+absl::StatusOr<std::vector<md::Sample>> Samples(const ModelFlags& f, const md::Graph& graph,
+                                                int drawn) {
+  if (!f.inputs.empty()) return md::ReadSamples(graph, f.inputs);
+  absl::StatusOr<std::map<std::string, std::vector<int64_t>>> shapes = md::ParseShapes(f.shapes);
+  if (!shapes.ok()) return shapes.status();
   std::vector<md::Sample> samples;
-  const bool drawn = f.inputs.empty();
-  if (drawn) {
-    absl::StatusOr<std::map<std::string, std::vector<int64_t>>> shapes = md::ParseShapes(f.shapes);
-    if (!shapes.ok()) return Fail(shapes.status());
-    absl::StatusOr<md::TensorMap> feeds = md::RandomSample(*graph, *shapes, f.seed);
-    if (!feeds.ok()) return Fail(feeds.status());
-    samples.push_back({"", std::move(*feeds)});
-  } else {
-    absl::StatusOr<std::vector<md::Sample>> read = md::ReadSamples(*graph, f.inputs);
-    if (!read.ok()) return Fail(read.status());
-    samples = std::move(*read);
+  for (int i = 0; i < drawn; ++i) {
+    absl::StatusOr<md::TensorMap> feeds = md::RandomSample(graph, *shapes, f.seed + i);
+    if (!feeds.ok()) return feeds.status();
+    samples.push_back({drawn == 1 ? "" : absl::StrCat("sample_", i), std::move(*feeds)});
   }
+  return samples;
+}
+
+int Run(const ModelFlags& f) {
+  if (absl::Status s = CheckOutputFolder(f); !s.ok()) return Fail(s);
+  absl::StatusOr<md::Graph> graph = Load(f, "run");
+  if (!graph.ok()) return Fail(graph.status());
+  const bool drawn = f.inputs.empty();
+  absl::StatusOr<std::vector<md::Sample>> read = Samples(f, *graph, 1);
+  if (!read.ok()) return Fail(read.status());
+  const std::vector<md::Sample>& samples = *read;
   std::string summary;
   for (const md::Sample& sample : samples) {
     absl::StatusOr<md::TensorMap> out = md::Run(*graph, sample.feeds);
@@ -97,6 +123,130 @@ int Run(const ModelFlags& f) {
     }
   }
   if (absl::Status s = base::WriteStdout(summary); !s.ok()) return Fail(s);
+  return kExitOk;
+}
+
+nlohmann::ordered_json Metrics(const md::ErrorMetrics& m) {
+  auto finite = [](double v) -> nlohmann::ordered_json {
+    if (std::isfinite(v)) return v;
+    return nullptr;  // an exact result: SQNR is infinite
+  };
+  return {{"sqnr_db", finite(m.sqnr_db)},
+          {"normalized_l2", finite(m.normalized_l2)},
+          {"cosine", finite(m.cosine)}};
+}
+
+nlohmann::ordered_json OutputJson(const md::OutputError& e) {
+  nlohmann::ordered_json j = Metrics(e.metrics);
+  j["top1_agreement"] = std::isnan(e.top1_agreement) ? nlohmann::ordered_json()
+                                                     : nlohmann::ordered_json(e.top1_agreement);
+  return j;
+}
+
+nlohmann::ordered_json AnalysisJson(const ModelFlags& f, const md::Analysis& a) {
+  nlohmann::ordered_json j = base::JsonHeader("model-analyze/v1");
+  j["model"] = base::ForTerminal(f.model);
+  j["samples"] = a.samples;
+  j["samples_from"] = f.inputs.empty() ? "drawn" : "inputs";
+  j["activations"] = f.weights_only ? "fp32" : "same format as the weights";
+  j["calibration"] = f.percentile > 0 ? absl::StrCat("percentile ", f.percentile) : "max";
+  j["layers"] = nlohmann::ordered_json::array();
+  for (const md::LayerAnalysis& la : a.layers) {
+    nlohmann::ordered_json l = {{"node", la.layer.node},
+                                {"op", la.layer.op_type},
+                                {"weight", la.layer.weight},
+                                {"weight_shape", la.layer.weight_shape}};
+    for (const auto& [format, e] : la.by_format) {
+      l["formats"][md::FormatName(format)] = {{"output", OutputJson(e.output)},
+                                              {"layer", Metrics(e.layer)}};
+    }
+    j["layers"].push_back(l);
+  }
+  for (const auto& [format, e] : a.all_layers)
+    j["all_layers"][md::FormatName(format)] = OutputJson(e);
+  return j;
+}
+
+std::string Db(double v) {
+  return std::isfinite(v) ? absl::StrFormat("%.2f", v) : std::string(v > 0 ? "exact" : "-inf");
+}
+
+std::string AnalysisTable(const ModelFlags& f, const md::Analysis& a) {
+  std::string t = absl::StrFormat(
+      "%s: %d layers, %d samples (%s), activations %s; SQNR in dB of the model output (and of "
+      "the layer's own output) with that layer alone in the format\n",
+      base::ForTerminal(f.model), a.layers.size(), a.samples,
+      f.inputs.empty() ? "drawn" : "--inputs", f.weights_only ? "FP32" : "in the same format");
+  absl::StrAppend(&t, absl::StrFormat("%-32s %-6s %-12s", "layer", "op", "weight"));
+  for (md::NumericFormat format : a.formats) {
+    absl::StrAppend(&t, absl::StrFormat(" %17s", md::FormatName(format)));
+  }
+  absl::StrAppend(&t, "\n");
+  for (const md::LayerAnalysis& la : a.layers) {
+    absl::StrAppend(
+        &t, absl::StrFormat("%-32s %-6s %-12s", base::ForTerminal(base::Clip(la.layer.node, 32)),
+                            la.layer.op_type, md::ShapeString(la.layer.weight_shape)));
+    for (md::NumericFormat format : a.formats) {
+      const md::FormatError& e = la.by_format.at(format);
+      absl::StrAppend(&t, absl::StrFormat(" %17s", absl::StrCat(Db(e.output.metrics.sqnr_db), " (",
+                                                                Db(e.layer.sqnr_db), ")")));
+    }
+    absl::StrAppend(&t, "\n");
+  }
+  absl::StrAppend(&t, absl::StrFormat("%-52s", "all layers"));
+  for (md::NumericFormat format : a.formats) {
+    absl::StrAppend(&t, absl::StrFormat(" %17s", Db(a.all_layers.at(format).metrics.sqnr_db)));
+  }
+  absl::StrAppend(&t, "\n");
+  const md::OutputError& any = a.all_layers.begin()->second;
+  if (!std::isnan(any.top1_agreement)) {
+    absl::StrAppend(&t, absl::StrFormat("%-52s", "all layers: top-1 agreement"));
+    for (md::NumericFormat format : a.formats) {
+      absl::StrAppend(&t,
+                      absl::StrFormat(" %16.2f%%", 100 * a.all_layers.at(format).top1_agreement));
+    }
+    absl::StrAppend(&t, "\n");
+  }
+  return t;
+}
+
+int Analyze(const ModelFlags& f) {
+  absl::StatusOr<std::string> format = ResolveFormat(f.out, kAnalyzeFormats);
+  if (!format.ok()) return Fail(format.status());
+  const std::string out_path = f.out.output.empty() ? "-" : f.out.output;
+  if (absl::Status s = base::CheckOutputsDistinct({{"MODEL", f.model}, {"--inputs", f.inputs}},
+                                                  {{"--output", out_path}});
+      !s.ok()) {
+    return Fail(s);
+  }
+  md::AnalyzeOptions options;
+  options.formats.clear();
+  for (absl::string_view name : absl::StrSplit(f.formats, ',')) {
+    absl::StatusOr<md::NumericFormat> nf = md::ParseFormat(std::string(name));
+    if (!nf.ok()) return UsageError(absl::StrCat("--formats: ", nf.status().message()));
+    options.formats.push_back(*nf);
+  }
+  options.activations = !f.weights_only;
+  options.emulation.percentile = f.percentile;
+  absl::StatusOr<md::Graph> graph = Load(f, "analyze");
+  if (!graph.ok()) return Fail(graph.status());
+  absl::StatusOr<std::vector<md::Sample>> samples = Samples(f, *graph, f.samples);
+  if (!samples.ok()) return Fail(samples.status());
+  auto out = base::OutputFile::Open(out_path);
+  if (!out.ok()) return Fail(out.status());
+  std::vector<md::TensorMap> feeds;
+  for (const md::Sample& s : *samples) feeds.push_back(s.feeds);
+  absl::StatusOr<md::Analysis> a = md::Analyze(*graph, feeds, options);
+  if (!a.ok()) return Fail(a.status());
+  if (a->layers.empty()) {
+    return UsageError(absl::StrCat(base::ForTerminal(f.model),
+                                   ": no layer to analyze (no MatMul, Gemm or Conv with an FP32 "
+                                   "weight initializer)"));
+  }
+  const std::string text =
+      *format == "json" ? base::DumpJson(AnalysisJson(f, *a), 2) + "\n" : AnalysisTable(f, *a);
+  if (absl::Status s = (*out)->Write(text); !s.ok()) return Fail(s);
+  if (absl::Status s = (*out)->Commit(); !s.ok()) return Fail(s);
   return kExitOk;
 }
 
@@ -152,15 +302,48 @@ Command AddModelCommand(CLI::App& app) {
       "  seedance model run encoder.onnx --shape src=16x1x64 --seed 7 -o out/\n\n"
       "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error.");
 
+  CLI::App* analyze = cmd.app->add_subcommand(
+      "analyze",
+      "Per-layer precision sensitivity: for each layer (MatMul, Gemm, Conv with a weight\n"
+      "initializer) and each format, run the model with that layer alone in the format (weights,\n"
+      "INT8/FP8 per output channel; and its input activations, INT8/FP8 scaled to a range\n"
+      "calibrated on the samples) and report the SQNR of the model's output and of the layer's\n"
+      "own output against FP32, then every layer at once. --format json: schema\n"
+      "model-analyze/v1 (SQNR, normalised L2, cosine, top-1 agreement for classifiers).");
+  analyze->add_option("model", f->model, "the .onnx file")->type_name("MODEL.onnx");
+  analyze->add_option("--inputs", f->inputs, "folder of samples (as for `model run`)")
+      ->type_name("DIR");
+  analyze->add_option("--shape", f->shapes, "shape of a free input dimension for drawn samples")
+      ->type_name("NAME=DxD...");
+  AddInt<int>(analyze, "--samples", &f->samples, 1, 10000,
+              "samples to draw without --inputs (seeds --seed, --seed + 1, ...)");
+  AddInt<uint64_t>(analyze, "--seed", &f->seed, 0, UINT64_MAX, "seed of the first drawn sample");
+  analyze->add_option("--formats", f->formats, "formats to try: fp16, bf16, fp8-e4m3, int8")
+      ->type_name("LIST");
+  analyze->add_flag("--weights-only", f->weights_only,
+                    "keep activations in FP32 (weight-only quantization)");
+  AddDouble(analyze, "--percentile", &f->percentile, base::Closed(0.0, 100.0),
+            "calibrate INT8/FP8 activation ranges at this percentile of |x| (0 = the maximum)");
+  AddInt<int64_t>(analyze, "--max-tensor-size", &f->max_tensor_mib, 1, int64_t{1} << 20,
+                  "largest initializer or constant the model may hold, in MiB");
+  AddOutputFlags(analyze, &f->out, kAnalyzeFormats);
+  analyze->footer(
+      "Examples:\n"
+      "  seedance model analyze hello_deepa.onnx\n"
+      "  seedance model analyze cnn.onnx --inputs calib/ --percentile 99.99 --format json -o "
+      "a.json\n\n"
+      "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error.");
+
   CLI::App* ops = cmd.app->add_subcommand(
       "ops",
       "List the operators the executor runs (each checked against ONNX's own conformance\n"
       "cases; docs/model.md has the counts).");
 
-  cmd.run = [f, run, ops] {
+  cmd.run = [f, run, analyze, ops] {
     if (run->parsed()) return Run(*f);
+    if (analyze->parsed()) return Analyze(*f);
     if (ops->parsed()) return Ops();
-    return UsageError("model: expected a subcommand: run or ops");
+    return UsageError("model: expected a subcommand: run, analyze or ops");
   };
   return cmd;
 }

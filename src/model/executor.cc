@@ -90,6 +90,11 @@ class Runner {
     if (kernel == ops::OpTable().end()) {
       return absl::InvalidArgumentError(absl::StrCat(where, "operator not supported"));
     }
+    std::vector<Tensor> replacements(options_.before_node ? inputs.size() : 0);
+    if (options_.before_node) {
+      absl::Status s = options_.before_node(node, inputs, replacements);
+      if (!s.ok()) return absl::Status(s.code(), absl::StrCat(where, s.message()));
+    }
     std::vector<Tensor> outputs(node.outputs.size());
     absl::Status s = kernel->second(ops::OpContext(node, g_.opset, std::move(inputs)), outputs);
     if (s.ok() && options_.after_node) s = options_.after_node(node, outputs);

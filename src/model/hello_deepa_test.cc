@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "seedance/model/emulation.h"
 #include "seedance/model/executor.h"
 #include "seedance/model/graph.h"
 #include "seedance/model/numerics.h"
@@ -73,6 +74,7 @@ TEST_F(HelloDeepaTest, Fp32LogitsMatchTheGoldenValues) {
 }
 
 struct SqnrRow {
+  const char* layer;
   const char* weight;
   NumericFormat format;
   double weight_db, logit_db;
@@ -81,24 +83,26 @@ struct SqnrRow {
 TEST_F(HelloDeepaTest, WeightOnlyQuantizationReproducesTheReadmeTable) {
   const Tensor ref = Logits(graph_);
   const SqnrRow rows[] = {
-      {"layer1.weight", NumericFormat::kInt8, 35.79, 55.79},
-      {"layer1.weight", NumericFormat::kFp16, 73.66, 86.83},
-      {"layer1.weight", NumericFormat::kBf16, 55.61, 65.40},
-      {"blocks.0.fcn_layer.weight", NumericFormat::kInt8, 43.88, 56.80},
-      {"blocks.0.fcn_layer.weight", NumericFormat::kFp16, 73.65, 88.33},
-      {"blocks.0.fcn_layer.weight", NumericFormat::kBf16, 55.42, 69.62},
-      {"last_layer.weight", NumericFormat::kInt8, 48.87, 56.63},
-      {"last_layer.weight", NumericFormat::kFp16, 73.45, 87.88},
-      {"last_layer.weight", NumericFormat::kBf16, 55.84, 64.38},
+      {"/layer1/Gemm", "layer1.weight", NumericFormat::kInt8, 35.79, 55.79},
+      {"/layer1/Gemm", "layer1.weight", NumericFormat::kFp16, 73.66, 86.83},
+      {"/layer1/Gemm", "layer1.weight", NumericFormat::kBf16, 55.61, 65.40},
+      {"/blocks.0/fcn_layer/Gemm", "blocks.0.fcn_layer.weight", NumericFormat::kInt8, 43.88, 56.80},
+      {"/blocks.0/fcn_layer/Gemm", "blocks.0.fcn_layer.weight", NumericFormat::kFp16, 73.65, 88.33},
+      {"/blocks.0/fcn_layer/Gemm", "blocks.0.fcn_layer.weight", NumericFormat::kBf16, 55.42, 69.62},
+      {"/last_layer/Gemm", "last_layer.weight", NumericFormat::kInt8, 48.87, 56.63},
+      {"/last_layer/Gemm", "last_layer.weight", NumericFormat::kFp16, 73.45, 87.88},
+      {"/last_layer/Gemm", "last_layer.weight", NumericFormat::kBf16, 55.84, 64.38},
   };
+  EmulationOptions per_tensor;  // the README's INT8 is one scale per tensor
+  per_tensor.per_channel_weights = false;
   for (const SqnrRow& row : rows) {
+    // The product's emulation path: the layer's weights alone in the format.
+    absl::StatusOr<Emulation> e = Emulation::Create(
+        graph_, {{row.layer, {row.format, NumericFormat::kFp32}}}, {}, per_tensor);
+    ASSERT_TRUE(e.ok()) << e.status();
     const Tensor& w = graph_.initializers.at(row.weight);
-    absl::StatusOr<Tensor> q = FakeQuantize(w, row.format);
-    ASSERT_TRUE(q.ok()) << q.status();
-    Graph quantized = graph_;
-    quantized.initializers[row.weight] = *q;
-    absl::StatusOr<ErrorMetrics> weight = CompareTensors(w, *q);
-    absl::StatusOr<ErrorMetrics> logit = CompareTensors(ref, Logits(quantized));
+    absl::StatusOr<ErrorMetrics> weight = CompareTensors(w, e->graph().initializers.at(row.weight));
+    absl::StatusOr<ErrorMetrics> logit = CompareTensors(ref, Logits(e->graph()));
     ASSERT_TRUE(weight.ok() && logit.ok());
     EXPECT_NEAR(weight->sqnr_db, row.weight_db, 0.1) << row.weight << " " << FormatName(row.format);
     EXPECT_NEAR(logit->sqnr_db, row.logit_db, 0.1) << row.weight << " " << FormatName(row.format);

@@ -31,26 +31,32 @@ double RoundTo(NumericFormat format, double v) {
   return v;
 }
 
-// Symmetric INT8 of the values [begin, end) with stride `step` (one channel or the tensor).
-template <typename T>
-void Int8Slice(T* data, int64_t begin, int64_t end, int64_t step) {
-  double max_abs = 0;
-  for (int64_t i = begin; i < end; i += step) {
-    max_abs = std::max(max_abs, std::fabs(static_cast<double>(data[i])));
+// One value on the scaled grid of `format` (INT8 or FP8), scale = amax / the format's largest.
+double OnGrid(NumericFormat format, double v, double scale) {
+  if (format == NumericFormat::kInt8) {
+    return std::clamp(std::nearbyint(v / scale), -127.0, 127.0) * scale;
   }
-  if (max_abs == 0 || !std::isfinite(max_abs)) return;  // all zero stays; inf/NaN left as is
-  const double scale = max_abs / 127.0;
-  for (int64_t i = begin; i < end; i += step) {
-    const double q = std::nearbyint(static_cast<double>(data[i]) / scale);
-    data[i] = static_cast<T>(std::clamp(q, -127.0, 127.0) * scale);
+  return RoundToFloat8E4M3(static_cast<float>(v / scale)) * scale;
+}
+
+// The values [0, n) of `data` (one channel or the tensor) on the scaled grid of `format`.
+template <typename T>
+void ScaledSlice(NumericFormat format, T* data, int64_t n, double amax) {
+  if (amax <= 0) {
+    for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(static_cast<double>(data[i])));
+  }
+  if (amax == 0 || !std::isfinite(amax)) return;  // all zero stays; inf/NaN left as is
+  const double scale = amax / (format == NumericFormat::kInt8 ? 127.0 : 448.0);
+  for (int64_t i = 0; i < n; ++i) {
+    data[i] = static_cast<T>(OnGrid(format, static_cast<double>(data[i]), scale));
   }
 }
 
 template <typename T>
-void Int8(Tensor& t, const FakeQuantOptions& options) {
+void Scaled(NumericFormat format, Tensor& t, const FakeQuantOptions& options) {
   T* data = t.data<T>();
   if (!options.per_channel || t.rank() == 0) {
-    Int8Slice(data, 0, t.size(), 1);
+    ScaledSlice(format, data, t.size(), options.amax);
     return;
   }
   // Channel c of axis a: outer blocks of (dim(a) * inner) values, channel c at offset c * inner.
@@ -65,7 +71,7 @@ void Int8(Tensor& t, const FakeQuantOptions& options) {
       const T* base = data + (o * channels + c) * inner;
       values.insert(values.end(), base, base + inner);
     }
-    Int8Slice(values.data(), 0, static_cast<int64_t>(values.size()), 1);
+    ScaledSlice(format, values.data(), static_cast<int64_t>(values.size()), 0.0);
     for (int64_t o = 0; o < outer; ++o) {
       std::copy(values.begin() + o * inner, values.begin() + (o + 1) * inner,
                 data + (o * channels + c) * inner);
@@ -106,17 +112,18 @@ absl::StatusOr<Tensor> FakeQuantize(const Tensor& x, NumericFormat format,
     return absl::InvalidArgumentError(
         absl::StrCat("fake quantization needs a float or double tensor (got ", x.Describe(), ")"));
   }
-  if (format == NumericFormat::kInt8 && options.per_channel &&
-      (options.axis < 0 || options.axis >= x.rank())) {
+  const bool scaled = format == NumericFormat::kInt8 || format == NumericFormat::kFp8E4M3;
+  if (scaled && options.per_channel && (options.axis < 0 || options.axis >= x.rank())) {
     return absl::InvalidArgumentError(
         absl::StrCat("per-channel axis ", options.axis, " is outside ", x.Describe()));
   }
   Tensor out = x;
-  if (format == NumericFormat::kInt8) {
-    if (out.type() == DataType::kFloat)
-      Int8<float>(out, options);
-    else
-      Int8<double>(out, options);
+  if (scaled) {
+    if (out.type() == DataType::kFloat) {
+      Scaled<float>(format, out, options);
+    } else {
+      Scaled<double>(format, out, options);
+    }
     return out;
   }
   for (int64_t i = 0; i < out.size(); ++i) {

@@ -25,6 +25,13 @@
 namespace seedance::model {
 
 struct RunOptions {
+  // Called before each node with the tensors it will read (nullptr for an omitted input); to
+  // make the node read another tensor for input i, store it in replacements[i] (sized like
+  // `inputs`) and point inputs[i] at it. The graph's own values are never changed. An error stops
+  // the run and is returned with the node's name.
+  std::function<absl::Status(const Node&, std::vector<const Tensor*>& inputs,
+                             std::vector<Tensor>& replacements)>
+      before_node;
   // Called after each node with its outputs, which it may change (precision emulation rounds
   // them); an error stops the run and is returned with the node's name.
   std::function<absl::Status(const Node&, std::vector<Tensor>& outputs)> after_node;

@@ -2,9 +2,11 @@
 // tensors, and the error metrics of PyTorch's Numeric Suite between a reference and a test tensor.
 //
 // Emulation rounds each value to the format and back ("fake quantization"): FP16 and BF16 round
-// to nearest even (FP16 overflows to infinity); FP8-E4M3 rounds to nearest even and saturates at
-// +-448; INT8 is symmetric, scale = max|x| / 127 per tensor or per channel, values rounded to
-// nearest even and clamped to [-127, 127] (so zero is exact and the grid is symmetric).
+// to nearest even (FP16 overflows to infinity); FP8-E4M3 is scaled, as FP8 tensors are in
+// practice (NVIDIA Transformer Engine): x / s rounded to E4M3 (nearest even, saturating at 448)
+// times s, s = amax / 448; INT8 is symmetric, s = amax / 127, x / s rounded to nearest even and
+// clamped to [-127, 127] (so zero is exact and the grid is symmetric). amax is max|x| over the
+// tensor or one channel, or a calibrated value given in the options.
 //
 // Pure functions; thread-safe.
 #pragma once
@@ -24,10 +26,12 @@ std::string FormatName(NumericFormat format);
 absl::StatusOr<NumericFormat> ParseFormat(const std::string& name);
 
 struct FakeQuantOptions {
-  // INT8 only: one scale per slice along `axis` (per output channel: axis 0 of a Gemm/MatMul
-  // weight stored [out, in], axis 0 of a Conv weight) instead of one for the tensor.
+  // INT8 and FP8: one scale per slice along `axis` (per output channel: axis 0 of a Conv weight,
+  // axis 1 of a MatMul weight [in, out]) instead of one for the tensor.
   bool per_channel = false;
   int axis = 0;
+  // INT8 and FP8, per tensor: the range to scale to (a calibrated activation range); 0 = max|x|.
+  double amax = 0;
 };
 
 // `x` (float or double) rounded to `format` and back, same type and shape. InvalidArgument for
