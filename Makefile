@@ -3,6 +3,7 @@
 #
 #   deps    install missing Debian packages
 #   spec-tools  the npm validators of docs/openapi.yaml (Redocly, Prism) into tools/spec/
+#   model-tools onnxruntime-node, the reference of the model fixtures, into tools/onnxruntime/
 #   build   Release build in build/ (gcc, -Werror)
 #   demo    deps + build, then `seedance simulate` with its defaults
 #   asan    ASan+UBSan build in build-asan/ (clang -O1 -g1, -Werror, -Wthread-safety, no
@@ -58,13 +59,17 @@ FUZZ_CXXFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recov
 CLANG_FORMAT ?= $(shell command -v clang-format || command -v clang-format-14)
 BENCH_ARGS ?=
 
-.PHONY: deps spec-tools build demo asan test tsan fuzz bench format clean
+.PHONY: deps spec-tools model-tools build demo asan test tsan fuzz bench format clean
 
 deps:
 	bash tools/install_deps.sh
 
 spec-tools:
 	bash tools/install_spec_tools.sh
+
+# onnxruntime-node, the independent reference of seedance_model's fixtures (issue 37).
+model-tools:
+	bash tools/install_onnxruntime.sh
 
 build:
 	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release
@@ -79,7 +84,7 @@ asan:
 	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$(SAN_OPT)" -DSEEDANCE_SANITIZE=ON -DSEEDANCE_BUILD_BENCH=OFF
 	$(SAN_ENV) cmake --build $(ASAN_DIR) -j$(NPROC)
 
-test: deps spec-tools asan
+test: deps spec-tools model-tools asan
 	@echo "== make test: ctest under ASan+UBSan ($(ASAN_DIR)), from $$(date -u +%T) UTC"
 	$(SAN_ENV) ctest --test-dir $(ASAN_DIR) --output-on-failure --no-tests=error -j2 \
 	  2>&1 | tee $(ASAN_DIR)/ctest.log

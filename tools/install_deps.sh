@@ -57,6 +57,17 @@ PACKAGES=(
   libdnnl-dev
   libonnx-testdata
 )
+# The model fixtures of seedance_model's tests (tools/model_fixtures), exported once per build
+# with torch 1.13; torch.onnx.export needs no onnx module, the fixture scripts do (TensorProto
+# files, the checker); the MLP fixture trains on scikit-learn's digits. Test-time only, and
+# installed without their recommended packages (libtorch-dev, a compiler tool chain, matplotlib:
+# about as much again, and nothing the fixtures use).
+NO_RECOMMENDS=(
+  python3-torch
+  python3-onnx
+  python3-sklearn
+)
+PACKAGES+=("${NO_RECOMMENDS[@]}")
 
 # A package counts as present only when dpkg reports it fully installed ("ii"); states such as
 # "rc" (removed, config files left) or half-installed count as missing.
@@ -84,6 +95,16 @@ else
 fi
 
 echo "install_deps: installing ${missing[*]}"
+plain=() lean=()
+for pkg in "${missing[@]}"; do
+  if [[ " ${NO_RECOMMENDS[*]} " == *" ${pkg} "* ]]; then lean+=("${pkg}"); else plain+=("${pkg}"); fi
+done
 "${SUDO[@]}" apt-get update
-"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+if [[ ${#plain[@]} -gt 0 ]]; then
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${plain[@]}"
+fi
+if [[ ${#lean[@]} -gt 0 ]]; then
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+    "${lean[@]}"
+fi
 echo "install_deps: done"

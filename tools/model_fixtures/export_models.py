@@ -6,8 +6,10 @@
 #   encoder_op17  nn.TransformerEncoderLayer (d_model 64, 4 heads, FF 128), opset 17, [2,16,64]
 #   encoder_op13  the same layer at opset 13 (LayerNorm decomposed into Reduce/Sub/Pow/Sqrt/Div)
 #   decoder_op14  a small causal (GPT-style) decoder: token + learned position embedding, two
-#                 pre-LN self-attention blocks under a causal mask, GELU MLP; ids [1,16] -> [1,16,100]
+#                 pre-LN self-attention blocks under a causal mask, GELU MLP; ids [1,16] ->
+#                 logits [1,16,100]
 #   cnn           (Conv 3x3, BatchNorm, ReLU, MaxPool) x2, global average pool, Linear; [2,3,32,32]
+#                 (torch's eval-mode export folds each BatchNorm into its Conv)
 #   digits_mlp    an MLP 64-64-10 trained here on scikit-learn's digits train split, run on the
 #                 test split (so that top-1 agreement with torch means something)
 #
