@@ -19,6 +19,7 @@
 #include "seedance/model/executor.h"
 #include "seedance/model/graph.h"
 #include "seedance/model/inputs.h"
+#include "seedance/model/planner.h"
 
 namespace seedance::cli {
 namespace {
@@ -39,6 +40,10 @@ struct ModelFlags {
   bool weights_only = false;
   double percentile = 0;
   OutputFlags out;
+  // plan
+  std::string gpu = "A100-80GB";
+  double budget_sqnr_db = 30;
+  double budget_top1 = 0;
 };
 
 const std::vector<std::string> kAnalyzeFormats = {"table", "json"};
@@ -250,6 +255,75 @@ int Analyze(const ModelFlags& f) {
   return kExitOk;
 }
 
+nlohmann::ordered_json PlanJson(const ModelFlags& f, const md::Plan& p) {
+  auto finite = [](double v) -> nlohmann::ordered_json {
+    return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json();
+  };
+  nlohmann::ordered_json j = base::JsonHeader("model-plan/v1");
+  j["model"] = base::ForTerminal(f.model);
+  j["gpu"] = p.gpu;
+  j["budget"] = f.budget_top1 > 0 ? nlohmann::ordered_json{{"top1_agreement", f.budget_top1}}
+                                  : nlohmann::ordered_json{{"sqnr_db", f.budget_sqnr_db}};
+  j["formats"] = nlohmann::ordered_json::array();
+  for (md::NumericFormat nf : p.formats) j["formats"].push_back(md::FormatName(nf));
+  j["layers"] = nlohmann::ordered_json::array();
+  for (const md::LayerChoice& c : p.layers) {
+    j["layers"].push_back({{"node", c.node},
+                           {"weight", c.weight},
+                           {"format", md::FormatName(c.format)},
+                           {"bytes_fp32", c.bytes_fp32},
+                           {"bytes", c.bytes},
+                           {"predicted_output_error", c.predicted_error}});
+  }
+  j["bytes_fp32"] = p.bytes_fp32;
+  j["bytes"] = p.bytes;
+  j["predicted_sqnr_db"] = finite(p.predicted_sqnr_db);
+  j["measured_sqnr_db"] = finite(p.measured_sqnr_db);
+  j["measured_top1_agreement"] = finite(p.measured_top1);
+  j["meets_budget"] = p.meets_budget;
+  j["model_evaluations"] = p.model_evaluations;
+  j["rounds"] = p.rounds;
+  return j;
+}
+
+int PlanCommand(const ModelFlags& f) {
+  const std::string out_path = f.out.output.empty() ? "-" : f.out.output;
+  if (absl::Status s = base::CheckOutputsDistinct({{"MODEL", f.model}, {"--inputs", f.inputs}},
+                                                  {{"--output", out_path}});
+      !s.ok()) {
+    return Fail(s);
+  }
+  if (absl::StatusOr<std::vector<md::NumericFormat>> formats = md::FormatsFor(f.gpu);
+      !formats.ok()) {
+    return UsageError(absl::StrCat("--gpu: ", formats.status().message()));
+  }
+  absl::StatusOr<md::Graph> graph = Load(f, "plan");
+  if (!graph.ok()) return Fail(graph.status());
+  absl::StatusOr<std::vector<md::Sample>> samples = Samples(f, *graph, f.samples);
+  if (!samples.ok()) return Fail(samples.status());
+  auto out = base::OutputFile::Open(out_path);
+  if (!out.ok()) return Fail(out.status());
+  std::vector<md::TensorMap> feeds;
+  for (const md::Sample& s : *samples) feeds.push_back(s.feeds);
+  md::PlanOptions options;
+  options.gpu = f.gpu;
+  options.budget_sqnr_db = f.budget_sqnr_db;
+  options.budget_top1 = f.budget_top1;
+  absl::StatusOr<md::Plan> plan = md::MakePlan(*graph, feeds, options);
+  if (!plan.ok()) return Fail(plan.status());
+  if (absl::Status s = (*out)->Write(base::DumpJson(PlanJson(f, *plan), 2) + "\n"); !s.ok()) {
+    return Fail(s);
+  }
+  if (absl::Status s = (*out)->Commit(); !s.ok()) return Fail(s);
+  if (!plan->meets_budget) {
+    return RuntimeError(absl::StrFormat(
+        "no plan met the budget in %d rounds (measured %.2f dB); the plan written is the last "
+        "tried",
+        plan->rounds, plan->measured_sqnr_db));
+  }
+  return kExitOk;
+}
+
 int Ops() {
   const std::vector<std::string> ops = md::ClaimedOps();
   const std::string text = absl::StrCat(absl::StrJoin(ops, "\n"), "\n");
@@ -334,16 +408,48 @@ Command AddModelCommand(CLI::App& app) {
       "a.json\n\n"
       "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error.");
 
+  CLI::App* plan = cmd.app->add_subcommand(
+      "plan",
+      "The cheapest weight format per layer (bytes) whose model output stays within a budget,\n"
+      "from the formats the GPU runs: predicted from each layer's error gain (one FP64 tangent\n"
+      "pass per layer) and its local rounding noise, then measured in FP32 and remade if the\n"
+      "measurement misses. Writes the plan as JSON (schema model-plan/v1).");
+  plan->add_option("model", f->model, "the .onnx file")->type_name("MODEL.onnx");
+  plan->add_option("--gpu", f->gpu,
+                   "target GPU (hardware catalog: T4, V100, A100-80GB, L40S, H100, ...); its\n"
+                   "formats: FP16 everywhere, BF16 from Ampere, FP8 on Ada and Hopper, INT8");
+  AddDouble(plan, "--budget-sqnr-db", &f->budget_sqnr_db, base::Closed(0.0, 300.0),
+            "least SQNR of the model's first output against FP32, dB");
+  AddDouble(plan, "--budget-top1", &f->budget_top1, base::Closed(0.0, 1.0),
+            "least top-1 agreement with FP32 instead (classifiers; 0 = use --budget-sqnr-db)");
+  plan->add_option("--inputs", f->inputs, "folder of samples (as for `model run`)")
+      ->type_name("DIR");
+  plan->add_option("--shape", f->shapes, "shape of a free input dimension for drawn samples")
+      ->type_name("NAME=DxD...");
+  AddInt<int>(plan, "--samples", &f->samples, 1, 10000, "samples to draw without --inputs");
+  AddInt<uint64_t>(plan, "--seed", &f->seed, 0, UINT64_MAX, "seed of the first drawn sample");
+  AddInt<int64_t>(plan, "--max-tensor-size", &f->max_tensor_mib, 1, int64_t{1} << 20,
+                  "largest initializer or constant the model may hold, in MiB");
+  plan->add_option("-o,--output", f->out.output, "the plan JSON ('-' or none: standard output)")
+      ->type_name("FILE");
+  plan->footer(
+      "Examples:\n"
+      "  seedance model plan hello_deepa.onnx --gpu T4 -o plan.json\n"
+      "  seedance model plan encoder.onnx --gpu H100 --budget-sqnr-db 45 --inputs calib/\n\n"
+      "Exit status: 0 ok, 1 no plan met the budget (the last one tried is written) or another\n"
+      "runtime failure, 2 usage or input error.");
+
   CLI::App* ops = cmd.app->add_subcommand(
       "ops",
       "List the operators the executor runs (each checked against ONNX's own conformance\n"
       "cases; docs/model.md has the counts).");
 
-  cmd.run = [f, run, analyze, ops] {
+  cmd.run = [f, run, analyze, plan, ops] {
     if (run->parsed()) return Run(*f);
     if (analyze->parsed()) return Analyze(*f);
+    if (plan->parsed()) return PlanCommand(*f);
     if (ops->parsed()) return Ops();
-    return UsageError("model: expected a subcommand: run, analyze or ops");
+    return UsageError("model: expected a subcommand: run, analyze, plan or ops");
   };
   return cmd;
 }

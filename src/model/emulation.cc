@@ -82,7 +82,9 @@ absl::StatusOr<Emulation> Emulation::Create(const Graph& graph, const PrecisionP
   Emulation e;
   e.graph_ = graph;
   const std::vector<Layer> layers = FindLayers(graph);
-  for (const auto& [node, precision] : plan) {
+  for (const auto& entry : plan) {
+    const std::string& node = entry.first;  // (a structured binding cannot be captured in C++20)
+    const LayerPrecision& precision = entry.second;
     auto layer =
         std::find_if(layers.begin(), layers.end(), [&](const Layer& l) { return l.node == node; });
     if (layer == layers.end()) {

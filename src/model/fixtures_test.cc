@@ -22,6 +22,7 @@
 #include "seedance/model/executor.h"
 #include "seedance/model/graph.h"
 #include "seedance/model/jvp.h"
+#include "seedance/model/planner.h"
 #include "seedance/trace/csv_reader.h"
 
 namespace seedance::model {
@@ -176,6 +177,35 @@ TEST_F(FixturesTest, ErrorGraphPredictsEachLayersInt8Error) {
     }
     std::printf("%s: %zu layers, rho %.3f, most sensitive path gain %.3g\n", f.name.c_str(),
                 predicted.size(), SpearmanRho(predicted, measured), eg->most_sensitive_path_gain);
+  }
+}
+
+TEST_F(FixturesTest, PlansMeetTheirBudgetAtTheCostOfTheBestPlan) {
+  for (const Fixture& f : fixtures_) {
+    for (const char* gpu : {"T4", "A100-80GB", "H100"}) {
+      for (double budget : {30.0, 50.0}) {
+        PlanOptions o;
+        o.gpu = gpu;
+        o.budget_sqnr_db = budget;
+        absl::StatusOr<Plan> plan = MakePlan(f.graph, {f.feeds}, o);
+        ASSERT_TRUE(plan.ok()) << f.name << ": " << plan.status();
+        EXPECT_TRUE(plan->meets_budget) << f.name << " " << gpu << " " << budget << " dB: measured "
+                                        << plan->measured_sqnr_db;
+        if (FindLayers(f.graph).size() > 6) continue;  // exhaustive search: the benchmark's
+        absl::StatusOr<Plan> best = ExhaustiveSearch(f.graph, {f.feeds}, o);
+        ASSERT_TRUE(best.ok()) << best.status();
+        EXPECT_LE(static_cast<double>(plan->bytes), 1.05 * static_cast<double>(best->bytes))
+            << f.name << " " << gpu << " " << budget << " dB";
+        for (const LayerChoice& c : plan->layers) {  // only formats the GPU runs
+          EXPECT_TRUE(std::find(plan->formats.begin(), plan->formats.end(), c.format) !=
+                      plan->formats.end());
+          if (std::string(gpu) == "T4") {
+            EXPECT_NE(c.format, NumericFormat::kBf16);
+            EXPECT_NE(c.format, NumericFormat::kFp8E4M3);
+          }
+        }
+      }
+    }
   }
 }
 

@@ -218,7 +218,7 @@ class Case:
 
 
 COMMANDS = {"simulate": (), "profile": (), "analyze": (), "serve-sim": (),
-            "costmodel": ("check", "fit"), "model": ("run", "ops"), "clock": ("probe", "simulate"), "bench": ("timers",),
+            "costmodel": ("check", "fit"), "model": ("run", "analyze", "plan", "ops"), "clock": ("probe", "simulate"), "bench": ("timers",),
             "version": (), "help": (), "completion": (), "server": (),
             "get": ("nodes", "pods", "pod", "queues"), "apply": (), "delete": ("pod",), "explain": (),
             "cordon": (), "uncordon": (), "node-agent": ("topology", "pin"), "device-plugin": (),
@@ -761,7 +761,8 @@ def discovered_flags(binary):
         for flag, typ in parse_help_flags(text):
             if (cmd, flag) in known or flag in ("--help",):
                 continue
-            extra.append((base, flag, "int" if "INT" in typ else "float", True))
+            kind = "uint" if "UINT" in typ else "int" if "INT" in typ else "float"
+            extra.append((base, flag, kind, True))
     return extra
 
 
@@ -2617,6 +2618,14 @@ def onnx_model(nodes, inputs, outputs, inits=(), opset=13):
 GOOD_MODEL = onnx_model(
     [_node("MatMul", ["x", "W"], ["h"], "mm"), _node("Relu", ["h"], ["y"], "relu")],
     [_value_info("x")], [_value_info("y")], [_tensor("W", (2, 2), raw=bytes(16))])
+FIXTURES["model.onnx"] = GOOD_MODEL
+# The model commands' numeric flags (--seed, --samples, --budget-sqnr-db, ...) get the bad-value
+# cases of every numeric flag (discovered_flags).
+HELP_BASES.update({
+    "model run": ["model", "run", "{model.onnx}", "-o", "{T}/out"],
+    "model analyze": ["model", "analyze", "{model.onnx}"],
+    "model plan": ["model", "plan", "{model.onnx}"],
+})
 
 
 def model_cases():

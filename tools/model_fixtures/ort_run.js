@@ -6,6 +6,10 @@
 // the outputs, in the graph's output order, as TensorProtos to MODEL_DIR/ort/output_N.pb.
 //
 // Usage: node tools/model_fixtures/ort_run.js MODEL_DIR...
+//        node tools/model_fixtures/ort_run.js --time ITERATIONS MODEL_DIR...
+// With --time, nothing is written: each model runs with onnxruntime's default graph
+// optimisations (as users run it), one intra-op thread, ITERATIONS runs after a warm-up, five
+// times, and the median time per run is printed ("ort_time: DIR MS"), for bench/model_speed.sh.
 //
 // onnxruntime-node comes from tools/install_onnxruntime.sh (tools/onnxruntime/node_modules).
 // Node has no protobuf library at hand, so TensorProto is read and written by the few lines
@@ -21,9 +25,17 @@ function fail(message, code = 1) {
   process.exit(code);
 }
 
-const dirs = process.argv.slice(2);
+let dirs = process.argv.slice(2);
+let timeIterations = 0;
+if (dirs[0] === '--time') {
+  timeIterations = Number(dirs[1]);
+  dirs = dirs.slice(2);
+  if (!Number.isInteger(timeIterations) || timeIterations < 1) {
+    fail('--time wants a positive number of iterations', 2);
+  }
+}
 if (dirs.length === 0 || dirs.some((d) => d.startsWith('-'))) {
-  fail('usage: node ort_run.js MODEL_DIR...', 2);
+  fail('usage: node ort_run.js [--time ITERATIONS] MODEL_DIR...', 2);
 }
 
 let ort;
@@ -157,7 +169,7 @@ async function runOne(dir) {
     intraOpNumThreads: 1,
     interOpNumThreads: 1,
     executionMode: 'sequential',
-    graphOptimizationLevel: 'disabled',
+    graphOptimizationLevel: timeIterations > 0 ? 'all' : 'disabled',
   });
   const feeds = {};
   for (let i = 0; i < session.inputNames.length; i++) {
@@ -171,6 +183,19 @@ async function runOne(dir) {
       throw new Error(`${file}: input ${key} is not among ${session.inputNames}`);
     }
     feeds[key] = tensor;
+  }
+  if (timeIterations > 0) {
+    await session.run(feeds);  // warm-up
+    const medians = [];
+    for (let rep = 0; rep < 5; rep++) {
+      const t0 = process.hrtime.bigint();
+      for (let k = 0; k < timeIterations; k++) await session.run(feeds);
+      medians.push(Number(process.hrtime.bigint() - t0) / 1e6 / timeIterations);
+    }
+    medians.sort((a, b) => a - b);
+    console.log(`ort_time: ${dir} ${medians[2].toFixed(4)}`);
+    await session.release();
+    return;
   }
   const started = process.hrtime.bigint();
   const results = await session.run(feeds);
