@@ -317,9 +317,9 @@ int PlanCommand(const ModelFlags& f) {
   if (absl::Status s = (*out)->Commit(); !s.ok()) return Fail(s);
   if (!plan->meets_budget) {
     return RuntimeError(absl::StrFormat(
-        "no plan met the budget in %d rounds (measured %.2f dB); the plan written is the last "
-        "tried",
-        plan->rounds, plan->measured_sqnr_db));
+        "no plan met the budget in %d rounds (measured %.2f dB, top-1 agreement %.4f); the plan "
+        "written is the last tried",
+        plan->rounds, plan->measured_sqnr_db, plan->measured_top1));
   }
   return kExitOk;
 }

@@ -54,6 +54,12 @@ absl::StatusOr<Problem> Setup(const Graph& graph, const std::vector<TensorMap>& 
     p.reference.push_back(std::move(*out));
   }
   ++p.evaluations;
+  const Tensor& y = p.reference.front().at(graph.outputs[0].name);
+  if (options.budget_top1 > 0 && (y.rank() < 2 || y.shape().back() < 2)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        graph.source, ": a top-1 budget needs a classifier's output [..., classes]; output \"",
+        graph.outputs[0].name, "\" is ", y.Describe()));
+  }
   for (const Layer& l : p.layers) {
     const int64_t channels = l.weight_shape.empty() ? 1 : l.weight_shape[l.channel_axis];
     std::vector<int64_t> row;
