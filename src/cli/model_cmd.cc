@@ -103,6 +103,26 @@ absl::StatusOr<std::vector<md::Sample>> Samples(const ModelFlags& f, const md::G
   return samples;
 }
 
+// What analyze and plan start from: the model, its samples' feeds, the output opened up front.
+struct Prepared {
+  md::Graph graph;
+  std::vector<md::TensorMap> feeds;
+  std::unique_ptr<base::OutputFile> out;
+};
+
+absl::StatusOr<Prepared> Prepare(const ModelFlags& f, const char* sub,
+                                 const std::string& out_path) {
+  absl::StatusOr<md::Graph> graph = Load(f, sub);
+  if (!graph.ok()) return graph.status();
+  absl::StatusOr<std::vector<md::Sample>> samples = Samples(f, *graph, f.samples);
+  if (!samples.ok()) return samples.status();
+  absl::StatusOr<std::unique_ptr<base::OutputFile>> out = base::OutputFile::Open(out_path);
+  if (!out.ok()) return out.status();
+  Prepared p{std::move(*graph), {}, std::move(*out)};
+  for (md::Sample& s : *samples) p.feeds.push_back(std::move(s.feeds));
+  return p;
+}
+
 int Run(const ModelFlags& f) {
   if (absl::Status s = CheckOutputFolder(f); !s.ok()) return Fail(s);
   absl::StatusOr<md::Graph> graph = Load(f, "run");
@@ -233,15 +253,9 @@ int Analyze(const ModelFlags& f) {
   }
   options.activations = !f.weights_only;
   options.emulation.percentile = f.percentile;
-  absl::StatusOr<md::Graph> graph = Load(f, "analyze");
-  if (!graph.ok()) return Fail(graph.status());
-  absl::StatusOr<std::vector<md::Sample>> samples = Samples(f, *graph, f.samples);
-  if (!samples.ok()) return Fail(samples.status());
-  auto out = base::OutputFile::Open(out_path);
-  if (!out.ok()) return Fail(out.status());
-  std::vector<md::TensorMap> feeds;
-  for (const md::Sample& s : *samples) feeds.push_back(s.feeds);
-  absl::StatusOr<md::Analysis> a = md::Analyze(*graph, feeds, options);
+  absl::StatusOr<Prepared> p = Prepare(f, "analyze", out_path);
+  if (!p.ok()) return Fail(p.status());
+  absl::StatusOr<md::Analysis> a = md::Analyze(p->graph, p->feeds, options);
   if (!a.ok()) return Fail(a.status());
   if (a->layers.empty()) {
     return UsageError(absl::StrCat(base::ForTerminal(f.model),
@@ -250,8 +264,8 @@ int Analyze(const ModelFlags& f) {
   }
   const std::string text =
       *format == "json" ? base::DumpJson(AnalysisJson(f, *a), 2) + "\n" : AnalysisTable(f, *a);
-  if (absl::Status s = (*out)->Write(text); !s.ok()) return Fail(s);
-  if (absl::Status s = (*out)->Commit(); !s.ok()) return Fail(s);
+  if (absl::Status s = p->out->Write(text); !s.ok()) return Fail(s);
+  if (absl::Status s = p->out->Commit(); !s.ok()) return Fail(s);
   return kExitOk;
 }
 
@@ -297,24 +311,18 @@ int PlanCommand(const ModelFlags& f) {
       !formats.ok()) {
     return UsageError(absl::StrCat("--gpu: ", formats.status().message()));
   }
-  absl::StatusOr<md::Graph> graph = Load(f, "plan");
-  if (!graph.ok()) return Fail(graph.status());
-  absl::StatusOr<std::vector<md::Sample>> samples = Samples(f, *graph, f.samples);
-  if (!samples.ok()) return Fail(samples.status());
-  auto out = base::OutputFile::Open(out_path);
-  if (!out.ok()) return Fail(out.status());
-  std::vector<md::TensorMap> feeds;
-  for (const md::Sample& s : *samples) feeds.push_back(s.feeds);
+  absl::StatusOr<Prepared> p = Prepare(f, "plan", out_path);
+  if (!p.ok()) return Fail(p.status());
   md::PlanOptions options;
   options.gpu = f.gpu;
   options.budget_sqnr_db = f.budget_sqnr_db;
   options.budget_top1 = f.budget_top1;
-  absl::StatusOr<md::Plan> plan = md::MakePlan(*graph, feeds, options);
+  absl::StatusOr<md::Plan> plan = md::MakePlan(p->graph, p->feeds, options);
   if (!plan.ok()) return Fail(plan.status());
-  if (absl::Status s = (*out)->Write(base::DumpJson(PlanJson(f, *plan), 2) + "\n"); !s.ok()) {
+  if (absl::Status s = p->out->Write(base::DumpJson(PlanJson(f, *plan), 2) + "\n"); !s.ok()) {
     return Fail(s);
   }
-  if (absl::Status s = (*out)->Commit(); !s.ok()) return Fail(s);
+  if (absl::Status s = p->out->Commit(); !s.ok()) return Fail(s);
   if (!plan->meets_budget) {
     return RuntimeError(absl::StrFormat(
         "no plan met the budget in %d rounds (measured %.2f dB, top-1 agreement %.4f); the plan "

@@ -91,7 +91,7 @@ std::vector<int64_t> Strides(std::span<const int64_t> shape);
 std::vector<int64_t> BroadcastIndex(std::span<const int64_t> in_shape,
                                     std::span<const int64_t> out_shape);
 // A possibly negative axis made non-negative; InvalidArgument naming `what` when outside
-// [-rank, rank).
+// [-rank, rank) (every axis of a scalar, rank 0).
 absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank, const char* what = "axis");
 
 // A tensor of `type` and `shape` holding `values` converted by FromDouble (ops_nn.cc).

@@ -143,7 +143,11 @@ std::vector<int64_t> BroadcastIndex(std::span<const int64_t> in_shape,
 }
 
 absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank, const char* what) {
-  if (axis < -rank || axis >= std::max(rank, 1)) {
+  if (rank == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " ", axis, " is out of range for a scalar (rank 0)"));
+  }
+  if (axis < -rank || axis >= rank) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " ", axis, " is out of range for rank ", rank));
   }

@@ -24,15 +24,6 @@
 namespace seedance::model::ops {
 namespace {
 
-// NormalizeAxis that also refuses every axis of a scalar (NormalizeAxis accepts axis 0 there).
-absl::StatusOr<int> AxisOf(int64_t axis, int rank, const char* what) {
-  if (rank == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " ", axis, " is out of range for a scalar (rank 0)"));
-  }
-  return NormalizeAxis(axis, rank, what);
-}
-
 bool IsQuantType(DataType type) { return type == DataType::kUint8 || type == DataType::kInt8; }
 
 bool IsFloatType(DataType type) {
@@ -129,7 +120,7 @@ absl::StatusOr<AxisParams> ReadAxisParams(const OpContext& ctx, const Tensor& x)
     }
     absl::StatusOr<int64_t> axis_attr = ctx.Int("axis", 1);
     if (!axis_attr.ok()) return axis_attr.status();
-    absl::StatusOr<int> axis = AxisOf(*axis_attr, x.rank(), "axis");
+    absl::StatusOr<int> axis = NormalizeAxis(*axis_attr, x.rank(), "axis");
     if (!axis.ok()) return axis.status();
     if (x.dim(*axis) != scale.size()) {
       return absl::InvalidArgumentError(absl::StrCat("input 1 (scale) has ", scale.size(),

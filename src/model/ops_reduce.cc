@@ -24,15 +24,6 @@
 namespace seedance::model::ops {
 namespace {
 
-// NormalizeAxis that also refuses every axis of a scalar (NormalizeAxis accepts axis 0 there).
-absl::StatusOr<int> AxisOf(int64_t axis, int rank, const char* what) {
-  if (rank == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " ", axis, " is out of range for a scalar (rank 0)"));
-  }
-  return NormalizeAxis(axis, rank, what);
-}
-
 enum class ReduceKind {
   kSum,
   kMean,
@@ -135,7 +126,7 @@ absl::StatusOr<AxesChoice> ReadAxes(const OpContext& ctx, bool axes_is_input, in
     return choice;
   }
   for (int64_t axis : *axes) {
-    absl::StatusOr<int> d = AxisOf(axis, rank, "axes");
+    absl::StatusOr<int> d = NormalizeAxis(axis, rank, "axes");
     if (!d.ok()) return d.status();
     const auto ud = static_cast<size_t>(*d);
     if (choice.reduced[ud]) {
@@ -406,7 +397,7 @@ Kernel MakeArgKernel(bool is_max) {
     if (!keepdims.ok()) return keepdims.status();
     absl::StatusOr<int64_t> select_last = ctx.Int("select_last_index", 0);
     if (!select_last.ok()) return select_last.status();
-    absl::StatusOr<int> axis = AxisOf(*axis_attr, x.rank(), "axis");
+    absl::StatusOr<int> axis = NormalizeAxis(*axis_attr, x.rank(), "axis");
     if (!axis.ok()) return axis.status();
     if (x.dim(*axis) == 0) {
       return absl::InvalidArgumentError(absl::StrCat("input 0 (data): axis ", *axis_attr,
@@ -475,7 +466,7 @@ absl::Status CumSumKernel(const OpContext& ctx, std::vector<Tensor>& outputs) {
     return absl::InvalidArgumentError(absl::StrCat(
         "input 1 (axis) must be a 0-D int32 or int64 tensor, got ", axis_t.Describe()));
   }
-  absl::StatusOr<int> axis = AxisOf(axis_t.AsInt64(0), x.rank(), "axis");
+  absl::StatusOr<int> axis = NormalizeAxis(axis_t.AsInt64(0), x.rank(), "axis");
   if (!axis.ok()) return axis.status();
   absl::StatusOr<int64_t> exclusive = ctx.Int("exclusive", 0);
   if (!exclusive.ok()) return exclusive.status();

@@ -115,6 +115,7 @@ TEST(BroadcastTest, FollowsNumpyRules) {
   EXPECT_EQ(ops::BroadcastIndex(col, out), (std::vector<int64_t>{0, 0, 0, 1, 1, 1}));
   EXPECT_EQ(*ops::NormalizeAxis(-1, 3), 2);
   EXPECT_FALSE(ops::NormalizeAxis(3, 3).ok());
+  EXPECT_FALSE(ops::NormalizeAxis(0, 0).ok());  // a scalar has no axis
 }
 
 using TensorDeathTest = ::testing::Test;
