@@ -1,5 +1,7 @@
 // MatMul and Gemm: FP32 on oneDNN's matmul primitive (Debian libdnnl 2.6), other element types
 // (double, integers) on a plain triple loop.
+#include <array>
+#include <map>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -31,6 +33,34 @@ dnnl::memory::desc DescOf(int64_t batch, const Operand& op) {
   return dnnl::memory::desc({b, op.rows, op.cols}, dnnl::memory::data_type::f32, strides);
 }
 
+// A matmul primitive for one problem shape, with the descriptors its memories are made from.
+struct MatMulPrimitive {
+  dnnl::memory::desc a_md, b_md, c_md;
+  dnnl::matmul primitive;
+};
+
+// The primitive for (batch, a, b), made once per shape and thread: building a primitive
+// descriptor costs more than a small product itself (a transformer layer of [2,16,64] runs a
+// dozen products of microseconds each). The key holds every field DescOf reads.
+const MatMulPrimitive& PrimitiveFor(int64_t batch, const Operand& a, const Operand& b) {
+  using Key = std::array<int64_t, 9>;
+  thread_local std::map<Key, MatMulPrimitive> cache;
+  const Key key = {batch,        a.rows,         a.cols, a.transposed, a.batch_stride, b.cols,
+                   b.transposed, b.batch_stride, 0};
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  if (cache.size() > 256) cache.clear();  // a model with many shapes: keep the memory bounded
+  dnnl::engine& engine = CpuEngine();
+  MatMulPrimitive p{DescOf(batch, a),
+                    DescOf(batch, b),
+                    dnnl::memory::desc({batch, a.rows, b.cols}, dnnl::memory::data_type::f32,
+                                       dnnl::memory::format_tag::abc),
+                    {}};
+  p.primitive = dnnl::matmul(
+      dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.a_md, p.b_md, p.c_md), engine));
+  return cache.emplace(key, std::move(p)).first->second;
+}
+
 // c[batch, M, N] = a[batch, M, K] x b[batch, K, N] (b shared when its batch_stride is 0).
 void MatMulF32(int64_t batch, const Operand& a, const Operand& b, float* c) {
   if (batch == 0 || a.rows == 0 || b.cols == 0) return;
@@ -39,17 +69,13 @@ void MatMulF32(int64_t batch, const Operand& a, const Operand& b, float* c) {
     return;
   }
   dnnl::engine& engine = CpuEngine();
-  const dnnl::memory::desc a_md = DescOf(batch, a);
-  const dnnl::memory::desc b_md = DescOf(batch, b);
-  const dnnl::memory::desc c_md({batch, a.rows, b.cols}, dnnl::memory::data_type::f32,
-                                dnnl::memory::format_tag::abc);
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), engine);
-  dnnl::memory a_mem(a_md, engine, const_cast<float*>(a.data));
-  dnnl::memory b_mem(b_md, engine, const_cast<float*>(b.data));
-  dnnl::memory c_mem(c_md, engine, c);
+  const MatMulPrimitive& p = PrimitiveFor(batch, a, b);
+  dnnl::memory a_mem(p.a_md, engine, const_cast<float*>(a.data));
+  dnnl::memory b_mem(p.b_md, engine, const_cast<float*>(b.data));
+  dnnl::memory c_mem(p.c_md, engine, c);
   dnnl::stream stream(engine);
-  dnnl::matmul(pd).execute(
-      stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+  p.primitive.execute(stream,
+                      {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
   stream.wait();
 }
 
