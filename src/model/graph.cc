@@ -160,7 +160,7 @@ absl::StatusOr<Tensor> TensorOf(const Source& src, const onnx::TensorProto& p) {
   if (p.data_location() == onnx::TensorProto::EXTERNAL) {
     absl::StatusOr<std::string> data = ReadExternal(src, p, bytes);
     if (!data.ok()) return data.status();
-    std::memcpy(t.raw(), data->data(), data->size());
+    if (!data->empty()) std::memcpy(t.raw(), data->data(), data->size());
     return Normalized(std::move(t));
   }
   if (p.has_raw_data()) {
@@ -434,7 +434,12 @@ std::string SerializeTensor(const std::string& name, const Tensor& tensor) {
   proto.set_name(name);
   proto.set_data_type(static_cast<int32_t>(tensor.type()));
   for (int64_t d : tensor.shape()) proto.add_dims(d);
-  proto.set_raw_data(std::string(reinterpret_cast<const char*>(tensor.raw()), tensor.bytes()));
+  // (an empty tensor's storage may be a null pointer, which no string may be built from)
+  if (tensor.bytes() > 0) {
+    proto.set_raw_data(std::string(reinterpret_cast<const char*>(tensor.raw()), tensor.bytes()));
+  } else {
+    proto.set_raw_data("");
+  }
   return proto.SerializeAsString();
 }
 
