@@ -75,30 +75,32 @@ class Runner {
 
   absl::Status Step(size_t index) {
     const Node& node = g_.nodes[index];
-    const std::string where =
-        absl::StrCat(g_.source, ": node \"", node.name, "\" (", node.op_type, "): ");
+    // The message prefix, built only when a message is (a run is many small nodes).
+    auto where = [&] {
+      return absl::StrCat(g_.source, ": node \"", node.name, "\" (", node.op_type, "): ");
+    };
     std::vector<const Tensor*> inputs;
     for (const std::string& name : node.inputs) {
       auto it = name.empty() ? values_.end() : values_.find(name);
       if (!name.empty() && it == values_.end()) {
         return absl::InvalidArgumentError(
-            absl::StrCat(where, "input \"", name, "\" is not made before it"));
+            absl::StrCat(where(), "input \"", name, "\" is not made before it"));
       }
       inputs.push_back(name.empty() ? nullptr : it->second);
     }
     auto kernel = ops::OpTable().find(node.op_type);
     if (kernel == ops::OpTable().end()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, "operator not supported"));
+      return absl::InvalidArgumentError(absl::StrCat(where(), "operator not supported"));
     }
     std::vector<Tensor> replacements(options_.before_node ? inputs.size() : 0);
     if (options_.before_node) {
       absl::Status s = options_.before_node(node, inputs, replacements);
-      if (!s.ok()) return absl::Status(s.code(), absl::StrCat(where, s.message()));
+      if (!s.ok()) return absl::Status(s.code(), absl::StrCat(where(), s.message()));
     }
     std::vector<Tensor> outputs(node.outputs.size());
     absl::Status s = kernel->second(ops::OpContext(node, g_.opset, std::move(inputs)), outputs);
     if (s.ok() && options_.after_node) s = options_.after_node(node, outputs);
-    if (!s.ok()) return absl::Status(s.code(), absl::StrCat(where, s.message()));
+    if (!s.ok()) return absl::Status(s.code(), absl::StrCat(where(), s.message()));
     for (size_t k = 0; k < outputs.size(); ++k) {
       const std::string& name = node.outputs[k];
       // An output nobody reads is dropped at once (unless every value is kept).
