@@ -345,9 +345,16 @@ absl::StatusOr<Graph> Convert(const Source& src, const onnx::ModelProto& model) 
     if (!v.ok()) return v.status();
     g.outputs.push_back(std::move(*v));
   }
+  std::set<std::string> names;
   for (int i = 0; i < gp.node_size(); ++i) {
     absl::StatusOr<Node> n = NodeOf(src, gp.node(i), static_cast<size_t>(i), g.opset);
     if (!n.ok()) return n.status();
+    // ONNX does not require unique node names; plans and reports name nodes, so a repeated name
+    // gets its index ("attn#12").
+    if (!names.insert(n->name).second) {
+      n->name = absl::StrCat(n->name, "#", i);
+      names.insert(n->name);
+    }
     g.nodes.push_back(std::move(*n));
   }
   if (absl::Status s = CheckOrder(src, g); !s.ok()) return s;
