@@ -36,11 +36,12 @@ struct Problem {
   std::vector<TensorMap> reference;
   std::vector<std::vector<int64_t>> bytes;  // [layer][format index]
   int64_t evaluations = 0;
+  std::map<std::string, std::vector<Tensor>> inputs;  // layer -> its FP32 input, per sample
 };
 
 absl::StatusOr<Problem> Setup(const Graph& graph, const std::vector<TensorMap>& samples,
                               const PlanOptions& options) {
-  Problem p{&graph, &samples, options, {}, FindLayers(graph), {}, {}, 0};
+  Problem p{&graph, &samples, options, {}, FindLayers(graph), {}, {}, 0, {}};
   absl::StatusOr<std::vector<NumericFormat>> formats = FormatsFor(options.gpu);
   if (!formats.ok()) return formats.status();
   p.formats = *formats;
@@ -48,8 +49,17 @@ absl::StatusOr<Problem> Setup(const Graph& graph, const std::vector<TensorMap>& 
     return absl::InvalidArgumentError(absl::StrCat(
         graph.source, ": nothing to plan (no MatMul, Gemm or Conv with a weight initializer)"));
   }
+  // The FP32 reference runs also keep each layer's input (the planner's local noise reads them).
+  RunOptions capture;
+  capture.before_node = [&p](const Node& node, std::vector<const Tensor*>& in,
+                             std::vector<Tensor>&) {
+    for (const Layer& l : p.layers) {
+      if (l.node == node.name) p.inputs[l.node].push_back(*in[0]);
+    }
+    return absl::OkStatus();
+  };
   for (const TensorMap& feeds : samples) {
-    absl::StatusOr<TensorMap> out = Run(graph, feeds);
+    absl::StatusOr<TensorMap> out = Run(graph, feeds, capture);
     if (!out.ok()) return out.status();
     p.reference.push_back(std::move(*out));
   }
@@ -127,20 +137,7 @@ double OutputSumSquares(const Problem& p) {
 
 // n_i(f)^2 summed over the samples: the layer alone on its FP64 input with weight Q_f(W) - W.
 absl::StatusOr<std::vector<std::vector<double>>> LocalNoise(Problem& p) {
-  std::map<std::string, std::vector<Tensor>> inputs;  // layer -> its input, per sample
-  RunOptions capture;
-  capture.before_node = [&](const Node& node, std::vector<const Tensor*>& in,
-                            std::vector<Tensor>&) {
-    for (const Layer& l : p.layers) {
-      if (l.node == node.name) inputs[l.node].push_back(*in[0]);
-    }
-    return absl::OkStatus();
-  };
-  for (const TensorMap& feeds : *p.samples) {
-    absl::StatusOr<TensorMap> out = Run(*p.graph, feeds, capture);
-    if (!out.ok()) return out.status();
-  }
-  ++p.evaluations;
+  const std::map<std::string, std::vector<Tensor>>& inputs = p.inputs;
   std::vector<std::vector<double>> noise(p.layers.size());
   for (size_t i = 0; i < p.layers.size(); ++i) {
     const Layer& l = p.layers[i];
@@ -165,7 +162,7 @@ absl::StatusOr<std::vector<std::vector<double>>> LocalNoise(Problem& p) {
       one.inputs.push_back({"x", DataType::kDouble, {}, {}, false});
       one.outputs.push_back({"y", DataType::kDouble, {}, {}, false});
       double sum = 0;
-      for (const Tensor& x : inputs[l.node]) {
+      for (const Tensor& x : inputs.at(l.node)) {
         absl::StatusOr<TensorMap> y = Run(one, FeedsToFloat64({{"x", x}}));
         if (!y.ok()) return y.status();
         for (double v : y->at("y").values<double>()) sum += v * v;
