@@ -76,9 +76,10 @@ struct Sums {
   double output = 0;
 };
 
-absl::Status Accumulate(const Graph& g64, const TensorMap& feeds64, const std::vector<Layer>& layers,
-                        const std::vector<Tensor>& dw, const std::vector<Tensor>& wq,
-                        const Reach& reach, const ErrorGraphOptions& options, Sums& sums) {
+absl::Status Accumulate(const Graph& g64, const TensorMap& feeds64,
+                        const std::vector<Layer>& layers, const std::vector<Tensor>& dw,
+                        const std::vector<Tensor>& wq, const Reach& reach,
+                        const ErrorGraphOptions& options, Sums& sums) {
   absl::StatusOr<Jvp> jvp = Jvp::Create(g64, feeds64);
   if (!jvp.ok()) return jvp.status();
   const std::string& out = g64.outputs[0].name;
@@ -132,7 +133,8 @@ void MostSensitivePath(const std::vector<Layer>& layers, const Reach& reach,
 
 }  // namespace
 
-absl::StatusOr<ErrorGraph> BuildErrorGraph(const Graph& graph, const std::vector<TensorMap>& samples,
+absl::StatusOr<ErrorGraph> BuildErrorGraph(const Graph& graph,
+                                           const std::vector<TensorMap>& samples,
                                            const ErrorGraphOptions& options) {
   const std::vector<Layer> layers = FindLayers(graph);
   if (layers.empty() || samples.empty() || graph.outputs.empty()) {
@@ -165,8 +167,12 @@ absl::StatusOr<ErrorGraph> BuildErrorGraph(const Graph& graph, const std::vector
   eg.output_norm = std::sqrt(sums.output);
   std::map<std::pair<size_t, size_t>, double> gain;
   for (size_t i = 0; i < n; ++i) {
-    LayerError e{layers[i].node, std::sqrt(sums.noise[i]), std::sqrt(sums.predicted[i]),
-                 std::sqrt(sums.measured[i]), 0, Db(sums.output, sums.predicted[i]),
+    LayerError e{layers[i].node,
+                 std::sqrt(sums.noise[i]),
+                 std::sqrt(sums.predicted[i]),
+                 std::sqrt(sums.measured[i]),
+                 0,
+                 Db(sums.output, sums.predicted[i]),
                  options.measure ? Db(sums.output, sums.measured[i]) : 0};
     e.output_gain = e.noise > 0 ? e.predicted / e.noise : 0;
     eg.layers.push_back(e);

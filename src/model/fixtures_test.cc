@@ -189,8 +189,8 @@ TEST_F(FixturesTest, PlansMeetTheirBudgetAtTheCostOfTheBestPlan) {
         o.budget_sqnr_db = budget;
         absl::StatusOr<Plan> plan = MakePlan(f.graph, {f.feeds}, o);
         ASSERT_TRUE(plan.ok()) << f.name << ": " << plan.status();
-        EXPECT_TRUE(plan->meets_budget) << f.name << " " << gpu << " " << budget << " dB: measured "
-                                        << plan->measured_sqnr_db;
+        EXPECT_TRUE(plan->meets_budget)
+            << f.name << " " << gpu << " " << budget << " dB: measured " << plan->measured_sqnr_db;
         if (FindLayers(f.graph).size() > 6) continue;  // exhaustive search: the benchmark's
         absl::StatusOr<Plan> best = ExhaustiveSearch(f.graph, {f.feeds}, o);
         ASSERT_TRUE(best.ok()) << best.status();

@@ -17,11 +17,14 @@ bool Scaled(NumericFormat f) { return f == NumericFormat::kInt8 || f == NumericF
 
 int64_t ElementBytes(NumericFormat f) {
   switch (f) {
-    case NumericFormat::kFp32: return 4;
+    case NumericFormat::kFp32:
+      return 4;
     case NumericFormat::kFp16:
-    case NumericFormat::kBf16: return 2;
+    case NumericFormat::kBf16:
+      return 2;
     case NumericFormat::kFp8E4M3:
-    case NumericFormat::kInt8: return 1;
+    case NumericFormat::kInt8:
+      return 1;
   }
   return 4;
 }
@@ -113,7 +116,11 @@ Plan Describe(const Problem& p, const std::vector<size_t>& choice, const OutputE
   plan.formats = p.formats;
   for (size_t i = 0; i < p.layers.size(); ++i) {
     const Layer& l = p.layers[i];
-    LayerChoice c{l.node, l.weight, p.formats[choice[i]], p.bytes[i][0], p.bytes[i][choice[i]],
+    LayerChoice c{l.node,
+                  l.weight,
+                  p.formats[choice[i]],
+                  p.bytes[i][0],
+                  p.bytes[i][choice[i]],
                   predicted != nullptr ? (*predicted)[i][choice[i]] : 0};
     plan.bytes_fp32 += c.bytes_fp32;
     plan.bytes += c.bytes;
@@ -205,10 +212,16 @@ struct Search {
 std::vector<size_t> Cheapest(const std::vector<std::vector<int64_t>>& bytes,
                              const std::vector<std::vector<double>>& err2, double limit2) {
   const size_t n = bytes.size();
-  Search s{bytes, err2, limit2, std::vector<size_t>(n, 0), {}, std::numeric_limits<int64_t>::max(),
+  Search s{bytes,
+           err2,
+           limit2,
+           std::vector<size_t>(n, 0),
+           {},
+           std::numeric_limits<int64_t>::max(),
            std::vector<double>(n + 1, 0)};
   for (size_t i = n; i-- > 0;) {
-    s.min_err2_after[i] = s.min_err2_after[i + 1] + *std::min_element(err2[i].begin(), err2[i].end());
+    s.min_err2_after[i] =
+        s.min_err2_after[i + 1] + *std::min_element(err2[i].begin(), err2[i].end());
   }
   s.Go(0, 0, 0);
   if (s.best.empty()) s.best.assign(n, 0);  // nothing meets it: keep every layer FP32
@@ -274,8 +287,8 @@ absl::StatusOr<Plan> MakePlan(const Graph& graph, const std::vector<TensorMap>& 
     plan = Describe(*p, choice, *m, &err);
     double e2 = 0;
     for (size_t i = 0; i < choice.size(); ++i) e2 += err2[i][choice[i]];
-    plan.predicted_sqnr_db = e2 == 0 ? std::numeric_limits<double>::infinity()
-                                     : 10 * std::log10(y2 / e2);
+    plan.predicted_sqnr_db =
+        e2 == 0 ? std::numeric_limits<double>::infinity() : 10 * std::log10(y2 / e2);
     plan.rounds = round;
     if (plan.meets_budget) break;
     // The prediction was optimistic: tighten by its shortfall (top-1: by 6 dB) and plan again.
@@ -325,8 +338,8 @@ absl::StatusOr<Plan> ExhaustiveSearch(const Graph& graph, const std::vector<Tens
   const size_t n = p->layers.size(), f = p->formats.size();
   const double combos = std::pow(static_cast<double>(f), static_cast<double>(n));
   if (n > 12 || combos > 20000) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "exhaustive search over ", n, " layers and ", f, " formats is too large"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("exhaustive search over ", n, " layers and ", f, " formats is too large"));
   }
   // Every combination by total bytes, cheapest first; the first that meets the budget is the
   // cheapest plan (each measured in FP32 until then).

@@ -39,11 +39,11 @@ struct ErrorGraphOptions {
 
 struct LayerError {
   std::string node;
-  double noise = 0;               // || x dW || at the layer's output (root of the sum of squares)
-  double predicted = 0;           // || J dW || at the model's first output
-  double measured = 0;            // || f(Q(W)) - f(W) || there (0 unless measured)
-  double output_gain = 0;         // predicted / noise
-  double predicted_sqnr_db = 0;   // of the model's output, from `predicted`
+  double noise = 0;              // || x dW || at the layer's output (root of the sum of squares)
+  double predicted = 0;          // || J dW || at the model's first output
+  double measured = 0;           // || f(Q(W)) - f(W) || there (0 unless measured)
+  double output_gain = 0;        // predicted / noise
+  double predicted_sqnr_db = 0;  // of the model's output, from `predicted`
   double measured_sqnr_db = 0;
 };
 
@@ -62,7 +62,8 @@ struct ErrorGraph {
   size_t samples = 0;
 };
 
-absl::StatusOr<ErrorGraph> BuildErrorGraph(const Graph& graph, const std::vector<TensorMap>& samples,
+absl::StatusOr<ErrorGraph> BuildErrorGraph(const Graph& graph,
+                                           const std::vector<TensorMap>& samples,
                                            const ErrorGraphOptions& options);
 
 // Spearman's rank correlation of two equally long series (ties get their mean rank); NaN when

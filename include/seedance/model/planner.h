@@ -45,8 +45,8 @@ struct LayerChoice {
   std::string node;
   std::string weight;
   NumericFormat format = NumericFormat::kFp32;
-  int64_t bytes_fp32 = 0;  // the weight in FP32
-  int64_t bytes = 0;       // in the chosen format (scales included)
+  int64_t bytes_fp32 = 0;      // the weight in FP32
+  int64_t bytes = 0;           // in the chosen format (scales included)
   double predicted_error = 0;  // g_i n_i(f): this layer's share of the output error
 };
 
@@ -54,7 +54,7 @@ struct Plan {
   std::string gpu;
   std::vector<NumericFormat> formats;  // what the GPU runs, narrowest last
   std::vector<LayerChoice> layers;
-  int64_t bytes_fp32 = 0, bytes = 0;   // every layer's weights
+  int64_t bytes_fp32 = 0, bytes = 0;  // every layer's weights
   double predicted_sqnr_db = 0;
   double measured_sqnr_db = 0;
   double measured_top1 = 0;  // NaN unless the output is a classifier's
