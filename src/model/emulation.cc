@@ -80,7 +80,7 @@ absl::StatusOr<Emulation> Emulation::Create(const Graph& graph, const PrecisionP
                                             const ActivationRanges& ranges,
                                             const EmulationOptions& options) {
   Emulation e;
-  e.graph_ = graph;
+  e.graph_ = &graph;
   const std::vector<Layer> layers = FindLayers(graph);
   for (const auto& entry : plan) {
     const std::string& node = entry.first;  // (a structured binding cannot be captured in C++20)
@@ -99,7 +99,7 @@ absl::StatusOr<Emulation> Emulation::Create(const Graph& graph, const PrecisionP
       absl::StatusOr<Tensor> w =
           FakeQuantize(graph.initializers.at(layer->weight), precision.weights, q);
       if (!w.ok()) return w.status();
-      e.graph_.initializers[layer->weight] = std::move(*w);
+      e.weights_[layer->weight] = std::move(*w);
     }
     if (precision.activations == NumericFormat::kFp32) continue;
     double amax = 0;
@@ -119,6 +119,11 @@ absl::StatusOr<Emulation> Emulation::Create(const Graph& graph, const PrecisionP
 absl::StatusOr<TensorMap> Emulation::Run(const TensorMap& feeds, RunOptions options) const {
   options.before_node = [this](const Node& node, std::vector<const Tensor*>& inputs,
                                std::vector<Tensor>& replacements) -> absl::Status {
+    // Rounded weights are read in place of the graph's (every node reading the initializer).
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      auto w = weights_.find(node.inputs[i]);
+      if (w != weights_.end()) inputs[i] = &w->second;
+    }
     auto it = activations_.find(node.name);
     if (it == activations_.end() || inputs.empty() || inputs[0] == nullptr ||
         inputs[0]->type() != DataType::kFloat) {
@@ -132,7 +137,12 @@ absl::StatusOr<TensorMap> Emulation::Run(const TensorMap& feeds, RunOptions opti
     inputs[0] = &replacements[0];
     return absl::OkStatus();
   };
-  return model::Run(graph_, feeds, options);
+  return model::Run(*graph_, feeds, options);
+}
+
+const Tensor& Emulation::Weight(const std::string& name) const {
+  auto w = weights_.find(name);
+  return w != weights_.end() ? w->second : graph_->initializers.at(name);
 }
 
 absl::StatusOr<OutputError> CompareOutputs(const Graph& graph, const std::vector<TensorMap>& ref,

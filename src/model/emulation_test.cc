@@ -38,7 +38,7 @@ TEST(EmulationTest, RoundsPlannedWeightsPerOutputChannel) {
   absl::StatusOr<Emulation> e =
       Emulation::Create(g, {{"mm", {NumericFormat::kInt8, NumericFormat::kFp32}}}, {}, {});
   ASSERT_TRUE(e.ok()) << e.status();
-  const Tensor& w = e->graph().initializers.at("W");
+  const Tensor& w = e->Weight("W");
   // Column 1 holds -1.0, 0.2, 0.01, -0.003: scale 1/127, so 0.01 -> 1/127, -0.003 -> 0.
   EXPECT_FLOAT_EQ(w.data<float>()[1], -1.0f);
   EXPECT_FLOAT_EQ(w.data<float>()[7], static_cast<float>(1.0 / 127));

@@ -96,9 +96,16 @@ absl::Status Accumulate(const Graph& g64, const TensorMap& feeds64,
     sums.predicted[i] += SumSquares(t->at(out));
     for (size_t j : reach.next[i]) sums.edge[i][j] += SumSquares(t->at(output_of[layers[j].node]));
     if (!options.measure) continue;
-    Graph quantized = g64;
-    quantized.initializers[layers[i].weight] = wq[i];
-    absl::StatusOr<TensorMap> q = Run(quantized, feeds64);
+    // The rounded weight read in place of the graph's, without copying the model.
+    RunOptions rounded;
+    rounded.before_node = [&](const Node& node, std::vector<const Tensor*>& in,
+                              std::vector<Tensor>&) {
+      for (size_t k = 0; k < in.size(); ++k) {
+        if (node.inputs[k] == layers[i].weight) in[k] = &wq[i];
+      }
+      return absl::OkStatus();
+    };
+    absl::StatusOr<TensorMap> q = Run(g64, feeds64, rounded);
     if (!q.ok()) return q.status();
     sums.measured[i] += DiffSquares(q->at(out), y);
   }

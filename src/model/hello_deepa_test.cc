@@ -42,13 +42,13 @@ class HelloDeepaTest : public ::testing::Test {
     return x;
   }
 
-  // The 64 logits (the last Gemm's output, before the Sigmoid) of `g`.
-  static Tensor Logits(const Graph& g) {
+  // The 64 logits (the last Gemm's output, before the Sigmoid) of the model as `e` runs it.
+  Tensor Logits(const Emulation& e) const {
     Tensor z(DataType::kFloat, {kRows});
     RunOptions options;
     options.keep_intermediates = true;
     for (int n = 0; n < kRows; ++n) {
-      absl::StatusOr<TensorMap> out = model::Run(g, {{g.inputs[0].name, Row(n)}}, options);
+      absl::StatusOr<TensorMap> out = e.Run({{graph_.inputs[0].name, Row(n)}}, options);
       if (!out.ok()) {
         ADD_FAILURE() << out.status();
         return z;
@@ -58,11 +58,14 @@ class HelloDeepaTest : public ::testing::Test {
     return z;
   }
 
+  // The model in FP32 (an emulation with an empty plan).
+  Emulation Fp32() const { return *Emulation::Create(graph_, {}, {}, {}); }
+
   Graph graph_;
 };
 
 TEST_F(HelloDeepaTest, Fp32LogitsMatchTheGoldenValues) {
-  const Tensor z = Logits(graph_);
+  const Tensor z = Logits(Fp32());
   const double golden[] = {-6.634584, -4.542397, 5.312373, 6.585991};
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(z.data<float>()[i], golden[i], 1e-5) << "row " << i;
   double sum = 0, sum2 = 0;
@@ -81,7 +84,7 @@ struct SqnrRow {
 };
 
 TEST_F(HelloDeepaTest, WeightOnlyQuantizationReproducesTheReadmeTable) {
-  const Tensor ref = Logits(graph_);
+  const Tensor ref = Logits(Fp32());
   const SqnrRow rows[] = {
       {"/layer1/Gemm", "layer1.weight", NumericFormat::kInt8, 35.79, 55.79},
       {"/layer1/Gemm", "layer1.weight", NumericFormat::kFp16, 73.66, 86.83},
@@ -101,8 +104,8 @@ TEST_F(HelloDeepaTest, WeightOnlyQuantizationReproducesTheReadmeTable) {
         graph_, {{row.layer, {row.format, NumericFormat::kFp32}}}, {}, per_tensor);
     ASSERT_TRUE(e.ok()) << e.status();
     const Tensor& w = graph_.initializers.at(row.weight);
-    absl::StatusOr<ErrorMetrics> weight = CompareTensors(w, e->graph().initializers.at(row.weight));
-    absl::StatusOr<ErrorMetrics> logit = CompareTensors(ref, Logits(e->graph()));
+    absl::StatusOr<ErrorMetrics> weight = CompareTensors(w, e->Weight(row.weight));
+    absl::StatusOr<ErrorMetrics> logit = CompareTensors(ref, Logits(*e));
     ASSERT_TRUE(weight.ok() && logit.ok());
     EXPECT_NEAR(weight->sqnr_db, row.weight_db, 0.1) << row.weight << " " << FormatName(row.format);
     EXPECT_NEAR(logit->sqnr_db, row.logit_db, 0.1) << row.weight << " " << FormatName(row.format);

@@ -58,16 +58,20 @@ absl::StatusOr<ActivationRanges> Calibrate(const Graph& graph,
 class Emulation {
  public:
   // InvalidArgument for a plan naming a node that is not a layer. `ranges` must hold every
-  // layer whose activations are INT8 or FP8.
+  // layer whose activations are INT8 or FP8. REQUIRES: `graph` outlives the Emulation (it keeps
+  // only the weights it rounded, not a copy of the model).
   static absl::StatusOr<Emulation> Create(const Graph& graph, const PrecisionPlan& plan,
                                           const ActivationRanges& ranges,
                                           const EmulationOptions& options);
   // Runs the emulated model; `options.before_node` is the emulation's own (replaced).
   absl::StatusOr<TensorMap> Run(const TensorMap& feeds, RunOptions options = {}) const;
-  const Graph& graph() const { return graph_; }
+  // The initializer `name` as this emulation's nodes read it: rounded when a planned layer
+  // multiplies by it, else the graph's own. REQUIRES: an initializer of the graph.
+  const Tensor& Weight(const std::string& name) const;
 
  private:
-  Graph graph_;  // the weights already rounded
+  const Graph* graph_ = nullptr;
+  std::map<std::string, Tensor> weights_;  // initializer -> rounded, read in its place
   std::map<std::string, std::pair<NumericFormat, double>> activations_;  // node -> format, amax
 };
 
