@@ -159,7 +159,7 @@ absl::StatusOr<ErrorGraph> BuildErrorGraph(const Graph& graph,
     absl::StatusOr<Tensor> rounded = FakeQuantize(w, options.format, q);
     if (!rounded.ok()) return rounded.status();
     dw.push_back(Difference(*rounded, w));
-    wq.push_back(FeedsToFloat64({{"w", *rounded}}).at("w"));
+    wq.push_back(ToFloat64(*rounded));
   }
   const Reach reach = Successors(graph, layers);
   const size_t n = layers.size();

@@ -18,12 +18,16 @@ bool IsFloat(DataType t) {
          t == DataType::kBfloat16;
 }
 
-Tensor Widen(const Tensor& t) {
+}  // namespace
+
+Tensor ToFloat64(const Tensor& t) {
   if (t.type() != DataType::kFloat) return t;
   Tensor d(DataType::kDouble, t.shape());
   for (int64_t i = 0; i < t.size(); ++i) d.data<double>()[i] = t.data<float>()[i];
   return d;
 }
+
+namespace {
 
 // Runs operator `op_type` of `node`'s kind (its attributes, or none) on `inputs`.
 absl::StatusOr<Tensors> Apply(const Node& node, const std::string& op_type, int64_t opset,
@@ -144,34 +148,10 @@ absl::StatusOr<Tensors> PowRule(const Step& s) {
   return Tensors{std::move(dy)};
 }
 
-// (outer, n, inner) of a normalisation along `axis` (opset < 13 Softmax: the flattened tail).
-struct Lines {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-
-absl::StatusOr<Lines> SoftmaxLines(const Step& s) {
-  const Tensor& x = *s.x[0];
-  const bool legacy = s.opset < 13;
-  absl::StatusOr<int64_t> axis_attr =
-      ops::OpContext(s.node, s.opset, {}).Int("axis", legacy ? 1 : -1);
-  if (!axis_attr.ok()) return axis_attr.status();
-  absl::StatusOr<int> axis = ops::NormalizeAxis(*axis_attr, x.rank());
-  if (!axis.ok()) return axis.status();
-  Lines l;
-  for (int d = 0; d < x.rank(); ++d) {
-    if (d < *axis)
-      l.outer *= x.dim(d);
-    else if (d == *axis || legacy)
-      l.n *= x.dim(d);
-    else
-      l.inner *= x.dim(d);
-  }
-  return l;
-}
-
 // Softmax: dY = Y (dX - sum(Y dX)); LogSoftmax: dY = dX - sum(exp(Y) dX).
 absl::StatusOr<Tensors> SoftmaxRule(const Step& s, bool log) {
-  absl::StatusOr<Lines> l = SoftmaxLines(s);
+  absl::StatusOr<ops::LineLayout> l =
+      ops::SoftmaxLinesOf(ops::OpContext(s.node, s.opset, {}), *s.x[0]);
   if (!l.ok()) return l.status();
   const Tensor& y = *s.y[0];
   Tensor dy(DataType::kDouble, y.shape());
@@ -348,7 +328,7 @@ absl::StatusOr<Tensors> Differentiate(const Step& s) {
 
 absl::StatusOr<Graph> ToFloat64(const Graph& graph) {
   Graph g = graph;
-  for (auto& [name, t] : g.initializers) t = Widen(t);
+  for (auto& [name, t] : g.initializers) t = ToFloat64(t);
   for (auto* values : {&g.inputs, &g.outputs}) {
     for (ValueInfo& v : *values) {
       if (v.type == DataType::kFloat) v.type = DataType::kDouble;
@@ -356,7 +336,7 @@ absl::StatusOr<Graph> ToFloat64(const Graph& graph) {
   }
   for (Node& n : g.nodes) {
     for (auto& [key, attr] : n.attributes) {
-      for (Tensor& t : attr.tensor) t = Widen(t);
+      for (Tensor& t : attr.tensor) t = ToFloat64(t);
       if (n.op_type == "Cast" && key == "to" && attr.i == static_cast<int64_t>(DataType::kFloat)) {
         attr.i = static_cast<int64_t>(DataType::kDouble);
       }
@@ -367,7 +347,7 @@ absl::StatusOr<Graph> ToFloat64(const Graph& graph) {
 
 TensorMap FeedsToFloat64(const TensorMap& feeds) {
   TensorMap out;
-  for (const auto& [name, t] : feeds) out.emplace(name, Widen(t));
+  for (const auto& [name, t] : feeds) out.emplace(name, ToFloat64(t));
   return out;
 }
 

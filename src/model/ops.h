@@ -104,6 +104,15 @@ Tensor WriteDoubles(DataType type, std::vector<int64_t> shape, std::span<const d
 Tensor StridedCopy(const Tensor& in, std::span<const int64_t> iter_shape, int64_t offset,
                    std::span<const int64_t> strides, std::vector<int64_t> out_shape);
 
+// The lines Softmax, LogSoftmax and Hardmax normalise: `outer` blocks of `n` elements `inner`
+// apart. Before opset 13 the input is coerced to 2-D at `axis` (default 1; axis == rank allowed)
+// and the flattened trailing block is one line; from 13 on, each line along `axis` (default -1).
+// From the node's axis attribute (ops_nn.cc; the executor's kernels and jvp.cc's rules).
+struct LineLayout {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+absl::StatusOr<LineLayout> SoftmaxLinesOf(const OpContext& ctx, const Tensor& x);
+
 // Calls f(T{}) with T the C++ type of `type`, for every supported type.
 template <typename F>
 auto VisitType(DataType type, F&& f) {

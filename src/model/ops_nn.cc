@@ -132,27 +132,10 @@ absl::Status SoftmaxKernel(SoftmaxKind kind, const OpContext& ctx, std::vector<T
   SEEDANCE_NN_RETURN_IF_ERROR(RequireInput(ctx, 0, "input"));
   SEEDANCE_NN_RETURN_IF_ERROR(RequireFloating(ctx, 0, "input"));
   const Tensor& x = ctx.input(0);
-  const bool coerce_2d = ctx.opset() < 13;
-  SEEDANCE_NN_ASSIGN(axis_attr, ctx.Int("axis", coerce_2d ? 1 : -1));
-  const int rank = x.rank();
-  int axis = rank;  // coercing to 2-D also accepts axis == rank
-  if (!(coerce_2d && axis_attr == rank)) {
-    SEEDANCE_NN_ASSIGN(a, NormalizeAxis(axis_attr, rank, "attribute axis"));
-    axis = a;
-  }
-  const std::vector<int64_t>& shape = x.shape();
-  const int64_t outer = Product(std::span(shape).first(U(axis)));
-  int64_t n = 1;
-  int64_t inner = 1;
-  if (coerce_2d) {
-    n = Product(std::span(shape).subspan(U(axis)));
-  } else {
-    n = shape[U(axis)];
-    inner = Product(std::span(shape).subspan(U(axis) + 1));
-  }
+  SEEDANCE_NN_ASSIGN(lines, SoftmaxLinesOf(ctx, x));
   std::vector<double> v = ReadDoubles(x);
-  if (n > 0) SoftmaxLines(kind, v, outer, n, inner);
-  outputs[0] = WriteDoubles(x.type(), shape, v);
+  if (lines.n > 0) SoftmaxLines(kind, v, lines.outer, lines.n, lines.inner);
+  outputs[0] = WriteDoubles(x.type(), x.shape(), v);
   return absl::OkStatus();
 }
 
@@ -900,6 +883,29 @@ absl::Status ConvKernel(const OpContext& ctx, std::vector<Tensor>& outputs) {
 #undef SEEDANCE_NN_RETURN_IF_ERROR
 
 }  // namespace
+
+absl::StatusOr<LineLayout> SoftmaxLinesOf(const OpContext& ctx, const Tensor& x) {
+  const bool coerce_2d = ctx.opset() < 13;
+  absl::StatusOr<int64_t> axis_attr = ctx.Int("axis", coerce_2d ? 1 : -1);
+  if (!axis_attr.ok()) return axis_attr.status();
+  const int rank = x.rank();
+  int axis = rank;  // coercing to 2-D also accepts axis == rank
+  if (!(coerce_2d && *axis_attr == rank)) {
+    absl::StatusOr<int> a = NormalizeAxis(*axis_attr, rank, "attribute axis");
+    if (!a.ok()) return a.status();
+    axis = *a;
+  }
+  const std::vector<int64_t>& shape = x.shape();
+  LineLayout lines;
+  lines.outer = Product(std::span(shape).first(U(axis)));
+  if (coerce_2d) {
+    lines.n = Product(std::span(shape).subspan(U(axis)));
+  } else {
+    lines.n = shape[U(axis)];
+    lines.inner = Product(std::span(shape).subspan(U(axis) + 1));
+  }
+  return lines;
+}
 
 void RegisterNnOps(Table& table) {
   table["Softmax"] = [](const OpContext& ctx, std::vector<Tensor>& outputs) {

@@ -170,7 +170,7 @@ absl::StatusOr<std::vector<std::vector<double>>> LocalNoise(Problem& p) {
       one.outputs.push_back({"y", DataType::kDouble, {}, {}, false});
       double sum = 0;
       for (const Tensor& x : inputs.at(l.node)) {
-        absl::StatusOr<TensorMap> y = Run(one, FeedsToFloat64({{"x", x}}));
+        absl::StatusOr<TensorMap> y = Run(one, {{"x", ToFloat64(x)}});
         if (!y.ok()) return y.status();
         for (double v : y->at("y").values<double>()) sum += v * v;
       }

@@ -29,6 +29,8 @@ namespace seedance::model {
 // A copy of `graph` computing in FP64: float initializers, inputs, outputs and constants become
 // double, and Cast/ConstantOfShape to float cast to double instead.
 absl::StatusOr<Graph> ToFloat64(const Graph& graph);
+// `t` widened to double when it is float (other types unchanged).
+Tensor ToFloat64(const Tensor& t);
 // `feeds` with every float tensor widened to double (for a ToFloat64 graph).
 TensorMap FeedsToFloat64(const TensorMap& feeds);
 
