@@ -24,6 +24,28 @@ absl::Status Mismatch(std::string_view path, std::string_view what, const Json& 
 
 constexpr std::string_view kPathPayload = "seedance.dev/json-path";
 
+absl::StatusOr<nlohmann::json> ParseJsonDocument(std::string_view text, std::string_view file,
+                                                 int max_depth) {
+  if (JsonNestingDepth(text, max_depth) > max_depth) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        ForTerminal(std::string(file)), ": JSON nested deeper than ", max_depth, " levels"));
+  }
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    const size_t byte = std::min(e.byte, text.size());
+    const auto line = std::count(text.begin(), text.begin() + static_cast<ptrdiff_t>(byte), '\n');
+    return absl::InvalidArgumentError(absl::StrCat(ForTerminal(std::string(file)), ":", line + 1,
+                                                   ": not JSON (byte ", e.byte, ")"));
+  } catch (const nlohmann::json::exception& e) {
+    // A number beyond a double (1e999): the parser names no position, its message the token.
+    return absl::InvalidArgumentError(
+        absl::StrCat(ForTerminal(std::string(file)), ": not JSON: ", Clip(e.what(), 160)));
+  }
+  return j;
+}
+
 absl::Status JsonError(std::string_view path, std::string_view message) {
   absl::Status s = absl::InvalidArgumentError(absl::StrCat(Sv(path), ": ", Sv(message)));
   s.SetPayload(Sv(kPathPayload), absl::Cord(Sv(path)));

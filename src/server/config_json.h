@@ -19,7 +19,10 @@
 namespace seedance::server {
 
 // The document in `text` (at most 32 levels deep); InvalidArgument "FILE:LINE: not JSON ...".
-absl::StatusOr<nlohmann::json> ParseConfigJson(std::string_view text, std::string_view file);
+inline absl::StatusOr<nlohmann::json> ParseConfigJson(std::string_view text,
+                                                      std::string_view file) {
+  return base::ParseJsonDocument(text, file);
+}
 
 // "FILE: PATH: message of st", InvalidArgument.
 absl::Status WithPath(std::string_view file, const std::string& path, const absl::Status& st);

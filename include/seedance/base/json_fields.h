@@ -34,6 +34,12 @@
 
 namespace seedance::base {
 
+// The JSON document in `text` (at most `max_depth` levels deep), for a decoder to read with the
+// readers below: InvalidArgument "FILE:LINE: not JSON (byte N)" for text that is not JSON, "FILE:
+// JSON nested deeper than N levels" (FILE is `file` made safe for a terminal).
+absl::StatusOr<nlohmann::json> ParseJsonDocument(std::string_view text, std::string_view file,
+                                                 int max_depth = 32);
+
 // ---- Lenient readers: for fields of untrusted documents that only steer (snapshots, apiserver
 // and slurmrestd replies), where a wrong type means "not given", never an error.
 
