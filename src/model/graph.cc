@@ -327,6 +327,7 @@ absl::StatusOr<Graph> Convert(const Source& src, const onnx::ModelProto& model) 
   absl::StatusOr<int64_t> opset = OpsetOf(src, model);
   if (!opset.ok()) return opset.status();
   g.opset = *opset;
+  g.ir_version = model.ir_version();
   const onnx::GraphProto& gp = model.graph();
   for (const auto& init : gp.initializer()) {
     absl::StatusOr<Tensor> t = TensorOf(src, init);
@@ -372,6 +373,103 @@ absl::StatusOr<Graph> Parse(const std::string& bytes, const Source& src) {
     if (absl::Status s = Check(src, model); !s.ok()) return s;
   }
   return Convert(src, model);
+}
+
+// --- writing ------------------------------------------------------------------------------------
+
+void FillTensorProto(const std::string& name, const Tensor& tensor, onnx::TensorProto* proto) {
+  proto->set_name(name);
+  proto->set_data_type(static_cast<int32_t>(tensor.type()));
+  for (int64_t d : tensor.shape()) proto->add_dims(d);
+  // (an empty tensor's storage may be a null pointer, which no string may be built from)
+  if (tensor.bytes() > 0) {
+    proto->set_raw_data(std::string(reinterpret_cast<const char*>(tensor.raw()), tensor.bytes()));
+  } else {
+    proto->set_raw_data("");
+  }
+}
+
+// False for a tensor attribute that holds no tensor.
+bool FillAttribute(const std::string& name, const Attribute& a, onnx::AttributeProto* p) {
+  using A = onnx::AttributeProto;
+  p->set_name(name);
+  switch (a.kind) {
+    case Attribute::Kind::kFloat:
+      p->set_type(A::FLOAT);
+      p->set_f(a.f);
+      break;
+    case Attribute::Kind::kInt:
+      p->set_type(A::INT);
+      p->set_i(a.i);
+      break;
+    case Attribute::Kind::kString:
+      p->set_type(A::STRING);
+      p->set_s(a.s);
+      break;
+    case Attribute::Kind::kFloats:
+      p->set_type(A::FLOATS);
+      for (float f : a.floats) p->add_floats(f);
+      break;
+    case Attribute::Kind::kInts:
+      p->set_type(A::INTS);
+      for (int64_t i : a.ints) p->add_ints(i);
+      break;
+    case Attribute::Kind::kStrings:
+      p->set_type(A::STRINGS);
+      for (const std::string& v : a.strings) p->add_strings(v);
+      break;
+    case Attribute::Kind::kTensor:
+      p->set_type(A::TENSOR);
+      if (a.tensor.size() != 1) return false;
+      FillTensorProto("", a.tensor[0], p->mutable_t());
+      break;
+  }
+  return true;
+}
+
+void FillValueInfo(const ValueInfo& v, onnx::ValueInfoProto* p) {
+  p->set_name(v.name);
+  auto* tt = p->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(static_cast<int32_t>(v.type));
+  if (!v.has_shape) return;
+  auto* shape = tt->mutable_shape();
+  for (size_t i = 0; i < v.shape.size(); ++i) {
+    auto* d = shape->add_dim();
+    if (v.shape[i] >= 0) {
+      d->set_dim_value(v.shape[i]);
+    } else if (i < v.dim_names.size() && !v.dim_names[i].empty()) {
+      d->set_dim_param(v.dim_names[i]);
+    }
+  }
+}
+
+absl::StatusOr<onnx::ModelProto> ToModelProto(const Graph& g) {
+  onnx::ModelProto model;
+  model.set_ir_version(g.ir_version > 0 ? g.ir_version : 8);
+  model.set_producer_name("seedance");
+  auto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(g.opset);
+  onnx::GraphProto* gp = model.mutable_graph();
+  gp->set_name("main");
+  for (const ValueInfo& v : g.inputs) FillValueInfo(v, gp->add_input());
+  for (const ValueInfo& v : g.outputs) FillValueInfo(v, gp->add_output());
+  for (const auto& [name, t] : g.initializers) FillTensorProto(name, t, gp->add_initializer());
+  for (const Node& n : g.nodes) {
+    onnx::NodeProto* np = gp->add_node();
+    np->set_name(n.name);
+    np->set_op_type(n.op_type);
+    for (const std::string& in : n.inputs) np->add_input(in);
+    for (const std::string& out : n.outputs) np->add_output(out);
+    for (const auto& [name, a] : n.attributes) {
+      if (!FillAttribute(name, a, np->add_attribute())) {
+        return absl::InvalidArgumentError(absl::StrCat("node \"", n.name, "\" (", n.op_type,
+                                                       "): tensor attribute \"", name,
+                                                       "\" holds no tensor"));
+      }
+    }
+  }
+  return model;
 }
 
 }  // namespace
@@ -438,21 +536,33 @@ absl::StatusOr<Tensor> ReadTensorFile(const std::string& path, std::string* name
 
 std::string SerializeTensor(const std::string& name, const Tensor& tensor) {
   onnx::TensorProto proto;
-  proto.set_name(name);
-  proto.set_data_type(static_cast<int32_t>(tensor.type()));
-  for (int64_t d : tensor.shape()) proto.add_dims(d);
-  // (an empty tensor's storage may be a null pointer, which no string may be built from)
-  if (tensor.bytes() > 0) {
-    proto.set_raw_data(std::string(reinterpret_cast<const char*>(tensor.raw()), tensor.bytes()));
-  } else {
-    proto.set_raw_data("");
-  }
+  FillTensorProto(name, tensor, &proto);
   return proto.SerializeAsString();
 }
 
 absl::Status WriteTensorFile(const std::string& path, const std::string& name,
                              const Tensor& tensor) {
   return base::WriteOutput(path, SerializeTensor(name, tensor));
+}
+
+absl::StatusOr<std::string> SerializeOnnxModel(const Graph& graph) {
+  absl::StatusOr<onnx::ModelProto> proto = ToModelProto(graph);
+  if (!proto.ok()) return proto.status();
+  onnx::ModelProto& model = *proto;
+  if (model.ByteSizeLong() > static_cast<size_t>(INT32_MAX)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model would take ", model.ByteSizeLong(),
+                     " bytes, above protobuf's 2 GiB (external data is not written)"));
+  }
+  onnx::ModelProto checked = model;  // shape inference writes value_info into what it checks
+  if (absl::Status s = Check(Source{"the written model", "", nullptr}, checked); !s.ok()) return s;
+  return model.SerializeAsString();
+}
+
+absl::Status SaveOnnxModel(const Graph& graph, const std::string& path) {
+  absl::StatusOr<std::string> bytes = SerializeOnnxModel(graph);
+  if (!bytes.ok()) return bytes.status();
+  return base::WriteOutput(path, *bytes);
 }
 
 }  // namespace seedance::model

@@ -31,24 +31,61 @@ double RoundTo(NumericFormat format, double v) {
   return v;
 }
 
-// One value on the scaled grid of `format` (INT8 or FP8), scale = amax / the format's largest.
-double OnGrid(NumericFormat format, double v, double scale) {
-  if (format == NumericFormat::kInt8) {
-    return std::clamp(std::nearbyint(v / scale), -127.0, 127.0) * scale;
-  }
-  return RoundToFloat8E4M3(static_cast<float>(v / scale)) * scale;
+// The FP32 scale of a slice whose largest |x| is `amax` (> 0, finite): amax / the format's largest
+// code, rounded to FP32 as a QDQ model stores it. 0 when that underflows FP32.
+double SliceScale(NumericFormat format, double amax) {
+  return static_cast<float>(amax / (format == NumericFormat::kInt8 ? 127.0 : 448.0));
 }
 
-// The values [0, n) of `data` (one channel or the tensor) on the scaled grid of `format`.
+// The code of `v` on the scaled grid of `format`: an integer in [-127, 127] (INT8), an E4M3
+// value (FP8).
+double Code(NumericFormat format, double v, double scale) {
+  if (format == NumericFormat::kInt8) return std::clamp(std::nearbyint(v / scale), -127.0, 127.0);
+  return RoundToFloat8E4M3(static_cast<float>(v / scale));
+}
+
+template <typename T>
+double AmaxOf(const T* data, int64_t n) {
+  double amax = 0;
+  for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(static_cast<double>(data[i])));
+  return amax;
+}
+
+// The values [0, n) of `data` (one channel or the tensor) on the scaled grid of `format`: code *
+// scale, rounded to FP32 (the product is exact in double, so this is the FP32 product a runtime's
+// DequantizeLinear computes).
 template <typename T>
 void ScaledSlice(NumericFormat format, T* data, int64_t n, double amax) {
-  if (amax <= 0) {
-    for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(static_cast<double>(data[i])));
-  }
+  if (amax <= 0) amax = AmaxOf(data, n);
   if (amax == 0 || !std::isfinite(amax)) return;  // all zero stays; inf/NaN left as is
-  const double scale = amax / (format == NumericFormat::kInt8 ? 127.0 : 448.0);
+  const double scale = SliceScale(format, amax);
   for (int64_t i = 0; i < n; ++i) {
-    data[i] = static_cast<T>(OnGrid(format, static_cast<double>(data[i]), scale));
+    const double v = scale == 0 ? 0.0 : Code(format, static_cast<double>(data[i]), scale) * scale;
+    data[i] = static_cast<T>(static_cast<float>(v));
+  }
+}
+
+// Calls fn(channel, offset of each of its values) for the slices of `t` along `axis` (or the
+// whole tensor as channel 0 when axis < 0).
+template <typename Fn>
+void ForEachChannel(const Tensor& t, int axis, Fn fn) {
+  if (axis < 0 || t.rank() == 0) {
+    std::vector<int64_t> all(t.size());
+    for (int64_t i = 0; i < t.size(); ++i) all[i] = i;
+    fn(0, all);
+    return;
+  }
+  int64_t inner = 1;
+  for (int d = axis + 1; d < t.rank(); ++d) inner *= t.dim(d);
+  const int64_t channels = t.dim(axis);
+  const int64_t outer = channels * inner == 0 ? 0 : t.size() / (channels * inner);
+  std::vector<int64_t> offsets;
+  for (int64_t c = 0; c < channels; ++c) {
+    offsets.clear();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) offsets.push_back((o * channels + c) * inner + i);
+    }
+    fn(c, offsets);
   }
 }
 
@@ -59,24 +96,13 @@ void Scaled(NumericFormat format, Tensor& t, const FakeQuantOptions& options) {
     ScaledSlice(format, data, t.size(), options.amax);
     return;
   }
-  // Channel c of axis a: outer blocks of (dim(a) * inner) values, channel c at offset c * inner.
-  int64_t inner = 1;
-  for (int d = options.axis + 1; d < t.rank(); ++d) inner *= t.dim(d);
-  const int64_t channels = t.dim(options.axis);
-  const int64_t outer = channels * inner == 0 ? 0 : t.size() / (channels * inner);
-  for (int64_t c = 0; c < channels; ++c) {
-    // Gather the channel's values into one strided walk per outer block.
-    std::vector<T> values;
-    for (int64_t o = 0; o < outer; ++o) {
-      const T* base = data + (o * channels + c) * inner;
-      values.insert(values.end(), base, base + inner);
-    }
+  std::vector<T> values;
+  ForEachChannel(t, options.axis, [&](int64_t, const std::vector<int64_t>& at) {
+    values.clear();
+    for (int64_t i : at) values.push_back(data[i]);
     ScaledSlice(format, values.data(), static_cast<int64_t>(values.size()), 0.0);
-    for (int64_t o = 0; o < outer; ++o) {
-      std::copy(values.begin() + o * inner, values.begin() + (o + 1) * inner,
-                data + (o * channels + c) * inner);
-    }
-  }
+    for (size_t k = 0; k < at.size(); ++k) data[at[k]] = values[k];
+  });
 }
 
 }  // namespace
@@ -133,6 +159,46 @@ absl::StatusOr<Tensor> FakeQuantize(const Tensor& x, NumericFormat format,
       out.data<double>()[i] = RoundTo(format, out.data<double>()[i]);
     }
   }
+  return out;
+}
+
+absl::StatusOr<ScaledTensor> QuantizeScaled(const Tensor& x, NumericFormat format,
+                                            const FakeQuantOptions& options) {
+  if (x.type() != DataType::kFloat ||
+      (format != NumericFormat::kInt8 && format != NumericFormat::kFp8E4M3)) {
+    return absl::InvalidArgumentError(absl::StrCat("scaled quantization to ", FormatName(format),
+                                                   " of ", x.Describe(),
+                                                   ": want a float tensor "
+                                                   "and int8 or fp8-e4m3"));
+  }
+  const bool per_channel = options.per_channel && x.rank() > 0;
+  if (per_channel && (options.axis < 0 || options.axis >= x.rank())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("per-channel axis ", options.axis, " is outside ", x.Describe()));
+  }
+  ScaledTensor out{Tensor(DataType::kFloat, x.shape()), {}, per_channel ? options.axis : -1};
+  const float* in = x.data<float>();
+  float* codes = out.codes.data<float>();
+  absl::Status status;
+  ForEachChannel(x, out.axis, [&](int64_t c, const std::vector<int64_t>& at) {
+    double amax = 0;
+    bool finite = true;
+    for (int64_t i : at) {
+      finite = finite && std::isfinite(in[i]);
+      amax = std::max(amax, std::fabs(static_cast<double>(in[i])));
+    }
+    if (!per_channel && options.amax > 0) amax = options.amax;
+    if (!finite) {
+      status = absl::InvalidArgumentError(
+          absl::StrCat("channel ", c, " of ", x.Describe(), " holds an infinity or NaN"));
+    }
+    const double scale = finite && amax > 0 ? SliceScale(format, amax) : 0.0;
+    for (int64_t i : at)
+      codes[i] = scale == 0 ? 0.0f : static_cast<float>(Code(format, in[i], scale));
+    // A slice of zeros (or one whose scale underflows) keeps scale 1 and codes 0.
+    out.scales.push_back(scale == 0 ? 1.0f : static_cast<float>(scale));
+  });
+  if (!status.ok()) return status;
   return out;
 }
 

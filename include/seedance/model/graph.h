@@ -59,6 +59,7 @@ struct ValueInfo {
 struct Graph {
   std::string source;       // the file it was read from, for messages
   int64_t opset = 0;        // the default domain's opset version
+  int64_t ir_version = 0;   // the file's IR version (0: not read from a file)
   std::vector<Node> nodes;  // in an order that runs
   std::map<std::string, Tensor> initializers;
   std::vector<ValueInfo> inputs;  // the inputs a caller feeds (initializers excluded)
@@ -79,6 +80,15 @@ absl::StatusOr<Graph> LoadOnnxModel(const std::string& path, const LoadOptions& 
 // The same from bytes in memory; `source` names it in messages and external data is refused.
 absl::StatusOr<Graph> ParseOnnxModel(const std::string& bytes, const std::string& source,
                                      const LoadOptions& options = {});
+
+// `graph` as an ONNX model (ModelProto bytes): the default domain at `graph.opset`, the IR version
+// it was read with (else libonnx's own, 8), producer "seedance"; initializers as raw data. The
+// model is checked as LoadOnnxModel checks one (libonnx's checker, strict shape inference) before
+// it is returned: InvalidArgument with the checker's reason when `graph` is not a valid model,
+// and when it would not fit a protobuf (2 GiB).
+absl::StatusOr<std::string> SerializeOnnxModel(const Graph& graph);
+// The same, written to `path` atomically (base::WriteOutput: a device, FIFO or folder is refused).
+absl::Status SaveOnnxModel(const Graph& graph, const std::string& path);
 
 // OK when the executor runs `op_type` of the default domain at `opset`: the operator is claimed
 // (executor.h: ClaimedOps) and the version the opset resolves it to is one its kernel implements

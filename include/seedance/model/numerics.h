@@ -6,13 +6,16 @@
 // practice (NVIDIA Transformer Engine): x / s rounded to E4M3 (nearest even, saturating at 448)
 // times s, s = amax / 448; INT8 is symmetric, s = amax / 127, x / s rounded to nearest even and
 // clamped to [-127, 127] (so zero is exact and the grid is symmetric). amax is max|x| over the
-// tensor or one channel, or a calibrated value given in the options.
+// tensor or one channel, or a calibrated value given in the options. The scale s is rounded to
+// FP32 and the result is the FP32 product code * s, so a QDQ model (DequantizeLinear: FP32 scale,
+// FP32 product) computes exactly the emulated values.
 //
 // Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "seedance/model/tensor.h"
@@ -38,6 +41,19 @@ struct FakeQuantOptions {
 // another element type or an axis outside the tensor's rank.
 absl::StatusOr<Tensor> FakeQuantize(const Tensor& x, NumericFormat format,
                                     const FakeQuantOptions& options = {});
+
+// INT8 and FP8 as a QDQ model stores them: codes and FP32 scales, value = code * scale (the FP32
+// product, which is exactly what FakeQuantize gives for the same options). Codes are held as
+// floats: integers in [-127, 127] for INT8, E4M3 values for FP8. A slice of zeros has scale 1.
+struct ScaledTensor {
+  Tensor codes;               // float, the shape of the input
+  std::vector<float> scales;  // one per channel along `axis`, or one
+  int axis = -1;              // -1: one scale for the tensor
+};
+// InvalidArgument unless `x` is float and `format` INT8 or FP8, for a bad axis, and for a slice
+// holding an infinity or NaN (its scale would be meaningless).
+absl::StatusOr<ScaledTensor> QuantizeScaled(const Tensor& x, NumericFormat format,
+                                            const FakeQuantOptions& options = {});
 
 // Error of `test` against `ref` (same element count; float or double), accumulated in double:
 //   sqnr_db       = 10 log10(sum ref^2 / sum (ref - test)^2)   (+inf when equal)
