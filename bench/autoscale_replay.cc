@@ -50,7 +50,7 @@
 
 #include "seedance/autoscale/autoscaler.h"
 #include "seedance/engine/period_controller.h"
-#include "seedance/serving/cost_model.h"
+#include "seedance/model/cost_model.h"
 #include "seedance/serving/request_trace.h"
 #include "seedance/serving/serving_sim.h"
 #include "seedance/trace/csv_reader.h"
@@ -58,6 +58,7 @@
 namespace {
 
 namespace as = seedance::autoscale;
+namespace md = seedance::model;
 namespace sv = seedance::serving;
 
 constexpr double kSloS = 2.0;
@@ -102,7 +103,7 @@ struct ReplicaModel {
   }
 };
 
-sv::ServingResult Simulate(const sv::RequestTrace& source, const sv::CostModel& cm, double rate,
+sv::ServingResult Simulate(const sv::RequestTrace& source, const md::CostModel& cm, double rate,
                            double duration_s, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::exponential_distribution<double> gap(rate);
@@ -125,7 +126,7 @@ sv::ServingResult Simulate(const sv::RequestTrace& source, const sv::CostModel& 
   return *res;
 }
 
-ReplicaModel Calibrate(const sv::RequestTrace& trace, const sv::CostModel& cm) {
+ReplicaModel Calibrate(const sv::RequestTrace& trace, const md::CostModel& cm) {
   ReplicaModel m;
   // Saturation: far more arrivals than one replica completes.
   m.mu = Simulate(trace, cm, 50, 300, 1).throughput_rps;
@@ -465,14 +466,14 @@ int main(int argc, char** argv) {
                  "autoscale_replay: --tp must be >= 1, --startup-s >= 0, --metric-window-s >= 1\n");
     return 2;
   }
-  auto model = sv::LookupModel(cfg.model);
-  auto gpu = sv::LookupGpu(cfg.gpu);
+  auto model = md::LookupModel(cfg.model);
+  auto gpu = md::LookupGpu(cfg.gpu);
   if (!model.ok() || !gpu.ok()) {
     std::fprintf(stderr, "autoscale_replay: %s\n",
                  (!model.ok() ? model.status() : gpu.status()).ToString().c_str());
     return 2;
   }
-  const sv::CostModel cm(*model, *gpu, cfg.tp);
+  const md::CostModel cm(*model, *gpu, cfg.tp);
   const std::string dir = seedance::trace::DataDir() + "/llm-traces/azure-2023/";
   // Every trace is read before anything is printed: with none there is nothing to report, and
   // that is a failure (exit 1), not an empty success.

@@ -4,14 +4,14 @@
 
 #include <vector>
 
-#include "seedance/serving/cost_model.h"
+#include "seedance/model/cost_model.h"
 
 namespace {
 
-using seedance::serving::CostModel;
-using seedance::serving::LookupGpu;
-using seedance::serving::LookupModel;
-using seedance::serving::SequenceWork;
+using seedance::model::CostModel;
+using seedance::model::LookupGpu;
+using seedance::model::LookupModel;
+using seedance::model::SequenceWork;
 
 void BM_StepSecondsDecode(benchmark::State& state) {
   const CostModel cm(*LookupModel("llama-3-8b"), *LookupGpu("a100-80g"));

@@ -1,5 +1,5 @@
 // `seedance costmodel check|fit`: the GPU cost model against measured operator profiles
-// (docs/serving-model.md).
+// (docs/gpu-cost-model.md).
 #include <cmath>
 #include <memory>
 #include <set>
@@ -15,13 +15,13 @@
 #include "seedance/base/build_info.h"
 #include "seedance/base/io.h"
 #include "seedance/base/text.h"
-#include "seedance/serving/calibration.h"
-#include "seedance/serving/cost_model.h"
+#include "seedance/model/calibration.h"
+#include "seedance/model/cost_model.h"
 
 namespace seedance::cli {
 namespace {
 
-namespace sv = seedance::serving;
+namespace md = seedance::model;
 
 const std::vector<std::string> kFormats = {"table", "json"};
 
@@ -63,12 +63,12 @@ absl::Status CheckRequired(const CostmodelFlags& f, const char* sub) {
 
 // Loads the profile and the GPU; errors name the flag or the file.
 absl::Status Load(const std::string& path, const std::string& gpu_flag, const std::string& gpu_name,
-                  sv::Profile& profile, sv::GpuSpec& gpu) {
-  absl::StatusOr<sv::GpuSpec> g = sv::LookupGpu(gpu_name);
+                  md::Profile& profile, md::GpuSpec& gpu) {
+  absl::StatusOr<md::GpuSpec> g = md::LookupGpu(gpu_name);
   if (!g.ok()) {
     return absl::InvalidArgumentError(gpu_flag + ": " + std::string(g.status().message()));
   }
-  absl::StatusOr<sv::Profile> p = sv::ReadProfileCsv(path);
+  absl::StatusOr<md::Profile> p = md::ReadProfileCsv(path);
   if (!p.ok()) return p.status();
   if (p->samples.empty()) {
     return absl::InvalidArgumentError(base::ForTerminal(path) + ": no measured rows");
@@ -99,12 +99,12 @@ int Check(const CostmodelFlags& f) {
       !s.ok()) {
     return Fail(s);
   }
-  sv::Profile profile;
-  sv::GpuSpec gpu;
+  md::Profile profile;
+  md::GpuSpec gpu;
   if (absl::Status s = Load(f.profile, "--gpu", f.gpu, profile, gpu); !s.ok()) return Fail(s);
   auto out = base::OutputFile::Open(OutputPath(f));
   if (!out.ok()) return Fail(out.status());
-  const sv::CheckResult r = sv::CheckProfile(profile, gpu);
+  const md::CheckResult r = md::CheckProfile(profile, gpu);
   const std::string name = base::ForTerminal(f.profile);
   if (r.rows == 0) {
     return UsageError(name + ": no projection GEMM or intra-node all-reduce rows");
@@ -143,7 +143,7 @@ int Check(const CostmodelFlags& f) {
   return kExitOk;
 }
 
-nlohmann::ordered_json Constants(const sv::CostModelParams& p, bool collective) {
+nlohmann::ordered_json Constants(const md::CostModelParams& p, bool collective) {
   if (collective) {
     return {{"allreduce_latency_us", Round(p.allreduce_latency_s * 1e6, 2)},
             {"allreduce_efficiency", Round(p.allreduce_efficiency, 4)},
@@ -204,11 +204,11 @@ int Fit(const CostmodelFlags& f) {
       !s.ok()) {
     return Fail(s);
   }
-  sv::Profile profile;
-  sv::GpuSpec gpu;
+  md::Profile profile;
+  md::GpuSpec gpu;
   if (absl::Status s = Load(f.profile, "--gpu", f.gpu, profile, gpu); !s.ok()) return Fail(s);
-  sv::Profile other;
-  sv::GpuSpec other_gpu;
+  md::Profile other;
+  md::GpuSpec other_gpu;
   if (!f.eval_profile.empty()) {
     if (absl::Status s = Load(f.eval_profile, f.eval_gpu.empty() ? "--gpu" : "--eval-gpu",
                               f.eval_gpu.empty() ? f.gpu : f.eval_gpu, other, other_gpu);
@@ -219,27 +219,27 @@ int Fit(const CostmodelFlags& f) {
   auto out = base::OutputFile::Open(OutputPath(f));
   if (!out.ok()) return Fail(out.status());
   const std::set<int> train_n(f.train_workers.begin(), f.train_workers.end());
-  auto in_train = [&](const sv::ProfileSample& s) {
+  auto in_train = [&](const md::ProfileSample& s) {
     return train_n.empty() || train_n.count(s.num_workers) > 0;
   };
-  auto usable = [](const sv::ProfileSample& s) {
-    return s.op_class != sv::OpClass::kAllReduce || sv::IsIntraNode(s);
+  auto usable = [](const md::ProfileSample& s) {
+    return s.op_class != md::OpClass::kAllReduce || md::IsIntraNode(s);
   };
-  const auto train = sv::Filter(
-      profile.samples, [&](const sv::ProfileSample& s) { return usable(s) && in_train(s); });
-  const auto held = sv::Filter(
-      profile.samples, [&](const sv::ProfileSample& s) { return usable(s) && !in_train(s); });
+  const auto train = md::Filter(
+      profile.samples, [&](const md::ProfileSample& s) { return usable(s) && in_train(s); });
+  const auto held = md::Filter(
+      profile.samples, [&](const md::ProfileSample& s) { return usable(s) && !in_train(s); });
   if (train.empty()) {
     return UsageError("--train-workers: no rows of " + base::ForTerminal(f.profile) + " match");
   }
-  sv::CostModelParams p;
+  md::CostModelParams p;
   p.roofline_exponent = f.roofline_exponent;
-  p = sv::FitGemm(train, gpu, p);
-  p = sv::FitElementwise(train, gpu, p);
-  p = sv::FitAllReduce(train, gpu, p);
-  auto headline = [&](const std::vector<sv::ProfileSample>& s) {
-    return sv::Filter(
-        s, [](const sv::ProfileSample& x) { return x.op_class != sv::OpClass::kElementwise; });
+  p = md::FitGemm(train, gpu, p);
+  p = md::FitElementwise(train, gpu, p);
+  p = md::FitAllReduce(train, gpu, p);
+  auto headline = [&](const std::vector<md::ProfileSample>& s) {
+    return md::Filter(
+        s, [](const md::ProfileSample& x) { return x.op_class != md::OpClass::kElementwise; });
   };
   nlohmann::ordered_json j = base::JsonHeader("costmodel-fit/v1");
   j["profile"] = base::ForTerminal(f.profile);
@@ -248,26 +248,26 @@ int Fit(const CostmodelFlags& f) {
   j["constants"] = Constants(p, profile.collective);
   const auto train_h = headline(train);
   j["train"] = {{"rows", train_h.size()},
-                {"mape_pct", Mape(sv::MapePct(train_h, gpu, p), train_h.size())}};
-  const auto train_e = sv::Filter(
-      train, [](const sv::ProfileSample& x) { return x.op_class == sv::OpClass::kElementwise; });
+                {"mape_pct", Mape(md::MapePct(train_h, gpu, p), train_h.size())}};
+  const auto train_e = md::Filter(
+      train, [](const md::ProfileSample& x) { return x.op_class == md::OpClass::kElementwise; });
   if (!train_e.empty()) {
     j["train"]["elementwise_rows"] = train_e.size();
-    j["train"]["elementwise_mape_pct"] = Mape(sv::MapePct(train_e, gpu, p), train_e.size());
+    j["train"]["elementwise_mape_pct"] = Mape(md::MapePct(train_e, gpu, p), train_e.size());
   }
   const auto held_h = headline(held);
   j["held_out"] =
       held_h.empty()
           ? nlohmann::ordered_json(nullptr)
           : nlohmann::ordered_json{{"rows", held_h.size()},
-                                   {"mape_pct", Mape(sv::MapePct(held_h, gpu, p), held_h.size())}};
+                                   {"mape_pct", Mape(md::MapePct(held_h, gpu, p), held_h.size())}};
   j["eval"] = nullptr;
   if (!f.eval_profile.empty()) {
-    const auto rows = headline(sv::Filter(other.samples, usable));
+    const auto rows = headline(md::Filter(other.samples, usable));
     j["eval"] = {{"profile", base::ForTerminal(f.eval_profile)},
                  {"gpu", other_gpu.name},
                  {"rows", rows.size()},
-                 {"mape_pct", Mape(sv::MapePct(rows, other_gpu, p), rows.size())}};
+                 {"mape_pct", Mape(md::MapePct(rows, other_gpu, p), rows.size())}};
   }
   const std::string text = *format == "json" ? base::DumpJson(j, 2) + "\n" : FitTable(j);
   if (absl::Status s = Emit(*out, text); !s.ok()) return Fail(s);
@@ -300,7 +300,7 @@ Command AddCostmodelCommand(CLI::App& app) {
       "costmodel",
       "Compare the GPU cost model with measured operator profiles (Vidur's schema: per-layer\n"
       "operator medians or NCCL all-reduce medians), or refit its constants. See\n"
-      "docs/serving-model.md.");
+      "docs/gpu-cost-model.md.");
   // No require_subcommand(1): CLI11's "A subcommand is required" would hide a mistyped one
   // (`costmodel chek`); the action below reports a missing subcommand.
   cmd.app->footer(

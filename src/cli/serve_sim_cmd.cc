@@ -16,14 +16,21 @@
 #include "seedance/base/build_info.h"
 #include "seedance/base/io.h"
 #include "seedance/base/text.h"
-#include "seedance/serving/cost_model.h"
+#include "seedance/model/cost_model.h"
 #include "seedance/serving/request_trace.h"
 #include "seedance/serving/serving_sim.h"
 
 namespace seedance::cli {
 namespace {
 
-using namespace seedance::serving;  // NOLINT: a thin shell over one library
+using namespace seedance::serving;  // NOLINT: a thin shell over the serving library
+using seedance::model::CostModel;
+using seedance::model::GpuSpec;
+using seedance::model::KnownGpus;
+using seedance::model::KnownModels;
+using seedance::model::LookupGpu;
+using seedance::model::LookupModel;
+using seedance::model::ModelConfig;
 
 const std::vector<std::string> kOutputFormats = {"table", "json", "csv"};
 const std::vector<std::string> kTraceFormats = {"auto", "azure", "mooncake", "sharegpt"};

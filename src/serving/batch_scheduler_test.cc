@@ -9,6 +9,8 @@
 namespace seedance::serving {
 namespace {
 
+using model::SequenceWork;
+
 class BatchSchedulerTest : public ::testing::Test {
  protected:
   static KvBlockManagerOptions Kv(int64_t blocks, int block_size = 4) {

@@ -18,7 +18,7 @@ void Replay(const seedance::serving::RequestTrace& trace) {
     if (r.output_tokens > 512 || r.prompt_tokens > 1 << 16) return;  // keep runs short
   }
   ServingHardware hw;
-  hw.step_seconds = [](std::span<const SequenceWork> batch) {
+  hw.step_seconds = [](std::span<const seedance::model::SequenceWork> batch) {
     return 0.001 + 1e-6 * static_cast<double>(batch.size());
   };
   hw.kv_bytes_per_token = 1;

@@ -5,7 +5,7 @@ target_sources(seedance_serving PRIVATE
   batch_scheduler.cc
   request_trace.cc
   serving_sim.cc)
-target_link_libraries(seedance_serving PUBLIC absl::flat_hash_map absl::flat_hash_set seedance_base)
+target_link_libraries(seedance_serving PUBLIC absl::flat_hash_map absl::flat_hash_set)
 
 seedance_add_test(kv_block_manager_test SOURCES kv_block_manager_test.cc LIBS seedance_serving)
 seedance_add_test(batch_scheduler_test SOURCES batch_scheduler_test.cc LIBS seedance_serving)

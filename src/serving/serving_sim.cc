@@ -15,15 +15,16 @@ std::string_view BatchingModeName(BatchingMode mode) {
   return mode == BatchingMode::kStatic ? "static" : "continuous";
 }
 
-ServingHardware HardwareFromCostModel(const CostModel& model, double memory_utilization) {
+ServingHardware HardwareFromCostModel(const model::CostModel& cost_model,
+                                      double memory_utilization) {
   ServingHardware hw;
-  hw.step_seconds = [&model](std::span<const SequenceWork> batch) {
-    return model.StepSeconds(batch);
+  hw.step_seconds = [&cost_model](std::span<const model::SequenceWork> batch) {
+    return cost_model.StepSeconds(batch);
   };
-  hw.kv_cache_bytes = model.KvCacheBytes(memory_utilization);
+  hw.kv_cache_bytes = cost_model.KvCacheBytes(memory_utilization);
   // K/V heads are split across tensor-parallel ranks.
-  hw.kv_bytes_per_token =
-      std::max<int64_t>(1, model.model().KvBytesPerToken() / std::max(1, model.tensor_parallel()));
+  hw.kv_bytes_per_token = std::max<int64_t>(
+      1, cost_model.model().KvBytesPerToken() / std::max(1, cost_model.tensor_parallel()));
   return hw;
 }
 

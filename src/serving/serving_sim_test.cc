@@ -9,6 +9,11 @@
 namespace seedance::serving {
 namespace {
 
+using model::CostModel;
+using model::LookupGpu;
+using model::LookupModel;
+using model::SequenceWork;
+
 // A GPU where an iteration costs 5 ms plus 20 us per token processed.
 ServingHardware FakeHardware(int64_t kv_tokens) {
   ServingHardware hw;

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Checks docs/architecture.md's library table against the CMake files.
 
-Every library built from src/ (add_library, MODULE plugins aside) must have a row, and its
-"depends on" cell must name exactly the Seedance libraries its target_link_libraries names
-("-" for none). Prints each difference; exit status 1 if there is one, 0 if none.
+Every library built from src/ (add_library in src/*/CMakeLists.txt or in a src/*/*.cmake file
+that it includes; MODULE plugins aside) must have a row, and its "depends on" cell must name
+exactly the Seedance libraries its target_link_libraries names ("-" for none). Prints each difference; exit status 1 if there is one, 0 if none.
 
 Usage: tools/analysis/architecture_doc.py [--root DIR]. Python 3 standard library only.
 """
@@ -18,7 +18,10 @@ MARKER = "<!-- libraries:"
 
 def cmake_graph(root):
     libs = {}
-    for path in sorted(glob.glob(os.path.join(root, "src", "*", "CMakeLists.txt"))):
+    # A folder's CMakeLists.txt and the *.cmake files beside it that it includes.
+    paths = glob.glob(os.path.join(root, "src", "*", "CMakeLists.txt"))
+    paths += glob.glob(os.path.join(root, "src", "*", "*.cmake"))
+    for path in sorted(paths):
         text = re.sub(r"#[^\n]*", "", open(path).read())
         for m in re.finditer(r"add_library\(\s*(seedance_\w+)\s+(\w+)?", text):
             if m.group(2) != "MODULE":

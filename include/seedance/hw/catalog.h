@@ -3,7 +3,7 @@
 // Each entry holds the model's canonical name and the names it is reported under, its memory,
 // dense tensor-core throughput per data type, memory bandwidth, interconnect, the data types its
 // tensor cores run, and a default on-demand price with its source. Every library that needs a
-// fact about a GPU model reads it here: the serving cost model and precision binder (compute,
+// fact about a GPU model reads it here: the GPU cost model and precision binder (model/; compute,
 // bandwidth, data types), the cost analysis and the simulator (prices), the topology model
 // (NVLink and PCIe per-direction bandwidth). A figure the vendor does not publish, or that no
 // user needs, is 0; a price nobody published is absent.
@@ -44,7 +44,7 @@ struct GpuModel {
   double tops_int8 = 0;
   double mem_bandwidth_gbps = 0;  // HBM/GDDR, GB/s
   // Per-GPU NVLink (or PCIe x16) bandwidth, both directions together, GB/s: the figure the
-  // serving cost model's all-reduce fits are made against.
+  // GPU cost model's all-reduce fits are made against.
   double interconnect_gbps = 0;
   // Per-direction link bandwidth the topology model uses for rings (0: not modelled, the topology
   // model's default generation applies).

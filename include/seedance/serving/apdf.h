@@ -2,7 +2,7 @@
 // inference service's error rate, latency and QPS, measured over fixed sampling windows, that
 // decides whether to serve at full precision, at degraded (lower) precision, or from a fallback.
 //
-// States and transitions (evaluated once per closed window; docs/serving-model.md has the chart):
+// States and transitions (evaluated once per closed window; docs/serving.md has the chart):
 //   Idle        --window with QPS >= min_qps-------------------------------> Monitoring
 //   Monitoring  --trip_windows consecutive breached windows----------------> Degraded
 //               --idle_windows consecutive windows below min_qps-----------> Idle

@@ -22,7 +22,7 @@
 //    batch formed.
 //
 // Time does not pass inside a scheduler: the caller runs Schedule(), prices the returned plan
-// (CostModel::StepSeconds) and calls Complete(end time).
+// (model::CostModel::StepSeconds) and calls Complete(end time).
 // Thread-safety: none.
 #pragma once
 
@@ -31,7 +31,7 @@
 #include <span>
 #include <vector>
 
-#include "seedance/serving/cost_model.h"
+#include "seedance/model/cost_model.h"
 #include "seedance/serving/kv_block_manager.h"
 
 namespace seedance::serving {
@@ -68,7 +68,7 @@ struct RequestOutcome {
 
 // The sequences of one iteration: work[i] belongs to request requests[i].
 struct StepPlan {
-  std::vector<SequenceWork> work;
+  std::vector<model::SequenceWork> work;
   std::vector<int32_t> requests;
   int64_t swap_in_blocks = 0;   // blocks copied CPU -> GPU before the iteration
   int64_t swap_out_blocks = 0;  // blocks copied GPU -> CPU before the iteration

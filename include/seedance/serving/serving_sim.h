@@ -1,6 +1,6 @@
 // Trace-driven LLM serving simulator (docs/serving.md#simulator), in the spirit of Vidur
 // (MLSys'24): the runtime's decisions (KV block manager, batch scheduler) run for real on the CPU;
-// only the GPU time of each iteration comes from a model (CostModel::StepSeconds).
+// only the GPU time of each iteration comes from a model (model::CostModel::StepSeconds).
 //
 // The loop is event-driven over iterations: arrivals up to the current time join the waiting
 // queue, the scheduler plans one iteration, the cost model prices it (plus PCIe time for swapped
@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "seedance/model/cost_model.h"
 #include "seedance/serving/batch_scheduler.h"
-#include "seedance/serving/cost_model.h"
 #include "seedance/serving/request_trace.h"
 
 namespace seedance::serving {
@@ -40,15 +40,16 @@ enum class PrefixCacheMode {
 
 // What the simulator needs from the hardware model.
 struct ServingHardware {
-  std::function<double(std::span<const SequenceWork>)> step_seconds;
+  std::function<double(std::span<const model::SequenceWork>)> step_seconds;
   int64_t kv_cache_bytes = 0;      // per GPU
   int64_t kv_bytes_per_token = 0;  // per GPU (the model's K+V bytes per token / TP)
   double pcie_gbps = 25;           // host <-> GPU copies for swapping
 };
 
 // From the cost model: StepSeconds, KvCacheBytes(memory_utilization) and KvBytesPerToken / TP.
-// REQUIRES: `model` outlives the returned value.
-ServingHardware HardwareFromCostModel(const CostModel& model, double memory_utilization = 0.9);
+// REQUIRES: `cost_model` outlives the returned value.
+ServingHardware HardwareFromCostModel(const model::CostModel& cost_model,
+                                      double memory_utilization = 0.9);
 
 struct ServingSimOptions {
   BatchingMode mode = BatchingMode::kContinuous;

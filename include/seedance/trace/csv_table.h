@@ -1,8 +1,8 @@
 // The one CSV table scanner of Seedance's text readers: the cluster trace CSVs (csv_reader.h), the
 // job trace and tenant files (job_trace.h), the LLM request traces (serving/request_trace.h) and
-// the operator profiles (serving/calibration.h). Header-only, like input_error.h and
-// line_scanner.h, so that a library that does not link seedance_trace (seedance_serving) can use
-// it.
+// the operator profiles (model/calibration.h). Header-only, like input_error.h and
+// line_scanner.h, so that a library that does not link seedance_trace (seedance_serving,
+// seedance_model_cost) can use it.
 //
 // Dialect, the same for every reader:
 //  * "\n" or "\r\n" ends a line; a UTF-8 byte order mark at the start of the text is skipped;

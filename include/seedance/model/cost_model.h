@@ -5,8 +5,10 @@
 //
 // per operator group (the calibrated model uses the smooth form of the max(), see CostModelParams),
 // plus the tensor-parallel all-reduce alpha + 2(N-1)/N * S / B. The constants
-// are fitted to measured operator profiles (docs/serving-model.md). This header is the contract
-// between the cost model and the serving simulator: the simulator only uses what is declared here.
+// are fitted to measured operator profiles (docs/gpu-cost-model.md). This header is the contract
+// between the cost model and the serving simulator (seedance_serving): the simulator only uses
+// what is declared here. Thread-safety: the lookups and free functions are pure; a CostModel's
+// const methods may run concurrently, set_weight_dtypes() not beside them.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +19,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace seedance::serving {
+namespace seedance::model {
 
 enum class DType { kFP32, kBF16, kFP16, kFP8, kINT8 };
 
@@ -74,7 +76,7 @@ struct SequenceWork {
 
 // ---- Additions for calibration and precision (additive to the contract above) ----
 
-// The few physically meaningful constants of the model (docs/serving-model.md):
+// The few physically meaningful constants of the model (docs/gpu-cost-model.md):
 //   GEMM / attention: c + (t_c^p + t_m^p)^(1/p), t_c = FLOPs / (eta_compute * peak),
 //                     t_m = bytes / (eta_memory * BW); p = roofline_exponent (a fixed structural
 //                     choice, not fitted: 2 = compute and memory overlap partially near the ridge;
@@ -107,7 +109,7 @@ struct CostModelParams {
 };
 
 // Calibrated constants for a built-in GPU and tensor-parallel degree (fitted on the A100 and H100
-// profiles; H200 uses the H100 fit, the PCIe GPUs the A100 fit, see docs/serving-model.md).
+// profiles; H200 uses the H100 fit, the PCIe GPUs the A100 fit, see docs/gpu-cost-model.md).
 // Unknown names get the struct defaults.
 CostModelParams DefaultParamsFor(const GpuSpec& gpu, int tensor_parallel = 1);
 
@@ -186,4 +188,4 @@ class CostModel {
   WeightDTypes dtypes_;
 };
 
-}  // namespace seedance::serving
+}  // namespace seedance::model

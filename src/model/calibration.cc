@@ -1,11 +1,11 @@
 // Fitting and checking the cost model against operator profiles (calibration.h).
-#include "seedance/serving/calibration.h"
+#include "seedance/model/calibration.h"
 
 #include <cmath>
 #include <functional>
 #include <map>
 
-namespace seedance::serving {
+namespace seedance::model {
 namespace {
 
 // Minimises f over the parameters pointed to by `knobs` (all > 0) by coordinate descent on a
@@ -122,4 +122,4 @@ CheckResult CheckProfile(const Profile& profile, const GpuSpec& gpu) {
   return r;
 }
 
-}  // namespace seedance::serving
+}  // namespace seedance::model

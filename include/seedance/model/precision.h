@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "seedance/serving/cost_model.h"
+#include "seedance/model/cost_model.h"
 
-namespace seedance::serving {
+namespace seedance::model {
 
 enum class LayerClass { kEmbedding, kAttention, kFfn, kNorm, kLmHead, kKvCache };
 inline constexpr int kNumLayerClasses = 6;
@@ -53,7 +53,9 @@ struct PrecisionOptions {
   double memory_utilization = 0.9;  // fraction of GPU memory the runtime may use
 };
 
-struct PrecisionPlan {
+// A format per layer *class* of a transformer served on a GPU (not emulation.h's PrecisionPlan,
+// which gives a format per node of an ONNX graph).
+struct ClassPrecisionPlan {
   std::array<DType, kNumLayerClasses> dtype{};
   bool fits_memory = true;             // weights + requested KV fit after any downgrades
   std::vector<std::string> decisions;  // one line per rule, feedback and downgrade step
@@ -75,10 +77,11 @@ class PrecisionBinder {
   bool Acceptable(LayerClass cls, DType dtype) const;
 
   // Steps 1 and 2 only (no memory check).
-  PrecisionPlan RulePlan() const;
+  ClassPrecisionPlan RulePlan() const;
   // Steps 1-3: the plan under which `model` with tensor parallelism `tp` keeps `kv_tokens` tokens
   // of KV cache on each GPU group.
-  PrecisionPlan Bind(const ModelConfig& model, const GpuSpec& gpu, int tp, int64_t kv_tokens) const;
+  ClassPrecisionPlan Bind(const ModelConfig& model, const GpuSpec& gpu, int tp,
+                          int64_t kv_tokens) const;
 
   const DeviceCapabilities& capabilities() const { return caps_; }
   const PrecisionOptions& options() const { return options_; }
@@ -94,6 +97,6 @@ class PrecisionBinder {
 };
 
 // `model` with the plan's KV format, as a cost model charging the plan's bytes per weight class.
-CostModel MakeCostModel(ModelConfig model, GpuSpec gpu, int tp, const PrecisionPlan& plan);
+CostModel MakeCostModel(ModelConfig model, GpuSpec gpu, int tp, const ClassPrecisionPlan& plan);
 
-}  // namespace seedance::serving
+}  // namespace seedance::model

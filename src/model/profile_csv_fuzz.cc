@@ -4,14 +4,14 @@
 #include <cstdint>
 #include <string_view>
 
-#include "seedance/serving/calibration.h"
+#include "seedance/model/calibration.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  absl::StatusOr<seedance::serving::Profile> p = seedance::serving::ParseProfileCsv(text, "fuzz");
+  absl::StatusOr<seedance::model::Profile> p = seedance::model::ParseProfileCsv(text, "fuzz");
   if (p.ok()) {
-    static const seedance::serving::GpuSpec gpu = *seedance::serving::LookupGpu("h100");
-    (void)seedance::serving::CheckProfile(*p, gpu);
+    static const seedance::model::GpuSpec gpu = *seedance::model::LookupGpu("h100");
+    (void)seedance::model::CheckProfile(*p, gpu);
   }
   return 0;
 }

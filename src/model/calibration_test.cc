@@ -1,5 +1,6 @@
-#include "seedance/serving/calibration.h"
+#include "seedance/model/calibration.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -7,8 +8,11 @@
 
 #include "seedance/trace/csv_reader.h"
 
-namespace seedance::serving {
+namespace seedance::model {
 namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kOpHeader[] =
     "time_stats.attn_pre_proj.median,time_stats.mlp_up_proj.median,time_stats.add.median,"
@@ -226,5 +230,42 @@ TEST_P(VidurProfileTest, GemmFitHoldsOnHeldOutShapesAndGpus) {
 
 INSTANTIATE_TEST_SUITE_P(Gpus, VidurProfileTest, ::testing::Values("a100", "h100"));
 
+// The profile reader's meaning checks (the ProfileCsvTest cases above cover the parse itself).
+TEST(ProfileCsvMeaningTest, RejectsDuplicateColumnsAndImpossibleShapes) {
+  const std::string header =
+      "time_stats.mlp_up_proj.median,n_head,n_kv_head,n_embd,n_expanded_embd,num_tokens,"
+      "num_tensor_parallel_workers\n";
+  struct Case {
+    const char* name;
+    std::string text;
+    const char* want;
+  };
+  const std::vector<Case> cases = {
+      {"duplicate", "n_head,n_head,time_stats.add.median\n1,2,3\n",
+       "p.csv:1: field 'n_head': duplicate header"},
+      {"narrow embedding", header + "0.2,64,8,32,14336,16,1\n", "p.csv:2: field 'n_embd'"},
+      {"nan time", header + "nan,32,8,4096,14336,16,1\n",
+       "p.csv:2: field 'time_stats.mlp_up_proj.median'"},
+      {"inf time", header + "inf,32,8,4096,14336,16,1\n",
+       "p.csv:2: field 'time_stats.mlp_up_proj.median'"},
+      {"negative tokens", header + "0.2,32,8,4096,14336,-16,1\n", "p.csv:2: field 'num_tokens'"},
+  };
+  for (const Case& c : cases) {
+    auto p = ParseProfileCsv(c.text, "p.csv");
+    ASSERT_FALSE(p.ok()) << c.name;
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << c.name;
+    EXPECT_THAT(std::string(p.status().message()), HasSubstr(c.want)) << c.name;
+  }
+  EXPECT_TRUE(ParseProfileCsv(header + "0.2,32,8,4096,14336,16,1\n", "p.csv").ok());
+}
+
+TEST(ProfileCsvMeaningTest, ReadNamesTheOsError) {
+  auto p = ReadProfileCsv("/");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(p.status().message()), HasSubstr("/"));
+  EXPECT_THAT(std::string(p.status().message()), Not(HasSubstr("empty file")));
+}
+
 }  // namespace
-}  // namespace seedance::serving
+}  // namespace seedance::model

@@ -1,5 +1,5 @@
 // Precision binding: rules, error feedback and memory-pressure downgrades (precision.h).
-#include "seedance/serving/precision.h"
+#include "seedance/model/precision.h"
 
 #include <algorithm>
 #include <cctype>
@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "seedance/base/check.h"
 
-namespace seedance::serving {
+namespace seedance::model {
 namespace {
 
 int Index(DType d) { return static_cast<int>(d); }
@@ -58,7 +58,7 @@ std::vector<DType> RulePreference(LayerClass cls) {
 }
 
 bool Fits(const ModelConfig& model, const GpuSpec& gpu, int tp, int64_t kv_tokens,
-          double utilization, const PrecisionPlan& plan) {
+          double utilization, const ClassPrecisionPlan& plan) {
   const CostModel cm = MakeCostModel(model, gpu, tp, plan);
   const double need = static_cast<double>(kv_tokens) *
                       static_cast<double>(cm.model().KvBytesPerToken()) / std::max(1, tp);
@@ -113,7 +113,7 @@ absl::StatusOr<DeviceCapabilities> LookupCapabilities(std::string_view gpu) {
   return c;
 }
 
-WeightDTypes PrecisionPlan::weights() const {
+WeightDTypes ClassPrecisionPlan::weights() const {
   WeightDTypes w;
   w.embedding = of(LayerClass::kEmbedding);
   w.attention = of(LayerClass::kAttention);
@@ -190,17 +190,17 @@ DType PrecisionBinder::Resolve(LayerClass cls, std::vector<std::string>& log) co
   return DType::kFP32;
 }
 
-PrecisionPlan PrecisionBinder::RulePlan() const {
-  PrecisionPlan plan;
+ClassPrecisionPlan PrecisionBinder::RulePlan() const {
+  ClassPrecisionPlan plan;
   for (int i = 0; i < kNumLayerClasses; ++i) {
     plan.dtype[i] = Resolve(static_cast<LayerClass>(i), plan.decisions);
   }
   return plan;
 }
 
-PrecisionPlan PrecisionBinder::Bind(const ModelConfig& model, const GpuSpec& gpu, int tp,
-                                    int64_t kv_tokens) const {
-  PrecisionPlan plan = RulePlan();
+ClassPrecisionPlan PrecisionBinder::Bind(const ModelConfig& model, const GpuSpec& gpu, int tp,
+                                         int64_t kv_tokens) const {
+  ClassPrecisionPlan plan = RulePlan();
   const double util = options_.memory_utilization;
   plan.fits_memory = Fits(model, gpu, tp, kv_tokens, util, plan);
   static constexpr LayerClass kOrder[] = {LayerClass::kFfn, LayerClass::kAttention,
@@ -226,7 +226,7 @@ PrecisionPlan PrecisionBinder::Bind(const ModelConfig& model, const GpuSpec& gpu
   return plan;
 }
 
-CostModel MakeCostModel(ModelConfig model, GpuSpec gpu, int tp, const PrecisionPlan& plan) {
+CostModel MakeCostModel(ModelConfig model, GpuSpec gpu, int tp, const ClassPrecisionPlan& plan) {
   model.kv_dtype = plan.kv();
   model.weight_dtype = plan.of(LayerClass::kAttention);
   CostModel cm(std::move(model), std::move(gpu), tp);
@@ -234,4 +234,4 @@ CostModel MakeCostModel(ModelConfig model, GpuSpec gpu, int tp, const PrecisionP
   return cm;
 }
 
-}  // namespace seedance::serving
+}  // namespace seedance::model

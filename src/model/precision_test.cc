@@ -1,11 +1,11 @@
-#include "seedance/serving/precision.h"
+#include "seedance/model/precision.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 
-namespace seedance::serving {
+namespace seedance::model {
 namespace {
 
 class PrecisionTest : public ::testing::Test {
@@ -13,7 +13,7 @@ class PrecisionTest : public ::testing::Test {
   static PrecisionBinder Binder(const char* gpu, PrecisionOptions o = {}) {
     return PrecisionBinder(*LookupCapabilities(gpu), o);
   }
-  static bool Logged(const PrecisionPlan& p, const std::string& needle) {
+  static bool Logged(const ClassPrecisionPlan& p, const std::string& needle) {
     for (const std::string& d : p.decisions) {
       if (d.find(needle) != std::string::npos) return true;
     }
@@ -51,7 +51,7 @@ TEST_F(PrecisionTest, CapabilityTablePerGpu) {
 }
 
 TEST_F(PrecisionTest, PerLayerRulesOnHopper) {
-  const PrecisionPlan p = Binder("h100").RulePlan();
+  const ClassPrecisionPlan p = Binder("h100").RulePlan();
   EXPECT_EQ(p.of(LayerClass::kEmbedding), DType::kFP16);
   EXPECT_EQ(p.of(LayerClass::kFfn), DType::kINT8);
   EXPECT_EQ(p.of(LayerClass::kNorm), DType::kBF16);
@@ -61,7 +61,7 @@ TEST_F(PrecisionTest, PerLayerRulesOnHopper) {
 }
 
 TEST_F(PrecisionTest, RulesFallBackToFp16WithoutBf16) {
-  const PrecisionPlan p = Binder("t4").RulePlan();
+  const ClassPrecisionPlan p = Binder("t4").RulePlan();
   EXPECT_EQ(p.of(LayerClass::kNorm), DType::kFP16);
   EXPECT_EQ(p.of(LayerClass::kAttention), DType::kFP16);
   EXPECT_EQ(p.kv(), DType::kFP16);
@@ -75,7 +75,7 @@ TEST_F(PrecisionTest, Int8OverTheCalibrationLimitGoesBackTo16Bit) {
   EXPECT_EQ(h100.RulePlan().of(LayerClass::kFfn), DType::kINT8);  // 1.0% < 2.3%
   PrecisionBinder bad = Binder("h100");
   bad.ReportError(LayerClass::kFfn, DType::kINT8, 0.031);
-  const PrecisionPlan p = bad.RulePlan();
+  const ClassPrecisionPlan p = bad.RulePlan();
   EXPECT_EQ(p.of(LayerClass::kFfn), DType::kBF16);
   EXPECT_TRUE(Logged(p, "ffn: int8 -> bf16 (measured error 3.10% > limit 2.30%)"));
   PrecisionBinder t4 = Binder("t4");
@@ -109,12 +109,12 @@ TEST_F(PrecisionTest, MemoryPressureWalksTheLadderLeastSensitiveFirst) {
   const ModelConfig m = *LookupModel("llama-3-8b");
   const GpuSpec a10 = *LookupGpu("a10");  // 24 GB
   const PrecisionBinder b = Binder("a10");
-  const PrecisionPlan roomy = b.Bind(m, a10, 1, 1000);
+  const ClassPrecisionPlan roomy = b.Bind(m, a10, 1, 1000);
   EXPECT_TRUE(roomy.fits_memory);
   EXPECT_EQ(roomy.of(LayerClass::kAttention), DType::kBF16);  // no pressure, rules stand
   // 92k tokens of BF16 KV (11.2 GiB) plus the rule plan's 9.7 GiB of weights exceed 0.9 * 24 GiB:
   // attention goes BF16 -> FP16 -> INT8 before the KV cache is touched.
-  const PrecisionPlan tight = b.Bind(m, a10, 1, 92000);
+  const ClassPrecisionPlan tight = b.Bind(m, a10, 1, 92000);
   EXPECT_TRUE(tight.fits_memory);
   EXPECT_TRUE(Logged(tight, "attention: bf16 -> fp16 (memory pressure"));
   EXPECT_TRUE(Logged(tight, "attention: fp16 -> int8 (memory pressure"));
@@ -122,11 +122,11 @@ TEST_F(PrecisionTest, MemoryPressureWalksTheLadderLeastSensitiveFirst) {
   EXPECT_EQ(tight.kv(), DType::kBF16);
   EXPECT_EQ(tight.of(LayerClass::kNorm), DType::kBF16);  // norms never leave 16 bits
   // Even more KV: the KV cache itself goes to INT8.
-  const PrecisionPlan tighter = b.Bind(m, a10, 1, 150000);
+  const ClassPrecisionPlan tighter = b.Bind(m, a10, 1, 150000);
   EXPECT_TRUE(tighter.fits_memory);
   EXPECT_EQ(tighter.kv(), DType::kINT8);
   // Impossible: reported, not hidden.
-  const PrecisionPlan impossible = b.Bind(*LookupModel("llama-3-70b"), a10, 1, 1000);
+  const ClassPrecisionPlan impossible = b.Bind(*LookupModel("llama-3-70b"), a10, 1, 1000);
   EXPECT_FALSE(impossible.fits_memory);
   EXPECT_TRUE(Logged(impossible, "does not fit"));
 }
@@ -136,7 +136,7 @@ TEST_F(PrecisionTest, MemoryDowngradeSkipsFormatsWithBadMeasuredError) {
   const GpuSpec a10 = *LookupGpu("a10");
   PrecisionBinder b = Binder("a10");
   b.ReportError(LayerClass::kAttention, DType::kINT8, 0.08);
-  const PrecisionPlan p = b.Bind(m, a10, 1, 92000);
+  const ClassPrecisionPlan p = b.Bind(m, a10, 1, 92000);
   EXPECT_NE(p.of(LayerClass::kAttention), DType::kINT8);
   EXPECT_TRUE(p.fits_memory);
   EXPECT_EQ(p.kv(), DType::kINT8);  // the pressure went to the next class instead
@@ -146,8 +146,8 @@ TEST_F(PrecisionTest, PlanIsReflectedInTheCostModel) {
   const ModelConfig m = *LookupModel("llama-3-8b");
   const GpuSpec a10 = *LookupGpu("a10");
   const PrecisionBinder b = Binder("a10");
-  const PrecisionPlan rules = b.Bind(m, a10, 1, 1000);
-  const PrecisionPlan tight = b.Bind(m, a10, 1, 150000);
+  const ClassPrecisionPlan rules = b.Bind(m, a10, 1, 1000);
+  const ClassPrecisionPlan tight = b.Bind(m, a10, 1, 150000);
   const CostModel base = MakeCostModel(m, a10, 1, rules);
   const CostModel small = MakeCostModel(m, a10, 1, tight);
   EXPECT_EQ(small.model().KvBytesPerToken() * 2, base.model().KvBytesPerToken());  // INT8 KV
@@ -160,4 +160,4 @@ TEST_F(PrecisionTest, PlanIsReflectedInTheCostModel) {
 }
 
 }  // namespace
-}  // namespace seedance::serving
+}  // namespace seedance::model

@@ -13,10 +13,10 @@
 #include "absl/strings/str_cat.h"
 #include "seedance/base/io.h"
 #include "seedance/base/text.h"
-#include "seedance/serving/calibration.h"
+#include "seedance/model/calibration.h"
 #include "seedance/trace/csv_table.h"
 
-namespace seedance::serving {
+namespace seedance::model {
 namespace {
 
 using trace::table::Column;
@@ -262,4 +262,4 @@ absl::StatusOr<Profile> ReadProfileCsv(const std::string& path) {
   return ParseProfileCsv(*text, base::ForTerminal(path));
 }
 
-}  // namespace seedance::serving
+}  // namespace seedance::model

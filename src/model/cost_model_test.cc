@@ -1,10 +1,10 @@
-#include "seedance/serving/cost_model.h"
+#include "seedance/model/cost_model.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-namespace seedance::serving {
+namespace seedance::model {
 namespace {
 
 class CostModelTest : public ::testing::Test {
@@ -183,4 +183,4 @@ TEST_F(CostModelTest, SmoothRooflineApproachesTheHardMax) {
 }
 
 }  // namespace
-}  // namespace seedance::serving
+}  // namespace seedance::model

@@ -27,9 +27,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "seedance/serving/cost_model.h"
+#include "seedance/model/cost_model.h"
 
-namespace seedance::serving {
+namespace seedance::model {
 
 enum class OpClass { kGemm, kElementwise, kAllReduce };
 
@@ -103,4 +103,4 @@ struct CheckResult {
 // Compares the model (DefaultParamsFor(gpu, N) for each row's N) with `profile`.
 CheckResult CheckProfile(const Profile& profile, const GpuSpec& gpu);
 
-}  // namespace seedance::serving
+}  // namespace seedance::model

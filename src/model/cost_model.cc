@@ -1,5 +1,5 @@
-// Roofline cost model of a transformer forward iteration (docs/serving-model.md).
-#include "seedance/serving/cost_model.h"
+// Roofline cost model of a transformer forward iteration (docs/gpu-cost-model.md).
+#include "seedance/model/cost_model.h"
 
 #include <algorithm>
 #include <cctype>
@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "seedance/hw/catalog.h"
 
-namespace seedance::serving {
+namespace seedance::model {
 namespace {
 
 std::string Lower(std::string_view s) {
@@ -72,14 +72,14 @@ double Roof(double t_c, double t_m, double p) {
 }
 
 // Constants fitted by FitCostModel (calibration.h) on the Vidur profiles; see
-// docs/serving-model.md for the fit error. GEMM and element-wise constants per GPU family,
+// docs/gpu-cost-model.md for the fit error. GEMM and element-wise constants per GPU family,
 // all-reduce constants per GPU family and tensor-parallel degree.
 CostModelParams CalibratedParams(const GpuSpec& gpu, int tp) {
   CostModelParams p;
   const bool hopper = gpu.hopper;
   // Fitted with `seedance costmodel fit` on vidur-profiling/{a100,h100} (Llama-2-7B operators:
   // all rows; DGX all-reduce: --train-workers N per row, all intra-node N for "any other N");
-  // rounded to 3 significant digits. Commands and errors: docs/serving-model.md.
+  // rounded to 3 significant digits. Commands and errors: docs/gpu-cost-model.md.
   struct AllReduceFit {
     int n;
     double latency_us, efficiency, small_latency_us, small_efficiency;
@@ -177,7 +177,7 @@ int64_t ModelConfig::KvBytesPerToken() const {
 }
 
 int64_t ModelConfig::WeightBytes() const {
-  return serving::WeightBytes(*this, WeightDTypes::Uniform(weight_dtype));
+  return model::WeightBytes(*this, WeightDTypes::Uniform(weight_dtype));
 }
 
 absl::StatusOr<ModelConfig> LookupModel(std::string_view name) {
@@ -386,7 +386,7 @@ double CostModel::StepSeconds(std::span<const SequenceWork> batch) const {
 
 int64_t CostModel::KvCacheBytes(double memory_utilization) const {
   const double total = gpu_.memory_gib * 1024.0 * 1024.0 * 1024.0 * memory_utilization;
-  const double weights = static_cast<double>(serving::WeightBytes(model_, dtypes_)) / tp_;
+  const double weights = static_cast<double>(model::WeightBytes(model_, dtypes_)) / tp_;
   // Peak activations while profiling a max-size batch (vLLM profiles max_num_batched_tokens,
   // 4096 here): the MLP intermediate (gate+up, then act) and a few hidden-size buffers per token,
   // plus the logits of up to 256 sequences in FP32 and ~0.5 GiB of non-tensor memory (CUDA
@@ -400,4 +400,4 @@ int64_t CostModel::KvCacheBytes(double memory_utilization) const {
   return left > 0 ? static_cast<int64_t>(left) : 0;
 }
 
-}  // namespace seedance::serving
+}  // namespace seedance::model
