@@ -27,8 +27,11 @@ namespace seedance::model::ops {
 
 class OpContext {
  public:
-  OpContext(const Node& node, int64_t opset, std::vector<const Tensor*> inputs)
-      : node_(node), opset_(opset), inputs_(std::move(inputs)) {}
+  // `takeable` (empty, or one entry per input) holds, for an input the kernel may move from, the
+  // same tensor as `inputs` but mutable; nullptr (or an empty vector) for the others.
+  OpContext(const Node& node, int64_t opset, std::vector<const Tensor*> inputs,
+            std::vector<Tensor*> takeable = {})
+      : node_(node), opset_(opset), inputs_(std::move(inputs)), takeable_(std::move(takeable)) {}
 
   const Node& node() const { return node_; }
   int64_t opset() const { return opset_; }
@@ -40,6 +43,13 @@ class OpContext {
   }
   // REQUIRES: has_input(i).
   const Tensor& input(int i) const;
+  // Input i as a tensor the kernel may move from (to reuse its storage for an output), or nullptr.
+  // The executor offers one only where this node is the last reader of a value a node made and
+  // reads it through no other input; after moving from it the kernel must not read input i again.
+  Tensor* takeable_input(int i) const {
+    const size_t k = static_cast<size_t>(i);
+    return k < takeable_.size() ? takeable_[k] : nullptr;
+  }
   int output_count() const { return static_cast<int>(node_.outputs.size()); }
 
   bool has_attr(const std::string& name) const { return node_.attributes.count(name) > 0; }
@@ -59,6 +69,7 @@ class OpContext {
   const Node& node_;
   int64_t opset_;
   std::vector<const Tensor*> inputs_;
+  std::vector<Tensor*> takeable_;
 };
 
 // Fills `outputs` (already sized to output_count(), each a default Tensor). An output the node

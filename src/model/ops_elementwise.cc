@@ -156,7 +156,7 @@ absl::Status ExpectSameType(const OpContext& ctx, int i, int j) {
 // out[i] = f(x[i]) on raw elements (T in, O out).
 template <typename T, typename O, typename F>
 Tensor Map(const Tensor& x, F f) {
-  Tensor out(DataTypeOf<O>(), x.shape());
+  Tensor out(DataTypeOf<O>(), x.shape(), Tensor::Uninitialized{});
   const T* in = x.data<T>();
   O* o = out.data<O>();
   const int64_t n = x.size();
@@ -439,17 +439,32 @@ absl::StatusOr<std::vector<int64_t>> OutputShape(std::span<const int64_t> a,
 // operand's row for each output row, and whether it advances along the row (else its one
 // element there repeats). REQUIRES: `in` broadcasts to `out`, out has rank >= 1.
 struct RowWalk {
-  std::vector<int64_t> base;
+  std::vector<int64_t> base;  // per output row; empty when the offset is r * step
+  int64_t step = 0;
   bool along = false;
+  int64_t Offset(int64_t r) const { return base.empty() ? r * step : base[static_cast<size_t>(r)]; }
 };
+
+int64_t Product(std::span<const int64_t> dims) {
+  int64_t p = 1;
+  for (int64_t d : dims) p *= d;
+  return p;
+}
 
 RowWalk WalkRows(std::span<const int64_t> in, std::span<const int64_t> out) {
   const int64_t width = in.empty() ? 1 : in.back();
   std::span<const int64_t> in_rows = in.empty() ? in : in.first(in.size() - 1);
+  std::span<const int64_t> out_rows = out.first(out.size() - 1);
   RowWalk walk;
-  walk.base = BroadcastIndex(in_rows, out.first(out.size() - 1));
-  for (int64_t& b : walk.base) b *= width;
   walk.along = width != 1;
+  const int64_t count = Product(in_rows);
+  if (count == 1) return walk;       // one row, read for every output row
+  if (count == Product(out_rows)) {  // as many rows as the output: the same layout
+    walk.step = width;
+    return walk;
+  }
+  walk.base = BroadcastIndex(in_rows, out_rows);
+  for (int64_t& b : walk.base) b *= width;
   return walk;
 }
 
@@ -459,13 +474,14 @@ void BinaryRows(const Tensor& a, const Tensor& b, Tensor& out, F& f) {
   const RowWalk wa = WalkRows(a.shape(), out.shape());
   const RowWalk wb = WalkRows(b.shape(), out.shape());
   const int64_t width = out.shape().back();
+  const int64_t rows = out.size() / width;
   const A* pa = a.data<A>();
   const B* pb = b.data<B>();
   O* po = out.data<O>();
-  for (size_t r = 0; r < wa.base.size(); ++r) {
-    const A* ra = pa + wa.base[r];
-    const B* rb = pb + wb.base[r];
-    O* ro = po + static_cast<int64_t>(r) * width;
+  for (int64_t r = 0; r < rows; ++r) {
+    const A* ra = pa + wa.Offset(r);
+    const B* rb = pb + wb.Offset(r);
+    O* ro = po + r * width;
     if (wa.along && wb.along) {
       for (int64_t i = 0; i < width; ++i) ro[i] = f(ra[i], rb[i]);
     } else if (wa.along) {
@@ -487,7 +503,7 @@ template <typename A, typename B, typename O, typename F>
 absl::StatusOr<Tensor> Binary(const Tensor& a, const Tensor& b, F f) {
   absl::StatusOr<std::vector<int64_t>> shape = OutputShape(a.shape(), b.shape());
   if (!shape.ok()) return shape.status();
-  Tensor out(DataTypeOf<O>(), *std::move(shape));
+  Tensor out(DataTypeOf<O>(), *std::move(shape), Tensor::Uninitialized{});  // all written below
   const A* pa = a.data<A>();
   const B* pb = b.data<B>();
   O* po = out.data<O>();
@@ -866,11 +882,11 @@ absl::StatusOr<Tensor> Select(const Tensor& cond, const Tensor& x, const Tensor&
   const int64_t sc = wc.along ? 1 : 0;
   const int64_t sx = wx.along ? 1 : 0;
   const int64_t sy = wy.along ? 1 : 0;
-  for (size_t r = 0; r < wc.base.size(); ++r) {
-    const bool* rc = pc + wc.base[r];
-    const T* rx = px + wx.base[r];
-    const T* ry = py + wy.base[r];
-    T* ro = po + static_cast<int64_t>(r) * width;
+  for (int64_t r = 0; r < n / width; ++r) {
+    const bool* rc = pc + wc.Offset(r);
+    const T* rx = px + wx.Offset(r);
+    const T* ry = py + wy.Offset(r);
+    T* ro = po + r * width;
     for (int64_t i = 0; i < width; ++i) ro[i] = rc[i * sc] ? rx[i * sx] : ry[i * sy];
   }
   return out;

@@ -3,6 +3,7 @@
 #include <array>
 #include <map>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "ops.h"
@@ -33,16 +34,19 @@ dnnl::memory::desc DescOf(int64_t batch, const Operand& op) {
   return dnnl::memory::desc({b, op.rows, op.cols}, dnnl::memory::data_type::f32, strides);
 }
 
-// A matmul primitive for one problem shape, with the descriptors its memories are made from.
+// A matmul primitive for one problem shape, with its memories (pointed at each call's operands)
+// and the argument map that names them, made once with it.
 struct MatMulPrimitive {
   dnnl::memory::desc a_md, b_md, c_md;
   dnnl::matmul primitive;
+  dnnl::memory a_mem, b_mem, c_mem;
+  std::unordered_map<int, dnnl::memory> args;
 };
 
 // The primitive for (batch, a, b), made once per shape and thread: building a primitive
 // descriptor costs more than a small product itself (a transformer layer of [2,16,64] runs a
 // dozen products of microseconds each). The key holds every field DescOf reads.
-const MatMulPrimitive& PrimitiveFor(int64_t batch, const Operand& a, const Operand& b) {
+MatMulPrimitive& PrimitiveFor(int64_t batch, const Operand& a, const Operand& b) {
   using Key = std::array<int64_t, 9>;
   thread_local std::map<Key, MatMulPrimitive> cache;
   const Key key = {batch,        a.rows,         a.cols, a.transposed, a.batch_stride, b.cols,
@@ -51,13 +55,17 @@ const MatMulPrimitive& PrimitiveFor(int64_t batch, const Operand& a, const Opera
   if (it != cache.end()) return it->second;
   if (cache.size() > 256) cache.clear();  // a model with many shapes: keep the memory bounded
   dnnl::engine& engine = CpuEngine();
-  MatMulPrimitive p{DescOf(batch, a),
-                    DescOf(batch, b),
-                    dnnl::memory::desc({batch, a.rows, b.cols}, dnnl::memory::data_type::f32,
-                                       dnnl::memory::format_tag::abc),
-                    {}};
+  MatMulPrimitive p;
+  p.a_md = DescOf(batch, a);
+  p.b_md = DescOf(batch, b);
+  p.c_md = dnnl::memory::desc({batch, a.rows, b.cols}, dnnl::memory::data_type::f32,
+                              dnnl::memory::format_tag::abc);
   p.primitive = dnnl::matmul(
       dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.a_md, p.b_md, p.c_md), engine));
+  p.a_mem = dnnl::memory(p.a_md, engine, DNNL_MEMORY_NONE);
+  p.b_mem = dnnl::memory(p.b_md, engine, DNNL_MEMORY_NONE);
+  p.c_mem = dnnl::memory(p.c_md, engine, DNNL_MEMORY_NONE);
+  p.args = {{DNNL_ARG_SRC, p.a_mem}, {DNNL_ARG_WEIGHTS, p.b_mem}, {DNNL_ARG_DST, p.c_mem}};
   return cache.emplace(key, std::move(p)).first->second;
 }
 
@@ -68,14 +76,13 @@ void MatMulF32(int64_t batch, const Operand& a, const Operand& b, float* c) {
     std::fill(c, c + batch * a.rows * b.cols, 0.0f);
     return;
   }
-  dnnl::engine& engine = CpuEngine();
-  const MatMulPrimitive& p = PrimitiveFor(batch, a, b);
-  dnnl::memory a_mem(p.a_md, engine, const_cast<float*>(a.data));
-  dnnl::memory b_mem(p.b_md, engine, const_cast<float*>(b.data));
-  dnnl::memory c_mem(p.c_md, engine, c);
-  dnnl::stream stream(engine);
-  p.primitive.execute(stream,
-                      {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+  // One stream per thread, like the primitives (a CPU stream is cheap but not free to make).
+  thread_local dnnl::stream stream(CpuEngine());
+  MatMulPrimitive& p = PrimitiveFor(batch, a, b);
+  p.a_mem.set_data_handle(const_cast<float*>(a.data));
+  p.b_mem.set_data_handle(const_cast<float*>(b.data));
+  p.c_mem.set_data_handle(c);
+  p.primitive.execute(stream, p.args);
   stream.wait();
 }
 
@@ -138,8 +145,6 @@ int64_t Product(const std::vector<int64_t>& dims) {
 template <typename T>
 void BatchedMatMul(const MatMulShape& s, const T* a, const T* b, T* c) {
   const int64_t batch = Product(s.batch);
-  const std::vector<int64_t> ia = BroadcastIndex(s.a_batch, s.batch);
-  const std::vector<int64_t> ib = BroadcastIndex(s.b_batch, s.batch);
   const bool b_shared = Product(s.b_batch) == 1;
   const bool a_plain = Product(s.a_batch) == batch;
   if constexpr (std::is_same_v<T, float>) {
@@ -152,6 +157,8 @@ void BatchedMatMul(const MatMulShape& s, const T* a, const T* b, T* c) {
       return;
     }
   }
+  const std::vector<int64_t> ia = BroadcastIndex(s.a_batch, s.batch);
+  const std::vector<int64_t> ib = BroadcastIndex(s.b_batch, s.batch);
   for (int64_t i = 0; i < batch; ++i) {
     const T* ai = a + ia[static_cast<size_t>(i)] * s.m * s.k;
     const T* bi = b + ib[static_cast<size_t>(i)] * s.k * s.n;
@@ -180,7 +187,7 @@ absl::Status MatMul(const OpContext& ctx, std::vector<Tensor>& out) {
   if (!s.ok()) return s.status();
   return VisitType(a.type(), [&]<typename T>(T) -> absl::Status {
     if constexpr (kMatMulType<T>) {
-      Tensor c(a.type(), s->out);
+      Tensor c(a.type(), s->out, Tensor::Uninitialized{});  // the product writes every element
       BatchedMatMul<T>(*s, a.data<T>(), b.data<T>(), c.data<T>());
       out[0] = std::move(c);
       return absl::OkStatus();
@@ -202,7 +209,7 @@ absl::Status GemmTyped(const OpContext& ctx, bool ta, bool tb, float alpha, floa
     return absl::InvalidArgumentError(absl::StrCat(
         "inner dimensions differ: A ", ShapeString(a.shape()), " B ", ShapeString(b.shape())));
   }
-  y = Tensor(a.type(), {m, n});
+  y = Tensor(a.type(), {m, n}, Tensor::Uninitialized{});  // the product writes every element
   T* out = y.data<T>();
   if constexpr (std::is_same_v<T, float>) {
     MatMulF32(1, {a.data<float>(), m, k, ta}, {b.data<float>(), k, n, tb}, out);
@@ -221,10 +228,17 @@ absl::Status GemmTyped(const OpContext& ctx, bool ta, bool tb, float alpha, floa
     return absl::InvalidArgumentError(
         absl::StrCat("C ", ShapeString(c.shape()), " does not broadcast to [", m, ",", n, "]"));
   }
-  const std::vector<int64_t> index = BroadcastIndex(c.shape(), mn);
   const T* cv = c.data<T>();
-  for (int64_t i = 0; i < m * n; ++i) {
-    out[i] = static_cast<T>(out[i] + beta * cv[index[static_cast<size_t>(i)]]);
+  auto add = [&](int64_t i, int64_t from) { out[i] = static_cast<T>(out[i] + beta * cv[from]); };
+  if (c.size() == m * n) {  // C of Y's layout
+    for (int64_t i = 0; i < m * n; ++i) add(i, i);
+  } else if (c.rank() > 0 && c.size() == n && c.shape().back() == n) {  // a row: the usual bias
+    for (int64_t r = 0; r < m; ++r) {
+      for (int64_t j = 0; j < n; ++j) add(r * n + j, j);
+    }
+  } else {
+    const std::vector<int64_t> index = BroadcastIndex(c.shape(), mn);
+    for (int64_t i = 0; i < m * n; ++i) add(i, index[static_cast<size_t>(i)]);
   }
   return absl::OkStatus();
 }

@@ -3,7 +3,9 @@
 // AveragePool, GlobalAveragePool, GlobalMaxPool) and Conv.
 //
 // Every kernel but oneDNN's FP32 2-D convolution widens its input to double, computes in double
-// and rounds the result to the input's element type once.
+// and rounds the result to the input's element type once. Softmax and LayerNormalization widen
+// one line or row at a time (no double copy of the tensor), and Softmax of float tensors takes
+// float's exp of the (exact) double difference x - max rounded to float.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -46,6 +48,11 @@ constexpr int64_t kMaxPlanTaps = int64_t{1} << 31;
 
 // A non-negative int64 index as a container index.
 size_t U(int64_t i) { return static_cast<size_t>(i); }
+
+// The floating-point element types, which the normalisation kernels accept.
+template <typename T>
+constexpr bool kFloating =
+    std::is_floating_point_v<T> || std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
 
 bool IsFloating(DataType type) {
   return type == DataType::kFloat || type == DataType::kDouble || type == DataType::kFloat16 ||
@@ -93,34 +100,66 @@ int64_t Product(std::span<const int64_t> dims) {
   return p;
 }
 
+// The sum of f(j) for j in [0, n) in double, in four interleaved partial sums added pairwise at
+// the end: a sequential sum's chain of dependent additions is what bounds a short row's time.
+template <typename F>
+double Sum4(int64_t n, F f) {
+  double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    a0 += f(j);
+    a1 += f(j + 1);
+    a2 += f(j + 2);
+    a3 += f(j + 3);
+  }
+  for (; j < n; ++j) a0 += f(j);
+  return (a0 + a1) + (a2 + a3);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Softmax, LogSoftmax, Hardmax
 
 enum class SoftmaxKind { kSoftmax, kLogSoftmax, kHardmax };
 
-// Normalises each of the `outer` x `inner` lines of `n` elements spaced `inner` apart.
-void SoftmaxLines(SoftmaxKind kind, std::vector<double>& v, int64_t outer, int64_t n,
-                  int64_t inner) {
-  for (int64_t o = 0; o < outer; ++o) {
+// Normalises each of the `outer` x `inner` lines of `n` elements spaced `inner` apart, reading
+// and writing T and computing in double (each line widened into `line`, n elements), so that
+// every element type gets the same double arithmetic and one rounding at the end. The sum of
+// exponentials is a double sum (Sum4).
+template <typename T>
+void SoftmaxLines(SoftmaxKind kind, const T* x, T* y, const LineLayout& lines,
+                  std::vector<double>& line) {
+  const int64_t n = lines.n, inner = lines.inner;
+  line.resize(U(n));
+  double* v = line.data();
+  for (int64_t o = 0; o < lines.outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
-      double* line = v.data() + o * n * inner + i;
-      auto at = [&](int64_t j) -> double& { return line[j * inner]; };
-      int64_t argmax = 0;
-      for (int64_t j = 1; j < n; ++j) {
-        if (at(j) > at(argmax)) argmax = j;
-      }
-      const double max = at(argmax);
+      const T* in = x + o * n * inner + i;
+      T* out = y + o * n * inner + i;
+      for (int64_t j = 0; j < n; ++j) v[j] = ToDouble(in[j * inner]);
       if (kind == SoftmaxKind::kHardmax) {
-        for (int64_t j = 0; j < n; ++j) at(j) = j == argmax ? 1.0 : 0.0;
+        int64_t argmax = 0;  // the first largest; a leading NaN wins
+        for (int64_t j = 1; j < n; ++j) argmax = v[j] > v[argmax] ? j : argmax;
+        for (int64_t j = 0; j < n; ++j) out[j * inner] = FromDouble<T>(j == argmax ? 1.0 : 0.0);
         continue;
       }
-      double sum = 0;
-      for (int64_t j = 0; j < n; ++j) sum += std::exp(at(j) - max);
+      double max = v[0];  // the value Hardmax's argmax selects
+      for (int64_t j = 1; j < n; ++j) max = v[j] > max ? v[j] : max;
       if (kind == SoftmaxKind::kSoftmax) {
-        for (int64_t j = 0; j < n; ++j) at(j) = std::exp(at(j) - max) / sum;
+        for (int64_t j = 0; j < n; ++j) {
+          // float's exp for float tensors, of x - max (exact in double) rounded to float: within
+          // float rounding of the double exp, at half the cost.
+          if constexpr (std::is_same_v<T, float>) {
+            v[j] = std::exp(static_cast<float>(v[j] - max));
+          } else {
+            v[j] = std::exp(v[j] - max);
+          }
+        }
+        const double inv_sum = 1.0 / Sum4(n, [v](int64_t j) { return v[j]; });
+        for (int64_t j = 0; j < n; ++j) out[j * inner] = FromDouble<T>(v[j] * inv_sum);
       } else {
-        const double log_sum = std::log(sum);
-        for (int64_t j = 0; j < n; ++j) at(j) = at(j) - max - log_sum;
+        const double log_sum =
+            std::log(Sum4(n, [v, max](int64_t j) { return std::exp(v[j] - max); }));
+        for (int64_t j = 0; j < n; ++j) out[j * inner] = FromDouble<T>(v[j] - max - log_sum);
       }
     }
   }
@@ -133,9 +172,14 @@ absl::Status SoftmaxKernel(SoftmaxKind kind, const OpContext& ctx, std::vector<T
   SEEDANCE_NN_RETURN_IF_ERROR(RequireFloating(ctx, 0, "input"));
   const Tensor& x = ctx.input(0);
   SEEDANCE_NN_ASSIGN(lines, SoftmaxLinesOf(ctx, x));
-  std::vector<double> v = ReadDoubles(x);
-  if (lines.n > 0) SoftmaxLines(kind, v, lines.outer, lines.n, lines.inner);
-  outputs[0] = WriteDoubles(x.type(), x.shape(), v);
+  Tensor y(x.type(), x.shape(), Tensor::Uninitialized{});  // every line written (none if n == 0)
+  if (lines.n > 0) {
+    std::vector<double> line;
+    VisitType(x.type(), [&]<typename T>(T) {
+      if constexpr (kFloating<T>) SoftmaxLines<T>(kind, x.data<T>(), y.data<T>(), lines, line);
+    });
+  }
+  outputs[0] = std::move(y);
   return absl::OkStatus();
 }
 
@@ -169,6 +213,53 @@ absl::StatusOr<DataType> StashType(const OpContext& ctx) {
   return type;
 }
 
+// A LayerNormalization problem: `rows` rows of `cols` elements; scale and bias (empty when not
+// given) as doubles with their ParamIndex tables.
+struct LayerNormProblem {
+  int64_t rows = 0, cols = 0;
+  double epsilon = 0;
+  std::vector<double> scale, bias;
+  std::vector<int64_t> scale_index, bias_index;
+};
+
+// Normalises, scales and shifts each row of x into y, in double with one rounding to T at the
+// end; stores each row's mean and 1 / sqrt(variance + epsilon).
+template <typename T>
+void LayerNormRows(const LayerNormProblem& p, const T* x, T* y, double* means, double* inv_stds) {
+  const int64_t cols = p.cols;
+  const bool plain = p.scale_index.empty() && p.bias_index.empty();
+  for (int64_t r = 0; r < p.rows; ++r) {
+    const T* in = x + r * cols;
+    T* out = y + r * cols;
+    const double mean =
+        Sum4(cols, [in](int64_t c) { return ToDouble(in[c]); }) / static_cast<double>(cols);
+    const double var = Sum4(cols,
+                            [in, mean](int64_t c) {
+                              const double d = ToDouble(in[c]) - mean;
+                              return d * d;
+                            }) /
+                       static_cast<double>(cols);
+    const double inv_std = 1.0 / std::sqrt(var + p.epsilon);
+    if (plain && !p.bias.empty()) {  // the common case: per-column scale and bias
+      const double* s = p.scale.data();
+      const double* b = p.bias.data();
+      for (int64_t c = 0; c < cols; ++c) {
+        out[c] = FromDouble<T>((ToDouble(in[c]) - mean) * inv_std * s[c] + b[c]);
+      }
+    } else {
+      for (int64_t c = 0; c < cols; ++c) {
+        const int64_t i = r * cols + c;
+        const double s = p.scale[U(p.scale_index.empty() ? c : p.scale_index[U(i)])];
+        const double b =
+            p.bias.empty() ? 0.0 : p.bias[U(p.bias_index.empty() ? c : p.bias_index[U(i)])];
+        out[c] = FromDouble<T>((ToDouble(in[c]) - mean) * inv_std * s + b);
+      }
+    }
+    means[r] = mean;
+    inv_stds[r] = inv_std;
+  }
+}
+
 // LayerNormalization (opset 17): each row of the trailing block from `axis` on is normalised,
 // then scaled and shifted; Mean and InvStdDev have the input's shape with the normalised axes 1,
 // in stash_type's element type.
@@ -182,43 +273,32 @@ absl::Status LayerNormKernel(const OpContext& ctx, std::vector<Tensor>& outputs)
   SEEDANCE_NN_ASSIGN(epsilon, ctx.Float("epsilon", 1e-5f));
   SEEDANCE_NN_ASSIGN(stash_type, StashType(ctx));
   const std::vector<int64_t>& shape = x.shape();
-  const int64_t rows = Product(std::span(shape).first(U(axis)));
-  const int64_t cols = Product(std::span(shape).subspan(U(axis)));
+  LayerNormProblem p;
+  p.rows = Product(std::span(shape).first(U(axis)));
+  p.cols = Product(std::span(shape).subspan(U(axis)));
+  p.epsilon = static_cast<double>(epsilon);
   const bool has_bias = ctx.has_input(2);
   for (int i = 1; i <= (has_bias ? 2 : 1); ++i) {
     SEEDANCE_NN_RETURN_IF_ERROR(RequireFloating(ctx, i, i == 1 ? "Scale" : "B"));
   }
-  SEEDANCE_NN_ASSIGN(scale_index, ParamIndex(ctx.input(1), "input 1 (Scale)", shape, axis, cols));
-  std::vector<int64_t> bias_index;
-  std::vector<double> bias;
+  SEEDANCE_NN_ASSIGN(scale_index, ParamIndex(ctx.input(1), "input 1 (Scale)", shape, axis, p.cols));
+  p.scale_index = std::move(scale_index);
   if (has_bias) {
-    SEEDANCE_NN_ASSIGN(bi, ParamIndex(ctx.input(2), "input 2 (B)", shape, axis, cols));
-    bias_index = std::move(bi);
-    bias = ReadDoubles(ctx.input(2));
+    SEEDANCE_NN_ASSIGN(bias_index, ParamIndex(ctx.input(2), "input 2 (B)", shape, axis, p.cols));
+    p.bias_index = std::move(bias_index);
+    p.bias = ReadDoubles(ctx.input(2));
   }
-  const std::vector<double> scale = ReadDoubles(ctx.input(1));
-  std::vector<double> v = ReadDoubles(x);
-  std::vector<double> means(U(rows)), inv_stds(U(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    double* row = v.data() + r * cols;
-    double mean = 0, var = 0;
-    for (int64_t c = 0; c < cols; ++c) mean += row[c];
-    mean /= static_cast<double>(cols);
-    for (int64_t c = 0; c < cols; ++c) var += (row[c] - mean) * (row[c] - mean);
-    var /= static_cast<double>(cols);
-    const double inv_std = 1.0 / std::sqrt(var + static_cast<double>(epsilon));
-    for (int64_t c = 0; c < cols; ++c) {
-      const int64_t i = r * cols + c;
-      const double s = scale[U(scale_index.empty() ? c : scale_index[U(i)])];
-      const double b = !has_bias ? 0.0 : bias[U(bias_index.empty() ? c : bias_index[U(i)])];
-      row[c] = (row[c] - mean) * inv_std * s + b;
+  p.scale = ReadDoubles(ctx.input(1));
+  Tensor y(x.type(), shape, Tensor::Uninitialized{});  // every row written
+  std::vector<double> means(U(p.rows)), inv_stds(U(p.rows));
+  VisitType(x.type(), [&]<typename T>(T) {
+    if constexpr (kFloating<T>) {
+      LayerNormRows<T>(p, x.data<T>(), y.data<T>(), means.data(), inv_stds.data());
     }
-    means[U(r)] = mean;
-    inv_stds[U(r)] = inv_std;
-  }
+  });
   std::vector<int64_t> stat_shape(shape.begin(), shape.end());
   for (size_t d = U(axis); d < stat_shape.size(); ++d) stat_shape[d] = 1;
-  outputs[0] = WriteDoubles(x.type(), shape, v);
+  outputs[0] = std::move(y);
   if (outputs.size() > 1) outputs[1] = WriteDoubles(stash_type, stat_shape, means);
   if (outputs.size() > 2) outputs[2] = WriteDoubles(stash_type, stat_shape, inv_stds);
   return absl::OkStatus();

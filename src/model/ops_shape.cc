@@ -156,7 +156,7 @@ void StridedCopyImpl(const std::byte* in, std::byte* out, std::span<const int64_
 // (checked by CheckShape when they come from input values).
 Tensor StridedCopy(const Tensor& in, std::span<const int64_t> iter_shape, int64_t offset,
                    std::span<const int64_t> strides, std::vector<int64_t> out_shape) {
-  Tensor out(in.type(), std::move(out_shape));
+  Tensor out(in.type(), std::move(out_shape), Tensor::Uninitialized{});  // every element written
   SEEDANCE_CHECK(Product(iter_shape) == out.size()) << ShapeString(iter_shape);
   SEEDANCE_CHECK(iter_shape.size() == strides.size()) << ShapeString(iter_shape);
   if (out.size() == 0) return out;
@@ -245,6 +245,12 @@ absl::StatusOr<std::vector<int64_t>> ResolveReshape(const Tensor& data,
   return out;
 }
 
+// Input 0 under `shape`: its storage moved when the executor offers it (ops.h), else copied.
+Tensor ReshapedInput(const OpContext& ctx, std::vector<int64_t> shape) {
+  if (Tensor* t = ctx.takeable_input(0)) return std::move(*t).Reshaped(std::move(shape));
+  return ctx.input(0).Reshaped(std::move(shape));
+}
+
 absl::Status Reshape(const OpContext& ctx, std::vector<Tensor>& outputs) {
   SHAPE_OPS_RETURN_IF_ERROR(RequireInputs(ctx, 1));
   std::optional<std::vector<int64_t>> requested;
@@ -256,7 +262,7 @@ absl::Status Reshape(const OpContext& ctx, std::vector<Tensor>& outputs) {
   }
   std::vector<int64_t> shape;
   SHAPE_OPS_ASSIGN_OR_RETURN(shape, ResolveReshape(ctx.input(0), *requested, allowzero != 0));
-  outputs[0] = ctx.input(0).Reshaped(std::move(shape));
+  outputs[0] = ReshapedInput(ctx, std::move(shape));
   return absl::OkStatus();
 }
 
@@ -272,7 +278,8 @@ absl::Status Flatten(const OpContext& ctx, std::vector<Tensor>& outputs) {
   }
   if (axis < 0) axis += in.rank();
   const std::span<const int64_t> dims(in.shape());
-  outputs[0] = in.Reshaped({Product(dims.first(Idx(axis))), Product(dims.subspan(Idx(axis)))});
+  outputs[0] =
+      ReshapedInput(ctx, {Product(dims.first(Idx(axis))), Product(dims.subspan(Idx(axis)))});
   return absl::OkStatus();
 }
 
@@ -300,7 +307,7 @@ absl::Status Squeeze(const OpContext& ctx, std::vector<Tensor>& outputs) {
   for (size_t i = 0; i < drop.size(); ++i) {
     if (!drop[i]) shape.push_back(in.shape()[i]);
   }
-  outputs[0] = in.Reshaped(std::move(shape));
+  outputs[0] = ReshapedInput(ctx, std::move(shape));
   return absl::OkStatus();
 }
 
@@ -325,7 +332,7 @@ absl::Status Unsqueeze(const OpContext& ctx, std::vector<Tensor>& outputs) {
   for (int i = 0; i < out_rank; ++i) {
     shape.push_back(inserted[Idx(i)] ? 1 : in.shape()[next++]);
   }
-  outputs[0] = in.Reshaped(std::move(shape));
+  outputs[0] = ReshapedInput(ctx, std::move(shape));
   return absl::OkStatus();
 }
 
@@ -356,7 +363,8 @@ absl::Status Size(const OpContext& ctx, std::vector<Tensor>& outputs) {
 
 absl::Status Identity(const OpContext& ctx, std::vector<Tensor>& outputs) {
   SHAPE_OPS_RETURN_IF_ERROR(RequireInputs(ctx, 1));
-  outputs[0] = ctx.input(0);
+  Tensor* t = ctx.takeable_input(0);
+  outputs[0] = t != nullptr ? std::move(*t) : ctx.input(0);
   return absl::OkStatus();
 }
 

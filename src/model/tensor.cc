@@ -14,7 +14,91 @@ namespace {
 // bad input, not something to allocate.
 constexpr int64_t kMaxElements = int64_t{1} << 40;
 
+// The per-thread cache of freed element blocks (internal::AllocateTensorBytes).
+constexpr size_t kMinCachedBytes = size_t{1} << 10;
+constexpr size_t kMaxCachedBytes = size_t{16} << 20;
+constexpr size_t kMaxCachedBlocks = 64;
+constexpr size_t kMaxCacheBytes = size_t{64} << 20;
+
+// 0: this thread's cache not made yet; 1: alive; 2: destroyed (thread exit; tensors freed after
+// it, by other thread_local or static objects, go straight to operator delete).
+thread_local int cache_state = 0;
+
+class BlockCache {
+ public:
+  BlockCache() { cache_state = 1; }
+  ~BlockCache() {
+    cache_state = 2;
+    for (const Block& b : blocks_) ::operator delete(b.p);
+  }
+  // A cached block of exactly `bytes`, or nullptr.
+  void* Take(size_t bytes) {
+    for (size_t i = blocks_.size(); i-- > 0;) {  // the most recently freed first
+      if (blocks_[i].bytes != bytes) continue;
+      void* p = blocks_[i].p;
+      blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
+      total_ -= bytes;
+      return p;
+    }
+    return nullptr;
+  }
+  // Keeps `p` when there is room; false when the caller must free it.
+  bool Keep(void* p, size_t bytes) {
+    if (blocks_.size() >= kMaxCachedBlocks || total_ + bytes > kMaxCacheBytes) return false;
+    blocks_.push_back({p, bytes});
+    total_ += bytes;
+    return true;
+  }
+
+ private:
+  struct Block {
+    void* p;
+    size_t bytes;
+  };
+  std::vector<Block> blocks_;
+  size_t total_ = 0;
+};
+
+BlockCache& ThreadBlockCache() {
+  thread_local BlockCache cache;
+  return cache;
+}
+
+// Sanitized builds bypass the cache: a block kept for reuse would hide a use after free of tensor
+// storage from AddressSanitizer (it poisons only what is returned to it).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
+bool Cacheable(size_t bytes) {
+  return !kSanitized && bytes >= kMinCachedBytes && bytes <= kMaxCachedBytes && cache_state != 2;
+}
+
 }  // namespace
+
+namespace internal {
+
+void* AllocateTensorBytes(size_t bytes) {
+  if (Cacheable(bytes)) {
+    if (void* p = ThreadBlockCache().Take(bytes)) return p;
+  }
+  return ::operator new(bytes);
+}
+
+void FreeTensorBytes(void* p, size_t bytes) noexcept {
+  if (Cacheable(bytes) && ThreadBlockCache().Keep(p, bytes)) return;
+  ::operator delete(p);
+}
+
+}  // namespace internal
 
 size_t ElementSize(DataType type) {
   switch (type) {
@@ -103,19 +187,45 @@ std::string ShapeString(std::span<const int64_t> shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
 }
 
-Tensor::Tensor(DataType type, std::vector<int64_t> shape) : type_(type), shape_(std::move(shape)) {
+Tensor::Tensor(DataType type, std::vector<int64_t> shape)
+    : Tensor(type, std::move(shape), Uninitialized{}) {
+  std::fill(bytes_.begin(), bytes_.end(), std::byte{0});
+}
+
+Tensor::Tensor(DataType type, std::vector<int64_t> shape, Uninitialized)
+    : type_(type), shape_(std::move(shape)) {
   SEEDANCE_CHECK(IsSupported(type_)) << "tensor of " << DataTypeName(type_);
   absl::StatusOr<int64_t> count = ElementCount(shape_);
   SEEDANCE_CHECK(count.ok()) << "tensor shape refused: " << count.status().message();
   size_ = *count;
-  bytes_.assign(static_cast<size_t>(size_) * ElementSize(type_), std::byte{0});
+  bytes_.resize(static_cast<size_t>(size_) * ElementSize(type_));  // unset (TensorAllocator)
 }
 
-Tensor Tensor::Reshaped(std::vector<int64_t> shape) const {
+Tensor::Tensor(const Tensor& other) : type_(other.type_), shape_(other.shape_), size_(other.size_) {
+  bytes_.resize(other.bytes_.size());  // unset (TensorAllocator), then copied as one block
+  if (!bytes_.empty()) std::memcpy(bytes_.data(), other.bytes_.data(), bytes_.size());
+}
+
+Tensor& Tensor::operator=(const Tensor& other) {
+  if (this == &other) return *this;
+  type_ = other.type_;
+  shape_ = other.shape_;
+  size_ = other.size_;
+  bytes_.resize(other.bytes_.size());
+  if (!bytes_.empty()) std::memcpy(bytes_.data(), other.bytes_.data(), bytes_.size());
+  return *this;
+}
+
+Tensor Tensor::Reshaped(std::vector<int64_t> shape) const& {
+  Tensor t = *this;
+  return std::move(t).Reshaped(std::move(shape));
+}
+
+Tensor Tensor::Reshaped(std::vector<int64_t> shape) && {
   absl::StatusOr<int64_t> count = ElementCount(shape);
   SEEDANCE_CHECK(count.ok() && *count == size_)
       << "reshape of " << Describe() << " to " << ShapeString(shape);
-  Tensor t = *this;
+  Tensor t = std::move(*this);
   t.shape_ = std::move(shape);
   return t;
 }

@@ -10,7 +10,9 @@
 // type or fixed dimensions differ from the graph's declaration, and what the operators refuse at
 // run time (shapes that do not broadcast, an index out of range, a reshape of the wrong count).
 //
-// Thread-safety: Run is reentrant; concurrent runs of one const Graph are safe.
+// Thread-safety: Run is reentrant; concurrent runs of one const Graph are safe. Each thread keeps
+// what it worked out about the last graphs it ran (values numbered, last readers), checked
+// against the graph's names on every run, so a graph changed between runs is planned anew.
 #pragma once
 
 #include <functional>

@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -114,13 +115,56 @@ bool IsSupported(DataType type);
 // count above 2^40 elements.
 absl::StatusOr<int64_t> ElementCount(std::span<const int64_t> shape);
 
+namespace internal {
+
+// Element storage for tensors. Blocks of 1 KiB to 16 MiB freed on a thread are kept there (at most
+// 64 blocks, 64 MiB) for the next allocation of the same size: a run allocates the same
+// activation sizes node after node and run after run, and this keeps them off malloc. The
+// allocator leaves elements unset (Tensor's constructors set what they promise).
+// Thread-safety: any thread may allocate and free; a block is cached by the thread that frees it.
+void* AllocateTensorBytes(size_t bytes);
+void FreeTensorBytes(void* p, size_t bytes) noexcept;
+
+template <typename T>
+struct TensorAllocator {
+  using value_type = T;
+  TensorAllocator() = default;
+  template <typename U>
+  TensorAllocator(const TensorAllocator<U>&) {}  // NOLINT: rebinding is implicit
+  T* allocate(size_t n) { return static_cast<T*>(AllocateTensorBytes(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) noexcept { FreeTensorBytes(p, n * sizeof(T)); }
+  // Default-initialises (leaves bytes unset) where std::allocator would zero.
+  template <typename U>
+  void construct(U* p) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+  friend bool operator==(const TensorAllocator&, const TensorAllocator&) { return true; }
+};
+
+}  // namespace internal
+
 class Tensor {
  public:
+  // Tag of the constructor that leaves the elements unset.
+  struct Uninitialized {};
+
   // An empty float tensor of shape [0].
   Tensor() : type_(DataType::kFloat), shape_{0} {}
+  // Copies copy the elements (as one block); moves take them.
+  Tensor(const Tensor& other);
+  Tensor& operator=(const Tensor& other);
+  Tensor(Tensor&&) noexcept = default;
+  Tensor& operator=(Tensor&&) noexcept = default;
   // Zero-filled. REQUIRES: IsSupported(type); every dimension >= 0 and the count checked by
   // ElementCount (a broken requirement is a bug and aborts).
   Tensor(DataType type, std::vector<int64_t> shape);
+  // The same with the elements unset, for a kernel that writes every one of them before anyone
+  // reads the tensor. Same REQUIRES.
+  Tensor(DataType type, std::vector<int64_t> shape, Uninitialized);
   // A tensor of `shape` holding `values`. REQUIRES: values.size() == the shape's element count.
   template <typename T>
   static Tensor From(std::vector<int64_t> shape, std::span<const T> values) {
@@ -163,7 +207,10 @@ class Tensor {
   const std::byte* raw() const { return bytes_.data(); }
 
   // The same elements under another shape with the same element count. REQUIRES: equal counts.
-  Tensor Reshaped(std::vector<int64_t> shape) const;
+  // The rvalue form moves the elements instead of copying them; the moved-from tensor may then
+  // only be assigned to or destroyed.
+  Tensor Reshaped(std::vector<int64_t> shape) const&;
+  Tensor Reshaped(std::vector<int64_t> shape) &&;
   // Element `i` converted to double / int64 (bool -> 0/1, 16-bit floats widened). For indices,
   // shapes and attributes read from small tensors. REQUIRES: 0 <= i < size().
   double AsDouble(int64_t i) const;
@@ -178,7 +225,7 @@ class Tensor {
   DataType type_;
   std::vector<int64_t> shape_;
   int64_t size_ = 0;
-  std::vector<std::byte> bytes_;
+  std::vector<std::byte, internal::TensorAllocator<std::byte>> bytes_;
 };
 
 // "[2,3,4]" for messages.
