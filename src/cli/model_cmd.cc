@@ -1,7 +1,8 @@
-// `seedance model run|ops`: ONNX models on the CPU executor (docs/model.md).
+// `seedance model run|analyze|plan|quantize|sparsify|ops`: ONNX models on the CPU (docs/model.md).
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,8 @@
 #include "seedance/model/graph.h"
 #include "seedance/model/inputs.h"
 #include "seedance/model/planner.h"
+#include "seedance/model/quantize.h"
+#include "seedance/model/sparsity.h"
 
 namespace seedance::cli {
 namespace {
@@ -44,6 +47,11 @@ struct ModelFlags {
   std::string gpu = "A100-80GB";
   double budget_sqnr_db = 30;
   double budget_top1 = 0;
+  // run, quantize
+  std::string plan_file;
+  // sparsify
+  std::string layers = "all";
+  std::string report;
 };
 
 const std::vector<std::string> kAnalyzeFormats = {"table", "json"};
@@ -123,17 +131,41 @@ absl::StatusOr<Prepared> Prepare(const ModelFlags& f, const char* sub,
   return p;
 }
 
+// The --plan file's plan (a `model plan` JSON).
+absl::StatusOr<md::PrecisionPlan> LoadPlan(const std::string& path) {
+  absl::StatusOr<std::string> text = base::ReadInput(path, base::InputKind::kConfig);
+  if (!text.ok()) return text.status();
+  return md::ParsePlanJson(*text, base::ForTerminal(path));
+}
+
+// A plan the model cannot take (a node that is not a layer, a weight given two formats): the
+// message names the plan file too.
+absl::Status PlanError(const ModelFlags& f, const absl::Status& s) {
+  if (!absl::IsInvalidArgument(s)) return s;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--plan ", base::ForTerminal(f.plan_file), ": ", s.message()));
+}
+
 int Run(const ModelFlags& f) {
   if (absl::Status s = CheckOutputFolder(f); !s.ok()) return Fail(s);
   absl::StatusOr<md::Graph> graph = Load(f, "run");
   if (!graph.ok()) return Fail(graph.status());
+  std::optional<md::Emulation> emulation;  // --plan: its weight formats emulated
+  if (!f.plan_file.empty()) {
+    absl::StatusOr<md::PrecisionPlan> plan = LoadPlan(f.plan_file);
+    if (!plan.ok()) return Fail(plan.status());
+    absl::StatusOr<md::Emulation> e = md::Emulation::Create(*graph, *plan, {}, {});
+    if (!e.ok()) return Fail(PlanError(f, e.status()));
+    emulation = std::move(*e);
+  }
   const bool drawn = f.inputs.empty();
   absl::StatusOr<std::vector<md::Sample>> read = Samples(f, *graph, 1);
   if (!read.ok()) return Fail(read.status());
   const std::vector<md::Sample>& samples = *read;
   std::string summary;
   for (const md::Sample& sample : samples) {
-    absl::StatusOr<md::TensorMap> out = md::Run(*graph, sample.feeds);
+    absl::StatusOr<md::TensorMap> out =
+        emulation ? emulation->Run(sample.feeds) : md::Run(*graph, sample.feeds);
     if (!out.ok()) return Fail(out.status());
     const std::string dir =
         sample.name.empty() ? f.output : (fs::path(f.output) / sample.name).string();
@@ -332,6 +364,163 @@ int PlanCommand(const ModelFlags& f) {
   return kExitOk;
 }
 
+int Quantize(const ModelFlags& f) {
+  if (f.plan_file.empty()) return UsageError("model quantize: --plan PLAN.json is required");
+  if (f.output.empty()) return UsageError("model quantize: -o/--output OUT.onnx is required");
+  if (absl::Status s = base::CheckOutputsDistinct({{"MODEL", f.model}, {"--plan", f.plan_file}},
+                                                  {{"--output", f.output}});
+      !s.ok()) {
+    return Fail(s);
+  }
+  absl::StatusOr<md::Graph> graph = Load(f, "quantize");
+  if (!graph.ok()) return Fail(graph.status());
+  absl::StatusOr<md::PrecisionPlan> plan = LoadPlan(f.plan_file);
+  if (!plan.ok()) return Fail(plan.status());
+  absl::StatusOr<md::QuantizedModel> q = md::QuantizeWeights(*graph, *plan);
+  if (!q.ok()) return Fail(PlanError(f, q.status()));
+  if (absl::Status s = md::SaveOnnxModel(q->graph, f.output); !s.ok()) return Fail(s);
+  std::string text = absl::StrFormat("%-32s %-9s %12s %12s  %s\n", "weight", "format", "bytes_fp32",
+                                     "bytes", "stored as");
+  int64_t before = 0, after = 0;
+  for (const md::QuantizedWeight& w : q->weights) {
+    absl::StrAppend(
+        &text,
+        absl::StrFormat("%-32s %-9s %12d %12d  %s\n", base::ForTerminal(base::Clip(w.weight, 32)),
+                        md::FormatName(w.format), w.bytes_before, w.bytes_after, w.storage));
+    before += w.bytes_before;
+    after += w.bytes_after;
+  }
+  absl::StrAppend(
+      &text, absl::StrFormat("%d weights quantized: %d bytes -> %d; wrote %s\n", q->weights.size(),
+                             before, after, base::ForTerminal(f.output)));
+  if (absl::Status s = base::WriteStdout(text); !s.ok()) return Fail(s);
+  return kExitOk;
+}
+
+nlohmann::ordered_json SparsityJson(const ModelFlags& f, const md::SparsityReport& r) {
+  auto finite = [](double v) -> nlohmann::ordered_json {
+    return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json();
+  };
+  nlohmann::ordered_json j = base::JsonHeader("model-sparsify/v1");
+  j["model"] = base::ForTerminal(f.model);
+  j["output"] = base::ForTerminal(f.output);
+  j["pattern"] = "2:4 along the reduction axis (NVIDIA ASP m4n2_1d)";
+  j["samples"] = r.samples;
+  j["samples_from"] = f.inputs.empty() ? "drawn" : "inputs";
+  j["layers"] = nlohmann::ordered_json::array();
+  for (const md::LayerSparsity& l : r.layers) {
+    nlohmann::ordered_json row = {{"node", l.layer.node},
+                                  {"op", l.layer.op_type},
+                                  {"weight", l.layer.weight},
+                                  {"weight_shape", l.layer.weight_shape},
+                                  {"reduction_axis", l.reduction_axis},
+                                  {"eligible", l.eligible},
+                                  {"pruned", l.pruned},
+                                  {"bytes_fp32", l.dense_bytes},
+                                  {"bytes_24", l.compressed_bytes}};
+    if (!l.pruned) {
+      row["reason"] = l.reason;
+    } else {
+      row["weight_energy_kept"] = l.weight_energy_kept;
+      row["output"] = OutputJson(l.output);
+      row["local_noise"] = l.noise;
+      row["output_gain"] = l.gain;
+      row["predicted_output_error"] = l.predicted_error;
+      row["predicted_sqnr_db"] = finite(l.predicted_sqnr_db);
+    }
+    j["layers"].push_back(row);
+  }
+  j["all_pruned"] = OutputJson(r.all_pruned);
+  j["bytes_fp32"] = r.dense_bytes;
+  j["bytes_24"] = r.compressed_bytes;
+  return j;
+}
+
+std::string SparsityTable(const ModelFlags& f, const md::SparsityReport& r) {
+  std::string t = absl::StrFormat(
+      "%s: 2:4 sparsity (NVIDIA ASP m4n2_1d), %d samples (%s); each layer alone pruned, the "
+      "model's output against dense FP32 (SQNR measured and predicted by the error graph, dB)\n",
+      base::ForTerminal(f.model), r.samples, f.inputs.empty() ? "drawn" : "--inputs");
+  absl::StrAppend(
+      &t, absl::StrFormat("%-32s %-6s %-14s %4s %9s %9s %8s %10s %10s\n", "layer", "op", "weight",
+                          "axis", "sqnr", "predicted", "top-1", "bytes_fp32", "bytes_24"));
+  std::string skipped;
+  for (const md::LayerSparsity& l : r.layers) {
+    const std::string name = base::ForTerminal(base::Clip(l.layer.node, 32));
+    std::string measured = "-", predicted = "-", top1 = "-", bytes = "-";
+    if (l.pruned) {
+      measured = Db(l.output.metrics.sqnr_db);
+      predicted = Db(l.predicted_sqnr_db);
+      if (!std::isnan(l.output.top1_agreement)) {
+        top1 = absl::StrFormat("%.2f%%", 100 * l.output.top1_agreement);
+      }
+    } else {
+      absl::StrAppend(&skipped, "  ", name, ": ", base::ForTerminal(l.reason), "\n");
+    }
+    if (l.eligible) bytes = absl::StrCat(l.compressed_bytes);
+    absl::StrAppend(
+        &t, absl::StrFormat("%-32s %-6s %-14s %4d %9s %9s %8s %10d %10s\n", name, l.layer.op_type,
+                            md::ShapeString(l.layer.weight_shape), l.reduction_axis, measured,
+                            predicted, top1, l.dense_bytes, bytes));
+  }
+  const std::string top1 = std::isnan(r.all_pruned.top1_agreement)
+                               ? "-"
+                               : absl::StrFormat("%.2f%%", 100 * r.all_pruned.top1_agreement);
+  absl::StrAppend(&t, absl::StrFormat("%-58s %9s %9s %8s %10d %10d\n", "all pruned layers",
+                                      Db(r.all_pruned.metrics.sqnr_db), "", top1, r.dense_bytes,
+                                      r.compressed_bytes));
+  if (!skipped.empty()) absl::StrAppend(&t, "not pruned:\n", skipped);
+  absl::StrAppend(&t,
+                  absl::StrFormat("wrote %s: %d weight bytes stored 2:4 in %d (%.1f%%)\n",
+                                  base::ForTerminal(f.output), r.dense_bytes, r.compressed_bytes,
+                                  100.0 * static_cast<double>(r.compressed_bytes) /
+                                      static_cast<double>(r.dense_bytes)));
+  return t;
+}
+
+int SparsifyCommand(const ModelFlags& f) {
+  if (f.output.empty()) return UsageError("model sparsify: -o/--output OUT.onnx is required");
+  absl::StatusOr<std::string> format = ResolveFormat({f.report, f.out.format}, kAnalyzeFormats);
+  if (!format.ok()) return Fail(format.status());
+  const std::string report_path = f.report.empty() ? "-" : f.report;
+  if (absl::Status s =
+          base::CheckOutputsDistinct({{"MODEL", f.model}, {"--inputs", f.inputs}},
+                                     {{"--output", f.output}, {"--report", report_path}});
+      !s.ok()) {
+    return Fail(s);
+  }
+  md::SparsityOptions options;
+  if (f.layers != "all") {
+    for (absl::string_view name : absl::StrSplit(f.layers, ',')) {
+      if (name.empty()) return UsageError("--layers: an empty layer name (all, or NAME,NAME...)");
+      options.layers.emplace_back(name);
+    }
+  }
+  absl::StatusOr<Prepared> p = Prepare(f, "sparsify", report_path);
+  if (!p.ok()) return Fail(p.status());
+  absl::StatusOr<md::SparsityReport> r = md::AnalyzeSparsity(p->graph, p->feeds, options);
+  if (!r.ok()) return Fail(r.status());
+  if (r->dense_bytes == 0) {
+    std::string why;
+    for (const md::LayerSparsity& l : r->layers)
+      absl::StrAppend(&why, "; ", l.layer.node, ": ", l.reason);
+    return UsageError(
+        absl::StrCat(base::ForTerminal(f.model), ": no layer can be pruned 2:4", why));
+  }
+  absl::StatusOr<md::Graph> pruned = md::Sparsify(p->graph, options);
+  if (!pruned.ok()) return Fail(pruned.status());
+  const std::string text =
+      *format == "json" ? base::DumpJson(SparsityJson(f, *r), 2) + "\n" : SparsityTable(f, *r);
+  if (absl::Status s = p->out->Write(text); !s.ok()) return Fail(s);
+  if (absl::Status s = md::SaveOnnxModel(*pruned, f.output); !s.ok()) return Fail(s);
+  if (absl::Status s = p->out->Commit(); !s.ok()) {
+    std::error_code ec;
+    fs::remove(f.output, ec);  // a failed run leaves no output behind
+    return Fail(s);
+  }
+  return kExitOk;
+}
+
 int Ops() {
   const std::vector<std::string> ops = md::ClaimedOps();
   const std::string text = absl::StrCat(absl::StrJoin(ops, "\n"), "\n");
@@ -339,25 +528,9 @@ int Ops() {
   return kExitOk;
 }
 
-}  // namespace
-
-Command AddModelCommand(CLI::App& app) {
-  auto f = std::make_shared<ModelFlags>();
-  Command cmd;
-  cmd.app = app.add_subcommand(
-      "model",
-      "Run ONNX models on the CPU executor (the default ONNX domain up to opset 17). See\n"
-      "docs/model.md.");
-  cmd.app->footer(
-      "Examples:\n"
-      "  seedance model run DATA/onnx-models/hello_deepa.onnx -o out/\n"
-      "  seedance model run model.onnx --inputs samples/ -o out/\n"
-      "  seedance model ops\n"
-      "DATA is the public data folder (../shared/data).\n\n"
-      "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error (a bad model names\n"
-      "the node and the reason).");
-
-  CLI::App* run = cmd.app->add_subcommand(
+// `seedance model run`.
+CLI::App* AddRun(CLI::App* model, ModelFlags* f) {
+  CLI::App* run = model->add_subcommand(
       "run",
       "Run a model in FP32 and write its outputs as ONNX TensorProto files (output_N.pb, the\n"
       "layout of ONNX's conformance suite), with a one-line summary per output on standard\n"
@@ -376,15 +549,24 @@ Command AddModelCommand(CLI::App& app) {
   AddInt<uint64_t>(run, "--seed", &f->seed, 0, UINT64_MAX, "seed of the drawn sample");
   AddInt<int64_t>(run, "--max-tensor-size", &f->max_tensor_mib, 1, int64_t{1} << 20,
                   "largest initializer or constant the model may hold, in MiB");
+  run->add_option("--plan", f->plan_file,
+                  "run with a `model plan` JSON's weight formats emulated (as `model quantize`\n"
+                  "writes them) instead of FP32")
+      ->type_name("PLAN.json");
   run->add_option("-o,--output", f->output, "folder for output_N.pb (created if missing; required)")
       ->type_name("DIR");
   run->footer(
       "Examples:\n"
       "  seedance model run hello_deepa.onnx -o out/\n"
-      "  seedance model run encoder.onnx --shape src=16x1x64 --seed 7 -o out/\n\n"
+      "  seedance model run encoder.onnx --shape src=16x1x64 --seed 7 -o out/\n"
+      "  seedance model run hello_deepa.onnx --plan plan.json -o out-int8/\n\n"
       "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error.");
+  return run;
+}
 
-  CLI::App* analyze = cmd.app->add_subcommand(
+// `seedance model analyze`.
+CLI::App* AddAnalyze(CLI::App* model, ModelFlags* f) {
+  CLI::App* analyze = model->add_subcommand(
       "analyze",
       "Per-layer precision sensitivity: for each layer (MatMul, Gemm, Conv with a weight\n"
       "initializer) and each format, run the model with that layer alone in the format (weights,\n"
@@ -415,8 +597,12 @@ Command AddModelCommand(CLI::App& app) {
       "  seedance model analyze cnn.onnx --inputs calib/ --percentile 99.99 --format json -o "
       "a.json\n\n"
       "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error.");
+  return analyze;
+}
 
-  CLI::App* plan = cmd.app->add_subcommand(
+// `seedance model plan`.
+CLI::App* AddPlan(CLI::App* model, ModelFlags* f) {
+  CLI::App* plan = model->add_subcommand(
       "plan",
       "The cheapest weight format per layer (bytes) whose model output stays within a budget,\n"
       "from the formats the GPU runs: predicted from each layer's error gain (one FP64 tangent\n"
@@ -446,18 +632,130 @@ Command AddModelCommand(CLI::App& app) {
       "  seedance model plan encoder.onnx --gpu H100 --budget-sqnr-db 45 --inputs calib/\n\n"
       "Exit status: 0 ok, 1 no plan met the budget (the last one tried is written) or another\n"
       "runtime failure, 2 usage or input error.");
+  return plan;
+}
 
-  CLI::App* ops = cmd.app->add_subcommand(
+// `seedance model quantize`.
+CLI::App* AddQuantize(CLI::App* model, ModelFlags* f) {
+  CLI::App* quantize = model->add_subcommand(
+      "quantize",
+      "Write a plan as a standard ONNX model that onnxruntime and other runtimes run: each\n"
+      "planned weight stored in its format (INT8 codes with DequantizeLinear and FP32 scales per\n"
+      "output channel; FP16/BF16 with Cast; FP8 codes as float16, Cast and Mul, as opsets up to\n"
+      "17 have no FP8 type), restored under its own name, the rest of the graph unchanged. Its\n"
+      "outputs are those of `model run --plan` (the same FP32 products). Prints each weight's\n"
+      "bytes before and after.");
+  quantize->add_option("model", f->model, "the .onnx file")->type_name("MODEL.onnx");
+  quantize->add_option("--plan", f->plan_file, "the plan (`seedance model plan` JSON; required)")
+      ->type_name("PLAN.json");
+  AddInt<int64_t>(quantize, "--max-tensor-size", &f->max_tensor_mib, 1, int64_t{1} << 20,
+                  "largest initializer or constant the model may hold, in MiB");
+  quantize->add_option("-o,--output", f->output, "the quantized model (required)")
+      ->type_name("OUT.onnx");
+  quantize->footer(
+      "Examples:\n"
+      "  seedance model plan hello_deepa.onnx --gpu T4 -o plan.json\n"
+      "  seedance model quantize hello_deepa.onnx --plan plan.json -o hello_deepa.int8.onnx\n\n"
+      "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error (a bad plan names\n"
+      "the file and the JSON path).");
+  return quantize;
+}
+
+// `seedance model sparsify`.
+CLI::App* AddSparsify(CLI::App* model, ModelFlags* f) {
+  CLI::App* sparsify = model->add_subcommand(
+      "sparsify",
+      "Prune weights 2:4 (NVIDIA ASP's m4n2_1d: in every 4 consecutive weights along a layer's\n"
+      "reduction axis, the 2 of smallest magnitude set to zero; MatMul [K, N] along K, Gemm by\n"
+      "transB, Conv along its input channels) and write the pruned model. Reports, for each layer\n"
+      "alone pruned, the SQNR and top-1 agreement of the model's output against dense FP32, the\n"
+      "SQNR the error graph predicts, and the weight's bytes dense and 2:4-compressed (the kept\n"
+      "values plus 2-bit indices); then every pruned layer at once. A layer whose reduction "
+      "length\n"
+      "is not a multiple of 4 is not eligible (as in ASP). --format json: schema "
+      "model-sparsify/v1.");
+  sparsify->add_option("model", f->model, "the .onnx file")->type_name("MODEL.onnx");
+  sparsify
+      ->add_option("--layers", f->layers,
+                   "the layers (node names) to prune, comma-separated, or all: every eligible\n"
+                   "layer (a named layer that is not eligible is an error)")
+      ->type_name("all|NAME,...");
+  sparsify->add_option("--inputs", f->inputs, "folder of samples (as for `model run`)")
+      ->type_name("DIR");
+  sparsify->add_option("--shape", f->shapes, "shape of a free input dimension for drawn samples")
+      ->type_name("NAME=DxD...");
+  AddInt<int>(sparsify, "--samples", &f->samples, 1, 10000, "samples to draw without --inputs");
+  AddInt<uint64_t>(sparsify, "--seed", &f->seed, 0, UINT64_MAX, "seed of the first drawn sample");
+  AddInt<int64_t>(sparsify, "--max-tensor-size", &f->max_tensor_mib, 1, int64_t{1} << 20,
+                  "largest initializer or constant the model may hold, in MiB");
+  sparsify
+      ->add_option("--format", f->out.format,
+                   "the report: table or json (default: from --report's extension, else table)")
+      ->type_name("FORMAT")
+      ->check(CLI::IsMember(kAnalyzeFormats));
+  sparsify->add_option("--report", f->report, "write the report to FILE ('-' or none: stdout)")
+      ->type_name("FILE");
+  sparsify->add_option("-o,--output", f->output, "the pruned model (required)")
+      ->type_name("OUT.onnx");
+  sparsify->footer(
+      "Examples:\n"
+      "  seedance model sparsify digits_mlp/model.onnx --inputs digits_mlp/test_data_set_0 -o "
+      "digits_24.onnx\n"
+      "  seedance model sparsify cnn.onnx --layers /4/Conv,/10/Gemm --format json --report r.json "
+      "-o cnn_24.onnx\n\n"
+      "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error (a layer that cannot\n"
+      "be pruned names the file, the layer and the reason).");
+  return sparsify;
+}
+
+// `seedance model ops`.
+CLI::App* AddOps(CLI::App* model) {
+  CLI::App* ops = model->add_subcommand(
       "ops",
       "List the operators the executor runs (each checked against ONNX's own conformance\n"
       "cases; docs/model.md has the counts).");
+  return ops;
+}
 
-  cmd.run = [f, run, analyze, plan, ops] {
+}  // namespace
+
+Command AddModelCommand(CLI::App& app) {
+  auto f = std::make_shared<ModelFlags>();
+  Command cmd;
+  cmd.app = app.add_subcommand(
+      "model",
+      "Run ONNX models on the CPU executor (the default ONNX domain up to opset 17), measure\n"
+      "what narrower formats do to them, plan per-layer precision and write the plan as a\n"
+      "quantized model. See docs/model.md.");
+  cmd.app->footer(
+      "Examples:\n"
+      "  seedance model run DATA/onnx-models/hello_deepa.onnx -o out/\n"
+      "  seedance model run model.onnx --inputs samples/ -o out/\n"
+      "  seedance model analyze model.onnx --inputs samples/\n"
+      "  seedance model plan model.onnx --gpu T4 -o plan.json\n"
+      "  seedance model quantize model.onnx --plan plan.json -o model.int8.onnx\n"
+      "  seedance model sparsify model.onnx -o model.24.onnx\n"
+      "  seedance model ops\n"
+      "DATA is the public data folder (../shared/data).\n\n"
+      "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error (a bad model names\n"
+      "the node and the reason).");
+
+  CLI::App* run = AddRun(cmd.app, f.get());
+  CLI::App* analyze = AddAnalyze(cmd.app, f.get());
+  CLI::App* plan = AddPlan(cmd.app, f.get());
+  CLI::App* quantize = AddQuantize(cmd.app, f.get());
+  CLI::App* sparsify = AddSparsify(cmd.app, f.get());
+  CLI::App* ops = AddOps(cmd.app);
+
+  cmd.run = [f, run, analyze, plan, quantize, sparsify, ops] {
     if (run->parsed()) return Run(*f);
     if (analyze->parsed()) return Analyze(*f);
     if (plan->parsed()) return PlanCommand(*f);
+    if (quantize->parsed()) return Quantize(*f);
+    if (sparsify->parsed()) return SparsifyCommand(*f);
     if (ops->parsed()) return Ops();
-    return UsageError("model: expected a subcommand: run, analyze, plan or ops");
+    return UsageError(
+        "model: expected a subcommand: run, analyze, plan, quantize, sparsify or ops");
   };
   return cmd;
 }

@@ -67,6 +67,23 @@ TEST(PlannerTest, TighterBudgetsCostMoreAndAreMet) {
   EXPECT_EQ(last, 8 * 8 * 4 + 8 * 10 * 4);  // 200 dB: only FP32 meets it
 }
 
+TEST(PlannerTest, CheapestPlanIsMeasuredFirstWhenThePriorAllowsIt) {
+  const Graph g = TwoLayers(10);
+  PlanOptions o;
+  o.gpu = "T4";
+  o.budget_sqnr_db = 20;  // INT8 everywhere is ~40 dB: the prior lets it be measured at once
+  absl::StatusOr<Plan> easy = MakePlan(g, Samples(), o);
+  ASSERT_TRUE(easy.ok()) << easy.status();
+  EXPECT_TRUE(easy->meets_budget);
+  EXPECT_EQ(easy->model_evaluations, 2);  // the FP32 reference and the INT8 plan, no gains
+  for (const LayerChoice& c : easy->layers) EXPECT_EQ(c.format, NumericFormat::kInt8);
+  o.budget_sqnr_db = 70;  // beyond INT8: the gains (an FP64 run, two tangents) and a plan
+  absl::StatusOr<Plan> hard = MakePlan(g, Samples(), o);
+  ASSERT_TRUE(hard.ok()) << hard.status();
+  EXPECT_TRUE(hard->meets_budget);
+  EXPECT_EQ(hard->model_evaluations, 1 + 1 + 2 + hard->rounds);
+}
+
 TEST(PlannerTest, TopOneBudgetNeedsAClassifier) {
   PlanOptions o;
   o.budget_top1 = 0.99;

@@ -29,6 +29,7 @@ Classes (the issue's "Why" list, plus the valid controls that keep the fixtures 
 import base64
 import json
 import os
+import struct
 
 # ----------------------------------------------------------------------------------------------
 # Fixtures: small valid inputs, written into a case's directory when its argv names them.
@@ -218,7 +219,7 @@ class Case:
 
 
 COMMANDS = {"simulate": (), "profile": (), "analyze": (), "serve-sim": (),
-            "costmodel": ("check", "fit"), "model": ("run", "analyze", "plan", "ops"), "clock": ("probe", "simulate"), "bench": ("timers",),
+            "costmodel": ("check", "fit"), "model": ("run", "analyze", "plan", "quantize", "sparsify", "ops"), "clock": ("probe", "simulate"), "bench": ("timers",),
             "version": (), "help": (), "completion": (), "server": (),
             "get": ("nodes", "pods", "pod", "queues"), "apply": (), "delete": ("pod",), "explain": (),
             "cordon": (), "uncordon": (), "node-agent": ("topology", "pin"), "device-plugin": (),
@@ -2619,13 +2620,86 @@ GOOD_MODEL = onnx_model(
     [_node("MatMul", ["x", "W"], ["h"], "mm"), _node("Relu", ["h"], ["y"], "relu")],
     [_value_info("x")], [_value_info("y")], [_tensor("W", (2, 2), raw=bytes(16))])
 FIXTURES["model.onnx"] = GOOD_MODEL
+GOOD_PLAN = '{"schema_version": "model-plan/v1", "layers": [{"node": "mm", "format": "int8"}]}\n'
+FIXTURES["plan.json"] = GOOD_PLAN
 # The model commands' numeric flags (--seed, --samples, --budget-sqnr-db, ...) get the bad-value
 # cases of every numeric flag (discovered_flags).
 HELP_BASES.update({
     "model run": ["model", "run", "{model.onnx}", "-o", "{T}/out"],
     "model analyze": ["model", "analyze", "{model.onnx}"],
     "model plan": ["model", "plan", "{model.onnx}"],
+    "model quantize": ["model", "quantize", "{model.onnx}", "--plan", "{plan.json}", "-o",
+                       "{T}/q.onnx"],
+    "model sparsify": ["model", "sparsify", "{model.onnx}", "-o", "{T}/s.onnx"],
 })
+# A model with a layer 2:4 pruning can take: MatMul x [1, 4] by W [4, 2] (weights 1..8).
+SPARSE_MODEL = onnx_model(
+    [_node("MatMul", ["x", "W"], ["h"], "mm"), _node("Relu", ["h"], ["y"], "relu")],
+    [_value_info("x", dims=(1, 4))], [_value_info("y")],
+    [_tensor("W", (4, 2), raw=b"".join(struct.pack("<f", v) for v in range(1, 9)))])
+
+
+def quantize_cases():
+    """seedance model quantize and run --plan: bad plans name the file and the JSON path; the
+    written model never replaces an input."""
+    B, E, C, D, W = "bad-value", "exit-code", "control", "destroy", "write-fail"
+    Q = ["model", "quantize", "{m.onnx}", "--plan", "{p.json}", "-o"]
+    ok = {"m.onnx": GOOD_MODEL, "p.json": GOOD_PLAN}
+
+    def plan(name, text, msg):
+        return Case(B, "model/quantize-" + name, Q + ["{T}/q.onnx"], msg=["p.json"] + msg,
+                    files={"m.onnx": GOOD_MODEL, "p.json": text})
+
+    return [
+        Case(C, "model/quantize-ok", Q + ["{T}/q.onnx"], exit=0, files=ok,
+             present=[("stdout", "1 weights quantized")]),
+        Case(E, "model/quantize-no-plan", ["model", "quantize", "{m.onnx}", "-o", "{T}/q.onnx"],
+             files=ok, msg=["--plan"]),
+        Case(E, "model/quantize-no-output", Q[:-1], files=ok, msg=["--output"]),
+        plan("not-json", "{\"layers\": [", [":1:", "not JSON"]),
+        plan("not-a-layer", '{"layers": [{"node": "relu", "format": "int8"}]}',
+             ["relu", "not a layer"]),
+        plan("bad-format", '{"layers": [{"node": "mm", "format": "int3"}]}',
+             ["$.layers[0].format", "int3"]),
+        plan("layers-not-array", '{"layers": 7}', ["$.layers", "array"]),
+        Case(D, "model/quantize-output-is-model", Q + ["{m.onnx}"], files=ok, msg=["m.onnx"]),
+        Case(D, "model/quantize-output-is-plan", Q + ["{p.json}"], files=ok, msg=["p.json"]),
+        Case(W, "model/quantize-dev-full", Q + ["/dev/full"], exit=1, files=ok,
+             msg=["/dev/full"]),
+        Case(W, "model/quantize-missing-dir", Q + ["{T}/nodir/q.onnx"], exit=2, files=ok,
+             msg=["nodir/q.onnx"]),
+        Case(B, "model/run-plan-not-a-layer",
+             ["model", "run", "{m.onnx}", "--plan", "{p.json}", "-o", "{T}/out"],
+             files={"m.onnx": GOOD_MODEL, "p.json": '{"layers": [{"node": "x", "format": "fp16"}]}'},
+             msg=["\"x\"", "not a layer"]),
+    ]
+
+
+def sparsify_cases():
+    """seedance model sparsify: a layer that cannot be pruned is exit 2 naming the file, the
+    layer and the reason; neither the pruned model nor the report replaces an input."""
+    B, E, C, D, W = "bad-value", "exit-code", "control", "destroy", "write-fail"
+    S = ["model", "sparsify", "{m.onnx}", "--samples", "1", "-o"]
+    ok = {"m.onnx": SPARSE_MODEL}
+    return [
+        Case(C, "model/sparsify-ok", S + ["{T}/s.onnx"], exit=0, files=ok,
+             present=[("stdout", "stored 2:4 in 17")]),
+        Case(E, "model/sparsify-no-output", S[:-1], files=ok, msg=["--output"]),
+        Case(B, "model/sparsify-nothing-eligible", S + ["{T}/s.onnx"],
+             files={"m.onnx": GOOD_MODEL}, msg=["m.onnx", "no layer can be pruned 2:4",
+                                                "not a multiple of 4"]),
+        Case(B, "model/sparsify-not-a-layer", S + ["{T}/s.onnx", "--layers", "relu"], files=ok,
+             msg=["m.onnx", "\"relu\"", "not a layer"]),
+        Case(B, "model/sparsify-empty-layer-name", S + ["{T}/s.onnx", "--layers", "mm,"],
+             files=ok, msg=["--layers"]),
+        Case(D, "model/sparsify-output-is-model", S + ["{m.onnx}"], files=ok, msg=["m.onnx"]),
+        Case(D, "model/sparsify-report-is-model", S + ["{T}/s.onnx", "--report", "{m.onnx}"],
+             files=ok, msg=["m.onnx"]),
+        Case(W, "model/sparsify-dev-full", S + ["/dev/full"], exit=1, files=ok,
+             msg=["/dev/full"]),
+        Case(W, "model/sparsify-report-dev-full", S + ["{T}/s.onnx", "--report", "/dev/full"],
+             exit=1, files=ok, msg=["/dev/full"]),
+    ]
 
 
 def model_cases():
@@ -2686,6 +2760,7 @@ def model_cases():
              msg=["--output"]),
         Case(E, "model/shape-not-an-input", RUN + ["--shape", "z=1x2"],
              files={"m.onnx": GOOD_MODEL}, msg=["--shape", "z"]),
+    ] + quantize_cases() + sparsify_cases() + [
         Case(B, "model/inputs-mistyped", RUN + ["--inputs", "{T}/in"],
              files={"m.onnx": GOOD_MODEL, "in/x.pb": b"".join(_tensor("x", (1, 2), elem=7,
                                                                        raw=bytes(16)))},

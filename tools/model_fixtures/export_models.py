@@ -47,19 +47,18 @@ try:
     import onnx.numpy_helper
     import sklearn
     import torch
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
     from torch import nn
+
+    import digits_training  # beside this script: the digits MLP's recipe
 except ImportError as error:
     fail(f"{error}; install Debian's python3-torch, python3-onnx and python3-sklearn "
          "(tools/install_deps.sh) and run with /usr/bin/python3")
 
-SEED = 37
+SEED = digits_training.SEED
 
 
 def seed_everything():
-    torch.manual_seed(SEED)
-    np.random.seed(SEED)
+    digits_training.seed_everything()
 
 
 # --- the models -------------------------------------------------------------------------------
@@ -122,29 +121,12 @@ def make_cnn():
 
 
 def make_digits_mlp():
-    """Trains the MLP; returns the model, the test inputs, the labels and torch's accuracy."""
+    """Trains the MLP by digits_training.py's recipe; returns the model, the test inputs, the
+    labels and torch's accuracy."""
     seed_everything()
-    digits = load_digits()
-    x = (digits.data / 16.0).astype(np.float32)  # pixel values are 0..16
-    y = digits.target.astype(np.int64)
-    x_train, x_test, y_train, y_test = train_test_split(x, y, test_size=0.25, random_state=SEED,
-                                                        stratify=y)
-    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    loss_fn = nn.CrossEntropyLoss()
-    xt, yt = torch.from_numpy(x_train), torch.from_numpy(y_train)
-    generator = torch.Generator().manual_seed(SEED)
-    for _ in range(20):  # epochs
-        order = torch.randperm(len(xt), generator=generator)
-        for start in range(0, len(xt), 64):
-            batch = order[start:start + 64]
-            optimizer.zero_grad()
-            loss_fn(model(xt[batch]), yt[batch]).backward()
-            optimizer.step()
-    model.eval()
-    with torch.no_grad():
-        predicted = model(torch.from_numpy(x_test)).argmax(1).numpy()
-    accuracy = float((predicted == y_test).mean())
+    x_train, x_test, y_train, y_test = digits_training.load_split()
+    model = digits_training.train(digits_training.make_mlp(), x_train, y_train)
+    accuracy = digits_training.top1(model, x_test, y_test)
     return model, (torch.from_numpy(x_test),), ["x"], ["logits"], y_test, accuracy
 
 

@@ -2,6 +2,12 @@
 // model output stays within an error budget, chosen from what the error-propagation graph
 // predicts instead of trial and error, then checked by measurement.
 //
+// First a prior that costs no model run: each layer's relative local noise ||x_i (Q_f(W_i) - W_i)||
+// / ||x_i W_i|| taken to reach the output at unit relative gain. When it puts the cheapest plan
+// (the narrowest format everywhere) within the budget, that plan is measured first and returned
+// if it holds (two evaluations with the FP32 reference, as a fallback search spends on it).
+// Otherwise, or when it misses (its measurement then calibrates the prediction below):
+//
 // For each layer i (emulation.h) the planner measures, once, the gain g_i from noise at the
 // layer's output to the model's output (error_graph.h: one FP64 tangent pass per layer and
 // sample), and computes each format's local noise n_i(f) = || x_i (Q_f(W_i) - W_i) || on the
