@@ -46,6 +46,63 @@ std::vector<Layer> FindLayers(const Graph& graph) {
   return layers;
 }
 
+// KL(p || q) of two histograms (unnormalised), over the bins where p > 0.
+double KlDivergence(const std::vector<double>& p, const std::vector<double>& q) {
+  double sp = 0, sq = 0, kl = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    sp += p[i];
+    sq += q[i];
+  }
+  if (sp == 0 || sq == 0) return std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] == 0) continue;
+    if (q[i] == 0) return std::numeric_limits<double>::infinity();
+    kl += p[i] / sp * std::log((p[i] / sp) / (q[i] / sq));
+  }
+  return kl;
+}
+
+// The clipping threshold of TensorRT's entropy calibration: a 2,048-bin histogram of |x| over
+// [0, max|x|]; for each candidate cut i (128..2048 bins) the reference P is the first i bins with
+// everything above folded into bin i - 1, the candidate Q is P merged into 128 levels (INT8's
+// magnitudes) and spread back over the bins P holds; the cut with the least KL(P || Q) wins, at
+// the upper edge of its last bin.
+double EntropyThreshold(const std::vector<float>& values) {
+  constexpr int kBins = 2048, kLevels = 128;
+  double amax = 0;
+  for (float v : values) amax = std::max(amax, static_cast<double>(v));
+  if (amax == 0) return 0;
+  std::vector<double> hist(kBins, 0);
+  for (float v : values) {
+    hist[std::min(kBins - 1, static_cast<int>(v / amax * kBins))] += 1;
+  }
+  double best_kl = std::numeric_limits<double>::infinity();
+  int best = kBins;
+  for (int i = kLevels; i <= kBins; ++i) {
+    std::vector<double> p(hist.begin(), hist.begin() + i);
+    for (int k = i; k < kBins; ++k) p[static_cast<size_t>(i - 1)] += hist[static_cast<size_t>(k)];
+    std::vector<double> q(static_cast<size_t>(i), 0);
+    for (int level = 0; level < kLevels; ++level) {
+      const int lo = level * i / kLevels, hi = (level + 1) * i / kLevels;
+      double sum = 0;
+      int nonzero = 0;
+      for (int k = lo; k < hi; ++k) {
+        sum += hist[static_cast<size_t>(k)];
+        nonzero += hist[static_cast<size_t>(k)] > 0;
+      }
+      for (int k = lo; k < hi; ++k) {
+        if (hist[static_cast<size_t>(k)] > 0) q[static_cast<size_t>(k)] = sum / nonzero;
+      }
+    }
+    const double kl = KlDivergence(p, q);
+    if (kl < best_kl) {
+      best_kl = kl;
+      best = i;
+    }
+  }
+  return amax * best / kBins;
+}
+
 absl::StatusOr<ActivationRanges> Calibrate(const Graph& graph,
                                            const std::vector<TensorMap>& samples,
                                            const EmulationOptions& options) {
@@ -62,7 +119,7 @@ absl::StatusOr<ActivationRanges> Calibrate(const Graph& graph,
     for (float v : x.values<float>()) {
       if (!std::isfinite(v)) continue;
       it->second = std::max(it->second, static_cast<double>(std::fabs(v)));
-      if (options.percentile > 0) seen[node.name].push_back(std::fabs(v));
+      if (options.percentile > 0 || options.entropy) seen[node.name].push_back(std::fabs(v));
     }
     return absl::OkStatus();
   };
@@ -70,8 +127,9 @@ absl::StatusOr<ActivationRanges> Calibrate(const Graph& graph,
     absl::StatusOr<TensorMap> out = Run(graph, feeds, run);
     if (!out.ok()) return out.status();
   }
-  if (options.percentile > 0) {
-    for (auto& [node, values] : seen) ranges[node] = Percentile(values, options.percentile);
+  for (auto& [node, values] : seen) {
+    ranges[node] =
+        options.entropy ? EntropyThreshold(values) : Percentile(values, options.percentile);
   }
   return ranges;
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 namespace seedance::model {
 namespace {
@@ -70,6 +71,56 @@ TEST(EmulationTest, RefusesPlansItCannotHonour) {
       Emulation::Create(g, {{"relu", {NumericFormat::kFp16, NumericFormat::kFp32}}}, {}, {}).ok());
   EXPECT_FALSE(
       Emulation::Create(g, {{"mm", {NumericFormat::kFp32, NumericFormat::kInt8}}}, {}, {}).ok());
+}
+
+// Samples of x [1, 4] drawn from a normal distribution, one value in 2,000 replaced by an outlier.
+std::vector<TensorMap> GaussianWithOutliers(double outlier) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0, 1);
+  std::vector<TensorMap> samples;
+  for (int i = 0; i < 2500; ++i) {
+    std::vector<float> x(4);
+    for (float& v : x) v = normal(rng);
+    if (i % 500 == 3) x[1] = static_cast<float>(outlier);
+    samples.push_back(Feed(x));
+  }
+  return samples;
+}
+
+TEST(EmulationTest, EntropyCalibrationClipsWhatCarriesLittleInformation) {
+  const Graph g = TinyMlp();
+  EmulationOptions entropy;
+  entropy.entropy = true;
+  // Outliers at 60 sigma: the maximum follows them, the entropy threshold stays near the body of
+  // the distribution (TensorRT's calibrator lands a few sigma out on a normal distribution).
+  absl::StatusOr<ActivationRanges> by_max = Calibrate(g, GaussianWithOutliers(60), {});
+  absl::StatusOr<ActivationRanges> by_kl = Calibrate(g, GaussianWithOutliers(60), entropy);
+  ASSERT_TRUE(by_max.ok() && by_kl.ok());
+  EXPECT_EQ(by_max->at("mm"), 60.0);
+  EXPECT_GT(by_kl->at("mm"), 2.0);
+  EXPECT_LT(by_kl->at("mm"), 10.0);
+  // ... which is what INT8 activations need: the clipped range rounds the body more finely.
+  const TensorMap probe = Feed({0.3f, -1.2f, 0.7f, 0.05f});
+  absl::StatusOr<TensorMap> exact = model::Run(g, probe);
+  double err[2];
+  const ActivationRanges* ranges[2] = {&*by_max, &*by_kl};
+  for (int k = 0; k < 2; ++k) {
+    absl::StatusOr<Emulation> e = Emulation::Create(
+        g, {{"mm", {NumericFormat::kFp32, NumericFormat::kInt8}}}, *ranges[k], {});
+    ASSERT_TRUE(e.ok()) << e.status();
+    absl::StatusOr<TensorMap> out = e->Run(probe);
+    ASSERT_TRUE(out.ok());
+    err[k] = CompareTensors(exact->at("y"), out->at("y"))->normalized_l2;
+  }
+  EXPECT_LT(err[1], err[0] / 4);
+  // A uniform distribution carries information up to its edge: the threshold keeps nearly all.
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<TensorMap> flat;
+  for (int i = 0; i < 2500; ++i) flat.push_back(Feed({u(rng), u(rng), u(rng), u(rng)}));
+  absl::StatusOr<ActivationRanges> uniform = Calibrate(g, flat, entropy);
+  ASSERT_TRUE(uniform.ok());
+  EXPECT_GT(uniform->at("mm"), 0.9);
 }
 
 TEST(EmulationTest, PercentileCalibrationClipsOutliers) {

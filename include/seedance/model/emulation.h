@@ -5,7 +5,8 @@
 // A layer is a MatMul, Gemm or Conv node whose weight (input 1) is an initializer. Its weights
 // are rounded once, before the run (INT8 and FP8 per output channel by default); its activation
 // input is rounded as the node reads it, with INT8 and FP8 scaled to a range calibrated on the
-// samples in FP32 (the largest |x| seen, or a percentile of |x|; Calibrate). Nothing else in the
+// samples in FP32 (the largest |x| seen, a percentile of |x|, or the entropy threshold;
+// Calibrate). Nothing else in the
 // graph changes, so a layer's error reaches the output through the FP32 rest of the model.
 //
 // Thread-safety: the functions are thread-safe; an Emulation is immutable after Create and may
@@ -47,6 +48,9 @@ struct EmulationOptions {
   // Activation ranges: the largest |x| over the calibration samples (percentile <= 0), or this
   // percentile of |x| (e.g. 99.99), values above it clipped.
   double percentile = 0;
+  // Or TensorRT's entropy calibration: the clipping threshold whose 128-level histogram of |x|
+  // loses the least information (KL divergence from the 2,048-bin histogram; emulation.cc).
+  bool entropy = false;
 };
 
 // Each layer's calibrated activation range (by node name), from FP32 runs of `samples`.
