@@ -1,4 +1,5 @@
 // `seedance model run|analyze|plan|quantize|sparsify|ops`: ONNX models on the CPU (docs/model.md).
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -16,10 +17,14 @@
 #include "seedance/base/build_info.h"
 #include "seedance/base/io.h"
 #include "seedance/base/text.h"
+#include "seedance/k8s/objects.h"
+#include "seedance/model/analysis_html.h"
 #include "seedance/model/emulation.h"
+#include "seedance/model/error_graph.h"
 #include "seedance/model/executor.h"
 #include "seedance/model/graph.h"
 #include "seedance/model/inputs.h"
+#include "seedance/model/plan_file.h"
 #include "seedance/model/planner.h"
 #include "seedance/model/quantize.h"
 #include "seedance/model/sparsity.h"
@@ -42,11 +47,13 @@ struct ModelFlags {
   std::string formats = "fp16,bf16,fp8-e4m3,int8";
   bool weights_only = false;
   double percentile = 0;
+  bool entropy = false;
   OutputFlags out;
   // plan
   std::string gpu = "A100-80GB";
   double budget_sqnr_db = 30;
   double budget_top1 = 0;
+  std::string emit_pod;  // a pod manifest asking for the plan's GPU memory
   // run, quantize
   std::string plan_file;
   // sparsify
@@ -54,7 +61,8 @@ struct ModelFlags {
   std::string report;
 };
 
-const std::vector<std::string> kAnalyzeFormats = {"table", "json"};
+const std::vector<std::string> kAnalyzeFormats = {"table", "json", "html"};
+const std::vector<std::string> kSparsifyFormats = {"table", "json"};
 
 // min / max / mean of a tensor's elements, for the summary.
 std::string Stats(const md::Tensor& t) {
@@ -206,7 +214,9 @@ nlohmann::ordered_json AnalysisJson(const ModelFlags& f, const md::Analysis& a) 
   j["samples"] = a.samples;
   j["samples_from"] = f.inputs.empty() ? "drawn" : "inputs";
   j["activations"] = f.weights_only ? "fp32" : "same format as the weights";
-  j["calibration"] = f.percentile > 0 ? absl::StrCat("percentile ", f.percentile) : "max";
+  j["calibration"] = f.entropy            ? std::string("entropy")
+                     : f.percentile > 0 ? absl::StrCat("percentile ", f.percentile)
+                                        : std::string("max");
   j["layers"] = nlohmann::ordered_json::array();
   for (const md::LayerAnalysis& la : a.layers) {
     nlohmann::ordered_json l = {{"node", la.layer.node},
@@ -267,6 +277,23 @@ std::string AnalysisTable(const ModelFlags& f, const md::Analysis& a) {
   return t;
 }
 
+// --format html: the page with the error graph of the narrowest format asked (the enum runs from
+// wide to narrow), predicted only (no measuring runs: the table holds measured SQNRs); a model
+// whose operators have no derivative rule gets the page without the graph.
+std::string AnalysisHtml(const ModelFlags& f, const Prepared& p, const md::Analysis& a) {
+  md::AnalysisPageSettings page;
+  page.model = f.model;
+  page.samples_from = f.inputs.empty() ? "drawn" : "--inputs";
+  page.weights_only = f.weights_only;
+  page.percentile = f.percentile;
+  page.entropy = f.entropy;
+  page.error_graph.format = *std::max_element(a.formats.begin(), a.formats.end());
+  page.error_graph.measure = false;
+  absl::StatusOr<md::ErrorGraph> eg = md::BuildErrorGraph(p.graph, p.feeds, page.error_graph);
+  if (!eg.ok()) page.error_graph_unavailable = std::string(eg.status().message());
+  return md::RenderAnalysisHtml(a, eg.ok() ? *eg : md::ErrorGraph{}, page);
+}
+
 int Analyze(const ModelFlags& f) {
   absl::StatusOr<std::string> format = ResolveFormat(f.out, kAnalyzeFormats);
   if (!format.ok()) return Fail(format.status());
@@ -284,7 +311,11 @@ int Analyze(const ModelFlags& f) {
     options.formats.push_back(*nf);
   }
   options.activations = !f.weights_only;
+  if (f.entropy && f.percentile > 0) {
+    return UsageError("--entropy and --percentile are two calibrations; give one");
+  }
   options.emulation.percentile = f.percentile;
+  options.emulation.entropy = f.entropy;
   absl::StatusOr<Prepared> p = Prepare(f, "analyze", out_path);
   if (!p.ok()) return Fail(p.status());
   absl::StatusOr<md::Analysis> a = md::Analyze(p->graph, p->feeds, options);
@@ -294,8 +325,9 @@ int Analyze(const ModelFlags& f) {
                                    ": no layer to analyze (no MatMul, Gemm or Conv with an FP32 "
                                    "weight initializer)"));
   }
-  const std::string text =
-      *format == "json" ? base::DumpJson(AnalysisJson(f, *a), 2) + "\n" : AnalysisTable(f, *a);
+  const std::string text = *format == "html"   ? AnalysisHtml(f, *p, *a)
+                           : *format == "json" ? base::DumpJson(AnalysisJson(f, *a), 2) + "\n"
+                                               : AnalysisTable(f, *a);
   if (absl::Status s = p->out->Write(text); !s.ok()) return Fail(s);
   if (absl::Status s = p->out->Commit(); !s.ok()) return Fail(s);
   return kExitOk;
@@ -332,12 +364,42 @@ nlohmann::ordered_json PlanJson(const ModelFlags& f, const md::Plan& p) {
   return j;
 }
 
+// The --emit-pod manifest's container image: a placeholder for the serving image to run.
+constexpr char kPodImage[] = "serving-image:replace-me";
+
+// --emit-pod: a pod asking for the plan's weights plus PodMemoryOptions' allowance (plan_file.h).
+absl::Status WritePlanPod(const ModelFlags& f, const md::Plan& p, base::OutputFile& out) {
+  md::PlanFile file;
+  file.bytes = p.bytes;
+  file.bytes_fp32 = p.bytes_fp32;
+  k8s::GpuPodManifest m;
+  m.name = fs::path(f.model).stem().string();
+  m.image = kPodImage;
+  m.gpu_model = p.gpu;
+  m.gpu_memory_mib = md::PlanGpuMemoryMib(file);
+  m.annotations = {{"seedance.io/model", base::ForTerminal(f.model)},
+                   {"seedance.io/plan-weight-bytes", std::to_string(p.bytes)}};
+  if (!f.out.output.empty() && f.out.output != "-") {
+    m.annotations["seedance.io/precision-plan"] = base::ForTerminal(f.out.output);
+  }
+  if (absl::Status s = out.Write(k8s::EncodeGpuPod(m)); !s.ok()) return s;
+  return out.Commit();
+}
+
 int PlanCommand(const ModelFlags& f) {
   const std::string out_path = f.out.output.empty() ? "-" : f.out.output;
-  if (absl::Status s = base::CheckOutputsDistinct({{"MODEL", f.model}, {"--inputs", f.inputs}},
-                                                  {{"--output", out_path}});
+  if (absl::Status s = base::CheckOutputsDistinct(
+          {{"MODEL", f.model}, {"--inputs", f.inputs}},
+          {{"--output", out_path}, {"--emit-pod", f.emit_pod}});
       !s.ok()) {
     return Fail(s);
+  }
+  // --emit-pod: opened before the work, written only for a plan that meets its budget.
+  std::unique_ptr<base::OutputFile> pod;
+  if (!f.emit_pod.empty()) {
+    absl::StatusOr<std::unique_ptr<base::OutputFile>> o = base::OutputFile::Open(f.emit_pod);
+    if (!o.ok()) return Fail(o.status());
+    pod = std::move(*o);
   }
   if (absl::StatusOr<std::vector<md::NumericFormat>> formats = md::FormatsFor(f.gpu);
       !formats.ok()) {
@@ -353,6 +415,10 @@ int PlanCommand(const ModelFlags& f) {
   if (!plan.ok()) return Fail(plan.status());
   if (absl::Status s = p->out->Write(base::DumpJson(PlanJson(f, *plan), 2) + "\n"); !s.ok()) {
     return Fail(s);
+  }
+  // The pod before the plan is committed: a pod that cannot be written leaves no plan either.
+  if (pod && plan->meets_budget) {
+    if (absl::Status s = WritePlanPod(f, *plan, *pod); !s.ok()) return Fail(s);
   }
   if (absl::Status s = p->out->Commit(); !s.ok()) return Fail(s);
   if (!plan->meets_budget) {
@@ -480,7 +546,7 @@ std::string SparsityTable(const ModelFlags& f, const md::SparsityReport& r) {
 
 int SparsifyCommand(const ModelFlags& f) {
   if (f.output.empty()) return UsageError("model sparsify: -o/--output OUT.onnx is required");
-  absl::StatusOr<std::string> format = ResolveFormat({f.report, f.out.format}, kAnalyzeFormats);
+  absl::StatusOr<std::string> format = ResolveFormat({f.report, f.out.format}, kSparsifyFormats);
   if (!format.ok()) return Fail(format.status());
   const std::string report_path = f.report.empty() ? "-" : f.report;
   if (absl::Status s =
@@ -573,7 +639,10 @@ CLI::App* AddAnalyze(CLI::App* model, ModelFlags* f) {
       "INT8/FP8 per output channel; and its input activations, INT8/FP8 scaled to a range\n"
       "calibrated on the samples) and report the SQNR of the model's output and of the layer's\n"
       "own output against FP32, then every layer at once. --format json: schema\n"
-      "model-analyze/v1 (SQNR, normalised L2, cosine, top-1 agreement for classifiers).");
+      "model-analyze/v1 (SQNR, normalised L2, cosine, top-1 agreement for classifiers).\n"
+      "--format html: one self-contained page with the table (cells coloured by SQNR) and the\n"
+      "error-propagation graph drawn as SVG (INT8 weights, or the narrowest of --formats;\n"
+      "predicted, not measured; the most sensitive path in red).");
   analyze->add_option("model", f->model, "the .onnx file")->type_name("MODEL.onnx");
   analyze->add_option("--inputs", f->inputs, "folder of samples (as for `model run`)")
       ->type_name("DIR");
@@ -588,6 +657,8 @@ CLI::App* AddAnalyze(CLI::App* model, ModelFlags* f) {
                     "keep activations in FP32 (weight-only quantization)");
   AddDouble(analyze, "--percentile", &f->percentile, base::Closed(0.0, 100.0),
             "calibrate INT8/FP8 activation ranges at this percentile of |x| (0 = the maximum)");
+  analyze->add_flag("--entropy", f->entropy,
+                    "calibrate INT8/FP8 activation ranges by entropy (TensorRT's KL threshold)");
   AddInt<int64_t>(analyze, "--max-tensor-size", &f->max_tensor_mib, 1, int64_t{1} << 20,
                   "largest initializer or constant the model may hold, in MiB");
   AddOutputFlags(analyze, &f->out, kAnalyzeFormats);
@@ -595,7 +666,8 @@ CLI::App* AddAnalyze(CLI::App* model, ModelFlags* f) {
       "Examples:\n"
       "  seedance model analyze hello_deepa.onnx\n"
       "  seedance model analyze cnn.onnx --inputs calib/ --percentile 99.99 --format json -o "
-      "a.json\n\n"
+      "a.json\n"
+      "  seedance model analyze encoder.onnx --inputs samples/ --format html -o analysis.html\n\n"
       "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error.");
   return analyze;
 }
@@ -624,12 +696,18 @@ CLI::App* AddPlan(CLI::App* model, ModelFlags* f) {
   AddInt<uint64_t>(plan, "--seed", &f->seed, 0, UINT64_MAX, "seed of the first drawn sample");
   AddInt<int64_t>(plan, "--max-tensor-size", &f->max_tensor_mib, 1, int64_t{1} << 20,
                   "largest initializer or constant the model may hold, in MiB");
+  plan->add_option("--emit-pod", f->emit_pod,
+                   "also write a Kubernetes pod manifest (JSON, which is YAML) asking for one GPU\n"
+                   "with the plan's weight bytes plus an allowance, in MiB (docs/model.md); only\n"
+                   "for a plan that meets its budget")
+      ->type_name("POD.yaml");
   plan->add_option("-o,--output", f->out.output, "the plan JSON ('-' or none: standard output)")
       ->type_name("FILE");
   plan->footer(
       "Examples:\n"
       "  seedance model plan hello_deepa.onnx --gpu T4 -o plan.json\n"
-      "  seedance model plan encoder.onnx --gpu H100 --budget-sqnr-db 45 --inputs calib/\n\n"
+      "  seedance model plan encoder.onnx --gpu H100 --budget-sqnr-db 45 --inputs calib/\n"
+      "  seedance model plan hello_deepa.onnx --gpu T4 -o plan.json --emit-pod pod.yaml\n\n"
       "Exit status: 0 ok, 1 no plan met the budget (the last one tried is written) or another\n"
       "runtime failure, 2 usage or input error.");
   return plan;
@@ -692,7 +770,7 @@ CLI::App* AddSparsify(CLI::App* model, ModelFlags* f) {
       ->add_option("--format", f->out.format,
                    "the report: table or json (default: from --report's extension, else table)")
       ->type_name("FORMAT")
-      ->check(CLI::IsMember(kAnalyzeFormats));
+      ->check(CLI::IsMember(kSparsifyFormats));
   sparsify->add_option("--report", f->report, "write the report to FILE ('-' or none: stdout)")
       ->type_name("FILE");
   sparsify->add_option("-o,--output", f->output, "the pruned model (required)")

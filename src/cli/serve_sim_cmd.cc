@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@
 #include "seedance/base/io.h"
 #include "seedance/base/text.h"
 #include "seedance/model/cost_model.h"
+#include "seedance/model/plan_file.h"
+#include "seedance/model/precision.h"
 #include "seedance/serving/request_trace.h"
 #include "seedance/serving/serving_sim.h"
 
@@ -41,7 +44,8 @@ struct Flags {
   std::string trace, model = "llama-3-8b", gpu = "a100-80g", batching = "continuous,static";
   std::string prefix_cache = "pool", preemption = "recompute", trace_format = "auto";
   OutputFlags out;
-  std::string legacy_json;  // deprecated --json FILE: JSON to FILE besides the main output
+  std::string legacy_json;     // deprecated --json FILE: JSON to FILE besides the main output
+  std::string precision_plan;  // --precision-plan: a `model plan` JSON's formats per layer class
   int tp = 1, block_size = 16, max_num_seqs = 256, max_batched_tokens = 2048;
   double rate_scale = 1.0, mem_util = 0.9, rate = 1.0, swap_gib = 4.0;
   int64_t static_max_len = 0, limit = 0;
@@ -66,7 +70,71 @@ struct Report {
   bool has_prefix_ids = false;
   double ideal_hit_ratio = 0;
   std::vector<ModeRun> runs;
+  // --precision-plan: the file (printable) and what it made of the model; empty without it.
+  std::string precision_plan;
+  std::optional<seedance::model::ServingPlan> serving_plan;
+  int64_t weight_bytes = 0;  // the model's weights at the plan's formats
 };
+
+// --precision-plan: the plan's formats per layer class for `model` served on `gpu` (plan_file.h).
+// A bad file, or a format the GPU does not run, is InvalidArgument naming the file.
+absl::StatusOr<seedance::model::ServingPlan> LoadServingPlan(const std::string& path,
+                                                             const ModelConfig& model,
+                                                             const GpuSpec& gpu) {
+  namespace md = seedance::model;
+  absl::StatusOr<std::string> text = base::ReadInput(path, base::InputKind::kConfig);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<md::PlanFile> file = md::ParsePlanFile(*text, base::ForTerminal(path));
+  if (!file.ok()) return file.status();
+  absl::StatusOr<md::DeviceCapabilities> caps = md::LookupCapabilities(gpu.name);
+  if (!caps.ok()) return caps.status();
+  md::PrecisionBinder binder(*caps);
+  absl::StatusOr<md::ServingPlan> plan = md::ApplyPlanFile(*file, model, binder);
+  if (!plan.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--precision-plan ", base::ForTerminal(path), ": ", plan.status().message()));
+  }
+  return plan;
+}
+
+// The plan applied, for the JSON report.
+nlohmann::ordered_json PlanJson(const Report& rep) {
+  namespace md = seedance::model;
+  const md::ServingPlan& sp = *rep.serving_plan;
+  nlohmann::ordered_json classes = nlohmann::ordered_json::object();
+  for (int i = 0; i < md::kNumLayerClasses; ++i) {
+    const auto cls = static_cast<md::LayerClass>(i);
+    classes[std::string(md::LayerClassName(cls))] = {
+        {"format", std::string(md::DTypeName(sp.plan.of(cls)))}, {"planned_nodes", sp.nodes[i]}};
+  }
+  return {{"file", rep.precision_plan},
+          {"classes", classes},
+          {"unmatched_nodes", sp.unmatched},
+          {"measured_output_error", sp.measured_rel_error
+                                        ? nlohmann::ordered_json(*sp.measured_rel_error)
+                                        : nlohmann::ordered_json()},
+          {"weight_bytes", rep.weight_bytes},
+          {"decisions", sp.plan.decisions}};
+}
+
+// The plan applied, for the table: one line of class formats, one of unmatched nodes.
+std::string PlanTable(const Report& rep) {
+  namespace md = seedance::model;
+  const md::ServingPlan& sp = *rep.serving_plan;
+  std::string out = absl::StrCat("precision plan ", rep.precision_plan, ":");
+  for (int i = 0; i < md::kNumLayerClasses; ++i) {
+    const auto cls = static_cast<md::LayerClass>(i);
+    absl::StrAppend(&out, i ? ", " : " ", std::string(md::LayerClassName(cls)), " ",
+                    std::string(md::DTypeName(sp.plan.of(cls))), sp.nodes[i] ? "" : " (model's)");
+  }
+  absl::StrAppend(&out, absl::StrFormat("; weights %.2f GiB\n",
+                                        double(rep.weight_bytes) / double(int64_t{1} << 30)));
+  if (!sp.unmatched.empty()) {
+    absl::StrAppend(
+        &out, "  nodes of no layer class (not applied): ", absl::StrJoin(sp.unmatched, ", "), "\n");
+  }
+  return out;
+}
 
 absl::Status ParsePrefixCache(const std::string& text, ServingSimOptions* o) {
   if (text == "off") {
@@ -131,6 +199,7 @@ std::string RenderJson(const Report& rep) {
   j["kv_cache_gib_per_gpu"] = rep.kv_gib_per_gpu;
   j["ideal_prefix_hit_ratio"] =
       rep.has_prefix_ids ? nlohmann::ordered_json(rep.ideal_hit_ratio) : nullptr;
+  if (rep.serving_plan) j["precision_plan"] = PlanJson(rep);
   j["modes"] = nlohmann::ordered_json::array();
   for (const ModeRun& m : rep.runs) {
     const ServingResult& r = m.r;
@@ -215,6 +284,7 @@ std::string RenderTable(const Report& rep) {
     absl::StrAppend(&out, absl::StrFormat("trace's own infinite-cache prefix hit ratio: %.4f\n",
                                           rep.ideal_hit_ratio));
   }
+  if (rep.serving_plan) absl::StrAppend(&out, PlanTable(rep));
   return out;
 }
 
@@ -230,8 +300,9 @@ int Run(const Flags& f) {
   absl::StatusOr<std::string> format = OutputFormat(f);
   if (!format.ok()) return Fail(format.status());
   const std::string out_path = f.out.output.empty() ? "-" : f.out.output;
-  if (absl::Status s = base::CheckOutputsDistinct(
-          {{"--trace", f.trace}}, {{"--output", out_path}, {"--json", f.legacy_json}});
+  if (absl::Status s =
+          base::CheckOutputsDistinct({{"--trace", f.trace}, {"--precision-plan", f.precision_plan}},
+                                     {{"--output", out_path}, {"--json", f.legacy_json}});
       !s.ok()) {
     return Fail(s);
   }
@@ -257,6 +328,13 @@ int Run(const Flags& f) {
   if (!model.ok()) return UsageError("--model: " + std::string(model.status().message()));
   absl::StatusOr<GpuSpec> gpu = LookupGpu(f.gpu);
   if (!gpu.ok()) return UsageError("--gpu: " + std::string(gpu.status().message()));
+  std::optional<seedance::model::ServingPlan> serving_plan;
+  if (!f.precision_plan.empty()) {
+    absl::StatusOr<seedance::model::ServingPlan> sp =
+        LoadServingPlan(f.precision_plan, *model, *gpu);
+    if (!sp.ok()) return Fail(sp.status());
+    serving_plan = std::move(*sp);
+  }
 
   // Open the outputs before the work, so an unwritable one fails now, not after the run.
   absl::StatusOr<std::unique_ptr<base::OutputFile>> out = base::OutputFile::Open(out_path);
@@ -287,7 +365,9 @@ int Run(const Flags& f) {
                                    trace->prefix_block_tokens, " tokens (", TraceName(f.trace),
                                    " has hash ids; or use --prefix-cache off)"));
   }
-  const CostModel cost(*model, *gpu, f.tp);
+  const CostModel cost =
+      serving_plan ? seedance::model::MakeCostModel(*model, *gpu, f.tp, serving_plan->plan)
+                   : CostModel(*model, *gpu, f.tp);
   const ServingHardware hw = HardwareFromCostModel(cost, f.mem_util);
   const int64_t kv_pool_blocks = KvPoolBlocks(hw, base_options);
   if (kv_pool_blocks <= 0) {
@@ -308,6 +388,11 @@ int Run(const Flags& f) {
   rep.kv_gib_per_gpu = double(hw.kv_cache_bytes) / double(int64_t{1} << 30);
   rep.has_prefix_ids = trace->prefix_block_tokens > 0;
   if (rep.has_prefix_ids) rep.ideal_hit_ratio = IdealPrefixHitRatio(*trace);
+  if (serving_plan) {
+    rep.precision_plan = base::ForTerminal(f.precision_plan);
+    rep.weight_bytes = seedance::model::WeightBytes(cost.model(), cost.weight_dtypes());
+    rep.serving_plan = std::move(serving_plan);
+  }
   for (BatchingMode mode : *modes) {
     ServingSimOptions o = base_options;
     o.mode = mode;
@@ -388,7 +473,9 @@ Command AddServeSimCommand(CLI::App& app) {
       "  seedance serve-sim --trace conversation_trace.jsonl --batching continuous "
       "--prefix-cache unbounded --format csv\n"
       "  seedance serve-sim --trace sharegpt_8k_filtered_stats_llama2_tokenizer.csv --rate 2 "
-      "--limit 2000\n\n"
+      "--limit 2000\n"
+      "  seedance serve-sim --trace AzureLLMInferenceTrace_conv.csv --gpu h100 "
+      "--precision-plan plan.json\n\n"
       "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error.");
   // Required, but checked in Run: CLI11's "--trace is required" would hide a mistyped flag.
   cmd->add_option("--trace", f->trace, "Request trace file ('-' = standard input; required)")
@@ -404,6 +491,11 @@ Command AddServeSimCommand(CLI::App& app) {
   AddDeprecatedString(cmd, "--json", &f->legacy_json, "-o FILE --format json");
   cmd->add_option("--model", f->model, "Model: " + JoinNames(KnownModels()))->capture_default_str();
   cmd->add_option("--gpu", f->gpu, "GPU: " + JoinNames(KnownGpus()))->capture_default_str();
+  cmd->add_option("--precision-plan", f->precision_plan,
+                  "Serve with a `seedance model plan` JSON's weight formats: each layer class\n"
+                  "(embedding, attention, ffn, norm, lm_head) in the widest format the plan gives\n"
+                  "its nodes, classes it does not plan as the model's own (docs/serving.md)")
+      ->type_name("PLAN.json");
   AddInt<int>(cmd, "--tp", &f->tp, 1, 64, "Tensor-parallel GPUs per replica (1..64)");
   cmd->add_option("--batching", f->batching, "Comma list of continuous, static")
       ->capture_default_str();

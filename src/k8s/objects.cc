@@ -1,6 +1,7 @@
 #include "seedance/k8s/objects.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <optional>
 
@@ -11,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
+#include "seedance/base/check.h"
 #include "seedance/base/json_fields.h"
 #include "seedance/base/json_path.h"
 #include "seedance/base/parse.h"
@@ -698,6 +700,30 @@ absl::Status DecodePod(const json& j, const std::string& path, Pod* out,
     }
   }
   return absl::OkStatus();
+}
+
+std::string EncodeGpuPod(const GpuPodManifest& m) {
+  SEEDANCE_CHECK(m.gpu_memory_mib > 0) << "a GPU pod asks for some GPU memory";
+  std::string name;
+  for (char c : m.name) {
+    const char l = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    name += (std::isalnum(static_cast<unsigned char>(l)) != 0) ? l : '-';
+  }
+  name = name.substr(0, 63);
+  const size_t first = name.find_first_not_of('-');
+  name = first == std::string::npos ? "model" : name.substr(first);
+  name.erase(name.find_last_not_of('-') + 1);
+  nlohmann::ordered_json limits = {{kGpuCountResource, "1"},
+                                   {kGpuMemoryResource, std::to_string(m.gpu_memory_mib)}};
+  nlohmann::ordered_json spec = {{"schedulerName", "seedance"}};
+  if (!m.gpu_model.empty()) spec["nodeSelector"] = {{kGpuModelLabel, m.gpu_model}};
+  spec["containers"] = {
+      {{"name", "model"}, {"image", m.image}, {"resources", {{"limits", limits}}}}};
+  nlohmann::ordered_json meta = {{"name", name}};
+  if (!m.annotations.empty()) meta["annotations"] = m.annotations;
+  nlohmann::ordered_json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}};
+  pod["spec"] = spec;
+  return pod.dump(2) + "\n";
 }
 
 }  // namespace seedance::k8s

@@ -274,5 +274,33 @@ TEST(DecodeNodeTest, UnknownNodeResourceIsANote) {
   EXPECT_THAT(unknown[0].what, HasSubstr("ignored"));
 }
 
+TEST(EncodeGpuPodTest, ReadsBackAsASeedanceGpuMemoryRequest) {
+  GpuPodManifest m;
+  m.name = "Hello_Deepa.onnx";
+  m.image = "example.com/serve:1";
+  m.gpu_model = "T4";
+  m.gpu_memory_mib = 523;
+  m.annotations = {{"seedance.io/precision-plan", "plan.json"}};
+  Pod pod;
+  std::vector<Unknown> unknown;
+  ASSERT_TRUE(DecodePod(json::parse(EncodeGpuPod(m)), "$", &pod, &unknown).ok());
+  EXPECT_TRUE(unknown.empty());
+  EXPECT_EQ(pod.name, "hello-deepa-onnx");
+  EXPECT_EQ(pod.ns, "default");
+  EXPECT_EQ(pod.style, GpuStyle::kSeedance);
+  EXPECT_EQ(pod.shape.num_gpu, 1);
+  EXPECT_EQ(pod.gpu_memory_mib, 523);
+  EXPECT_EQ(pod.gpu_spec, "T4");
+  EXPECT_EQ(pod.ShareFor(16384), 32);  // ceil(523 * 1000 / 16384)
+  m.name = "--";
+  EXPECT_EQ(json::parse(EncodeGpuPod(m))["metadata"]["name"], "model");
+}
+
+TEST(EncodeGpuPodDeathTest, NoMemoryIsABug) {
+  GpuPodManifest m;
+  m.name = "a";
+  EXPECT_DEATH(EncodeGpuPod(m), "some GPU memory");
+}
+
 }  // namespace
 }  // namespace seedance::k8s

@@ -5,7 +5,8 @@
 # loads libonnx, protobuf and oneDNN nor carries objects of the executor (an archive pulled in for
 # the cost model gave the linker seedance_model's objects for the C++ library symbols the test
 # framework needed: 2x the serving test binaries, 4 more shared libraries at every start).
-add_library(seedance_model_cost STATIC cost_model.cc profile_csv.cc calibration.cc precision.cc)
+add_library(seedance_model_cost STATIC cost_model.cc profile_csv.cc calibration.cc precision.cc
+                                       plan_file.cc)
 target_include_directories(seedance_model_cost PUBLIC ${PROJECT_SOURCE_DIR}/include)
 target_link_libraries(seedance_model_cost PUBLIC seedance_base absl::status absl::statusor
                                           PRIVATE seedance_hw absl::strings)
@@ -14,6 +15,8 @@ seedance_add_test(model_cost_model_test SOURCES cost_model_test.cc LIBS seedance
 seedance_add_test(model_calibration_test SOURCES calibration_test.cc
                   LIBS seedance_model_cost seedance_trace)
 seedance_add_test(model_precision_test SOURCES precision_test.cc LIBS seedance_model_cost)
+# `model plan` JSON for serving: classes, formats, error feedback, the pod's GPU memory.
+seedance_add_test(model_plan_file_test SOURCES plan_file_test.cc LIBS seedance_model_cost)
 
 if(SEEDANCE_BUILD_FUZZ)
   # The reader is compiled into the fuzzer itself so that it gets coverage instrumentation.

@@ -6,9 +6,8 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "seedance/base/json_fields.h"
-#include "seedance/base/json_path.h"
 #include "seedance/model/float_formats.h"
+#include "seedance/model/plan_file.h"
 
 namespace seedance::model {
 namespace {
@@ -240,39 +239,13 @@ absl::StatusOr<QuantizedModel> QuantizeWeights(const Graph& graph, const Precisi
 }
 
 absl::StatusOr<PrecisionPlan> ParsePlanJson(const std::string& text, const std::string& source) {
-  absl::StatusOr<nlohmann::json> doc = base::ParseJsonDocument(text, source);
-  if (!doc.ok()) return doc.status();
-  const std::string prefix = absl::StrCat(source, ": ");
-  auto bad = [&](const absl::Status& s) {
-    return absl::InvalidArgumentError(absl::StrCat(prefix, s.message()));
-  };
-  if (absl::Status s = base::CheckJsonKind(*doc, "$", base::JsonKind::kObject); !s.ok()) {
-    return bad(s);
-  }
-  absl::StatusOr<const nlohmann::json*> layers =
-      base::JsonMemberOf(*doc, "layers", "$", base::JsonKind::kArray);
-  if (!layers.ok()) return bad(layers.status());
-  if (*layers == nullptr) return bad(base::JsonError("$", "missing required key \"layers\""));
+  absl::StatusOr<PlanFile> file = ParsePlanFile(text, source);
+  if (!file.ok()) return file.status();
   PrecisionPlan plan;
-  for (size_t i = 0; i < (*layers)->size(); ++i) {
-    const std::string at = base::JsonPathIndex("$.layers", i);
-    base::JsonFields<nlohmann::json> f((**layers)[i], at, prefix);
-    std::string node, format;
-    f.String("node", &node, /*required=*/true);
-    f.String("format", &format, /*required=*/true);
-    for (const char* key : {"weight", "bytes_fp32", "bytes", "predicted_output_error"})
-      f.Member(key);
-    f.NoOthers();
-    if (!f.ok()) return f.status();
-    absl::StatusOr<NumericFormat> nf = ParseFormat(format);
-    if (!nf.ok())
-      return bad(
-          base::JsonError(base::JsonPathChild(at, "format"), std::string(nf.status().message())));
-    if (plan.count(node)) {
-      return bad(base::JsonError(base::JsonPathChild(at, "node"),
-                                 absl::StrCat("layer \"", node, "\" is planned twice")));
-    }
-    plan[node].weights = *nf;
+  for (const PlannedLayer& l : file->layers) {
+    absl::StatusOr<NumericFormat> nf = ParseFormat(l.format);
+    if (!nf.ok()) return nf.status();  // ParsePlanFile took only these formats
+    plan[l.node].weights = *nf;
   }
   return plan;
 }

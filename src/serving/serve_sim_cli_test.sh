@@ -197,6 +197,34 @@ if [[ $rc -eq 0 && "$out" == *" 0.838 "* ]]; then ok "mooncake prefix hits"; els
   bad "mooncake prefix hits: exit $rc ($out)"
 fi
 
+# --precision-plan: a `model plan` JSON's formats per layer class follow into the cost model;
+# a bad plan or a format the GPU does not run exits 2 naming the file.
+plan="$tmp/plan.json"
+cat >"$plan" <<'EOF2'
+{"schema_version": "model-plan/v1", "gpu": "H100", "layers": [
+ {"node": "/model/layers.0/self_attn/q_proj/MatMul", "format": "fp8-e4m3", "bytes_fp32": 64, "bytes": 20},
+ {"node": "/model/layers.0/mlp/up_proj/MatMul", "format": "int8", "bytes_fp32": 64, "bytes": 20},
+ {"node": "Gemm_7", "format": "int8", "bytes_fp32": 64, "bytes": 20}],
+ "bytes_fp32": 192, "bytes": 60, "measured_sqnr_db": 38.5}
+EOF2
+out=$("$bin" serve-sim --trace "$good" --gpu h100 --batching continuous --precision-plan "$plan" \
+  --format json 2>&1)
+rc=$?
+if [[ $rc -eq 0 ]] && python3 -c '
+import json, sys
+p = json.loads(sys.argv[1])["precision_plan"]
+assert p["classes"]["attention"]["format"] == "fp8" and p["classes"]["ffn"]["format"] == "int8"
+assert p["classes"]["kv_cache"]["planned_nodes"] == 0 and p["unmatched_nodes"] == ["Gemm_7"]
+' "$out"; then ok "precision plan applied"; else bad "precision plan applied: exit $rc ($out)"; fi
+plain=$("$bin" serve-sim --trace "$good" --gpu h100 --batching continuous --format json 2>&1)
+[[ "$plain" != *precision_plan* ]] && ok "no plan, no plan key" || bad "no plan: $plain"
+expect_error "plan gpu lacks fp8" "plan.json: the plan runs attention in fp8" \
+  --trace "$good" --gpu a100-80g --precision-plan "$plan"
+echo '{"layers": [{"node": "mlp", "format": "int3"}]}' >"$tmp/badplan.json"
+expect_error "plan bad format" 'badplan.json: $.layers[0].format: unknown numeric format' \
+  --trace "$good" --precision-plan "$tmp/badplan.json"
+expect_error "plan is output" "same file" --trace "$good" --precision-plan "$plan" -o "$plan"
+
 help=$("$bin" serve-sim --help 2>&1)
 [[ "$help" == *Examples* && "$help" == *--rate-scale* && "$help" == *"Exit status"* &&
   "$help" == *--trace-format* && "$help" != *"--json "* ]] && ok "help teaches" || bad "help: $help"

@@ -2675,6 +2675,74 @@ def quantize_cases():
     ]
 
 
+SERVING_PLAN = ('{"schema_version": "model-plan/v1", "gpu": "H100", "layers": ['
+                '{"node": "layers.0.self_attn.q_proj", "format": "fp8-e4m3", "bytes": 20},'
+                '{"node": "layers.0.mlp.up_proj", "format": "int8", "bytes": 20}],'
+                ' "measured_sqnr_db": 38.5}\n')
+
+
+def precision_plan_cases():
+    """serve-sim --precision-plan and model plan --emit-pod: a bad plan exits 2 naming the file
+    (and the JSON path); the pod manifest never replaces an input or the plan."""
+    B, C, D, W = "bad-value", "control", "destroy", "write-fail"
+    P = SERVE + ["--gpu", "h100", "--precision-plan", "{p.json}"]
+    ok = {"p.json": SERVING_PLAN}
+
+    def bad(name, text, msg):
+        return Case(B, "serve-sim/precision-plan-" + name, P, files={"p.json": text},
+                    msg=["p.json"] + msg)
+
+    PLAN = ["model", "plan", "{m.onnx}", "--samples", "1"]
+    model = {"m.onnx": GOOD_MODEL}
+    return [
+        Case(C, "serve-sim/precision-plan-ok", P, exit=0, files=ok,
+             present=[("stdout", "precision plan"), ("stdout", "ffn int8")]),
+        bad("not-json", '{"layers": [', [":1:", "not JSON"]),
+        bad("bad-format", '{"layers": [{"node": "mlp", "format": "int3"}]}',
+            ["$.layers[0].format", "int3"]),
+        bad("layers-not-array", '{"layers": 7}', ["$.layers", "array"]),
+        bad("sqnr-not-number", '{"layers": [], "measured_sqnr_db": "40"}',
+            ["$.measured_sqnr_db"]),
+        Case(B, "serve-sim/precision-plan-missing", SERVE + ["--precision-plan", "{T}/none.json"],
+             msg=["none.json"]),
+        Case(B, "serve-sim/precision-plan-gpu-lacks-fp8",
+             SERVE + ["--gpu", "a100-80g", "--precision-plan", "{p.json}"], files=ok,
+             msg=["p.json", "fp8"]),
+        Case(D, "serve-sim/precision-plan-is-output", P + ["-o", "{p.json}"], files=ok,
+             msg=["p.json"]),
+        Case(C, "model/plan-emit-pod-ok", PLAN + ["-o", "{T}/p.json", "--emit-pod", "{pod.yaml}"],
+             exit=0, files=model, out=[("pod.yaml", "json-object")]),
+        Case(D, "model/plan-emit-pod-is-model", PLAN + ["--emit-pod", "{m.onnx}"], files=model,
+             msg=["m.onnx"]),
+        Case(D, "model/plan-emit-pod-is-plan",
+             PLAN + ["-o", "{p.json}", "--emit-pod", "{p.json}"], files=model, msg=["p.json"]),
+        Case(W, "model/plan-emit-pod-dev-full", PLAN + ["-o", "{T}/p.json", "--emit-pod",
+                                                        "/dev/full"], exit=1, files=model,
+             msg=["/dev/full"]),
+    ]
+
+
+def analyze_html_cases():
+    """seedance model analyze --format html: node names are untrusted; a <script> or an
+    attribute-closing quote in one comes out escaped, on stdout and in -o FILE."""
+    I = "injection"
+    bad = ['<script>alert(1)</script>', HTML_BAD, '"x" onmouseover="alert(1)"']
+    model = onnx_model(
+        [_node("MatMul", ["x", "W"], ["h"], bad[0]), _node("MatMul", ["h", "V"], ["k"], bad[1]),
+         _node("MatMul", ["k", "U"], ["y"], bad[2])],
+        [_value_info("x")], [_value_info("y")],
+        [_tensor(w, (2, 2), raw=struct.pack("<4f", 0.5, -1.25, 2.0, 0.75)) for w in "WVU"])
+    absent = ["<script", "<img src=x onerror", '" onmouseover="']
+    A = ["model", "analyze", "{m.onnx}", "--samples", "2", "--format", "html"]
+    return [
+        Case(I, "model/analyze-html-node-name-file", A + ["-o", "{r.html}"], exit=0,
+             files={"m.onnx": model}, out=[("r.html", "html")],
+             absent=[("r.html", a) for a in absent]),
+        Case(I, "model/analyze-html-node-name-stdout", A, exit=0, files={"m.onnx": model},
+             out=[("stdout", "html")], absent=[("stdout", a) for a in absent]),
+    ]
+
+
 def sparsify_cases():
     """seedance model sparsify: a layer that cannot be pruned is exit 2 naming the file, the
     layer and the reason; neither the pruned model nor the report replaces an input."""
@@ -2760,7 +2828,7 @@ def model_cases():
              msg=["--output"]),
         Case(E, "model/shape-not-an-input", RUN + ["--shape", "z=1x2"],
              files={"m.onnx": GOOD_MODEL}, msg=["--shape", "z"]),
-    ] + quantize_cases() + sparsify_cases() + [
+    ] + quantize_cases() + precision_plan_cases() + sparsify_cases() + analyze_html_cases() + [
         Case(B, "model/inputs-mistyped", RUN + ["--inputs", "{T}/in"],
              files={"m.onnx": GOOD_MODEL, "in/x.pb": b"".join(_tensor("x", (1, 2), elem=7,
                                                                        raw=bytes(16)))},

@@ -133,6 +133,20 @@ struct Pod {
 [[nodiscard]] absl::Status DecodePod(const nlohmann::json& j, const std::string& path, Pod* out,
                                      std::vector<Unknown>* unknown);
 
+// A pod that asks, in the seedance style, for `gpu_memory_mib` MiB of one GPU (kGpuCountResource
+// 1 and kGpuMemoryResource as limits), scheduled by the `seedance` scheduler
+// (deploy/kubernetes/scheduler-config.yaml), on nodes labelled kGpuModelLabel = `gpu_model` when
+// that is not empty. DecodePod reads it back as that request (`seedance model plan --emit-pod`).
+struct GpuPodManifest {
+  std::string name;  // made a DNS-1123 label: lower case, other characters '-', at most 63
+  std::string image;
+  std::string gpu_model;
+  int64_t gpu_memory_mib = 0;  // REQUIRES: > 0
+  std::map<std::string, std::string> annotations = {};
+};
+// The v1.Pod as JSON text, which is also YAML: `kubectl apply -f` takes it.
+std::string EncodeGpuPod(const GpuPodManifest& manifest);
+
 }  // namespace seedance::k8s
 
 #endif  // SEEDANCE_K8S_OBJECTS_H_

@@ -55,7 +55,8 @@ absl::StatusOr<QuantizedModel> QuantizeWeights(const Graph& graph, const Precisi
                                                const QuantizeOptions& options = {});
 
 // The plan of a `seedance model plan` JSON (schema model-plan/v1): each entry of "layers" names
-// its "node" and "format". InvalidArgument naming `source` and the JSON path for a bad document.
+// its "node" and "format". Read by plan_file.h's ParsePlanFile (the one reader of the format):
+// InvalidArgument naming `source` and the JSON path for a bad document.
 absl::StatusOr<PrecisionPlan> ParsePlanJson(const std::string& text, const std::string& source);
 
 }  // namespace seedance::model
