@@ -102,10 +102,11 @@ Rewrite Int8Rewrite(const std::string& w, const ScaledTensor& q, int64_t opset, 
   // floats, times the channel scales.
   const std::string widened = names.Fresh(w + "_codes");
   if (opset >= 10) {
-    r.initializers[s + "_one"] = Tensor::Scalar<float>(1.0f);
+    const std::string one = names.Fresh(w + "_unit_scale");
+    r.initializers[one] = Tensor::Scalar<float>(1.0f);
     r.initializers[z] = Tensor::Scalar<int8_t>(0);
     r.nodes.push_back(MakeNode(names.Fresh(w + "_DequantizeLinear"), "DequantizeLinear",
-                               {c, s + "_one", z}, widened));
+                               {c, one, z}, widened));
     r.storage = "int8, DequantizeLinear and Mul by the channel scales (opset < 13)";
   } else {
     r.nodes.push_back(CastToFloat(names.Fresh(w + "_Cast"), c, widened));
