@@ -236,8 +236,9 @@ class Runner {
     if (!options_.keep_intermediates) {
       for (size_t k = 0; k < inputs.size(); ++k) {
         const int id = np.inputs[k];
+        if (id < 0 || !np.takeable[k]) continue;  // omitted, or read again later
         std::optional<Tensor>& slot = owned_[Idx(id)];
-        if (!np.takeable[k] || !slot.has_value() || inputs[k] != &*slot) continue;
+        if (!slot.has_value() || inputs[k] != &*slot) continue;
         takeable.resize(inputs.size(), nullptr);
         takeable[k] = &*slot;
       }
