@@ -214,7 +214,7 @@ nlohmann::ordered_json AnalysisJson(const ModelFlags& f, const md::Analysis& a) 
   j["samples"] = a.samples;
   j["samples_from"] = f.inputs.empty() ? "drawn" : "inputs";
   j["activations"] = f.weights_only ? "fp32" : "same format as the weights";
-  j["calibration"] = f.entropy            ? std::string("entropy")
+  j["calibration"] = f.entropy          ? std::string("entropy")
                      : f.percentile > 0 ? absl::StrCat("percentile ", f.percentile)
                                         : std::string("max");
   j["layers"] = nlohmann::ordered_json::array();
@@ -388,9 +388,9 @@ absl::Status WritePlanPod(const ModelFlags& f, const md::Plan& p, base::OutputFi
 
 int PlanCommand(const ModelFlags& f) {
   const std::string out_path = f.out.output.empty() ? "-" : f.out.output;
-  if (absl::Status s = base::CheckOutputsDistinct(
-          {{"MODEL", f.model}, {"--inputs", f.inputs}},
-          {{"--output", out_path}, {"--emit-pod", f.emit_pod}});
+  if (absl::Status s =
+          base::CheckOutputsDistinct({{"MODEL", f.model}, {"--inputs", f.inputs}},
+                                     {{"--output", out_path}, {"--emit-pod", f.emit_pod}});
       !s.ok()) {
     return Fail(s);
   }
@@ -594,6 +594,20 @@ int Ops() {
   return kExitOk;
 }
 
+// The samples a command measures on (--inputs, or drawn: --shape, --samples, --seed) and the
+// model's tensor limit: the same flags for analyze, plan and sparsify.
+void AddSampleFlags(CLI::App* app, ModelFlags* f) {
+  app->add_option("--inputs", f->inputs, "folder of samples (as for `model run`)")
+      ->type_name("DIR");
+  app->add_option("--shape", f->shapes, "shape of a free input dimension for drawn samples")
+      ->type_name("NAME=DxD...");
+  AddInt<int>(app, "--samples", &f->samples, 1, 10000,
+              "samples to draw without --inputs (seeds --seed, --seed + 1, ...)");
+  AddInt<uint64_t>(app, "--seed", &f->seed, 0, UINT64_MAX, "seed of the first drawn sample");
+  AddInt<int64_t>(app, "--max-tensor-size", &f->max_tensor_mib, 1, int64_t{1} << 20,
+                  "largest initializer or constant the model may hold, in MiB");
+}
+
 // `seedance model run`.
 CLI::App* AddRun(CLI::App* model, ModelFlags* f) {
   CLI::App* run = model->add_subcommand(
@@ -644,13 +658,7 @@ CLI::App* AddAnalyze(CLI::App* model, ModelFlags* f) {
       "error-propagation graph drawn as SVG (INT8 weights, or the narrowest of --formats;\n"
       "predicted, not measured; the most sensitive path in red).");
   analyze->add_option("model", f->model, "the .onnx file")->type_name("MODEL.onnx");
-  analyze->add_option("--inputs", f->inputs, "folder of samples (as for `model run`)")
-      ->type_name("DIR");
-  analyze->add_option("--shape", f->shapes, "shape of a free input dimension for drawn samples")
-      ->type_name("NAME=DxD...");
-  AddInt<int>(analyze, "--samples", &f->samples, 1, 10000,
-              "samples to draw without --inputs (seeds --seed, --seed + 1, ...)");
-  AddInt<uint64_t>(analyze, "--seed", &f->seed, 0, UINT64_MAX, "seed of the first drawn sample");
+  AddSampleFlags(analyze, f);
   analyze->add_option("--formats", f->formats, "formats to try: fp16, bf16, fp8-e4m3, int8")
       ->type_name("LIST");
   analyze->add_flag("--weights-only", f->weights_only,
@@ -659,8 +667,6 @@ CLI::App* AddAnalyze(CLI::App* model, ModelFlags* f) {
             "calibrate INT8/FP8 activation ranges at this percentile of |x| (0 = the maximum)");
   analyze->add_flag("--entropy", f->entropy,
                     "calibrate INT8/FP8 activation ranges by entropy (TensorRT's KL threshold)");
-  AddInt<int64_t>(analyze, "--max-tensor-size", &f->max_tensor_mib, 1, int64_t{1} << 20,
-                  "largest initializer or constant the model may hold, in MiB");
   AddOutputFlags(analyze, &f->out, kAnalyzeFormats);
   analyze->footer(
       "Examples:\n"
@@ -688,14 +694,7 @@ CLI::App* AddPlan(CLI::App* model, ModelFlags* f) {
             "least SQNR of the model's first output against FP32, dB");
   AddDouble(plan, "--budget-top1", &f->budget_top1, base::Closed(0.0, 1.0),
             "least top-1 agreement with FP32 instead (classifiers; 0 = use --budget-sqnr-db)");
-  plan->add_option("--inputs", f->inputs, "folder of samples (as for `model run`)")
-      ->type_name("DIR");
-  plan->add_option("--shape", f->shapes, "shape of a free input dimension for drawn samples")
-      ->type_name("NAME=DxD...");
-  AddInt<int>(plan, "--samples", &f->samples, 1, 10000, "samples to draw without --inputs");
-  AddInt<uint64_t>(plan, "--seed", &f->seed, 0, UINT64_MAX, "seed of the first drawn sample");
-  AddInt<int64_t>(plan, "--max-tensor-size", &f->max_tensor_mib, 1, int64_t{1} << 20,
-                  "largest initializer or constant the model may hold, in MiB");
+  AddSampleFlags(plan, f);
   plan->add_option("--emit-pod", f->emit_pod,
                    "also write a Kubernetes pod manifest (JSON, which is YAML) asking for one GPU\n"
                    "with the plan's weight bytes plus an allowance, in MiB (docs/model.md); only\n"
@@ -758,14 +757,7 @@ CLI::App* AddSparsify(CLI::App* model, ModelFlags* f) {
                    "the layers (node names) to prune, comma-separated, or all: every eligible\n"
                    "layer (a named layer that is not eligible is an error)")
       ->type_name("all|NAME,...");
-  sparsify->add_option("--inputs", f->inputs, "folder of samples (as for `model run`)")
-      ->type_name("DIR");
-  sparsify->add_option("--shape", f->shapes, "shape of a free input dimension for drawn samples")
-      ->type_name("NAME=DxD...");
-  AddInt<int>(sparsify, "--samples", &f->samples, 1, 10000, "samples to draw without --inputs");
-  AddInt<uint64_t>(sparsify, "--seed", &f->seed, 0, UINT64_MAX, "seed of the first drawn sample");
-  AddInt<int64_t>(sparsify, "--max-tensor-size", &f->max_tensor_mib, 1, int64_t{1} << 20,
-                  "largest initializer or constant the model may hold, in MiB");
+  AddSampleFlags(sparsify, f);
   sparsify
       ->add_option("--format", f->out.format,
                    "the report: table or json (default: from --report's extension, else table)")
