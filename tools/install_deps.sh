@@ -56,6 +56,10 @@ PACKAGES=(
   libonnx-dev
   libdnnl-dev
   libonnx-testdata
+  # seedance_train (docs/training.md): the all-reduces run on Open MPI (mpirun, libmpi); the
+  # benchmark's ranks talk through network namespaces and tc rate limits (iproute2, above).
+  libopenmpi-dev
+  openmpi-bin
 )
 # The model fixtures of seedance_model's tests (tools/model_fixtures), exported once per build
 # with torch 1.13; torch.onnx.export needs no onnx module, the fixture scripts do (TensorProto

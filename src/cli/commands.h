@@ -38,6 +38,7 @@ Command AddModelCommand(CLI::App& app);      // model_cmd.cc     (model: run, op
 Command AddServerCommand(CLI::App& app);     // server_cmd.cc    (server: the live scheduler)
 Command AddNodeAgentCommand(CLI::App& app);  // node_agent_cmd.cc (nodeagent: cpuset pinning)
 Command AddDevicePluginCommand(CLI::App& app);  // device_plugin_cmd.cc (deviceplugin)
+Command AddTrainCommand(CLI::App& app);      // train_cmd.cc     (train: becomes seedance-train)
 
 // Blocks SIGINT and SIGTERM in the calling thread, and so in every thread it starts after, so
 // that only its sigwait(&set) takes them (never a handler in another thread), and ignores SIGPIPE.

@@ -1,12 +1,13 @@
 # seedance_model_cost: the GPU cost model of a transformer's forward iteration, its calibration
 # against measured operator profiles and precision binding per layer class
 # (docs/gpu-cost-model.md). A library of its own beside seedance_model because none of it reads
-# ONNX or runs oneDNN: seedance_serving links only this, so a serving program or test neither
+# ONNX or runs oneDNN (the narrow float formats, float_formats.h, live here too, for seedance_train's
+# FP16/BF16 casts): seedance_serving links only this, so a serving program or test neither
 # loads libonnx, protobuf and oneDNN nor carries objects of the executor (an archive pulled in for
 # the cost model gave the linker seedance_model's objects for the C++ library symbols the test
 # framework needed: 2x the serving test binaries, 4 more shared libraries at every start).
 add_library(seedance_model_cost STATIC cost_model.cc profile_csv.cc calibration.cc precision.cc
-                                       plan_file.cc)
+                                       plan_file.cc float_formats.cc)
 target_include_directories(seedance_model_cost PUBLIC ${PROJECT_SOURCE_DIR}/include)
 target_link_libraries(seedance_model_cost PUBLIC seedance_base absl::status absl::statusor
                                           PRIVATE seedance_hw absl::strings)

@@ -2836,6 +2836,41 @@ def model_cases():
     ]
 
 
+TRAIN_CSV = "a,b,label\n1,2,0\n3,4,1\n5,6,0\n7,8,1\n2,1,0\n4,3,1\n"
+
+
+def train_cases():
+    """seedance train (one rank, no mpirun: Open MPI's singleton): bad data and flags exit 2
+    naming the file, line and column or the flag; a missing file exits 1; never a hang."""
+    B, E, C = "bad-value", "exit-code", "control"
+    T = ["train", "--data", "{d.csv}", "--steps", "5"]
+
+    def bad(name, text, msg, extra=()):
+        extra = list(extra) if "--batch" in extra else list(extra) + ["--batch", "2"]
+        return Case(B, "train/" + name, T + extra, files={"d.csv": text}, msg=msg)
+
+    return [
+        Case(C, "train/ok", T + ["--batch", "2", "--format", "json"], exit=0, files={"d.csv": TRAIN_CSV},
+             present=[("stdout", '"train_loss"'), ("stdout", '"bytes_sent_per_rank"')]),
+        Case(E, "train/no-data", ["train"], msg=["--data"]),
+        Case(E, "train/missing-file", ["train", "--data", "{T}/nope.csv"], exit=1,
+             msg=["nope.csv"]),
+        bad("bad-cell", TRAIN_CSV.replace("3,4,1", "3,x,1"), ["d.csv:3", "field 'b'", "finite"]),
+        bad("short-row", TRAIN_CSV.replace("3,4,1", "3,4"), ["d.csv:3", "row has 2 fields"]),
+        bad("empty", "", ["d.csv:1", "empty file"]),
+        bad("header-only", "a,b,label\n", ["d.csv", "no data rows"]),
+        bad("fraction-label", TRAIN_CSV.replace("3,4,1", "3,4,0.5"), ["d.csv:3", "label"]),
+        bad("one-class", "a,label\n1,0\n2,0\n3,0\n", ["d.csv", "one class"]),
+        bad("label-column", TRAIN_CSV, ["--label-column 9"], extra=["--label-column", "9"]),
+        bad("batch-too-big", TRAIN_CSV, ["--batch 50", "training rows"],
+            extra=["--batch", "50"]),
+        bad("model-width", TRAIN_CSV, ["mlp:0", "1..65536"], extra=["--model", "mlp:0"]),
+        bad("model-name", TRAIN_CSV, ["--model", "softmax"], extra=["--model", "cnn"]),
+        bad("lr-nan", TRAIN_CSV, ["--lr"], extra=["--lr", "nan"]),
+        bad("world-size", TRAIN_CSV, ["--world-size is 3"], extra=["--world-size", "3"]),
+    ]
+
+
 def build(binary=None):
     cases = []
     cases += destroy_and_write_cases()
@@ -2856,4 +2891,5 @@ def build(binary=None):
     cases += deployment_cases()
     cases += node_group_cases()
     cases += model_cases()
+    cases += train_cases()
     return cases

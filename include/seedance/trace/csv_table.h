@@ -299,6 +299,64 @@ inline absl::Status ParseTime(const Row& row, int col, int64_t if_empty, int64_t
   return absl::OkStatus();
 }
 
+// A table of numbers with any number of columns and no schema (a training data set: features and
+// a label, seedance_train). The same dialect as above: the first non-blank line names the columns,
+// every row has as many fields, each a finite decimal number (from_chars: no leading '+').
+struct NumericTable {
+  std::vector<std::string> names;  // the header's cleaned names, in column order
+  std::vector<double> values;      // row-major, rows() x names.size()
+  std::vector<int64_t> lines;      // each row's line number
+  size_t rows() const { return lines.size(); }
+};
+
+inline absl::StatusOr<NumericTable> ReadNumericTable(std::string_view text,
+                                                     std::string_view source) {
+  LineScanner lines(text.starts_with("\xEF\xBB\xBF") ? text.substr(3) : text);
+  std::string_view header;
+  int64_t header_line = 0;
+  if (!lines.Next(&header, &header_line)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(AbslView(source), ":1: empty file: expected a header row"));
+  }
+  NumericTable table;
+  for (size_t pos = 0; pos <= header.size();) {
+    const size_t comma = std::min(header.find(',', pos), header.size());
+    table.names.emplace_back(CleanField(header.substr(pos, comma - pos)));
+    pos = comma + 1;
+  }
+  const size_t columns = table.names.size();
+  std::string_view line;
+  int64_t line_no = 0;
+  while (lines.Next(&line, &line_no)) {
+    size_t n = 0;
+    size_t pos = 0;
+    for (; pos <= line.size(); ++n) {
+      const size_t comma = std::min(line.find(',', pos), line.size());
+      const std::string_view field = CleanField(line.substr(pos, comma - pos));
+      const std::string_view name =
+          n < columns ? std::string_view(table.names[n]) : std::string_view("(extra column)");
+      if (n >= columns) {
+        const size_t total = static_cast<size_t>(std::count(line.begin(), line.end(), ',')) + 1;
+        return FieldError(source, line_no, absl::StrCat("(column ", columns + 1, ")"),
+                          absl::StrCat("row has ", total, " fields, header has ", columns), field);
+      }
+      double v = 0;
+      auto [ptr, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
+      if (ec != std::errc() || ptr != field.data() + field.size() || !std::isfinite(v)) {
+        return FieldError(source, line_no, name, "must be a finite number", field);
+      }
+      table.values.push_back(v);
+      pos = comma + 1;
+    }
+    if (n < columns) {
+      return FieldError(source, line_no, table.names[n],
+                        absl::StrCat("row has ", n, " fields, header has ", columns), line);
+    }
+    table.lines.push_back(line_no);
+  }
+  return table;
+}
+
 // Lines in `text` (an upper bound on its rows, for reserving).
 inline size_t CountLines(std::string_view text) {
   return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1;

@@ -1,0 +1,141 @@
+// seedance-train: the MPI program behind `seedance train` (train_cmd.cc execs it). Parses the
+// same flags, initialises MPI, reads the data set, trains (seedance_train) and prints on rank 0.
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "seedance/base/exit_code.h"
+#include "seedance/train/trainer.h"
+#include "train_flags.h"
+
+namespace seedance::cli {
+namespace {
+
+absl::StatusOr<train::TrainOptions> OptionsOf(const TrainFlags& f) {
+  train::TrainOptions o;
+  absl::StatusOr<std::vector<int>> hidden = train::ParseModelSpec(f.model);
+  if (!hidden.ok()) return hidden.status();
+  o.hidden = *hidden;
+  absl::StatusOr<train::AllreduceMethod> method = train::ParseAllreduceMethod(f.allreduce);
+  if (!method.ok()) return method.status();
+  o.allreduce = *method;
+  o.optimizer = f.optimizer == "adam" ? train::OptimizerKind::kAdam : train::OptimizerKind::kSgd;
+  o.schedule = f.schedule == "constant" ? train::LrSchedule::kConstant : train::LrSchedule::kCosine;
+  o.lr = f.lr;
+  o.steps = f.steps;
+  o.batch = f.batch;
+  o.buckets = f.buckets;
+  o.clip_norm = f.clip_norm;
+  o.weight_decay = f.weight_decay;
+  o.progress_s = f.progress_s;
+  o.seed = f.seed;
+  return o;
+}
+
+void Print(const TrainFlags& f, const train::TrainResult& r) {
+  if (f.format == "json") {
+    nlohmann::ordered_json j;
+    j["train_loss"] = r.train_loss;
+    j["train_accuracy"] = r.train_accuracy;
+    j["test_accuracy"] = r.test_accuracy;
+    j["bytes_sent_per_rank"] = r.bytes_sent_per_rank;
+    j["ranks"] = r.ranks;
+    j["steps"] = r.steps;
+    j["parameters"] = r.parameters;
+    j["allreduce"] = f.allreduce;
+    j["seconds"] = r.seconds;
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::cout << absl::StrFormat(
+      "seedance train: %d ranks, %s (%d parameters), %d steps of %d, %s lr %g (%s), all-reduce %s\n"
+      "train_loss %.6f  train_accuracy %.4f  test_accuracy %.4f  (%.2f s)\n"
+      "bytes_sent_per_rank %s\n",
+      r.ranks, f.model, r.parameters, r.steps, f.batch, f.optimizer, f.lr, f.schedule, f.allreduce,
+      r.train_loss, r.train_accuracy, r.test_accuracy, r.seconds,
+      absl::StrJoin(r.bytes_sent_per_rank, " "));
+}
+
+// Runs on every rank; returns the exit status. Input errors are the same on every rank (each
+// reads the same file with the same flags), so rank 0 alone reports them.
+int Run(const TrainFlags& f) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  auto fail = [rank](const absl::Status& s, int code, bool every_rank) {
+    if (rank == 0 || every_rank) {
+      std::cerr << "seedance train: " << (every_rank ? absl::StrFormat("rank %d: ", rank) : "")
+                << s.message() << "\n";
+    }
+    return code;
+  };
+  if (f.world_size != 0 && f.world_size != size) {
+    return fail(absl::InvalidArgumentError(absl::StrFormat(
+                    "mpirun started %d ranks but --world-size is %d", size, f.world_size)),
+                base::kExitUsage, false);
+  }
+  absl::StatusOr<train::TrainOptions> options = OptionsOf(f);
+  if (!options.ok()) return fail(options.status(), base::kExitUsage, false);
+  absl::StatusOr<train::Dataset> data = train::ReadCsvDataset(f.data, f.label_column);
+  if (!data.ok()) {
+    const bool input = data.status().code() == absl::StatusCode::kInvalidArgument;
+    return fail(data.status(), input ? base::kExitUsage : base::kExitFailure, false);
+  }
+  const train::Split split = train::SplitDataset(*data, f.test_fraction, f.seed);
+  train::Communicator comm(MPI_COMM_WORLD, absl::Seconds(f.timeout_s));
+  absl::StatusOr<train::TrainResult> result = train::Train(split, *options, comm);
+  if (!result.ok()) {
+    const bool setup = result.status().message().find("step ") != 0;
+    return fail(result.status(), setup ? base::kExitUsage : base::kExitFailure, !setup);
+  }
+  if (rank == 0) Print(f, *result);
+  return base::kExitOk;
+}
+
+}  // namespace
+}  // namespace seedance::cli
+
+int main(int argc, char** argv) {
+  seedance::cli::TrainFlags flags;
+  CLI::App app{seedance::cli::kTrainDescription, "seedance train"};
+  app.footer(seedance::cli::kTrainFooter);
+  seedance::cli::AddTrainFlags(&app, &flags);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? seedance::base::kExitOk : seedance::base::kExitUsage;
+  }
+  // MPI_Init waits for every rank: one that hangs or is stopped before it would hold the others
+  // there, where no collective's timeout runs yet.
+  std::atomic<bool> started{false};
+  std::thread guard([&] {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(flags.timeout_s);
+    while (!started.load() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(20));  // a timer's tick, not a wait for a result
+    }
+    if (!started.load()) {
+      const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+      std::fprintf(stderr,
+                   "seedance train: rank %s: MPI_Init did not finish within %g s (a peer "
+                   "rank hung or was lost); ending this rank so that mpirun ends the job\n",
+                   rank != nullptr ? rank : "?", flags.timeout_s);
+      std::_Exit(seedance::base::kExitFailure);
+    }
+  });
+  MPI_Init(&argc, &argv);
+  started = true;
+  guard.join();
+  const int rc = seedance::cli::Run(flags);
+  MPI_Finalize();
+  return rc;
+}
