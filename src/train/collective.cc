@@ -10,7 +10,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "seedance/base/mutex.h"
-#include "seedance/model/float_formats.h"
 
 namespace seedance::train {
 
@@ -81,13 +80,9 @@ namespace {
 
 // An FP16 sum for MPI_Allreduce: each sum rounded to FP16, as a reduction in FP16 rounds.
 void SumFloat16(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
-  const auto* a = static_cast<const uint16_t*>(in);
-  auto* b = static_cast<uint16_t*>(inout);
-  for (int i = 0; i < *len; ++i) {
-    const float sum =
-        model::FromFloat16(model::Float16{a[i]}) + model::FromFloat16(model::Float16{b[i]});
-    b[i] = model::ToFloat16(sum).bits;
-  }
+  const size_t n = static_cast<size_t>(*len);
+  AddFloat16(std::span<const uint16_t>(static_cast<const uint16_t*>(in), n),
+             std::span<uint16_t>(static_cast<uint16_t*>(inout), n));
 }
 
 // The first non-finite element of v, or -1.
@@ -172,9 +167,11 @@ absl::Status Communicator::AllreduceFp32(int bucket, std::span<float> v) {
 absl::Status Communicator::AllreduceFp16(int bucket, std::span<float> v) {
   if (absl::Status s = CheckSameLength(bucket, v.size()); !s.ok()) return s;
   if (absl::Status s = FitsOneCall(bucket, v.size()); !s.ok()) return s;
-  std::vector<uint16_t> half(v.size());
+  std::vector<uint16_t>& half = half_;
+  half.resize(v.size());
   const float inv = 1.0f / static_cast<float>(size_);
-  for (size_t i = 0; i < v.size(); ++i) half[i] = model::ToFloat16(v[i] * inv).bits;
+  for (float& x : v) x *= inv;
+  CastToFloat16(v, half);
   MPI_Datatype type;
   MPI_Type_contiguous(2, MPI_BYTE, &type);
   MPI_Type_commit(&type);

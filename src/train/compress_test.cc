@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
 
+#include "seedance/model/float_formats.h"
 #include "seedance/train/collective.h"
 
 namespace seedance::train {
@@ -144,6 +146,49 @@ TEST(Casts, Float16AndBFloat16RoundToNearestEven) {
   EXPECT_EQ(back[2], 70144.0f);  // 8 significant bits
 }
 
+// The FP16 casts (F16C where the CPU has it) give model::ToFloat16's bits: every half value back,
+// and rounding at and around every tie, overflow, subnormals, NaN.
+TEST(Casts, Float16MatchesTheSoftwareConversionBitForBit) {
+  std::vector<uint16_t> every(65536);
+  for (size_t i = 0; i < every.size(); ++i) every[i] = static_cast<uint16_t>(i);
+  std::vector<float> wide(every.size());
+  CastFromFloat16(every, wide);
+  std::vector<float> values;
+  for (size_t i = 0; i < every.size(); ++i) {
+    const float want = model::FromFloat16(model::Float16{every[i]});
+    ASSERT_TRUE(std::memcmp(&wide[i], &want, sizeof(float)) == 0 ||
+                (std::isnan(want) && std::isnan(wide[i])))
+        << i;
+    if (std::isfinite(want)) {
+      values.push_back(want);
+      values.push_back(std::nextafter(want, 1e9f));
+      values.push_back(std::nextafter(want, -1e9f));
+    }
+  }
+  const std::vector<float> more = Random(10001, 9, 3000.0f);
+  values.insert(values.end(), more.begin(), more.end());
+  values.push_back(65520.0f);  // the first value that rounds to infinity
+  values.push_back(std::numeric_limits<float>::quiet_NaN());
+  std::vector<uint16_t> half(values.size());
+  CastToFloat16(values, half);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint16_t want = model::ToFloat16(values[i]).bits;
+    if (std::isnan(values[i])) {
+      ASSERT_TRUE(std::isnan(model::FromFloat16(model::Float16{half[i]})));
+      continue;
+    }
+    ASSERT_EQ(half[i], want) << values[i];
+  }
+  std::vector<uint16_t> sum(half.begin(), half.end() - 1);
+  const std::vector<uint16_t> addend(half.rbegin() + 1, half.rend());
+  AddFloat16(addend, sum);
+  for (size_t i = 0; i < sum.size(); ++i) {
+    const float exact =
+        model::FromFloat16(model::Float16{addend[i]}) + model::FromFloat16(model::Float16{half[i]});
+    ASSERT_EQ(sum[i], model::ToFloat16(exact).bits) << i;
+  }
+}
+
 TEST(ChunkOf, BytesSplitAsEvenlyAsWholeBytesAllow) {
   for (size_t total : {0u, 1u, 7u, 125u, 1000u}) {
     for (int n : {1, 2, 3, 4, 8}) {
@@ -168,7 +213,7 @@ TEST(CompressDeathTest, WrongSizesAreInvariantViolations) {
   EXPECT_DEATH(PackSigns(v, one), "bits.size\\(\\) == PackedBytes\\(v.size\\(\\)\\)");
   EXPECT_DEATH(UnpackSigns(one, 1.0f, v), "bits.size\\(\\) == PackedBytes\\(out.size\\(\\)\\)");
   EXPECT_DEATH(AddUnpackedSigns(one, 1.0f, v),
-               "bits.size\\(\\) == PackedBytes\\(acc.size\\(\\)\\)");
+               "bits.size\\(\\) == PackedBytes\\(out.size\\(\\)\\)");
   EXPECT_DEATH(SignScaleOfSum(v, e, SignScale::kL2Rms),
                "error.empty\\(\\) \\|\\| error.size\\(\\) == v.size\\(\\)");
   EXPECT_DEATH(CompressSignWithScale(v, 1.0f, {}, one),
@@ -176,6 +221,8 @@ TEST(CompressDeathTest, WrongSizesAreInvariantViolations) {
   EXPECT_DEATH(CompressSignWithScale(v, NAN, {}, two), "std::isfinite\\(scale\\)");
   std::vector<uint16_t> h(3);
   EXPECT_DEATH(CastToFloat16(v, h), "out.size\\(\\) == v.size\\(\\)");
+  std::vector<uint16_t> h9(9);
+  EXPECT_DEATH(AddFloat16(h, h9), "a.size\\(\\) == b.size\\(\\)");
   EXPECT_DEATH(ChunkOf(10, 2, 2), "ranks > 0 && j >= 0 && j < ranks");
 }
 

@@ -115,7 +115,8 @@ absl::Status OneBitAllreduce::Run(Communicator& comm, int bucket, std::span<floa
     const float scale = scales[static_cast<size_t>(i)] / static_cast<float>(n);
     AddUnpackedSigns(std::span<const uint8_t>(b.recv.data() + displ, my_packed), scale, b.chunk);
   }
-  std::vector<uint8_t> server_bits(mine.bytes, 0);
+  std::vector<uint8_t>& server_bits = b.server_bits;
+  server_bits.assign(mine.bytes, 0);
   const SignCode server = CompressSign(b.chunk, options_.scale, b.server,
                                        std::span<uint8_t>(server_bits.data(), my_packed));
   if (!server.finite) {  // a mean of finite values is finite unless the server error overflowed
@@ -124,8 +125,10 @@ absl::Status OneBitAllreduce::Run(Communicator& comm, int bucket, std::span<floa
   }
   // Each rank's server scale travels in front of its chunk.
   const Layout all = ChunkLayout(total_bytes, n, false, 0, sizeof(float));
-  std::vector<uint8_t> gathered(all.total);
-  std::vector<uint8_t> contribution(sizeof(float) + mine.bytes);
+  std::vector<uint8_t>& gathered = b.gathered;
+  gathered.resize(all.total);
+  std::vector<uint8_t>& contribution = b.contribution;
+  contribution.resize(sizeof(float) + mine.bytes);
   std::memcpy(contribution.data(), &server.scale, sizeof(float));
   if (mine.bytes > 0)
     std::memcpy(contribution.data() + sizeof(float), server_bits.data(), mine.bytes);

@@ -88,6 +88,8 @@ class Communicator {
   uint64_t bytes_sent_ = 0;
   uint64_t setup_bytes_sent_ = 0;
   std::map<int, size_t> checked_lengths_;  // bucket -> length every rank agreed on
+  std::vector<uint16_t>
+      half_;  // the FP16 all-reduce's staging, kept between calls (no page faults)
   std::unique_ptr<Watchdog> watchdog_;
 };
 
@@ -113,7 +115,9 @@ class OneBitAllreduce {
   struct Buffers {
     std::vector<float> worker;
     std::vector<float> server;
-    std::vector<uint8_t> send, recv;  // phase 1 and 2 staging, kept between calls
+    // Staging kept between calls: fresh buffers of a 100 M-element bucket cost more in page
+    // faults than the compression itself.
+    std::vector<uint8_t> send, recv, server_bits, contribution, gathered;
     std::vector<float> chunk;
   };
   OneBitOptions options_;

@@ -65,9 +65,12 @@ float SignScaleOfSum(std::span<const float> v, std::span<const float> error, Sig
 void CompressSignWithScale(std::span<const float> v, float scale, std::span<float> error,
                            std::span<uint8_t> bits);
 
-// FP16 / BF16 casts (IEEE round to nearest even; FP16 overflows to infinity), the baselines.
+// FP16 / BF16 casts (IEEE round to nearest even; FP16 overflows to infinity), the baselines. FP16
+// runs on the F16C instructions where the CPU has them (checked at run time), with the same bits.
 void CastToFloat16(std::span<const float> v, std::span<uint16_t> out);
 void CastFromFloat16(std::span<const uint16_t> v, std::span<float> out);
+// b[i] = FP16(FP32(a[i]) + FP32(b[i])): one step of an FP16 sum, rounded as FP16 hardware does.
+void AddFloat16(std::span<const uint16_t> a, std::span<uint16_t> b);
 void CastToBFloat16(std::span<const float> v, std::span<uint16_t> out);
 void CastFromBFloat16(std::span<const uint16_t> v, std::span<float> out);
 
