@@ -2,12 +2,14 @@
 // same flags, initialises MPI, reads the data set, trains (seedance_train) and prints on rank 0.
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <string_view>
 #include <thread>
 
 #include "absl/strings/str_format.h"
@@ -64,37 +66,58 @@ void Print(const TrainFlags& f, const train::TrainResult& r) {
       absl::StrJoin(r.bytes_sent_per_rank, " "));
 }
 
-// Runs on every rank; returns the exit status. Input errors are the same on every rank (each
-// reads the same file with the same flags), so rank 0 alone reports them.
-int Run(const TrainFlags& f) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  auto fail = [rank](const absl::Status& s, int code, bool every_rank) {
-    if (rank == 0 || every_rank) {
-      std::cerr << "seedance train: " << (every_rank ? absl::StrFormat("rank %d: ", rank) : "")
-                << s.message() << "\n";
-    }
+// Rank 0's place in the job before MPI_Init (mpirun's environment; a lone process is rank 0).
+bool IsFirstRank() {
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  return rank == nullptr || std::string_view(rank) == "0";
+}
+
+// What is needed before MPI starts: the options and the data set, read and split. Bad flags and
+// data fail here, on every rank alike and without MPI (rank 0 reports), exit 2; I/O errors exit 1.
+int Prepare(const TrainFlags& f, train::TrainOptions* options, train::Split* split) {
+  auto fail = [](const absl::Status& s, int code) {
+    if (IsFirstRank()) std::cerr << "seedance train: " << s.message() << "\n";
     return code;
   };
-  if (f.world_size != 0 && f.world_size != size) {
-    return fail(absl::InvalidArgumentError(absl::StrFormat(
-                    "mpirun started %d ranks but --world-size is %d", size, f.world_size)),
-                base::kExitUsage, false);
-  }
-  absl::StatusOr<train::TrainOptions> options = OptionsOf(f);
-  if (!options.ok()) return fail(options.status(), base::kExitUsage, false);
+  absl::StatusOr<train::TrainOptions> o = OptionsOf(f);
+  if (!o.ok()) return fail(o.status(), base::kExitUsage);
   absl::StatusOr<train::Dataset> data = train::ReadCsvDataset(f.data, f.label_column);
   if (!data.ok()) {
     const bool input = data.status().code() == absl::StatusCode::kInvalidArgument;
-    return fail(data.status(), input ? base::kExitUsage : base::kExitFailure, false);
+    return fail(data.status(), input ? base::kExitUsage : base::kExitFailure);
   }
-  const train::Split split = train::SplitDataset(*data, f.test_fraction, f.seed);
+  *options = *o;
+  *split = train::SplitDataset(*data, f.test_fraction, f.seed);
+  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  const int ranks = size != nullptr ? std::max(1, std::atoi(size)) : 1;
+  if (absl::Status s = train::CheckTrainOptions(*split, *options, ranks); !s.ok()) {
+    return fail(s, base::kExitUsage);
+  }
+  return base::kExitOk;
+}
+
+// Runs on every rank after MPI_Init; returns the exit status.
+int Run(const TrainFlags& f, const train::TrainOptions& options, const train::Split& split) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (f.world_size != 0 && f.world_size != size) {
+    if (rank == 0) {
+      std::cerr << absl::StrFormat(
+          "seedance train: mpirun started %d ranks but --world-size is %d\n", size, f.world_size);
+    }
+    return base::kExitUsage;
+  }
   train::Communicator comm(MPI_COMM_WORLD, absl::Seconds(f.timeout_s));
-  absl::StatusOr<train::TrainResult> result = train::Train(split, *options, comm);
+  absl::StatusOr<train::TrainResult> result = train::Train(split, options, comm);
   if (!result.ok()) {
+    // Option errors are every rank's (rank 0 reports); a failed step names its rank.
     const bool setup = result.status().message().find("step ") != 0;
-    return fail(result.status(), setup ? base::kExitUsage : base::kExitFailure, !setup);
+    if (rank == 0 || !setup) {
+      std::cerr << "seedance train: " << (setup ? "" : absl::StrFormat("rank %d: ", rank))
+                << result.status().message() << "\n";
+    }
+    return setup ? base::kExitUsage : base::kExitFailure;
   }
   if (rank == 0) Print(f, *result);
   return base::kExitOk;
@@ -113,6 +136,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? seedance::base::kExitOk : seedance::base::kExitUsage;
   }
+  seedance::train::TrainOptions options;
+  seedance::train::Split split;
+  if (const int rc = seedance::cli::Prepare(flags, &options, &split); rc != 0) return rc;
   // MPI_Init waits for every rank: one that hangs or is stopped before it would hold the others
   // there, where no collective's timeout runs yet.
   std::atomic<bool> started{false};
@@ -135,7 +161,7 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   started = true;
   guard.join();
-  const int rc = seedance::cli::Run(flags);
+  const int rc = seedance::cli::Run(flags, options, split);
   MPI_Finalize();
   return rc;
 }

@@ -13,7 +13,7 @@ if(SEEDANCE_BUILD_TESTS)
     add_test(NAME train_collective_mpi_np${n}
              COMMAND ${SEEDANCE_MPIRUN} -np ${n} $<TARGET_FILE:train_collective_mpi_test>)
     set_tests_properties(train_collective_mpi_np${n} PROPERTIES TIMEOUT 300
-                         ENVIRONMENT "${SEEDANCE_TRAIN_LSAN}")
+                         ENVIRONMENT "${SEEDANCE_TRAIN_MPI_ENV}")
   endforeach()
 endif()
 
@@ -31,5 +31,5 @@ if(SEEDANCE_BUILD_TESTS)
                    $<TARGET_FILE:seedance> $<TARGET_FILE:seedance-train>
                    ${CMAKE_CURRENT_BINARY_DIR}/datasets)
   set_tests_properties(train_cli_test PROPERTIES FIXTURES_REQUIRED train_datasets
-                       SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT "${SEEDANCE_TRAIN_LSAN}")
+                       SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT "${SEEDANCE_TRAIN_MPI_ENV}")
 endif()

@@ -115,7 +115,9 @@ double Pass(const Network& net, const std::vector<float>& w, const Dataset& data
   return loss;
 }
 
-absl::Status CheckOptions(const Split& split, const TrainOptions& o, int ranks) {
+}  // namespace
+
+absl::Status CheckTrainOptions(const Split& split, const TrainOptions& o, int ranks) {
   if (o.steps < 1) return absl::InvalidArgumentError("--steps must be at least 1");
   if (!(o.lr > 0) || !std::isfinite(o.lr)) {
     return absl::InvalidArgumentError(
@@ -139,6 +141,8 @@ absl::Status CheckOptions(const Split& split, const TrainOptions& o, int ranks) 
   if (o.buckets < 1) return absl::InvalidArgumentError("--buckets must be at least 1");
   return absl::OkStatus();
 }
+
+namespace {
 
 // The optimizer's state and step.
 struct Optimizer {
@@ -198,7 +202,7 @@ void ReportProgress(int step, const TrainOptions& options, double batch_loss,
 absl::StatusOr<TrainResult> Train(const Split& split, const TrainOptions& options,
                                   Communicator& comm) {
   const int ranks = comm.size();
-  if (absl::Status s = CheckOptions(split, options, ranks); !s.ok()) return s;
+  if (absl::Status s = CheckTrainOptions(split, options, ranks); !s.ok()) return s;
   const Network net = MakeNetwork(split.train.features, options.hidden, split.train.classes);
   std::vector<float> w = InitialWeights(net, options.seed);
   Optimizer opt{options.optimizer, {}, {}, 0};

@@ -80,6 +80,10 @@ struct TrainResult {
   double seconds = 0;                         // wall time of the training loop on rank 0
 };
 
+// The options' own checks against a data set and a rank count (InvalidArgument naming the flag):
+// what Train checks first, callable before MPI starts.
+absl::Status CheckTrainOptions(const Split& split, const TrainOptions& options, int ranks);
+
 // Trains on split.train and scores on both parts. Options are checked first (InvalidArgument:
 // batch not a multiple of the rank count, steps < 1, lr <= 0, ...); a non-finite gradient or loss
 // fails the run naming the step (and, from the all-reduce, the rank).
