@@ -106,16 +106,19 @@ def refusals(seedance, env, data, tmp):
 
 
 def ranks_of(marker):
-    out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
+    """PIDs of this job's ranks: the seedance-train processes whose arguments hold `marker` (read
+    from /proc: no procps needed)."""
     pids = []
-    for pid in out.split():
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
         try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
                 argv = f.read().split(b"\0")
         except OSError:
             continue
-        if argv and argv[0].endswith(b"seedance-train"):
-            pids.append(int(pid))
+        if argv and argv[0].endswith(b"seedance-train") and marker.encode() in argv:
+            pids.append(int(entry))
     return sorted(pids)
 
 
