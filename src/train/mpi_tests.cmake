@@ -1,8 +1,9 @@
 # The MPI tests, each an mpirun of a real Open MPI job on this machine (shared memory and TCP on
 # loopback). As root (CI's container) Open MPI wants its two confirmations; --oversubscribe lets 8
-# ranks share 2 cores.
+# ranks share 2 cores; the shared-memory transport keeps its backing files in /tmp (a container's
+# /dev/shm is often 64 MB) and copies through them (no ptrace-based single copy in containers).
 set(SEEDANCE_MPIRUN ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe
-    --mca btl_vader_single_copy_mechanism none)
+    --mca btl_vader_single_copy_mechanism none --mca btl_vader_backing_directory /tmp)
 if(SEEDANCE_BUILD_TESTS)
   add_executable(train_collective_mpi_test collective_mpi_test.cc)
   target_link_libraries(train_collective_mpi_test PRIVATE seedance_train absl::strings GTest::gtest)

@@ -21,7 +21,8 @@ import tempfile
 import time
 
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe",
-          "--mca", "btl_vader_single_copy_mechanism", "none"]
+          "--mca", "btl_vader_single_copy_mechanism", "none",
+          "--mca", "btl_vader_backing_directory", "/tmp"]
 FAILURES = []
 
 
