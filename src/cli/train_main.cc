@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <string_view>
 #include <thread>
 
 #include "absl/strings/str_format.h"
@@ -66,17 +65,13 @@ void Print(const TrainFlags& f, const train::TrainResult& r) {
       absl::StrJoin(r.bytes_sent_per_rank, " "));
 }
 
-// Rank 0's place in the job before MPI_Init (mpirun's environment; a lone process is rank 0).
-bool IsFirstRank() {
-  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-  return rank == nullptr || std::string_view(rank) == "0";
-}
-
 // What is needed before MPI starts: the options and the data set, read and split. Bad flags and
-// data fail here, on every rank alike and without MPI (rank 0 reports), exit 2; I/O errors exit 1.
+// data fail here, on every rank alike and without MPI, exit 2 (I/O errors exit 1). Every rank
+// reports: mpirun ends the job at the first rank's exit, so rank 0 alone might be ended before it
+// printed; in practice one or two copies of the message appear.
 int Prepare(const TrainFlags& f, train::TrainOptions* options, train::Split* split) {
   auto fail = [](const absl::Status& s, int code) {
-    if (IsFirstRank()) std::cerr << "seedance train: " << s.message() << "\n";
+    std::cerr << "seedance train: " << s.message() << "\n";
     return code;
   };
   absl::StatusOr<train::TrainOptions> o = OptionsOf(f);

@@ -132,7 +132,13 @@ def lost_rank(seedance, env, data, sig, timeout_s, expect):
                            env=env)
     # Rank 0's first progress line comes after the first step: every rank is past MPI_Init and in
     # the training loop.
-    first = job.stdout.readline()
+    # Open MPI may print warnings first: read up to that line (EOF if the job ended).
+    first = ""
+    while "step 1 of" not in first:
+        line = job.stdout.readline()
+        if not line:
+            break
+        first += line
     pids = ranks_of(marker)
     if "step 1 of" not in first or len(pids) < 4:
         job.kill()
