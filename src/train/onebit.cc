@@ -119,17 +119,16 @@ absl::Status OneBitAllreduce::Run(Communicator& comm, int bucket, std::span<floa
   server_bits.assign(mine.bytes, 0);
   const SignCode server = CompressSign(b.chunk, options_.scale, b.server,
                                        std::span<uint8_t>(server_bits.data(), my_packed));
-  if (!server.finite) {  // a mean of finite values is finite unless the server error overflowed
-    return absl::InternalError(
-        absl::StrCat("bucket ", bucket, ": rank ", me, "'s server error buffer overflowed"));
-  }
+  // A mean of finite values is finite unless the server error overflowed: then this rank sends a
+  // NaN scale (its buffer unchanged) and every rank fails the call below, none waits alone.
+  const float server_scale = server.finite ? server.scale : std::numeric_limits<float>::quiet_NaN();
   // Each rank's server scale travels in front of its chunk.
   const Layout all = ChunkLayout(total_bytes, n, false, 0, sizeof(float));
   std::vector<uint8_t>& gathered = b.gathered;
   gathered.resize(all.total);
   std::vector<uint8_t>& contribution = b.contribution;
   contribution.resize(sizeof(float) + mine.bytes);
-  std::memcpy(contribution.data(), &server.scale, sizeof(float));
+  std::memcpy(contribution.data(), &server_scale, sizeof(float));
   if (mine.bytes > 0)
     std::memcpy(contribution.data() + sizeof(float), server_bits.data(), mine.bytes);
   comm.CountSent(static_cast<uint64_t>(n - 1) * contribution.size());
@@ -138,6 +137,12 @@ absl::Status OneBitAllreduce::Run(Communicator& comm, int bucket, std::span<floa
                  gathered.data(), all.counts.data(), all.displs.data(), MPI_BYTE, comm.comm());
   comm.EndCall();
 
+  for (int j = 0; j < n; ++j) {
+    if (!std::isfinite(ScaleAt(gathered, all.displs[static_cast<size_t>(j)]))) {
+      return absl::InternalError(
+          absl::StrCat("bucket ", bucket, ": rank ", j, "'s server error buffer overflowed"));
+    }
+  }
   for (int j = 0; j < n; ++j) {
     const ByteChunk c = ChunkOf(total_bytes, n, j);
     const size_t elements = ChunkElements(c, d);
