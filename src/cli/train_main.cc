@@ -3,13 +3,10 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -136,26 +133,14 @@ int main(int argc, char** argv) {
   if (const int rc = seedance::cli::Prepare(flags, &options, &split); rc != 0) return rc;
   // MPI_Init waits for every rank: one that hangs or is stopped before it would hold the others
   // there, where no collective's timeout runs yet.
-  std::atomic<bool> started{false};
-  std::thread guard([&] {
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::duration<double>(flags.timeout_s);
-    while (!started.load() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(
-          std::chrono::milliseconds(20));  // a timer's tick, not a wait for a result
-    }
-    if (!started.load()) {
-      const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-      std::fprintf(stderr,
-                   "seedance train: rank %s: MPI_Init did not finish within %g s (a peer "
-                   "rank hung or was lost); ending this rank so that mpirun ends the job\n",
-                   rank != nullptr ? rank : "?", flags.timeout_s);
-      std::_Exit(seedance::base::kExitFailure);
-    }
-  });
-  MPI_Init(&argc, &argv);
-  started = true;
-  guard.join();
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  {
+    seedance::train::Watchdog guard(rank != nullptr ? std::atoi(rank) : 0,
+                                    absl::Seconds(flags.timeout_s));
+    guard.Begin("MPI_Init");
+    MPI_Init(&argc, &argv);
+    guard.End();
+  }
   const int rc = seedance::cli::Run(flags, options, split);
   MPI_Finalize();
   return rc;

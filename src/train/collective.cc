@@ -13,68 +13,53 @@
 
 namespace seedance::train {
 
-// Ends the process when a collective outlives its deadline: a peer that hung or was lost leaves
-// MPI waiting forever, and mpirun ends the job once one rank exits without MPI_Finalize.
-class Watchdog {
- public:
-  Watchdog(int rank, absl::Duration timeout) : rank_(rank), timeout_(timeout) {
-    if (timeout_ != absl::InfiniteDuration()) thread_ = std::thread([this] { Loop(); });
+Watchdog::Watchdog(int rank, absl::Duration timeout) : rank_(rank), timeout_(timeout) {
+  if (timeout_ != absl::InfiniteDuration()) thread_ = std::thread([this] { Loop(); });
+}
+
+Watchdog::~Watchdog() {
+  {
+    base::MutexLock lock(mu_);
+    stop_ = true;
   }
-  ~Watchdog() {
-    {
-      base::MutexLock lock(mu_);
-      stop_ = true;
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Watchdog::Begin(const char* name) {
+  if (!thread_.joinable()) return;
+  base::MutexLock lock(mu_);
+  call_ = name;
+  deadline_ = std::chrono::steady_clock::now() + absl::ToChronoMilliseconds(timeout_);
+  armed_ = true;
+  cv_.notify_all();
+}
+
+void Watchdog::End() {
+  if (!thread_.joinable()) return;
+  base::MutexLock lock(mu_);
+  armed_ = false;
+}
+
+void Watchdog::Loop() {
+  base::MutexLock lock(mu_);
+  while (!stop_) {
+    if (!armed_) {
+      lock.Wait(cv_);
+      continue;
     }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-
-  void Begin(const char* name) {
-    if (!thread_.joinable()) return;
-    base::MutexLock lock(mu_);
-    call_ = name;
-    deadline_ = std::chrono::steady_clock::now() + absl::ToChronoMilliseconds(timeout_);
-    armed_ = true;
-    cv_.notify_all();
-  }
-  void End() {
-    if (!thread_.joinable()) return;
-    base::MutexLock lock(mu_);
-    armed_ = false;
-  }
-
- private:
-  void Loop() {
-    base::MutexLock lock(mu_);
-    while (!stop_) {
-      if (!armed_) {
-        lock.Wait(cv_);
-        continue;
-      }
-      const auto deadline = deadline_;
-      lock.WaitUntil(cv_, deadline);
-      if (!stop_ && armed_ && deadline_ == deadline &&
-          std::chrono::steady_clock::now() >= deadline) {
-        std::fprintf(stderr,
-                     "seedance train: rank %d: %s did not finish within %s (a peer rank hung or "
-                     "was lost); ending this rank so that mpirun ends the job\n",
-                     rank_, call_, absl::FormatDuration(timeout_).c_str());
-        std::fflush(stderr);
-        std::_Exit(1);
-      }
+    const auto deadline = deadline_;
+    lock.WaitUntil(cv_, deadline);
+    if (!stop_ && armed_ && deadline_ == deadline && std::chrono::steady_clock::now() >= deadline) {
+      std::fprintf(stderr,
+                   "seedance train: rank %d: %s did not finish within %s (a peer rank hung or "
+                   "was lost); ending this rank so that mpirun ends the job\n",
+                   rank_, call_, absl::FormatDuration(timeout_).c_str());
+      std::fflush(stderr);
+      std::_Exit(1);
     }
   }
-
-  const int rank_;
-  const absl::Duration timeout_;
-  base::Mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  bool armed_ ABSL_GUARDED_BY(mu_) = false;
-  const char* call_ ABSL_GUARDED_BY(mu_) = "";
-  std::chrono::steady_clock::time_point deadline_ ABSL_GUARDED_BY(mu_);
-  std::thread thread_;
-};
+}
 
 namespace {
 

@@ -34,21 +34,53 @@
 
 #include <mpi.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "seedance/base/mutex.h"
 #include "seedance/train/compress.h"
 
 namespace seedance::train {
 
-class Watchdog;
+// Ends the process (exit 1, after a message naming the rank and the call) when a call between
+// Begin and End outlives `timeout`: a peer that hung or was lost leaves MPI waiting forever, and
+// mpirun ends the job once one rank exits without MPI_Finalize. Each Communicator has one around
+// its collectives; seedance-train puts one around MPI_Init. With an infinite timeout it does
+// nothing (no thread). Thread-safety: Begin and End from one thread; its own thread only reads
+// the deadline under the mutex.
+class Watchdog {
+ public:
+  Watchdog(int rank, absl::Duration timeout);
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  void Begin(const char* name);  // `name` must outlive the call
+  void End();
+
+ private:
+  void Loop();
+
+  const int rank_;
+  const absl::Duration timeout_;
+  base::Mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool armed_ ABSL_GUARDED_BY(mu_) = false;
+  const char* call_ ABSL_GUARDED_BY(mu_) = "";
+  std::chrono::steady_clock::time_point deadline_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;
+};
 
 class Communicator {
  public:
