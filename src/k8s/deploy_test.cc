@@ -1,6 +1,8 @@
 // deploy/kubernetes/ against the code it configures: the scheduler profile calls the extender at
 // the routes and port the server serves, scores every node, sends names only, and manages the
 // resources the decoder understands; the extender's RBAC allows exactly what bind does.
+// The files as deploy/kubernetes/kustomization.yaml loads them (base/, components/); the rendered
+// whole is checked by tools/release/kustomize_test.py (ctest deploy_kustomize_test).
 #include <cstdlib>
 #include <set>
 #include <string>
@@ -12,13 +14,14 @@
 namespace seedance::k8s {
 namespace {
 
-std::string Deploy(const std::string& name) {
+// PATH under deploy/kubernetes/, e.g. "base/extender.yaml".
+std::string Deploy(const std::string& path) {
   const char* root = std::getenv("SEEDANCE_SOURCE_DIR");
-  return std::string(root ? root : ".") + "/deploy/kubernetes/" + name;
+  return std::string(root ? root : ".") + "/deploy/kubernetes/" + path;
 }
 
 TEST(DeployTest, SchedulerProfileCallsTheExtenderAsServed) {
-  YAML::Node c = YAML::LoadFile(Deploy("scheduler-config.yaml"));
+  YAML::Node c = YAML::LoadFile(Deploy("base/scheduler-config.yaml"));
   EXPECT_EQ(c["apiVersion"].as<std::string>(), "kubescheduler.config.k8s.io/v1");
   EXPECT_EQ(c["kind"].as<std::string>(), "KubeSchedulerConfiguration");
   ASSERT_EQ(c["profiles"].size(), 1u);
@@ -45,7 +48,7 @@ TEST(DeployTest, SchedulerProfileCallsTheExtenderAsServed) {
 
 TEST(DeployTest, ExtenderMayDoWhatBindDoesAndServesThePort) {
   bool patch = false, binding = false, in_cluster = false, port = false;
-  for (const YAML::Node& doc : YAML::LoadAllFromFile(Deploy("extender.yaml"))) {
+  for (const YAML::Node& doc : YAML::LoadAllFromFile(Deploy("base/extender.yaml"))) {
     const std::string kind = doc["kind"].as<std::string>();
     if (kind == "ClusterRole") {
       for (const YAML::Node& rule : doc["rules"]) {
@@ -77,7 +80,8 @@ TEST(DeployTest, ExtenderMayDoWhatBindDoesAndServesThePort) {
 // may list and watch pods.
 TEST(DeployTest, DevicePluginSeesTheKubeletsFolderItsNodeAndThePods) {
   bool watch = false, command = false, in_cluster = false, mounted = false, node = false;
-  for (const YAML::Node& doc : YAML::LoadAllFromFile(Deploy("device-plugin.yaml"))) {
+  const std::string manifest = Deploy("components/device-plugin/device-plugin.yaml");
+  for (const YAML::Node& doc : YAML::LoadAllFromFile(manifest)) {
     const std::string kind = doc["kind"].as<std::string>();
     if (kind == "ClusterRole") {
       for (const YAML::Node& rule : doc["rules"]) {

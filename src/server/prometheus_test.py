@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The Grafana dashboard against a real Prometheus (issue 12): starts Debian's prometheus on
 loopback scraping a running `seedance server` every second, puts load on the server, and polls
-until every panel query of deploy/grafana/seedance-scheduler.json returns data.
+until every panel query of the dashboard
+(deploy/kubernetes/components/grafana-dashboard/seedance-scheduler.json) returns data.
 
 usage: prometheus_test.py SEEDANCE_BINARY DASHBOARD_JSON [--prometheus /usr/bin/prometheus]"""
 
