@@ -14,6 +14,10 @@
 #   tsan    ThreadSanitizer build in build-tsan/ of the TSAN_TESTS only, and a run of them
 #   fuzz    libFuzzer build in build-fuzz/ (clang) and a FUZZ_SECONDS run of each FUZZ_TARGETS,
 #           NPROC of them at a time (tools/run_fuzz.sh)
+#   release tools/release.sh: source archive, Release build from it, .deb packages, lintian,
+#           SHA256SUMS into dist/ (signed with minisign when RELEASE_KEY=SECKEY is given)
+#   release-test  tools/release/package_test.py: two release builds byte-identical, lintian, the
+#           .deb on a debootstrapped bookworm, the container image (~35 min; not in `make test`)
 #   bench   build, then run every benchmark binary in build/bench/
 #   format  clang-format -i over src/ include/ bench/
 #   clean   remove build/ build-asan/ build-fuzz/ build-tsan/
@@ -59,7 +63,8 @@ FUZZ_CXXFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recov
 CLANG_FORMAT ?= $(shell command -v clang-format || command -v clang-format-14)
 BENCH_ARGS ?=
 
-.PHONY: deps spec-tools model-tools build demo asan test tsan fuzz bench format clean
+.PHONY: deps spec-tools model-tools build demo asan test tsan fuzz bench format clean release \
+  release-test
 
 deps:
 	bash tools/install_deps.sh
@@ -86,7 +91,7 @@ asan:
 
 test: deps spec-tools model-tools asan
 	@echo "== make test: ctest under ASan+UBSan ($(ASAN_DIR)), from $$(date -u +%T) UTC"
-	$(SAN_ENV) ctest --test-dir $(ASAN_DIR) --output-on-failure --no-tests=error -j2 \
+	$(SAN_ENV) ctest --test-dir $(ASAN_DIR) --output-on-failure --no-tests=error -j2 -LE package \
 	  2>&1 | tee $(ASAN_DIR)/ctest.log
 	@echo "== make test: tsan from $$(date -u +%T) UTC"
 	@$(MAKE) --no-print-directory tsan
@@ -115,6 +120,13 @@ fuzz:
 	  -DSEEDANCE_BUILD_BENCH=OFF "-DCMAKE_CXX_FLAGS=$(FUZZ_CXXFLAGS)"
 	cmake --build $(FUZZ_DIR) --target $(FUZZ_TARGETS) -j$(NPROC)
 	$(SAN_ENV) bash tools/run_fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(NPROC) $(FUZZ_TARGETS)
+
+release: deps
+	bash tools/release.sh --out dist $(if $(RELEASE_KEY),--key $(RELEASE_KEY),)
+
+release-test: deps
+	bash tools/install_deps.sh release
+	/usr/bin/python3 tools/release/package_test.py
 
 bench: build
 	@found=0; \

@@ -60,7 +60,19 @@ PACKAGES=(
   # benchmark's ranks talk through network namespaces and tc rate limits (iproute2, above).
   libopenmpi-dev
   openmpi-bin
+  # Delivery (docs/install.md): minisign signs and checks SHA256SUMS; systemd-analyze checks the
+  # unit; groff reads the generated manual pages; dpkg-shlibdeps (dpkg-dev) gives the package
+  # its dependencies.
+  minisign
+  systemd
+  groff-base
+  dpkg-dev
 )
+# `install_deps.sh release`: also what tools/release/package_test.py needs (make release-test):
+# a clean Debian root, lintian, and an image builder that needs no daemon.
+if [[ "${1:-}" == "release" ]]; then
+  PACKAGES+=(debootstrap lintian buildah)
+fi
 # The model fixtures of seedance_model's tests (tools/model_fixtures), exported once per build
 # with torch 1.13; torch.onnx.export needs no onnx module, the fixture scripts do (TensorProto
 # files, the checker); the MLP fixture trains on scikit-learn's digits. Test-time only, and

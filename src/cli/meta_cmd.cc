@@ -1,5 +1,7 @@
 // `seedance version`, `seedance help [COMMAND...]` and `seedance completion bash|zsh`: commands
 // about the CLI itself, built from the registered command tree so they never drift from it.
+#include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -8,6 +10,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_join.h"
 #include "commands.h"
+#include "man_page.h"
 #include "nlohmann/json.hpp"
 #include "seedance/base/build_info.h"
 #include "seedance/base/io.h"
@@ -20,7 +23,7 @@ namespace {
 std::vector<std::string> SubcommandNames(const CLI::App* app) {
   std::vector<std::string> names;
   for (const CLI::App* sub : app->get_subcommands([](const CLI::App*) { return true; })) {
-    names.push_back(sub->get_name());
+    if (!sub->get_group().empty()) names.push_back(sub->get_name());  // "": hidden
   }
   return names;
 }
@@ -41,6 +44,7 @@ void BashCases(const CLI::App* app, const std::string& path, std::string* out) {
   for (const std::string& f : FlagNames(app)) words.push_back(f);
   *out += "    \"" + path + "\") words=\"" + absl::StrJoin(words, " ") + "\" ;;\n";
   for (const CLI::App* sub : app->get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->get_group().empty()) continue;
     BashCases(sub, path.empty() ? sub->get_name() : path + " " + sub->get_name(), out);
   }
 }
@@ -61,6 +65,7 @@ std::string BashCompletion(const CLI::App* root) {
                [&](const CLI::App* a, const std::string& p) {
                  for (const CLI::App* s :
                       a->get_subcommands([](const CLI::App*) { return true; })) {
+                   if (s->get_group().empty()) continue;
                    const std::string q = p.empty() ? s->get_name() : p + " " + s->get_name();
                    paths.push_back("\"" + q + "\"");
                    walk(s, q);
@@ -85,6 +90,41 @@ std::string ZshCompletion(const CLI::App* root) {
          "# zsh completion for seedance; load with: source <(seedance completion zsh)\n"
          "autoload -U +X bashcompinit && bashcompinit\n" +
          BashCompletion(root);
+}
+
+// The day of SOURCE_DATE_EPOCH (reproducible builds), else today, as YYYY-MM-DD in UTC.
+std::string ManDate() {
+  std::time_t t = std::time(nullptr);
+  if (const char* e = std::getenv("SOURCE_DATE_EPOCH"); e != nullptr) {
+    auto v = base::ParseInt64(e, "SOURCE_DATE_EPOCH", 0, INT64_MAX);
+    if (v.ok()) t = static_cast<std::time_t>(*v);
+  }
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+// `seedance manpages DIR`: hidden (the build runs it for `cmake --install`).
+Command AddManPagesCommand(CLI::App& root) {
+  auto dir = std::make_shared<std::string>();
+  CLI::App* man = root.add_subcommand("manpages", "Write the manual pages (roff) into DIR");
+  man->group("");
+  man->add_option("dir", *dir,
+                  "directory to write seedance.1, seedance-COMMAND.1, seedanced.8 into")
+      ->required();
+  return {man, [&root, dir] {
+            std::error_code ec;
+            std::filesystem::create_directories(*dir, ec);
+            if (ec) return Fail(absl::UnavailableError(*dir + ": " + ec.message()));
+            for (const ManPage& p : RenderManPages(root, base::GetBuildInfo().version, ManDate())) {
+              if (absl::Status s = base::WriteOutput(*dir + "/" + p.file, p.text); !s.ok()) {
+                return Fail(s);
+              }
+            }
+            return kExitOk;
+          }};
 }
 
 }  // namespace
@@ -162,6 +202,7 @@ std::vector<Command> AddMetaCommands(CLI::App& root) {
                    if (absl::Status s = base::WriteStdout(text); !s.ok()) return Fail(s);
                    return kExitOk;
                  }});
+  out.push_back(AddManPagesCommand(root));
   return out;
 }
 

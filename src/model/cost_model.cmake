@@ -8,7 +8,7 @@
 # framework needed: 2x the serving test binaries, 4 more shared libraries at every start).
 add_library(seedance_model_cost STATIC cost_model.cc profile_csv.cc calibration.cc precision.cc
                                        plan_file.cc float_formats.cc)
-target_include_directories(seedance_model_cost PUBLIC ${PROJECT_SOURCE_DIR}/include)
+target_include_directories(seedance_model_cost PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>)
 target_link_libraries(seedance_model_cost PUBLIC seedance_base absl::status absl::statusor
                                           PRIVATE seedance_hw absl::strings)
 
