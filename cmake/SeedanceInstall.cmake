@@ -68,6 +68,10 @@ endif()
 install(FILES deploy/systemd/seedanced.service DESTINATION ${SEEDANCE_UNIT_DIR} COMPONENT runtime)
 set(SEEDANCE_DOC_DIR ${CMAKE_INSTALL_DATADIR}/doc/seedance)
 install(DIRECTORY examples/ DESTINATION ${SEEDANCE_DOC_DIR}/examples COMPONENT runtime)
+# The documentation the manual pages and --help point to (docs/api.md, docs/install.md, ...).
+install(FILES README.md BENCHMARKS.md DESTINATION ${SEEDANCE_DOC_DIR} COMPONENT runtime)
+install(DIRECTORY docs/ DESTINATION ${SEEDANCE_DOC_DIR}/docs COMPONENT runtime
+        FILES_MATCHING PATTERN "*.md" PATTERN "*.yaml")
 install(DIRECTORY deploy/ DESTINATION ${SEEDANCE_DOC_DIR}/deploy COMPONENT runtime
         PATTERN "*.sh" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
                                    WORLD_READ WORLD_EXECUTE)

@@ -96,8 +96,16 @@ archive() {
   say "$OUT/seedance-$v.tar.gz (commit $rev)"
 }
 
+# Debian's hardening flags, as a Debian package build gets them from dpkg-buildflags (with
+# hardening=+all): _FORTIFY_SOURCE, the stack protector, format checks, RELRO and BIND_NOW. -g and
+# -O2 are left to CMake's Release type, and dpkg's own path map to the build's.
+hardening() {
+  DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get "$1" | tr ' ' '\n' \
+    | grep -vE '^(-g|-O2|-ffile-prefix-map=.*|)$' | tr '\n' ' '
+}
+
 build() {
-  local v rev epoch short work
+  local v rev epoch short work cxxflags ldflags
   v=$(version)
   rev=$(git -C "$SRC" rev-parse --verify "$COMMIT^{commit}") || die "$COMMIT: not a commit"
   short=${rev:0:12}
@@ -113,8 +121,14 @@ build() {
   tar -xzf "$OUT/seedance-$v.tar.gz" -C "$work/src"
   export SOURCE_DATE_EPOCH=$epoch
   say "building $short in $work (SOURCE_DATE_EPOCH=$epoch)"
+  command -v dpkg-buildflags >/dev/null || die "dpkg-buildflags not found (apt-get install dpkg-dev)"
+  cxxflags="$(hardening CPPFLAGS)$(hardening CXXFLAGS)"
+  ldflags=$(hardening LDFLAGS)
+  say "hardening: $cxxflags| $ldflags"
   cmake -S "$work/src/seedance-$v" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_INSTALL_PREFIX=/usr -DSEEDANCE_BUILD_TESTS=OFF -DSEEDANCE_BUILD_BENCH=OFF \
+    "-DCMAKE_CXX_FLAGS=$cxxflags" "-DCMAKE_EXE_LINKER_FLAGS=$ldflags" \
+    "-DCMAKE_SHARED_LINKER_FLAGS=$ldflags" "-DCMAKE_MODULE_LINKER_FLAGS=$ldflags" \
     -DSEEDANCE_GIT_COMMIT="$short" > "$work/configure.log" \
     || { cat "$work/configure.log" >&2; die "configure failed"; }
   cmake --build "$work/build" -j"$JOBS" || die "build failed"

@@ -96,7 +96,7 @@ std::string Render(const CLI::App* app, const std::vector<std::string>& path,
     see.push_back("\\fB" + RoffEscape(PageName({path.begin(), path.end() - 1})) + "\\fR(1)");
   }
   if (path.size() == 1 || path[1] == "server") see.push_back("\\fBseedanced\\fR(8)");
-  see.push_back("the documentation under /usr/share/doc/seedance");
+  see.push_back("the documentation in /usr/share/doc/seedance/docs (the repository's docs/)");
   return out + absl::StrJoin(see, ", ") + "\n";
 }
 

@@ -73,7 +73,9 @@ def check_layout(prefix, build):
             "share/zsh/vendor-completions/_seedance", "lib/systemd/system/seedanced.service",
             "share/doc/seedance/examples/cluster.yaml", "share/doc/seedance/copyright",
             "share/doc/seedance/changelog.gz", "share/doc/seedance/deploy/systemd/seedanced.default",
-            "share/doc/seedance/deploy/kubernetes/kustomization.yaml"]
+            "share/doc/seedance/deploy/kubernetes/kustomization.yaml",
+            "share/doc/seedance/docs/install.md", "share/doc/seedance/docs/openapi.yaml",
+            "share/doc/seedance/README.md"]
     for rel in must:
         check(os.path.exists(os.path.join(prefix, rel)), "installed " + rel)
     link = os.path.join(prefix, "bin/seedanced")
