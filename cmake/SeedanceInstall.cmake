@@ -10,7 +10,7 @@ include(CMakePackageConfigHelpers)
 # Every product library: static, so the set is closed under what they link.
 set(SEEDANCE_LIBRARIES
   base hw core trace sched sim store policy api slurm server ha engine telemetry k8s cost
-  serving model model_cost train autoscale nodeagent deviceplugin deviceplugin_api elastic
+  serving model model_cost train cache autoscale nodeagent deviceplugin deviceplugin_api elastic
   clusterscale daemon)
 
 # A commit's own time (or SOURCE_DATE_EPOCH when the caller sets it): the date in the manual

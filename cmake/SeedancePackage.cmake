@@ -78,7 +78,7 @@ set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_ARCHITECTURE amd64)
 # What cmake/SeedanceConfig.cmake.in finds, as Debian packages.
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-  "seedance (= ${PROJECT_VERSION}), libabsl-dev, nlohmann-json3-dev, libyaml-cpp-dev, libprotobuf-dev, libonnx-dev, libdnnl-dev, prometheus-cpp-dev, libssl-dev, libboost-dev, libsqlite3-dev, libopenmpi-dev, libcpp-httplib-dev, libhwloc-dev, libgrpc++-dev, libevent-dev, pkg-config")
+  "seedance (= ${PROJECT_VERSION}), libabsl-dev, nlohmann-json3-dev, libyaml-cpp-dev, libprotobuf-dev, libonnx-dev, libdnnl-dev, prometheus-cpp-dev, libssl-dev, libboost-dev, libsqlite3-dev, libopenmpi-dev, libcpp-httplib-dev, libhwloc-dev, libgrpc++-dev, libevent-dev, libzstd-dev, liblzma-dev, zlib1g-dev, pkg-config")
 set(CPACK_DEBIAN_DEV_DESCRIPTION
 "Seedance C++ libraries (static), headers, CMake and pkg-config files
 For programs built on Seedance's scheduler, simulator and model libraries:

@@ -12,7 +12,8 @@ set(SEEDANCE_PC_MAP
   "protobuf::libprotobuf=pc:protobuf" "onnx=libs:-lonnx" "onnx_proto=libs:-lonnx_proto"
   "SQLite::SQLite3=pc:sqlite3" "OpenSSL::SSL=pc:libssl" "OpenSSL::Crypto=pc:libcrypto"
   "Boost::headers=" "prometheus-cpp::core=pc:prometheus-cpp-core" "MPI::MPI_CXX=pc:ompi-cxx"
-  "CLI11::CLI11=" "dl=libs:-ldl" "atomic=libs:-latomic")
+  "CLI11::CLI11=" "dl=libs:-ldl" "atomic=libs:-latomic" "PkgConfig::ZSTD=pc:libzstd"
+  "PkgConfig::LZMA=pc:liblzma" "ZLIB::ZLIB=pc:zlib")
 
 function(seedance_pc_item item requires_var libs_var)
   set(requires ${${requires_var}})

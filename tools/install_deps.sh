@@ -60,6 +60,11 @@ PACKAGES=(
   # benchmark's ranks talk through network namespaces and tc rate limits (iproute2, above).
   libopenmpi-dev
   openmpi-bin
+  # seedance_cache (issue 40): the cache traces are zstd, xz and gzip files (liblzma-dev and
+  # zlib1g-dev come with other packages, but are named so that nothing relies on that).
+  libzstd-dev
+  liblzma-dev
+  zlib1g-dev
   # Delivery (docs/install.md): minisign signs and checks SHA256SUMS; systemd-analyze checks the
   # unit; groff reads the generated manual pages; dpkg-shlibdeps (dpkg-dev) gives the package
   # its dependencies.
