@@ -151,11 +151,29 @@ def chroot(root, script, user=None, timeout=1800, popen=False):
 
 
 def owned_paths(root):
+    """Every path an installed package lists, under both names where /bin, /lib, /sbin are
+    links into /usr (bookworm is merged-/usr: a package lists /lib/x.so, the walk sees
+    /usr/lib/x.so)."""
     owned = set()
     for lst in glob.glob(os.path.join(root, "var/lib/dpkg/info/*.list")):
         with open(lst) as f:
-            owned.update(l.strip() for l in f)
+            for line in f:
+                p = line.strip()
+                owned.add(p)
+                if re.match(r"^/(bin|sbin|lib|lib32|lib64|libx32)(/|$)", p):
+                    owned.add("/usr" + p)
     return owned
+
+
+def resolve(root, path):
+    """Where a link inside ROOT leads, as a path inside ROOT (absolute targets are ROOT's)."""
+    for _ in range(20):
+        if not os.path.islink(root + path):
+            break
+        target = os.readlink(root + path)
+        path = target if target.startswith("/") else os.path.normpath(
+            os.path.join(os.path.dirname(path), target))
+    return path
 
 
 def all_paths(root):
@@ -201,6 +219,10 @@ def install_and_run(root, dist):
     left = sorted(p for p in all_paths(root) - before - owned_paths(root)
                   if not re.match(r"^/(var/lib/(apt|dpkg)|var/cache|var/log|tmp|run|proc|dev)(/|$)",
                                   p) and p not in USER_FILES)
+    # Links other packages' maintainer scripts made (update-alternatives, ldconfig): kept when
+    # they point at files of the packages that are still installed.
+    owned = owned_paths(root)
+    left = [p for p in left if not (os.path.islink(root + p) and resolve(root, p) in owned)]
     outside = [p for p in left if not p.startswith("/var/lib/seedance")]
     check("/var/lib/seedance/state.db" in left and not outside,
           "dpkg -r leaves only the state directory (%s)%s" %
