@@ -284,11 +284,18 @@ def main():
     build = os.path.abspath(sys.argv[1])
     work = tempfile.mkdtemp(prefix="seedance-install-test.")
     try:
-        prefix = os.path.join(work, "prefix")
-        r = run(["cmake", "--install", build, "--prefix", prefix])
-        if not check(r.returncode == 0, "cmake --install %s --prefix %s" % (build, prefix)):
+        # DESTDIR, not --prefix: a tree configured for /usr puts the unit in /lib/systemd/system,
+        # an absolute destination --prefix would not move (it would land on this machine).
+        stage = os.path.join(work, "stage")
+        prefix = stage + (cache_value(build, "CMAKE_INSTALL_PREFIX") or "/usr/local")
+        r = run(["cmake", "--install", build], env=dict(os.environ, DESTDIR=stage))
+        if not check(r.returncode == 0, "DESTDIR=%s cmake --install %s" % (stage, build)):
             print(r.stdout[-3000:], r.stderr[-3000:])
             return 1
+        if prefix.endswith("/usr") and os.path.isdir(os.path.join(stage, "lib/systemd")):
+            # Debian's place for a package's units; the checks below look under the prefix.
+            os.makedirs(os.path.join(prefix, "lib"), exist_ok=True)
+            os.symlink(os.path.join(stage, "lib/systemd"), os.path.join(prefix, "lib/systemd"))
         lib = check_layout(prefix, build)
         check_man_pages(prefix)
         check_completion(prefix)

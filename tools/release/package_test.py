@@ -110,6 +110,25 @@ def check_reproducible(d1, d2, pub):
             check(r.returncode == 0, "release.sh verify %s" % d)
 
 
+def check_no_build_paths(dist, work):
+    """No file of the packages names the directory it was built in (a path in a string is what
+    made two builds differ before: the source directory compiled into DataDir())."""
+    found = []
+    for deb in sorted(glob.glob(os.path.join(dist, "*.deb"))):
+        out = os.path.join(work, "x", os.path.basename(deb))
+        run(["dpkg-deb", "-x", deb, out])
+        for d, _, files in os.walk(out):
+            for n in files:
+                path = os.path.join(d, n)
+                if os.path.islink(path):
+                    continue
+                with open(path, "rb") as f:
+                    if os.path.dirname(os.path.dirname(os.path.abspath(dist))).encode() in f.read():
+                        found.append(os.path.relpath(path, out))
+    check(not found, "no packaged file names the build directory%s" %
+          ("" if not found else ": " + ", ".join(found[:5])))
+
+
 def check_lintian(d):
     report = os.path.join(d, "lintian.txt")
     if not os.path.exists(report):
@@ -331,6 +350,7 @@ def main():
             d1 = build_release(work, "first", sec)
             d2 = build_release(os.path.join(work, "elsewhere", "deeper"), "second", sec)
         check_reproducible(d1, d2, pub)
+        check_no_build_paths(d1, work)
         check_lintian(d1)
         base = os.path.join(work, "base")
         if debootstrap(base):
