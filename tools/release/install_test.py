@@ -31,22 +31,9 @@ import tempfile
 import time
 import urllib.request
 
+from checks import check, run, summary  # tools/release/checks.py
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-FAILURES = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        FAILURES.append(what)
-    return ok
-
-
-def run(cmd, **kw):
-    kw.setdefault("capture_output", True)
-    kw.setdefault("text", True)
-    kw.setdefault("timeout", 600)
-    return subprocess.run(cmd, **kw)
 
 
 def cache_value(build, key):
@@ -305,8 +292,7 @@ def main():
         check_upgrade(prefix, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("%d failed" % len(FAILURES) if FAILURES else "all passed")
-    return 1 if FAILURES else 0
+    return summary()
 
 
 if __name__ == "__main__":

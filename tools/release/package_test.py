@@ -38,9 +38,10 @@ import tempfile
 import time
 import urllib.request
 
+from checks import check, run, summary  # tools/release/checks.py
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.environ.get("SEEDANCE_SOURCE_DIR") or os.path.dirname(os.path.dirname(HERE))
-FAILURES = []
 MIRROR = "http://deb.debian.org/debian"
 CACHE = "/var/cache/seedance-release-test"
 # What stays after `dpkg -r` by design, besides /var/lib/seedance: the `seedance` system user
@@ -48,19 +49,6 @@ CACHE = "/var/cache/seedance-release-test"
 # files; the dynamic linker's cache.
 USER_FILES = ("/etc/passwd-", "/etc/group-", "/etc/shadow-", "/etc/gshadow-", "/etc/subuid-",
               "/etc/subgid-", "/etc/ld.so.cache")
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        FAILURES.append(what)
-    return ok
-
-
-def run(cmd, timeout=3600, **kw):
-    kw.setdefault("capture_output", True)
-    kw.setdefault("text", True)
-    return subprocess.run(cmd, timeout=timeout, **kw)
 
 
 def sha256(path):
@@ -361,8 +349,7 @@ def main():
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    print("%d failed" % len(FAILURES) if FAILURES else "all passed")
-    return 1 if FAILURES else 0
+    return summary()
 
 
 if __name__ == "__main__":

@@ -15,27 +15,16 @@ SEEDANCE_REQUIRE_DATA=1.
 """
 import os
 import shutil
-import subprocess
 import sys
 import tarfile
 import tempfile
 import time
 
+from checks import check, run, summary  # tools/release/checks.py
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.environ.get("SEEDANCE_SOURCE_DIR") or os.path.dirname(os.path.dirname(HERE))
 RELEASE = os.path.join(ROOT, "tools/release.sh")
-FAILURES = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        FAILURES.append(what)
-    return ok
-
-
-def run(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kw)
 
 
 def read(path):
@@ -116,8 +105,7 @@ def main():
         check(verify(a, other_pub).returncode == 1, "another public key: verify fails")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("%d failed" % len(FAILURES) if FAILURES else "all passed")
-    return 1 if FAILURES else 0
+    return summary()
 
 
 if __name__ == "__main__":
