@@ -5,14 +5,14 @@
 set(SEEDANCE_MAINTAINER "Seedance maintainers <maintainers@users.noreply.a-seed-6decb09e.example>")
 
 # The Debian changelog and copyright files every package carries (Debian policy 12.5, 12.7).
-string(TIMESTAMP SEEDANCE_RELEASE_DATE "%a, %d %b %Y %H:%M:%S +0000" UTC)
+# string(TIMESTAMP) honours SOURCE_DATE_EPOCH from the environment: make it the commit's (a tree
+# with neither git nor SOURCE_DATE_EPOCH has epoch 0, and gets today's date).
+set(saved "$ENV{SOURCE_DATE_EPOCH}")
 if(SEEDANCE_SOURCE_DATE_EPOCH)
-  # string(TIMESTAMP) honours SOURCE_DATE_EPOCH from the environment; make it the commit's.
-  set(saved "$ENV{SOURCE_DATE_EPOCH}")
   set(ENV{SOURCE_DATE_EPOCH} ${SEEDANCE_SOURCE_DATE_EPOCH})
-  string(TIMESTAMP SEEDANCE_RELEASE_DATE "%a, %d %b %Y %H:%M:%S +0000" UTC)
-  set(ENV{SOURCE_DATE_EPOCH} "${saved}")
 endif()
+string(TIMESTAMP SEEDANCE_RELEASE_DATE "%a, %d %b %Y %H:%M:%S +0000" UTC)
+set(ENV{SOURCE_DATE_EPOCH} "${saved}")
 foreach(pkg seedance libseedance-dev)
   set(doc ${PROJECT_BINARY_DIR}/debian-doc/${pkg})
   file(MAKE_DIRECTORY ${doc})
