@@ -14,7 +14,7 @@ namespace {
 
 constexpr std::string_view kChangeNames[] = {"NodeAdded",  "NodeUpdated", "NodeDeleted",
                                              "PodAdded",   "PodBound",    "PodAssumed",
-                                             "PodUnbound", "PodDeleted"};
+                                             "PodUnbound", "PodDeleted",  "PodUpdated"};
 
 std::string Str(std::string_view s) { return std::string(s); }
 // Debian's Abseil has its own string_view: the hash maps' heterogeneous lookups need it.
@@ -73,6 +73,18 @@ std::vector<Change> Scheduler::TakeChanges() {
   std::vector<Change> out;
   out.swap(changes_);
   return out;
+}
+
+absl::Status Scheduler::UpdateAnnotations(std::string_view uid,
+                                          const std::map<std::string, std::string>& patch) {
+  if (ledger_.Find(uid) == nullptr) {
+    return absl::NotFoundError(absl::StrCat("pod '", Sv(uid), "' not found"));
+  }
+  for (const auto& [key, value] : patch) {
+    if (absl::Status st = ledger_.SetAnnotation(uid, key, value); !st.ok()) return st;
+  }
+  Record(Change::kPodUpdated, Str(uid));
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------------------- nodes

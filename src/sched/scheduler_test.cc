@@ -84,6 +84,26 @@ TEST(SchedulerTest, SubmittedPodIsBoundAndEveryChangeIsRecordedInOrder) {
   EXPECT_EQ(s->SubmitPod(Pod("a", 0, 0), 0).code(), absl::StatusCode::kAlreadyExists);
 }
 
+// An annotation set on its own (a node agent's status) is a change of its own, in any phase:
+// the server makes it durable and publishes it as PodUpdated.
+TEST(SchedulerTest, UpdateAnnotationsIsRecordedAsAPodUpdateAndAnEmptyValueRemoves) {
+  auto s = Make();
+  ASSERT_TRUE(s->PutNode(Node("n0", 1)).ok());
+  ASSERT_TRUE(s->SubmitPod(Pod("a", 1, 1000), 0).ok());
+  s->RunCycles(0);
+  (void)s->TakeChanges();
+  ASSERT_TRUE(s->UpdateAnnotations("a", {{"x.io/status", "Ready"}, {"x.io/bytes", "42"}}).ok());
+  EXPECT_EQ(Kinds(s->TakeChanges()), std::vector<std::string>{"PodUpdated:a"});
+  EXPECT_EQ(s->ledger().Find("a")->annotations.at("x.io/status"), "Ready");
+  EXPECT_EQ(s->ledger().Find("a")->phase, PodPhase::kBound);
+  ASSERT_TRUE(s->UpdateAnnotations("a", {{"x.io/bytes", ""}}).ok());
+  EXPECT_EQ(s->ledger().Find("a")->annotations.count("x.io/bytes"), 0u);
+  (void)s->TakeChanges();
+  EXPECT_EQ(s->UpdateAnnotations("nope", {{"x.io/status", "Ready"}}).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_TRUE(s->TakeChanges().empty());
+}
+
 TEST(SchedulerTest, DeletingABoundPodWakesTheWaitingPodThatFitsTheFreedRoom) {
   auto s = Make();
   ASSERT_TRUE(s->PutNode(Node("n0", 1)).ok());

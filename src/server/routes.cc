@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <string_view>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "seedance/api/api.h"
+#include "seedance/base/json_path.h"
 #include "seedance/base/parse.h"
 #include "seedance/base/text.h"
 #include "seedance/policy/manager.h"
@@ -235,6 +237,67 @@ void DeletePod(Service& s, const Caller& caller, const Request& req, Done done) 
   }, std::move(done));
 }
 
+// A node agent's annotations: the keys PATCH /v1/pods/{uid}/annotations may set (docs/api.md).
+// Every other key is the pod author's, set when the pod is created.
+constexpr std::string_view kAgentAnnotationPrefixes[] = {"prewarm.seedance.io/"};
+
+// The body of PATCH /v1/pods/{uid}/annotations: a JSON merge patch (RFC 7386) of the pod's
+// annotations, {KEY: "value" | null}; null (or "") removes the key. Keys must carry one of
+// kAgentAnnotationPrefixes.
+absl::StatusOr<std::map<std::string, std::string>> ParseAnnotationPatch(std::string_view body) {
+  absl::StatusOr<Json> j = api::ParseJsonBody(body);
+  if (!j.ok()) return j.status();
+  if (!j->is_object()) {
+    return api::FieldError("$", "must be an object {KEY: \"value\" | null} (a JSON merge patch)");
+  }
+  std::map<std::string, std::string> patch;
+  for (auto item = j->begin(); item != j->end(); ++item) {
+    const std::string& key = item.key();
+    const Json& value = item.value();
+    const std::string field = base::JsonPathChild("$", key);
+    if (std::none_of(std::begin(kAgentAnnotationPrefixes), std::end(kAgentAnnotationPrefixes),
+                     [&key](std::string_view p) { return key.starts_with(p); })) {
+      return api::FieldError(field, absl::StrCat("only keys under ",
+                                                 std::string(kAgentAnnotationPrefixes[0]),
+                                                 " may be set on an existing pod"));
+    }
+    if (!value.is_null() && !value.is_string()) {
+      return api::FieldError(field, "must be a string, or null to remove the annotation");
+    }
+    patch[key] = value.is_null() ? std::string() : value.get<std::string>();
+  }
+  if (absl::Status st = api::ValidateAnnotations(patch, "$"); !st.ok()) return st;
+  return patch;
+}
+
+// PATCH /v1/pods/{uid}/annotations: a node agent's record on a pod (the prewarm agent's status),
+// durable and published as a PodUpdated event.
+void PatchPodAnnotations(Service& s, const Request& req, Done done) {
+  const std::string uid = req.matches[1];
+  absl::StatusOr<std::map<std::string, std::string>> patch = ParseAnnotationPatch(req.body);
+  if (!patch.ok()) return done(ErrorReply(patch.status()));
+  s.RunAsync([uid, patch = std::move(*patch)](Context& c) -> Finisher {
+    const sched::PodInfo* p = c.scheduler.ledger().Find(uid);
+    if (!p) return Fail(absl::NotFoundError(absl::StrCat("pod '", uid, "' not found")));
+    std::map<std::string, std::string> merged = p->annotations;
+    for (const auto& [k, v] : patch) {
+      if (v.empty()) {
+        merged.erase(k);
+      } else {
+        merged[k] = v;
+      }
+    }
+    if (absl::Status st = api::ValidateAnnotations(merged, "$"); !st.ok()) return Fail(st);
+    if (absl::Status st = c.scheduler.UpdateAnnotations(uid, patch); !st.ok()) return Fail(st);
+    return [&c = c.scheduler, &svc = c.service, uid]() -> Reply {
+      if (const std::string* text = svc.BatchPodJson(uid)) return Reply{200, *text};
+      const sched::PodInfo* p = c.ledger().Find(uid);
+      if (!p) return ErrorReply(absl::NotFoundError(absl::StrCat("pod ", uid, " ended")));
+      return Reply{200, PodJsonText(*p, c.state())};
+    };
+  }, std::move(done));
+}
+
 void ExplainPod(Service& s, const Caller& caller, const Request& req, Done done) {
   const std::string uid = req.matches[1];
   s.RunAsync([uid, caller](Context& c) -> Finisher {
@@ -441,6 +504,8 @@ void RegisterRoutes(Router& r, Service& s, const HttpOptions& o) {
   r.Add("GET", pod, "get_pod", A::kReader, scoped(GetPod));
   r.Add("DELETE", pod, "delete_pod", A::kTenant, scoped(DeletePod));
   r.Add("GET", pod + "/explain", "explain_pod", A::kReader, scoped(ExplainPod));
+  r.Add("PATCH", pod + "/annotations", "patch_pod_annotations", A::kAdmin,
+        bind(PatchPodAnnotations));
   r.Add("GET", "/v1/queues", "list_queues", A::kReader, scoped(GetQueues));
   r.Add("GET", "/v1/watch", "watch", A::kClusterRead,
         [&s, &o](Request& req, Done done) { WatchRoute(s, o, req, std::move(done)); });

@@ -60,6 +60,8 @@ def request_for(method, path, uid):
         body = "profiles:\n  - name: default\n    policy: bestfit\n"
     elif path.startswith("/k8s/extender/v1/") and path.endswith(("filter", "prioritize")):
         body = EXTENDER_ARGS
+    elif path.endswith("/annotations"):
+        body = {"prewarm.seedance.io/status": "Ready"}
     elif path.endswith("/bind"):
         body = {"PodName": "kp", "PodNamespace": "ml", "PodUID": EXTENDER_ARGS["Pod"]["metadata"]["uid"],
                 "Node": "n1"}

@@ -212,7 +212,7 @@ def spec_operations():
             if m:
                 path = m.group(1)
                 continue
-            m = re.match(r"^    (get|put|post|delete):\s*$", line)
+            m = re.match(r"^    (get|put|post|patch|delete):\s*$", line)
             if m:
                 method = m.group(1).upper()
                 continue
@@ -248,6 +248,8 @@ def valid_session(s):
     s.call("GET", f"/v1/pods?limit=1&continue={page.get('continue')}", want=200)
     s.call("GET", "/v1/pods?phase=Bound&namespace=ml&node=gpu-1", want=200)
     s.call("GET", f"/v1/pods/{pod['uid']}", want=200)
+    s.call("PATCH", f"/v1/pods/{pod['uid']}/annotations",
+           {"prewarm.seedance.io/status": "Ready", "prewarm.seedance.io/error": None}, want=200)
     pending = [p for p in s.call("GET", "/v1/pods?phase=Pending")[1]["items"]]
     s.call("GET", f"/v1/pods/{(pending or [pod])[0]['uid']}/explain", want=200)
     s.call("GET", "/v1/queues", want=200)
@@ -295,6 +297,11 @@ def error_session(s, uid, server_port):
            want=403)
     s.call("GET", "/v1/nodes/nope", want=404)
     s.call("GET", "/v1/pods/0123abcd", want=404)
+    s.call("PATCH", "/v1/pods/0123abcd/annotations", {"prewarm.seedance.io/status": "Ready"},
+           want=404)
+    s.call("PATCH", f"/v1/pods/{uid}/annotations", {"team": "forged"}, want=400)
+    s.call("PATCH", f"/v1/pods/{uid}/annotations", {"prewarm.seedance.io/status": "Ready"},
+           token=TENANT, want=403)
     s.call("DELETE", "/v1/pods/0123abcd", want=404)
     s.call("POST", "/v1/nodes/nope/cordon", want=404)
     s.call("POST", "/v1/pods", {"name": "infer-0", "cpu_milli": 500}, want=409)

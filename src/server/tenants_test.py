@@ -34,7 +34,8 @@ def snapshot(admin):
     assert status == 200, (status, policy)
     pods = testlib.list_pods(admin)
     return (sorted((n["name"], n["cordoned"]) for n in nodes["items"]),
-            sorted((p["uid"], p["namespace"], p["phase"]) for p in pods), str(policy))
+            sorted((p["uid"], p["namespace"], p["phase"], str(sorted(p["annotations"].items())))
+                   for p in pods), str(policy))
 
 
 def check(got, want, what, failures):
@@ -82,6 +83,9 @@ def main():
             ("DELETE", "/v1/nodes/n2?drain=true", None), ("GET", "/v1/policy", None),
             ("PUT", "/v1/policy", "profiles:\n  - name: default\n    placement: bestfit\n"),
             ("GET", "/v1/watch?format=json&timeout=0", None), ("GET", "/v1/watch?timeout=0", None),
+            # A node agent's status on a pod: a tenant must not forge it, even on its own pod.
+            ("PATCH", f"/v1/pods/{uids['team-a'][0]}/annotations",
+             {"prewarm.seedance.io/status": "Ready"}),
         ]
         tried = 0
         for name, (tok, nss) in TENANTS.items():

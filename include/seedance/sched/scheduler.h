@@ -114,7 +114,8 @@ struct Change {
     kPodBound,
     kPodAssumed,
     kPodUnbound,
-    kPodDeleted
+    kPodDeleted,
+    kPodUpdated  // annotations only (UpdateAnnotations): no change of phase or placement
   };
   Kind kind;
   std::string key;  // node name or pod uid
@@ -189,6 +190,11 @@ class Scheduler {
   absl::Status SetAnnotation(std::string_view uid, const std::string& key, std::string value) {
     return ledger_.SetAnnotation(uid, key, std::move(value));
   }
+  // Sets (an empty value: removes) each of `patch`'s annotations of the pod and records
+  // kPodUpdated, so the change is made durable and published with the batch whatever the pod's
+  // phase. NotFound for an unknown uid (nothing changed). The caller validates keys and size.
+  absl::Status UpdateAnnotations(std::string_view uid,
+                                 const std::map<std::string, std::string>& patch);
   // Forgets every assumption past its deadline; returns how many.
   int ExpireAssumptions(double now_s);
 
