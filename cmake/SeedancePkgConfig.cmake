@@ -13,7 +13,7 @@ set(SEEDANCE_PC_MAP
   "SQLite::SQLite3=pc:sqlite3" "OpenSSL::SSL=pc:libssl" "OpenSSL::Crypto=pc:libcrypto"
   "Boost::headers=" "prometheus-cpp::core=pc:prometheus-cpp-core" "MPI::MPI_CXX=pc:ompi-cxx"
   "CLI11::CLI11=" "dl=libs:-ldl" "atomic=libs:-latomic" "PkgConfig::ZSTD=pc:libzstd"
-  "PkgConfig::LZMA=pc:liblzma" "ZLIB::ZLIB=pc:zlib")
+  "PkgConfig::LZMA=pc:liblzma" "ZLIB::ZLIB=pc:zlib" "BZip2::BZip2=libs:-lbz2")
 
 function(seedance_pc_item item requires_var libs_var)
   set(requires ${${requires_var}})

@@ -60,11 +60,16 @@ PACKAGES=(
   # benchmark's ranks talk through network namespaces and tc rate limits (iproute2, above).
   libopenmpi-dev
   openmpi-bin
-  # seedance_cache (issue 40): the cache traces are zstd, xz and gzip files (liblzma-dev and
-  # zlib1g-dev come with other packages, but are named so that nothing relies on that).
+  # seedance_cache (issue 40): the cache traces are zstd, xz, gzip and bzip2 files (liblzma-dev
+  # and zlib1g-dev come with other packages, but are named so that nothing relies on that).
   libzstd-dev
   liblzma-dev
   zlib1g-dev
+  libbz2-dev
+  # The node-local cache's tests (src/nodeagent/node_cache_test.cc) use Debian's nginx on loopback as
+  # the object store: static GET with ranges, and WebDAV PUT (http_dav_module) for demotion.
+  # Test-time only.
+  nginx
   # Delivery (docs/install.md): minisign signs and checks SHA256SUMS; systemd-analyze checks the
   # unit; groff reads the generated manual pages; dpkg-shlibdeps (dpkg-dev) gives the package
   # its dependencies.

@@ -3,6 +3,9 @@
 // byte-sized runs reproduce libCacheSim's miss counts.
 #include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
 
 #include "object_list.h"
 #include "policy_base.h"
@@ -16,10 +19,37 @@ namespace {
 // B2 hit by max(|B1|/|B2|, 1). The directory is bounded as in the paper's case IV: when
 // |T1| + |B1| + the new object exceed the cache, B1's oldest ghost (or, without ghosts, T1's
 // oldest object) goes; when all four lists reach twice the cache, B2's oldest ghost goes.
-class Arc final : public PolicyBase {
+class Arc final : public Expert {
  public:
-  explicit Arc(int64_t capacity) : PolicyBase("arc", capacity) {}
+  explicit Arc(int64_t capacity) : Expert("arc", capacity) {}
   int64_t occupied() const override { return t1_.bytes() + t2_.bytes(); }
+  bool Contains(uint64_t id) override { return t1_.Find(id) != nullptr || t2_.Find(id) != nullptr; }
+  // The object becomes a ghost of its list, as REPLACE demotes it.
+  void Drop(uint64_t id) override {
+    for (auto [from, ghost] : {std::pair{&t1_, &b1_}, std::pair{&t2_, &b2_}}) {
+      if (auto* n = from->Find(id)) {
+        const int64_t size = n->size;
+        from->Remove(id);
+        ghost->PushFront(id, size);
+        return;
+      }
+    }
+  }
+  std::unique_ptr<Expert> Clone() override {
+    auto c = std::make_unique<Arc>(capacity_);
+    CopyList(t1_, &c->t1_);
+    CopyList(t2_, &c->t2_);
+    CopyList(b1_, &c->b1_);
+    CopyList(b2_, &c->b2_);
+    c->p_ = p_;
+    return c;
+  }
+  std::vector<Resident> Residents() override {
+    std::vector<Resident> out;
+    AppendBackToFront(t1_, &out);
+    AppendBackToFront(t2_, &out);
+    return out;
+  }
 
  private:
   bool Find(const Request& r) override {
@@ -97,14 +127,66 @@ struct LirsState {
 // NH of non-resident HIR entries, which bounds S to twice the cache. libCacheSim's quirks are kept
 // (they decide its miss counts): a hit on a resident HIR object found only in Q first makes room
 // in the LIR set, and evicting a LIR object takes S's bottom whatever its status.
-class Lirs final : public PolicyBase {
+class Lirs final : public Expert {
  public:
   static constexpr double kHirRatio = 0.01;
   explicit Lirs(int64_t capacity)
-      : PolicyBase("lirs", capacity),
+      : Expert("lirs", capacity),
         hirs_limit_(std::max<int64_t>(1, static_cast<int64_t>(kHirRatio * double(capacity)))),
         lirs_limit_(capacity - hirs_limit_) {}
   int64_t occupied() const override { return occupied_; }
+  bool Contains(uint64_t id) override {
+    if (List::Node* q = q_.Find(id); q != nullptr && q->x.in_cache) return true;
+    List::Node* s = s_.Find(id);
+    return s != nullptr && s->x.in_cache;
+  }
+  // A resident HIR object leaves as EvictHir evicts it; a LIR object as a demoted one would: it
+  // stays in S as a non-resident HIR entry.
+  void Drop(uint64_t id) override {
+    if (List::Node* q = q_.Find(id); q != nullptr && q->x.in_cache) {
+      const int64_t size = q->size;
+      hirs_count_ -= size;
+      q_.Remove(id);
+      occupied_ -= size;
+      if (List::Node* s = s_.Find(id)) {
+        s->x.in_cache = false;
+        nh_.PushFront(id, size);
+        nonresident_ += s->size;
+      }
+      return;
+    }
+    List::Node* s = s_.Find(id);
+    if (s == nullptr || !s->x.in_cache) return;
+    s->x = {.is_lir = false, .in_cache = false};
+    lirs_count_ -= s->size;
+    occupied_ -= s->size;
+    nh_.PushFront(id, s->size);
+    nonresident_ += s->size;
+    Prune();
+  }
+  std::unique_ptr<Expert> Clone() override {
+    auto c = std::make_unique<Lirs>(capacity_);
+    CopyList(s_, &c->s_);
+    CopyList(q_, &c->q_);
+    CopyList(nh_, &c->nh_);
+    c->lirs_count_ = lirs_count_;
+    c->hirs_count_ = hirs_count_;
+    c->nonresident_ = nonresident_;
+    c->occupied_ = occupied_;
+    return c;
+  }
+  // Q's resident HIR objects, then S's LIR objects, each back first.
+  std::vector<Resident> Residents() override {
+    std::vector<Resident> out;
+    AppendBackToFront(q_, &out);
+    for (auto it = s_.end(); it != s_.begin();) {
+      --it;
+      if (it->x.is_lir && it->x.in_cache && q_.Find(it->id) == nullptr) {
+        out.emplace_back(it->id, it->size);
+      }
+    }
+    return out;
+  }
 
  private:
   using List = ObjectList<LirsState>;
@@ -255,6 +337,8 @@ class Lirs final : public PolicyBase {
 
 }  // namespace
 
+std::unique_ptr<Expert> NewArcExpert(int64_t c) { return std::make_unique<Arc>(c); }
+std::unique_ptr<Expert> NewLirsExpert(int64_t c) { return std::make_unique<Lirs>(c); }
 std::unique_ptr<Policy> NewArc(int64_t c) { return std::make_unique<Arc>(c); }
 std::unique_ptr<Policy> NewLirs(int64_t c) { return std::make_unique<Lirs>(c); }
 

@@ -5,7 +5,6 @@
 #include <bit>
 #include <cstdint>
 #include <memory>
-#include <set>
 #include <utility>
 #include <vector>
 
@@ -105,45 +104,81 @@ class LruK final : public PolicyBase {
   int64_t occupied() const override { return occupied_; }
 
  private:
+  // Every reference has its own clock value, so backward-distance keys never tie. Objects seen
+  // once are keyed by that reference, which is always the newest clock when they enter: they
+  // form a FIFO (once_, back = oldest). Objects seen twice or more are keyed by their second-to-
+  // last reference in a binary min-heap (twice_). A cached object's history lives in a slot of
+  // hists_ (cached_ maps its id there), which also records its place in the heap.
   struct Hist {
     int64_t last = -1;
     int64_t prev = -1;  // the reference before `last`, -1 if none
     int64_t size = 0;
+    uint64_t id = 0;
+    size_t pos = 0;  // in twice_, when prev >= 0
   };
-  using Key = std::pair<int64_t, uint64_t>;
-  Key KeyOf(const Hist& h, uint64_t id) const { return {h.prev < 0 ? h.last : h.prev, id}; }
-  std::set<Key>& SetOf(const Hist& h) { return h.prev < 0 ? once_ : twice_; }
+  struct Entry {
+    int64_t key;
+    uint32_t slot;
+  };
 
   bool Find(const Request& r) override {
     ++clock_;
     auto it = cached_.find(r.id);
     if (it == cached_.end()) return false;
-    Hist& h = it->second;
-    SetOf(h).erase(KeyOf(h, r.id));
-    h.prev = h.last;
-    h.last = clock_;
-    SetOf(h).insert(KeyOf(h, r.id));
+    Hist& h = hists_[it->second];
+    if (h.prev < 0) {
+      once_.Remove(r.id);
+      h.prev = h.last;
+      h.last = clock_;
+      HeapPush(it->second);
+    } else {
+      h.prev = h.last;
+      h.last = clock_;
+      twice_[h.pos].key = h.prev;  // a later key: it can only sink
+      Down(h.pos);
+    }
     return true;
   }
   void Insert(const Request& r) override {
-    Hist h{.last = clock_, .prev = -1, .size = r.size};
+    uint32_t slot = 0;
+    if (free_.empty()) {
+      slot = static_cast<uint32_t>(hists_.size());
+      hists_.emplace_back();
+    } else {
+      slot = free_.back();
+      free_.pop_back();
+    }
+    Hist& h = hists_[slot];
+    h = Hist{.last = clock_, .prev = -1, .size = r.size, .id = r.id};
     if (auto g = retained_.find(r.id); g != retained_.end()) {
       h.prev = g->second;
       retained_.erase(g);
     }
-    cached_[r.id] = h;
-    SetOf(h).insert(KeyOf(h, r.id));
+    cached_[r.id] = slot;
+    if (h.prev < 0) {
+      once_.PushFront(r.id, 1);
+    } else {
+      HeapPush(slot);
+    }
     occupied_ += r.size;
   }
   void Evict(const Request&) override {
-    std::set<Key>& from = once_.empty() ? twice_ : once_;
-    const uint64_t id = from.begin()->second;
-    from.erase(from.begin());
-    auto it = cached_.find(id);
-    occupied_ -= it->second.size;
-    retained_[id] = it->second.last;
-    retained_order_.PushFront(id, 1);
-    cached_.erase(it);
+    uint32_t slot = 0;
+    if (!once_.empty()) {
+      slot = cached_.find(once_.Back().id)->second;
+      once_.PopBack();
+    } else {
+      slot = twice_.front().slot;
+      twice_.front() = twice_.back();
+      twice_.pop_back();
+      if (!twice_.empty()) Down(0);
+    }
+    const Hist& h = hists_[slot];
+    occupied_ -= h.size;
+    retained_[h.id] = h.last;
+    retained_order_.PushFront(h.id, 1);
+    cached_.erase(h.id);
+    free_.push_back(slot);
     while (retained_order_.count() > std::max<size_t>(1, cached_.size())) {
       const uint64_t old = retained_order_.Back().id;
       retained_order_.PopBack();
@@ -151,10 +186,42 @@ class LruK final : public PolicyBase {
     }
   }
 
+  void HeapPush(uint32_t slot) {
+    hists_[slot].pos = twice_.size();
+    twice_.push_back({hists_[slot].prev, slot});
+    Up(twice_.size() - 1);
+  }
+  void Place(size_t i, const Entry& e) {
+    twice_[i] = e;
+    hists_[e.slot].pos = i;
+  }
+  void Up(size_t i) {
+    const Entry moving = twice_[i];
+    for (; i > 0 && moving.key < twice_[(i - 1) / 2].key; i = (i - 1) / 2) {
+      Place(i, twice_[(i - 1) / 2]);
+    }
+    Place(i, moving);
+  }
+  void Down(size_t i) {
+    const Entry moving = twice_[i];
+    for (;;) {
+      size_t child = 2 * i + 1;
+      if (child >= twice_.size()) break;
+      if (child + 1 < twice_.size() && twice_[child + 1].key < twice_[child].key) ++child;
+      if (!(twice_[child].key < moving.key)) break;
+      Place(i, twice_[child]);
+      i = child;
+    }
+    Place(i, moving);
+  }
+
   int64_t clock_ = 0;
   int64_t occupied_ = 0;
-  absl::flat_hash_map<uint64_t, Hist> cached_;
-  std::set<Key> once_, twice_;
+  absl::flat_hash_map<uint64_t, uint32_t> cached_;  // id -> slot of hists_
+  std::vector<Hist> hists_;
+  std::vector<uint32_t> free_;  // unused slots of hists_
+  ObjectList<> once_;
+  std::vector<Entry> twice_;
   absl::flat_hash_map<uint64_t, int64_t> retained_;
   ObjectList<> retained_order_;
 };
@@ -236,18 +303,42 @@ class TinyLfu final : public PolicyBase {
 // every new object; the window's victim competes with the main cache's victim for a place there,
 // admitted only if the sketch rates it more popular. The main cache is an SLRU: probation, and a
 // protected segment of 80% that a probation hit promotes to.
-class WTinyLfu final : public PolicyBase {
+class WTinyLfu final : public Expert {
  public:
   static constexpr double kWindowRatio = 0.01;
   static constexpr double kProtectedRatio = 0.80;
   explicit WTinyLfu(int64_t capacity)
-      : PolicyBase("wtinylfu", capacity),
+      : Expert("wtinylfu", capacity),
         window_cap_(std::max<int64_t>(1, static_cast<int64_t>(double(capacity) * kWindowRatio))),
         main_cap_(capacity - window_cap_),
         protected_cap_(static_cast<int64_t>(double(main_cap_) * kProtectedRatio)),
         sketch_(capacity) {}
   int64_t occupied() const override {
     return window_.bytes() + probation_.bytes() + protected_.bytes();
+  }
+  bool Contains(uint64_t id) override {
+    return window_.Find(id) != nullptr || probation_.Find(id) != nullptr ||
+           protected_.Find(id) != nullptr;
+  }
+  // The sketch keeps counting the object.
+  void Drop(uint64_t id) override {
+    if (!window_.Remove(id) && !probation_.Remove(id)) protected_.Remove(id);
+  }
+  std::unique_ptr<Expert> Clone() override {
+    auto c = std::make_unique<WTinyLfu>(capacity_);
+    CopyList(window_, &c->window_);
+    CopyList(probation_, &c->probation_);
+    CopyList(protected_, &c->protected_);
+    c->sketch_ = sketch_;
+    return c;
+  }
+  // Probation, protected, then the window, each back first.
+  std::vector<Resident> Residents() override {
+    std::vector<Resident> out;
+    AppendBackToFront(probation_, &out);
+    AppendBackToFront(protected_, &out);
+    AppendBackToFront(window_, &out);
+    return out;
   }
 
  private:
@@ -283,7 +374,8 @@ class WTinyLfu final : public PolicyBase {
       return;
     }
     const int freq = sketch_.Frequency(id);
-    std::vector<ObjectList<>::Node> victims;
+    std::vector<ObjectList<>::Node>& victims = victims_;  // reused: no allocation per miss
+    victims.clear();
     int64_t freed = 0;
     for (auto it = probation_.end(); MainBytes() - freed + size > main_cap_;) {
       if (it == probation_.begin()) break;
@@ -315,6 +407,7 @@ class WTinyLfu final : public PolicyBase {
   const int64_t main_cap_;
   const int64_t protected_cap_;
   ObjectList<> window_, probation_, protected_;
+  std::vector<ObjectList<>::Node> victims_;  // Admit's scratch
   FrequencySketch sketch_;
 };
 
@@ -324,5 +417,6 @@ std::unique_ptr<Policy> NewBelady(int64_t c) { return std::make_unique<Belady>(c
 std::unique_ptr<Policy> NewLruK(int64_t c) { return std::make_unique<LruK>(c); }
 std::unique_ptr<Policy> NewTinyLfu(int64_t c) { return std::make_unique<TinyLfu>(c); }
 std::unique_ptr<Policy> NewWTinyLfu(int64_t c) { return std::make_unique<WTinyLfu>(c); }
+std::unique_ptr<Expert> NewWTinyLfuExpert(int64_t c) { return std::make_unique<WTinyLfu>(c); }
 
 }  // namespace seedance::cache::internal

@@ -10,6 +10,7 @@
 #include "policy_base.h"
 #include "seedance/base/check.h"
 #include "seedance/trace/input_error.h"
+#include "seedance_policy.h"
 
 namespace seedance::cache {
 namespace internal {
@@ -38,7 +39,7 @@ struct Entry {
   Factory factory;
 };
 
-constexpr std::array<Entry, 13> kPolicies = {{
+constexpr std::array<Entry, 14> kPolicies = {{
     {"lru", "lru", internal::NewLru},
     {"fifo", "fifo", internal::NewFifo},
     {"clock", "fifo-reinsertion", internal::NewClock},
@@ -52,6 +53,7 @@ constexpr std::array<Entry, 13> kPolicies = {{
     {"tinylfu", "tinylfu", internal::NewTinyLfu},
     {"wtinylfu", "w-tinylfu", internal::NewWTinyLfu},
     {"belady", "optimal", internal::NewBelady},
+    {"seedance", "seedance", internal::NewSeedance},
 }};
 
 }  // namespace

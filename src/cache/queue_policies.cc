@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <array>
 #include <iterator>
+#include <memory>
+#include <utility>
+#include <vector>
 
 #include "object_list.h"
 #include "policy_base.h"
@@ -12,10 +15,32 @@ namespace seedance::cache::internal {
 namespace {
 
 // Least recently used: a hit moves the object to the front; the back is evicted.
-class Lru final : public PolicyBase {
+class Lru final : public Expert {
  public:
-  explicit Lru(int64_t capacity) : PolicyBase("lru", capacity) {}
+  explicit Lru(int64_t capacity) : Expert("lru", capacity) {}
   int64_t occupied() const override { return q_.bytes(); }
+  bool Contains(uint64_t id) override { return q_.Find(id) != nullptr; }
+  void Drop(uint64_t id) override { q_.Remove(id); }
+  std::unique_ptr<Expert> Clone() override {
+    auto c = std::make_unique<Lru>(capacity_);
+    CopyList(q_, &c->q_);
+    return c;
+  }
+  std::vector<Resident> Residents() override {
+    std::vector<Resident> out;
+    AppendBackToFront(q_, &out);
+    return out;
+  }
+  // PolicyBase::Access with its steps inlined (no virtual call per step: LRU is the replay-speed
+  // yardstick, issue 40). A request of size < 1 goes to PolicyBase::Access, whose check fails.
+  bool Access(const Request& r) override {
+    if (r.size < 1) return PolicyBase::Access(r);
+    if (q_.Touch(r.id) != nullptr) return true;
+    if (r.size > capacity_) return false;
+    while (q_.bytes() + r.size > capacity_) q_.PopBack();
+    q_.PushFront(r.id, r.size);
+    return false;
+  }
 
  private:
   bool Find(const Request& r) override { return q_.Touch(r.id) != nullptr; }
@@ -65,10 +90,33 @@ class Clock final : public PolicyBase {
 // SIEVE (Zhang et al., "SIEVE is Simpler than LRU", NSDI '24): a FIFO queue with a visited bit
 // and a hand that moves from the back towards the front, clearing bits, and evicts the first
 // unvisited object; the hand stays where it stopped.
-class Sieve final : public PolicyBase {
+class Sieve final : public Expert {
  public:
-  explicit Sieve(int64_t capacity) : PolicyBase("sieve", capacity) {}
+  explicit Sieve(int64_t capacity) : Expert("sieve", capacity) {}
   int64_t occupied() const override { return q_.bytes(); }
+  bool Contains(uint64_t id) override { return q_.Find(id) != nullptr; }
+  // The hand, if it points at the dropped object, moves on as after an eviction.
+  void Drop(uint64_t id) override {
+    if (q_.Find(id) == nullptr) return;
+    Iter it = q_.IterOf(id);
+    if (hand_valid_ && hand_ == it) {
+      hand_ = Prev(it);
+      hand_valid_ = hand_ != q_.end();
+    }
+    q_.Erase(it);
+  }
+  std::unique_ptr<Expert> Clone() override {
+    auto c = std::make_unique<Sieve>(capacity_);
+    CopyList(q_, &c->q_);
+    c->hand_valid_ = hand_valid_;
+    if (hand_valid_) c->hand_ = std::next(c->q_.begin(), std::distance(q_.begin(), hand_));
+    return c;
+  }
+  std::vector<Resident> Residents() override {
+    std::vector<Resident> out;
+    AppendBackToFront(q_, &out);
+    return out;
+  }
 
  private:
   using Iter = ObjectList<int>::Iter;
@@ -103,7 +151,7 @@ class Sieve final : public PolicyBase {
 // objects' ids and sizes) and a main FIFO of the rest; an object leaves the small queue for main
 // after 2 hits there, a ghost hit inserts into main; main reinserts objects hit since their
 // insertion with their counter (capped at 3) less one.
-class S3Fifo final : public PolicyBase {
+class S3Fifo final : public Expert {
  public:
   static constexpr double kSmallRatio = 0.10;
   static constexpr double kGhostRatio = 0.90;
@@ -111,11 +159,33 @@ class S3Fifo final : public PolicyBase {
   static constexpr int64_t kMaxFreq = 3;
 
   explicit S3Fifo(int64_t capacity)
-      : PolicyBase("s3fifo", capacity),
+      : Expert("s3fifo", capacity),
         small_cap_(static_cast<int64_t>(static_cast<double>(capacity) * kSmallRatio)),
         main_cap_(capacity - small_cap_),
         ghost_cap_(static_cast<int64_t>(static_cast<double>(capacity) * kGhostRatio)) {}
   int64_t occupied() const override { return small_.bytes() + main_.bytes(); }
+  bool Contains(uint64_t id) override { return Lookup(id).second != nullptr; }
+  // From the small queue an object goes to the ghost, as EvictSmall sends it.
+  void Drop(uint64_t id) override {
+    auto [list, node] = Lookup(id);
+    if (node == nullptr) return;
+    const int64_t size = node->size;
+    list->Remove(id);
+    if (list == &small_) ToGhost(id, size);
+  }
+  std::unique_ptr<Expert> Clone() override {
+    auto c = std::make_unique<S3Fifo>(capacity_);
+    CopyList(small_, &c->small_);
+    CopyList(main_, &c->main_);
+    CopyList(ghost_, &c->ghost_);
+    return c;
+  }
+  std::vector<Resident> Residents() override {
+    std::vector<Resident> out;
+    AppendBackToFront(small_, &out);
+    AppendBackToFront(main_, &out);
+    return out;
+  }
 
  private:
   bool Find(const Request& r) override {
@@ -177,6 +247,16 @@ class S3Fifo final : public PolicyBase {
     if (ghost_cap_ <= 0 || ghost_.Find(id) != nullptr || size > ghost_cap_) return;
     while (ghost_.bytes() + size > ghost_cap_) ghost_.PopBack();
     ghost_.PushFront(id, size);
+  }
+
+  // The queue holding `id` and its node, or nullptrs. Out of line, one call site of
+  // ObjectList<int64_t>::Find: with more, GCC stopped inlining it into Find, the replay path.
+  [[gnu::noinline]] std::pair<ObjectList<int64_t>*, ObjectList<int64_t>::Node*> Lookup(
+      uint64_t id) {
+    for (ObjectList<int64_t>* list : {&small_, &main_}) {
+      if (auto* n = list->Find(id)) return {list, n};
+    }
+    return {nullptr, nullptr};
   }
 
   const int64_t small_cap_;
@@ -301,6 +381,9 @@ class TwoQ final : public PolicyBase {
 
 }  // namespace
 
+std::unique_ptr<Expert> NewLruExpert(int64_t c) { return std::make_unique<Lru>(c); }
+std::unique_ptr<Expert> NewSieveExpert(int64_t c) { return std::make_unique<Sieve>(c); }
+std::unique_ptr<Expert> NewS3FifoExpert(int64_t c) { return std::make_unique<S3Fifo>(c); }
 std::unique_ptr<Policy> NewLru(int64_t c) { return std::make_unique<Lru>(c); }
 std::unique_ptr<Policy> NewFifo(int64_t c) { return std::make_unique<Fifo>(c); }
 std::unique_ptr<Policy> NewClock(int64_t c) { return std::make_unique<Clock>(c); }

@@ -297,5 +297,41 @@ expect_error "autoscale writes no csv" "--format" \
 expect_error "autoscale pods without lifetimes" "deletion time" \
   --mode autoscale --nodes "$nodes" --pods "$pods"
 
+# ---- cache simulate (docs/cache.md): the grid, its three formats, --sizes items, the formats
+printf '1\n2\n1\n3\n1\n2\n4\n1\n' >"$tmp/ids.txt"
+printf '10 3 0 1\n20 1 0 2\n10 2 0 3\n' >"$tmp/arc.lis"
+csim() { "$bin" cache simulate -q "$@"; }
+check "cache simulate: JSON rows, policy-major, as SimulateJson" \
+  'csim --trace "$tmp/ids.txt" --policy lru,fifo --sizes 1,2 --format json |
+   python3 -c "import json,sys; d=json.load(sys.stdin); assert [(r[\"policy\"], r[\"size\"]) for r in d] == [(\"lru\",1),(\"lru\",2),(\"fifo\",1),(\"fifo\",2)], d; assert d[1] == {\"policy\":\"lru\",\"size\":2,\"requests\":8,\"misses\":6,\"miss_ratio\":0.75}, d[1]"'
+check "cache simulate: csv with a header, one row per cell" \
+  'csim --trace "$tmp/arc.lis" --policy all --sizes 50% -o "$tmp/c.csv" &&
+   head -1 "$tmp/c.csv" | grep -qx "policy,size,requests,misses,miss_ratio" &&
+   grep -q "^belady,2,6," "$tmp/c.csv"'
+check "cache simulate: the table is aligned" \
+  'csim --trace "$tmp/ids.txt" --policy lru,wtinylfu --sizes 2 | awk "{print length(\$0)}" | sort -u | wc -l | grep -qx 1'
+expect_rc "cache simulate: --sizes names the item" 2 "--sizes: item 3 '12XB': unknown unit" \
+  cache simulate --trace "$tmp/ids.txt" --policy lru --sizes 1,2,12XB
+expect_rc "cache simulate: bytes need object sizes" 2 "--sizes: item 1 '1MiB'" \
+  cache simulate --trace "$tmp/ids.txt" --policy lru --sizes 1MiB
+expect_rc "cache simulate: --object-sizes on needs a sized format" 2 "--object-sizes on" \
+  cache simulate --trace "$tmp/ids.txt" --policy lru --sizes 1 --object-sizes on
+expect_rc "cache simulate: unknown policy" 2 "--policy: item 1 'lfu2'" \
+  cache simulate --trace "$tmp/ids.txt" --policy lfu2 --sizes 1
+cp "$tmp/ids.txt" "$tmp/ids.bin"
+expect_rc "cache simulate: a name that tells no format" 2 "--trace-format" \
+  cache simulate --trace "$tmp/ids.bin" --policy lru --sizes 1
+printf '10 3 0 1\n20 x 0 2\n' >"$tmp/bad.lis"
+expect_rc "cache simulate: a bad line names file:line" 2 "bad.lis:2: field 'n_blocks'" \
+  cache simulate --trace "$tmp/bad.lis" --policy lru --sizes 1
+expect_rc "cache simulate: -o naming the trace" 2 "refusing to overwrite an input" \
+  cache simulate --trace "$tmp/ids.txt" --policy lru --sizes 1 -o "$tmp/ids.txt"
+expect_rc "cache simulate: missing trace" 2 "nope.txt" \
+  cache simulate --trace "$tmp/nope.txt" --policy lru --sizes 1
+printf '1,hm,0,Read,0,4096,1\n2,hm,0,Read,4096,4096,1\n3,hm,0,Read,0,4096,1\n' >"$tmp/msr-t.csv"
+check "cache simulate: msr by its name, byte-sized by default" \
+  'csim --trace "$tmp/msr-t.csv" --policy lru --sizes 4KiB,100% --format csv |
+   grep -qx "lru,8192,3,2,0.6666666666666666"'
+
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

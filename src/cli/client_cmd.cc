@@ -51,32 +51,19 @@ constexpr char kServerNote[] =
     "token is read from --token-file FILE, else $SEEDANCE_TOKEN_FILE (it is never printed).\n"
     "A 4xx reply exits 2; a server that cannot be reached or a 5xx reply exits 1.\n";
 
-struct ClientFlags {
-  std::string server;
-  std::string token_file;
-  std::string ca_file;
+// The connection flags (commands.h) and each request's deadline.
+struct ClientFlags : ConnectionFlags {
   double timeout_s = 30;
 };
 
 void AddClientFlags(CLI::App* app, ClientFlags* f) {
-  app->add_option("--server", f->server,
-                  "Server URL, http://HOST:PORT or https://HOST:PORT (default: $SEEDANCE_SERVER, "
-                  "else http://127.0.0.1:7070)")
-      ->type_name("URL");
-  app->add_option("--token-file", f->token_file,
-                  "File holding the bearer token (default: $SEEDANCE_TOKEN_FILE; none if unset)")
-      ->type_name("FILE");
-  app->add_option("--ca-file", f->ca_file, "https: CA certificates to trust (PEM)")
-      ->type_name("FILE");
+  AddConnectionFlags(app, f);
   AddDuration(app, "--timeout", &f->timeout_s, 1, base::Closed(0.001, 86400),
               "Total deadline of each request");
 }
 
 absl::StatusOr<api::Client> MakeClient(const ClientFlags& f) {
-  api::ClientOptions o;
-  o.url = f.server;
-  o.token_file = f.token_file;
-  o.ca_file = f.ca_file;
+  api::ClientOptions o = ClientOptionsOf(f);
   o.timeout_s = f.timeout_s;
   return api::Client::Create(std::move(o));
 }

@@ -45,6 +45,26 @@ void AddKubeFlags(CLI::App* app, KubeFlags* f, const std::string& api_help) {
                 "/var/run/secrets/kubernetes.io/serviceaccount)");
 }
 
+void AddConnectionFlags(CLI::App* app, ConnectionFlags* f) {
+  app->add_option("--server", f->server,
+                  "Server URL, http://HOST:PORT or https://HOST:PORT (default: $SEEDANCE_SERVER, "
+                  "else http://127.0.0.1:7070)")
+      ->type_name("URL");
+  app->add_option("--token-file", f->token_file,
+                  "File holding the bearer token (default: $SEEDANCE_TOKEN_FILE; none if unset)")
+      ->type_name("FILE");
+  app->add_option("--ca-file", f->ca_file, "https: CA certificates to trust (PEM)")
+      ->type_name("FILE");
+}
+
+api::ClientOptions ClientOptionsOf(const ConnectionFlags& f) {
+  api::ClientOptions o;
+  o.url = f.server;
+  o.token_file = f.token_file;
+  o.ca_file = f.ca_file;
+  return o;
+}
+
 // --kube-api (with --kube-token-file, --kube-ca-file) or --kube-in-cluster; nullopt without.
 absl::StatusOr<std::optional<k8s::ApiServerOptions>> KubeOptionsOf(const KubeFlags& f) {
   if (f.kube_in_cluster && !f.kube_api.empty()) {

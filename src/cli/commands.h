@@ -15,6 +15,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
 #include "options.h"
+#include "seedance/api/client.h"
 #include "seedance/k8s/apiserver.h"
 
 namespace seedance::cli {
@@ -39,6 +40,7 @@ Command AddServerCommand(CLI::App& app);     // server_cmd.cc    (server: the li
 Command AddNodeAgentCommand(CLI::App& app);  // node_agent_cmd.cc (nodeagent: cpuset pinning)
 Command AddDevicePluginCommand(CLI::App& app);  // device_plugin_cmd.cc (deviceplugin)
 Command AddTrainCommand(CLI::App& app);      // train_cmd.cc     (train: becomes seedance-train)
+Command AddCacheCommand(CLI::App& app);      // cache_cmd.cc     (cache: simulate)
 
 // Blocks SIGINT and SIGTERM in the calling thread, and so in every thread it starts after, so
 // that only its sigwait(&set) takes them (never a handler in another thread), and ignores SIGPIPE.
@@ -55,6 +57,15 @@ void AddKubeFlags(CLI::App* app, KubeFlags* f, const std::string& api_help);
 // The API server's options, or nullopt when no flag names one. InvalidArgument for both
 // --kube-api and --kube-in-cluster, or a token or CA file without --kube-api.
 absl::StatusOr<std::optional<k8s::ApiServerOptions>> KubeOptionsOf(const KubeFlags& f);
+
+// How a command reaches a Seedance server: --server URL, --token-file FILE, --ca-file FILE (the
+// client commands, the node agent's cache and prewarm-wait).
+struct ConnectionFlags {
+  std::string server, token_file, ca_file;
+};
+void AddConnectionFlags(CLI::App* app, ConnectionFlags* f);
+// The API client's options from the flags (the client resolves the environment's defaults).
+api::ClientOptions ClientOptionsOf(const ConnectionFlags& f);
 
 // get, apply, delete, explain, cordon, uncordon over the REST API (client_cmd.cc: api).
 std::vector<Command> AddClientCommands(CLI::App& app);

@@ -223,7 +223,7 @@ COMMANDS = {"simulate": (), "profile": (), "analyze": (), "serve-sim": (),
             "version": (), "help": (), "completion": (), "server": (),
             "get": ("nodes", "pods", "pod", "queues"), "apply": (), "delete": ("pod",), "explain": (),
             "cordon": (), "uncordon": (), "node-agent": ("topology", "pin"), "device-plugin": (),
-            "submit": ()}
+            "submit": (), "cache": ("simulate",)}
 
 
 def command_of(argv):
@@ -2877,6 +2877,85 @@ def train_cases():
     ]
 
 
+# A small ARC .lis trace, zstd-compressed (`zstd -19`), for `cache simulate`'s decompression cases.
+LIS_TEXT = "10 3 0 1\n20 1 0 2\n10 2 0 3\n30 4 0 4\n"
+LIS_ZST = bytes.fromhex("28b52ffd0468cd000042420507d03de4007c2b06e8b987e07947d85967d099470100"
+                        "c3f31076")
+
+
+def cache_cases():
+    """`seedance cache simulate` (docs/cache.md): --sizes and --policy items, trace formats,
+    compressed traces cut short, and the output convention (FIFOs, -o naming the trace)."""
+    import bz2
+    import gzip
+    c = []
+    B, D, E, C, W = "bad-value", "destroy", "exit-code", "control", "write-fail"
+    files = {"t.lis": LIS_TEXT}
+    base = ["cache", "simulate", "--trace", "{t.lis}", "--policy", "lru,arc"]
+
+    def case(cls, name, argv, exit=2, msg=(), extra_files=None, **kw):
+        c.append(Case(cls, "cache-simulate/" + name, argv, exit=exit, msg=msg,
+                      files=dict(files, **(extra_files or {})), **kw))
+
+    case(C, "table", base + ["--sizes", "2,50%"], exit=0)
+    case(C, "csv-file", base + ["--sizes", "0.5", "-o", "{o.csv}"], exit=0,
+         out=[("o.csv", "csv")])
+    case(C, "zstd-trace", ["cache", "simulate", "--trace", "{z.lis.zst}", "--policy", "all",
+                           "--sizes", "1,4", "-o", "{o.csv}"], exit=0,
+         extra_files={"z.lis.zst": LIS_ZST}, out=[("o.csv", "csv")])
+    for vname, v, want in (("unknown-unit", "2,12XB", "item 2 '12XB': unknown unit"),
+                           ("zero", "0", "item 1 '0'"),
+                           ("nan", "nan", "item 1 'nan'"),
+                           ("negative", "-5", "item 1 '-5'"),
+                           ("exponent", "1e3", "item 1 '1e3'"),
+                           ("fraction-above-one", "1.5", "(0, 1]"),
+                           ("zero-percent", "0%", "(0, 100]"),
+                           ("percent-above-100", "101%", "(0, 100]"),
+                           ("empty", "", "--sizes"),
+                           ("empty-item", "1,,2", "item 2"),
+                           ("overflow", "99999999999999999999999", "too large"),
+                           ("bytes-without-sizes", "128MiB", "--object-sizes on"),
+                           ("fraction-under-one-object", "0.01", "under 1")):
+        case(B, "--sizes=" + vname, base + ["--sizes", v], msg=["--sizes", want])
+    case(B, "--policy=unknown", ["cache", "simulate", "--trace", "{t.lis}", "--policy",
+                                 "lru,nope", "--sizes", "2"], msg=["--policy: item 2 'nope'"])
+    case(B, "--trace-format=unknown", base + ["--sizes", "2", "--trace-format", "parquet"],
+         msg=["--trace-format", "tencent-photo"])
+    case(B, "--object-sizes-on-without-sizes", base + ["--sizes", "2", "--object-sizes", "on"],
+         msg=["--object-sizes on", "lis"])
+    case(E, "format-not-in-name", ["cache", "simulate", "--trace", "{t.bin}", "--policy", "lru",
+                                   "--sizes", "2"], extra_files={"t.bin": LIS_TEXT},
+         msg=["--trace-format", "t.bin"])
+    case(E, "missing-trace", ["cache", "simulate", "--trace", "{T}/nope.lis", "--policy", "lru",
+                              "--sizes", "2"], exit=(1, 2), msg=["nope.lis"])
+    case(E, "no-trace", ["cache", "simulate", "--policy", "lru", "--sizes", "2"],
+         msg=["--trace"])
+    case(B, "bad-lis-line", ["cache", "simulate", "--trace", "{b.lis}", "--policy", "lru",
+                             "--sizes", "2"], extra_files={"b.lis": "10 3 0 1\n10 x 0 2\n"},
+         msg=["b.lis:2", "n_blocks"])
+    case(B, "lis-run-too-long", ["cache", "simulate", "--trace", "{b.lis}", "--policy", "lru",
+                                 "--sizes", "2"], extra_files={"b.lis": "0 99999999999 0 1\n"},
+         msg=["b.lis:1", "n_blocks"])
+    case(B, "vscsi-garbage", ["cache", "simulate", "--trace", "{g.vscsi}", "--policy", "lru",
+                              "--sizes", "2"], extra_files={"g.vscsi": bytes(range(256)) * 4},
+         msg=["g.vscsi: record 1"])
+    for codec, packed in (("zstd", LIS_ZST),
+                          ("gzip", gzip.compress(LIS_TEXT.encode())),
+                          ("bzip2", bz2.compress(LIS_TEXT.encode()))):
+        case(B, "truncated-%s-trace" % codec,
+             ["cache", "simulate", "--trace", "{cut.lis}", "--policy", "lru", "--sizes", "2"],
+             extra_files={"cut.lis": packed[: len(packed) - 6]},
+             msg=["cut.lis", "corrupt %s stream" % codec])
+    case(D, "output-is-trace", base + ["--sizes", "2", "-o", "{t.lis}"],
+         msg=["refusing to overwrite an input"])
+    case(D, "fifo-no-reader", base + ["--sizes", "2", "-o", "{fifo.csv}"], exit=1,
+         setup=[("fifo", "fifo.csv")], msg=["fifo.csv"], max_s=12)
+    case(D, "fifo-with-reader", base + ["--sizes", "2", "-o", "{fifo.csv}"], exit=0,
+         setup=[("fifo_reader", "fifo.csv")], out=[("fifo:fifo.csv", "csv")])
+    case(W, "dev-full", base + ["--sizes", "2", "-o", "/dev/full"], exit=1, msg=["/dev/full"])
+    return c
+
+
 def build(binary=None):
     cases = []
     cases += destroy_and_write_cases()
@@ -2898,4 +2977,5 @@ def build(binary=None):
     cases += node_group_cases()
     cases += model_cases()
     cases += train_cases()
+    cases += cache_cases()
     return cases

@@ -18,7 +18,9 @@
 //   O'Neil et al., SIGMOD '93), tinylfu and wtinylfu (Einziger et al., ToS '17: a count-min
 //   sketch of 4-bit counters; W-TinyLFU with a 1% LRU window and an SLRU main of 80% protected),
 //   belady (the offline optimum for unit sizes: evicts the object requested furthest in the
-//   future; needs Request::next_access_vtime).
+//   future; needs Request::next_access_vtime), seedance (Seedance's prewarm-aware cache: follows
+//   the best of shadow copies of lru, sieve, s3fifo, arc, lirs, wtinylfu and a decayed LRU-K,
+//   seedance/cache/prewarm.h).
 //
 // Thread-compatible: a Policy is used by one thread at a time; NewPolicy is thread-safe.
 #pragma once
