@@ -12,7 +12,7 @@
 // cache) and "prewarmed" (a new cache that first fetches what the first cache's saved history
 // ranks highest); recovery = (prewarmed - cold) / (steady - cold) (target >= 0.5).
 //
-//   build-pol/bench/cache_quality [--traces gli,P6] [--sizes 0.01,0.05,0.1,0.25]
+//   build/bench/cache_quality [--traces gli,P6] [--sizes 0.01,0.05,0.1,0.25]
 //       [--policies lru,...,seedance] [--no-restart] [--csv OUT]
 // Exit status: 0; 2 for a bad flag or an unknown policy; 1 when a trace cannot be read.
 #include <algorithm>
