@@ -10,7 +10,10 @@ namespace seedance::ha {
 
 namespace {
 
-constexpr std::string_view kMagic = "SDB1";
+// SDB1: nodes, pods, events, revision, policy. SDB2: the same, then the objects. A batch without
+// objects is written as SDB1, which every seedance with the etcd store reads.
+constexpr std::string_view kMagic1 = "SDB1";
+constexpr std::string_view kMagic2 = "SDB2";
 
 class Writer {
  public:
@@ -79,9 +82,27 @@ bool ReadPod(Reader& r, store::PodRecord* p) {
          r.Str(&p->phase) && r.Str(&p->node) && r.Str(&p->gpus_json) && r.I64(&p->revision);
 }
 
+bool ReadObjects(Reader& r, store::Batch* b) {
+  uint64_t n = 0;
+  if (!r.Count(&n, 32)) return false;
+  b->put_objects.resize(n);
+  for (store::ObjectRecord& o : b->put_objects) {
+    if (!r.Str(&o.kind) || !r.Str(&o.key) || !r.Str(&o.json) || !r.I64(&o.revision)) return false;
+  }
+  for (auto* pairs : {&b->delete_objects, &b->delete_object_prefixes}) {
+    if (!r.Count(&n, 16)) return false;
+    pairs->resize(n);
+    for (auto& [kind, key] : *pairs) {
+      if (!r.Str(&kind) || !r.Str(&key)) return false;
+    }
+  }
+  return true;
+}
+
 bool ReadAll(Reader& r, store::Batch* b) {
   uint64_t n = 0;
-  if (!r.Prefix(kMagic) || !r.Count(&n, 32)) return false;
+  const bool objects = r.Prefix(kMagic2);
+  if ((!objects && !r.Prefix(kMagic1)) || !r.Count(&n, 32)) return false;
   b->put_nodes.resize(n);
   for (store::NodeRecord& x : b->put_nodes) {
     if (!ReadNode(r, &x)) return false;
@@ -113,6 +134,7 @@ bool ReadAll(Reader& r, store::Batch* b) {
     if (!r.Str(&text)) return false;
     b->policy_text = std::move(text);
   }
+  if (objects && !ReadObjects(r, b)) return false;
   return r.done();
 }
 
@@ -120,7 +142,9 @@ bool ReadAll(Reader& r, store::Batch* b) {
 
 std::string EncodeBatch(const store::Batch& b) {
   Writer w;
-  w.Raw(kMagic);
+  const bool objects =
+      !b.put_objects.empty() || !b.delete_objects.empty() || !b.delete_object_prefixes.empty();
+  w.Raw(objects ? kMagic2 : kMagic1);
   w.U64(b.put_nodes.size());
   for (const store::NodeRecord& n : b.put_nodes) {
     w.Str(n.name);
@@ -149,6 +173,22 @@ std::string EncodeBatch(const store::Batch& b) {
   w.I64(b.revision);
   w.I64(b.policy_text.has_value() ? 1 : 0);
   if (b.policy_text) w.Str(*b.policy_text);
+  if (objects) {
+    w.U64(b.put_objects.size());
+    for (const store::ObjectRecord& o : b.put_objects) {
+      w.Str(o.kind);
+      w.Str(o.key);
+      w.Str(o.json);
+      w.I64(o.revision);
+    }
+    for (const auto* pairs : {&b.delete_objects, &b.delete_object_prefixes}) {
+      w.U64(pairs->size());
+      for (const auto& [kind, key] : *pairs) {
+        w.Str(kind);
+        w.Str(key);
+      }
+    }
+  }
   return w.Take();
 }
 

@@ -111,6 +111,8 @@ class EtcdStoreImpl final : public EtcdStore {
     s.pods = pods_.All();
     s.revision = revision_.load();
     s.policy_text = policy_;
+    s.objects.reserve(objects_.size());
+    for (const auto& [id, o] : objects_) s.objects.push_back(o);
     return s;
   }
 
@@ -161,7 +163,11 @@ class EtcdStoreImpl final : public EtcdStore {
   absl::Status LoadSnapshot(const SnapshotPointer& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ReadLog(int64_t from, int64_t through) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteSnapshot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Apply(const store::Batch& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A log entry's objects take its revision (the revision of the batch that put them); a
+  // snapshot's keep the revisions they carry.
+  enum class Source { kLog, kSnapshot };
+  void Apply(const store::Batch& b, Source source = Source::kLog)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const EtcdStoreOptions options_;
   std::unique_ptr<EtcdClient> client_;
@@ -172,6 +178,8 @@ class EtcdStoreImpl final : public EtcdStore {
   OrderedTable<store::NodeRecord> nodes_ ABSL_GUARDED_BY(mu_);
   OrderedTable<store::PodRecord> pods_ ABSL_GUARDED_BY(mu_);
   std::string policy_ ABSL_GUARDED_BY(mu_);
+  // By (kind, key): std::string compares bytewise (as unsigned char), the order Load promises.
+  std::map<std::pair<std::string, std::string>, store::ObjectRecord> objects_ ABSL_GUARDED_BY(mu_);
   std::deque<store::EventRecord> events_ ABSL_GUARDED_BY(mu_);
   int64_t head_ ABSL_GUARDED_BY(mu_) = 0;  // the last commit applied here
   // The snapshot the state was built from (0: none).
@@ -182,11 +190,25 @@ class EtcdStoreImpl final : public EtcdStore {
   int64_t last_event_revision_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-void EtcdStoreImpl::Apply(const store::Batch& b) {
+void EtcdStoreImpl::Apply(const store::Batch& b, Source source) {
   for (const store::NodeRecord& n : b.put_nodes) nodes_.Put(n.name, n);
   for (const std::string& n : b.delete_nodes) nodes_.Delete(n);
   for (const store::PodRecord& p : b.put_pods) pods_.Put(p.uid, p);
   for (const std::string& p : b.delete_pods) pods_.Delete(p);
+  // Objects as the SQLite store applies them: prefix deletes, deletes, puts.
+  for (const auto& [kind, prefix] : b.delete_object_prefixes) {
+    auto it = objects_.lower_bound({kind, prefix});
+    while (it != objects_.end() && it->first.first == kind &&
+           it->first.second.compare(0, prefix.size(), prefix) == 0) {
+      it = objects_.erase(it);
+    }
+  }
+  for (const auto& id : b.delete_objects) objects_.erase(id);
+  for (const store::ObjectRecord& o : b.put_objects) {
+    store::ObjectRecord& kept = objects_[{o.kind, o.key}];
+    kept = o;
+    if (source == Source::kLog) kept.revision = b.revision;
+  }
   for (const store::EventRecord& e : b.events) {
     events_.push_back(e);
     last_event_revision_ = e.revision;
@@ -219,7 +241,7 @@ absl::Status EtcdStoreImpl::Check(const store::Batch& b) const {
   for (const store::PodRecord& p : b.put_pods) {
     if (p.uid.empty()) return absl::InvalidArgumentError("a pod with an empty uid");
   }
-  return absl::OkStatus();
+  return store::CheckBatchObjects(b);
 }
 
 absl::Status EtcdStoreImpl::FencedTxn(std::vector<TxnOp> ops, int64_t* revision) {
@@ -274,6 +296,8 @@ absl::Status EtcdStoreImpl::WriteSnapshot() {
   all.put_pods = pods_.All();
   all.revision = revision_.load();
   all.policy_text = policy_;
+  all.put_objects.reserve(objects_.size());
+  for (const auto& [id, o] : objects_) all.put_objects.push_back(o);
   const std::vector<std::string> parts = Split(EncodeBatch(all));
   for (size_t i = 0; i < parts.size(); ++i) {
     if (absl::Status st = FencedTxn({{TxnOp::kPut, PartKey("snap", head_, i), parts[i], "", 0}});
@@ -309,9 +333,10 @@ absl::Status EtcdStoreImpl::LoadSnapshot(const SnapshotPointer& p) {
         absl::StrCat(path_, "snap/", Pad(p.seq), ": ", b.status().message()));
   nodes_.Clear();
   pods_.Clear();
+  objects_.clear();
   events_.clear();
   revision_ = 0;
-  Apply(*b);
+  Apply(*b, Source::kSnapshot);
   head_ = snapshot_seq_ = p.seq;
   dropped_through_ = last_event_revision_ = p.last_event;
   log_bytes_ = 0;

@@ -151,6 +151,64 @@ TEST_F(EtcdStoreTest, ASnapshotReplacesTheLogAndLoadsTheSameState) {
   EXPECT_GT(b->oldest_event_revision(), 1);
 }
 
+// "kind key=json@revision" for each object, in Load()'s order.
+std::vector<std::string> Objects(EtcdStore& s) {
+  absl::StatusOr<store::Snapshot> snap = s.Load();
+  EXPECT_TRUE(snap.ok()) << snap.status();
+  std::vector<std::string> out;
+  if (!snap.ok()) return out;
+  for (const store::ObjectRecord& o : snap->objects) {
+    out.push_back(o.kind + " " + o.key + "=" + o.json.substr(0, 8) + "@" +
+                  std::to_string(o.revision));
+  }
+  return out;
+}
+
+TEST_F(EtcdStoreTest, ObjectsReachFollowersThroughTheLogAndSnapshots) {
+  Leadership leader, follower, late;
+  auto a = Open(&leader, /*snapshot_log_bytes=*/4096);
+  ASSERT_TRUE(a);
+  Elect(&leader);
+  store::Batch b1;
+  for (const char* key : {"run/1", "run/1/a", "run/10", "run0", "\xff\xff", "\xff/x", "z"}) {
+    b1.put_objects.push_back({"experiment", key, "{}", 0});
+  }
+  b1.put_objects.push_back({"experiment-events", "run/1", "[]", 0});
+  b1.revision = 1;
+  ASSERT_TRUE(a->Commit(b1).ok());
+  auto b = Open(&follower);  // reads the log
+  ASSERT_TRUE(b);
+  EXPECT_EQ(Objects(*b).size(), 8u);
+  EXPECT_EQ(Objects(*b), Objects(*a));
+
+  store::Batch b2;
+  b2.put_objects = {{"experiment", "z", "{\"v\":2}", 0}, {"experiment", "run/1/new", "{}", 0}};
+  b2.delete_objects = {{"experiment", "run0"}, {"experiment", "absent"}};
+  b2.delete_object_prefixes = {{"experiment", "run/1"}, {"experiment", "\xff"}};
+  b2.revision = 2;
+  ASSERT_TRUE(a->Commit(b2).ok());
+  // Deletes apply before puts: run/1/new, put under a deleted prefix, stays.
+  const std::vector<std::string> want = {"experiment run/1/new={}@2", "experiment z={\"v\":2}@2",
+                                         "experiment-events run/1=[]@1"};
+  EXPECT_EQ(Objects(*a), want);
+  ASSERT_TRUE(b->Refresh().ok());
+  EXPECT_EQ(Objects(*b), want);
+
+  // Over 4 KiB of log: the leader writes a snapshot; a new replica reads the objects from it,
+  // each with the revision of the batch that put it.
+  store::Batch b3;
+  b3.put_objects = {{"experiment", "big", std::string(5000, 'x'), 0}};
+  b3.revision = 3;
+  ASSERT_TRUE(a->Commit(b3).ok());
+  EXPECT_GE(KeysUnder("snap/"), 1u);
+  EXPECT_EQ(KeysUnder("log/"), 0u);
+  auto c = Open(&late);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(Objects(*c),
+            (std::vector<std::string>{"experiment big=xxxxxxxx@3", want[0], want[1], want[2]}));
+  EXPECT_EQ(Objects(*c), Objects(*a));
+}
+
 TEST_F(EtcdStoreTest, AStoreWhoseLeaseWasRevokedCannotCommit) {
   Leadership leader, follower;
   auto a = Open(&leader);
@@ -233,6 +291,13 @@ TEST_F(EtcdStoreTest, RefusesBatchesThatBreakTheRules) {
   store::Batch empty_uid = Pods(3, 1);
   empty_uid.put_pods[0].uid.clear();
   EXPECT_EQ(a->Commit(empty_uid).code(), absl::StatusCode::kInvalidArgument);
+  store::Batch bad_kind = Pods(3, 1);
+  bad_kind.put_objects = {{"Experiment", "k", "{}", 0}};
+  EXPECT_EQ(a->Commit(bad_kind).code(), absl::StatusCode::kInvalidArgument);
+  store::Batch empty_prefix = Pods(3, 1);
+  empty_prefix.delete_object_prefixes = {{"experiment", ""}};
+  EXPECT_EQ(a->Commit(empty_prefix).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(KeysUnder("log/"), 1u);  // nothing of the refused batches
 }
 
 TEST(EtcdUrlTest, ParsesEndpointsAndRefusesMalformedOnes) {

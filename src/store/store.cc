@@ -9,12 +9,15 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "seedance/base/build_info.h"
@@ -32,6 +35,11 @@ constexpr char kMetaRevision[] = "revision";
 constexpr char kMetaPolicy[] = "policy_text";
 constexpr char kMetaDropped[] = "events_dropped_through";
 
+// Schema 2's addition; the migration from schema 1 runs the same statement.
+constexpr char kObjectsTable[] =
+    "CREATE TABLE objects(kind TEXT NOT NULL, key TEXT NOT NULL, json TEXT NOT NULL,"
+    " revision INTEGER NOT NULL, PRIMARY KEY(kind, key)) STRICT, WITHOUT ROWID";
+
 constexpr const char* kSchema[] = {
     "CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value ANY) STRICT",
     "CREATE TABLE nodes(name TEXT PRIMARY KEY NOT NULL, spec_json TEXT NOT NULL,"
@@ -41,6 +49,7 @@ constexpr const char* kSchema[] = {
     " revision INTEGER NOT NULL) STRICT",
     "CREATE TABLE events(revision INTEGER PRIMARY KEY NOT NULL, type TEXT NOT NULL,"
     " object_json TEXT NOT NULL) STRICT",
+    kObjectsTable,
 };
 
 std::string Errno(int err) { return std::strerror(err); }
@@ -371,11 +380,69 @@ struct Counters {
   int64_t revision = 0, dropped = 0, count = 0, last = 0;
 };
 
+// The smallest string above every string that starts with `prefix` (bytewise), or nullopt when
+// there is none (the prefix is all 0xFF bytes): a prefix delete is key >= prefix AND key < this.
+std::optional<std::string> PrefixSuccessor(std::string prefix) {
+  while (!prefix.empty() && static_cast<unsigned char>(prefix.back()) == 0xff) prefix.pop_back();
+  if (prefix.empty()) return std::nullopt;
+  prefix.back() = static_cast<char>(static_cast<unsigned char>(prefix.back()) + 1);
+  return prefix;
+}
+
 }  // namespace
 
 bool Batch::empty() const {
   return put_nodes.empty() && delete_nodes.empty() && put_pods.empty() && delete_pods.empty() &&
+         put_objects.empty() && delete_objects.empty() && delete_object_prefixes.empty() &&
          events.empty() && !policy_text.has_value();
+}
+
+absl::Status CheckObjectKind(std::string_view kind) {
+  const bool ok = !kind.empty() && kind.size() <= kMaxObjectKindBytes &&
+                  std::all_of(kind.begin(), kind.end(), [](char c) {
+                    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+                  });
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("object kind \"", absl::CHexEscape(std::string(kind.substr(0, 80))), "\" (",
+                   kind.size(), " bytes): expected 1 to ", kMaxObjectKindBytes, " of [a-z0-9-]"));
+}
+
+absl::Status CheckObjectKey(std::string_view key, bool prefix) {
+  const char* what = prefix ? "object key prefix" : "object key";
+  if (key.empty()) return absl::InvalidArgumentError(absl::StrCat("an empty ", what));
+  if (key.size() > kMaxObjectKeyBytes || key.find('\0') != std::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " \"", absl::CHexEscape(std::string(key.substr(0, 80))), "\" (", key.size(),
+        " bytes): expected 1 to ", kMaxObjectKeyBytes, " bytes, none of them NUL"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBatchObjects(const Batch& batch) {
+  auto check = [](const char* field, size_t i, std::string_view kind, std::string_view key,
+                  bool prefix) {
+    absl::Status st = CheckObjectKind(kind);
+    if (st.ok()) st = CheckObjectKey(key, prefix);
+    if (st.ok()) return st;
+    return absl::InvalidArgumentError(absl::StrCat(field, "[", i, "]: ", st.message()));
+  };
+  for (size_t i = 0; i < batch.put_objects.size(); ++i) {
+    const ObjectRecord& o = batch.put_objects[i];
+    absl::Status st = check("put_objects", i, o.kind, o.key, false);
+    if (!st.ok()) return st;
+  }
+  for (size_t i = 0; i < batch.delete_objects.size(); ++i) {
+    const auto& [kind, key] = batch.delete_objects[i];
+    absl::Status st = check("delete_objects", i, kind, key, false);
+    if (!st.ok()) return st;
+  }
+  for (size_t i = 0; i < batch.delete_object_prefixes.size(); ++i) {
+    const auto& [kind, prefix] = batch.delete_object_prefixes[i];
+    absl::Status st = check("delete_object_prefixes", i, kind, prefix, true);
+    if (!st.ok()) return st;
+  }
+  return absl::OkStatus();
 }
 
 // The SQLite store (Store::Open).
@@ -418,7 +485,8 @@ struct SqliteStore::Impl {
       del_node ABSL_GUARDED_BY(writer_mu), put_pod ABSL_GUARDED_BY(writer_mu),
       del_pod ABSL_GUARDED_BY(writer_mu), put_event ABSL_GUARDED_BY(writer_mu),
       set_meta ABSL_GUARDED_BY(writer_mu), nth_event ABSL_GUARDED_BY(writer_mu),
-      trim_events ABSL_GUARDED_BY(writer_mu);
+      trim_events ABSL_GUARDED_BY(writer_mu), put_object ABSL_GUARDED_BY(writer_mu),
+      del_object ABSL_GUARDED_BY(writer_mu), del_object_prefix ABSL_GUARDED_BY(writer_mu);
   // Set after a failed COMMIT: the store refuses further commits.
   absl::Status broken ABSL_GUARDED_BY(writer_mu);
 
@@ -515,9 +583,7 @@ struct SqliteStore::Impl {
     auto r_or = OpenDb(path, SQLITE_OPEN_READONLY);
     if (!r_or.ok()) return r_or.status();
     reader = std::move(*r_or);
-    s = PrepareAll();
-    if (!s.ok()) return s;
-    s = ReadCounters(out);
+    s = MigrateAndPrepare(out);
     if (!s.ok()) return s;
     if (options.checkpoint_pages > 0) {
       auto c_or = OpenDb(path, SQLITE_OPEN_READWRITE);
@@ -529,6 +595,33 @@ struct SqliteStore::Impl {
     }
     sqlite3_db_config(w, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, nullptr);  // ours: tidy on close
     return absl::OkStatus();
+  }
+
+  // Prepares the statements and reads the counters. A file of schema 1 (seedance 0.3.0 and
+  // before) is first migrated to schema 2 (the objects table, user_version=2) in one
+  // transaction that also holds these checks: it commits only once the whole schema has passed
+  // them, so a damaged old file is refused and left as it was.
+  absl::Status MigrateAndPrepare(Counters* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(writer_mu, reader_mu) {
+    sqlite3* w = writer.get();
+    int64_t version = kSchemaVersion;
+    absl::Status s = QueryInt(w, path, "PRAGMA user_version", &version);
+    if (!s.ok()) return s;
+    const bool migrate = version < kSchemaVersion;  // CheckIdentity refused anything but 1 or 2
+    if (migrate) s = Exec(w, path, "BEGIN IMMEDIATE");
+    if (migrate && s.ok()) {
+      s = Exec(w, path, absl::StrCat(kObjectsTable, "; PRAGMA user_version=", kSchemaVersion));
+      if (s.code() == absl::StatusCode::kInternal) {  // SQLITE_ERROR: a table in the way
+        s = absl::DataLossError(absl::StrCat(path, ": schema ", version, " cannot be migrated to ",
+                                             kSchemaVersion, " (", sqlite3_errmsg(w),
+                                             "); refusing to use it"));
+      }
+    }
+    if (s.ok()) s = PrepareAll();
+    if (s.ok()) s = ReadCounters(out);
+    if (migrate && s.ok()) s = Exec(w, path, "COMMIT");
+    if (!s.ok() && !sqlite3_get_autocommit(w)) (void)Exec(w, path, "ROLLBACK");
+    return s;
   }
 
   absl::Status ReadCounters(Counters* c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(writer_mu) {
@@ -557,7 +650,8 @@ struct SqliteStore::Impl {
     base::MutexLock writer_lock(writer_mu);
     base::MutexLock reader_lock(reader_mu);
     for (Stmt* s : {&begin, &commit, &rollback, &put_node, &del_node, &put_pod, &del_pod,
-                    &put_event, &set_meta, &nth_event, &trim_events, &events_since}) {
+                    &put_event, &set_meta, &nth_event, &trim_events, &put_object, &del_object,
+                    &del_object_prefix, &events_since}) {
       sqlite3_finalize(s->ptr());
       s->ptr() = nullptr;
     }
@@ -598,6 +692,15 @@ struct SqliteStore::Impl {
          "ON CONFLICT(key) DO UPDATE SET value = excluded.value"},
         {&nth_event, "SELECT revision FROM events ORDER BY revision LIMIT 1 OFFSET ?1"},
         {&trim_events, "DELETE FROM events WHERE revision <= ?1"},
+        {&put_object,
+         "INSERT INTO objects(kind, key, json, revision) VALUES(?1, ?2, ?3, ?4) "
+         "ON CONFLICT(kind, key) DO UPDATE SET json = excluded.json, "
+         "revision = excluded.revision"},
+        {&del_object, "DELETE FROM objects WHERE kind = ?1 AND key = ?2"},
+        // ?3: PrefixSuccessor(?2), NULL when there is none. A range, not substr(), so that it
+        // is bytewise for any key (substr counts UTF-8 characters) and uses the primary key.
+        {&del_object_prefix,
+         "DELETE FROM objects WHERE kind = ?1 AND key >= ?2 AND (?3 IS NULL OR key < ?3)"},
     };
     for (const auto& s : statements) {
       absl::Status st = Prepare(w, path, s.sql, s.stmt);
@@ -616,6 +719,35 @@ struct SqliteStore::Impl {
         rc == SQLITE_DONE ? absl::OkStatus() : SqliteStatus(rc, writer.get(), path, what);
     s.Reset();
     return st;
+  }
+
+  // The batch's objects: prefix deletes, deletes, then puts (stamped with the batch's revision).
+  absl::Status WriteObjects(const Batch& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(writer_mu) {
+    for (const auto& [kind, prefix] : b.delete_object_prefixes) {
+      const std::optional<std::string> end = PrefixSuccessor(prefix);
+      sqlite3_stmt* q = del_object_prefix.get();
+      BindText(q, 1, kind);
+      BindText(q, 2, prefix);
+      if (end.has_value()) BindText(q, 3, *end);  // else NULL (cleared by the last Reset)
+      absl::Status st = Run(del_object_prefix, "cannot delete objects by prefix");
+      if (!st.ok()) return st;
+    }
+    for (const auto& [kind, key] : b.delete_objects) {
+      BindText(del_object.get(), 1, kind);
+      BindText(del_object.get(), 2, key);
+      absl::Status st = Run(del_object, "cannot delete an object");
+      if (!st.ok()) return st;
+    }
+    for (const ObjectRecord& o : b.put_objects) {
+      sqlite3_stmt* q = put_object.get();
+      BindText(q, 1, o.kind);
+      BindText(q, 2, o.key);
+      BindText(q, 3, o.json);
+      sqlite3_bind_int64(q, 4, b.revision);
+      absl::Status st = Run(put_object, "cannot write an object");
+      if (!st.ok()) return st;
+    }
+    return absl::OkStatus();
   }
 
   absl::Status SetMetaInt(const char* key, int64_t value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(writer_mu) {
@@ -710,7 +842,7 @@ absl::StatusOr<Snapshot> SqliteStore::Load() {
   if (!s.ok()) return s;
   auto read = [&]() -> absl::StatusOr<Snapshot> {
     Snapshot snap;
-    Stmt nodes, pods, meta;
+    Stmt nodes, pods, meta, objects;
     absl::Status st = Prepare(
         w, path, "SELECT name, spec_json, cordoned, revision FROM nodes ORDER BY rowid", &nodes);
     if (st.ok()) {
@@ -720,6 +852,10 @@ absl::StatusOr<Snapshot> SqliteStore::Load() {
                    &pods);
     }
     if (st.ok()) st = Prepare(w, path, "SELECT key, value FROM meta", &meta);
+    if (st.ok()) {
+      st = Prepare(w, path, "SELECT kind, key, json, revision FROM objects ORDER BY kind, key",
+                   &objects);
+    }
     if (!st.ok()) return st;
     int rc;
     while ((rc = sqlite3_step(nodes.get())) == SQLITE_ROW) {
@@ -750,6 +886,15 @@ absl::StatusOr<Snapshot> SqliteStore::Load() {
       if (key == kMetaPolicy) snap.policy_text = ColumnText(meta.get(), 1);
     }
     if (rc != SQLITE_DONE) return SqliteStatus(rc, w, path, "cannot read the metadata");
+    while ((rc = sqlite3_step(objects.get())) == SQLITE_ROW) {
+      sqlite3_stmt* q = objects.get();
+      ObjectRecord& o = snap.objects.emplace_back();
+      o.kind = ColumnText(q, 0);
+      o.key = ColumnText(q, 1);
+      o.json = ColumnText(q, 2);
+      o.revision = sqlite3_column_int64(q, 3);
+    }
+    if (rc != SQLITE_DONE) return SqliteStatus(rc, w, path, "cannot read the objects");
     return snap;
   };
   absl::StatusOr<Snapshot> snap = read();
@@ -790,6 +935,7 @@ absl::Status SqliteStore::Commit(const Batch& batch) {
   for (const PodRecord& p : batch.put_pods) {
     if (p.uid.empty()) return absl::InvalidArgumentError("a pod record has an empty uid");
   }
+  if (absl::Status st = CheckBatchObjects(batch); !st.ok()) return st;
   if (batch.empty() && batch.revision == current) return absl::OkStatus();
   return CommitLocked(batch);
 }
@@ -835,6 +981,7 @@ absl::Status SqliteStore::CommitLocked(const Batch& batch) {
       absl::Status st = m.Run(m.del_pod, "cannot delete a pod");
       if (!st.ok()) return st;
     }
+    if (absl::Status st = m.WriteObjects(batch); !st.ok()) return st;
     for (const EventRecord& e : batch.events) {
       sqlite3_stmt* q = m.put_event.get();
       sqlite3_bind_int64(q, 1, e.revision);

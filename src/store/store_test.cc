@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -562,7 +563,7 @@ TEST(StoreRefusalTest, NewerSchemaVersion) {
   { ASSERT_NE(MustOpen(t.state()), nullptr); }
   RawSql(t.db(), "PRAGMA user_version=" + std::to_string(kSchemaVersion + 1));
   ExpectRefused(t.state(), t.db(), absl::StatusCode::kFailedPrecondition,
-                "schema version 2 is newer than this seedance supports (1)");
+                "schema version 3 is newer than this seedance supports (2)");
 }
 
 TEST(StoreRefusalTest, OurIdButMissingTables) {
@@ -570,11 +571,298 @@ TEST(StoreRefusalTest, OurIdButMissingTables) {
   std::filesystem::create_directories(t.state());
   RawSql(t.db(), "PRAGMA application_id=" + std::to_string(kApplicationId) +
                      "; PRAGMA user_version=1; PRAGMA journal_mode=WAL; CREATE TABLE meta(k);");
-  auto s = Store::Open(t.state());
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kDataLoss) << s.status();
-  EXPECT_THAT(std::string(s.status().message()), HasSubstr(t.db()));
-  EXPECT_THAT(std::string(s.status().message()), HasSubstr("schema is damaged"));
+  // Schema 1: the migration to 2 runs in the transaction that finds the damage, and rolls back.
+  ExpectRefused(t.state(), t.db(), absl::StatusCode::kDataLoss,
+                "the schema is damaged (no such table: nodes)");
+}
+
+// ---- Objects (schema 2) ----------------------------------------------------------------------
+
+ObjectRecord Object(const std::string& kind, const std::string& key, const std::string& json) {
+  return ObjectRecord{kind, key, json, /*revision=*/0};  // Commit sets the revision
+}
+
+// "kind key=json@revision" for each object, in Load()'s order.
+std::vector<std::string> Objects(Store& store) {
+  absl::StatusOr<Snapshot> snap = store.Load();
+  EXPECT_TRUE(snap.ok()) << snap.status();
+  std::vector<std::string> out;
+  if (!snap.ok()) return out;
+  for (const ObjectRecord& o : snap->objects) {
+    out.push_back(o.kind + " " + o.key + "=" + o.json + "@" + std::to_string(o.revision));
+  }
+  return out;
+}
+
+TEST(StoreObjectsTest, PutReplaceDeleteInKindKeyOrderAndSurviveReopen) {
+  TempDir t;
+  {
+    auto store = MustOpen(t.state());
+    ASSERT_NE(store, nullptr);
+    Batch b1;
+    b1.put_objects = {Object("experiment", "exp-b", "{\"v\":1}"),
+                      Object("experiment-events", "exp-a/0001", "[1]"),
+                      Object("experiment", "exp-a", "{\"v\":1}"),
+                      Object("experiment", "exp-c", "{}")};
+    b1.put_objects[0].revision = 99;  // ignored: the batch's revision is stored
+    b1.revision = 3;
+    EXPECT_FALSE(b1.empty());
+    ASSERT_TRUE(store->Commit(b1).ok());
+    Batch b2;
+    b2.put_objects = {Object("experiment", "exp-b", "{\"v\":2}")};
+    b2.delete_objects = {
+        {"experiment", "exp-c"}, {"experiment", "never-existed"}, {"other-kind", "exp-a"}};
+    b2.revision = 4;
+    ASSERT_TRUE(store->Commit(b2).ok());
+    EXPECT_THAT(Objects(*store), ::testing::ElementsAre("experiment exp-a={\"v\":1}@3",
+                                                        "experiment exp-b={\"v\":2}@4",
+                                                        "experiment-events exp-a/0001=[1]@3"));
+    // Deletes apply before puts: a batch replaces everything under a prefix, and a delete and
+    // a put of one object leave it put.
+    Batch b3;
+    b3.delete_object_prefixes = {{"experiment-events", "exp-a/"}};
+    b3.delete_objects = {{"experiment", "exp-d"}};
+    b3.put_objects = {Object("experiment-events", "exp-a/0002", "[2]"),
+                      Object("experiment", "exp-d", "{}")};
+    b3.revision = 5;
+    ASSERT_TRUE(store->Commit(b3).ok());
+  }
+  auto store = MustOpen(t.state());
+  ASSERT_NE(store, nullptr);
+  EXPECT_THAT(Objects(*store), ::testing::ElementsAre(
+                                   "experiment exp-a={\"v\":1}@3", "experiment exp-b={\"v\":2}@4",
+                                   "experiment exp-d={}@5", "experiment-events exp-a/0002=[2]@5"));
+  EXPECT_EQ(store->revision(), 5);
+}
+
+TEST(StoreObjectsTest, KeysAreAnyBytesButNulInBytewiseOrder) {
+  TempDir t;
+  const std::vector<std::string> keys = {"a",
+                                         "a/b",
+                                         "\xc3\xa9t\xc3\xa9",
+                                         "\xff",
+                                         "\xff\xfe",
+                                         "\x01",
+                                         std::string(kMaxObjectKeyBytes, 'k')};
+  const std::string json = std::string("{\"bytes\":\"\xff\"}") + std::string(1, '\0') + "tail";
+  {
+    auto store = MustOpen(t.state());
+    ASSERT_NE(store, nullptr);
+    Batch b;
+    for (const std::string& k : keys) b.put_objects.push_back(Object("k", k, json));
+    b.revision = 1;
+    ASSERT_TRUE(store->Commit(b).ok());
+  }
+  auto store = MustOpen(t.state());
+  ASSERT_NE(store, nullptr);
+  auto snap = store->Load();
+  ASSERT_TRUE(snap.ok());
+  std::vector<std::string> want = keys;
+  std::sort(want.begin(), want.end());  // std::string compares as unsigned bytes
+  std::vector<std::string> got;
+  for (const ObjectRecord& o : snap->objects) {
+    got.push_back(o.key);
+    EXPECT_EQ(o.json, json);
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(want.front(), "\x01");
+  EXPECT_EQ(want.back(), "\xff\xfe");
+}
+
+// Prefix deletes against a model (std::string::starts_with), over keys with '/' and 0xFF bytes,
+// where a naive upper bound (prefix + 1 in the last byte) would overflow.
+TEST(StoreObjectsTest, PrefixDeleteRemovesExactlyTheKeysWithThatPrefix) {
+  const std::vector<std::string> keys = {"ru",      "run",   "run/1", "run/1/a",     "run/10",
+                                         "run/2",   "run0",  "a\xff", "a\xff\xff/x", "a\xff\x01",
+                                         "b",       "b\x01", "\xff",  "\xff\xff",    "\xff\xff\xfe",
+                                         "\xfe\xff"};
+  const std::vector<std::string> prefixes = {"run/1", "run",      "r",    "a\xff", "a\xff\xff",
+                                             "\xff",  "\xff\xff", "\xfe", "zzz",   "b"};
+  for (const std::string& prefix : prefixes) {
+    SCOPED_TRACE("prefix " + absl::CHexEscape(prefix));
+    TempDir t;
+    auto store = MustOpen(t.state());
+    ASSERT_NE(store, nullptr);
+    Batch put;
+    for (const std::string& k : keys) {
+      put.put_objects.push_back(Object("x", k, "{}"));
+      put.put_objects.push_back(Object("y", k, "{}"));  // another kind: untouched
+    }
+    put.revision = 1;
+    ASSERT_TRUE(store->Commit(put).ok());
+    Batch del;
+    del.delete_object_prefixes = {{"x", prefix}};
+    del.revision = 2;
+    ASSERT_TRUE(store->Commit(del).ok());
+    std::vector<std::pair<std::string, std::string>> model;  // (kind, key), sorted as Load's
+    for (const std::string& k : keys) {
+      if (!k.starts_with(prefix)) model.emplace_back("x", k);
+      model.emplace_back("y", k);
+    }
+    std::sort(model.begin(), model.end());
+    std::vector<std::string> want;
+    for (const auto& [kind, key] : model) want.push_back(kind + " " + key + "={}@1");
+    EXPECT_EQ(Objects(*store), want);
+  }
+}
+
+TEST(StoreObjectsTest, RefusesBadKindsKeysAndPrefixesAndWritesNothing) {
+  TempDir t;
+  auto store = MustOpen(t.state());
+  ASSERT_NE(store, nullptr);
+  Batch ok;
+  ok.put_objects = {Object("experiment", "e1", "{}")};
+  ok.revision = 1;
+  ASSERT_TRUE(store->Commit(ok).ok());
+  struct Case {
+    std::string name;
+    Batch batch;
+    std::string want;
+  };
+  auto put = [](ObjectRecord o) {
+    Batch b;
+    b.put_objects = {Object("experiment", "fine", "{}"), std::move(o)};
+    b.revision = 2;
+    return b;
+  };
+  auto del = [](std::string kind, std::string key) {
+    Batch b;
+    b.put_objects = {Object("experiment", "fine", "{}")};
+    b.delete_objects = {{std::move(kind), std::move(key)}};
+    b.revision = 2;
+    return b;
+  };
+  auto del_prefix = [](std::string kind, std::string prefix) {
+    Batch b;
+    b.put_objects = {Object("experiment", "fine", "{}")};
+    b.delete_object_prefixes = {{std::move(kind), std::move(prefix)}};
+    b.revision = 2;
+    return b;
+  };
+  const std::vector<Case> cases = {
+      {"empty kind", put(Object("", "k", "{}")), "put_objects[1]: object kind \"\" (0 bytes)"},
+      {"upper case", put(Object("Experiment", "k", "{}")), "expected 1 to 63 of [a-z0-9-]"},
+      {"slash in kind", put(Object("a/b", "k", "{}")), "object kind \"a/b\""},
+      {"kind of 64", put(Object(std::string(64, 'a'), "k", "{}")), "(64 bytes)"},
+      {"empty key", put(Object("experiment", "", "{}")), "put_objects[1]: an empty object key"},
+      {"NUL in key", put(Object("experiment", std::string("a\0b", 3), "{}")), "none of them NUL"},
+      {"key of 1025", put(Object("experiment", std::string(1025, 'k'), "{}")), "(1025 bytes)"},
+      {"delete, empty key", del("experiment", ""), "delete_objects[0]: an empty object key"},
+      {"delete, bad kind", del("Bad", "k"), "delete_objects[0]: object kind"},
+      {"empty prefix", del_prefix("experiment", ""),
+       "delete_object_prefixes[0]: an empty object key prefix"},
+      {"prefix, bad kind", del_prefix("", "e"), "delete_object_prefixes[0]: object kind"},
+  };
+  for (const Case& c : cases) {
+    absl::Status s = store->Commit(c.batch);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.name << ": " << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(c.want)) << c.name;
+  }
+  EXPECT_THAT(Objects(*store), ::testing::ElementsAre("experiment e1={}@1"));
+  EXPECT_EQ(store->revision(), 1);
+  EXPECT_TRUE(CheckObjectKind(std::string(kMaxObjectKindBytes, 'z')).ok());
+  EXPECT_TRUE(CheckObjectKind("a-0").ok());
+}
+
+// The schema of seedance 0.3.0 (user_version 1), as its CreateFresh wrote it.
+constexpr const char kSchema1[] =
+    "PRAGMA journal_mode=WAL;"
+    "CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value ANY) STRICT;"
+    "CREATE TABLE nodes(name TEXT PRIMARY KEY NOT NULL, spec_json TEXT NOT NULL,"
+    " cordoned INTEGER NOT NULL, revision INTEGER NOT NULL) STRICT;"
+    "CREATE TABLE pods(uid TEXT PRIMARY KEY NOT NULL, ns TEXT NOT NULL, name TEXT NOT NULL,"
+    " spec_json TEXT NOT NULL, phase TEXT NOT NULL, node TEXT NOT NULL, gpus_json TEXT NOT NULL,"
+    " revision INTEGER NOT NULL) STRICT;"
+    "CREATE TABLE events(revision INTEGER PRIMARY KEY NOT NULL, type TEXT NOT NULL,"
+    " object_json TEXT NOT NULL) STRICT;"
+    "INSERT INTO meta(key, value) VALUES('revision', 7), ('events_dropped_through', 2),"
+    " ('policy_text', 'profiles: []'), ('created_by', 'seedance 0.3.0'), ('created_unix_s', 1);"
+    "INSERT INTO nodes VALUES('n0', '{\"num_gpus\":8}', 1, 3);"
+    "INSERT INTO pods VALUES('u1', 'ns', 'p1', '{}', 'Bound', 'n0', '[{\"index\":0}]', 7);"
+    "INSERT INTO events VALUES(6, 'PodAdded', '{}'), (7, 'PodBound', '{}');";
+
+// A state directory as seedance 0.3.0 left it (a clean close: no WAL).
+void MakeSchema1Store(const TempDir& t) {
+  std::filesystem::create_directories(t.state());
+  RawSql(t.db(), "PRAGMA application_id=" + std::to_string(kApplicationId) +
+                     "; PRAGMA user_version=1; " + kSchema1);
+}
+
+int64_t UserVersion(const std::string& path) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, nullptr), SQLITE_OK);
+  const int64_t v = sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int64(q, 0) : -1;
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+  return v;
+}
+
+// The user_version in the file's header (offset 60), as Open reads it before SQLite does.
+int64_t HeaderUserVersion(const std::string& path) {
+  const std::string h = ReadAll(path).substr(0, 100);
+  if (h.size() < 100) return -1;
+  const auto* u = reinterpret_cast<const unsigned char*>(h.data() + 60);
+  return (int64_t{u[0]} << 24) | (int64_t{u[1]} << 16) | (int64_t{u[2]} << 8) | int64_t{u[3]};
+}
+
+TEST(StoreMigrationTest, ASchema1FileIsMigratedInPlaceAndKeepsItsState) {
+  TempDir t;
+  MakeSchema1Store(t);
+  ASSERT_EQ(UserVersion(t.db()), 1);
+  ASSERT_EQ(HeaderUserVersion(t.db()), 1);
+  {
+    auto store = MustOpen(t.state());
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(store->revision(), 7);
+    EXPECT_EQ(store->oldest_event_revision(), 3);
+    EXPECT_EQ(store->event_count(), 2);
+    auto snap = store->Load();
+    ASSERT_TRUE(snap.ok()) << snap.status();
+    ASSERT_EQ(snap->nodes.size(), 1u);
+    EXPECT_TRUE(snap->nodes[0].cordoned);
+    EXPECT_EQ(PodUids(*snap), std::vector<std::string>{"u1"});
+    EXPECT_EQ(snap->pods[0].gpus_json, "[{\"index\":0}]");
+    EXPECT_EQ(snap->policy_text, "profiles: []");
+    EXPECT_TRUE(snap->objects.empty());
+    Batch b;
+    b.put_objects = {Object("experiment", "e1", "{}")};
+    b.events = {Event(8)};
+    b.revision = 8;
+    ASSERT_TRUE(store->Commit(b).ok());
+  }
+  EXPECT_EQ(UserVersion(t.db()), kSchemaVersion);
+  EXPECT_EQ(HeaderUserVersion(t.db()), 2) << "a clean close checkpoints the migration";
+  auto store = MustOpen(t.state());  // a schema-2 file opens as it is
+  ASSERT_NE(store, nullptr);
+  EXPECT_THAT(Objects(*store), ::testing::ElementsAre("experiment e1={}@8"));
+  EXPECT_EQ(store->Load()->pods.size(), 1u);
+  EXPECT_EQ(Revisions(*store->EventsSince(0, 10)), (std::vector<int64_t>{6, 7, 8}));
+}
+
+TEST(StoreMigrationTest, ASchema1FileWithItsWalStillHotIsMigrated) {
+  TempDir t;
+  MakeSchema1Store(t);
+  // 0.3.0 crashed: its last commit is only in the WAL.
+  RawSqlLeavingWal(t.db(), "UPDATE meta SET value = 9 WHERE key = 'revision';");
+  auto store = MustOpen(t.state());
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->revision(), 9);
+  Batch b;
+  b.put_objects = {Object("experiment", "e1", "{}")};
+  b.revision = 10;
+  ASSERT_TRUE(store->Commit(b).ok());
+  EXPECT_THAT(Objects(*store), ::testing::ElementsAre("experiment e1={}@10"));
+}
+
+TEST(StoreMigrationTest, ASchema1FileWithAnObjectsTableAlreadyIsRefusedAndLeftAlone) {
+  TempDir t;
+  MakeSchema1Store(t);
+  RawSql(t.db(), "CREATE TABLE objects(x);");
+  ExpectRefused(t.state(), t.db(), absl::StatusCode::kDataLoss,
+                "schema 1 cannot be migrated to 2 (table objects already exists)");
+  EXPECT_EQ(UserVersion(t.db()), 1);
 }
 
 // A closed store with enough pods to span many pages.

@@ -14,7 +14,9 @@
 // Every write's transaction compares the leader key's create_revision with the one this replica
 // created (the fence): once the lease is gone (expired, revoked) or another replica leads, no
 // write of this one can succeed. The store keeps the state it has read or written in memory, so
-// Load() costs no etcd round trip; Refresh() reads what others committed since.
+// Load() costs no etcd round trip; Refresh() reads what others committed since. Generic objects
+// (store::ObjectRecord: the experiments' records) travel inside the log entries and snapshots
+// like the rest of a batch, not as keys of their own, so a batch of any size stays atomic.
 //
 // Thread-safety: all methods may be called from any thread (one internal mutex).
 #pragma once
