@@ -12,7 +12,7 @@ end='<!-- END GENERATED REFERENCE -->'
 
 # Command paths: every subcommand, and the subcommands of those that have them.
 paths=()
-for c in simulate profile analyze serve-sim costmodel model train clock bench server node-agent cache get apply delete explain cordon uncordon version help completion; do
+for c in simulate profile analyze serve-sim costmodel model train clock bench server node-agent cache experiment get apply delete explain cordon uncordon version help completion; do
   paths+=("$c")
   subs=$("$bin" help "$c" | awk '/^Subcommands:/{f=1;next} f && /^  [a-z]/{print $1} f && /^$/{f=0}')
   for s in $subs; do paths+=("$c $s"); done

@@ -1,8 +1,9 @@
 // libFuzzer target for the REST API's request decoders: arbitrary bytes as a POST /v1/pods body,
-// a PUT /v1/nodes/{name} body and a `seedance apply -f` file. Nothing may crash, hang or throw;
-// oracles: an accepted pod round-trips through PodRequestToJson, every error is InvalidArgument
-// or ResourceExhausted with a well-formed error body, and every accepted apply object's body is
-// accepted again by its decoder.
+// a PUT /v1/nodes/{name} body, a `seedance apply -f` file, and the experiments' PUT and events
+// bodies (seedance_experiment's decoders, as the server runs them after ParseJsonBody). Nothing may
+// crash, hang or throw; oracles: an accepted pod round-trips through PodRequestToJson, every error
+// is InvalidArgument or ResourceExhausted with a well-formed error body, and every accepted apply
+// object's body is accepted again by its decoder.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -12,6 +13,7 @@
 #include "seedance/api/api.h"
 #include "seedance/base/check.h"
 #include "seedance/base/text.h"
+#include "seedance/experiment/experiment.h"
 
 namespace api = seedance::api;
 
@@ -24,6 +26,37 @@ void CheckError(const absl::Status& s) {
   SEEDANCE_CHECK(nlohmann::json::accept(api::ErrorBody(s))) << "error body is not JSON";
   const int http = api::HttpStatusFor(s);
   SEEDANCE_CHECK(http == 400 || http == 413) << "HTTP " << http;
+}
+
+// An experiment's definition and events: accepted bodies round-trip, and the analysis of
+// accepted events reports without crashing; refusals are InvalidArgument.
+void FuzzExperiment(std::string_view text) {
+  namespace ex = seedance::experiment;
+  absl::StatusOr<nlohmann::ordered_json> body = api::ParseJsonBody(text);
+  if (!body.ok()) return CheckError(body.status());
+  const nlohmann::json j(*body);
+  absl::StatusOr<ex::ExperimentSpec> spec = ex::ParseExperimentSpec(j);
+  if (spec.ok()) {
+    absl::StatusOr<ex::ExperimentSpec> again = ex::ParseExperimentSpec(ex::SpecToJson(*spec));
+    SEEDANCE_CHECK(again.ok() && ex::SpecToJson(*again) == ex::SpecToJson(*spec))
+        << "experiment spec does not round-trip";
+  } else {
+    CheckError(spec.status());
+  }
+  static const ex::ExperimentSpec kSpec = *ex::ParseExperimentSpec(nlohmann::json::parse(
+      R"({"control": "a", "variants": [{"name": "a", "weight": 1}, {"name": "b", "weight": 2}],
+          "metrics": [{"name": "latency_ms", "direction": "decrease"},
+                      {"name": "quality", "direction": "increase"}]})"));
+  absl::StatusOr<std::vector<ex::Event>> events = ex::ParseEvents(j, kSpec, 1000);
+  if (!events.ok()) return CheckError(events.status());
+  const std::string canonical = ex::EventsToJson(*events, kSpec);
+  absl::StatusOr<std::vector<ex::Event>> again =
+      ex::ParseEvents(nlohmann::json::parse(canonical), kSpec, 1000);
+  SEEDANCE_CHECK(again.ok() && ex::EventsToJson(*again, kSpec) == canonical)
+      << "events do not round-trip";
+  ex::Experiment x("fuzz", kSpec);
+  x.Apply(*events);
+  SEEDANCE_CHECK(nlohmann::json::accept(x.Report().dump())) << "report is not JSON";
 }
 
 }  // namespace
@@ -61,5 +94,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     SEEDANCE_CHECK(objs.status().code() == absl::StatusCode::kInvalidArgument)
         << objs.status().message();
   }
+  FuzzExperiment(text);
   return 0;
 }

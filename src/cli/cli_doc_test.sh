@@ -11,7 +11,7 @@ fail=0
 section() {  # the text of "### seedance $1" up to the next heading
   awk -v h="### seedance $1" '$0 == h {f=1; next} f && /^#/ {exit} f {print}' "$doc"
 }
-for c in simulate profile analyze serve-sim costmodel model train clock bench server node-agent cache get apply delete explain cordon uncordon version help completion; do
+for c in simulate profile analyze serve-sim costmodel model train clock bench server node-agent cache experiment get apply delete explain cordon uncordon version help completion; do
   paths=("$c")
   for s in $("$bin" help "$c" | awk '/^Subcommands:/{f=1;next} f && /^  [a-z]/{print $1} f && /^$/{f=0}'); do
     paths+=("$c $s")

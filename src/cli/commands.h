@@ -41,6 +41,7 @@ Command AddNodeAgentCommand(CLI::App& app);  // node_agent_cmd.cc (nodeagent: cp
 Command AddDevicePluginCommand(CLI::App& app);  // device_plugin_cmd.cc (deviceplugin)
 Command AddTrainCommand(CLI::App& app);      // train_cmd.cc     (train: becomes seedance-train)
 Command AddCacheCommand(CLI::App& app);      // cache_cmd.cc     (cache: simulate)
+Command AddExperimentCommand(CLI::App& app); // experiment_cmd.cc (api + experiment: A/B experiments)
 
 // Blocks SIGINT and SIGTERM in the calling thread, and so in every thread it starts after, so
 // that only its sigwait(&set) takes them (never a handler in another thread), and ignores SIGPIPE.

@@ -166,6 +166,7 @@ int main(int argc, char** argv) {
       cli::AddClockCommand(app),     cli::AddBenchCommand(app),        cli::AddServerCommand(app),
       cli::AddNodeAgentCommand(app), cli::AddDevicePluginCommand(app), cli::AddTrainCommand(app),
       cli::AddCacheCommand(app),
+      cli::AddExperimentCommand(app),
   };
   for (cli::Command& c : cli::AddClientCommands(app)) commands.push_back(std::move(c));
   for (cli::Command& c : cli::AddMetaCommands(app)) commands.push_back(std::move(c));

@@ -227,6 +227,8 @@ Command AddServerCommand(CLI::App& app) {
               "Open watch streams from one client address (429 beyond)");
   AddDouble(s, "--rate-limit", &f->o.rate_limit, base::NonNegative(1e9),
             "Requests per second over all clients (429 beyond); 0 = unlimited");
+  AddDouble(s, "--experiment-event-rate", &f->o.experiment_event_rate, base::NonNegative(1e9),
+            "Events per second one experiment takes (burst 2 s; 429 beyond); 0 = unlimited");
   AddDuration(s, "--assume-timeout", &f->o.assume_timeout_s, 1, base::Closed(1, 86400),
               "How long an external binder has to confirm a placement");
   AddDuration(s, "--aging", &f->o.aging_s, 1, base::Closed(0, 366 * 86400.0),

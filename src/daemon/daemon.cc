@@ -215,6 +215,7 @@ absl::StatusOr<server::HttpOptions> HttpOptionsOf(const DaemonOptions& o) {
   h.max_watches = o.max_watches;
   h.max_watches_per_client = o.max_watches_per_client;
   h.rate_limit = o.rate_limit;
+  h.experiment_event_rate = o.experiment_event_rate;
   return h;
 }
 

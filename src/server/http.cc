@@ -772,6 +772,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(Service& service,
   }
   RegisterRoutes(core.router, service, core.options);
   RegisterPolicyRoutes(core.router, service);
+  RegisterExperimentRoutes(core.router, service, core.options);
   RegisterExtenderRoutes(core.router, service, core.options.kube_api);
   core.accept_strand.emplace(asio::make_strand(core.ioc));
   core.acceptor.emplace(*core.accept_strand);

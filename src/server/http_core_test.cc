@@ -68,6 +68,7 @@ class RoutesTest : public ::testing::Test {
     service_ = std::move(*s);
     RegisterRoutes(router_, *service_, options_);
     RegisterPolicyRoutes(router_, *service_);
+    RegisterExperimentRoutes(router_, *service_, options_);
     RegisterExtenderRoutes(router_, *service_, nullptr);
   }
   void TearDown() override {

@@ -18,6 +18,8 @@ void RegisterRoutes(Router& r, Service& service, const HttpOptions& options);
 // null: bind then fails with a message) creates the Bindings.
 void RegisterExtenderRoutes(Router& r, Service& service,
                             std::shared_ptr<k8s::ApiServerClient> api);
+// /v1/experiments: A/B experiments, their events and reports (experiment_routes.cc).
+void RegisterExperimentRoutes(Router& r, Service& service, const HttpOptions& options);
 // GET and PUT /v1/policy (policy_routes.cc).
 void RegisterPolicyRoutes(Router& r, Service& service);
 

@@ -30,6 +30,8 @@ EXTENDER_ARGS = {
             "status": {"phase": "Pending"}},
     "Nodes": {"items": [{"kind": "Node", "metadata": {"name": "n1"},
                          "status": {"allocatable": {"cpu": "1", "memory": "1Gi"}}}]}}
+EXPERIMENT = {"control": "a", "variants": [{"name": "a", "weight": 1}, {"name": "b", "weight": 1}],
+              "metrics": [{"name": "latency_ms", "direction": "decrease"}]}
 
 
 def doc_tables():
@@ -67,6 +69,12 @@ def request_for(method, path, uid):
                 "Node": "n1"}
     elif path.endswith("/preempt"):
         body = {"Pod": EXTENDER_ARGS["Pod"], "NodeNameToVictims": {}}
+    elif path == "/v1/experiments/n1" and method == "PUT":
+        body = EXPERIMENT
+    elif path.endswith("/events"):
+        body = {"events": [{"session": "s1", "variant": "a", "metrics": {"latency_ms": 1.0}}]}
+    elif path.endswith("/assign"):
+        path += "?session=s1"
     if path == "/v1/watch":
         path += "?format=json&timeout=0s"
     return path, body
@@ -76,8 +84,10 @@ def snapshot(admin):
     nodes = admin.request("GET", "/v1/nodes")[1]["items"]
     pods = testlib.list_pods(admin)
     policy = admin.request("GET", "/v1/policy")[1]["text"]
+    experiments = admin.request("GET", "/v1/experiments")[1]["items"]
     return (sorted(json.dumps(n, sort_keys=True) for n in nodes),
-            sorted((p["uid"], p["phase"], p.get("node")) for p in pods), policy)
+            sorted((p["uid"], p["phase"], p.get("node")) for p in pods), policy,
+            sorted(json.dumps(e, sort_keys=True) for e in experiments))
 
 
 def walk(binary, with_tenants):

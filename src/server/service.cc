@@ -60,6 +60,34 @@ Reply ErrorReply(const absl::Status& st) { return {api::HttpStatusFor(st), api::
 
 void Service::Context::NoteSubmitted(const std::string& uid) { service.submitted_at_[uid] = now_s; }
 
+void Service::Context::PutObject(std::string kind, std::string key, std::string json) {
+  service.pending_objects_.push_back({std::move(kind), std::move(key), std::move(json), 0});
+}
+
+void Service::Context::DeleteObject(std::string kind, std::string key) {
+  // A put staged earlier in the batch goes too: the commit applies deletions before puts.
+  std::erase_if(service.pending_objects_, [&](const store::ObjectRecord& rec) {
+    return rec.kind == kind && rec.key == key;
+  });
+  service.pending_object_erases_.emplace_back(std::move(kind), std::move(key));
+}
+
+void Service::Context::DeleteObjects(std::string kind, std::string prefix) {
+  // Puts staged earlier in the batch go too: the commit applies deletions before puts.
+  std::erase_if(service.pending_objects_, [&](const store::ObjectRecord& rec) {
+    return rec.kind == kind && rec.key.starts_with(prefix);
+  });
+  service.pending_object_deletes_.emplace_back(std::move(kind), std::move(prefix));
+}
+
+std::vector<store::ObjectRecord> Service::TakeLoadedObjects(const std::string& kind) {
+  auto it = loaded_objects_.find(kind);
+  if (it == loaded_objects_.end()) return {};
+  std::vector<store::ObjectRecord> out = std::move(it->second);
+  loaded_objects_.erase(it);
+  return out;
+}
+
 Service::Service(ServiceOptions options)
     : options_(std::move(options)), metrics_(std::make_unique<Metrics>()) {}
 
@@ -106,6 +134,9 @@ absl::Status Service::Recover(std::string* policy_text) {
   absl::StatusOr<store::Snapshot> snap = store_->Load();
   if (!snap.ok()) return snap.status();
   *policy_text = snap->policy_text;
+  loaded_objects_.clear();
+  for (store::ObjectRecord& rec : snap->objects) loaded_objects_[rec.kind].push_back(std::move(rec));
+  ++load_generation_;
   const std::string& where = store_->path();
   for (const store::NodeRecord& rec : snap->nodes) {
     Json j = Json::parse(rec.spec_json, nullptr, false);
@@ -254,6 +285,7 @@ void Service::RunBatch(std::vector<std::pair<Operation, Service::Done>>& batch) 
     pending_policy_text_.reset();
     if (commit.revision == 0) commit.revision = revision_.load();
   }
+  StageObjects(commit);
   absl::Status committed = absl::OkStatus();
   if (!commit.empty()) {
     const double t0 = Now();
@@ -293,10 +325,14 @@ void Service::RunFollowerBatch(std::vector<std::pair<Operation, Service::Done>>&
   std::vector<Finisher> finishers;
   finishers.reserve(batch.size());
   for (auto& [op, done] : batch) finishers.push_back(op(ctx));
-  if (!scheduler_->TakeChanges().empty() || pending_policy_text_) {
+  if (!scheduler_->TakeChanges().empty() || pending_policy_text_ || !pending_objects_.empty() ||
+      !pending_object_deletes_.empty() || !pending_object_erases_.empty()) {
     // A write slipped past the HTTP check while this service was being demoted: refuse the
     // batch and put the state back as the store has it.
     pending_policy_text_.reset();
+    pending_objects_.clear();
+    pending_object_deletes_.clear();
+    pending_object_erases_.clear();
     for (auto& [op, done] : batch) {
       done(Unavailable("this replica is not the leader; ask GET /v1/leader"));
     }
@@ -332,6 +368,9 @@ absl::Status Service::Rebuild(bool lead) {
   submitted_at_.clear();
   batch_pod_json_.clear();
   pending_policy_text_.reset();
+  pending_objects_.clear();
+  pending_object_deletes_.clear();
+  pending_object_erases_.clear();
   std::string stored_policy;
   if (absl::Status r = Recover(&stored_policy); !r.ok()) return r;
   if (absl::Status p = ApplyStoredPolicy(stored_policy); !p.ok()) return p;
@@ -372,6 +411,28 @@ void Service::ObserveBound(const std::string& uid, double now) {
 const std::string* Service::BatchPodJson(const std::string& uid) const {
   auto it = batch_pod_json_.find(uid);
   return it == batch_pod_json_.end() ? nullptr : &it->second;
+}
+
+void Service::StageObjects(store::Batch& commit) {
+  if (pending_objects_.empty() && pending_object_deletes_.empty() &&
+      pending_object_erases_.empty()) {
+    return;
+  }
+  if (commit.revision == 0) commit.revision = revision_.load();
+  // Deletions first: an operation that deletes a prefix and then puts under it keeps the put.
+  for (auto& [kind, prefix] : pending_object_deletes_) {
+    commit.delete_object_prefixes.emplace_back(std::move(kind), std::move(prefix));
+  }
+  for (auto& [kind, key] : pending_object_erases_) {
+    commit.delete_objects.emplace_back(std::move(kind), std::move(key));
+  }
+  for (store::ObjectRecord& rec : pending_objects_) {
+    rec.revision = commit.revision;
+    commit.put_objects.push_back(std::move(rec));
+  }
+  pending_objects_.clear();
+  pending_object_deletes_.clear();
+  pending_object_erases_.clear();
 }
 
 store::Batch Service::BuildCommit(std::vector<WatchEvent>* events) {

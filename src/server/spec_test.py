@@ -272,10 +272,57 @@ def valid_session(s):
            {"Pod": K8S_POD, "NodeNameToMetaVictims": {"gpu-1": {"Pods": [{"UID": pod["uid"]}],
                                                                 "NumPDBViolations": 0}}},
            want=200)
+    experiment_session(s)
     s.call("DELETE", f"/v1/pods/{pod['uid']}", token=TENANT, want=200)
     s.call("DELETE", "/v1/nodes/gpu-1?drain=true", want=200)
     s.call("GET", "/metrics", token=None, want=200)
     return pod
+
+
+EXPERIMENT = {"control": "fp16",
+              "variants": [{"name": "fp16", "weight": 0.5},
+                           {"name": "int8-ffn", "weight": 0.5, "precision_plan": "int8.json"}],
+              "metrics": [{"name": "latency_ms", "direction": "decrease"}], "mde": 0.05}
+
+
+def experiment_events(n):
+    return {"events": [{"session": f"s{i}", "variant": "fp16" if i % 2 else "int8-ffn",
+                        "metrics": {"latency_ms": 10.0 + i % 7}} for i in range(n)]}
+
+
+def experiment_session(s):
+    """Every experiment operation with a valid request (docs/experiments.md)."""
+    one = "/v1/experiments/probe?namespace=ml"
+    s.call("PUT", one, EXPERIMENT, token=TENANT, want=201)
+    s.call("PUT", one, EXPERIMENT, token=TENANT, want=200)
+    s.call("GET", "/v1/experiments", want=200)
+    s.call("GET", one, token=TENANT, want=200)
+    s.call("GET", "/v1/experiments/probe/assign?namespace=ml&session=s1", want=200)
+    s.call("POST", "/v1/experiments/probe/events?namespace=ml", experiment_events(15),
+           token=TENANT, want=202)
+    s.call("GET", "/v1/experiments/probe/report?namespace=ml", want=200)
+    s.call("POST", "/v1/experiments/probe/stop?namespace=ml&reason=done", want=200)
+    s.call("GET", "/v1/experiments/probe/report?namespace=ml", want=200)
+    s.call("DELETE", one, token=TENANT, want=200)
+
+
+def experiment_errors(s):
+    """The experiments' own refusals: 400, 403, 404, 409 and 429 (--experiment-event-rate 10:
+    a burst of 20 events, so 25 in one request is refused whatever the timing)."""
+    one = "/v1/experiments/flood"
+    s.call("PUT", one, EXPERIMENT, want=201)
+    s.call("PUT", one, dict(EXPERIMENT, control="bf16"), want=400)
+    s.call("PUT", "/v1/experiments/x?namespace=other", EXPERIMENT, token=TENANT, want=403)
+    s.call("GET", "/v1/experiments/nope", want=404)
+    s.call("POST", "/v1/experiments/nope/events", experiment_events(1), want=404)
+    bad = {"events": [{"session": "s", "variant": "bf16", "metrics": {"latency_ms": 1}}]}
+    s.call("POST", one + "/events", bad, want=400)
+    s.call("GET", one + "/assign", want=400)
+    s.call("POST", one + "/events", experiment_events(15), want=202)
+    s.call("POST", one + "/events", experiment_events(25), want=429)
+    s.call("PUT", one, dict(EXPERIMENT, mde=0.1), want=409)  # it has events
+    s.call("POST", one + "/stop", want=200)
+    s.call("POST", one + "/events", experiment_events(1), want=409)
 
 
 def error_session(s, uid, server_port):
@@ -312,6 +359,7 @@ def error_session(s, uid, server_port):
         s.problems.append(f"pod pin: {pin}, want it bound")
     s.call("DELETE", f"/v1/nodes/{pin.get('node')}", want=409)
     s.call("POST", "/v1/pods", {"name": "x" * 10, "labels": {"k": "v" * 5000}}, want=413)
+    experiment_errors(s)
     # 429: a second open watch over --max-watches-per-client 1 (both come from Prism's address).
     opened = threading.Event()
 
@@ -370,7 +418,8 @@ def main():
     server = testlib.Server(binary, os.path.join(work, "st"), [
         "--token-file", os.path.join(work, "token"),
         "--tenant-tokens", os.path.join(work, "tenants"),
-        "--max-body", "4096", "--max-watches-per-client", "1"]).start()
+        "--max-body", "4096", "--max-watches-per-client", "1",
+        "--experiment-event-rate", "10"]).start()
     proxies = []
     try:
         strict = Prism(server.port, validate_request=True)

@@ -1,10 +1,12 @@
 # Inference runtime (docs/serving.md): paged KV block manager, continuous and static batch
-# schedulers, LLM request trace readers and the trace-driven serving simulator.
+# schedulers, LLM request trace readers, the trace-driven serving simulator and the online
+# precision probe (A/B experiments on precision plans played through it).
 target_sources(seedance_serving PRIVATE
   kv_block_manager.cc
   batch_scheduler.cc
   request_trace.cc
-  serving_sim.cc)
+  serving_sim.cc
+  probe.cc)
 target_link_libraries(seedance_serving PUBLIC absl::flat_hash_map absl::flat_hash_set)
 
 seedance_add_test(kv_block_manager_test SOURCES kv_block_manager_test.cc LIBS seedance_serving)
@@ -12,6 +14,7 @@ seedance_add_test(batch_scheduler_test SOURCES batch_scheduler_test.cc LIBS seed
 seedance_add_test(request_trace_test SOURCES request_trace_test.cc
                   LIBS seedance_serving seedance_trace)
 seedance_add_test(serving_sim_test SOURCES serving_sim_test.cc LIBS seedance_serving seedance_trace)
+seedance_add_test(probe_test SOURCES probe_test.cc LIBS seedance_serving)
 
 if(SEEDANCE_BUILD_TESTS)
   # `seedance serve-sim` end to end: good traces give the JSON contract, bad ones exit 2 with

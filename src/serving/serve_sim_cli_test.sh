@@ -225,6 +225,77 @@ expect_error "plan bad format" 'badplan.json: $.layers[0].format: unknown numeri
   --trace "$good" --precision-plan "$tmp/badplan.json"
 expect_error "plan is output" "same file" --trace "$good" --precision-plan "$plan" -o "$plan"
 
+# --experiment: the online precision probe. Two plans (fp16 and the fp8/int8 plan above), the
+# trace's requests split by the API's assignment hash, one event per request in the events file.
+plan16="$tmp/plan16.json"
+cat >"$plan16" <<'EOF2'
+{"schema_version": "model-plan/v1", "gpu": "H100", "layers": [
+ {"node": "/model/layers.0/self_attn/q_proj/MatMul", "format": "fp16", "bytes_fp32": 64, "bytes": 32},
+ {"node": "/model/layers.0/mlp/up_proj/MatMul", "format": "fp16", "bytes_fp32": 64, "bytes": 32}],
+ "bytes_fp32": 128, "bytes": 64}
+EOF2
+mkdir -p "$tmp/exp"
+cat >"$tmp/exp/int8-probe.json" <<'EOF2'
+{"control": "fp16", "variants": [{"name": "fp16", "weight": 1, "precision_plan": "../plan16.json"},
+ {"name": "int8", "weight": 1, "precision_plan": "../plan.json"}],
+ "metrics": [{"name": "e2e_ms", "direction": "decrease"}, {"name": "ttft_ms", "direction": "decrease"}]}
+EOF2
+out=$("$bin" serve-sim --trace "$good" --gpu h100 --batching continuous \
+  --experiment "$tmp/exp/int8-probe.json" --events-out "$tmp/events.json" --format json 2>&1)
+rc=$?
+if [[ $rc -eq 0 ]] && python3 - "$tmp/events.json" "$out" <<'PY'
+import json, sys
+M = (1 << 64) - 1
+def variant(experiment, session):  # experiment.h's AssignmentHash / AssignVariant, 50/50
+    h = 0xcbf29ce484222325
+    for c in (experiment + "\x1f" + session).encode():
+        h = ((h ^ c) * 0x100000001b3) & M
+    h = ((h ^ (h >> 30)) * 0xbf58476d1ce4e5b9) & M
+    h = ((h ^ (h >> 27)) * 0x94d049bb133111eb) & M
+    h ^= h >> 31
+    return "fp16" if (h >> 11) * 2.0 ** -53 * 2 < 1 else "int8"
+events = json.load(open(sys.argv[1]))["events"]
+assert len(events) == 50, len(events)
+assert {e["variant"] for e in events} == {"fp16", "int8"}
+assert sorted(int(e["session"][1:]) for e in events) == list(range(50))
+for e in events:
+    assert e["variant"] == variant("int8-probe", e["session"]), e
+    assert set(e["metrics"]) == {"e2e_ms", "ttft_ms"}, e
+    assert 0 < e["metrics"]["ttft_ms"] <= e["metrics"]["e2e_ms"], e
+x = json.loads(sys.argv[2])["experiment"]
+assert x["name"] == "int8-probe" and x["events"] == 50 and x["mode"] == "continuous", x
+v = {a["name"]: a for a in x["variants"]}
+assert v["fp16"]["requests"] + v["int8"]["requests"] == 50
+assert v["int8"]["precision_plan"].endswith("plan.json") and v["fp16"]["stop"] is None
+assert v["fp16"]["requests"] == sum(e["variant"] == "fp16" for e in events)
+PY
+then ok "--experiment events file: the split, the metrics"; else bad "--experiment: exit $rc ($out)"; fi
+out=$("$bin" serve-sim --trace "$good" --gpu h100 --batching continuous \
+  --experiment "$tmp/exp/int8-probe.json" --apdf --error-latency-ms 1 2>&1)
+rc=$?
+[[ $rc -eq 0 && "$out" == *"experiment int8-probe"* && "$out" == *"fp16 (control)"* &&
+  "$out" == *"APDF on"* ]] && ok "--experiment table section" || bad "experiment table: exit $rc ($out)"
+echo '{"control": "fp16", "variants": [{"name": "fp16", "weight": 1}, {"name": "int8", "weight": -1}], "metrics": [{"name": "e2e_ms", "direction": "decrease"}]}' >"$tmp/exp/bad.json"
+expect_error "bad experiment file" 'bad.json: $.variants[1].weight' --trace "$good" \
+  --experiment "$tmp/exp/bad.json"
+echo '{"control": "fp16", "variants": [{"name": "fp16", "weight": 1}, {"name": "int8", "weight": 1}], "metrics": [{"name": "quality", "direction": "increase"}]}' >"$tmp/exp/quality.json"
+expect_error "experiment metric the probe lacks" 'quality.json: $.metrics[0].name: the probe cannot produce metric "quality"' \
+  --trace "$good" --experiment "$tmp/exp/quality.json"
+echo '{"control": "fp16", "variants": [{"name": "fp16", "weight": 1}, {"name": "int8", "weight": 1, "precision_plan": "nope.json"}], "metrics": [{"name": "e2e_ms", "direction": "decrease"}]}' >"$tmp/exp/noplan.json"
+expect_error "experiment plan missing" 'noplan.json: $.variants[1].precision_plan: ' --trace "$good" \
+  --experiment "$tmp/exp/noplan.json"
+cp "$tmp/exp/noplan.json" "$tmp/exp/Not_A_Label.json"
+expect_error "experiment name from the stem" "--experiment-name" --trace "$good" \
+  --experiment "$tmp/exp/Not_A_Label.json"
+expect_error "--precision-plan with --experiment" "--precision-plan and --experiment" \
+  --trace "$good" --precision-plan "$plan" --experiment "$tmp/exp/int8-probe.json"
+expect_error "--events-out alone" "--events-out needs --experiment" --trace "$good" \
+  --events-out "$tmp/e.json"
+out=$("$bin" serve-sim --trace "$good" --gpu h100 --experiment "$tmp/exp/int8-probe.json" \
+  --server http://127.0.0.1:1 2>&1)
+rc=$?
+[[ $rc -eq 1 ]] && ok "unreachable --server is exit 1" || bad "unreachable --server: exit $rc ($out)"
+
 help=$("$bin" serve-sim --help 2>&1)
 [[ "$help" == *Examples* && "$help" == *--rate-scale* && "$help" == *"Exit status"* &&
   "$help" == *--trace-format* && "$help" != *"--json "* ]] && ok "help teaches" || bad "help: $help"

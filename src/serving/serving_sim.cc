@@ -220,6 +220,7 @@ absl::StatusOr<ServingResult> RunServingSim(const RequestTrace& trace, const Ser
   res.preemptions = sched->preemptions();
   res.prefix_hit_ratio = prompt_tokens > 0 ? hit_tokens / prompt_tokens : 0;
   res.mean_batch = res.iterations > 0 ? batch_integral / static_cast<double>(res.iterations) : 0;
+  res.outcomes = sched->outcomes();
   return res;
 }
 

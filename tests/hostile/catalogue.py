@@ -223,7 +223,9 @@ COMMANDS = {"simulate": (), "profile": (), "analyze": (), "serve-sim": (),
             "version": (), "help": (), "completion": (), "server": (),
             "get": ("nodes", "pods", "pod", "queues"), "apply": (), "delete": ("pod",), "explain": (),
             "cordon": (), "uncordon": (), "node-agent": ("topology", "pin"), "device-plugin": (),
-            "submit": (), "cache": ("simulate",)}
+            "submit": (), "cache": ("simulate",),
+            "experiment": ("create", "list", "get", "report", "stop", "delete", "assign",
+                           "events")}
 
 
 def command_of(argv):
@@ -2956,6 +2958,51 @@ def cache_cases():
     return c
 
 
+EXPERIMENT_JSON = ('{"control": "a", "variants": [{"name": "a", "weight": 1}, '
+                   '{"name": "b", "weight": 1}], "metrics": [{"name": "latency_ms", '
+                   '"direction": "decrease"}]}')
+
+
+def experiment_cases():
+    """`seedance experiment` (docs/experiments.md): definitions and event files checked before
+    any request, names, a server that is not there, -o naming the input."""
+    c = []
+    B, D, E = "bad-value", "destroy", "exit-code"
+    nowhere = ["--server", "http://127.0.0.1:1", "--timeout", "5s"]
+
+    def case(cls, name, argv, exit=2, msg=(), files=None, **kw):
+        c.append(Case(cls, "experiment/" + name, ["experiment"] + argv, exit=exit, msg=msg,
+                      files=dict({"e.json": EXPERIMENT_JSON}, **(files or {})), **kw))
+
+    case(B, "not-json", ["create", "x", "-f", "{b.json}"] + nowhere,
+         files={"b.json": "{control: a"}, msg=["b.json", "not JSON"])
+    case(B, "control-not-a-variant", ["create", "x", "-f", "{b.json}"] + nowhere,
+         files={"b.json": EXPERIMENT_JSON.replace('"control": "a"', '"control": "z"')},
+         msg=["b.json: $.control: must name one of the variants"])
+    case(B, "weight-zero", ["create", "x", "-f", "{b.json}"] + nowhere,
+         files={"b.json": EXPERIMENT_JSON.replace('"weight": 1}]', '"weight": 0}]')},
+         msg=["b.json: $.variants[1].weight"])
+    case(B, "unknown-key", ["create", "x", "-f", "{b.json}"] + nowhere,
+         files={"b.json": EXPERIMENT_JSON[:-1] + ', "colour": 1}'}, msg=["unknown key"])
+    case(B, "escape-in-variant", ["create", "x", "-f", "{b.json}"] + nowhere,
+         files={"b.json": EXPERIMENT_JSON.replace('"name": "b"', '"name": "\\u001b[2J"')},
+         msg=["$.variants[1].name"])
+    case(B, "bad-name", ["create", "Bad_Name", "-f", "{e.json}"] + nowhere,
+         msg=["DNS-1123 label"])
+    case(B, "name-with-escape", ["report", ESC] + nowhere, msg=["DNS-1123 label"])
+    case(B, "events-not-array", ["events", "x", "-f", "{v.json}"] + nowhere,
+         files={"v.json": '{"events": 5}'}, msg=["v.json: $.events: must be an array"])
+    case(B, "batch-zero", ["events", "x", "-f", "{e.json}", "--batch", "0"] + nowhere,
+         msg=["--batch"])
+    case(E, "missing-file", ["create", "x", "-f", "{T}/nope.json"] + nowhere, exit=(1, 2),
+         msg=["nope.json"])
+    case(E, "no-server", ["report", "x"] + nowhere, exit=1, msg=["127.0.0.1:1"])
+    case(E, "no-subcommand", [], msg=["experiment: say what to do"])
+    case(D, "output-is-input", ["create", "x", "-f", "{e.json}", "-o", "{e.json}"] + nowhere,
+         msg=["refusing to overwrite an input"])
+    return c
+
+
 def build(binary=None):
     cases = []
     cases += destroy_and_write_cases()
@@ -2978,4 +3025,5 @@ def build(binary=None):
     cases += model_cases()
     cases += train_cases()
     cases += cache_cases()
+    cases += experiment_cases()
     return cases

@@ -60,6 +60,7 @@ struct DaemonOptions {
   int max_watches = 4096;
   int max_watches_per_client = 512;
   double rate_limit = 0;
+  double experiment_event_rate = 20000;  // events/s per experiment (docs/experiments.md)
   double assume_timeout_s = 30;
   double aging_s = 0;  // 0: no aging
   // The Kubernetes API server (--kube-api / --kube-in-cluster); nullopt: none.

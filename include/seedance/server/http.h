@@ -62,6 +62,10 @@ struct HttpOptions {
   std::function<std::string()> deployments_status;
   // GET /v1/node-groups' body (NodeGroupController::StatusJson); unset: no groups.
   std::function<std::string()> node_groups_status;
+  // Experiments (docs/experiments.md): events accepted per second per experiment (token
+  // bucket, burst two seconds' worth; beyond it 429; 0: unlimited) and per request.
+  double experiment_event_rate = 20000;
+  size_t max_experiment_events = 1000;
 };
 
 class HttpServer {

@@ -169,7 +169,20 @@ class Service {
     double now_s;
     // Records that `uid` was submitted now (for the submit-to-bound histogram).
     void NoteSubmitted(const std::string& uid);
+    // Durable records of other subsystems (store::ObjectRecord; experiments), made durable with
+    // the batch: put or replace by (kind, key); delete one by (kind, key); delete every object
+    // of `kind` whose key starts with `prefix`. A follower refuses the batch (503) as for any other change.
+    void PutObject(std::string kind, std::string key, std::string json);
+    void DeleteObject(std::string kind, std::string key);
+    void DeleteObjects(std::string kind, std::string prefix);
   };
+
+  // Loop thread (inside an operation): the objects of `kind` the store held at the last load
+  // (start or Reload), handed over once: a subsystem builds its state from them and keeps it up
+  // to date from its own operations. load_generation() changes with every load, so a subsystem
+  // knows that its state must be rebuilt from TakeLoadedObjects again.
+  std::vector<store::ObjectRecord> TakeLoadedObjects(const std::string& kind);
+  uint64_t load_generation() const { return load_generation_; }
 
  private:
   explicit Service(ServiceOptions options);
@@ -186,6 +199,8 @@ class Service {
   void RunBatch(std::vector<std::pair<Operation, Done>>& batch);
   // Turns the scheduler's changes into the store batch and the watch events (revisions assigned).
   store::Batch BuildCommit(std::vector<WatchEvent>* events);
+  // Moves the objects the batch's operations staged into `commit`.
+  void StageObjects(store::Batch& commit);
   void Publish(std::vector<WatchEvent> events);
   void ObserveBound(const std::string& uid, double now);
   void Tick(double now_s);
@@ -213,6 +228,13 @@ class Service {
   sched::QueueConfig queues_config_;                     // what the scheduler was given
   bool use_policy_profiles_ = false;  // false: --placement until a policy file or PUT
   std::optional<std::string> pending_policy_text_;
+  // Objects staged by this batch's operations (Context::PutObject, DeleteObjects), in order.
+  std::vector<store::ObjectRecord> pending_objects_;
+  std::vector<std::pair<std::string, std::string>> pending_object_deletes_;  // (kind, prefix)
+  std::vector<std::pair<std::string, std::string>> pending_object_erases_;   // (kind, key)
+  // The last load's objects not yet taken, by kind; and the load counter (loop thread).
+  std::map<std::string, std::vector<store::ObjectRecord>> loaded_objects_;
+  uint64_t load_generation_ = 0;
   int64_t last_bound_count_ = 0;
   double last_rate_s_ = 0;
   double bind_rate_ = 0;

@@ -77,6 +77,9 @@ struct ServingResult {
   int64_t kv_blocks = 0;
   double sim_duration_s = 0;
   double mean_batch = 0;
+  // Per request (index i = trace request i), in the simulation's clock (arrivals / rate scale).
+  // Not in the JSON.
+  std::vector<RequestOutcome> outcomes;
 };
 
 // Longest arrival span (last arrival / rate scale) replayed: beyond it a double's resolution is
