@@ -74,6 +74,14 @@ def wait_port(port, proc, what):
     testlib.wait(f"{what} on port {port}", up, timeout=60, step=0.02)
 
 
+def tail(path, n=2000):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()[-n:]
+    except OSError as e:
+        return str(e)
+
+
 def stop(proc, sig=signal.SIGTERM, timeout=60):
     if proc.poll() is None:
         os.kill(proc.pid, sig)
@@ -84,11 +92,22 @@ class Nginx:
     """nginx -c GENERATED.conf, every path under `root`'s parent."""
 
     def __init__(self, tmp, root):
+        # A port free when picked may be taken before nginx binds it (tests run side by side):
+        # a start that exits before listening is tried again on another port.
+        for attempt in range(3):
+            try:
+                return self._start(tmp, root)
+            except AssertionError:
+                if attempt == 2:
+                    raise AssertionError("nginx did not start: " + tail(
+                        os.path.join(tmp, "nginx-error.log")))
+
+    def _start(self, tmp, root):
         self.port = testlib.free_port()
         self.access_log = os.path.join(tmp, "nginx-access.log")
         conf = os.path.join(tmp, "nginx.conf")
         temp = os.path.join(tmp, "nginx-temp")
-        os.makedirs(temp)
+        os.makedirs(temp, exist_ok=True)
         with open(conf, "w") as f:
             f.write(f"""daemon off;
 master_process off;
@@ -147,6 +166,14 @@ class DripHandler(http.server.BaseHTTPRequestHandler):
 
 class Agent:
     def __init__(self, binary, tmp, server_port, token, cache_dir, extra=()):
+        for attempt in range(3):  # as Nginx: the metrics port may be taken meanwhile
+            try:
+                return self._start(binary, tmp, server_port, token, cache_dir, extra)
+            except AssertionError:
+                if attempt == 2 or "cannot listen" not in self.text():
+                    raise AssertionError("the agent did not start: " + self.text()[-2000:])
+
+    def _start(self, binary, tmp, server_port, token, cache_dir, extra):
         self.log_path = os.path.join(tmp, f"agent-{time.monotonic_ns()}.log")
         self.metrics_port = testlib.free_port()
         cmd = [binary, "node-agent", "cache", "--server", f"http://127.0.0.1:{server_port}",
