@@ -261,9 +261,17 @@ void PostEvents(Service& s, const RegistryPtr& reg, const Request& req, Done don
             ex::ParseEvents(body, e->x->spec(), reg->max_events());
         if (!events.ok()) return Fail(events.status());
         if (!reg->Admit(*e, events->size(), c.now_s)) {
-          return Fail(absl::ResourceExhaustedError(absl::StrFormat(
-              "experiment '%s': over %g events per second; send fewer, or retry in a second",
-              t.name, reg->rate())));
+          // A batch over the whole burst would never be taken: say so rather than "retry".
+          const double burst = 2 * reg->rate();
+          return Fail(absl::ResourceExhaustedError(
+              static_cast<double>(events->size()) > burst
+                  ? absl::StrFormat("experiment '%s': %d events in one request is over the "
+                                    "burst of %g (2 s of --experiment-event-rate %g): send "
+                                    "smaller batches",
+                                    t.name, events->size(), burst, reg->rate())
+                  : absl::StrFormat("experiment '%s': over %g events per second; retry in a "
+                                    "second",
+                                    t.name, reg->rate())));
         }
         e->x->Apply(*events);
         c.PutObject(kEventsKind, absl::StrFormat("%s/%012d", t.key, e->next_batch++),
