@@ -215,16 +215,6 @@ absl::StatusOr<std::vector<Json>> List(api::Client& client, const std::string& p
   return absl::DataLossError(absl::StrCat("GET ", path, ": more than ", kMaxPages, " pages"));
 }
 
-// A pod UID as a path segment: what the server hands out (hex digits and '-').
-absl::Status CheckUid(const std::string& uid) {
-  bool ok = !uid.empty() && uid.size() <= 64;
-  for (char c : uid) ok &= absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-';
-  if (ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("UID '", base::ForTerminal(base::Clip(uid)),
-                                                 "': a pod UID is 1-64 letters, digits and '-' "
-                                                 "(see `seedance get pods`)"));
-}
-
 absl::Status CheckNodeName(const std::string& name) {
   if (api::IsDnsSubdomain(name)) return absl::OkStatus();
   return absl::InvalidArgumentError(

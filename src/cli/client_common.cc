@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -215,6 +216,15 @@ absl::Status Print(const Output& out, const std::string& schema, const Json& fie
   if (out.format == "json") return Emit(out, base::DumpJson(Document(schema, fields), 2) + "\n");
   if (out.format == "yaml") return Emit(out, ToYaml(Document(schema, fields)));
   return Emit(out, table);
+}
+
+absl::Status CheckUid(const std::string& uid) {
+  bool ok = !uid.empty() && uid.size() <= 64;
+  for (char c : uid) ok &= absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-';
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("UID '", base::ForTerminal(base::Clip(uid)),
+                                                 "': a pod UID is 1-64 letters, digits and '-' "
+                                                 "(see `seedance get pods`)"));
 }
 
 }  // namespace seedance::cli

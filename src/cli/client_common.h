@@ -62,6 +62,9 @@ absl::Status Print(const Output& out, const std::string& schema, const nlohmann:
 // JSON, `fallback` for anything else.
 std::string Str(const nlohmann::json& j, const char* key, const std::string& fallback = "-");
 int64_t Int(const nlohmann::json& j, const char* key);
+// A pod UID as the API takes it (1-64 letters, digits and '-'): checked before any request.
+absl::Status CheckUid(const std::string& uid);
+
 // Columns padded to their widest cell, three spaces apart.
 std::string Table(const std::vector<std::vector<std::string>>& rows);
 

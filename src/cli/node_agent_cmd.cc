@@ -16,6 +16,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client_common.h"
 #include "commands.h"
 #include "nlohmann/json.hpp"
 #include "seedance/api/client.h"
@@ -358,6 +359,7 @@ struct WaitFlags {
 
 int RunPrewarmWait(const WaitFlags& f) {
   if (f.pod.empty()) return UsageError("node-agent prewarm-wait: --pod UID is required");
+  if (absl::Status s = CheckUid(f.pod); !s.ok()) return Fail(s);
   auto r = na::WaitForPrewarm(ClientOptionsOf(f.server), f.pod, f.timeout_s);
   if (!r.ok()) return Fail(r.status());
   if (r->no_list) {

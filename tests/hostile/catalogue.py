@@ -222,7 +222,7 @@ COMMANDS = {"simulate": (), "profile": (), "analyze": (), "serve-sim": (),
             "costmodel": ("check", "fit"), "model": ("run", "analyze", "plan", "quantize", "sparsify", "ops"), "clock": ("probe", "simulate"), "bench": ("timers",),
             "version": (), "help": (), "completion": (), "server": (),
             "get": ("nodes", "pods", "pod", "queues"), "apply": (), "delete": ("pod",), "explain": (),
-            "cordon": (), "uncordon": (), "node-agent": ("topology", "pin"), "device-plugin": (),
+            "cordon": (), "uncordon": (), "node-agent": ("topology", "pin", "cache", "prewarm-wait"), "device-plugin": (),
             "submit": (), "cache": ("simulate",),
             "experiment": ("create", "list", "get", "report", "stop", "delete", "assign",
                            "events")}
@@ -3003,6 +3003,50 @@ def experiment_cases():
     return c
 
 
+def node_agent_cache_cases():
+    """`seedance node-agent cache` and `prewarm-wait` (docs/cache.md): every flag checked before
+    anything starts, no credential or escape sequence echoed, a pod UID checked before waiting."""
+    c = []
+    B, E = "bad-value", "exit-code"
+    base = ["node-agent", "cache", "--server", "http://127.0.0.1:1", "--node", "n1",
+            "--cache-dir", "{T}/c"]
+
+    def case(cls, name, argv, exit=2, msg=(), **kw):
+        c.append(Case(cls, "node-agent-cache/" + name, argv, exit=exit, msg=msg, **kw))
+
+    for flag, value, want in (("--cache-size", "12XB", "expected a size"),
+                              ("--cache-size", "0", "[1, "),
+                              ("--max-concurrent", "0", "[1, 256]"),
+                              ("--max-bandwidth", "-5", "expected a size"),
+                              ("--parallel-pods", "65", "[1, 64]"),
+                              ("--stall-timeout", "0", "[0.1, 3600]"),
+                              ("--watch-timeout", "nan", "--watch-timeout")):
+        argv = base + ["--cache-size", "1G", flag, value] if flag != "--cache-size" else \
+            base + [flag, value]
+        case(B, flag.lstrip("-") + "=" + value, argv, msg=[flag, want])
+    case(B, "policy-the-cache-cannot-run", base + ["--cache-size", "1G", "--policy", "belady"],
+         msg=["belady", "lru, fifo, lru2"])
+    case(B, "node-with-escape", ["node-agent", "cache", "--server", "http://127.0.0.1:1",
+                                 "--node", ESC, "--cache-dir", "{T}/c", "--cache-size", "1G"],
+         msg=["--node", "DNS-1123"])
+    case(B, "credentials-in-url", ["node-agent", "cache", "--server",
+                                   "http://u:hunter2secret@127.0.0.1:1", "--node", "n1",
+                                   "--cache-dir", "{T}/c", "--cache-size", "1G"],
+         msg=["<redacted>", "--token-file"])
+    case(E, "cache-dir-is-a-file", ["node-agent", "cache", "--server", "http://127.0.0.1:1",
+                                    "--node", "n1", "--cache-dir", "{f.txt}", "--cache-size",
+                                    "1G"], exit=1, files={"f.txt": "x"}, msg=["f.txt"])
+    case(E, "no-node", ["node-agent", "cache", "--cache-dir", "{T}/c", "--cache-size", "1G"],
+         msg=["--node"])
+    case(B, "wait-bad-uid", ["node-agent", "prewarm-wait", "--server", "http://127.0.0.1:1",
+                             "--pod", "not-a-uid!"], msg=["a pod UID is"])
+    case(E, "wait-no-pod", ["node-agent", "prewarm-wait"], msg=["--pod UID is required"])
+    case(E, "wait-no-server", ["node-agent", "prewarm-wait", "--server", "http://127.0.0.1:1",
+                               "--pod", "0123abcd", "--timeout", "1s"], exit=1,
+         msg=["cannot reach http://127.0.0.1:1"])
+    return c
+
+
 def build(binary=None):
     cases = []
     cases += destroy_and_write_cases()
@@ -3026,4 +3070,5 @@ def build(binary=None):
     cases += train_cases()
     cases += cache_cases()
     cases += experiment_cases()
+    cases += node_agent_cache_cases()
     return cases
