@@ -35,14 +35,6 @@ namespace ex = experiment;
 constexpr char kExperimentKind[] = "experiment";
 constexpr char kEventsKind[] = "experiment-events";
 
-Finisher Fail(absl::Status st) {
-  return [st = std::move(st)] { return ErrorReply(st); };
-}
-
-Finisher Ok(int status, Json body) {
-  return [status, body = std::move(body)] { return Reply{status, base::DumpJson(body, -1)}; };
-}
-
 struct Entry {
   std::string ns, name;
   std::unique_ptr<ex::Experiment> x;

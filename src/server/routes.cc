@@ -24,6 +24,14 @@
 
 namespace seedance::server {
 
+Service::Finisher Fail(absl::Status st) {
+  return [st = std::move(st)] { return ErrorReply(st); };
+}
+
+Service::Finisher Ok(int status, Json body) {
+  return [status, body = std::move(body)] { return Reply{status, base::DumpJson(body, -1)}; };
+}
+
 namespace {
 
 using Finisher = Service::Finisher;
@@ -31,14 +39,6 @@ using Context = Service::Context;
 
 constexpr int kDefaultPageSize = 500;
 constexpr int kMaxPageSize = 5000;
-
-Finisher Fail(absl::Status st) {
-  return [st = std::move(st)] { return ErrorReply(st); };
-}
-
-Finisher Ok(int status, Json body) {
-  return [status, body = std::move(body)] { return Reply{status, base::DumpJson(body, -1)}; };
-}
 
 absl::StatusOr<int> PageSize(const Request& req) {
   if (!req.has_param("limit")) return kDefaultPageSize;

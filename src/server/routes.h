@@ -14,6 +14,10 @@
 namespace seedance::server {
 
 void RegisterRoutes(Router& r, Service& service, const HttpOptions& options);
+// The two endings of a route's operation: the error body of `st`, or `body` with `status`
+// (routes.cc; shared by the route files).
+Service::Finisher Fail(absl::Status st);
+Service::Finisher Ok(int status, Json body);
 // POST /k8s/extender/v1/{filter,prioritize,bind,preempt} (extender_routes.cc); `api` (may be
 // null: bind then fails with a message) creates the Bindings.
 void RegisterExtenderRoutes(Router& r, Service& service,
