@@ -59,19 +59,16 @@ absl::Status InFile(const std::string& file, const absl::Status& s) {
 // range-for it is used in (a temporary from json::value would not).
 const Json& Member(const Json& j, const char* key, bool array = false) {
   static const Json kObject = Json::object(), kArray = Json::array();
-  if (j.is_object()) {
-    auto it = j.find(key);
-    if (it != j.end() && (array ? it->is_array() : it->is_object())) return *it;
-  }
+  const Json* m = base::JsonMember(j, key);
+  if (m != nullptr && (array ? m->is_array() : m->is_object())) return *m;
   return array ? kArray : kObject;
 }
 
 // j[key], or null.
 const Json& Field(const Json& j, const char* key) {
   static const Json kNull;
-  if (!j.is_object()) return kNull;
-  auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
+  const Json* m = base::JsonMember(j, key);
+  return m != nullptr ? *m : kNull;
 }
 
 // A number with 4 significant digits (p-values: 3), or "-".
