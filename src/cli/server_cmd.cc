@@ -25,7 +25,7 @@ namespace {
 struct ServerFlags {
   daemon::DaemonOptions o;
   KubeFlags kube;                 // the Kubernetes API server the extender's bind writes to
-  std::string backend = "local";  // --backend local|slurm (docs/slurm.md)
+  std::string backend = "local";  // --backend local|kubernetes|slurm (server/backend.h)
   std::string slurm_requeue = "resubmit";
   std::string ready_file;
   bool quiet = false;
@@ -46,9 +46,16 @@ absl::StatusOr<std::unique_ptr<base::OutputFile>> OpenReadyFile(const ServerFlag
 int RunServer(ServerFlags f) {
   absl::StatusOr<std::optional<k8s::ApiServerOptions>> kube = KubeOptionsOf(f.kube);
   if (!kube.ok()) return Fail(kube.status());
-  f.o.kube = std::move(*kube);
-  f.o.backend = f.backend == "slurm" ? daemon::Backend::kSlurm : daemon::Backend::kLocal;
-  f.o.slurm.resubmit_lost = f.slurm_requeue == "resubmit";
+  absl::StatusOr<server::BackendKind> kind = server::ParseBackendKind(f.backend, "--backend");
+  if (!kind.ok()) return Fail(kind.status());
+  f.o.backend.kind = *kind;
+  // --kube-api (or --kube-in-cluster) alone means the Kubernetes backend, as before --backend
+  // kubernetes existed.
+  if (*kube && f.o.backend.kind == server::BackendKind::kLocal) {
+    f.o.backend.kind = server::BackendKind::kKubernetes;
+  }
+  f.o.backend.kube = std::move(*kube);
+  f.o.backend.slurm.resubmit_lost = f.slurm_requeue == "resubmit";
   absl::StatusOr<std::unique_ptr<base::OutputFile>> ready = OpenReadyFile(f);
   if (!ready.ok()) return Fail(ready.status());
   absl::StatusOr<std::unique_ptr<daemon::Daemon>> d = daemon::Daemon::Create(std::move(f.o));
@@ -73,51 +80,58 @@ int RunServer(ServerFlags f) {
 
 void AddSlurmFlags(CLI::App* s, ServerFlags* f) {
   s->add_option("--backend", f->backend,
-                "Who runs what Seedance places: local (the ledger; with --kube-api the "
-                "extender's binds go to Kubernetes) or slurm (jobs submitted to slurmrestd "
-                "pinned to the chosen node and GPUs; docs/slurm.md)")
-      ->check(CLI::IsMember({"local", "slurm"}))
+                "Who runs what Seedance places: local (the ledger binds), kubernetes (nodes and "
+                "pods watched on --kube-api, the extender's binds go there; implied by "
+                "--kube-api) or slurm (jobs submitted to slurmrestd pinned to the chosen node "
+                "and GPUs; docs/slurm.md)")
+      ->check(CLI::IsMember({"local", "kubernetes", "slurm"}))
+      ->capture_default_str();
+  s->add_option("--cluster", f->o.backend.cluster,
+                "This cluster's name (a DNS label): GET /v1/cluster reports it, and a federation "
+                "front names its member by it (docs/federation.md)")
       ->capture_default_str();
   const char* group = "Slurm backend (--backend slurm)";
-  s->add_option("--slurm-url", f->o.slurm.rest.url, "slurmrestd, http://HOST:PORT")
+  s->add_option("--slurm-url", f->o.backend.slurm.rest.url, "slurmrestd, http://HOST:PORT")
       ->type_name("URL")
       ->group(group);
-  s->add_option("--slurm-token-file", f->o.slurm.rest.token_file,
+  s->add_option("--slurm-token-file", f->o.backend.slurm.rest.token_file,
                 "File holding the JWT (`scontrol token username=USER lifespan=S > FILE`); read "
                 "again when slurmrestd refuses it")
       ->type_name("FILE")
       ->group(group);
-  s->add_option("--slurm-user", f->o.slurm.rest.user, "User the jobs run as (X-SLURM-USER-NAME)")
+  s->add_option("--slurm-user", f->o.backend.slurm.rest.user,
+                "User the jobs run as (X-SLURM-USER-NAME)")
       ->capture_default_str()
       ->group(group);
-  s->add_option("--slurm-api", f->o.slurm.rest.api_version, "slurmrestd's OpenAPI version")
+  s->add_option("--slurm-api", f->o.backend.slurm.rest.api_version, "slurmrestd's OpenAPI version")
       ->capture_default_str()
       ->group(group);
-  s->add_option("--slurm-partition", f->o.slurm.partition,
+  s->add_option("--slurm-partition", f->o.backend.slurm.partition,
                 "Partition the jobs go to; only its nodes are scheduled (default: every node, "
                 "the cluster's default partition)")
       ->group(group);
-  s->add_option("--slurm-gpu-model", f->o.slurm.gpu_model,
+  s->add_option("--slurm-gpu-model", f->o.backend.slurm.gpu_model,
                 "GPU model of nodes without a gpu-<MODEL> feature")
       ->capture_default_str()
       ->group(group);
-  s->add_option("--slurm-gpu-type-prefix", f->o.slurm.rest.gpu_type_prefix,
+  s->add_option("--slurm-gpu-type-prefix", f->o.backend.slurm.rest.gpu_type_prefix,
                 "gres.conf's per-GPU Type is PREFIX<index> (g0, g1, ...)")
       ->capture_default_str()
       ->group(group);
-  s->add_option("--slurm-workdir", f->o.slurm.workdir, "Working directory of a job by default")
+  s->add_option("--slurm-workdir", f->o.backend.slurm.workdir,
+                "Working directory of a job by default")
       ->capture_default_str()
       ->group(group);
-  s->add_option("--slurm-output", f->o.slurm.output,
+  s->add_option("--slurm-output", f->o.backend.slurm.output,
                 "Output file pattern of a job by default (Slurm's %j etc.; default: Slurm's)")
       ->group(group);
-  AddDuration(s, "--slurm-node-poll", &f->o.slurm.node_poll_s, 1, base::Closed(0.05, 3600),
+  AddDuration(s, "--slurm-node-poll", &f->o.backend.slurm.node_poll_s, 1, base::Closed(0.05, 3600),
               "How often nodes are listed and each slurmd probed")
       ->group(group);
-  AddDuration(s, "--slurm-job-poll", &f->o.slurm.job_poll_s, 1, base::Closed(0.01, 3600),
+  AddDuration(s, "--slurm-job-poll", &f->o.backend.slurm.job_poll_s, 1, base::Closed(0.01, 3600),
               "How often jobs are listed (ended jobs free their GPUs)")
       ->group(group);
-  AddInt<int>(s, "--slurm-submitters", &f->o.slurm.submitters, 1, 256,
+  AddInt<int>(s, "--slurm-submitters", &f->o.backend.slurm.submitters, 1, 256,
               "Submissions to slurmrestd in flight at once")
       ->group(group);
   s->add_option("--slurm-requeue", f->slurm_requeue,
@@ -126,7 +140,7 @@ void AddSlurmFlags(CLI::App* s, ServerFlags* f) {
       ->check(CLI::IsMember({"resubmit", "fail"}))
       ->capture_default_str()
       ->group(group);
-  s->add_flag("--slurm-probe-slurmd", f->o.slurm.probe_slurmd,
+  s->add_flag("--slurm-probe-slurmd", f->o.backend.slurm.probe_slurmd,
               "Each node poll, connect to every node's slurmd: a lost node shows in ~2 s instead "
               "of after SlurmdTimeout, but slurmd logs two 'Zero Bytes' errors per probe")
       ->group(group);

@@ -14,7 +14,6 @@
 #include "seedance/sched/queue.h"
 #include "seedance/server/deployments.h"
 #include "seedance/server/http.h"
-#include "seedance/server/kube_sync.h"
 #include "seedance/server/node_groups.h"
 #include "seedance/server/service.h"
 #include "seedance/trace/csv_reader.h"
@@ -22,31 +21,6 @@
 
 namespace seedance::daemon {
 namespace {
-
-// The Slurm backend's combinations, checked before anything starts.
-absl::Status CheckBackend(const DaemonOptions& o, bool replicated) {
-  if (o.backend == Backend::kLocal) {
-    if (!o.slurm.rest.url.empty()) {
-      return absl::InvalidArgumentError("--slurm-url: only with --backend slurm");
-    }
-    return absl::OkStatus();
-  }
-  if (o.kube) {
-    return absl::InvalidArgumentError(
-        "--backend slurm: Seedance binds to Slurm; --kube-api / --kube-in-cluster are for the "
-        "Kubernetes extender (--backend local)");
-  }
-  if (o.slurm.rest.url.empty()) {
-    return absl::InvalidArgumentError(
-        "--backend slurm: --slurm-url http://HOST:PORT of slurmrestd is required");
-  }
-  if (replicated) {
-    return absl::InvalidArgumentError(
-        "--backend slurm: not with --store etcd:// yet (replicas would all submit); run one "
-        "server with --state");
-  }
-  return absl::OkStatus();
-}
 
 absl::Status ParseListen(const std::string& text, std::string* host, int* port) {
   const size_t colon = text.rfind(':');
@@ -92,11 +66,8 @@ absl::StatusOr<server::ServiceOptions> ServiceOptionsOf(const DaemonOptions& o,
   so.scheduler.assume_timeout_s = o.assume_timeout_s;
   // cas packs where an autoscaler can add room (docs/cas.md, "Elastic clusters").
   so.scheduler.elastic = o.elastic || !o.node_groups.empty();
-  if (o.backend == Backend::kSlurm) {
-    // Placements wait (Assumed) until slurmrestd took the job; the backend binds or forgets.
-    so.scheduler.internal_binding = false;
-    so.admit = server::SlurmBackend::Admit;
-  }
+  so.cluster = o.backend.cluster;
+  so.backend = std::string(server::BackendKindName(o.backend.kind));
   if (o.aging_s > 0) so.scheduler.queue.less = sched::AgedPriority(o.aging_s);
   // Free room is used at once, not after the backoffs pods ran up while the cluster was full.
   so.scheduler.queue.pop_backoff_when_idle = true;
@@ -136,12 +107,12 @@ absl::StatusOr<std::optional<server::NodeGroupsConfig>> ReadNodeGroups(const Dae
 absl::Status CheckNodeGroupsBackend(const DaemonOptions& o,
                                     const std::optional<server::NodeGroupsConfig>& groups) {
   if (!groups) return absl::OkStatus();
-  if (o.kube) {
+  if (o.backend.kind == server::BackendKind::kKubernetes) {
     return absl::InvalidArgumentError(
         "--node-groups: not with --kube-api / --kube-in-cluster (Kubernetes keeps the pods it "
         "cannot schedule; use its Cluster Autoscaler or Karpenter there)");
   }
-  if (o.backend == Backend::kSlurm &&
+  if (o.backend.kind == server::BackendKind::kSlurm &&
       groups->provisioner == server::NodeGroupsConfig::Provisioner::kSimulated) {
     return absl::InvalidArgumentError(
         "--node-groups: with --backend slurm the provisioner must be kind command (e.g. a resume "
@@ -238,8 +209,7 @@ struct Daemon::Parts {
   std::unique_ptr<server::DeploymentController> deployments;
   std::unique_ptr<server::NodeGroupController> node_groups;
   std::unique_ptr<server::HttpServer> http;
-  std::unique_ptr<server::KubeSync> sync;
-  std::unique_ptr<server::SlurmBackend> slurm;
+  std::unique_ptr<server::Backend> backend;  // made (and its peer reached) by Check
   std::string url;
   bool started = false;
   bool stopped = false;
@@ -252,15 +222,12 @@ struct Daemon::Parts {
 absl::Status Daemon::Parts::Check() {
   const DaemonOptions& o = options;
   if (absl::Status st = ResolveStore(o, &state_dir, &etcd); !st.ok()) return st;
-  if (absl::Status st = CheckBackend(o, etcd.has_value()); !st.ok()) return st;
+  if (absl::Status st = server::CheckBackendConfig(o.backend, etcd.has_value()); !st.ok()) {
+    return st;
+  }
   absl::StatusOr<server::HttpOptions> h = HttpOptionsOf(o);
   if (!h.ok()) return h.status();
   http_options = std::move(*h);
-  if (o.kube) {
-    absl::StatusOr<std::unique_ptr<k8s::ApiServerClient>> c = k8s::NewApiServerClient(*o.kube);
-    if (!c.ok()) return c.status();
-    http_options.kube_api = std::move(*c);
-  }
   if (!o.nodes.empty()) {
     absl::StatusOr<std::vector<core::NodeSpec>> nodes = trace::ReadNodeFile(o.nodes);
     if (!nodes.ok()) return nodes.status();
@@ -277,7 +244,12 @@ absl::Status Daemon::Parts::Check() {
   if (!so.ok()) return so.status();
   service_options = std::move(*so);
   if (absl::Status st = server::HttpServer::Check(http_options); !st.ok()) return st;
-  if (o.backend == Backend::kSlurm) return server::SlurmBackend::Check(o.slurm);
+  // Last: the backend reaches its peer (slurmrestd) once everything local is known good.
+  absl::StatusOr<std::unique_ptr<server::Backend>> b =
+      server::NewBackend(o.backend, etcd.has_value());
+  if (!b.ok()) return b.status();
+  backend = std::move(*b);
+  backend->Configure(service_options, http_options);
   return absl::OkStatus();
 }
 
@@ -317,14 +289,8 @@ absl::Status Daemon::Parts::StartAll() {
       server::HttpServer::Start(*service, http_options);
   if (!h.ok()) return h.status();
   http = std::move(*h);
-  // With a Kubernetes API server: its nodes and pods, listed and watched (kube_sync.h).
-  if (options.kube) sync = server::KubeSync::Start(*service, *options.kube);
-  if (options.backend == Backend::kSlurm) {
-    absl::StatusOr<std::unique_ptr<server::SlurmBackend>> b =
-        server::SlurmBackend::Start(*service, options.slurm);
-    if (!b.ok()) return b.status();
-    slurm = std::move(*b);
-  }
+  // The cluster: Kubernetes' nodes and pods listed and watched, or Slurm's nodes and jobs.
+  if (absl::Status st = backend->Start(*service); !st.ok()) return st;
   const std::string& host = http_options.host;
   url = absl::StrCat(http_options.tls_cert.empty() ? "http://" : "https://",
                      host.find(':') != std::string::npos ? absl::StrCat("[", host, "]") : host, ":",
@@ -394,8 +360,7 @@ void Daemon::Stop() {
   Parts& p = *parts_;
   if (p.stopped) return;
   p.stopped = true;
-  p.sync.reset();
-  p.slurm.reset();
+  if (p.backend) p.backend->Stop();
   if (p.replica) p.replica->Stop();  // a leader revokes its lease: another takes over at once
   if (p.http) p.http->Stop();
   p.deployments.reset();

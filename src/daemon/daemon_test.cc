@@ -42,6 +42,7 @@ class DaemonTest : public ::testing::Test {
 
 TEST_F(DaemonTest, StartsServesAndStops) {
   DaemonOptions o = Local();
+  o.backend.cluster = "eu-1";
   o.nodes = Write("nodes.csv", "sn,cpu_milli,memory_mib,gpu,model\nn1,64000,262144,8,A100\n");
   absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Create(o);
   ASSERT_TRUE(d.ok()) << d.status();
@@ -58,6 +59,12 @@ TEST_F(DaemonTest, StartsServesAndStops) {
   ASSERT_TRUE(r) << httplib::to_string(r.error());
   EXPECT_EQ(r->status, 200);
   EXPECT_THAT(r->body, HasSubstr("\"n1\""));
+  // The cluster's identity and capacity, as a federation front reads them.
+  r = client.Get("/v1/cluster");
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_THAT(r->body, HasSubstr(R"("cluster":"eu-1","backend":"local","nodes":1)"));
+  EXPECT_THAT(r->body, HasSubstr(R"("gpu_models":[{"gpu_model":"A100","nodes":1)"));
 
   EXPECT_EQ((*d)->Start().code(), absl::StatusCode::kFailedPrecondition);  // once
   (*d)->Stop();
@@ -87,17 +94,30 @@ TEST_F(DaemonTest, RefusedOptionsNameTheFlagAndLeaveNothingBehind) {
       {"listen", [](DaemonOptions& o, const std::string&) { o.listen = "127.0.0.1:70000"; },
        "--listen: expected HOST:PORT with PORT in 0..65535"},
       {"slurm url without the backend",
-       [](DaemonOptions& o, const std::string&) { o.slurm.rest.url = "http://127.0.0.1:1"; },
+       [](DaemonOptions& o, const std::string&) {
+         o.backend.slurm.rest.url = "http://127.0.0.1:1";
+       },
        "--slurm-url: only with --backend slurm"},
       {"slurm without a url",
-       [](DaemonOptions& o, const std::string&) { o.backend = Backend::kSlurm; },
+       [](DaemonOptions& o, const std::string&) { o.backend.kind = server::BackendKind::kSlurm; },
        "--backend slurm: --slurm-url http://HOST:PORT of slurmrestd is required"},
       {"slurm with kubernetes",
        [](DaemonOptions& o, const std::string&) {
-         o.backend = Backend::kSlurm;
-         o.kube = k8s::ApiServerOptions{};
+         o.backend.kind = server::BackendKind::kSlurm;
+         o.backend.kube = k8s::ApiServerOptions{};
        },
        "--backend slurm: Seedance binds to Slurm"},
+      {"kubernetes without an API server",
+       [](DaemonOptions& o, const std::string&) {
+         o.backend.kind = server::BackendKind::kKubernetes;
+       },
+       "--backend kubernetes: --kube-api URL or --kube-in-cluster is required"},
+      {"an API server without the kubernetes backend",
+       [](DaemonOptions& o, const std::string&) { o.backend.kube = k8s::ApiServerOptions{}; },
+       "--kube-api / --kube-in-cluster: only with --backend kubernetes"},
+      {"cluster name",
+       [](DaemonOptions& o, const std::string&) { o.backend.cluster = "Not_A_Label"; },
+       "--cluster: a cluster name is a DNS label"},
       {"short token",
        [](DaemonOptions& o, const std::string& dir) {
          o.token_file = dir + "/token";

@@ -1,6 +1,8 @@
 #include "seedance/server/codec.h"
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <random>
 #include <utility>
 
@@ -130,6 +132,79 @@ Json NodeStatusJson(const core::ClusterState& state, int n, const sched::PodLedg
     for (const sched::PodInfo* p : ledger.PodsOnNode(n)) pods.push_back(p->uid);
     j["pods"] = pods;
   }
+  return j;
+}
+
+namespace {
+
+// Capacity and free room of a set of nodes.
+struct RoomSum {
+  int64_t nodes = 0, cpu = 0, memory = 0, gpus = 0, cpu_free = 0, memory_free = 0,
+          gpu_milli_free = 0, whole_gpus_free = 0;
+  // The most on one node (a pod fits nowhere if it asks more).
+  int64_t max_cpu_free = 0, max_memory_free = 0, max_whole_gpus_free = 0;
+
+  void Add(const core::ClusterState& state, int n) {
+    const core::NodeSpec& spec = state.node(n);
+    int64_t milli = 0, whole = 0;
+    for (int32_t left : state.gpu_left(n)) {
+      milli += left;
+      whole += left == 1000 ? 1 : 0;
+    }
+    ++nodes;
+    cpu += spec.cpu_milli;
+    memory += spec.memory_mib;
+    gpus += spec.num_gpus;
+    cpu_free += state.cpu_left(n);
+    memory_free += state.memory_left(n);
+    gpu_milli_free += milli;
+    whole_gpus_free += whole;
+    max_cpu_free = std::max<int64_t>(max_cpu_free, state.cpu_left(n));
+    max_memory_free = std::max<int64_t>(max_memory_free, state.memory_left(n));
+    max_whole_gpus_free = std::max(max_whole_gpus_free, whole);
+  }
+  Json ToJson() const {
+    return {{"nodes", nodes},
+            {"capacity", {{"cpu_milli", cpu}, {"memory_mib", memory}, {"num_gpus", gpus}}},
+            {"free",
+             {{"cpu_milli", cpu_free},
+              {"memory_mib", memory_free},
+              {"gpu_milli", gpu_milli_free},
+              {"whole_gpus", whole_gpus_free}}},
+            {"largest_free",
+             {{"cpu_milli", max_cpu_free},
+              {"memory_mib", max_memory_free},
+              {"whole_gpus", max_whole_gpus_free}}}};
+  }
+};
+
+}  // namespace
+
+Json ClusterSummaryJson(const std::string& cluster, const std::string& backend,
+                        const core::ClusterState& state, size_t pending_pods) {
+  RoomSum all;
+  std::map<std::string, RoomSum> by_model;
+  int64_t cordoned = 0;
+  for (int n = 0; n < state.num_nodes(); ++n) {
+    if (!state.alive(n)) continue;
+    if (state.cordoned(n)) {
+      ++cordoned;
+      continue;
+    }
+    all.Add(state, n);
+    if (state.node(n).num_gpus > 0) by_model[state.node(n).gpu_model].Add(state, n);
+  }
+  Json models = Json::array();
+  for (const auto& [model, sum] : by_model) {
+    Json m = {{"gpu_model", model}};
+    m.update(sum.ToJson());
+    models.push_back(std::move(m));
+  }
+  Json j = {{"cluster", cluster}, {"backend", backend}};
+  j.update(all.ToJson());
+  j["cordoned_nodes"] = cordoned;
+  j["gpu_models"] = std::move(models);
+  j["pending_pods"] = pending_pods;
   return j;
 }
 

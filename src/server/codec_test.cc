@@ -56,6 +56,42 @@ std::vector<sched::PodInfo> Pods() {
   return out;
 }
 
+// GET /v1/cluster's summary: cordoned and deleted nodes are not capacity; a shared GPU is free
+// milli but not a whole GPU; per model, the largest free node tells whether a pod can fit at all.
+TEST(CodecTest, ClusterSummaryCountsWhatIsSchedulable) {
+  core::ClusterState st = TwoNodes();
+  core::NodeSpec c{
+      .name = "gpu-c", .cpu_milli = 8000, .memory_mib = 1024, .num_gpus = 2, .gpu_model = "T4"};
+  ASSERT_TRUE(st.AddNode(c).ok());
+  core::Placement half;
+  half.node = 0;
+  half.num_gpus = 1;
+  half.gpus[0] = 2;
+  ASSERT_TRUE(
+      st.Allocate({.cpu_milli = 1000, .memory_mib = 10, .num_gpu = 1, .gpu_milli = 500}, half)
+          .ok());
+  st.SetCordoned(1, true);  // cpu-b
+  const Json j = ClusterSummaryJson("eu-1", "slurm", st, 7);
+  EXPECT_EQ(j["cluster"], "eu-1");
+  EXPECT_EQ(j["backend"], "slurm");
+  EXPECT_EQ(j["nodes"], 2);
+  EXPECT_EQ(j["cordoned_nodes"], 1);
+  EXPECT_EQ(j["pending_pods"], 7);
+  EXPECT_EQ(j["capacity"]["cpu_milli"], 72000);
+  EXPECT_EQ(j["capacity"]["num_gpus"], 6);
+  EXPECT_EQ(j["free"]["cpu_milli"], 71000);
+  EXPECT_EQ(j["free"]["gpu_milli"], 5500);
+  EXPECT_EQ(j["free"]["whole_gpus"], 5);
+  EXPECT_EQ(j["largest_free"]["whole_gpus"], 3);
+  ASSERT_EQ(j["gpu_models"].size(), 2u);
+  EXPECT_EQ(j["gpu_models"][0]["gpu_model"], "A100");
+  EXPECT_EQ(j["gpu_models"][0]["free"]["whole_gpus"], 3);
+  EXPECT_EQ(j["gpu_models"][0]["largest_free"]["cpu_milli"], 63000);
+  EXPECT_EQ(j["gpu_models"][1]["gpu_model"], "T4");
+  EXPECT_EQ(j["gpu_models"][1]["free"]["whole_gpus"], 2);
+  EXPECT_EQ(j["gpu_models"][1]["largest_free"]["memory_mib"], 1024);
+}
+
 TEST(CodecTest, PodJsonTextIsTheTreeDumpedByteForByte) {
   const core::ClusterState state = TwoNodes();
   for (const sched::PodInfo& pod : Pods()) {

@@ -525,6 +525,14 @@ void RegisterRoutes(Router& r, Service& s, const HttpOptions& o) {
                                 : "ready (follower)\n",
                   "text/plain"));
   });
+  r.Add("GET", "/v1/cluster", "get_cluster", A::kClusterRead, [&s](Request&, Done done) {
+    s.RunAsync(
+        [](Context& c) -> Finisher {
+          return Ok(200, ClusterSummaryJson(c.service.cluster(), c.service.backend(),
+                                            c.scheduler.state(), c.scheduler.queue().size()));
+        },
+        std::move(done));
+  });
   r.Add("GET", "/v1/leader", "leader", A::kReader, [&s](Request&, Done done) {
     done(Reply{200, base::DumpJson(LeaderJson(s), -1)});
   });

@@ -259,6 +259,7 @@ def valid_session(s):
     s.call("GET", "/v1/deployments", want=200)
     s.call("GET", "/v1/node-groups", want=200)
     s.call("GET", "/v1/leader", want=200)
+    s.call("GET", "/v1/cluster", want=200)
     # The extender, as kube-scheduler calls it: nodes as objects, then by name.
     args = {"Pod": K8S_POD, "Nodes": {"items": [K8S_NODE]}}
     s.call("POST", "/k8s/extender/v1/filter", args, want=200)

@@ -2306,6 +2306,12 @@ def slurm_cases():
     script = {"job.sh": "#!/bin/bash\ntrue\n"}
     c = [
         Case(B, "server/backend-unknown", SRV + ["--backend", "yarn"], msg=["--backend"]),
+        Case(B, "server/backend-kubernetes-without-api", SRV + ["--backend", "kubernetes"],
+             msg=["--backend kubernetes", "--kube-api"]),
+        Case(B, "server/cluster-not-a-label", SRV + ["--cluster", "EU_1"], msg=["--cluster"]),
+        Case(B, "server/cluster-escape", SRV + ["--cluster", "eu\x1b[31m"], msg=["--cluster"],
+             absent=[("stderr", "\x1b[31m")]),
+        Case(B, "server/cluster-empty", SRV + ["--cluster", ""], msg=["--cluster"]),
         Case(B, "server/slurm-without-url", SL, msg=["--slurm-url"]),
         Case(B, "server/slurm-url-without-backend", SRV + URL, msg=["--slurm-url"]),
         Case(B, "server/slurm-url-not-http", SL + ["--slurm-url", "ftp://h:1"] + TOK, files=jwt,

@@ -1,6 +1,7 @@
 // The live scheduler assembled (`seedance server`, docs/api.md, docs/state.md, docs/ha.md): the
 // service on its store, the deployment and node-group controllers, the HTTP front end, the
-// Kubernetes sync, the Slurm backend and the etcd replica, started from one typed configuration.
+// backend (local, Kubernetes or Slurm: server/backend.h) and the etcd replica, started from one
+// typed configuration.
 // The command line only fills DaemonOptions from its flags, calls Daemon::Start, prints and waits
 // for a stop signal (issue 36: a thin command line).
 //
@@ -26,14 +27,9 @@
 
 #include "absl/status/statusor.h"
 #include "seedance/base/io.h"
-#include "seedance/k8s/apiserver.h"
-#include "seedance/server/slurm_backend.h"
+#include "seedance/server/backend.h"
 
 namespace seedance::daemon {
-
-// Who runs what Seedance places: the ledger itself (with a Kubernetes API server, the
-// extender's binds go to it), or slurmrestd (docs/slurm.md).
-enum class Backend { kLocal, kSlurm };
 
 // One field per flag of `seedance server` (docs/cli.md has the meaning and default of each).
 // File fields hold paths; Start reads them.
@@ -63,10 +59,9 @@ struct DaemonOptions {
   double experiment_event_rate = 20000;  // events/s per experiment (docs/experiments.md)
   double assume_timeout_s = 30;
   double aging_s = 0;  // 0: no aging
-  // The Kubernetes API server (--kube-api / --kube-in-cluster); nullopt: none.
-  std::optional<k8s::ApiServerOptions> kube;
-  Backend backend = Backend::kLocal;
-  server::SlurmBackendOptions slurm;  // with kSlurm
+  // Who runs what Seedance places (--backend, --cluster, the Kubernetes API server of
+  // --kube-api / --kube-in-cluster, the Slurm flags): server/backend.h.
+  server::BackendConfig backend;
 };
 
 // The input files `o` names, for base::CheckOutputsDistinct: an output of the caller's
@@ -93,7 +88,7 @@ class Daemon {
   // One line for the start-up banner: where the state is, its revision and how calls are
   // authorised ("state st, revision 4, bearer token required for changes").
   std::string Describe() const;
-  // Stops the Kubernetes sync and the Slurm backend, leaves the election (a leader revokes its
+  // Stops the backend, leaves the election (a leader revokes its
   // lease: another replica takes over at once), stops the HTTP server (requests in flight
   // finish), the controllers and the service. Idempotent.
   void Stop();

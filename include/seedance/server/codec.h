@@ -30,6 +30,13 @@ absl::StatusOr<core::NodeSpec> NodeFromJson(const Json& j);
 Json NodeStatusJson(const core::ClusterState& state, int n, const sched::PodLedger& ledger,
                     bool with_pods);
 
+// GET /v1/cluster: this cluster's name and backend, its schedulable capacity (live nodes not
+// cordoned) and what is free on it, per GPU model too (largest free CPU, memory and whole GPUs on
+// one node: whether a pod can fit at all), and the pods waiting. What a federation front reads of
+// a member (docs/federation.md).
+Json ClusterSummaryJson(const std::string& cluster, const std::string& backend,
+                        const core::ClusterState& state, size_t pending_pods);
+
 // The API's pod: uid, name, namespace, phase, node, gpus [{index, milli}], revision, and the
 // request (cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec, priority, labels, gang).
 Json PodToJson(const sched::PodInfo& pod, const core::ClusterState& state);

@@ -68,6 +68,9 @@ struct ServiceOptions {
   std::function<absl::Status(const sched::PodInfo&)> admit;
   // Start as a follower (a replicated store; docs/ha.md): serve reads, decide nothing.
   bool follower = false;
+  // The cluster these nodes are (server/backend.h) and the backend's kind, for GET /v1/cluster.
+  std::string cluster = "default";
+  std::string backend = "local";
 };
 
 // Who decides, for GET /v1/leader and for sending writers to the leader (docs/ha.md).
@@ -139,6 +142,8 @@ class Service {
   int64_t revision() const { return revision_.load(); }
   bool ready() const { return ready_.load(); }
   Metrics& metrics() { return *metrics_; }
+  const std::string& cluster() const { return options_.cluster; }
+  const std::string& backend() const { return options_.backend; }
   policy::PolicyManager* policies() { return policies_.get(); }
   // Inside a finisher: the pod's JSON as this batch made it durable, if the batch changed it
   // beyond adding it (saves encoding it again for the reply).
