@@ -11,7 +11,7 @@ include(CMakePackageConfigHelpers)
 set(SEEDANCE_LIBRARIES
   base hw core trace sched sim store policy api slurm server ha engine telemetry k8s cost
   serving model model_cost train cache autoscale nodeagent deviceplugin deviceplugin_api elastic
-  clusterscale daemon experiment)
+  clusterscale daemon experiment federation)
 
 # A commit's own time (or SOURCE_DATE_EPOCH when the caller sets it): the date in the manual
 # pages, so that two builds of one commit write the same bytes (reproducible-builds.org).

@@ -8,8 +8,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "json_body.h"
 #include "seedance/api/api.h"
@@ -18,120 +16,23 @@
 #include "seedance/base/text.h"
 #include "seedance/core/resource_descriptor.h"
 #include "yaml-cpp/yaml.h"
+#include "yaml_json.h"
 
 namespace seedance::api {
 namespace {
 
 using internal::ChildPath;
-using internal::IndexPath;
 using internal::Json;
+using internal::LineOf;
 using internal::Member;
 using internal::Sv;
 
-// Object-relative JSON path ("$.spec.gpu_milli") -> 1-based line.
-using LineMap = std::map<std::string, int>;
-
-// One object of the file before it is checked: its JSON value and where its parts are.
+// One object of the file before it is checked: its JSON value and where its parts are
+// (object-relative JSON paths, "$.spec.gpu_milli").
 struct RawObject {
   Json value;
   int line = 0;
-  LineMap lines;
-};
-
-int LineOf(const YAML::Node& n) { return n.Mark().line >= 0 ? n.Mark().line + 1 : 0; }
-
-// A plain YAML scalar typed the way a JSON reader would see it: null, booleans, integers,
-// finite numbers; anything quoted or tagged stays a string.
-Json ScalarToJson(const YAML::Node& n) {
-  const std::string& s = n.Scalar();
-  if (n.Tag() != "?") return s;  // quoted ("!") or explicitly tagged
-  if (s == "null" || s == "Null" || s == "NULL" || s == "~") return nullptr;
-  if (s == "true" || s == "True" || s == "TRUE") return true;
-  if (s == "false" || s == "False" || s == "FALSE") return false;
-  int64_t i = 0;
-  if (!s.empty() &&
-      (absl::ascii_isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-' || s[0] == '+')) {
-    if (absl::SimpleAtoi(s, &i)) return i;
-    double d = 0;
-    if (absl::SimpleAtod(s, &d) && std::isfinite(d)) return d;
-  }
-  return s;
-}
-
-class YamlToJson {
- public:
-  YamlToJson(std::string source, int64_t max_nodes)
-      : source_(std::move(source)), max_nodes_(max_nodes) {}
-
-  // Converts `n`, recording the line of every path in `lines`.
-  absl::Status Convert(const YAML::Node& n, const std::string& path, Json* out, LineMap* lines,
-                       int depth = 0) {
-    // CheckYamlLimits bounds well-formed documents; an alias inside its own anchor
-    // (`a: &a [*a]`) makes a cycle that only these bounds stop.
-    if (depth > core::kMaxDescriptorDepth) {
-      return Error(LineOf(n), path,
-                   absl::StrCat("nested deeper than ", core::kMaxDescriptorDepth,
-                                " levels (a YAML alias used inside its own anchor?)"));
-    }
-    if (++nodes_ > max_nodes_) {
-      return Error(LineOf(n), path,
-                   absl::StrCat("the document expands to more than ", max_nodes_, " nodes"));
-    }
-    if (const int line = LineOf(n); line > 0) lines->try_emplace(path, line);
-    switch (n.Type()) {
-      case YAML::NodeType::Null:
-      case YAML::NodeType::Undefined:
-        *out = nullptr;
-        return absl::OkStatus();
-      case YAML::NodeType::Scalar:
-        *out = ScalarToJson(n);
-        return absl::OkStatus();
-      case YAML::NodeType::Sequence: {
-        *out = Json::array();
-        for (size_t i = 0; i < n.size(); ++i) {
-          Json element;
-          if (absl::Status s = Convert(n[i], IndexPath(path, i), &element, lines, depth + 1);
-              !s.ok()) {
-            return s;
-          }
-          out->push_back(std::move(element));
-        }
-        return absl::OkStatus();
-      }
-      case YAML::NodeType::Map: {
-        *out = Json::object();
-        for (const auto& entry : n) {
-          const YAML::Node key = entry.first;
-          if (!key.IsScalar()) {
-            return Error(LineOf(key), path, "mapping keys must be plain strings");
-          }
-          if (out->contains(key.Scalar())) {
-            return Error(LineOf(key), path,
-                         absl::StrCat("duplicate key ", internal::QuoteForMessage(key.Scalar())));
-          }
-          Json value;
-          if (absl::Status s =
-                  Convert(entry.second, ChildPath(path, key.Scalar()), &value, lines, depth + 1);
-              !s.ok()) {
-            return s;
-          }
-          (*out)[key.Scalar()] = std::move(value);
-        }
-        return absl::OkStatus();
-      }
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status Error(int line, std::string_view path, std::string_view message) const {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source_, ":", line, ": ", path.empty() ? "" : absl::StrCat(Sv(path), ": "), Sv(message)));
-  }
-
- private:
-  std::string source_;
-  int64_t max_nodes_;
-  int64_t nodes_ = 0;
+  internal::PositionMap lines;
 };
 
 // "SOURCE:LINE: $[i]REST: MESSAGE" for a problem at object-relative path `path` ("$..."): the
@@ -142,15 +43,15 @@ absl::Status ObjectError(std::string_view source, size_t index, const RawObject&
   std::string p(path);
   while (!p.empty()) {
     if (auto it = obj.lines.find(p); it != obj.lines.end()) {
-      line = it->second;
+      line = it->second.line;
       break;
     }
     const size_t cut = p.find_last_of(".[");
     if (cut == std::string::npos) break;
     p.resize(cut);
   }
-  const std::string shown = absl::StrCat(base::JsonPathIndex("$", index),
-                                         Sv(path.substr(path.empty() ? 0 : 1)));
+  const std::string shown =
+      absl::StrCat(base::JsonPathIndex("$", index), Sv(path.substr(path.empty() ? 0 : 1)));
   absl::Status s = absl::InvalidArgumentError(
       absl::StrCat(Sv(source), ":", line, ": ", shown, ": ", Sv(message)));
   return s;
@@ -234,8 +135,9 @@ absl::StatusOr<std::vector<RawObject>> ReadYaml(std::string_view text, std::stri
     return absl::InvalidArgumentError(absl::StrCat(
         Sv(source), ":", e.mark.line >= 0 ? e.mark.line + 1 : 0, ": invalid YAML: ", e.msg));
   }
-  YamlToJson convert{std::string(source), std::max<int64_t>(core::kMaxDescriptorNodes,
-                                                            static_cast<int64_t>(text.size()))};
+  internal::YamlToJson convert{
+      std::string(source),
+      std::max<int64_t>(core::kMaxDescriptorNodes, static_cast<int64_t>(text.size()))};
   std::vector<RawObject> out;
   try {
     for (const YAML::Node& doc : docs) {
