@@ -53,7 +53,7 @@ FUZZ_SECONDS ?= 30
 # one core for FUZZ_SECONDS; each keeps its seed corpus in tests/fuzz_corpus/TARGET/.
 FUZZ_TARGETS ?= csv_fuzz ntp_fuzz profile_csv_fuzz profile_fuzz request_trace_fuzz options_fuzz \
   descriptor_fuzz prices_fuzz prometheus_fuzz api_fuzz policy_fuzz k8s_fuzz slurm_fuzz model_fuzz \
-  cache_fuzz
+  cache_fuzz federation_fuzz
 # Every library in the fuzz build gets coverage instrumentation and the sanitizers; the csv_fuzz
 # target itself adds -fsanitize=fuzzer. Clang warns about things gcc accepts, and the warning
 # policy (-Werror) is enforced by the gcc builds, so here warnings stay visible but never fail the
