@@ -8,7 +8,9 @@
 #   demo    deps + build, then `seedance simulate` with its defaults
 #   asan    ASan+UBSan build in build-asan/ (clang -O1 -g1, -Werror, -Wthread-safety, no
 #           benchmarks): clang compiles it in about 60% of gcc's time on the 2-core CI machine
-#           and checks the lock discipline as it goes
+#           and checks the lock discipline as it goes; third-party headers (GoogleTest, json,
+#           Abseil) are precompiled once for the tests and once for the libraries
+#           (cmake/SeedancePch.cmake)
 #   test    deps + asan, every test under the sanitizers, then each fuzz target for 30 s (the
 #           release build is `make build`; all use -Wall -Wextra -Werror)
 #   tsan    ThreadSanitizer build in build-tsan/ of the TSAN_TESTS only, and a run of them
