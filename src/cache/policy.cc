@@ -39,7 +39,7 @@ struct Entry {
   Factory factory;
 };
 
-constexpr std::array<Entry, 14> kPolicies = {{
+constexpr std::array<Entry, 17> kPolicies = {{
     {"lru", "lru", internal::NewLru},
     {"fifo", "fifo", internal::NewFifo},
     {"clock", "fifo-reinsertion", internal::NewClock},
@@ -53,6 +53,9 @@ constexpr std::array<Entry, 14> kPolicies = {{
     {"tinylfu", "tinylfu", internal::NewTinyLfu},
     {"wtinylfu", "w-tinylfu", internal::NewWTinyLfu},
     {"belady", "optimal", internal::NewBelady},
+    {"caffeine-arc", "caffeine-arc", internal::NewCaffeineArc},
+    {"caffeine-lirs", "caffeine-lirs", internal::NewCaffeineLirs},
+    {"caffeine-wtinylfu", "caffeine-w-tinylfu", internal::NewCaffeineWTinyLfu},
     {"seedance", "seedance", internal::NewSeedance},
 }};
 

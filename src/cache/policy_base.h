@@ -86,6 +86,15 @@ std::unique_ptr<Policy> NewLruK(int64_t capacity);
 std::unique_ptr<Policy> NewTinyLfu(int64_t capacity);
 std::unique_ptr<Policy> NewWTinyLfu(int64_t capacity);
 std::unique_ptr<Policy> NewBelady(int64_t capacity);
+// ARC, LIRS and W-TinyLFU as Caffeine's simulator runs them (caffeine_policies.cc).
+std::unique_ptr<Policy> NewCaffeineArc(int64_t capacity);
+std::unique_ptr<Policy> NewCaffeineLirs(int64_t capacity);
+std::unique_ptr<Policy> NewCaffeineWTinyLfu(int64_t capacity);
+// Test only, for the death test of the check it reaches: NewCaffeineLirs with `phantom_resident`
+// units counted as cached that no block holds, a broken invariant no request sequence produces.
+// The first miss that must evict finds nothing to evict. Nothing but tests calls this.
+std::unique_ptr<Policy> NewCaffeineLirsWithPhantomResidentForTest(int64_t capacity,
+                                                                  int64_t phantom_resident);
 
 // The same policies as NewLru, NewSieve, ... (the same classes), as experts.
 std::unique_ptr<Expert> NewLruExpert(int64_t capacity);

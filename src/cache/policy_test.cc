@@ -1,10 +1,12 @@
 #include "seedance/cache/policy.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "policy_base.h"
 
 namespace seedance::cache {
 namespace {
@@ -114,6 +116,83 @@ TEST(PolicyTest, TwoQPromotesAGhostHitToAm) {
   EXPECT_FALSE(Hits("lru", 10, ids).back());
 }
 
+// Capacity 2 (Caffeine's ArcPolicy: p starts at 0), A A B C B C. A's hit moves it to T2. B fills
+// the cache; C's miss has |L1| + |L2| = c, so REPLACE takes T1's LRU object (|T1| = 1 > p): B
+// becomes a B1 ghost and A stays. B's return is a ghost hit, a miss: p grows to 1, REPLACE now
+// takes T2's LRU object (|T1| = p), A goes to B2 and B enters T2. C, still in T1, hits. LRU keeps
+// B and C instead and hits B too.
+TEST(PolicyTest, CaffeineArcTurnsAGhostHitIntoAFrequentObject) {
+  EXPECT_EQ(Hits("caffeine-arc", 2, {A, A, B, C, B, C}),
+            (std::vector<bool>{false, true, false, false, false, true}));
+  EXPECT_EQ(Hits("lru", 2, {A, A, B, C, B, C}),
+            (std::vector<bool>{false, true, false, false, true, true}));
+  // A scan does not push the twice-used A out of T2.
+  EXPECT_TRUE(Hits("caffeine-arc", 2, {A, A, B, C, D, A}).back());
+}
+
+// Capacity 3 (Caffeine's LirsPolicy: (int) (3 x 0.99) = 2 LIR blocks, 1 resident HIR block),
+// A A B B C D E D B A. A and B become LIR; C warms the HIR part up (on Q only), D evicts C
+// (forgotten: it is not on S) and E evicts D, which stays on S as a non-resident HIR block. D's
+// miss then finds it on S: D becomes LIR and the LIR block at S's bottom, A, turns resident HIR.
+// B (LIR) and A (resident HIR) hit. LRU hits D and misses B and A.
+TEST(PolicyTest, CaffeineLirsPromotesANonResidentBlockStillOnTheStack) {
+  const std::vector<uint64_t> ids = {A, A, B, B, C, D, E, D, B, A};
+  EXPECT_EQ(Hits("caffeine-lirs", 3, ids),
+            (std::vector<bool>{false, true, false, true, false, false, false, false, true, true}));
+  EXPECT_EQ(Hits("lru", 3, ids),
+            (std::vector<bool>{false, true, false, true, false, false, false, true, false, false}));
+}
+
+// Capacity 100 (Caffeine's WindowTinyLfuPolicy: a 1-object window, 99 in main): H H, 300 new
+// objects, H. H's hit counts it twice in the sketch; it reaches probation first and stays its
+// victim, and every later candidate (counted once) loses to it. LRU evicts H.
+TEST(PolicyTest, CaffeineWTinyLfuKeepsATwiceUsedObjectThroughAScan) {
+  std::vector<uint64_t> ids = {H, H};
+  for (uint64_t i = 1; i <= 300; ++i) ids.push_back(1000 + i);
+  ids.push_back(H);
+  EXPECT_TRUE(Hits("caffeine-wtinylfu", 100, ids).back());
+  EXPECT_FALSE(Hits("lru", 100, ids).back());
+}
+
+// A conformance vector: a skewed synthetic trace (916 ids, a third of them above 2^32, so both
+// halves of Long.hashCode matter) replayed by a Java transcription of Caffeine's simulator
+// (WindowTinyLfuPolicy over PeriodicResetCountMin4, as of the published numbers) gives 2,380 hits
+// at 50 entries and 5,642 at 200. The sketch's hashing is Caffeine's bit for bit, or these move.
+TEST(PolicyTest, CaffeineWTinyLfuHitsAsCaffeinesSimulatorOnASyntheticTrace) {
+  std::vector<uint64_t> ids;
+  for (uint64_t i = 0; i < 20000; ++i) {
+    const uint64_t r = (i * 7919 + (i * i) % 1013) % 1000;
+    ids.push_back(r * r / 997 + ((r % 3) << 33));
+  }
+  for (auto [capacity, want] : {std::pair<int64_t, int64_t>{50, 2380}, {200, 5642}}) {
+    auto got = Simulate(Trace(ids), "caffeine-wtinylfu", capacity, CacheUnit::kObjects);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->requests - got->misses, want) << capacity;
+  }
+}
+
+// Byte-sized caches: the Caffeine policies reuse their logic with sizes (W-TinyLFU in Caffeine's
+// weighted mode, as the first request's size is not 1); they never hold more than the capacity
+// and still hit.
+TEST(PolicyTest, CaffeinePoliciesRunByteSizedCaches) {
+  std::vector<Request> t;
+  for (int64_t i = 0; i < 5000; ++i) {
+    const uint64_t r = (i * 7919 + (i * i) % 1013) % 1000;
+    const uint64_t id = r * r / 997;  // skewed towards small ids
+    t.push_back({.time = i, .id = id, .size = 7 + int64_t(id % 50)});
+  }
+  for (const std::string name : {"caffeine-arc", "caffeine-lirs", "caffeine-wtinylfu"}) {
+    auto p = NewPolicy(name, 2000);
+    ASSERT_TRUE(p.ok());
+    int hits = 0;
+    for (const Request& r : t) {
+      hits += (*p)->Access(r) ? 1 : 0;
+      ASSERT_LE((*p)->occupied(), 2000) << name;
+    }
+    EXPECT_GT(hits, 500) << name;
+  }
+}
+
 // libCacheSim's rule: an object larger than the cache is never admitted, and evicts nothing.
 // (Some policies admit less: S3-FIFO only what fits its small queue, SLRU a segment, LIRS its 1%
 // of resident HIR space; a 1-unit object fits them all.)
@@ -198,6 +277,15 @@ TEST(PolicyDeathTest, BeladyWithoutNextAccessTimesIsABug) {
   ASSERT_TRUE(p.ok());
   EXPECT_DEATH((*p)->Access({.id = 7, .size = 1}),
                "belady needs next access times: request for object 7 has none");
+}
+
+// No request sequence breaks caffeine-lirs's count of resident units, so the test-only factory
+// starts one with 10 units counted that no block holds: the first miss must evict and finds no
+// block to evict.
+TEST(PolicyDeathTest, CaffeineLirsEvictingWithNoResidentBlockIsABug) {
+  auto p = internal::NewCaffeineLirsWithPhantomResidentForTest(10, 10);
+  EXPECT_DEATH(p->Access({.id = 7, .size = 1}),
+               "LIRS evicts with no resident HIR or LIR block, 10 of 10 held");
 }
 
 }  // namespace

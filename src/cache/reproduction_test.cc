@@ -6,6 +6,7 @@
 //  * Caffeine's simulator's hit ratios (published_hit_ratios.csv) on OLTP and GLI,
 //    object-count caches of 250..2000 entries, within 0.05 percentage points.
 // Skipped when the data is absent unless SEEDANCE_REQUIRE_DATA=1.
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -168,14 +169,23 @@ TEST_P(CaffeineTest, HitRatiosMatchPublishedWithinTolerance) {
   EXPECT_EQ(checked, 8);
 }
 
-// Known gaps (percentage points, largest over the 8 sizes): ARC on OLTP is 0.23 low (this is
-// libCacheSim's byte-sized ARC, whose directory trimming differs from Caffeine's paper ARC; on
-// GLI they agree); LIRS is libCacheSim's variant (1% resident HIR, its quirks kept for the exact
-// CloudPhysics counts), 0.38 low on OLTP and 2.23 low on GLI at 750 (Caffeine's LIRS follows the
-// paper with its own HIR share and non-resident bound); W-TinyLFU's sketch hashes and resets like
-// Caffeine's FrequencySketch only in kind (splitmix64 indexes, no doorkeeper), 0.63 off on OLTP,
-// 0.44 on GLI; Optimal is Belady without bypass (Caffeine's never admits an object it would evict
-// first), up to 0.07 low.
+// Known gaps (percentage points, largest over the 8 sizes) of the libCacheSim-faithful policies:
+// ARC on OLTP is 0.23 low (this is libCacheSim's byte-sized ARC, whose directory trimming differs
+// from Caffeine's paper ARC; on GLI they agree); LIRS is libCacheSim's variant (1% resident HIR,
+// its quirks kept for the exact CloudPhysics counts), 0.38 low on OLTP and 2.23 low on GLI at 750;
+// W-TinyLFU's sketch hashes and resets like Caffeine's only in kind (splitmix64 indexes, no
+// doorkeeper), 0.63 off on OLTP, 0.44 on GLI; Optimal is Belady without bypass (Caffeine's never
+// admits an object it would evict first), up to 0.07 low.
+// The caffeine-* policies (caffeine_policies.cc: Caffeine's simulator's ArcPolicy, LirsPolicy and
+// WindowTinyLfuPolicy over its count-min-4 sketch, hashed as Caffeine hashes) close the ARC and
+// LIRS gaps: 31 of their 32 rows are equal to the published ratio to 0.01. The one left is LIRS
+// on OLTP at 1750 entries, 40.93 against 40.79, where the published LIRS ratio is LRU's ratio at
+// that size (40.79) while every other LIRS cell differs from LRU's: a copying slip in the table,
+// by all appearances, pinned at 0.15. W-TinyLFU hits exactly as a Java transcription of the
+// simulator's WindowTinyLfuPolicy at the published numbers' date (policy_test.cc's conformance
+// vector) but the published column is not that policy's output: OLTP is off by up to 0.49
+// (40.86 against 40.37 at 1750) and GLI by up to 0.98 (16.13 against 15.15 at 250), with no
+// window or protected share that fits all sizes. Its rows pin that gap.
 INSTANTIATE_TEST_SUITE_P(
     Caffeine, CaffeineTest,
     testing::Values(
@@ -188,8 +198,20 @@ INSTANTIATE_TEST_SUITE_P(
         CaffeineCase{"OLTP", "arc/OLTP.lis.zst", TraceFormat::kLis, "W-TinyLFU", "wtinylfu", 0.65},
         CaffeineCase{"GLI", "lirs/gli.trace.gz", TraceFormat::kLirs, "W-TinyLFU", "wtinylfu", 0.45},
         CaffeineCase{"OLTP", "arc/OLTP.lis.zst", TraceFormat::kLis, "Optimal", "belady", 0.05},
-        CaffeineCase{"GLI", "lirs/gli.trace.gz", TraceFormat::kLirs, "Optimal", "belady", 0.08}),
-    [](const auto& info) { return info.param.trace + "_" + info.param.policy; });
+        CaffeineCase{"GLI", "lirs/gli.trace.gz", TraceFormat::kLirs, "Optimal", "belady", 0.08},
+        CaffeineCase{"OLTP", "arc/OLTP.lis.zst", TraceFormat::kLis, "ARC", "caffeine-arc"},
+        CaffeineCase{"GLI", "lirs/gli.trace.gz", TraceFormat::kLirs, "ARC", "caffeine-arc"},
+        CaffeineCase{"OLTP", "arc/OLTP.lis.zst", TraceFormat::kLis, "LIRS", "caffeine-lirs", 0.15},
+        CaffeineCase{"GLI", "lirs/gli.trace.gz", TraceFormat::kLirs, "LIRS", "caffeine-lirs"},
+        CaffeineCase{"OLTP", "arc/OLTP.lis.zst", TraceFormat::kLis, "W-TinyLFU",
+                     "caffeine-wtinylfu", 0.50},
+        CaffeineCase{"GLI", "lirs/gli.trace.gz", TraceFormat::kLirs, "W-TinyLFU",
+                     "caffeine-wtinylfu", 1.00}),
+    [](const auto& info) {
+      std::string n = info.param.trace + "_" + info.param.policy;
+      for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      return n;
+    });
 
 }  // namespace
 }  // namespace seedance::cache

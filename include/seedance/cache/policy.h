@@ -18,7 +18,11 @@
 //   O'Neil et al., SIGMOD '93), tinylfu and wtinylfu (Einziger et al., ToS '17: a count-min
 //   sketch of 4-bit counters; W-TinyLFU with a 1% LRU window and an SLRU main of 80% protected),
 //   belady (the offline optimum for unit sizes: evicts the object requested furthest in the
-//   future; needs Request::next_access_vtime), seedance (Seedance's prewarm-aware cache: follows
+//   future; needs Request::next_access_vtime), caffeine-arc, caffeine-lirs, caffeine-wtinylfu
+//   (ARC, LIRS and W-TinyLFU as Caffeine's simulator runs them: ArcPolicy, LirsPolicy with 99% LIR
+//   and 2x non-resident blocks, WindowTinyLfuPolicy with a 1% window, 80% protected and its
+//   count-min-4 sketch hashed as Caffeine hashes; byte-sized caches reuse the logic with sizes),
+//   seedance (Seedance's prewarm-aware cache: follows
 //   the best of shadow copies of lru, sieve, s3fifo, arc, lirs, wtinylfu and a decayed LRU-K,
 //   seedance/cache/prewarm.h).
 //
