@@ -236,6 +236,11 @@ absl::StatusOr<Client> Client::Create(ClientOptions options) {
         absl::StrCat("--server ", c.url_.display, ": cannot set up a client for this URL"));
   }
   if (!options.ca_file.empty()) c.http_->set_ca_cert_path(options.ca_file.c_str());
+  // One connection for every call of this client (a federation front calls its members
+  // thousands of times a second), reopened when the server closed it; small requests go out
+  // at once.
+  c.http_->set_keep_alive(true);
+  c.http_->set_tcp_nodelay(true);
   c.options_ = std::move(options);
   return c;
 }

@@ -2,6 +2,7 @@
 // `apply -f FILE|-`, `delete pod UID`, `explain UID`, `cordon NODE`, `uncordon NODE`,
 // `submit -- SCRIPT` (a batch script as a pod, for the Slurm backend).
 // They only parse flags, call seedance_api's Client and print.
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -125,7 +126,11 @@ std::string GpusText(const Json& p) {
 
 std::string PodsTable(const std::vector<Json>& pods, bool wide) {
   std::vector<std::vector<std::string>> rows;
+  // A federation front's pods name their member cluster (docs/federation.md).
+  const bool federated = std::any_of(pods.begin(), pods.end(),
+                                     [](const Json& p) { return p.contains("cluster"); });
   std::vector<std::string> head = {"NAMESPACE", "NAME", "UID", "PHASE", "NODE", "GPUS"};
+  if (federated) head.insert(head.begin() + 4, "CLUSTER");
   if (wide) {
     for (const char* h :
          {"CPU_MILLI", "MEMORY_MIB", "NUM_GPU", "GPU_MILLI", "PRIORITY", "REVISION", "LABELS"}) {
@@ -136,6 +141,7 @@ std::string PodsTable(const std::vector<Json>& pods, bool wide) {
   for (const Json& p : pods) {
     std::vector<std::string> row = {Str(p, "namespace"), Str(p, "name"), Str(p, "uid"),
                                     Str(p, "phase"),     Str(p, "node"), GpusText(p)};
+    if (federated) row.insert(row.begin() + 4, Str(p, "cluster"));
     if (wide) {
       for (const char* k :
            {"cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "priority", "revision"}) {
@@ -250,8 +256,10 @@ int RunGetNodes(const GetFlags& f) {
 int RunGetPods(const GetFlags& f) {
   absl::StatusOr<Output> out = ResolveOut(f.out, kGetFormats, f.client);
   if (!out.ok()) return Fail(out.status());
-  if (!f.phase.empty() && f.phase != "Pending" && f.phase != "Assumed" && f.phase != "Bound") {
-    return UsageError("--phase: expected Pending, Assumed or Bound, got '" +
+  if (!f.phase.empty() && f.phase != "Pending" && f.phase != "Assumed" && f.phase != "Bound" &&
+      f.phase != "Unknown" && f.phase != "Deleted") {
+    return UsageError("--phase: expected Pending, Assumed, Bound, or at a federation front "
+                      "Unknown or Deleted, got '" +
                       base::ForTerminal(base::Clip(f.phase)) + "'");
   }
   absl::StatusOr<api::Client> client = MakeClient(f.client);
@@ -326,7 +334,9 @@ Command AddGet(CLI::App& app) {
   }
   nodes->footer(std::string("Examples:\n  seedance get nodes\n  seedance get nodes -o wide\n") +
                 kServerNote + "\n" + kExitFooter);
-  pods->add_option("--phase", f->phase, "Only pods in this phase: Pending, Assumed or Bound")
+  pods->add_option("--phase", f->phase,
+                   "Only pods in this phase: Pending, Assumed, Bound; at a federation front "
+                   "also Unknown (on a lost member) or Deleted (ended on its member)")
       ->type_name("PHASE");
   pods->add_option("--namespace,-n", f->ns, "Only pods of this namespace")->type_name("NS");
   pods->add_option("--node", f->node, "Only pods on this node")->type_name("NODE");
@@ -475,9 +485,13 @@ Command AddDelete(CLI::App& app) {
 
 std::string ExplainText(const Json& e) {
   std::string out = absl::StrCat("pod ", Str(e, "uid"), ": ", Str(e, "phase"));
+  // A federation front names the member cluster the pod is on.
+  const std::string cluster =
+      e.contains("cluster") && e["cluster"].is_string() ? " in cluster " + Str(e, "cluster") : "";
   if (Str(e, "phase") != "Pending") {
-    return absl::StrCat(out, " on ", Str(e, "node"), "\n");
+    return absl::StrCat(out, " on ", Str(e, "node"), cluster, "\n");
   }
+  absl::StrAppend(&out, cluster);
   absl::StrAppend(&out, "\n", Str(e, "message", ""), "\n");
   if (e.contains("reasons") && e["reasons"].is_object() && !e["reasons"].empty()) {
     std::vector<std::pair<int64_t, std::string>> reasons;

@@ -208,6 +208,20 @@ Command AddServerCommand(CLI::App& app) {
               "The cluster grows and shrinks under a cluster autoscaler outside Seedance (the "
               "Kubernetes Cluster Autoscaler, Karpenter): cas packs instead of spreading pods "
               "for CPU balance, so nodes empty and can go (implied by --node-groups)");
+  s->add_option("--federation", f->o.federation,
+                "Serve as a federation front over the member servers of this YAML file "
+                "(docs/federation.md): pods go to the member where they cost least; the replies "
+                "name the member (\"cluster\")")
+      ->type_name("FILE");
+  s->add_option("--federation-policy", f->o.federation_policy,
+                "How a front picks a member: cost (the lowest expected cost), first-to-admit "
+                "(the first in file order that fits, like MultiKueue) or static-weights (the "
+                "members' weights, like Karmada)")
+      ->check(CLI::IsMember({"cost", "first-to-admit", "static-weights"}))
+      ->capture_default_str();
+  AddDuration(s, "--federation-refresh", &f->o.federation_refresh_s, 1, base::Closed(0.01, 3600),
+              "How often a front asks each member for its free capacity (GET /v1/cluster; "
+              "also its health check)");
   s->add_option("--policy", f->o.policy, "Policy file (docs/policy.md), reloaded when it changes")
       ->type_name("FILE");
   s->add_option("--token-file", f->o.token_file,

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "seedance/base/io.h"
+#include "seedance/federation/front.h"
 #include "seedance/base/text.h"
 #include "seedance/ha/replica.h"
 #include "seedance/sched/frag.h"
@@ -190,6 +191,27 @@ absl::StatusOr<server::HttpOptions> HttpOptionsOf(const DaemonOptions& o) {
   return h;
 }
 
+// A federation front has no cluster of its own: the options of one are refused with it.
+absl::Status CheckFrontFlags(const DaemonOptions& o, bool etcd) {
+  if (o.federation.empty()) return absl::OkStatus();
+  const std::pair<bool, const char*> refused[] = {
+      {!o.nodes.empty(), "--nodes"},
+      {!o.deployments.empty(), "--deployments"},
+      {!o.node_groups.empty(), "--node-groups"},
+      {o.elastic, "--elastic"},
+      {!o.oracle_pods.empty(), "--oracle-pods"},
+      {o.backend.kind != server::BackendKind::kLocal, "--backend (other than local)"},
+      {etcd, "--store etcd://"},
+  };
+  for (const auto& [given, flag] : refused) {
+    if (given) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--federation: ", flag, " is for a member server; a front has no cluster of its own"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 // Everything Start checked and read, before anything starts; then the running components.
@@ -202,6 +224,7 @@ struct Daemon::Parts {
   std::optional<server::DeploymentsConfig> deployments_config;
   std::optional<server::NodeGroupsConfig> node_groups_config;
   server::ServiceOptions service_options;
+  std::unique_ptr<federation::Front> front;  // --federation
 
   // Started in this order, stopped in the reverse (Stop).
   std::unique_ptr<ha::Replica> replica;
@@ -215,13 +238,16 @@ struct Daemon::Parts {
   bool stopped = false;
 
   absl::Status Check();
+  absl::Status CheckFront();
   absl::Status StartAll();
+  absl::Status StartFront();
   void StartReplica();
 };
 
 absl::Status Daemon::Parts::Check() {
   const DaemonOptions& o = options;
   if (absl::Status st = ResolveStore(o, &state_dir, &etcd); !st.ok()) return st;
+  if (absl::Status st = CheckFrontFlags(o, etcd.has_value()); !st.ok()) return st;
   if (absl::Status st = server::CheckBackendConfig(o.backend, etcd.has_value()); !st.ok()) {
     return st;
   }
@@ -250,6 +276,73 @@ absl::Status Daemon::Parts::Check() {
   if (!b.ok()) return b.status();
   backend = std::move(*b);
   backend->Configure(service_options, http_options);
+  return o.federation.empty() ? absl::OkStatus() : CheckFront();
+}
+
+// --federation: the member file read and its tokens checked (the combinations were refused by
+// CheckFrontFlags before the backend reached its peer).
+absl::Status Daemon::Parts::CheckFront() {
+  const DaemonOptions& o = options;
+  federation::FrontOptions fo;
+  if (o.federation_policy == "cost") {
+    fo.policy = federation::PolicyKind::kCost;
+  } else if (o.federation_policy == "first-to-admit") {
+    fo.policy = federation::PolicyKind::kFirstToAdmit;
+  } else if (o.federation_policy == "static-weights") {
+    fo.policy = federation::PolicyKind::kStaticWeights;
+  } else {
+    return absl::InvalidArgumentError(
+        "--federation-policy: must be cost, first-to-admit or static-weights");
+  }
+  absl::StatusOr<federation::FederationConfig> config =
+      federation::LoadFederationConfig(o.federation);
+  if (!config.ok()) return config.status();
+  fo.config = std::move(*config);
+  fo.name = o.backend.cluster;
+  fo.refresh_s = o.federation_refresh_s;
+  // The records go to this server's store, with the batch of the service's loop (durable on
+  // return): the same store and the same promise as a pod's.
+  auto persist = [this](std::vector<std::pair<std::string, std::string>> puts,
+                        std::vector<std::string> deletes) -> absl::Status {
+    const server::Reply r = service->Run(
+        [puts = std::move(puts), deletes = std::move(deletes)](
+            server::Service::Context& c) -> server::Service::Finisher {
+          const std::string kind(federation::kRecordKind);
+          for (const auto& [key, json] : puts) c.PutObject(kind, key, json);
+          for (const std::string& key : deletes) c.DeleteObject(kind, key);
+          return [] { return server::Reply{200, "{}"}; };
+        });
+    if (r.status == 200) return absl::OkStatus();
+    return absl::UnavailableError(absl::StrCat("commit failed (HTTP ", r.status, "): ", r.body));
+  };
+  absl::StatusOr<std::unique_ptr<federation::Front>> f =
+      federation::Front::Create(std::move(fo), std::move(persist));
+  if (!f.ok()) {
+    return absl::Status(f.status().code(), absl::StrCat("--federation ",
+                                                        base::ForTerminal(o.federation), ": ",
+                                                        f.status().message()));
+  }
+  front = std::move(*f);
+  service_options.backend = "federation";
+  http_options.front = front.get();
+  http_options.blocking_threads = 64;  // each waits on a member's reply
+  return absl::OkStatus();
+}
+
+// The front's records back from the store, then its member threads.
+absl::Status Daemon::Parts::StartFront() {
+  std::vector<std::pair<std::string, std::string>> records;
+  const server::Reply r =
+      service->Run([&records](server::Service::Context& c) -> server::Service::Finisher {
+        for (store::ObjectRecord& o :
+             c.service.TakeLoadedObjects(std::string(federation::kRecordKind))) {
+          records.emplace_back(std::move(o.key), std::move(o.json));
+        }
+        return [] { return server::Reply{200, "{}"}; };
+      });
+  if (r.status != 200) return absl::UnavailableError(absl::StrCat("--federation: ", r.body));
+  if (absl::Status st = front->Restore(records); !st.ok()) return st;
+  front->Start();
   return absl::OkStatus();
 }
 
@@ -285,6 +378,9 @@ absl::Status Daemon::Parts::StartAll() {
     node_groups = std::move(*c);
     http_options.node_groups_status = [c = node_groups.get()] { return c->StatusJson(); };
   }
+  if (front) {
+    if (absl::Status st = StartFront(); !st.ok()) return st;
+  }
   absl::StatusOr<std::unique_ptr<server::HttpServer>> h =
       server::HttpServer::Start(*service, http_options);
   if (!h.ok()) return h.status();
@@ -312,7 +408,8 @@ void Daemon::Parts::StartReplica() {
 }
 
 std::vector<base::NamedPath> InputFiles(const DaemonOptions& o) {
-  return {{"--nodes", o.nodes},
+  return {{"--federation", o.federation},
+          {"--nodes", o.nodes},
           {"--deployments", o.deployments},
           {"--node-groups", o.node_groups},
           {"--policy", o.policy},
@@ -363,6 +460,7 @@ void Daemon::Stop() {
   if (p.backend) p.backend->Stop();
   if (p.replica) p.replica->Stop();  // a leader revokes its lease: another takes over at once
   if (p.http) p.http->Stop();
+  if (p.front) p.front->Stop();
   p.deployments.reset();
   p.node_groups.reset();
   if (p.service) p.service->Shutdown();

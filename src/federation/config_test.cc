@@ -1,5 +1,6 @@
 #include "seedance/federation/config.h"
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -157,6 +158,20 @@ TEST(FederationConfigTest, LoadNamesAMissingFile) {
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("/nonexistent/members.yaml"), std::string_view::npos)
       << c.status();
+}
+
+// examples/federation/members.yaml, the example docs/federation.md points to, is a valid file.
+TEST(FederationConfigTest, TheExampleFileIsValid) {
+  const char* src = std::getenv("SEEDANCE_SOURCE_DIR");
+  const std::string path =
+      std::string(src ? src : SEEDANCE_FEDERATION_SOURCE_DIR) + "/examples/federation/members.yaml";
+  absl::StatusOr<FederationConfig> c = LoadFederationConfig(path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->members.size(), 3u);
+  EXPECT_EQ(c->members[0].name, "onprem-slurm");
+  EXPECT_EQ(c->members[1].weight, 2);
+  EXPECT_EQ(c->members[2].prices.GpuHour("H100"), 6.98);
+  EXPECT_EQ(c->lost_after_s, 30);
 }
 
 }  // namespace

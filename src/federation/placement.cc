@@ -122,6 +122,7 @@ MemberView ViewOf(const MemberConfig& member, ClusterSummary summary, bool lost)
           .labels = member.labels,
           .prices = member.prices,
           .lost = lost,
+          .refused = "",
           .summary = std::move(summary)};
 }
 
@@ -367,6 +368,10 @@ MemberFit FitAll(std::span<const PodAsk> asks, const MemberView& m) {
   out.whole_gpus_free = m.summary.free.whole_gpus;
   if (m.lost) {
     out.why = "lost";
+    return out;
+  }
+  if (!m.refused.empty()) {
+    out.why = m.refused;
     return out;
   }
   std::vector<AskFit> fits;

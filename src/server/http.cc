@@ -237,7 +237,7 @@ struct HttpServer::Core {
         limiter(options.rate_limit),
         connections(options.max_connections, options.max_connections_per_client),
         watches(options.max_watches, options.max_watches_per_client),
-        blocking(4) {}
+        blocking(static_cast<size_t>(std::max(1, options.blocking_threads))) {}
 
   Service& service;
   const HttpOptions options;
@@ -770,10 +770,15 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(Service& service,
     core.tls.emplace(asio::ssl::context::tls_server);
     if (absl::Status st = LoadTls(*core.tls, core.options); !st.ok()) return st;
   }
-  RegisterRoutes(core.router, service, core.options);
-  RegisterPolicyRoutes(core.router, service);
-  RegisterExperimentRoutes(core.router, service, core.options);
-  RegisterExtenderRoutes(core.router, service, core.options.kube_api);
+  if (federation::Front* front = core.options.front) {
+    RegisterCommonRoutes(core.router, service, [front] { return front->MetricsText(); });
+    RegisterFederationRoutes(core.router, *front);
+  } else {
+    RegisterRoutes(core.router, service, core.options);
+    RegisterPolicyRoutes(core.router, service);
+    RegisterExperimentRoutes(core.router, service, core.options);
+    RegisterExtenderRoutes(core.router, service, core.options.kube_api);
+  }
   core.accept_strand.emplace(asio::make_strand(core.ioc));
   core.acceptor.emplace(*core.accept_strand);
   if (absl::Status st = Listen(*core.acceptor, core.options); !st.ok()) return st;

@@ -25,13 +25,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string ApiDoc() {
+std::string ReadDoc(const std::string& page) {
   const char* src = std::getenv("SEEDANCE_SOURCE_DIR");
-  std::ifstream in(fs::path(src ? src : ".") / "docs" / "api.md");
+  std::ifstream in(fs::path(src ? src : ".") / "docs" / page);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
+
+std::string ApiDoc() { return ReadDoc("api.md"); }
 
 // The cells of the markdown table rows between `from` and `to` (header and rule rows skipped).
 std::vector<std::vector<std::string>> TableRows(const std::string& doc, const std::string& from,
@@ -93,6 +95,30 @@ TEST_F(RoutesTest, EveryRouteIsInTheDocsTableWithItsLevelAndNoOther) {
     documented.insert({row[0], row[1], row[2], row[3]});
   }
   EXPECT_GE(served.size(), 25u);
+  EXPECT_EQ(served, documented);
+}
+
+// A federation front serves its own table (docs/federation.md); Create reaches no member.
+TEST_F(RoutesTest, AFrontServesTheRoutesOfItsDocsTableAndNoOther) {
+  federation::FrontOptions fo;
+  fo.config.members.push_back({.name = "a", .url = "http://127.0.0.1:1", .token_file = "",
+                               .region = "", .weight = 1, .prices = {}, .labels = {}, .line = 1});
+  absl::StatusOr<std::unique_ptr<federation::Front>> front = federation::Front::Create(
+      fo, [](auto, auto) { return absl::OkStatus(); });
+  ASSERT_TRUE(front.ok()) << front.status();
+  Router router;
+  RegisterCommonRoutes(router, *service_, nullptr);
+  RegisterFederationRoutes(router, **front);
+  std::set<std::tuple<std::string, std::string, std::string, std::string>> served, documented;
+  for (const Route& r : router.routes()) {
+    served.insert({r.method, r.pattern, r.name, std::string(AccessName(r.access))});
+  }
+  const std::string doc = ReadDoc("federation.md");
+  for (const auto& row : TableRows(doc, "<!-- front-routes:", "<!-- /front-routes -->")) {
+    ASSERT_EQ(row.size(), 4u);
+    documented.insert({row[0], row[1], row[2], row[3]});
+  }
+  EXPECT_GE(served.size(), 10u);
   EXPECT_EQ(served, documented);
 }
 

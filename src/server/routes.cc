@@ -32,14 +32,6 @@ Service::Finisher Ok(int status, Json body) {
   return [status, body = std::move(body)] { return Reply{status, base::DumpJson(body, -1)}; };
 }
 
-namespace {
-
-using Finisher = Service::Finisher;
-using Context = Service::Context;
-
-constexpr int kDefaultPageSize = 500;
-constexpr int kMaxPageSize = 5000;
-
 absl::StatusOr<int> PageSize(const Request& req) {
   if (!req.has_param("limit")) return kDefaultPageSize;
   int64_t v = 0;
@@ -49,6 +41,39 @@ absl::StatusOr<int> PageSize(const Request& req) {
   }
   return static_cast<int>(v);
 }
+
+// 403 for a tenant naming a namespace that is not its own.
+absl::Status CheckNamespace(const Caller& caller, const std::string& ns) {
+  if (caller.Sees(ns)) return absl::OkStatus();
+  std::string own;
+  for (const std::string& n : *caller.namespaces) absl::StrAppend(&own, own.empty() ? "" : ", ", n);
+  return absl::PermissionDeniedError(absl::StrCat("namespace '", base::Clip(ns, 63),
+                                                  "' is not one of the namespaces of tenant '",
+                                                  caller.tenant, "' (", own, ")"));
+}
+
+void RegisterCommonRoutes(Router& r, Service& s, std::function<std::string()> more_metrics) {
+  using A = Access;
+  r.Add("GET", "/healthz", "healthz", A::kAnyone,
+        [](Request&, Done done) { done(Response(200, "ok\n", "text/plain")); });
+  r.Add("GET", "/readyz", "readyz", A::kAnyone, [&s](Request&, Done done) {
+    done(Response(s.ready() ? 200 : 503,
+                  !s.ready()    ? "not ready\n"
+                  : s.leading() ? "ready\n"
+                                : "ready (follower)\n",
+                  "text/plain"));
+  });
+  r.Add("GET", "/metrics", "metrics", A::kAnyone, [&s, more_metrics](Request&, Done done) {
+    std::string text = s.metrics().Expose();
+    if (more_metrics) text += more_metrics();
+    done(Response(200, std::move(text), "text/plain; version=0.0.4"));
+  });
+}
+
+namespace {
+
+using Finisher = Service::Finisher;
+using Context = Service::Context;
 
 // GET /v1/leader (docs/ha.md).
 Json LeaderJson(const Service& s) {
@@ -130,16 +155,6 @@ void DeleteNode(Service& s, const Request& req, Done done) {
 }
 
 // ------------------------------------------------------------------------------------ pods
-
-// 403 for a tenant naming a namespace that is not its own.
-absl::Status CheckNamespace(const Caller& caller, const std::string& ns) {
-  if (caller.Sees(ns)) return absl::OkStatus();
-  std::string own;
-  for (const std::string& n : *caller.namespaces) absl::StrAppend(&own, own.empty() ? "" : ", ", n);
-  return absl::PermissionDeniedError(absl::StrCat("namespace '", base::Clip(ns, 63),
-                                                  "' is not one of the namespaces of tenant '",
-                                                  caller.tenant, "' (", own, ")"));
-}
 
 // A pod of another tenant is, to a tenant, as absent as a pod that does not exist.
 const sched::PodInfo* FindVisible(const Context& c, const Caller& caller, const std::string& uid) {
@@ -483,6 +498,7 @@ void WatchRoute(Service& s, const HttpOptions& o, const Request& req, Done done)
 }  // namespace
 
 void RegisterRoutes(Router& r, Service& s, const HttpOptions& o) {
+  RegisterCommonRoutes(r, s, nullptr);
   auto bind = [&s](void (*f)(Service&, const Request&, Done)) {
     return [&s, f](Request& req, Done done) { f(s, req, std::move(done)); };
   };
@@ -516,15 +532,6 @@ void RegisterRoutes(Router& r, Service& s, const HttpOptions& o) {
   r.Add("GET", "/v1/node-groups", "list_node_groups", A::kClusterRead, [&o](Request&, Done done) {
     done(o.node_groups_status ? Reply{200, o.node_groups_status()} : Reply{200, R"({"groups":[]})"});
   });
-  r.Add("GET", "/healthz", "healthz", A::kAnyone,
-        [](Request&, Done done) { done(Response(200, "ok\n", "text/plain")); });
-  r.Add("GET", "/readyz", "readyz", A::kAnyone, [&s](Request&, Done done) {
-    done(Response(s.ready() ? 200 : 503,
-                  !s.ready()    ? "not ready\n"
-                  : s.leading() ? "ready\n"
-                                : "ready (follower)\n",
-                  "text/plain"));
-  });
   r.Add("GET", "/v1/cluster", "get_cluster", A::kClusterRead, [&s](Request&, Done done) {
     s.RunAsync(
         [](Context& c) -> Finisher {
@@ -535,9 +542,6 @@ void RegisterRoutes(Router& r, Service& s, const HttpOptions& o) {
   });
   r.Add("GET", "/v1/leader", "leader", A::kReader, [&s](Request&, Done done) {
     done(Reply{200, base::DumpJson(LeaderJson(s), -1)});
-  });
-  r.Add("GET", "/metrics", "metrics", A::kAnyone, [&s](Request&, Done done) {
-    done(Response(200, s.metrics().Expose(), "text/plain; version=0.0.4"));
   });
 }
 

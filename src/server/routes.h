@@ -4,9 +4,12 @@
 // route's name.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "http_core.h"
+#include "seedance/federation/front.h"
 #include "seedance/k8s/apiserver.h"
 #include "seedance/server/http.h"
 #include "seedance/server/service.h"
@@ -14,6 +17,18 @@
 namespace seedance::server {
 
 void RegisterRoutes(Router& r, Service& service, const HttpOptions& options);
+// GET /healthz, /readyz and /metrics (with `more_metrics`' text after the service's, when set):
+// every server has them, a federation front too.
+void RegisterCommonRoutes(Router& r, Service& service, std::function<std::string()> more_metrics);
+// A federation front's API (federation_routes.cc, docs/federation.md): the pod routes answered
+// by `front`, GET /v1/cluster (the members added up) and GET /v1/federation/members.
+void RegisterFederationRoutes(Router& r, federation::Front& front);
+// ?limit= of a list (default 500, at most 5000).
+inline constexpr int kDefaultPageSize = 500;
+inline constexpr int kMaxPageSize = 5000;
+absl::StatusOr<int> PageSize(const Request& req);
+// 403 for a tenant naming a namespace that is not its own.
+absl::Status CheckNamespace(const Caller& caller, const std::string& ns);
 // The two endings of a route's operation: the error body of `st`, or `body` with `status`
 // (routes.cc; shared by the route files).
 Service::Finisher Fail(absl::Status st);

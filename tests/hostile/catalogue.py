@@ -2294,6 +2294,10 @@ def jwt_token(exp, user="root"):
                      b64('{"exp":%d,"iat":1,"sun":"%s"}' % (exp, user)), b64("signature")))
 
 
+FED_OK = ("members:\n  - name: a\n    url: \"http://127.0.0.1:9\"\n"
+          "    prices: {gpu_hour: {default: 1}}\n")
+
+
 # The Slurm backend's flags (server --backend slurm) and `seedance submit`: every case ends before
 # anything would be served or submitted. Port 9 (discard) on loopback has no slurmrestd.
 def slurm_cases():
@@ -2336,6 +2340,33 @@ def slurm_cases():
              files=jwt, msg=["--slurm-requeue"]),
         Case(E, "server/slurmrestd-unreachable", SL + URL + TOK, files=jwt, exit=1,
              msg=["cannot reach slurmrestd"], max_s=20),
+        # A federation front (docs/federation.md): every case ends before anything is served.
+        Case(E, "server/federation-missing", SRV + ["--federation", "{T}/nope.yaml"],
+             exit=(1, 2), msg=["nope.yaml"]),
+        Case(B, "server/federation-bad-price", SRV + ["--federation", "{m.yaml}"],
+             files={"m.yaml": "members:\n  - name: a\n    url: \"http://127.0.0.1:9\"\n"
+                              "    prices: {gpu_hour: {default: -1}}\n"},
+             msg=["m.yaml:4:", "$.members[0].prices.gpu_hour.default"]),
+        Case(B, "server/federation-no-members", SRV + ["--federation", "{m.yaml}"],
+             files={"m.yaml": "members: []\n"}, msg=["m.yaml", "$.members"]),
+        Case(B, "server/federation-with-nodes", SRV + ["--federation", "{m.yaml}", "--nodes",
+                                                       "{cluster.yaml}"],
+             files={"m.yaml": FED_OK}, msg=["--federation", "--nodes"]),
+        Case(B, "server/federation-with-slurm", SRV + ["--federation", "{m.yaml}", "--backend",
+                                                       "slurm"] + URL + TOK,
+             files=dict(jwt, **{"m.yaml": FED_OK}), msg=["--federation", "--backend"]),
+        Case(B, "server/federation-policy-unknown", SRV + ["--federation", "{m.yaml}",
+                                                           "--federation-policy", "cheapest"],
+             files={"m.yaml": FED_OK}, msg=["--federation-policy"]),
+        Case(B, "server/federation-refresh-zero", SRV + ["--federation", "{m.yaml}",
+                                                         "--federation-refresh", "0"],
+             files={"m.yaml": FED_OK}, msg=["--federation-refresh"]),
+        Case(E, "server/federation-token-missing", SRV + ["--federation", "{m.yaml}"],
+             files={"m.yaml": FED_OK.replace("    prices", "    token_file: nope\n    prices")},
+             exit=(1, 2), msg=["member a", "nope"]),
+        Case(B, "server/federation-member-url-escape", SRV + ["--federation", "{m.yaml}"],
+             files={"m.yaml": FED_OK.replace("127.0.0.1:9", "127.0.0.1:9\x1b[31m")},
+             msg=["m.yaml", "url"], absent=[("stderr", "\x1b[31m")]),
         Case(E, "submit/no-script", SUB, msg=["script"]),
         Case(E, "submit/script-missing", SUB + ["--", "{T}/nope.sh"], exit=(1, 2),
              msg=["nope.sh"]),

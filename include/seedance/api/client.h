@@ -10,6 +10,9 @@
 // over the cap ResourceExhausted; a non-2xx reply is the status its error body names (code,
 // message, field: FieldOf works on it) with the HTTP status attached (HttpStatusOf).
 //
+// A client keeps its connection open between calls (HTTP keep-alive) and opens it again when the
+// server closed it.
+//
 // Thread-safety: one Client per thread.
 #ifndef SEEDANCE_API_CLIENT_H_
 #define SEEDANCE_API_CLIENT_H_

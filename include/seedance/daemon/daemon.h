@@ -62,6 +62,11 @@ struct DaemonOptions {
   // Who runs what Seedance places (--backend, --cluster, the Kubernetes API server of
   // --kube-api / --kube-in-cluster, the Slurm flags): server/backend.h.
   server::BackendConfig backend;
+  // A federation front (docs/federation.md) over the member servers of this file instead of a
+  // cluster of its own; the policy that places pods across them.
+  std::string federation;
+  std::string federation_policy = "cost";  // cost | first-to-admit | static-weights
+  double federation_refresh_s = 1;         // GET /v1/cluster period per member
 };
 
 // The input files `o` names, for base::CheckOutputsDistinct: an output of the caller's

@@ -104,6 +104,9 @@ struct MemberView {
   std::map<std::string, std::string> labels;
   Prices prices;
   bool lost = false;  // silent for lost_after: never chosen
+  // Not empty: the member is not chosen for this decision and this is the reason given (a front
+  // leaves out a member that refused the pod: "refused: ...", "unreachable: ...").
+  std::string refused;
   ClusterSummary summary;
 };
 // The view of a configured member with its last summary.

@@ -26,6 +26,10 @@
 #include "seedance/server/auth.h"
 #include "seedance/server/service.h"
 
+namespace seedance::federation {
+class Front;
+}
+
 namespace seedance::server {
 
 struct HttpOptions {
@@ -66,6 +70,13 @@ struct HttpOptions {
   // bucket, burst two seconds' worth; beyond it 429; 0: unlimited) and per request.
   double experiment_event_rate = 20000;
   size_t max_experiment_events = 1000;
+  // A federation front (federation/front.h, docs/federation.md): set, the pod routes, GET
+  // /v1/cluster and GET /v1/federation/members are the front's, and the routes of one cluster
+  // (nodes, queues, watch, policy, experiments, the extender) are not served.
+  federation::Front* front = nullptr;
+  // Threads of the routes that wait on other servers (the extender's bind, a front's calls to
+  // its members).
+  int blocking_threads = 4;
 };
 
 class HttpServer {

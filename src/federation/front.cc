@@ -1,0 +1,629 @@
+// The federation front's API operations, its records and its queue (front.h). The member
+// threads are in front_members.cc.
+#include "seedance/federation/front.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "front_state.h"
+#include "seedance/base/check.h"
+#include "seedance/base/parse.h"
+#include "seedance/base/text.h"
+
+namespace seedance::federation {
+namespace {
+
+std::string NewUid() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  const uint64_t a = rng(), b = rng();
+  return absl::StrFormat("%08x-%04x-4%03x-%04x-%012x", a >> 32, (a >> 16) & 0xffff, a & 0xfff,
+                         ((b >> 48) & 0x3fff) | 0x8000, b & 0xffffffffffffull);
+}
+
+int64_t UnixNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+FrontReply Error(const absl::Status& st) { return {api::HttpStatusFor(st), api::ErrorBody(st)}; }
+FrontReply Reply(int status, const Json& j) { return {status, j.dump()}; }
+
+absl::Status NotFound(const std::string& uid) {
+  return absl::NotFoundError(absl::StrCat("pod '", uid, "' not found"));
+}
+
+// The pod as placement sees it: its request and what its annotations say of its duration and
+// data (front.h).
+PodAsk AskOf(const api::PodRequest& request) {
+  PodAsk ask;
+  ask.request = request;
+  const auto get = [&](std::string_view key) -> const std::string* {
+    const auto it = request.annotations.find(std::string(key));
+    return it == request.annotations.end() ? nullptr : &it->second;
+  };
+  if (const std::string* d = get(kExpectedDurationAnnotation)) {
+    if (absl::StatusOr<double> s =
+            base::ParseDuration(*d, "expected-duration", 1, base::Positive(1e9));
+        s.ok()) {
+      ask.expected_duration_s = *s;
+    }
+  }
+  if (const std::string* r = get(kDataRegionAnnotation)) ask.data_region = *r;
+  if (const std::string* g = get(kDataGbAnnotation)) {
+    double gb = 0;
+    if (absl::SimpleAtod(*g, &gb) && gb >= 0 && gb < 1e9) ask.data_gb = gb;
+  }
+  return ask;
+}
+
+// A member's free room after it took `req` on `model` (until its next GET /v1/cluster says
+// better): the cached summary must not offer the same room twice between two polls.
+void Reserve(ClusterSummary& s, const api::PodRequest& req, const std::string& model) {
+  const auto take = [](int64_t& v, int64_t d) { v = std::max<int64_t>(0, v - d); };
+  const bool whole = req.num_gpu > 1 || (req.num_gpu == 1 && req.gpu_milli == 1000);
+  auto apply = [&](Room& r) {
+    take(r.free.cpu_milli, req.cpu_milli);
+    take(r.free.memory_mib, req.memory_mib);
+    take(r.free.gpu_milli, int64_t{req.num_gpu} * req.gpu_milli);
+    if (whole) take(r.free.whole_gpus, req.num_gpu);
+  };
+  apply(s);
+  for (ModelRoom& m : s.gpu_models) {
+    if (m.gpu_model == model) apply(m);
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------- records
+
+std::string RecordJson(const Record& r) {
+  Json withdrawn = Json::array();
+  for (const Withdrawn& w : r.withdrawn)
+    withdrawn.push_back({{"member", w.member}, {"uid", w.uid}});
+  Json j = {{"uid", r.uid},
+            {"request", api::PodRequestToJson(r.request)},
+            {"member", r.member},
+            {"member_uid", r.member_uid},
+            {"gpu_model", r.gpu_model},
+            {"withdrawn", std::move(withdrawn)},
+            {"submitted_unix_ns", r.submitted_unix_ns},
+            {"ended", r.ended}};
+  return j.dump();
+}
+
+absl::StatusOr<Record> ParseRecord(const std::string& key, const std::string& json) {
+  const auto bad = [&](const std::string& why) {
+    return absl::DataLossError(
+        absl::StrCat("federation record '", base::Clip(key, 80), "': ", why));
+  };
+  Json j = Json::parse(json, nullptr, false);
+  if (!j.is_object() || !j.contains("request") || !j["request"].is_object()) {
+    return bad("not a record object");
+  }
+  absl::StatusOr<api::PodRequest> req = api::ParsePodRequest(j["request"].dump());
+  if (!req.ok()) return bad(std::string(req.status().message()));
+  Record r;
+  r.uid = key;
+  r.request = std::move(*req);
+  r.member = j.value("member", "");
+  r.member_uid = j.value("member_uid", "");
+  r.gpu_model = j.value("gpu_model", "");
+  r.submitted_unix_ns = j.value("submitted_unix_ns", int64_t{0});
+  r.ended = j.value("ended", false);
+  if (r.ended) r.phase = "Deleted";
+  if (const auto it = j.find("withdrawn"); it != j.end() && it->is_array()) {
+    for (const Json& w : *it) {
+      if (w.is_object()) r.withdrawn.push_back({w.value("member", ""), w.value("uid", "")});
+    }
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------------- clients
+
+absl::StatusOr<std::unique_ptr<api::Client>> ClientPool::Take() {
+  {
+    base::MutexLock lock(mu_);
+    if (!free_.empty()) {
+      std::unique_ptr<api::Client> c = std::move(free_.back());
+      free_.pop_back();
+      return c;
+    }
+  }
+  absl::StatusOr<api::Client> c = api::Client::Create(options_);
+  if (!c.ok()) return c.status();
+  return std::make_unique<api::Client>(std::move(*c));
+}
+
+void ClientPool::Give(std::unique_ptr<api::Client> c) {
+  base::MutexLock lock(mu_);
+  if (free_.size() < 64) free_.push_back(std::move(c));
+}
+
+absl::StatusOr<Json> ClientPool::Call(std::string_view method, std::string_view path,
+                                      const std::string& body) {
+  absl::StatusOr<std::unique_ptr<api::Client>> c = Take();
+  if (!c.ok()) return c.status();
+  absl::StatusOr<Json> reply = (*c)->Call(method, path, body);
+  // A reply (2xx or not) leaves the connection usable; a transport failure does not.
+  if (reply.ok() || api::HttpStatusOf(reply.status()) != 0) Give(std::move(*c));
+  return reply;
+}
+
+// ---------------------------------------------------------------------------------- state
+
+double Front::State::Now() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int64_t Front::State::Waiting() const {
+  int64_t n = 0;
+  for (const auto& [uid, r] : records) n += r.member.empty() ? 1 : 0;
+  return n;
+}
+
+int Front::State::MemberIndex(const std::string& name) const {
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (members[i]->config.name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::vector<MemberView> Front::State::Views(const std::map<int, std::string>& refused) const {
+  std::vector<MemberView> views;
+  views.reserve(members.size());
+  for (size_t i = 0; i < members.size(); ++i) {
+    const Member& m = *members[i];
+    MemberView v = ViewOf(m.config, m.summary, m.lost);
+    if (const auto it = refused.find(static_cast<int>(i)); it != refused.end()) {
+      v.refused = it->second;
+    } else if (!m.have_summary && !m.lost) {
+      v.refused = "no answer to GET /v1/cluster yet";
+    }
+    views.push_back(std::move(v));
+  }
+  return views;
+}
+
+Json Front::State::PodView(const Record& r) const {
+  Json j;
+  if (r.pod.is_object()) {
+    j = r.pod;
+  } else {
+    j = Json(api::PodRequestToJson(r.request));
+    j["node"] = nullptr;
+    j["gpus"] = Json::array();
+    j["numa_node"] = nullptr;
+    j["created_unix_ns"] = r.submitted_unix_ns;
+  }
+  j["uid"] = r.uid;
+  j["phase"] = r.phase;
+  j["cluster"] = r.member.empty() ? Json(nullptr) : Json(r.member);
+  j["member_uid"] = r.member_uid.empty() ? Json(nullptr) : Json(r.member_uid);
+  return j;
+}
+
+void Front::State::ApplyMemberPod(Member& m, Record& r, const Json& pod, int64_t revision) {
+  (void)m;
+  if (!pod.is_object() || revision < r.pod_revision || r.ended) return;
+  r.pod = pod;
+  r.pod_revision = revision;
+  if (const auto it = pod.find("phase"); it != pod.end() && it->is_string()) {
+    r.phase = it->get<std::string>();
+  }
+}
+
+void Front::State::ArmReconcile(const Record& r) {
+  for (const Withdrawn& w : r.withdrawn) {
+    if (const int i = MemberIndex(w.member); i >= 0) members[i]->reconcile = true;
+  }
+}
+
+void Front::State::Install(Record r) {
+  const std::string uid = r.uid;
+  ArmReconcile(r);
+  if (!r.member.empty()) {
+    const int i = MemberIndex(r.member);
+    if (i >= 0) {
+      Member& m = *members[i];
+      m.by_member_uid[r.member_uid] = uid;
+      if (const auto e = m.early.find(r.member_uid); e != m.early.end()) {
+        ApplyMemberPod(m, r, e->second.second, e->second.first);
+        m.early.erase(e);
+      }
+    }
+  } else {
+    queue.push_back(uid);
+  }
+  records[uid] = std::move(r);
+}
+
+void Front::State::Dispatch(Record& r) {
+  std::map<int, std::string> refused;
+  const PodAsk ask = AskOf(r.request);
+  const std::string gang_key =
+      r.request.gang.empty() ? "" : absl::StrCat(r.request.ns, "/", r.request.gang);
+  for (size_t attempt = 0; attempt <= members.size(); ++attempt) {
+    Decision d;
+    {
+      base::MutexLock lock(mu);
+      const auto g = gang_key.empty() ? gangs.end() : gangs.find(gang_key);
+      if (g != gangs.end()) {
+        for (size_t i = 0; i < members.size(); ++i) {
+          if (members[i]->config.name != g->second && !refused.count(static_cast<int>(i))) {
+            refused[static_cast<int>(i)] = absl::StrCat("the gang's pods are on ", g->second);
+          }
+        }
+      }
+      const std::vector<MemberView> views = Views(refused);
+      Policy policy{options.policy, rotation.get()};
+      if (!gang_key.empty() && g == gangs.end() && r.request.gang_min > 1) {
+        std::vector<PodAsk> gang(static_cast<size_t>(r.request.gang_min), ask);
+        d = DecideGang(gang, views, policy);
+      } else {
+        d = Decide(ask, views, policy);
+      }
+    }
+    if (d.member < 0) {
+      r.member.clear();
+      r.reasons = std::move(d.reasons);
+      return;
+    }
+    Member& m = *members[d.member];
+    nlohmann::ordered_json body = api::PodRequestToJson(r.request);
+    body["labels"][std::string(kFrontUidLabel)] = r.uid;
+    const std::string model = d.gpu_models.empty() ? "" : d.gpu_models[0];
+    if (options.policy == PolicyKind::kCost && !model.empty()) body["gpu_spec"] = model;
+    absl::StatusOr<Json> reply = m.pool->Call("POST", "/v1/pods", body.dump());
+    if (reply.ok() && reply->is_object() && reply->value("uid", "") != "") {
+      r.member = m.config.name;
+      r.member_uid = (*reply)["uid"].get<std::string>();
+      r.gpu_model = model;
+      r.reasons.clear();
+      r.pod = *reply;
+      r.pod_revision = reply->value("revision", int64_t{0});
+      r.phase = reply->value("phase", "Pending");
+      r.dispatched_s = Now();
+      base::MutexLock lock(mu);
+      Reserve(m.summary, r.request, model);
+      if (!gang_key.empty()) gangs.emplace(gang_key, m.config.name);
+      ++dispatched;
+      return;
+    }
+    const int http = reply.ok() ? 200 : api::HttpStatusOf(reply.status());
+    const std::string why =
+        reply.ok() ? "an answer without a uid" : std::string(reply.status().message());
+    refused[d.member] = absl::StrCat(http >= 400 && http < 500 ? "refused: " : "unreachable: ",
+                                     base::Clip(why, 300));
+    // Without a reply the member may have created the pod: remembered, removed when it answers
+    // (ArmReconcile).
+    if (!reply.ok() && http == 0) r.withdrawn.push_back({m.config.name, ""});
+    base::MutexLock lock(mu);
+    ++refusals;
+  }
+  r.member.clear();
+  for (const auto& [i, why] : refused)
+    r.reasons.push_back(absl::StrCat(members[i]->config.name, ": ", why));
+}
+
+absl::Status Front::State::PersistRecords(const std::vector<Record>& recs) {
+  if (recs.empty()) return absl::OkStatus();
+  std::vector<std::pair<std::string, std::string>> puts;
+  puts.reserve(recs.size());
+  for (const Record& r : recs) puts.emplace_back(r.uid, RecordJson(r));
+  return persist(std::move(puts), {});
+}
+
+void Front::State::QueueLoop() {
+  base::MutexLock lock(mu);
+  while (!stopping) {
+    lock.WaitFor(cv, std::chrono::duration<double>(options.refresh_s));
+    if (stopping) break;
+    std::vector<Record> batch;
+    std::deque<std::string> keep;
+    while (!queue.empty() && batch.size() < 512) {
+      const std::string uid = std::move(queue.front());
+      queue.pop_front();
+      const auto it = records.find(uid);
+      if (it == records.end() || !it->second.member.empty()) continue;
+      if (in_flight.count(uid)) {
+        keep.push_back(uid);
+        continue;
+      }
+      in_flight.insert(uid);
+      batch.push_back(it->second);
+    }
+    for (std::string& uid : keep) queue.push_back(std::move(uid));
+    if (batch.empty()) continue;
+    lock.Unlock();
+    std::vector<Record> moved;
+    for (Record& r : batch) {
+      const size_t withdrawn = r.withdrawn.size();
+      Dispatch(r);
+      if (!r.member.empty() || r.withdrawn.size() != withdrawn) moved.push_back(r);
+    }
+    const absl::Status st = PersistRecords(moved);
+    lock.Lock();
+    for (Record& r : batch) in_flight.erase(r.uid);
+    for (Record& r : st.ok() ? moved : batch) {
+      const auto it = records.find(r.uid);
+      if (it == records.end()) continue;  // deleted meanwhile (Delete refuses in-flight pods)
+      if (!st.ok()) {
+        queue.push_back(r.uid);
+        continue;
+      }
+      if (r.member.empty()) {
+        it->second.withdrawn = r.withdrawn;
+        ArmReconcile(r);
+        continue;
+      }
+      Install(std::move(r));
+    }
+    if (st.ok()) {
+      for (Record& r : batch) {
+        const auto it = records.find(r.uid);
+        if (it != records.end() && it->second.member.empty()) {
+          it->second.reasons = r.reasons;
+          queue.push_back(r.uid);
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------- Front
+
+Front::Front(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+Front::~Front() { Stop(); }
+
+absl::StatusOr<std::unique_ptr<Front>> Front::Create(FrontOptions options, Persist persist) {
+  if (options.config.members.empty()) {
+    return absl::InvalidArgumentError("a federation needs at least one member");
+  }
+  if (!(options.refresh_s > 0) || !(options.call_timeout_s > 0) || !(options.watch_timeout_s > 0)) {
+    return absl::InvalidArgumentError("refresh, call and watch timeouts must be > 0");
+  }
+  auto s = std::make_unique<State>();
+  std::vector<double> weights;
+  for (const MemberConfig& c : options.config.members) {
+    api::ClientOptions co;
+    co.url = c.url;
+    co.token_file = c.token_file;
+    co.timeout_s = options.call_timeout_s;
+    // Checked now (URL, token file) so that a bad member file is refused before anything starts.
+    absl::StatusOr<api::Client> probe = api::Client::Create(co);
+    if (!probe.ok()) {
+      // The client names its own flag; here the value came from the member file.
+      std::string why(probe.status().message());
+      if (why.rfind("--token-file: ", 0) == 0) why = "token_file " + why.substr(14);
+      return absl::Status(probe.status().code(), absl::StrCat("member ", c.name, ": ", why));
+    }
+    auto m = std::make_unique<Member>();
+    m->config = c;
+    m->pool = std::make_unique<ClientPool>(co);
+    m->pool->Give(std::make_unique<api::Client>(std::move(*probe)));
+    s->members.push_back(std::move(m));
+    weights.push_back(c.weight);
+  }
+  s->options = std::move(options);
+  s->persist = std::move(persist);
+  {
+    base::MutexLock lock(s->mu);
+    s->rotation = std::make_unique<WeightedRotation>(std::move(weights));
+  }
+  return std::unique_ptr<Front>(new Front(std::move(s)));
+}
+
+absl::Status Front::Restore(const std::vector<std::pair<std::string, std::string>>& recs) {
+  State& s = *state_;
+  base::MutexLock lock(s.mu);
+  for (const auto& [key, json] : recs) {
+    absl::StatusOr<Record> r = ParseRecord(key, json);
+    if (!r.ok()) return r.status();
+    if (!r->member.empty() && s.MemberIndex(r->member) < 0) {
+      // A member no longer in the file: its copy cannot be reached; the pod is placed again.
+      r->member.clear();
+      r->member_uid.clear();
+    }
+    if (!r->member.empty() && !r->ended) r->phase = "Unknown";  // until it is reconciled
+    if (!r->request.gang.empty() && !r->member.empty()) {
+      s.gangs.emplace(absl::StrCat(r->request.ns, "/", r->request.gang), r->member);
+    }
+    s.names[absl::StrCat(r->request.ns, "/", r->request.name)] = key;
+    s.Install(std::move(*r));
+  }
+  return absl::OkStatus();
+}
+
+void Front::Start() {
+  State& s = *state_;
+  SEEDANCE_CHECK(!s.started) << "federation front started twice";
+  s.started = true;
+  const double now = s.Now();
+  {
+    base::MutexLock lock(s.mu);
+    for (auto& m : s.members) m->last_ok_s = now;  // lost_after counts from the start
+  }
+  for (auto& m : s.members) {
+    m->poller = std::thread([&s, m = m.get()] { s.PollLoop(*m); });
+    m->watcher = std::thread([&s, m = m.get()] { s.WatchLoop(*m); });
+  }
+  s.queue_thread = std::thread([&s] { s.QueueLoop(); });
+}
+
+void Front::Stop() {
+  State& s = *state_;
+  {
+    base::MutexLock lock(s.mu);
+    s.stopping = true;
+  }
+  s.cv.notify_all();
+  for (auto& m : s.members) {
+    if (m->poller.joinable()) m->poller.join();
+    if (m->watcher.joinable()) m->watcher.join();
+  }
+  if (s.queue_thread.joinable()) s.queue_thread.join();
+}
+
+FrontReply Front::Submit(std::string_view body, const api::PodRequest& request) {
+  (void)body;
+  State& s = *state_;
+  Record r;
+  r.uid = NewUid();
+  r.request = request;
+  r.submitted_unix_ns = UnixNs();
+  const std::string key = absl::StrCat(request.ns, "/", request.name);
+  {
+    base::MutexLock lock(s.mu);
+    if (s.stopping) return Error(absl::UnavailableError("the federation front is stopping"));
+    if (!s.names.emplace(key, r.uid).second) {
+      return Error(
+          absl::AlreadyExistsError(absl::StrCat("pod ", base::Clip(key, 300), " already exists")));
+    }
+    s.in_flight.insert(r.uid);
+  }
+  s.Dispatch(r);
+  const absl::Status st = s.PersistRecords({r});
+  base::MutexLock lock(s.mu);
+  s.in_flight.erase(r.uid);
+  if (!st.ok()) {
+    s.names.erase(key);
+    // Not acknowledged: the member's copy is an orphan, removed when the member is reconciled.
+    if (const int i = s.MemberIndex(r.member); i >= 0) s.members[i]->reconcile = true;
+    return Error(absl::UnavailableError(absl::StrCat("the front's state: ", st.message())));
+  }
+  Json view = s.PodView(r);
+  s.Install(std::move(r));
+  if (view["cluster"].is_null()) s.cv.notify_all();
+  return Reply(201, view);
+}
+
+FrontReply Front::Get(const std::string& uid, const std::function<bool(const std::string&)>& sees) {
+  State& s = *state_;
+  base::MutexLock lock(s.mu);
+  const auto it = s.records.find(uid);
+  if (it == s.records.end() || !sees(it->second.request.ns)) return Error(NotFound(uid));
+  return Reply(200, s.PodView(it->second));
+}
+
+FrontReply Front::List(const std::string& phase, const std::string& ns, const std::string& after,
+                       int limit, const std::function<bool(const std::string&)>& sees) {
+  State& s = *state_;
+  Json items = Json::array();
+  Json next = nullptr;
+  base::MutexLock lock(s.mu);
+  for (auto it = s.records.upper_bound(after); it != s.records.end(); ++it) {
+    const Record& r = it->second;
+    if ((!phase.empty() && r.phase != phase) || (!ns.empty() && r.request.ns != ns) ||
+        !sees(r.request.ns)) {
+      continue;
+    }
+    if (static_cast<int>(items.size()) == limit) {
+      next = items.back()["uid"];
+      break;
+    }
+    items.push_back(s.PodView(r));
+  }
+  return Reply(200, Json{{"items", std::move(items)}, {"continue", next}});
+}
+
+FrontReply Front::Delete(const std::string& uid,
+                         const std::function<bool(const std::string&)>& sees) {
+  State& s = *state_;
+  std::string member, member_uid;
+  int index = -1;
+  {
+    base::MutexLock lock(s.mu);
+    const auto it = s.records.find(uid);
+    if (it == s.records.end() || !sees(it->second.request.ns)) return Error(NotFound(uid));
+    if (s.in_flight.count(uid)) {
+      return Error(absl::AbortedError("the pod is being dispatched to a member; retry"));
+    }
+    member = it->second.member;
+    member_uid = it->second.member_uid;
+    index = s.MemberIndex(member);
+    if (index >= 0 && s.members[index]->lost) {
+      return Error(absl::UnavailableError(
+          absl::StrCat("the pod is on member ", member, ", which is lost; retry when it answers")));
+    }
+    s.in_flight.insert(uid);
+  }
+  absl::Status st = absl::OkStatus();
+  if (index >= 0) {
+    absl::StatusOr<Json> r = s.members[index]->pool->Call("DELETE", "/v1/pods/" + member_uid);
+    if (!r.ok() && api::HttpStatusOf(r.status()) != 404) {
+      st = absl::UnavailableError(absl::StrCat("member ", member, ": ", r.status().message()));
+    }
+  }
+  if (st.ok()) st = s.persist({}, {uid});
+  base::MutexLock lock(s.mu);
+  s.in_flight.erase(uid);
+  if (!st.ok()) return Error(st);
+  const auto it = s.records.find(uid);
+  if (it != s.records.end()) {
+    s.names.erase(absl::StrCat(it->second.request.ns, "/", it->second.request.name));
+    if (index >= 0) {
+      s.members[index]->by_member_uid.erase(member_uid);
+    }
+    s.records.erase(it);
+  }
+  return Reply(200, Json{{"uid", uid}, {"deleted", true}});
+}
+
+FrontReply Front::Explain(const std::string& uid,
+                          const std::function<bool(const std::string&)>& sees) {
+  State& s = *state_;
+  std::string member, member_uid;
+  int index = -1;
+  {
+    base::MutexLock lock(s.mu);
+    const auto it = s.records.find(uid);
+    if (it == s.records.end() || !sees(it->second.request.ns)) return Error(NotFound(uid));
+    const Record& r = it->second;
+    index = s.MemberIndex(r.member);
+    if (index < 0) {
+      const std::string message =
+          absl::StrCat("0/", s.members.size(), " clusters fit: ", absl::StrJoin(r.reasons, "; "));
+      return Reply(200, Json{{"uid", uid},
+                             {"phase", r.phase},
+                             {"cluster", nullptr},
+                             {"clusters_total", s.members.size()},
+                             {"clusters_fit", 0},
+                             {"reasons", r.reasons},
+                             {"message", message}});
+    }
+    member = r.member;
+    member_uid = r.member_uid;
+    if (s.members[index]->lost) {
+      return Reply(200, Json{{"uid", uid},
+                             {"phase", "Unknown"},
+                             {"cluster", member},
+                             {"message", absl::StrCat("member ", member,
+                                                      " is lost; the pod's state there is unknown "
+                                                      "until it answers again")}});
+    }
+  }
+  absl::StatusOr<Json> r =
+      s.members[index]->pool->Call("GET", "/v1/pods/" + member_uid + "/explain");
+  if (!r.ok()) {
+    return Error(absl::Status(r.status().code(),
+                              absl::StrCat("member ", member, ": ", r.status().message())));
+  }
+  Json j = *r;
+  if (!j.is_object()) j = Json::object();
+  j["uid"] = uid;
+  j["cluster"] = member;
+  j["member_uid"] = member_uid;
+  return Reply(200, j);
+}
+
+}  // namespace seedance::federation

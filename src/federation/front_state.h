@@ -1,0 +1,147 @@
+// The federation front's state (front.h), shared by front.cc (the API's operations and the
+// queue) and front_members.cc (the member threads: polls, watches, lost members, reconciling).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "nlohmann/json.hpp"
+#include "seedance/api/client.h"
+#include "seedance/base/mutex.h"
+#include "seedance/federation/front.h"
+
+namespace seedance::federation {
+
+using Json = nlohmann::json;
+
+// A member's copy of a pod that the front gave up on (its member was lost): deleted from the
+// member once it answers again. `uid` may be empty when the member's UID is unknown (a dispatch
+// whose reply was lost): it is then found by name and the front-uid label.
+struct Withdrawn {
+  std::string member, uid;
+};
+
+// The front's record of one pod. Persisted: uid, request, member, member_uid, gpu_model,
+// withdrawn, submitted_unix_ns, ended; the rest is what members said and is read again after a
+// restart.
+struct Record {
+  std::string uid;
+  api::PodRequest request;
+  std::string member;      // "" = waiting at the front
+  std::string member_uid;  // the member's UID of its copy
+  std::string gpu_model;   // the model the pod was priced on ("" = none)
+  std::vector<Withdrawn> withdrawn;
+  int64_t submitted_unix_ns = 0;
+  // The pod ended on its member (deleted there, or gone from it when it was reconciled): phase
+  // "Deleted", never placed again, kept until it is deleted at the front.
+  bool ended = false;
+  // Not persisted.
+  std::string phase = "Pending";     // the member's phase; "Unknown" while the member is lost
+  Json pod;                          // the member's last pod JSON (null: none yet)
+  int64_t pod_revision = 0;          // the member revision `pod` is from
+  double dispatched_s = 0;           // when it was placed on `member` (State::Now; 0: restored)
+  std::vector<std::string> reasons;  // why it waits at the front (one per member)
+};
+
+std::string RecordJson(const Record& r);
+absl::StatusOr<Record> ParseRecord(const std::string& key, const std::string& json);
+
+// A pool of clients of one member (api::Client is one per thread).
+class ClientPool {
+ public:
+  explicit ClientPool(api::ClientOptions options) : options_(std::move(options)) {}
+  absl::StatusOr<std::unique_ptr<api::Client>> Take();
+  void Give(std::unique_ptr<api::Client> c);
+  // One call with a pooled client.
+  absl::StatusOr<Json> Call(std::string_view method, std::string_view path,
+                            const std::string& body = "");
+
+ private:
+  api::ClientOptions options_;
+  base::Mutex mu_;
+  std::vector<std::unique_ptr<api::Client>> free_ ABSL_GUARDED_BY(mu_);
+};
+
+struct Member {
+  MemberConfig config;
+  std::unique_ptr<ClientPool> pool;
+  std::thread poller, watcher;
+  // Guarded by State::mu.
+  bool have_summary = false;
+  ClusterSummary summary;
+  bool lost = false;
+  bool reconcile = true;  // reconcile when it next answers (at start, after being lost)
+  double last_ok_s = 0;
+  std::string last_error;
+  std::unordered_map<std::string, std::string> by_member_uid;  // member UID -> front UID
+  // Watch events for member UIDs not yet recorded (a dispatch whose reply is on its way).
+  std::unordered_map<std::string, std::pair<int64_t, Json>> early;
+};
+
+struct Front::State {
+  FrontOptions options;
+  Persist persist;
+  std::vector<std::unique_ptr<Member>> members;
+
+  mutable base::Mutex mu;
+  std::condition_variable cv;  // the threads' sleeps; notified on Stop and on queue work
+  bool stopping ABSL_GUARDED_BY(mu) = false;
+  bool started = false;
+  std::map<std::string, Record> records ABSL_GUARDED_BY(mu);     // by front UID
+  std::map<std::string, std::string> names ABSL_GUARDED_BY(mu);  // "ns/name" -> UID
+  std::deque<std::string> queue ABSL_GUARDED_BY(mu);    // UIDs waiting at the front, oldest first
+  std::set<std::string> in_flight ABSL_GUARDED_BY(mu);  // UIDs being dispatched now
+  std::map<std::string, std::string> gangs ABSL_GUARDED_BY(mu);  // "ns/gang" -> member
+  std::unique_ptr<WeightedRotation> rotation ABSL_GUARDED_BY(mu);
+  int64_t dispatched ABSL_GUARDED_BY(mu) = 0;
+  int64_t redispatched ABSL_GUARDED_BY(mu) = 0;
+  int64_t refusals ABSL_GUARDED_BY(mu) = 0;
+  std::thread queue_thread;
+
+  double Now() const;
+  // Pods waiting at the front (no member).
+  int64_t Waiting() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  int MemberIndex(const std::string& name) const;
+  // The views placement sees, `refused` marking members left out of this decision.
+  std::vector<MemberView> Views(const std::map<int, std::string>& refused) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // The front's answer for a record: the member's pod with the front's UID and the cluster.
+  Json PodView(const Record& r) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Applies a member's pod JSON (a reply or a watch event) to the record it belongs to.
+  void ApplyMemberPod(Member& m, Record& r, const Json& pod, int64_t revision)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Places `uid` (in in_flight, not in records' member) on a member or leaves it waiting;
+  // updates the record in `r` (a copy, not yet installed). Calls members; no lock held.
+  void Dispatch(Record& r);
+  // Installs a dispatched record (after it was persisted).
+  void Install(Record r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Marks the members `r` withdrew copies from (a lost member, or a dispatch without a reply
+  // that may have created one) for reconciling at their next answer, which deletes the copies.
+  void ArmReconcile(const Record& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // The queue thread: dispatches waiting pods as members change.
+  void QueueLoop();
+  // Member threads (front_members.cc).
+  void PollLoop(Member& m);
+  void WatchLoop(Member& m);
+  // A long poll's events applied to the records of `m`; the front UIDs of pods deleted there
+  // go to `ended`.
+  void ApplyEvents(Member& m, const Json& events, std::vector<std::string>* ended)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  void MarkLost(Member& m);
+  void Reconcile(Member& m);
+  // Marks the records of `uids` ended (persisted), e.g. from a member's PodDeleted events.
+  void EndRecords(const std::vector<std::string>& uids);
+  absl::Status PersistRecords(const std::vector<Record>& records);
+};
+
+}  // namespace seedance::federation

@@ -1,0 +1,161 @@
+// The federation front's records without members to reach (front.h): a pod waits at the front
+// with a reason per member, its record is persisted before the answer, a restart restores it,
+// names are unique, and Start is once. The front with real member servers is front_test.py.
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "seedance/federation/front.h"
+
+namespace seedance::federation {
+namespace {
+
+using Json = nlohmann::json;
+
+// A member nobody listens on (port 1 refuses at once).
+FrontOptions Unreachable() {
+  FrontOptions o;
+  MemberConfig m;
+  m.name = "far";
+  m.url = "http://127.0.0.1:1";
+  m.prices.gpu_hour_default = 1.0;
+  o.config.members.push_back(m);
+  o.call_timeout_s = 1;
+  return o;
+}
+
+// The store the persist hook writes to, as the daemon's would be.
+struct FakeStore {
+  std::map<std::string, std::string> records;
+  bool fail = false;
+  Front::Persist Hook() {
+    return [this](std::vector<std::pair<std::string, std::string>> puts,
+                  std::vector<std::string> deletes) -> absl::Status {
+      if (fail) return absl::UnavailableError("disk full");
+      for (auto& [k, v] : puts) records[k] = v;
+      for (const std::string& k : deletes) records.erase(k);
+      return absl::OkStatus();
+    };
+  }
+};
+
+api::PodRequest Pod(const std::string& name, int gpus) {
+  api::PodRequest r;
+  r.name = name;
+  r.ns = "ml";
+  r.cpu_milli = 1000;
+  r.num_gpu = gpus;
+  r.gpu_milli = gpus > 0 ? 1000 : 0;
+  return r;
+}
+
+const auto kAll = [](const std::string&) { return true; };
+
+TEST(FrontTest, APodNoMemberCanTakeWaitsWithAReasonPerMemberAndIsPersistedFirst) {
+  FakeStore store;
+  absl::StatusOr<std::unique_ptr<Front>> f = Front::Create(Unreachable(), store.Hook());
+  ASSERT_TRUE(f.ok()) << f.status();
+  const FrontReply r = (*f)->Submit("", Pod("train", 2));
+  ASSERT_EQ(r.status, 201) << r.body;
+  const Json pod = Json::parse(r.body);
+  EXPECT_EQ(pod["phase"], "Pending");
+  EXPECT_TRUE(pod["cluster"].is_null());
+  EXPECT_EQ(pod["name"], "train");
+  const std::string uid = pod["uid"];
+  ASSERT_EQ(store.records.count(uid), 1u);
+  const Json rec = Json::parse(store.records[uid]);
+  EXPECT_EQ(rec["member"], "");
+  EXPECT_EQ(rec["request"]["num_gpu"], 2);
+
+  const Json why = Json::parse((*f)->Explain(uid, kAll).body);
+  ASSERT_EQ(why["reasons"].size(), 1u);
+  EXPECT_EQ(why["reasons"][0], "far: no answer to GET /v1/cluster yet");
+  EXPECT_EQ(why["message"], "0/1 clusters fit: far: no answer to GET /v1/cluster yet");
+}
+
+TEST(FrontTest, ANameIsTakenOncePerNamespaceAndFreedByDelete) {
+  FakeStore store;
+  std::unique_ptr<Front> f = *Front::Create(Unreachable(), store.Hook());
+  const std::string uid = Json::parse(f->Submit("", Pod("a", 0)).body)["uid"];
+  const FrontReply again = f->Submit("", Pod("a", 0));
+  EXPECT_EQ(again.status, 409) << again.body;
+  EXPECT_NE(again.body.find("pod ml/a already exists"), std::string::npos) << again.body;
+  EXPECT_EQ(f->Delete(uid, kAll).status, 200);
+  EXPECT_EQ(store.records.count(uid), 0u);
+  EXPECT_EQ(f->Get(uid, kAll).status, 404);
+  EXPECT_EQ(f->Submit("", Pod("a", 0)).status, 201);
+}
+
+TEST(FrontTest, AFailedCommitIsNotAcknowledgedAndTakesNoName) {
+  FakeStore store;
+  std::unique_ptr<Front> f = *Front::Create(Unreachable(), store.Hook());
+  store.fail = true;
+  const FrontReply r = f->Submit("", Pod("a", 0));
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_NE(r.body.find("disk full"), std::string::npos) << r.body;
+  store.fail = false;
+  EXPECT_EQ(f->Submit("", Pod("a", 0)).status, 201);
+}
+
+TEST(FrontTest, ARestartRestoresEveryRecordAndItsName) {
+  FakeStore store;
+  std::string uid;
+  {
+    std::unique_ptr<Front> f = *Front::Create(Unreachable(), store.Hook());
+    uid = Json::parse(f->Submit("", Pod("keep", 1)).body)["uid"];
+    f->Submit("", Pod("other", 0));
+  }
+  std::unique_ptr<Front> g = *Front::Create(Unreachable(), store.Hook());
+  ASSERT_TRUE(g->Restore({store.records.begin(), store.records.end()}).ok());
+  const FrontReply got = g->Get(uid, kAll);
+  ASSERT_EQ(got.status, 200) << got.body;
+  EXPECT_EQ(Json::parse(got.body)["name"], "keep");
+  EXPECT_EQ(g->Submit("", Pod("keep", 1)).status, 409);
+  const Json list = Json::parse(g->List("Pending", "ml", "", 1, kAll).body);
+  EXPECT_EQ(list["items"].size(), 1u);
+  EXPECT_FALSE(list["continue"].is_null());
+}
+
+TEST(FrontTest, ARecordThatDoesNotParseIsDataLossNamingItsKey) {
+  FakeStore store;
+  std::unique_ptr<Front> f = *Front::Create(Unreachable(), store.Hook());
+  const absl::Status st = f->Restore({{"0a-1", "{\"request\": 3}"}});
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(st.message().find("'0a-1'"), std::string_view::npos) << st;
+}
+
+TEST(FrontTest, ATenantSeesOnlyItsOwnNamespaces) {
+  FakeStore store;
+  std::unique_ptr<Front> f = *Front::Create(Unreachable(), store.Hook());
+  const std::string uid = Json::parse(f->Submit("", Pod("a", 0)).body)["uid"];
+  const auto other = [](const std::string& ns) { return ns == "web"; };
+  EXPECT_EQ(f->Get(uid, other).status, 404);
+  EXPECT_EQ(f->Delete(uid, other).status, 404);
+  EXPECT_EQ(Json::parse(f->List("", "", "", 10, other).body)["items"].size(), 0u);
+}
+
+TEST(FrontTest, AMemberFileWithAMissingTokenFileIsRefusedNamingTheMember) {
+  FrontOptions o = Unreachable();
+  o.config.members[0].token_file = "/nonexistent/token";
+  FakeStore store;
+  absl::StatusOr<std::unique_ptr<Front>> f = Front::Create(o, store.Hook());
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("member far: token_file /nonexistent/token"),
+            std::string_view::npos)
+      << f.status();
+}
+
+TEST(FrontDeathTest, StartingTwiceIsABug) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // the first Start runs the member threads
+  FakeStore store;
+  std::unique_ptr<Front> f = *Front::Create(Unreachable(), store.Hook());
+  f->Start();
+  EXPECT_DEATH(f->Start(), "federation front started twice");
+  f->Stop();
+}
+
+}  // namespace
+}  // namespace seedance::federation
