@@ -151,12 +151,13 @@ TEST_F(DaemonTest, InputFilesListsEveryFileFlag) {
   o.nodes = "n";
   o.policy = "p";
   o.tls_key = "k";
+  o.federation = "f";
   int named = 0;
   for (const base::NamedPath& p : InputFiles(o)) {
     if (!p.path.empty()) ++named;
   }
-  EXPECT_EQ(named, 3);
-  EXPECT_EQ(InputFiles(o).size(), 9u);
+  EXPECT_EQ(named, 4);
+  EXPECT_EQ(InputFiles(o).size(), 10u);
 }
 
 }  // namespace

@@ -246,36 +246,65 @@ void Front::State::Install(Record r) {
   records[uid] = std::move(r);
 }
 
+Decision Front::State::Choose(const Record& r, const PodAsk& ask, const std::string& gang_key,
+                              std::map<int, std::string>& refused) {
+  base::MutexLock lock(mu);
+  const auto g = gang_key.empty() ? gangs.end() : gangs.find(gang_key);
+  if (g != gangs.end()) {
+    for (size_t i = 0; i < members.size(); ++i) {
+      if (members[i]->config.name != g->second && !refused.count(static_cast<int>(i))) {
+        refused[static_cast<int>(i)] = absl::StrCat("the gang's pods are on ", g->second);
+      }
+    }
+  }
+  const std::vector<MemberView> views = Views(refused);
+  Policy policy{options.policy, rotation.get()};
+  if (!gang_key.empty() && g == gangs.end() && r.request.gang_min > 1) {
+    std::vector<PodAsk> gang(static_cast<size_t>(r.request.gang_min), ask);
+    return DecideGang(gang, views, policy);
+  }
+  return Decide(ask, views, policy);
+}
+
+void Front::State::Take(Record& r, const Placed& p, const std::string& gang_key) {
+  Member& m = *members[p.member];
+  r.member = m.config.name;
+  r.member_uid = p.pod["uid"].get<std::string>();
+  r.gpu_model = p.model;
+  r.reasons.clear();
+  r.pod = p.pod;
+  r.pod_revision = p.pod.value("revision", int64_t{0});
+  r.phase = p.pod.value("phase", "Pending");
+  r.dispatched_s = Now();
+  base::MutexLock lock(mu);
+  Reserve(m.summary, r.request, p.model);
+  if (!gang_key.empty()) gangs.emplace(gang_key, m.config.name);
+  ++dispatched;
+}
+
+void Front::State::Withdraw(Record& r, const Placed& p) {
+  Member& m = *members[p.member];
+  const std::string uid = p.pod["uid"].get<std::string>();
+  absl::StatusOr<Json> gone = m.pool->Call("DELETE", "/v1/pods/" + uid);
+  // Not deleted now: remembered, and deleted when the member is reconciled.
+  if (!gone.ok() && api::HttpStatusOf(gone.status()) != 404) {
+    r.withdrawn.push_back({m.config.name, uid});
+  }
+}
+
 void Front::State::Dispatch(Record& r) {
   std::map<int, std::string> refused;
   const PodAsk ask = AskOf(r.request);
   const std::string gang_key =
       r.request.gang.empty() ? "" : absl::StrCat(r.request.ns, "/", r.request.gang);
+  // A member's copy its scheduler left pending, kept while another member may place the pod
+  // (a gang's pods are left where they are: they pend until the gang is complete).
+  std::optional<Placed> pending;
   for (size_t attempt = 0; attempt <= members.size(); ++attempt) {
-    Decision d;
-    {
-      base::MutexLock lock(mu);
-      const auto g = gang_key.empty() ? gangs.end() : gangs.find(gang_key);
-      if (g != gangs.end()) {
-        for (size_t i = 0; i < members.size(); ++i) {
-          if (members[i]->config.name != g->second && !refused.count(static_cast<int>(i))) {
-            refused[static_cast<int>(i)] = absl::StrCat("the gang's pods are on ", g->second);
-          }
-        }
-      }
-      const std::vector<MemberView> views = Views(refused);
-      Policy policy{options.policy, rotation.get()};
-      if (!gang_key.empty() && g == gangs.end() && r.request.gang_min > 1) {
-        std::vector<PodAsk> gang(static_cast<size_t>(r.request.gang_min), ask);
-        d = DecideGang(gang, views, policy);
-      } else {
-        d = Decide(ask, views, policy);
-      }
-    }
+    Decision d = Choose(r, ask, gang_key, refused);
     if (d.member < 0) {
-      r.member.clear();
       r.reasons = std::move(d.reasons);
-      return;
+      break;
     }
     Member& m = *members[d.member];
     nlohmann::ordered_json body = api::PodRequestToJson(r.request);
@@ -284,19 +313,18 @@ void Front::State::Dispatch(Record& r) {
     if (options.policy == PolicyKind::kCost && !model.empty()) body["gpu_spec"] = model;
     absl::StatusOr<Json> reply = m.pool->Call("POST", "/v1/pods", body.dump());
     if (reply.ok() && reply->is_object() && reply->value("uid", "") != "") {
-      r.member = m.config.name;
-      r.member_uid = (*reply)["uid"].get<std::string>();
-      r.gpu_model = model;
-      r.reasons.clear();
-      r.pod = *reply;
-      r.pod_revision = reply->value("revision", int64_t{0});
-      r.phase = reply->value("phase", "Pending");
-      r.dispatched_s = Now();
-      base::MutexLock lock(mu);
-      Reserve(m.summary, r.request, model);
-      if (!gang_key.empty()) gangs.emplace(gang_key, m.config.name);
-      ++dispatched;
-      return;
+      const Placed here{d.member, model, *reply};
+      if (reply->value("phase", "") != "Pending" || !gang_key.empty()) {
+        if (pending) Withdraw(r, *pending);
+        return Take(r, here, gang_key);
+      }
+      refused[d.member] = absl::StrCat("took the pod but its scheduler left it pending");
+      if (pending) {
+        Withdraw(r, here);
+      } else {
+        pending = here;
+      }
+      continue;
     }
     const int http = reply.ok() ? 200 : api::HttpStatusOf(reply.status());
     const std::string why =
@@ -309,9 +337,13 @@ void Front::State::Dispatch(Record& r) {
     base::MutexLock lock(mu);
     ++refusals;
   }
+  if (pending) return Take(r, *pending, gang_key);  // pending there beats waiting here
   r.member.clear();
-  for (const auto& [i, why] : refused)
-    r.reasons.push_back(absl::StrCat(members[i]->config.name, ": ", why));
+  if (r.reasons.empty()) {
+    for (const auto& [i, why] : refused) {
+      r.reasons.push_back(absl::StrCat(members[i]->config.name, ": ", why));
+    }
+  }
 }
 
 absl::Status Front::State::PersistRecords(const std::vector<Record>& recs) {
@@ -543,6 +575,12 @@ FrontReply Front::Delete(const std::string& uid,
   int index = -1;
   {
     base::MutexLock lock(s.mu);
+    // A dispatch under way (the queue's, a lost member's) ends within a member call or two.
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::duration<double>(2 * s.options.call_timeout_s);
+    while (s.in_flight.count(uid) && !s.stopping && std::chrono::steady_clock::now() < until) {
+      lock.WaitFor(s.cv, std::chrono::milliseconds(10));
+    }
     const auto it = s.records.find(uid);
     if (it == s.records.end() || !sees(it->second.request.ns)) return Error(NotFound(uid));
     if (s.in_flight.count(uid)) {

@@ -283,6 +283,7 @@ void Front::State::WatchLoop(Member& m) {
       ApplyEvents(m, (*r)["events"], &ended);
     }
     if (!ended.empty()) EndRecords(ended);
+    if (!(*r)["events"].empty() && !Sleep(*this, options.watch_batch_s)) return;
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <memory>
 #include <set>
 #include <string>
@@ -120,6 +121,19 @@ struct Front::State {
   // Applies a member's pod JSON (a reply or a watch event) to the record it belongs to.
   void ApplyMemberPod(Member& m, Record& r, const Json& pod, int64_t revision)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // A member's copy of a pod: the member's index, the model priced there, its reply.
+  struct Placed {
+    int member = -1;
+    std::string model;
+    Json pod;
+  };
+  // Dispatch's steps: the member placement chooses (members in `refused` left out, a gang kept
+  // where its first pod went); the record takes a member's copy; a copy deleted from its member
+  // (remembered as withdrawn when the member does not answer).
+  Decision Choose(const Record& r, const PodAsk& ask, const std::string& gang_key,
+                  std::map<int, std::string>& refused);
+  void Take(Record& r, const Placed& p, const std::string& gang_key);
+  void Withdraw(Record& r, const Placed& p);
   // Places `uid` (in in_flight, not in records' member) on a member or leaves it waiting;
   // updates the record in `r` (a copy, not yet installed). Calls members; no lock held.
   void Dispatch(Record& r);

@@ -351,6 +351,21 @@ def check_lost_member(fed, acked):
     gpus = fed.member_states()["a"]["summary"]["capacity"]["num_gpus"]
     testlib.wait("the front to see a's GPUs free", lambda: (s := fed.member_states()["a"])
                  ["summary"]["free"]["whole_gpus"] == gpus, 30, 0.1)
+    # b's G2 nodes cordoned for a moment, so that no other member can take a fill pod: the front
+    # then keeps the copy a's scheduler left pending (with room elsewhere it would move it).
+    g2 = [n["name"] for n in fed.mc["b"].request("GET", "/v1/nodes")[1]["items"]
+          if n["gpu_model"] == "G2"]
+    assert g2, "b has no G2 nodes"
+
+    def cordon(verb):
+        for n in g2:
+            status, body = fed.mc["b"].request("POST", f"/v1/nodes/{n}/{verb}")
+            assert status == 200, (verb, n, status, body)
+        want = fed.members_nodes["b"] - (len(g2) if verb == "cordon" else 0)
+        testlib.wait(f"the front to see b's G2 nodes {verb}ed",
+                     lambda: fed.member_states()["b"]["summary"]["nodes"] == want, 30, 0.1)
+    fed.members_nodes = {"b": fed.member_states()["b"]["summary"]["nodes"]}
+    cordon("cordon")
     # 600-milli T4 pods: one per GPU binds; then the free milli-GPUs add up to enough for the
     # front, not on any one GPU for a's scheduler: they pend on `a`.
     pending = 0
@@ -386,6 +401,7 @@ def check_lost_member(fed, acked):
     wait_for("a's fill pods to settle", fills_not_settled, 30)
     pend, bound = snap["pend"], snap["bound"]
     assert len(pend) >= 5, len(pend)
+    cordon("uncordon")  # b may take a's pending pods once a is lost
 
     # A load of 3 submitting threads (300-milli pods, a's cheaper T4 first) across the kill.
     errors, lock, stop = [], threading.Lock(), threading.Event()
@@ -420,14 +436,19 @@ def check_lost_member(fed, acked):
     def not_moved():
         for uid in pend:
             f = fed.get(uid)
-            if f["cluster"] in (None, "a") or f["phase"] not in PLACED:
+            if f["cluster"] in (None, "a"):
+                return f"{f['name']} is {f['phase']} on {f['cluster']}"
+            if f["phase"] not in PLACED:
+                # Pending on another member is placed elsewhere only when no node there can
+                # take it now (the load, which moved off `a` too, may have taken the room).
                 status, ex = fed.fc.request("GET", f"/v1/pods/{uid}/explain")
-                return (f"{f['name']} is {f['phase']} on {f['cluster']}; explain: {status} "
-                        f"{ex.get('message') if isinstance(ex, dict) else ex}")
+                if status != 200 or ex.get("nodes_fit") != 0:
+                    return f"{f['name']} is {f['phase']} on {f['cluster']}: {status} {ex}"
         return None
     wait_for("a's pending pods to be placed elsewhere", not_moved,
              killed + 35 - time.monotonic(), 0.1)
     moved_s = time.monotonic() - killed
+    moved_bound = sum(fed.get(uid)["phase"] in PLACED for uid in pend)
     testlib.wait("a's bound pods to read Unknown", lambda: all(
         (f := fed.get(uid))["phase"] == "Unknown" and f["cluster"] == "a" for uid in bound),
         killed + 35 - time.monotonic(), 0.1)
@@ -442,7 +463,7 @@ def check_lost_member(fed, acked):
     print(f"lost: a SIGKILLed under load ({counts[0]} submissions, {counts[1]} of them after the "
           f"kill, all 201); lost after "
           f"{lost_s:.1f} s; its {len(pend)} pending pods placed elsewhere {moved_s:.1f} s after "
-          f"the kill; its {len(bound)} bound pods Unknown (DELETE: 503)")
+          f"the kill ({moved_bound} bound there, the others in a full member's queue); its {len(bound)} bound pods Unknown (DELETE: 503)")
 
     a.start()
     back = time.monotonic()

@@ -22,7 +22,10 @@
 // (POST /v1/pods, with the label federation.seedance.io/front-uid and, under the cost policy,
 // gpu_spec pinned to the model it was priced on); a member that refuses it (4xx: a Slurm member
 // without a job script, a name taken there) or cannot be reached is left out and the decision is
-// made again over the others. A pod that fits no member waits at the front (phase "Pending",
+// made again over the others. So is a member whose scheduler leaves the pod pending (the
+// summary's fit test is necessary, not sufficient): its copy is kept while another member is
+// tried, deleted if one places the pod, and kept (pending there) if none does. A gang's pods are
+// not moved so: they pend until the gang is complete. A pod that fits no member waits at the front (phase "Pending",
 // cluster null, explain gives one reason per member) and is dispatched by the front's queue
 // thread as members' capacity changes. The pods of one gang go where its first pod went (the
 // first is placed by DecideGang for gang_min copies of itself), so a gang is never split.
@@ -66,6 +69,9 @@ struct FrontOptions {
   double call_timeout_s = 5;   // one call to a member
   // One long poll of a member's watch; also how long Stop may wait for the watch threads.
   double watch_timeout_s = 2;
+  // After a watch reply with events, the next long poll waits this long, so that a busy member's
+  // events come a batch per request rather than one request per event.
+  double watch_batch_s = 0.05;
 };
 
 // A reply of the front's API (server/federation_routes.cc serves it).
