@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -100,130 +101,168 @@ class Belady final : public PolicyBase {
 // cache holds (the paper's Retained Information Period, bounded by count).
 class LruK final : public PolicyBase {
  public:
-  explicit LruK(int64_t capacity) : PolicyBase("lru2", capacity) {}
+  explicit LruK(int64_t capacity) : PolicyBase("lru2", capacity), recs_(1) {}
   int64_t occupied() const override { return occupied_; }
+  // PolicyBase::Access with its steps called directly (no virtual call per step). A request of
+  // size < 1 goes to PolicyBase::Access, whose check fails.
+  bool Access(const Request& r) override {
+    if (r.size < 1) return PolicyBase::Access(r);
+    if (Find(r)) return true;
+    if (r.size > capacity_) return false;
+    while (occupied_ + r.size > capacity_) Evict(r);
+    Insert(r);
+    return false;
+  }
+  // Counts `size` more units as cached with no object behind them, breaking the invariant that
+  // occupied_ is the cached objects' size (NewLruKWithPhantomResidentForTest).
+  void AddPhantomResidentForTest(int64_t size) { occupied_ += size; }
 
  private:
   // Every reference has its own clock value, so backward-distance keys never tie. Objects seen
   // once are keyed by that reference, which is always the newest clock when they enter: they
-  // form a FIFO (once_, back = oldest). Objects seen twice or more are keyed by their second-to-
-  // last reference in a binary min-heap (twice_). A cached object's history lives in a slot of
-  // hists_ (cached_ maps its id there), which also records its place in the heap.
-  struct Hist {
-    int64_t last = -1;
-    int64_t prev = -1;  // the reference before `last`, -1 if none
-    int64_t size = 0;
+  // form a FIFO (linked through their records, slot 0 the sentinel). Objects seen twice or more
+  // are keyed by their second-to-last reference in a binary min-heap (twice_), one entry each. A
+  // key only grows, so a hit leaves the entry as it is (a lower bound of the key); an entry that
+  // surfaces with an old key goes back in with the current one, and the first that surfaces
+  // current is the oldest. One record per object that is cached or retained, found through
+  // index_; an evicted object's record is retained while the queue of evictions (retained_, one
+  // entry per eviction, as many as the cache holds objects) names it.
+  struct Rec {
     uint64_t id = 0;
-    size_t pos = 0;  // in twice_, when prev >= 0
+    int64_t size = 0;
+    int64_t last = -1;
+    int64_t prev = -1;     // the reference before `last`, -1 if none
+    uint32_t to_back = 0;  // FIFO links while cached and seen once
+    uint32_t to_front = 0;
+    uint32_t evictions = 0;  // entries of retained_ naming this record
+    bool cached = false;
+    bool live = false;  // false: on the free list
   };
   struct Entry {
-    int64_t key;
+    int64_t key;  // the record's prev when the entry went in, or earlier
     uint32_t slot;
+  };
+  struct Later {  // the heap's order (a function object, so that the heap's code inlines it)
+    bool operator()(const Entry& a, const Entry& b) const { return a.key > b.key; }
   };
 
   bool Find(const Request& r) override {
     ++clock_;
-    auto it = cached_.find(r.id);
-    if (it == cached_.end()) return false;
-    Hist& h = hists_[it->second];
-    if (h.prev < 0) {
-      once_.Remove(r.id);
-      h.prev = h.last;
-      h.last = clock_;
-      HeapPush(it->second);
-    } else {
-      h.prev = h.last;
-      h.last = clock_;
-      twice_[h.pos].key = h.prev;  // a later key: it can only sink
-      Down(h.pos);
+    found_ = 0;
+    auto it = index_.find(r.id);
+    if (it == index_.end()) return false;
+    const uint32_t s = it->second;
+    Rec& h = recs_[s];
+    if (!h.cached) {
+      found_ = s;  // retained
+      return false;
+    }
+    const bool first_hit = h.prev < 0;
+    h.prev = h.last;
+    h.last = clock_;
+    if (first_hit) {  // it leaves the FIFO for the heap
+      Unlink(s);
+      HeapPush(s);
     }
     return true;
   }
   void Insert(const Request& r) override {
-    uint32_t slot = 0;
-    if (free_.empty()) {
-      slot = static_cast<uint32_t>(hists_.size());
-      hists_.emplace_back();
+    // The record Find saw may have left the retained queue while this miss evicted.
+    uint32_t s = found_;
+    if (s != 0 && recs_[s].live) {
+      Rec& h = recs_[s];
+      h.prev = h.last;
+      h.last = clock_;
+      h.size = r.size;
+      h.cached = true;
+      HeapPush(s);
     } else {
-      slot = free_.back();
-      free_.pop_back();
+      s = NewRec();
+      recs_[s] = Rec{.id = r.id, .size = r.size, .last = clock_};
+      recs_[s].cached = recs_[s].live = true;
+      index_.emplace(r.id, s);
+      LinkFront(s);
     }
-    Hist& h = hists_[slot];
-    h = Hist{.last = clock_, .prev = -1, .size = r.size, .id = r.id};
-    if (auto g = retained_.find(r.id); g != retained_.end()) {
-      h.prev = g->second;
-      retained_.erase(g);
-    }
-    cached_[r.id] = slot;
-    if (h.prev < 0) {
-      once_.PushFront(r.id, 1);
-    } else {
-      HeapPush(slot);
-    }
+    ++cached_;
     occupied_ += r.size;
   }
   void Evict(const Request&) override {
-    uint32_t slot = 0;
-    if (!once_.empty()) {
-      slot = cached_.find(once_.Back().id)->second;
-      once_.PopBack();
+    uint32_t s = recs_[0].to_front;  // the oldest object seen once
+    if (s != 0) {
+      Unlink(s);
     } else {
-      slot = twice_.front().slot;
-      twice_.front() = twice_.back();
-      twice_.pop_back();
-      if (!twice_.empty()) Down(0);
+      s = PopMin();
     }
-    const Hist& h = hists_[slot];
+    Rec& h = recs_[s];
     occupied_ -= h.size;
-    retained_[h.id] = h.last;
-    retained_order_.PushFront(h.id, 1);
-    cached_.erase(h.id);
-    free_.push_back(slot);
-    while (retained_order_.count() > std::max<size_t>(1, cached_.size())) {
-      const uint64_t old = retained_order_.Back().id;
-      retained_order_.PopBack();
-      if (retained_order_.Find(old) == nullptr) retained_.erase(old);
+    h.cached = false;
+    --cached_;
+    ++h.evictions;
+    retained_.push_back(s);
+    while (retained_.size() > std::max<size_t>(1, cached_)) {
+      const uint32_t old = retained_.front();
+      retained_.pop_front();
+      Rec& o = recs_[old];
+      if (--o.evictions == 0 && !o.cached) FreeRec(old);
     }
   }
 
-  void HeapPush(uint32_t slot) {
-    hists_[slot].pos = twice_.size();
-    twice_.push_back({hists_[slot].prev, slot});
-    Up(twice_.size() - 1);
-  }
-  void Place(size_t i, const Entry& e) {
-    twice_[i] = e;
-    hists_[e.slot].pos = i;
-  }
-  void Up(size_t i) {
-    const Entry moving = twice_[i];
-    for (; i > 0 && moving.key < twice_[(i - 1) / 2].key; i = (i - 1) / 2) {
-      Place(i, twice_[(i - 1) / 2]);
+  uint32_t NewRec() {
+    if (free_.empty()) {
+      recs_.emplace_back();
+      return static_cast<uint32_t>(recs_.size() - 1);
     }
-    Place(i, moving);
+    const uint32_t s = free_.back();
+    free_.pop_back();
+    return s;
   }
-  void Down(size_t i) {
-    const Entry moving = twice_[i];
+  void FreeRec(uint32_t s) {
+    index_.erase(recs_[s].id);
+    recs_[s].live = false;
+    free_.push_back(s);
+  }
+  // The FIFO is circular through slot 0: recs_[0].to_back is the newest, .to_front the oldest.
+  void LinkFront(uint32_t s) {
+    Rec& h = recs_[s];
+    h.to_front = 0;
+    h.to_back = recs_[0].to_back;
+    recs_[h.to_back].to_front = s;
+    recs_[0].to_back = s;
+  }
+  void Unlink(uint32_t s) {
+    const Rec& h = recs_[s];
+    recs_[h.to_front].to_back = h.to_back;
+    recs_[h.to_back].to_front = h.to_front;
+  }
+  void HeapPush(uint32_t s) {
+    twice_.push_back({recs_[s].prev, s});
+    std::push_heap(twice_.begin(), twice_.end(), Later{});
+  }
+  // The slot of the cached object with the oldest second-to-last reference, out of the heap.
+  uint32_t PopMin() {
+    SEEDANCE_CHECK(!twice_.empty()) << "lru2: nothing to evict";
     for (;;) {
-      size_t child = 2 * i + 1;
-      if (child >= twice_.size()) break;
-      if (child + 1 < twice_.size() && twice_[child + 1].key < twice_[child].key) ++child;
-      if (!(twice_[child].key < moving.key)) break;
-      Place(i, twice_[child]);
-      i = child;
+      Entry& top = twice_.front();
+      const int64_t key = recs_[top.slot].prev;
+      if (key == top.key) break;
+      top.key = key;  // hit since it went in: down to its place with its key now
+      SiftDownFront(twice_, Later{});
     }
-    Place(i, moving);
+    const uint32_t s = twice_.front().slot;
+    std::pop_heap(twice_.begin(), twice_.end(), Later{});
+    twice_.pop_back();
+    return s;
   }
 
   int64_t clock_ = 0;
   int64_t occupied_ = 0;
-  absl::flat_hash_map<uint64_t, uint32_t> cached_;  // id -> slot of hists_
-  std::vector<Hist> hists_;
-  std::vector<uint32_t> free_;  // unused slots of hists_
-  ObjectList<> once_;
+  size_t cached_ = 0;
+  uint32_t found_ = 0;  // Find's retained record of this request, 0 if none
+  absl::flat_hash_map<uint64_t, uint32_t> index_;  // id -> slot of recs_
+  std::vector<Rec> recs_;                          // slot 0: the FIFO's sentinel
+  std::vector<uint32_t> free_;
   std::vector<Entry> twice_;
-  absl::flat_hash_map<uint64_t, int64_t> retained_;
-  ObjectList<> retained_order_;
+  std::deque<uint32_t> retained_;
 };
 
 // The TinyLFU frequency sketch (Einziger, Friedman & Manes, "TinyLFU: A Highly Efficient Cache
@@ -231,34 +270,120 @@ class LruK final : public PolicyBase {
 // counters, depth 4, 16 counters per expected entry (Caffeine's table of ceil_pow2(entries) 64-bit
 // words of 16 counters), whose counters all halve after 10 x (entries) increments (the reset
 // that ages old popularity away).
+//
+// Storage, for replay speed only (every estimate is the same either way): a sketch of up to
+// kDenseCounters counters is an array of them, two to a byte. A larger one (a byte-sized cache's:
+// up to 2^26 counters, of which a trace of n requests touches at most 4n) starts as a table of its
+// non-zero counters and becomes the array when that table would be about as large: no 64 MiB to
+// clear per cache, and the counters a trace touches stay in a few MiB.
 class FrequencySketch {
  public:
   static constexpr int64_t kSampleFactor = 10;
   static constexpr uint64_t kCountersPerEntry = 16;
+  static constexpr uint64_t kDenseCounters = uint64_t{1} << 22;
   explicit FrequencySketch(int64_t entries)
       : width_(kCountersPerEntry *
                std::bit_ceil(static_cast<uint64_t>(std::clamp<int64_t>(entries, 1, 1 << 22)))),
-        counters_(width_, 0),
-        sample_size_(kSampleFactor * std::clamp<int64_t>(entries, 1, 1 << 24)) {}
+        sample_size_(kSampleFactor * std::clamp<int64_t>(entries, 1, 1 << 24)) {
+    if (width_ <= kDenseCounters) counters_.assign(width_ / 2, 0);
+  }
 
   int Frequency(uint64_t id) const {
     int f = 15;
-    for (int i = 0; i < 4; ++i) f = std::min<int>(f, counters_[Index(id, i)]);
+    if (dense()) {
+      for (int i = 0; i < 4; ++i) f = std::min<int>(f, DenseGet(Index(id, i)));
+    } else {
+      for (int i = 0; i < 4; ++i) f = std::min<int>(f, sparse_.Get(uint32_t(Index(id, i))));
+    }
     return f;
   }
   void Increment(uint64_t id) {
     bool added = false;
-    for (int i = 0; i < 4; ++i) {
-      uint8_t& c = counters_[Index(id, i)];
-      if (c < 15) {
-        ++c;
-        added = true;
+    if (dense()) {
+      for (int i = 0; i < 4; ++i) {
+        const size_t index = Index(id, i);
+        if (DenseGet(index) < 15) {
+          counters_[index / 2] += uint8_t(1u << Shift(index));
+          added = true;
+        }
       }
+    } else {
+      for (int i = 0; i < 4; ++i) added |= sparse_.Increment(uint32_t(Index(id, i)));
+      if (sparse_.size() > width_ / kSparseDivisor) Densify();
     }
     if (added && ++additions_ >= sample_size_) Reset();
   }
 
  private:
+  // The sparse form: an open-addressing table (linear probing, at most half full) of the
+  // non-zero counters, each entry index << 4 | count (count >= 1, so 0 marks an empty entry).
+  // An index is already a hash, so its low bits pick the entry.
+  class SparseCounters {
+   public:
+    static constexpr size_t kInitialEntries = size_t{1} << 16;
+    size_t size() const { return size_; }
+    int Get(uint32_t index) const {
+      if (table_.empty()) return 0;
+      for (size_t pos = index & mask_;; pos = (pos + 1) & mask_) {
+        const uint32_t e = table_[pos];
+        if (e == 0) return 0;
+        if (e >> 4 == index) return int(e & 15);
+      }
+    }
+    // Adds 1 to the counter unless it is 15; whether it did.
+    bool Increment(uint32_t index) {
+      if (2 * (size_ + 1) > table_.size()) {
+        Rebuild(table_.empty() ? kInitialEntries : 2 * table_.size(), 0);
+      }
+      size_t pos = index & mask_;
+      for (;; pos = (pos + 1) & mask_) {
+        const uint32_t e = table_[pos];
+        if (e == 0) break;
+        if (e >> 4 != index) continue;
+        if ((e & 15) == 15) return false;
+        ++table_[pos];
+        return true;
+      }
+      table_[pos] = index << 4 | 1;
+      ++size_;
+      return true;
+    }
+    // Every counter shifted right by `shift` (0: unchanged), into a table of `capacity` entries.
+    void Rebuild(size_t capacity, int shift) {
+      std::vector<uint32_t> old = std::move(table_);
+      table_.assign(capacity, 0);
+      mask_ = capacity - 1;
+      size_ = 0;
+      for (uint32_t e : old) {
+        const uint32_t count = (e & 15) >> shift;
+        if (count == 0) continue;
+        size_t pos = (e >> 4) & mask_;
+        while (table_[pos] != 0) pos = (pos + 1) & mask_;
+        table_[pos] = (e >> 4) << 4 | count;
+        ++size_;
+      }
+    }
+    template <typename F>
+    void ForEach(const F& f) const {
+      for (uint32_t e : table_) {
+        if (e != 0) f(e >> 4, uint8_t(e & 15));
+      }
+    }
+
+   private:
+    std::vector<uint32_t> table_;
+    size_t mask_ = 0;
+    size_t size_ = 0;
+  };
+  // The sparse form turns dense when it holds more than width_ / kSparseDivisor counters (its
+  // table, at least 8 bytes per counter, is then at least the array's width_ / 2 bytes).
+  static constexpr uint64_t kSparseDivisor = 16;
+
+  bool dense() const { return !counters_.empty(); }
+  // The dense form packs two counters in a byte: counter i is byte i / 2's low nibble (i even)
+  // or high nibble (i odd).
+  static int Shift(size_t index) { return int(index & 1) * 4; }
+  int DenseGet(size_t index) const { return (counters_[index / 2] >> Shift(index)) & 15; }
   size_t Index(uint64_t id, int i) const {
     uint64_t h = id + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(i + 1);  // splitmix64
     h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ULL;
@@ -266,12 +391,25 @@ class FrequencySketch {
     h ^= h >> 31;
     return static_cast<size_t>(h & (width_ - 1));
   }
+  void Densify() {
+    counters_.assign(width_ / 2, 0);
+    sparse_.ForEach([&](uint32_t index, uint8_t count) {
+      counters_[index / 2] |= uint8_t(count << Shift(index));
+    });
+    sparse_ = SparseCounters();
+  }
   void Reset() {
-    for (uint8_t& c : counters_) c >>= 1;
+    if (dense()) {
+      for (uint8_t& c : counters_) c = (c >> 1) & 0x77;  // both nibbles halved
+    } else {
+      sparse_.Rebuild(
+          std::max(SparseCounters::kInitialEntries, std::bit_ceil(2 * sparse_.size() + 2)), 1);
+    }
     additions_ /= 2;
   }
   uint64_t width_;
-  std::vector<uint8_t> counters_;
+  std::vector<uint8_t> counters_;  // dense: every counter, two per byte; empty while sparse
+  SparseCounters sparse_;
   int64_t sample_size_;
   int64_t additions_ = 0;
 };
@@ -282,6 +420,16 @@ class TinyLfu final : public PolicyBase {
  public:
   explicit TinyLfu(int64_t capacity) : PolicyBase("tinylfu", capacity), sketch_(capacity) {}
   int64_t occupied() const override { return q_.bytes(); }
+  // PolicyBase::Access with its steps called directly (no virtual call per step). A request of
+  // size < 1 goes to PolicyBase::Access, whose check fails.
+  bool Access(const Request& r) override {
+    if (r.size < 1) return PolicyBase::Access(r);
+    if (Find(r)) return true;
+    if (!CanInsert(r)) return false;
+    while (q_.bytes() + r.size > capacity_) q_.PopBack();
+    q_.PushFront(r.id, r.size);
+    return false;
+  }
 
  private:
   bool Find(const Request& r) override {
@@ -314,44 +462,51 @@ class WTinyLfu final : public Expert {
         protected_cap_(static_cast<int64_t>(double(main_cap_) * kProtectedRatio)),
         sketch_(capacity) {}
   int64_t occupied() const override {
-    return window_.bytes() + probation_.bytes() + protected_.bytes();
+    return lists_.bytes(kWindow) + lists_.bytes(kProbation) + lists_.bytes(kProtected);
   }
-  bool Contains(uint64_t id) override {
-    return window_.Find(id) != nullptr || probation_.Find(id) != nullptr ||
-           protected_.Find(id) != nullptr;
-  }
+  bool Contains(uint64_t id) override { return lists_.Find(id) != Lists::kNone; }
   // The sketch keeps counting the object.
   void Drop(uint64_t id) override {
-    if (!window_.Remove(id) && !probation_.Remove(id)) protected_.Remove(id);
+    if (const Lists::Handle h = lists_.Find(id); h != Lists::kNone) lists_.Erase(h);
   }
-  std::unique_ptr<Expert> Clone() override {
-    auto c = std::make_unique<WTinyLfu>(capacity_);
-    CopyList(window_, &c->window_);
-    CopyList(probation_, &c->probation_);
-    CopyList(protected_, &c->protected_);
-    c->sketch_ = sketch_;
-    return c;
-  }
+  std::unique_ptr<Expert> Clone() override { return std::make_unique<WTinyLfu>(*this); }
   // Probation, protected, then the window, each back first.
   std::vector<Resident> Residents() override {
     std::vector<Resident> out;
-    AppendBackToFront(probation_, &out);
-    AppendBackToFront(protected_, &out);
-    AppendBackToFront(window_, &out);
+    for (size_t k : {kProbation, kProtected, kWindow}) {
+      for (Lists::Handle h = lists_.Back(k); !lists_.IsSentinel(h); h = lists_.TowardFront(h)) {
+        out.emplace_back(lists_.node(h).id, lists_.node(h).size);
+      }
+    }
     return out;
+  }
+  // PolicyBase::Access with its steps called directly; CanInsert admits (and declines) itself.
+  bool Access(const Request& r) override {
+    if (r.size < 1) return PolicyBase::Access(r);
+    if (Find(r)) return true;
+    CanInsert(r);
+    return false;
   }
 
  private:
+  // The segments: three lists over one index (an object is in at most one of them).
+  using Lists = MultiList<3>;
+  static constexpr size_t kWindow = 0;
+  static constexpr size_t kProbation = 1;
+  static constexpr size_t kProtected = 2;
+
   bool Find(const Request& r) override {
     sketch_.Increment(r.id);
-    if (window_.Touch(r.id) != nullptr) return true;
-    if (protected_.Touch(r.id) != nullptr) return true;
-    if (!probation_.Remove(r.id)) return false;
-    protected_.PushFront(r.id, r.size);
-    while (protected_.bytes() > protected_cap_) {
-      const auto demoted = protected_.Back();
-      protected_.PopBack();
-      probation_.PushFront(demoted.id, demoted.size);
+    const Lists::Handle h = lists_.Find(r.id);
+    if (h == Lists::kNone) return false;
+    if (lists_.ListOf(h) != kProbation) {
+      lists_.MoveToFront(h, lists_.ListOf(h));
+      return true;
+    }
+    // A probation hit is promoted (with the request's size); protected's overflow is demoted.
+    lists_.MoveToFront(h, kProtected, r.size);
+    while (lists_.bytes(kProtected) > protected_cap_) {
+      lists_.MoveToFront(lists_.Back(kProtected), kProbation);
     }
     return true;
   }
@@ -359,55 +514,51 @@ class WTinyLfu final : public Expert {
   void Evict(const Request&) override {}
   bool CanInsert(const Request& r) override {
     if (r.size > capacity_) return false;
-    window_.PushFront(r.id, r.size);
-    while (window_.bytes() > window_cap_) {
-      const auto candidate = window_.Back();
-      window_.PopBack();
-      Admit(candidate.id, candidate.size);
-    }
+    lists_.PushFront(kWindow, r.id, r.size);
+    while (lists_.bytes(kWindow) > window_cap_) Admit(lists_.Back(kWindow));
     return false;  // inserted already
   }
-  void Admit(uint64_t id, int64_t size) {
-    if (size > main_cap_) return;
-    if (MainBytes() + size <= main_cap_) {
-      probation_.PushFront(id, size);
+  // The window's back `candidate` enters probation or leaves the cache.
+  void Admit(Lists::Handle candidate) {
+    const int64_t size = lists_.node(candidate).size;
+    if (size > main_cap_) {
+      lists_.Erase(candidate);
       return;
     }
-    const int freq = sketch_.Frequency(id);
-    std::vector<ObjectList<>::Node>& victims = victims_;  // reused: no allocation per miss
-    victims.clear();
-    int64_t freed = 0;
-    for (auto it = probation_.end(); MainBytes() - freed + size > main_cap_;) {
-      if (it == probation_.begin()) break;
-      --it;
-      victims.push_back(*it);
-      freed += it->size;
+    if (MainBytes() + size <= main_cap_) {
+      lists_.MoveToFront(candidate, kProbation);
+      return;
     }
-    if (MainBytes() - freed + size > main_cap_) {
-      // Probation alone cannot make room: the protected segment's back is the victim too.
-      for (auto it = protected_.end();
-           it != protected_.begin() && MainBytes() - freed + size > main_cap_;) {
-        --it;
-        victims.push_back(*it);
-        freed += it->size;
+    // The victims are probation's back objects, then (if probation alone cannot make room)
+    // protected's, as many as free the space; the candidate is admitted only if the sketch rates
+    // it above every one of them, checked in that order.
+    const int freq = sketch_.Frequency(lists_.node(candidate).id);
+    const int64_t need = MainBytes() + size - main_cap_;
+    int64_t freed = 0;
+    std::array<size_t, 2> victims{};  // from probation, from protected
+    for (size_t k : {kProbation, kProtected}) {
+      for (Lists::Handle h = lists_.Back(k); freed < need && !lists_.IsSentinel(h);
+           h = lists_.TowardFront(h)) {
+        if (freq <= sketch_.Frequency(lists_.node(h).id)) {  // the candidate loses
+          lists_.Erase(candidate);
+          return;
+        }
+        freed += lists_.node(h).size;
+        ++victims[k - kProbation];
       }
     }
-    for (const auto& v : victims) {
-      if (freq <= sketch_.Frequency(v.id)) return;  // the candidate loses
+    for (size_t k : {kProbation, kProtected}) {
+      for (size_t n = victims[k - kProbation]; n > 0; --n) lists_.Erase(lists_.Back(k));
     }
-    for (const auto& v : victims) {
-      if (!probation_.Remove(v.id)) protected_.Remove(v.id);
-    }
-    probation_.PushFront(id, size);
+    lists_.MoveToFront(candidate, kProbation);
   }
   void Insert(const Request&) override {}
-  int64_t MainBytes() const { return probation_.bytes() + protected_.bytes(); }
+  int64_t MainBytes() const { return lists_.bytes(kProbation) + lists_.bytes(kProtected); }
 
   const int64_t window_cap_;
   const int64_t main_cap_;
   const int64_t protected_cap_;
-  ObjectList<> window_, probation_, protected_;
-  std::vector<ObjectList<>::Node> victims_;  // Admit's scratch
+  Lists lists_;
   FrequencySketch sketch_;
 };
 
@@ -418,5 +569,12 @@ std::unique_ptr<Policy> NewLruK(int64_t c) { return std::make_unique<LruK>(c); }
 std::unique_ptr<Policy> NewTinyLfu(int64_t c) { return std::make_unique<TinyLfu>(c); }
 std::unique_ptr<Policy> NewWTinyLfu(int64_t c) { return std::make_unique<WTinyLfu>(c); }
 std::unique_ptr<Expert> NewWTinyLfuExpert(int64_t c) { return std::make_unique<WTinyLfu>(c); }
+
+std::unique_ptr<Policy> NewLruKWithPhantomResidentForTest(int64_t capacity,
+                                                          int64_t phantom_resident) {
+  auto lru2 = std::make_unique<LruK>(capacity);
+  lru2->AddPhantomResidentForTest(phantom_resident);
+  return lru2;
+}
 
 }  // namespace seedance::cache::internal

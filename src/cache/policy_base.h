@@ -95,6 +95,10 @@ std::unique_ptr<Policy> NewCaffeineWTinyLfu(int64_t capacity);
 // The first miss that must evict finds nothing to evict. Nothing but tests calls this.
 std::unique_ptr<Policy> NewCaffeineLirsWithPhantomResidentForTest(int64_t capacity,
                                                                   int64_t phantom_resident);
+// Test only, likewise: NewLruK (lru2) with `phantom_resident` units counted as cached that no
+// object holds; the first miss that must evict finds neither a once-seen object nor a heap entry.
+std::unique_ptr<Policy> NewLruKWithPhantomResidentForTest(int64_t capacity,
+                                                          int64_t phantom_resident);
 
 // The same policies as NewLru, NewSieve, ... (the same classes), as experts.
 std::unique_ptr<Expert> NewLruExpert(int64_t capacity);

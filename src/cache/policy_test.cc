@@ -288,5 +288,12 @@ TEST(PolicyDeathTest, CaffeineLirsEvictingWithNoResidentBlockIsABug) {
                "LIRS evicts with no resident HIR or LIR block, 10 of 10 held");
 }
 
+// Likewise for lru2: 10 units counted that no object holds, so the first miss must evict and
+// finds neither a once-seen object nor an entry in the heap of objects seen twice.
+TEST(PolicyDeathTest, LruKEvictingWithNothingCachedIsABug) {
+  auto p = internal::NewLruKWithPhantomResidentForTest(10, 10);
+  EXPECT_DEATH(p->Access({.id = 7, .size = 1}), "lru2: nothing to evict");
+}
+
 }  // namespace
 }  // namespace seedance::cache

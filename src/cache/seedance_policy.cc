@@ -14,9 +14,9 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <deque>
 #include <functional>
 #include <memory>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,79 +42,192 @@ using Resident = Expert::Resident;
 // Scores are kept as key = log2(score at t) + t / half-life, which decay does not change, so the
 // order of the keys is the order of the scores at any later time. Evicted objects' keys are
 // retained for as many objects as the cache holds, so a returning object resumes its score.
+//
+// Layout (replay speed: every expert runs on every sampled request): one record per object that
+// is cached or retained, found through index_; the victim, the lowest (key, id), comes from a
+// binary min-heap of one entry per cached object. A key only grows, so a hit leaves the entry as
+// it is (a lower bound); an entry that surfaces with an old key goes back in with the current
+// one, and the first that surfaces current is the victim. An entry whose version is not its
+// record's (the object was dropped since) is skipped; the heap is rebuilt when those make half of
+// it. An evicted object's record is retained while the queue of evictions (retained_, one entry
+// per eviction, as many as the cache holds objects) names it.
 class LrfuExpert final : public Expert {
  public:
   LrfuExpert(int64_t capacity, double half_life_requests)
-      : Expert("lrfu", capacity), half_life_(std::max(1.0, half_life_requests)) {}
+      : Expert("lrfu", capacity), half_life_(std::max(1.0, half_life_requests)), recs_(1) {}
   int64_t occupied() const override { return occupied_; }
-  bool Contains(uint64_t id) override { return cached_.contains(id); }
+  bool Contains(uint64_t id) override {
+    const uint32_t s = SlotOf(id);
+    return s != 0 && recs_[s].cached;
+  }
   void Drop(uint64_t id) override {
-    auto it = cached_.find(id);
-    if (it == cached_.end()) return;
-    order_.erase({it->second.key, id});
-    occupied_ -= it->second.size;
-    retained_[id] = it->second.key;
-    cached_.erase(it);
-    retained_order_.PushFront(id, 1);
-    while (retained_order_.count() > std::max<size_t>(1, cached_.size())) {
-      const uint64_t old = retained_order_.Back().id;
-      retained_order_.PopBack();
-      if (retained_order_.Find(old) == nullptr) retained_.erase(old);
-    }
+    const uint32_t s = SlotOf(id);
+    if (s != 0 && recs_[s].cached) Uncache(s);
   }
-  std::unique_ptr<Expert> Clone() override {
-    auto c = std::make_unique<LrfuExpert>(capacity_, half_life_);
-    c->clock_ = clock_;
-    c->occupied_ = occupied_;
-    c->cached_ = cached_;
-    c->order_ = order_;
-    c->retained_ = retained_;
-    CopyList(retained_order_, &c->retained_order_);
-    return c;
-  }
+  std::unique_ptr<Expert> Clone() override { return std::make_unique<LrfuExpert>(*this); }
   std::vector<Resident> Residents() override {
+    std::vector<const Rec*> cached;
+    for (const Rec& h : recs_) {
+      if (h.cached) cached.push_back(&h);
+    }
+    std::sort(cached.begin(), cached.end(), [](const Rec* a, const Rec* b) {
+      return a->key != b->key ? a->key < b->key : a->id < b->id;
+    });
     std::vector<Resident> out;
-    for (const auto& [key, id] : order_) out.emplace_back(id, cached_.at(id).size);
+    out.reserve(cached.size());
+    for (const Rec* h : cached) out.emplace_back(h->id, h->size);
     return out;
   }
+  // PolicyBase::Access with its steps called directly (no virtual call per step). A request of
+  // size < 1 goes to PolicyBase::Access, whose check fails.
+  bool Access(const Request& r) override {
+    if (r.size < 1) return PolicyBase::Access(r);
+    if (Find(r)) return true;
+    if (r.size > capacity_) return false;
+    while (occupied_ + r.size > capacity_) Evict(r);
+    Insert(r);
+    return false;
+  }
+  // Counts `size` more units as cached with no object behind them, breaking the invariant that
+  // occupied_ is the cached objects' size (NewLrfuExpertWithPhantomResidentForTest).
+  void AddPhantomResidentForTest(int64_t size) { occupied_ += size; }
 
  private:
-  struct Entry {
-    double key = 0;
+  struct Rec {
+    uint64_t id = 0;
     int64_t size = 0;
+    double key = 0;               // cached: the key now; retained: the key when it was evicted
+    uint32_t version = 0;         // of the record's heap entry; bumped when it enters or leaves
+    uint32_t evictions : 30 = 0;  // entries of retained_ naming this record
+    uint32_t cached : 1 = 0;
+    uint32_t live : 1 = 0;  // 0: slot 0 or on the free list
   };
+  struct Entry {
+    double key;  // the record's key when the entry went in, or earlier
+    uint64_t id;
+    uint32_t slot;
+    uint32_t version;
+  };
+  struct Later {  // the heap's order, a min-heap of (key, id) (a function object: it inlines)
+    bool operator()(const Entry& a, const Entry& b) const {
+      return a.key != b.key ? a.key > b.key : a.id > b.id;
+    }
+  };
+
   double Now() const { return double(clock_) / half_life_; }
   // The key after one more reference now, given the previous key.
   double Bump(double key) const { return std::log2(std::exp2(key - Now()) + 1.0) + Now(); }
 
+  // The slot of `id`'s record, or 0.
+  uint32_t SlotOf(uint64_t id) const {
+    auto it = index_.find(id);
+    return it == index_.end() ? 0 : it->second;
+  }
   bool Find(const Request& r) override {
     ++clock_;
-    auto it = cached_.find(r.id);
-    if (it == cached_.end()) return false;
-    order_.erase({it->second.key, r.id});
-    it->second.key = Bump(it->second.key);
-    order_.insert({it->second.key, r.id});
+    found_ = 0;
+    const uint32_t s = SlotOf(r.id);
+    if (s == 0) return false;
+    Rec& h = recs_[s];
+    if (!h.cached) {
+      found_ = s;  // retained
+      return false;
+    }
+    h.key = Bump(h.key);  // its heap entry stays: a lower bound
     return true;
   }
   void Insert(const Request& r) override {
-    double key = Now();
-    if (auto g = retained_.find(r.id); g != retained_.end()) {
-      key = Bump(g->second);
-      retained_.erase(g);
+    // The record Find saw may have left the retained queue while this miss evicted.
+    uint32_t s = found_;
+    if (s != 0 && recs_[s].live) {
+      recs_[s].key = Bump(recs_[s].key);
+    } else {
+      s = NewRec();
+      const uint32_t version = recs_[s].version;  // a reused slot's entries stay stale
+      recs_[s] = Rec{.id = r.id, .key = Now(), .version = version};
+      recs_[s].live = 1;
+      index_.emplace(r.id, s);
     }
-    cached_[r.id] = Entry{key, r.size};
-    order_.insert({key, r.id});
+    Rec& h = recs_[s];
+    h.size = r.size;
+    h.cached = 1;
+    ++cached_;
     occupied_ += r.size;
+    HeapPush(s);
   }
-  void Evict(const Request&) override { Drop(order_.begin()->second); }
+  void Evict(const Request&) override {
+    for (;;) {
+      SEEDANCE_CHECK(!heap_.empty()) << "lrfu: nothing to evict";
+      Entry& top = heap_.front();
+      const Rec& h = recs_[top.slot];
+      if (h.version == top.version && h.key != top.key) {  // hit since it went in
+        top.key = h.key;
+        SiftDownFront(heap_, Later{});
+        continue;
+      }
+      const uint32_t s = top.slot;
+      const bool current = h.version == top.version;  // else dropped since it went in
+      std::pop_heap(heap_.begin(), heap_.end(), Later{});
+      heap_.pop_back();
+      if (current) {
+        Uncache(s);
+        return;
+      }
+    }
+  }
+  // The object of slot s leaves the cache; its record is retained.
+  void Uncache(uint32_t s) {
+    Rec& h = recs_[s];
+    h.cached = 0;
+    ++h.version;
+    occupied_ -= h.size;
+    --cached_;
+    ++h.evictions;
+    retained_.push_back(s);
+    while (retained_.size() > std::max<size_t>(1, cached_)) {
+      const uint32_t old = retained_.front();
+      retained_.pop_front();
+      Rec& o = recs_[old];
+      if (--o.evictions == 0 && !o.cached) {
+        index_.erase(o.id);
+        o.live = 0;
+        free_.push_back(old);
+      }
+    }
+  }
+  uint32_t NewRec() {
+    if (free_.empty()) {
+      recs_.emplace_back();
+      return static_cast<uint32_t>(recs_.size() - 1);
+    }
+    const uint32_t s = free_.back();
+    free_.pop_back();
+    return s;
+  }
+  // The entry of a newly cached object: a version of its own, which no entry of the slot's
+  // earlier objects has.
+  void HeapPush(uint32_t s) {
+    Rec& h = recs_[s];
+    ++h.version;
+    heap_.push_back({h.key, h.id, s, h.version});
+    std::push_heap(heap_.begin(), heap_.end(), Later{});
+    if (heap_.size() > 2 * cached_ + kHeapSlack) {
+      std::erase_if(heap_, [&](const Entry& e) { return recs_[e.slot].version != e.version; });
+      std::make_heap(heap_.begin(), heap_.end(), Later{});
+    }
+  }
 
+  static constexpr size_t kHeapSlack = 64;
   const double half_life_;
   int64_t clock_ = 0;
   int64_t occupied_ = 0;
-  absl::flat_hash_map<uint64_t, Entry> cached_;
-  std::set<std::pair<double, uint64_t>> order_;
-  absl::flat_hash_map<uint64_t, double> retained_;
-  ObjectList<> retained_order_;
+  size_t cached_ = 0;
+  uint32_t found_ = 0;  // Find's retained record of this request, 0 if none
+  absl::flat_hash_map<uint64_t, uint32_t> index_;  // id -> slot of recs_
+  std::vector<Rec> recs_;                          // slot 0 unused
+  std::vector<uint32_t> free_;
+  std::vector<Entry> heap_;
+  std::deque<uint32_t> retained_;
 };
 
 // In the order ties are broken in: the experts with the smallest worst case on the tuning traces
@@ -134,6 +247,14 @@ std::unique_ptr<Expert> NewExpert(std::string_view name, int64_t capacity,
   if (name == "wtinylfu") return NewWTinyLfuExpert(capacity);
   if (name == "lrfu") return std::make_unique<LrfuExpert>(capacity, half_life_requests);
   return nullptr;
+}
+
+std::unique_ptr<Expert> NewLrfuExpertWithPhantomResidentForTest(int64_t capacity,
+                                                                double half_life_requests,
+                                                                int64_t phantom_resident) {
+  auto lrfu = std::make_unique<LrfuExpert>(capacity, half_life_requests);
+  lrfu->AddPhantomResidentForTest(phantom_resident);
+  return lrfu;
 }
 
 }  // namespace internal
@@ -161,6 +282,92 @@ int ExpertIndex(std::string_view name) {
   return -1;
 }
 
+// The history's table: object id -> its decayed score, at time t, and size. Open addressing with
+// linear probing and the values in the entries, so that the line to prefetch for an id is known
+// before the table is read (Home: the history is updated in batches, with the next ids' lines
+// requested ahead). At most kMaxLoad full; an erase moves later entries of its run back
+// (Knuth's algorithm R), so there are no tombstones. Entries have no order.
+class HistoryTable {
+ public:
+  struct Hist {
+    double score = 0;  // at time t
+    int64_t t = 0;     // >= 0; an empty entry has t < 0
+    int64_t size = 0;
+  };
+
+  size_t size() const { return size_; }
+  // The address of the entry where the search for `id` starts (for a prefetch; an empty
+  // table's is null, which a prefetch may name: it never faults).
+  const void* Home(uint64_t id) const { return table_.data() + HomeIndex(id); }
+  // The entry of `id` and whether it was added now (with `h`). REQUIRES: h.t >= 0.
+  std::pair<Hist*, bool> TryEmplace(uint64_t id, const Hist& h) {
+    if (double(size_ + 1) > kMaxLoad * double(table_.size())) Grow();
+    size_t pos = HomeIndex(id);
+    for (; table_[pos].h.t >= 0; pos = (pos + 1) & mask_) {
+      if (table_[pos].id == id) return {&table_[pos].h, false};
+    }
+    table_[pos] = Entry{id, h};
+    ++size_;
+    return {&table_[pos].h, true};
+  }
+  void Erase(uint64_t id) {
+    if (table_.empty()) return;
+    size_t hole = HomeIndex(id);
+    for (;; hole = (hole + 1) & mask_) {
+      if (table_[hole].h.t < 0) return;
+      if (table_[hole].id == id) break;
+    }
+    for (size_t j = (hole + 1) & mask_; table_[j].h.t >= 0; j = (j + 1) & mask_) {
+      const size_t home = HomeIndex(table_[j].id);
+      // The entry at j stays if its home lies cyclically in (hole, j].
+      const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+      if (!stays) {
+        table_[hole] = table_[j];
+        hole = j;
+      }
+    }
+    table_[hole] = Entry{};
+    --size_;
+  }
+  // f(id, hist) for every entry, in no particular order.
+  template <typename F>
+  void ForEach(const F& f) const {
+    for (const Entry& e : table_) {
+      if (e.h.t >= 0) f(e.id, e.h);
+    }
+  }
+
+ private:
+  static constexpr double kMaxLoad = 0.7;
+  struct Entry {
+    uint64_t id = 0;
+    Hist h{.t = -1};
+  };
+  size_t HomeIndex(uint64_t id) const {
+    id ^= id >> 33;  // murmur3's 64-bit finalizer
+    id *= 0xff51afd7ed558ccdULL;
+    id ^= id >> 33;
+    id *= 0xc4ceb9fe1a85ec53ULL;
+    id ^= id >> 33;
+    return size_t(id) & mask_;
+  }
+  void Grow() {
+    std::vector<Entry> old = std::move(table_);
+    table_.assign(old.empty() ? 1024 : 2 * old.size(), Entry{});
+    mask_ = table_.size() - 1;
+    for (const Entry& e : old) {
+      if (e.h.t < 0) continue;
+      size_t pos = HomeIndex(e.id);
+      while (table_[pos].h.t >= 0) pos = (pos + 1) & mask_;
+      table_[pos] = e;
+    }
+  }
+
+  std::vector<Entry> table_;
+  size_t mask_ = 0;
+  size_t size_ = 0;
+};
+
 class SeedanceCache final : public PrewarmingCache {
  public:
   SeedanceCache(int64_t capacity, SeedanceOptions options)
@@ -177,7 +384,7 @@ class SeedanceCache final : public PrewarmingCache {
     Remember(r.id, r.size, 1.0);
     if (!recent_.empty()) {
       recent_[recent_next_] = {r.id, r.size};
-      recent_next_ = (recent_next_ + 1) % recent_.size();
+      if (++recent_next_ == recent_.size()) recent_next_ = 0;
     }
     if (shadowing_ && Sampled(r.id)) ShadowAccess(r, /*count=*/true);
     ++now_;
@@ -209,6 +416,7 @@ class SeedanceCache final : public PrewarmingCache {
   }
 
   int64_t PrewarmFromHistory(const SavedHistory& history) override {
+    ApplyRemembered();  // RealHalfLife reads the history's size
     const int from = ExpertIndex(history.expert);
     if (real_->occupied() == 0 && from >= 0 && from != leader_) {
       leader_ = from;
@@ -238,12 +446,13 @@ class SeedanceCache final : public PrewarmingCache {
   }
 
   SavedHistory SaveHistory() const override {
+    ApplyRemembered();
     SavedHistory out;
     out.expert = std::string(kExperts[leader_]);
     out.half_life_requests = HistoryHalfLife();
-    for (const auto& [id, h] : history_) {
-      out.entries.push_back({.id = id, .size = h.size, .score = ScoreNow(h)});
-    }
+    history_.ForEach([&](uint64_t id, const Hist& h) {
+      out.entries.push_back({.id = id, .size = h.size, .score = ScoreAt(h, now_)});
+    });
     std::sort(out.entries.begin(), out.entries.end(),
               [](const HistoryEntry& a, const HistoryEntry& b) {
                 return a.score != b.score ? a.score > b.score : a.id < b.id;
@@ -257,11 +466,7 @@ class SeedanceCache final : public PrewarmingCache {
   }
 
  private:
-  struct Hist {
-    double score = 0;  // at time t
-    int64_t t = 0;
-    int64_t size = 0;
-  };
+  using Hist = HistoryTable::Hist;
 
   // Objects the cache holds: counted when it first filled, else the objects seen so far.
   double Objects() const {
@@ -269,26 +474,48 @@ class SeedanceCache final : public PrewarmingCache {
   }
   double HistoryHalfLife() const { return std::max(1.0, o_.history_half_life_caches * Objects()); }
   double RealHalfLife() const { return HistoryHalfLife(); }
-  double ScoreNow(const Hist& h) const {
-    return h.score * std::exp2(-double(now_ - h.t) / HistoryHalfLife());
+  double ScoreAt(const Hist& h, int64_t t) const {
+    return h.score * std::exp2(-double(t - h.t) / HistoryHalfLife());
   }
+  // Adds `weight` to the object's score now. The history is read only by SaveHistory, by
+  // PrewarmFromHistory and when the shadows start, so the calls are logged and applied in batches
+  // (ApplyRemembered), each as it would have been at its own time (its now_; shadowing_ and
+  // objects_ do not change within a batch): the same history, but the table's lines for the next
+  // objects are fetched while the current ones are updated (replay speed: the table holds up to
+  // history_objects_caches x the cached objects, much more than the processor's caches).
   void Remember(uint64_t id, int64_t size, double weight) {
-    auto [it, inserted] = history_.try_emplace(id, Hist{weight, now_, size});
-    if (!inserted) {
-      it->second = Hist{ScoreNow(it->second) + weight, now_, size};
-      return;
-    }
-    const auto limit =
-        std::max<size_t>(kMinHistory, size_t(o_.history_objects_caches * double(objects_)));
-    if (shadowing_ && history_.size() > limit) TrimHistory(limit / 2);
+    remembered_.push_back({id, size, weight, now_});
+    if (remembered_.size() >= kRememberBatch) ApplyRemembered();
   }
-  // Keeps the `keep` best-scored objects of the history.
-  void TrimHistory(size_t keep) {
+  // Applies the logged Remember calls in order (const: SaveHistory brings the history up to date
+  // first; a cache is used by one thread at a time).
+  void ApplyRemembered() const {
+    constexpr size_t kAhead = 8;  // prefetch distance, in calls
+    const size_t n = remembered_.size();
+    for (size_t k = 0; k < n; ++k) {
+      // In this function, not in a HistoryTable method: GCC 12 finds such a method free of side
+      // effects and drops its calls.
+      __builtin_prefetch(history_.Home(remembered_[std::min(k + kAhead, n - 1)].id));
+      const Remembered& m = remembered_[k];
+      auto [h, inserted] = history_.TryEmplace(m.id, Hist{m.weight, m.t, m.size});
+      if (!inserted) {
+        *h = Hist{ScoreAt(*h, m.t) + m.weight, m.t, m.size};
+        continue;
+      }
+      const auto limit =
+          std::max<size_t>(kMinHistory, size_t(o_.history_objects_caches * double(objects_)));
+      if (shadowing_ && history_.size() > limit) TrimHistory(limit / 2, m.t);
+    }
+    remembered_.clear();
+  }
+  // Keeps the `keep` best-scored objects of the history, scored at time t.
+  void TrimHistory(size_t keep, int64_t t) const {
     std::vector<std::pair<double, uint64_t>> all;
     all.reserve(history_.size());
-    for (const auto& [id, h] : history_) all.emplace_back(ScoreNow(h), id);
+    history_.ForEach([&](uint64_t id, const Hist& h) { all.emplace_back(ScoreAt(h, t), id); });
+    // (score, id): a total order, so the kept objects do not depend on the table's order.
     std::nth_element(all.begin(), all.begin() + std::ptrdiff_t(keep), all.end(), std::greater<>());
-    for (size_t i = keep; i < all.size(); ++i) history_.erase(all[i].second);
+    for (size_t i = keep; i < all.size(); ++i) history_.Erase(all[i].second);
   }
 
   bool Sampled(uint64_t id) const { return rate_all_ || SampleHash(id) < threshold_; }
@@ -300,6 +527,7 @@ class SeedanceCache final : public PrewarmingCache {
         real_->Contains(r.id)) {
       return;
     }
+    ApplyRemembered();  // the calls logged so far saw the cache before its shadows
     const std::vector<std::pair<uint64_t, int64_t>> residents = real_->Residents();
     objects_ = std::max<int64_t>(1, int64_t(residents.size()));
     const double rate = std::min(1.0, double(o_.shadow_objects) / double(objects_));
@@ -322,17 +550,43 @@ class SeedanceCache final : public PrewarmingCache {
     }
   }
 
-  // Feeds a sampled request to the shadows; `count`: a demand request, whose misses count.
+  // Feeds a sampled request to the shadows; `count`: a demand request, whose misses count. The
+  // shadows are read only when an epoch ends (its counts, and the shadow a switch copies), so the
+  // requests of an epoch are queued and replayed then, one shadow after the other over the whole
+  // queue: the same decisions in the same order as feeding every shadow each request at once,
+  // but each shadow's tables stay in the processor's caches while it runs (replay speed).
   void ShadowAccess(const Request& r, bool count) {
-    std::array<bool, kExperts.size()> hit{};
-    for (size_t i = 0; i < shadows_.size(); ++i) hit[i] = shadows_[i]->Access(r);
+    pending_.push_back({r.id, r.size, count});
     if (!count) return;
-    for (size_t i = 0; i < shadows_.size(); ++i) {
-      if (!hit[i]) epoch_[i].misses += 1;
-      if (hit[i] && !hit[leader_]) epoch_[i].won += 1;
-      if (!hit[i] && hit[leader_]) epoch_[i].lost += 1;
+    if (++epoch_n_ >= epoch_requests_) {
+      ReplayPending();
+      EndEpoch();
     }
-    if (++epoch_n_ >= epoch_requests_) EndEpoch();
+  }
+  // Feeds the queued requests to every shadow and adds the counted ones' outcomes to epoch_.
+  void ReplayPending() {
+    static_assert(kExperts.size() <= 8, "one bit per expert in pending_hits_");
+    pending_hits_.assign(pending_.size(), 0);
+    for (size_t i = 0; i < shadows_.size(); ++i) {
+      Expert& shadow = *shadows_[i];
+      for (size_t k = 0; k < pending_.size(); ++k) {
+        if (shadow.Access(Request{.id = pending_[k].id, .size = pending_[k].size})) {
+          pending_hits_[k] |= uint8_t(1u << i);
+        }
+      }
+    }
+    for (size_t k = 0; k < pending_.size(); ++k) {
+      if (!pending_[k].count) continue;
+      const unsigned hits = pending_hits_[k];
+      const bool leader_hit = (hits >> leader_) & 1u;
+      for (size_t i = 0; i < shadows_.size(); ++i) {
+        const bool hit = (hits >> i) & 1u;
+        if (!hit) epoch_[i].misses += 1;
+        if (hit && !leader_hit) epoch_[i].won += 1;
+        if (!hit && leader_hit) epoch_[i].lost += 1;
+      }
+    }
+    pending_.clear();
   }
 
   // Decays the old counts, adds the epoch's and follows a clearly better expert. The test is
@@ -389,6 +643,7 @@ class SeedanceCache final : public PrewarmingCache {
   }
 
   static constexpr size_t kMinHistory = 1024;
+  static constexpr size_t kRememberBatch = 256;
 
   const int64_t capacity_;
   const SeedanceOptions o_;
@@ -396,7 +651,15 @@ class SeedanceCache final : public PrewarmingCache {
   std::unique_ptr<Expert> real_;
   int64_t now_ = 0;
   PrefetchStats stats_;
-  absl::flat_hash_map<uint64_t, Hist> history_;
+  // The history, up to date but for the calls logged in remembered_ (see Remember).
+  mutable HistoryTable history_;
+  struct Remembered {
+    uint64_t id;
+    int64_t size;
+    double weight;
+    int64_t t;  // now_ of the call
+  };
+  mutable std::vector<Remembered> remembered_;
 
   bool shadowing_ = false;
   int64_t objects_ = 0;
@@ -405,6 +668,14 @@ class SeedanceCache final : public PrewarmingCache {
   int64_t epoch_requests_ = 0;
   int64_t epoch_n_ = 0;
   std::vector<std::unique_ptr<Expert>> shadows_;
+  // The sampled requests of the current epoch, not yet fed to the shadows (ShadowAccess).
+  struct Pending {
+    uint64_t id;
+    int64_t size;
+    bool count;
+  };
+  std::vector<Pending> pending_;
+  std::vector<uint8_t> pending_hits_;  // ReplayPending's scratch: bit i = shadow i hit
   // Sampled only: the last replay_caches x objects_ requests {id, size} (size 0: none yet), a
   // ring whose oldest entry is at recent_next_.
   std::vector<std::pair<uint64_t, int64_t>> recent_;

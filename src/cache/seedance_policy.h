@@ -19,6 +19,13 @@ namespace seedance::cache::internal {
 std::unique_ptr<Expert> NewExpert(std::string_view name, int64_t capacity,
                                   double half_life_requests);
 
+// Test only, for the death test of the check it reaches: the lrfu expert with `phantom_resident`
+// units counted as cached that no object holds, a broken invariant no request sequence produces.
+// The first miss that must evict finds an empty heap. Nothing but tests calls this.
+std::unique_ptr<Expert> NewLrfuExpertWithPhantomResidentForTest(int64_t capacity,
+                                                                double half_life_requests,
+                                                                int64_t phantom_resident);
+
 // NewPolicy's factory for "seedance": NewSeedanceCache with the default options.
 std::unique_ptr<Policy> NewSeedance(int64_t capacity);
 

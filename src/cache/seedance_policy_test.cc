@@ -283,6 +283,14 @@ TEST(SeedancePolicyDeathTest, CapacityAndInitialExpertAreChecked) {
   EXPECT_DEATH(NewSeedanceCache(10, o), "unknown initial expert 'mru'");
 }
 
+// No request sequence breaks the lrfu expert's count of cached units, so the test-only factory
+// starts one with 10 units counted that no object holds: the first miss must evict and finds an
+// empty heap.
+TEST(SeedancePolicyDeathTest, LrfuEvictingWithNothingCachedIsABug) {
+  auto lrfu = internal::NewLrfuExpertWithPhantomResidentForTest(10, 100.0, 10);
+  EXPECT_DEATH(lrfu->Access({.id = 7, .size = 1}), "lrfu: nothing to evict");
+}
+
 // The bound on two small shipped LIRS traces (sprite, 134k requests, is left to
 // bench/cache_quality: 2.3 s under ASan), at 1%, 5%, 10% and 25% of the distinct objects:
 // seedance's miss ratio <= 1.02 x the best of the six published policies. Where it is not met the
