@@ -81,7 +81,8 @@ run() {  # run LABEL PORT [server_load flags...]: server_load's line, with the C
     echo -n '"failed":"see above"'
   f1=$(cpu_s "$front_pid")
   m1=$(for q in "${member_pids[@]}"; do cpu_s "$q"; done | paste -sd+ | bc)
-  printf ',"front_cpu_s":%s,"members_cpu_s":%s}\n' "$(echo "$f1 - $f0" | bc)" "$(echo "$m1 - $m0" | bc)"
+  printf ',"front_cpu_s":%.2f,"members_cpu_s":%.2f}\n' "$(echo "$f1 - $f0" | bc)" \
+    "$(echo "$m1 - $m0" | bc)"
 }
 
 # 2. Open loop: the front's added latency at the same offered rate.
