@@ -196,6 +196,62 @@ std::string UrlEncode(std::string_view s) {
   return out;
 }
 
+// A thread that stops the client's current call once its deadline passes: the per-read timeouts
+// alone would let a server that trickles bytes keep a call going for ever. Each call arms it with
+// a new generation and disarms it when it returns; a stop is for the generation armed only.
+struct Client::Watchdog {
+  explicit Watchdog(httplib::Client* h) : http(h) { thread = std::thread([this] { Run(); }); }
+  ~Watchdog() {
+    {
+      base::MutexLock lock(mu);
+      quit = true;
+    }
+    cv.notify_all();
+    thread.join();
+  }
+  uint64_t Arm(std::chrono::steady_clock::time_point until) {
+    base::MutexLock lock(mu);
+    armed = ++generations;
+    deadline = until;
+    cv.notify_all();
+    return armed;
+  }
+  // Whether the watchdog stopped the call of generation `gen`.
+  bool Disarm(uint64_t gen) {
+    base::MutexLock lock(mu);
+    armed = 0;
+    cv.notify_all();
+    return fired == gen;
+  }
+
+ private:
+  void Run() {
+    base::MutexLock lock(mu);
+    while (!quit) {
+      if (armed == 0) {
+        lock.Wait(cv);
+        continue;
+      }
+      const uint64_t gen = armed;
+      if (lock.WaitUntil(cv, deadline) == std::cv_status::timeout && armed == gen && !quit) {
+        fired = gen;
+        armed = 0;
+        http->stop();  // under the lock: Disarm waits for it
+      }
+    }
+  }
+
+  httplib::Client* const http;
+  base::Mutex mu;
+  std::condition_variable cv;
+  uint64_t generations ABSL_GUARDED_BY(mu) = 0;
+  uint64_t armed ABSL_GUARDED_BY(mu) = 0;  // the generation being watched (0: none)
+  uint64_t fired ABSL_GUARDED_BY(mu) = 0;  // the last generation stopped
+  std::chrono::steady_clock::time_point deadline ABSL_GUARDED_BY(mu);
+  bool quit ABSL_GUARDED_BY(mu) = false;
+  std::thread thread;
+};
+
 Client::Client(Client&&) noexcept = default;
 Client& Client::operator=(Client&&) noexcept = default;
 Client::~Client() = default;
@@ -274,40 +330,15 @@ absl::StatusOr<nlohmann::json> Client::Call(std::string_view method, std::string
     return true;
   };
 
-  // A watchdog holds the whole call to the deadline: the per-read timeouts alone would let a
-  // server that trickles bytes keep the call going for ever.
-  struct Watch {
-    base::Mutex mu;
-    std::condition_variable cv;
-    bool done ABSL_GUARDED_BY(mu) = false;   // the call returned
-    bool fired ABSL_GUARDED_BY(mu) = false;  // the watchdog stopped it
-  } watch;
-  httplib::Client* http = http_.get();
-  std::thread watchdog([&] {
-    base::MutexLock lock(watch.mu);
-    if (!lock.WaitFor(watch.cv, timeout,
-                      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(watch.mu) { return watch.done; })) {
-      watch.fired = true;
-      http->stop();
-    }
-  });
+  if (!watchdog_) watchdog_ = std::make_unique<Watchdog>(http_.get());
   httplib::Response res;
   httplib::Error error = httplib::Error::Success;
   const auto started = std::chrono::steady_clock::now();
+  const uint64_t gen = watchdog_->Arm(started + timeout);
   const bool sent = http_->send(req, res, error);
   // The per-read timeout (set to the whole deadline) may beat the watchdog to it.
   const bool past_deadline = std::chrono::steady_clock::now() - started >= timeout;
-  {
-    base::MutexLock lock(watch.mu);
-    watch.done = true;
-  }
-  watch.cv.notify_all();
-  watchdog.join();
-  bool fired = false;
-  {
-    base::MutexLock lock(watch.mu);
-    fired = watch.fired;
-  }
+  const bool fired = watchdog_->Disarm(gen);
 
   const std::string where = Where(method, path);
   if (too_large) {

@@ -192,6 +192,9 @@ TEST(ClientTest, AServerThatNeverAnswersHitsTheDeadline) {
     stub.WaitForRelease();
     res.set_content("{}", "application/json");
   });
+  stub.http().Get("/ok", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"ok": true})", "application/json");
+  });
   ClientOptions o;
   o.url = stub.url();
   o.timeout_s = 0.2;
@@ -199,6 +202,13 @@ TEST(ClientTest, AServerThatNeverAnswersHitsTheDeadline) {
   ASSERT_TRUE(client.ok());
   EXPECT_EQ(client->Call("GET", "/slow").status().code(), absl::StatusCode::kDeadlineExceeded);
   stub.Release();
+  // The same client's next calls are not stopped by the deadline of the one before (one
+  // watchdog per client, armed per call).
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<nlohmann::json> ok = client->Call("GET", "/ok");
+    ASSERT_TRUE(ok.ok()) << ok.status();
+    EXPECT_EQ((*ok)["ok"], true);
+  }
 }
 
 TEST(ClientTest, TokenFileProblemsNameTheFileNotTheToken) {

@@ -85,6 +85,10 @@ class Client {
   std::string token_;
   ClientOptions options_;
   std::unique_ptr<httplib::Client> http_;
+  // Holds each call to its deadline (client.cc): one thread per client, started by its first
+  // call, not one per call. Declared after http_, so that it stops first.
+  struct Watchdog;
+  std::unique_ptr<Watchdog> watchdog_;
 };
 
 // Percent-encodes a query parameter value or a path segment.
