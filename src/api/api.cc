@@ -100,9 +100,32 @@ absl::Status CheckGpuSpec(std::string_view spec, std::string_view path) {
 
 const std::vector<std::string>& PodKeys() {
   static const auto* keys = new std::vector<std::string>{
-      "name",     "namespace", "cpu_milli", "memory_mib", "num_gpu",  "gpu_milli",
-      "gpu_spec", "priority",  "labels",    "gang",       "gang_min", "annotations"};
+      "name",      "namespace",   "cpu_milli",   "memory_mib",       "num_gpu",
+      "gpu_milli", "gpu_spec",    "priority",    "labels",           "gang",
+      "gang_min",  "annotations", "device_type", "device_memory_mib"};
   return *keys;
+}
+
+// device_type and device_memory_mib: what the pod's devices must be (only with num_gpu > 0).
+absl::Status DecodeDeviceAsk(const Json& root, PodRequest* pod) {
+  std::string type;
+  const Json* type_json = Member(root, "device_type");
+  if (absl::Status s = internal::ReadString(type_json, "$.device_type", 16, &type); !s.ok()) {
+    return s;
+  }
+  const Json* memory = Member(root, "device_memory_mib");
+  if (pod->num_gpu == 0 && (type_json != nullptr || memory != nullptr)) {
+    return FieldError(type_json != nullptr ? "$.device_type" : "$.device_memory_mib",
+                      "only with num_gpu > 0 (it describes the pod's devices)");
+  }
+  if (type_json != nullptr) {
+    pod->device.type = core::DeviceClassFromName(type);
+    if (pod->device.type == core::DeviceClass::kUnset) {
+      return FieldError("$.device_type", absl::StrCat("must be \"gpu\", \"npu\" or \"any\" (got ",
+                                                      internal::QuoteForMessage(type), ")"));
+    }
+  }
+  return internal::ReadInt(memory, "$.device_memory_mib", 0, kMaxQuantity, &pod->device.memory_mib);
 }
 
 absl::Status DecodePod(const Json& root, PodRequest* pod) {
@@ -168,6 +191,7 @@ absl::Status DecodePod(const Json& root, PodRequest* pod) {
     return s;
   }
   if (absl::Status s = CheckGpuSpec(pod->gpu_spec, "$.gpu_spec"); !s.ok()) return s;
+  if (absl::Status s = DecodeDeviceAsk(root, pod); !s.ok()) return s;
   if (absl::Status s = internal::ReadInt32(Member(root, "priority"), "$.priority", INT32_MIN,
                                            INT32_MAX, &pod->priority);
       !s.ok()) {
@@ -191,8 +215,7 @@ absl::Status DecodePod(const Json& root, PodRequest* pod) {
   if (gang_min != nullptr && pod->gang.empty()) {
     return FieldError("$.gang_min", "only with \"gang\" (the gang's minimum members)");
   }
-  if (absl::Status s =
-          internal::ReadInt32(gang_min, "$.gang_min", 1, kMaxGangMin, &pod->gang_min);
+  if (absl::Status s = internal::ReadInt32(gang_min, "$.gang_min", 1, kMaxGangMin, &pod->gang_min);
       !s.ok()) {
     return s;
   }
@@ -238,10 +261,9 @@ bool IsDnsSubdomain(std::string_view s) {
   size_t start = 0;
   while (true) {
     const size_t dot = s.find('.', start);
-    const std::string_view label = s.substr(start, dot == std::string_view::npos ? s.npos
-                                                                                 : dot - start);
-    if (label.empty() || !IsLowerAlnum(label.front()) ||
-        !IsLowerAlnum(label.back())) {
+    const std::string_view label =
+        s.substr(start, dot == std::string_view::npos ? s.npos : dot - start);
+    if (label.empty() || !IsLowerAlnum(label.front()) || !IsLowerAlnum(label.back())) {
       return false;
     }
     for (char c : label) {
@@ -462,6 +484,11 @@ Json PodRequestToJson(const PodRequest& pod) {
   j["num_gpu"] = pod.num_gpu;
   j["gpu_milli"] = pod.gpu_milli;
   j["gpu_spec"] = pod.gpu_spec;
+  // Written only when set, so that a member running an older version still reads the body.
+  if (pod.device.type != core::DeviceClass::kUnset) {
+    j["device_type"] = std::string(core::DeviceClassName(pod.device.type));
+  }
+  if (pod.device.memory_mib > 0) j["device_memory_mib"] = pod.device.memory_mib;
   j["priority"] = pod.priority;
   j["labels"] = Json::object();
   for (const auto& [k, v] : pod.labels) j["labels"][k] = v;

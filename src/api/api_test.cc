@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -62,6 +63,29 @@ TEST(ParsePodRequestTest, RoundTripsThroughJson) {
   absl::StatusOr<PodRequest> back = ParsePodRequest(PodRequestToJson(pod).dump());
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, pod);
+}
+
+TEST(ParsePodRequestTest, DeviceAskRoundTripsAndIsWrittenOnlyWhenSet) {
+  absl::StatusOr<PodRequest> pod = ParsePodRequest(
+      R"({"name": "a", "num_gpu": 2, "device_type": "any", "device_memory_mib": 49152})");
+  ASSERT_TRUE(pod.ok()) << pod.status();
+  EXPECT_EQ(pod->device.type, core::DeviceClass::kAny);
+  EXPECT_EQ(pod->device.memory_mib, 49152);
+  absl::StatusOr<PodRequest> back = ParsePodRequest(PodRequestToJson(*pod).dump());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, *pod);
+  for (const char* type : {"gpu", "npu"}) {
+    absl::StatusOr<PodRequest> typed = ParsePodRequest(
+        absl::StrCat(R"({"name": "a", "num_gpu": 1, "device_type": ")", type, R"("})"));
+    ASSERT_TRUE(typed.ok()) << typed.status();
+    EXPECT_EQ(core::DeviceClassName(typed->device.type), type);
+  }
+  // Unset: the body a member of an older version reads carries neither key.
+  absl::StatusOr<PodRequest> plain = ParsePodRequest(R"({"name": "a", "num_gpu": 1})");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->device, core::DeviceAsk{});
+  EXPECT_FALSE(PodRequestToJson(*plain).contains("device_type"));
+  EXPECT_FALSE(PodRequestToJson(*plain).contains("device_memory_mib"));
 }
 
 TEST(ParsePodRequestTest, AnnotationsAreLimitedInAllTo256KiB) {
@@ -135,6 +159,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadPod{R"({"name": "a", "annotations": "x"})", "$.annotations", "an object of strings"},
         BadPod{R"({"name": "a", "gang": "G"})", "$.gang", "DNS-1123"},
         BadPod{R"({"name": "a", "gang_min": 2})", "$.gang_min", "only with"},
+        BadPod{R"({"name": "a", "num_gpu": 1, "device_type": "tpu"})", "$.device_type",
+               "\"gpu\", \"npu\" or \"any\""},
+        BadPod{R"({"name": "a", "num_gpu": 1, "device_type": 1})", "$.device_type", "string"},
+        BadPod{R"({"name": "a", "device_type": "npu"})", "$.device_type", "only with num_gpu > 0"},
+        BadPod{R"({"name": "a", "device_memory_mib": 1})", "$.device_memory_mib",
+               "only with num_gpu > 0"},
+        BadPod{R"({"name": "a", "num_gpu": 1, "device_memory_mib": -1})", "$.device_memory_mib",
+               "0.."},
         BadPod{R"({"name": "a", "gang": "g", "gang_min": 0})", "$.gang_min", ""},
         BadPod{R"({"name": "a", "gang": "g", "gang_min": 10001})", "$.gang_min", ""},
         BadPod{R"({"name": "a", "name": "b"})", "$", "duplicate key \"name\""},
@@ -283,6 +315,20 @@ TEST(ParseNodeRequestTest, ShortForm) {
   EXPECT_EQ(node->spec.labels.at("pool"), "train");
 }
 
+TEST(ParseNodeRequestTest, ShortFormNpus) {
+  absl::StatusOr<NodeRequest> node = DecodeNodeRequest(
+      "n1", R"({"cpu_milli": 1, "memory_mib": 1, "num_gpus": 8, "gpu_model": "MLU370",
+               "device_type": "npu", "device_memory_mib": 49152})");
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_TRUE(node->spec.npu);
+  EXPECT_EQ(node->spec.device_memory_mib, 49152);
+  node = DecodeNodeRequest("n1", R"({"cpu_milli": 1, "memory_mib": 1, "num_gpus": 1,
+                                     "gpu_model": "T4"})");
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_FALSE(node->spec.npu);
+  EXPECT_EQ(node->spec.device_memory_mib, 0);
+}
+
 struct BadNode {
   const char* name;
   const char* body;
@@ -314,6 +360,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadNode{"n", R"({"cpu_milli": 1, "memory_mib": 1, "num_gpus": 17, "gpu_model": "A"})",
                 "$.num_gpus", "0..16"},
         BadNode{"n", R"({"cpu_milli": 1, "memory_mib": 1, "cpus": 2})", "$.cpus", "unknown key"},
+        BadNode{"n", R"({"cpu_milli": 1, "memory_mib": 1, "device_type": "npu"})", "$.device_type",
+                "only with num_gpus > 0"},
+        BadNode{"n", R"({"cpu_milli": 1, "memory_mib": 1, "num_gpus": 1, "gpu_model": "A",
+                         "device_type": "fpga"})",
+                "$.device_type", "\"gpu\" or \"npu\""},
+        BadNode{"n", R"({"cpu_milli": 1, "memory_mib": 1, "num_gpus": 1, "gpu_model": "A",
+                         "device_memory_mib": -2})",
+                "$.device_memory_mib", "0.."},
         BadNode{"n", R"({"cpu_milli": 1, "memory_mib": 1, "cordoned": "yes"})", "$.cordoned",
                 "true or false"},
         BadNode{"n", R"({"cpu_milli": 1, "memory_mib": 1, "taints": [{"key": "k"}]})",

@@ -28,7 +28,8 @@ const std::vector<std::string>& DescriptorKeys() {
 }
 const std::vector<std::string>& ShortKeys() {
   static const auto* keys = new std::vector<std::string>{
-      "cpu_milli", "memory_mib", "num_gpus", "gpu_model", "cost_usd_per_hour", "power_w"};
+      "cpu_milli",         "memory_mib", "num_gpus",          "gpu_model",
+      "cost_usd_per_hour", "power_w",    "device_memory_mib", "device_type"};
   return *keys;
 }
 
@@ -117,6 +118,26 @@ absl::Status ReadTaints(const Json* v, std::vector<core::Taint>* out) {
   return absl::OkStatus();
 }
 
+// The short form's "device_type" ("gpu", the default, or "npu") and "device_memory_mib" (one
+// device's memory; 0 or absent: the hardware catalog's figure for gpu_model).
+absl::Status DecodeShortDevices(const Json& root, core::NodeSpec* spec) {
+  const Json* type = Member(root, "device_type");
+  const Json* memory = Member(root, "device_memory_mib");
+  if (spec->num_gpus == 0 && (type != nullptr || memory != nullptr)) {
+    return FieldError(type != nullptr ? "$.device_type" : "$.device_memory_mib",
+                      "only with num_gpus > 0 (it describes the node's devices)");
+  }
+  std::string name = "gpu";
+  if (absl::Status s = internal::ReadString(type, "$.device_type", 16, &name); !s.ok()) return s;
+  if (name != "gpu" && name != "npu") {
+    return FieldError("$.device_type", absl::StrCat("must be \"gpu\" or \"npu\" (got ",
+                                                    internal::QuoteForMessage(name), ")"));
+  }
+  spec->npu = name == "npu";
+  return internal::ReadInt(memory, "$.device_memory_mib", 0, kMaxQuantity,
+                           &spec->device_memory_mib);
+}
+
 absl::Status DecodeShortForm(const Json& root, core::NodeSpec* spec) {
   if (absl::Status s = internal::CheckKeys(root, "$", Join(CommonKeys(), ShortKeys())); !s.ok()) {
     return s;
@@ -168,6 +189,7 @@ absl::Status DecodeShortForm(const Json& root, core::NodeSpec* spec) {
                                      internal::QuoteForMessage(spec->gpu_model), ")"));
     }
   }
+  if (absl::Status s = DecodeShortDevices(root, spec); !s.ok()) return s;
   if (absl::Status s =
           internal::ReadNumber(Member(root, "cost_usd_per_hour"), "$.cost_usd_per_hour", 0, 1e9,
                                &spec->cost_usd_per_hour);
@@ -285,21 +307,21 @@ absl::Status ValidateNodeSpec(const core::NodeSpec& spec, std::string_view path)
     return bad(".name", absl::StrCat("must be a DNS-1123 name (got ",
                                      internal::QuoteForMessage(spec.name), ")"));
   }
-  for (auto [field, v] : {std::pair{".cpu_milli", spec.cpu_milli}, {".memory_mib", spec.memory_mib}}) {
+  for (auto [field, v] :
+       {std::pair{".cpu_milli", spec.cpu_milli}, {".memory_mib", spec.memory_mib}}) {
     if (v < 0 || v > kMaxQuantity) {
       return bad(field, absl::StrCat("must be in 0..", kMaxQuantity, " (got ", v, ")"));
     }
   }
   if (spec.num_gpus < 0 || spec.num_gpus > core::kMaxGpusPerNode) {
-    return bad(".num_gpus", absl::StrCat("must be in 0..", core::kMaxGpusPerNode, " (got ",
-                                         spec.num_gpus, ")"));
+    return bad(".num_gpus",
+               absl::StrCat("must be in 0..", core::kMaxGpusPerNode, " (got ", spec.num_gpus, ")"));
   }
-  const bool model_ok =
-      spec.gpu_model.size() <= 64 &&
-      std::all_of(spec.gpu_model.begin(), spec.gpu_model.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-               c == '-' || c == '_' || c == '.';
-      });
+  const bool model_ok = spec.gpu_model.size() <= 64 &&
+                        std::all_of(spec.gpu_model.begin(), spec.gpu_model.end(), [](char c) {
+                          return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                                 (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+                        });
   if (!model_ok) {
     return bad(".gpu_model", absl::StrCat("must be at most 64 characters of [A-Za-z0-9._-] (got ",
                                           internal::QuoteForMessage(spec.gpu_model), ")"));

@@ -6,8 +6,49 @@
 
 #include "absl/strings/str_cat.h"
 #include "seedance/base/check.h"
+#include "seedance/hw/catalog.h"
 
 namespace seedance::core {
+
+std::string_view DeviceClassName(DeviceClass c) {
+  switch (c) {
+    case DeviceClass::kGpu:
+      return "gpu";
+    case DeviceClass::kNpu:
+      return "npu";
+    case DeviceClass::kAny:
+      return "any";
+    case DeviceClass::kUnset:
+      break;
+  }
+  return "";
+}
+
+DeviceClass DeviceClassFromName(std::string_view name) {
+  if (name == "gpu") return DeviceClass::kGpu;
+  if (name == "npu") return DeviceClass::kNpu;
+  if (name == "any") return DeviceClass::kAny;
+  return DeviceClass::kUnset;
+}
+
+bool DeviceAccepts(const DeviceAsk& ask, bool spec_empty, bool named, bool npu,
+                   int64_t memory_mib) {
+  if (!named) return false;
+  DeviceClass type = ask.type;
+  if (type == DeviceClass::kUnset) type = spec_empty ? DeviceClass::kGpu : DeviceClass::kAny;
+  if (type == DeviceClass::kGpu && npu) return false;
+  if (type == DeviceClass::kNpu && !npu) return false;
+  return ask.memory_mib <= 0 || memory_mib >= ask.memory_mib;
+}
+
+namespace {
+
+// The catalog's entry for a node's device model, or nullptr.
+const hw::GpuModel* CatalogEntry(const NodeSpec& spec) {
+  return spec.gpu_model.empty() ? nullptr : hw::Find(spec.gpu_model);
+}
+
+}  // namespace
 
 absl::StatusOr<ClusterState> ClusterState::Create(std::vector<NodeSpec> nodes) {
   ClusterState s;
@@ -34,6 +75,14 @@ absl::Status ClusterState::ValidateSpec(const NodeSpec& node) {
   }
   if (node.num_gpus > kMaxGpusPerNode) {
     return error(node.num_gpus, " GPUs, at most ", kMaxGpusPerNode);
+  }
+  if (node.device_memory_mib < 0) return error("negative device memory");
+  if (node.npu && node.num_gpus > 0 && node.gpu_model.empty()) {
+    return error("its NPUs name no model");
+  }
+  if (const hw::GpuModel* entry = CatalogEntry(node);
+      node.npu && node.num_gpus > 0 && entry != nullptr && entry->kind == hw::DeviceKind::kGpu) {
+    return error("model '", node.gpu_model, "' is a GPU (", entry->description, "), not an NPU");
   }
   for (const Taint& t : node.taints) {
     if (t.key.empty()) return error("a taint has an empty key");
@@ -72,12 +121,30 @@ absl::Status ClusterState::ValidateSpec(const NodeSpec& node) {
 absl::StatusOr<GpuModelId> ClusterState::ModelFor(const NodeSpec& spec, bool add) {
   if (spec.num_gpus == 0 || spec.gpu_model.empty()) return kNoGpuModel;
   GpuModelId model = ModelId(spec.gpu_model);
-  if (model != kNoGpuModel || !add) return model;
+  if (model != kNoGpuModel) {
+    // A node that does not say its devices are NPUs takes the model's kind as first seen.
+    if (spec.npu && !model_npu(model)) {
+      return absl::InvalidArgumentError(absl::StrCat("node '", spec.name, "': model '",
+                                                     spec.gpu_model,
+                                                     "' is an NPU here and a GPU on the nodes "
+                                                     "that named it first"));
+    }
+    return model;
+  }
+  if (!add) return model;
   if (static_cast<int>(model_names_.size()) >= kMaxGpuModels - 1) {
     return absl::InvalidArgumentError(absl::StrCat("node '", spec.name, "': more than ",
                                                    kMaxGpuModels - 1, " distinct GPU models"));
   }
+  const hw::GpuModel* entry = CatalogEntry(spec);
+  const bool npu = spec.npu || (entry != nullptr && entry->kind == hw::DeviceKind::kNpu);
   model_names_.push_back(spec.gpu_model);
+  model_npu_.push_back(npu ? 1 : 0);
+  model_memory_mib_.push_back(
+      spec.device_memory_mib > 0
+          ? spec.device_memory_mib
+          : (entry != nullptr ? static_cast<int64_t>(entry->memory_gib * 1024) : 0));
+  has_npu_models_ = has_npu_models_ || npu;
   return static_cast<GpuModelId>(model_names_.size() - 1);
 }
 
@@ -161,6 +228,7 @@ absl::Status ClusterState::UpdateNode(int n, NodeSpec spec) {
         " MiB is below what is allocated (", cpu_used, " milli-CPU, ", memory_used, " MiB)"));
   }
   absl::StatusOr<GpuModelId> known = ModelFor(spec, /*add=*/false);
+  if (!known.ok()) return known.status();
   const bool new_model_name =
       (spec.num_gpus > 0 && !spec.gpu_model.empty() && *known == kNoGpuModel);
   const bool gpus_change = spec.num_gpus != old.num_gpus || new_model_name || *known != model_[n];
@@ -306,6 +374,28 @@ uint64_t ClusterState::ModelMask(std::string_view gpu_spec) const {
   }
   if (named_any && mask == 0) return kNoModelMatches;
   return mask;
+}
+
+uint64_t ClusterState::PodModelMask(std::string_view gpu_spec, const DeviceAsk& ask,
+                                    bool wants_devices) const {
+  const uint64_t named = ModelMask(gpu_spec);
+  if (!wants_devices || named == kNoModelMatches) return named;
+  if (ask.memory_mib <= 0) {
+    // Without a memory floor the narrowing is a no-op when every kind passes, or when only GPUs
+    // pass and the table has no NPU.
+    const bool any_kind =
+        ask.type == DeviceClass::kAny || (ask.type == DeviceClass::kUnset && !gpu_spec.empty());
+    const bool gpus_only = !any_kind && ask.type != DeviceClass::kNpu;
+    if (any_kind || (gpus_only && !has_npu_models_)) return named;
+  }
+  uint64_t mask = 0;
+  for (size_t id = 0; id < model_names_.size(); ++id) {
+    const bool in_spec = named == 0 || ((named >> id) & 1u) != 0;
+    if (DeviceAccepts(ask, gpu_spec.empty(), in_spec, model_npu_[id] != 0, model_memory_mib_[id])) {
+      mask |= uint64_t{1} << id;
+    }
+  }
+  return mask == 0 ? kNoModelMatches : mask;
 }
 
 void ClusterState::RefreshGpuSummary(int n) {
@@ -539,6 +629,10 @@ void ClusterState::CheckInvariants() const {
                  gpu_milli_left_.size() == n && blocked_.size() == n &&
                  class_counts_.size() == n * (kMaxGpusPerNode + 1) && numa_used_.size() == n)
       << "per-node arrays disagree on the number of nodes (" << n << ")";
+  SEEDANCE_CHECK(model_npu_.size() == model_names_.size() &&
+                 model_memory_mib_.size() == model_names_.size())
+      << "the model table's kinds and memories disagree with its " << model_names_.size()
+      << " names";
   int64_t cpu_capacity = 0, cpu_used = 0, gpu_capacity = 0, gpu_used = 0;
   size_t next_gpu = 0;
   int live = 0, blocked = 0;

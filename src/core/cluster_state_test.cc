@@ -1,5 +1,6 @@
 #include "seedance/core/cluster_state.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
 
 namespace seedance::core {
 
@@ -453,6 +456,109 @@ TEST_F(ClusterStateTest, ModelMaskTable) {
     SCOPED_TRACE("spec '" + c.spec + "'");
     EXPECT_EQ(state_.ModelMask(c.spec), c.want);
   }
+}
+
+// ---- NPUs and device asks -----------------------------------------------------------------
+
+// A cluster with GPUs (H100 80 GiB, T4 16 GiB from the catalog), NPUs (Ascend910B 64 GiB from
+// the catalog; "MLU" an NPU the catalog does not know, 48 GiB as its node says) and a CPU node.
+ClusterState MixedCluster() {
+  NodeSpec mlu = Node("mlu", 16000, 65536, 4, "MLU");
+  mlu.npu = true;
+  mlu.device_memory_mib = 48 * 1024;
+  return *ClusterState::Create(
+      {Node("h100", 32000, 65536, 8, "H100"), Node("t4", 16000, 65536, 4, "T4"),
+       Node("ascend", 32000, 65536, 8, "Ascend910B"), mlu, Node("cpu", 8000, 16384, 0, "")});
+}
+
+// Which of the mixed cluster's nodes a one-device pod with this ask may go to.
+std::string NodesFor(const ClusterState& s, std::string_view spec, DeviceAsk ask) {
+  const PodShape pod = Pod(1000, 1024, 1, 1000, s.PodModelMask(spec, ask, true));
+  std::string out;
+  for (int n = 0; n < s.num_nodes(); ++n) {
+    if (s.Fits(n, pod)) absl::StrAppend(&out, out.empty() ? "" : ",", s.node(n).name);
+  }
+  return out;
+}
+
+TEST(ClusterStateNpuTest, ModelsTakeTheirKindAndMemoryFromTheNodeOrTheCatalog) {
+  const ClusterState s = MixedCluster();
+  ASSERT_EQ(s.gpu_models().size(), 4u);
+  EXPECT_FALSE(s.model_npu(s.ModelId("H100")));
+  EXPECT_EQ(s.model_memory_mib(s.ModelId("H100")), 80 * 1024);
+  EXPECT_TRUE(s.model_npu(s.ModelId("Ascend910B")));
+  EXPECT_EQ(s.model_memory_mib(s.ModelId("Ascend910B")), 64 * 1024);
+  EXPECT_TRUE(s.model_npu(s.ModelId("MLU")));
+  EXPECT_EQ(s.model_memory_mib(s.ModelId("MLU")), 48 * 1024);
+}
+
+TEST(ClusterStateNpuTest, PodsGoOnlyToDevicesOfTheKindAndMemoryTheyAsk) {
+  const ClusterState s = MixedCluster();
+  struct Case {
+    std::string spec;
+    DeviceAsk ask;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      // No type and no spec: GPUs only, never an NPU.
+      {"", {}, "h100,t4"},
+      {"", {DeviceClass::kGpu, 0}, "h100,t4"},
+      {"", {DeviceClass::kNpu, 0}, "ascend,mlu"},
+      {"", {DeviceClass::kAny, 0}, "h100,t4,ascend,mlu"},
+      // "Any accelerator with >= 48 GiB", and floors that leave one kind.
+      {"", {DeviceClass::kAny, 48 * 1024}, "h100,ascend,mlu"},
+      {"", {DeviceClass::kAny, 64 * 1024}, "h100,ascend"},
+      {"", {DeviceClass::kNpu, 60 * 1024}, "ascend"},
+      {"", {DeviceClass::kGpu, 90 * 1024}, ""},
+      // A spec naming a model takes it whatever its kind, unless the type says otherwise.
+      {"Ascend910B", {}, "ascend"},
+      {"Ascend910B|T4", {}, "t4,ascend"},
+      {"Ascend910B|T4", {DeviceClass::kGpu, 0}, "t4"},
+      {"H100", {DeviceClass::kNpu, 0}, ""},
+      {"Nope", {DeviceClass::kAny, 0}, ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrCat("spec '", c.spec, "' type '",
+                              std::string(DeviceClassName(c.ask.type)), "' memory ",
+                              c.ask.memory_mib));
+    EXPECT_EQ(NodesFor(s, c.spec, c.ask), c.want);
+  }
+}
+
+TEST(ClusterStateNpuTest, PodsWithoutDevicesAreNotNarrowed) {
+  const ClusterState s = MixedCluster();
+  EXPECT_EQ(s.PodModelMask("", {DeviceClass::kNpu, 1}, false), 0u);
+  EXPECT_EQ(s.PodModelMask("T4", {}, false), s.ModelMask("T4"));
+}
+
+TEST(ClusterStateNpuTest, WithoutNpusTheMaskIsTheSpecsOwn) {
+  const ClusterState s = *ClusterState::Create({Node("a", 1000, 1024, 1, "A")});
+  EXPECT_EQ(s.PodModelMask("", {}, true), 0u);
+  EXPECT_EQ(s.PodModelMask("A", {DeviceClass::kGpu, 0}, true), s.ModelMask("A"));
+  EXPECT_EQ(s.PodModelMask("", {DeviceClass::kNpu, 0}, true), ClusterState::kNoModelMatches);
+}
+
+TEST(ClusterStateNpuTest, AModelIsOneKind) {
+  ClusterState s = MixedCluster();
+  NodeSpec h = Node("h100-npu", 1000, 1024, 1, "H100");
+  h.npu = true;  // the catalog says H100 is a GPU
+  EXPECT_EQ(s.AddNode(h).status().code(), absl::StatusCode::kInvalidArgument);
+  NodeSpec t = Node("t4-npu", 1000, 1024, 1, "Custom");
+  ASSERT_TRUE(s.AddNode(t).ok());  // first seen as a GPU ...
+  t.name = "t4-npu-2";
+  t.npu = true;  // ... so a later node may not call it an NPU
+  absl::StatusOr<int> added = s.AddNode(t);
+  ASSERT_FALSE(added.ok());
+  EXPECT_THAT(std::string(added.status().message()), ::testing::HasSubstr("first"));
+  // Updating a node to call its GPUs NPUs is refused the same way, state unchanged.
+  NodeSpec update = s.node(s.FindNode("h100"));
+  update.npu = true;
+  EXPECT_FALSE(s.UpdateNode(s.FindNode("h100"), update).ok());
+  EXPECT_FALSE(s.node(s.FindNode("h100")).npu);
+  // A node that does not say takes the kind as first seen.
+  ASSERT_TRUE(s.AddNode(Node("mlu-2", 1000, 1024, 1, "MLU")).ok());
+  EXPECT_EQ(NodesFor(s, "MLU", {}), "mlu,mlu-2");
+  EXPECT_EQ(NodesFor(s, "MLU", {DeviceClass::kGpu, 0}), "");
 }
 
 TEST_F(ClusterStateTest, UnknownOnlySpecMatchesNoNode) {

@@ -1035,38 +1035,81 @@ absl::StatusOr<std::string> NodeDescriptor::GpuModel() const {
   return first == nullptr ? std::string() : first->model;
 }
 
+namespace {
+
+// The kind of device a node's NodeSpec counts: its GPUs if it has any, else its NPUs (the
+// GPUs, for a node with neither). A node with both keeps its NPUs as description only, as its
+// FPGAs.
+DeviceType AcceleratorType(const NodeDescriptor& node) {
+  bool npu = false;
+  for (const Device& d : node.devices) {
+    if (d.type == DeviceType::kGpu) return DeviceType::kGpu;
+    npu = npu || d.type == DeviceType::kNpu;
+  }
+  return npu ? DeviceType::kNpu : DeviceType::kGpu;
+}
+
+// The model shared by the node's NPUs ("" when it has none); an error when they differ.
+absl::StatusOr<std::string> NpuModel(const NodeDescriptor& node) {
+  const Device* first = nullptr;
+  for (const Device& d : node.devices) {
+    if (d.type != DeviceType::kNpu) continue;
+    if (first == nullptr) {
+      first = &d;
+    } else if (d.model != first->model) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node ", Quote(node.name), " mixes NPU models ", Quote(first->model), " (", first->id,
+          ") and ", Quote(d.model), " (", d.id, "); a NodeSpec has one device model"));
+    }
+  }
+  return first == nullptr ? std::string() : first->model;
+}
+
+}  // namespace
+
 absl::StatusOr<NodeSpec> NodeDescriptor::ToNodeSpec(const ClusterDescriptor& cluster) const {
+  const DeviceType accel = AcceleratorType(*this);
   NodeSpec spec;
   spec.name = name;
   spec.cpu_milli = CpuMilli();
   spec.memory_mib = MemoryMib();
-  spec.num_gpus = NumGpus();
+  spec.npu = accel == DeviceType::kNpu;
+  for (const Device& d : devices) spec.num_gpus += d.type == accel ? 1 : 0;
   if (spec.num_gpus > kMaxGpusPerNode) {
-    return absl::InvalidArgumentError(absl::StrCat("node ", Quote(name), " has ", spec.num_gpus,
-                                                   " GPUs; a NodeSpec allows at most ",
-                                                   kMaxGpusPerNode));
+    return absl::InvalidArgumentError(
+        absl::StrCat("node ", Quote(name), " has ", spec.num_gpus, spec.npu ? " NPUs" : " GPUs",
+                     "; a NodeSpec allows at most ", kMaxGpusPerNode));
   }
-  absl::StatusOr<std::string> model = GpuModel();
+  absl::StatusOr<std::string> model = spec.npu ? NpuModel(*this) : GpuModel();
   if (!model.ok()) return model.status();
   spec.gpu_model = *std::move(model);
+  if (spec.npu && spec.gpu_model.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node ", Quote(name), ": its NPUs name no model; an NPU node needs one (e.g. Ascend910B)"));
+  }
   if (!spec.gpu_model.empty()) {
     auto it = cluster.gpu_models.find(spec.gpu_model);
-    if (it == cluster.gpu_models.end()) {
+    if (it != cluster.gpu_models.end()) {
+      spec.cost_usd_per_hour = it->second.price_usd_per_hour * spec.num_gpus;
+      spec.power_w = it->second.power_w * spec.num_gpus;
+      spec.device_memory_mib = it->second.memory_mib;
+    } else if (!spec.npu) {
       return absl::InvalidArgumentError(absl::StrCat("node ", Quote(name), ": GPU model ",
                                                      Quote(spec.gpu_model),
                                                      " is not in the cluster's gpu_models"));
     }
-    spec.cost_usd_per_hour = it->second.price_usd_per_hour * spec.num_gpus;
-    spec.power_w = it->second.power_w * spec.num_gpus;
   }
   spec.labels = labels;
   spec.topology.numa.reserve(numa_nodes.size());
   for (const NumaNode& numa : numa_nodes) {
     spec.topology.numa.push_back({numa.id, numa.cpu_milli, numa.memory_mib});
   }
-  // One entry per GPU, in device order: GPU device i of the NodeSpec is the i-th kGpu device.
+  // One entry per device, in device order: device i of the NodeSpec is the i-th GPU (or NPU).
   for (const Device& d : devices) {
-    if (d.type != DeviceType::kGpu) continue;
+    if (d.type != accel) continue;
+    if (spec.npu && spec.device_memory_mib == 0) {
+      spec.device_memory_mib = d.CapacityOr(std::string(kCapacityMemoryMib), 0);
+    }
     spec.topology.gpus.push_back(
         {d.binding.numa_node, d.nvlink_group, d.binding.pci_address, d.binding.pcie_switch});
   }

@@ -715,7 +715,7 @@ std::vector<NodeSpecCase> NodeSpecCases() {
                             .power_w = 700}});
 
   NodeDescriptor cpu = Node("cpu", {Numa(0, 16000, 8192), Numa(1, 16000, 8192)});
-  cpu.devices = {Other("npu0", DeviceType::kNpu, {{"memory_mib", 65536}}),
+  cpu.devices = {Other("fpga0", DeviceType::kFpga, {{"lut_count", 1000}}),
                  Other("cpu0", DeviceType::kCpu, {{"cores", 16}})};
   cases.push_back({"NoGpusCostNothing", cpu,
                    NodeSpec{.name = "cpu",
@@ -782,6 +782,58 @@ TEST(ToNodeSpecTopologyTest, NodeWithoutGpusHasNumaButNoGpuTopology) {
   EXPECT_EQ(got->topology.numa.size(), 1u);
   EXPECT_TRUE(got->topology.gpus.empty());
   EXPECT_TRUE(got->labels.empty());
+}
+
+Device Npu(std::string id, std::string model) {
+  Device d = Other(std::move(id), DeviceType::kNpu, {{"memory_mib", 65536}, {"ai_cores", 24}});
+  d.model = std::move(model);
+  return d;
+}
+
+TEST(ToNodeSpecNpuTest, ANodeOfNpusIsAnNpuNodePricedFromItsModel) {
+  NodeDescriptor n = Node("ascend", {Numa(0, 32000, 65536)});
+  n.devices = {Other("cpu0", DeviceType::kCpu, {{"cores", 16}}), Npu("npu0", "Ascend910B"),
+               Npu("npu1", "Ascend910B")};
+  n.devices[2].binding.numa_node = 0;
+  absl::StatusOr<NodeSpec> got = n.ToNodeSpec(PricedCluster());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(got->npu);
+  EXPECT_EQ(got->num_gpus, 2);
+  EXPECT_EQ(got->gpu_model, "Ascend910B");
+  EXPECT_EQ(got->device_memory_mib, 65536);
+  EXPECT_EQ(got->cost_usd_per_hour, 0);  // the model is not in gpu_models: unpriced
+  ASSERT_EQ(got->topology.gpus.size(), 2u);
+  EXPECT_EQ(got->topology.gpus[1].numa_node, 0);
+  ClusterDescriptor priced = PricedCluster();
+  priced.gpu_models["Ascend910B"] = Model("Ascend910B", 65536, 1.5, 310);
+  got = n.ToNodeSpec(priced);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_DOUBLE_EQ(got->cost_usd_per_hour, 3.0);
+  absl::StatusOr<ClusterState> state = ClusterState::Create({*got});
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_TRUE(state->model_npu(0));
+}
+
+TEST(ToNodeSpecNpuTest, GpusWinOverNpusOnOneNode) {
+  NodeDescriptor n = Node("both", {Numa(0, 32000, 65536)});
+  n.devices = {Npu("npu0", "Ascend910B"), Gpu("g0", "A100")};
+  absl::StatusOr<NodeSpec> got = n.ToNodeSpec(PricedCluster());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_FALSE(got->npu);
+  EXPECT_EQ(got->num_gpus, 1);
+  EXPECT_EQ(got->gpu_model, "A100");
+}
+
+TEST(ToNodeSpecNpuTest, RefusesNpusWithoutOrOfMixedModels) {
+  NodeDescriptor n = Node("npus", {Numa(0, 32000, 65536)});
+  n.devices = {Npu("npu0", "Ascend910B"), Npu("npu1", "Ascend910")};
+  absl::StatusOr<NodeSpec> got = n.ToNodeSpec(PricedCluster());
+  ASSERT_FALSE(got.ok());
+  EXPECT_THAT(std::string(got.status().message()), testing::HasSubstr("mixes NPU models"));
+  n.devices = {Npu("npu0", "")};
+  got = n.ToNodeSpec(PricedCluster());
+  ASSERT_FALSE(got.ok());
+  EXPECT_THAT(std::string(got.status().message()), testing::HasSubstr("no model"));
 }
 
 TEST(ToNodeSpecErrorTest, RejectsMixedGpuModels) {

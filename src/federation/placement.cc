@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -93,6 +95,15 @@ absl::Status ReadSummary(const Json& j, ClusterSummary* s) {
     ModelRoom m;
     Fields mf((*models)[i], base::JsonPathIndex(path, i));
     mf.String("gpu_model", &m.gpu_model, /*required=*/true, 253);
+    std::string type = "gpu";
+    mf.String("device_type", &type, /*required=*/false, 16);
+    mf.Int("device_memory_mib", &m.device_memory_mib, 0, kMaxCount);
+    if (!mf.ok()) return mf.status();
+    if (type != "gpu" && type != "npu") {
+      return base::JsonError(mf.At("device_type"),
+                             absl::StrCat("must be \"gpu\" or \"npu\" (got '", type, "')"));
+    }
+    m.npu = type == "npu";
     if (absl::Status st = ReadRoom(mf, &m); !st.ok()) return st;
     if (s->Model(m.gpu_model) != nullptr) {
       return base::JsonError(mf.At("gpu_model"),
@@ -208,18 +219,42 @@ std::string ConstraintFailure(const PodAsk& ask, const MemberView& m) {
   return "";
 }
 
-// The models the pod accepts that the member has (gpu_spec; empty: every model it has).
+// The models the pod accepts that the member has: those its gpu_spec names (every model when it
+// names none) that pass its device ask (core::DeviceAccepts: kind and memory).
 std::vector<const ModelRoom*> AcceptedModels(const PodAsk& ask, const ClusterSummary& s) {
-  std::vector<const ModelRoom*> out;
-  if (ask.request.gpu_spec.empty()) {
-    for (const ModelRoom& m : s.gpu_models) out.push_back(&m);
-    return out;
+  const api::PodRequest& r = ask.request;
+  std::set<std::string, std::less<>> named;
+  for (absl::string_view name : absl::StrSplit(r.gpu_spec, '|', absl::SkipEmpty())) {
+    named.emplace(name);
   }
-  for (absl::string_view name : absl::StrSplit(ask.request.gpu_spec, '|', absl::SkipEmpty())) {
-    if (const ModelRoom* m = s.Model(std::string_view(name.data(), name.size())); m != nullptr) {
-      out.push_back(m);
+  std::vector<const ModelRoom*> out;
+  for (const ModelRoom& m : s.gpu_models) {
+    const bool in_spec = named.empty() || named.contains(m.gpu_model);
+    if (core::DeviceAccepts(r.device, named.empty(), in_spec, m.npu, m.device_memory_mib)) {
+      out.push_back(&m);
     }
   }
+  return out;
+}
+
+// What the pod's devices must be, in words: "GPU of model T4", "NPU", "accelerator with >= 49152
+// MiB" (a pod that does not say is taken to ask for GPUs, as it nearly always does).
+std::string DevicesAsked(const api::PodRequest& r) {
+  std::string out;
+  switch (r.device.type) {
+    case core::DeviceClass::kNpu:
+      out = "NPU";
+      break;
+    case core::DeviceClass::kAny:
+      out = "accelerator";
+      break;
+    case core::DeviceClass::kGpu:
+    case core::DeviceClass::kUnset:
+      out = "GPU";
+      break;
+  }
+  if (!r.gpu_spec.empty()) absl::StrAppend(&out, " of model ", r.gpu_spec);
+  if (r.device.memory_mib > 0) absl::StrAppend(&out, " with >= ", r.device.memory_mib, " MiB");
   return out;
 }
 
@@ -282,9 +317,9 @@ AskFit FitOn(const PodAsk& ask, const MemberView& m) {
   if (accepted.empty()) {
     std::vector<std::string> has;
     for (const ModelRoom& mr : m.summary.gpu_models) has.push_back(mr.gpu_model);
-    out.why = r.gpu_spec.empty()
+    out.why = r.gpu_spec.empty() && r.device == core::DeviceAsk{}
                   ? std::string("has no GPU nodes")
-                  : absl::StrCat("has no GPU of model ", r.gpu_spec, " (it has ",
+                  : absl::StrCat("has no ", DevicesAsked(r), " (it has ",
                                  has.empty() ? "none" : absl::StrJoin(has, ", "), ")");
     return out;
   }

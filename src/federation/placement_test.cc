@@ -1,5 +1,6 @@
 #include "seedance/federation/placement.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,15 @@ TEST(ClusterSummaryTest, ReadsWhatAMemberServes) {
   const ModelRoom* v100 = s->Model("V100M16");
   ASSERT_NE(v100, nullptr);
   EXPECT_EQ(v100->largest_free.whole_gpus, 8);
+  EXPECT_FALSE(v100->npu);  // a member that does not say (an older one): a GPU
+  EXPECT_EQ(v100->device_memory_mib, 0);
   EXPECT_EQ(s->Model("T4"), nullptr);
+  absl::StatusOr<ClusterSummary> npus = ParseClusterSummary(
+      R"({"cluster": "a", "gpu_models": [{"gpu_model": "Ascend910B", "device_type": "npu",
+          "device_memory_mib": 65536}]})");
+  ASSERT_TRUE(npus.ok()) << npus.status();
+  EXPECT_TRUE(npus->gpu_models[0].npu);
+  EXPECT_EQ(npus->gpu_models[0].device_memory_mib, 65536);
 }
 
 TEST(ClusterSummaryTest, RefusesWhatIsNotASummary) {
@@ -59,6 +68,8 @@ TEST(ClusterSummaryTest, RefusesWhatIsNotASummary) {
        "GET /v1/cluster: $.gpu_models: must be an array (got an object)"},
       {R"({"cluster": "a", "gpu_models": [{"gpu_model": "T4"}, {"gpu_model": "T4"}]})",
        "GET /v1/cluster: $.gpu_models[1].gpu_model: model 'T4' is listed twice"},
+      {R"({"cluster": "a", "gpu_models": [{"gpu_model": "T4", "device_type": "tpu"}]})",
+       R"(GET /v1/cluster: $.gpu_models[0].device_type: must be "gpu" or "npu" (got 'tpu'))"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<ClusterSummary> s = ParseClusterSummary(c.json);
@@ -260,6 +271,79 @@ TEST_F(PlacementTest, HonoursClusterRegionAndModelConstraints) {
   d = Run(Pod(1, 1000, "V100M16|A100"), members);
   EXPECT_EQ(d.member, 1);
   EXPECT_THAT(d.reasons, ElementsAre("a: has no GPU of model V100M16|A100 (it has T4)"));
+}
+
+// Members of the NPU tests: "gpus" has H100s (80 GiB) at $4/h and T4s (16 GiB) at $0.5/h,
+// "ascend" has Ascend 910B NPUs (64 GiB) at $1.5/h.
+std::vector<MemberView> NpuMembers(const std::function<ModelRoom(std::string, int64_t)>& room) {
+  MemberView gpus;
+  gpus.name = gpus.summary.cluster = "gpus";
+  gpus.summary.gpu_models = {room("H100", 80 * 1024), room("T4", 16 * 1024)};
+  gpus.prices.gpu_hour = {{"H100", 4.0}, {"T4", 0.5}};
+  MemberView ascend;
+  ascend.name = ascend.summary.cluster = "ascend";
+  ascend.summary.gpu_models = {room("Ascend910B", 64 * 1024)};
+  ascend.summary.gpu_models[0].npu = true;
+  ascend.prices.gpu_hour = {{"Ascend910B", 1.5}};
+  for (MemberView* m : {&gpus, &ascend}) m->summary.largest_free = {64000, 262144, 8};
+  return {gpus, ascend};
+}
+
+TEST_F(PlacementTest, NpuPodsGoOnlyToNpusAndGpuPodsNeverDo) {
+  const std::vector<MemberView> members = NpuMembers([](std::string name, int64_t memory) {
+    ModelRoom m = Model(std::move(name), 2, 8, 16, 8);
+    m.device_memory_mib = memory;
+    return m;
+  });
+  PodAsk npu = Pod(2);
+  npu.request.device.type = core::DeviceClass::kNpu;
+  Decision d = Run(npu, members);
+  EXPECT_EQ(d.member, 1);
+  EXPECT_THAT(d.gpu_models, ElementsAre("Ascend910B"));
+  EXPECT_THAT(d.reasons, ElementsAre("gpus: has no NPU (it has H100, T4)"));
+  // Under every policy: the first member in file order has no NPU.
+  EXPECT_EQ(Run(npu, members, PolicyKind::kFirstToAdmit).member, 1);
+  // A pod that says nothing asks for GPUs: the cheapest GPU, never the NPU.
+  d = Run(Pod(2), members);
+  EXPECT_EQ(d.member, 0);
+  EXPECT_THAT(d.gpu_models, ElementsAre("T4"));
+  // With the GPUs' member lost, it waits rather than land on an NPU.
+  std::vector<MemberView> gpus_lost = members;
+  gpus_lost[0].lost = true;
+  d = Run(Pod(2), gpus_lost);
+  EXPECT_EQ(d.member, -1);
+  EXPECT_THAT(d.reasons, ElementsAre("gpus: lost", "ascend: has no GPU nodes"));
+}
+
+TEST_F(PlacementTest, AnyAcceleratorPodsTakeTheCheapestDeviceWithTheMemory) {
+  const std::vector<MemberView> members = NpuMembers([](std::string name, int64_t memory) {
+    ModelRoom m = Model(std::move(name), 2, 8, 16, 8);
+    m.device_memory_mib = memory;
+    return m;
+  });
+  PodAsk any = Pod(1);
+  any.request.device.type = core::DeviceClass::kAny;
+  // No floor: the T4 ($0.5/h) is the cheapest accelerator.
+  Decision d = Run(any, members);
+  EXPECT_EQ(d.member, 0);
+  EXPECT_THAT(d.gpu_models, ElementsAre("T4"));
+  // ">= 48 GiB" leaves H100 ($4/h) and Ascend 910B ($1.5/h): the NPU is cheaper.
+  any.request.device.memory_mib = 48 * 1024;
+  d = Run(any, members);
+  EXPECT_EQ(d.member, 1);
+  EXPECT_THAT(d.gpu_models, ElementsAre("Ascend910B"));
+  EXPECT_THAT(d.reasons, ElementsAre(HasSubstr("gpus: fits at $8 expected; ascend is cheaper")));
+  // ">= 72 GiB" leaves the H100 only.
+  any.request.device.memory_mib = 72 * 1024;
+  d = Run(any, members);
+  EXPECT_EQ(d.member, 0);
+  EXPECT_THAT(d.gpu_models, ElementsAre("H100"));
+  EXPECT_THAT(d.reasons,
+              ElementsAre("ascend: has no accelerator with >= 73728 MiB (it has Ascend910B)"));
+  // A model whose memory the member does not report passes no floor.
+  const std::vector<MemberView> unknown =
+      NpuMembers([](std::string name, int64_t) { return Model(std::move(name), 2, 8, 16, 8); });
+  EXPECT_EQ(Run(any, unknown).member, -1);
 }
 
 TEST_F(PlacementTest, LostMembersAreNeverChosen) {

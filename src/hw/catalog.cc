@@ -22,6 +22,9 @@ namespace {
 //    Gen3 x16 (32 GB/s both directions).
 //  V100 SXM2: NVIDIA V100 datasheet (2020): NVLink 2 300 GB/s (150 each way), PCIe Gen3 x16
 //    15.75 GB/s per direction; 16 or 32 GB (one entry: no user tells them apart).
+//  Ascend 910B and 910 (Huawei NPUs): memory only (64 GB HBM2e and 32 GB HBM2, Huawei's product
+//    pages); no compute figure or price is given here, as no datasheet or on-demand list price
+//    of the kind cited above is public. A federation's member file prices them per hour.
 //
 // Prices, USD per GPU-hour, on demand:
 //  GCP: Compute Engine GPU pricing, us-central1, the GPU part of the VM price (for A3/H100 the
@@ -135,9 +138,21 @@ std::vector<GpuModel> Undisclosed() {
   return out;
 }
 
+std::vector<GpuModel> Npus() {
+  GpuModel b = Gpu("Ascend910B", {"910B"}, "Huawei Ascend 910B NPU", Arch::kUnknown, 64);
+  b.aliases = {"ascend-910b", "910b"};
+  GpuModel a = Gpu("Ascend910", {"ASCEND", "910"}, "Huawei Ascend 910 NPU", Arch::kUnknown, 32);
+  a.aliases = {"ascend-910"};
+  for (GpuModel* g : {&b, &a}) {
+    g->kind = DeviceKind::kNpu;
+    g->int8 = false;  // no tensor-core figures recorded (see above)
+  }
+  return {b, a};
+}
+
 std::vector<GpuModel> Build() {
   std::vector<GpuModel> all;
-  for (auto part : {Hopper(), Ampere(), Pcie(), Older(), Undisclosed()}) {
+  for (auto part : {Hopper(), Ampere(), Pcie(), Older(), Undisclosed(), Npus()}) {
     for (GpuModel& g : part) all.push_back(std::move(g));
   }
   return all;

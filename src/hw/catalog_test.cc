@@ -50,6 +50,22 @@ TEST(CatalogTest, TraceOnlyNamesMatchExactlyAndNothingElse) {
   EXPECT_EQ(NameOf("MI300X"), "<none>");
 }
 
+TEST(CatalogTest, AscendNpusAreNpusAndTheirVariantsFindThem) {
+  EXPECT_EQ(NameOf("Ascend910B"), "Ascend910B");
+  EXPECT_EQ(NameOf("Ascend 910B3"), "Ascend910B");  // as npu-smi reports a 910B part
+  EXPECT_EQ(NameOf("910b"), "Ascend910B");
+  EXPECT_EQ(NameOf("Ascend910"), "Ascend910");
+  EXPECT_EQ(NameOf("Ascend 910"), "Ascend910");
+  EXPECT_EQ(NameOf("910"), "<none>");  // a bare number names no part
+  EXPECT_EQ(Find("Ascend910B")->kind, DeviceKind::kNpu);
+  EXPECT_EQ(Find("Ascend910B")->memory_gib, 64);
+  EXPECT_EQ(Find("Ascend910")->kind, DeviceKind::kNpu);
+  int npus = 0;
+  for (const GpuModel& g : Gpus()) npus += g.kind == DeviceKind::kNpu ? 1 : 0;
+  EXPECT_EQ(npus, 2);
+  EXPECT_EQ(Find("H100")->kind, DeviceKind::kGpu);
+}
+
 TEST(CatalogTest, CanonicalNameKeepsUnknownPartsApartButComparable) {
   EXPECT_EQ(CanonicalName("nvidia a100-sxm4-80gb"), "A100-80GB");
   EXPECT_EQ(CanonicalName("Instinct MI300X"), "INSTINCT-MI300X");

@@ -254,10 +254,13 @@ uint64_t Scheduler::GroupOf(const PodInfo& pod) {
   // namespace, label or GPU spec the API accepts; a caller's odd string only splits a group.
   std::string key =
       absl::StrCat(pod.ns, "\x1f", pod.priority, "\x1f", pod.gpu_spec, "\x1f", pod.shape.cpu_milli,
-                   ",", pod.shape.memory_mib, ",", pod.shape.num_gpu, ",", pod.shape.gpu_milli);
+                   ",", pod.shape.memory_mib, ",", pod.shape.num_gpu, ",", pod.shape.gpu_milli, ",",
+                   static_cast<int>(pod.device.type), ",", pod.device.memory_mib);
   for (const auto& [k, v] : pod.labels) absl::StrAppend(&key, "\x1f", k, "\x1f", v);
   auto [it, added] = group_ids_.try_emplace(std::move(key), group_ids_.size() + 1);
-  if (added) group_requests_.push_back({pod.gpu_spec, ResolvedShape(pod), models_seen()});
+  if (added) {
+    group_requests_.push_back({pod.gpu_spec, pod.device, ResolvedShape(pod), models_seen()});
+  }
   return it->second;
 }
 
@@ -265,7 +268,7 @@ const core::PodShape* Scheduler::QueuedShape(const QueuedPod& q, core::PodShape*
   if (q.group != 0) {
     GroupRequest& g = group_requests_[q.group - 1];
     if (g.models_seen != models_seen()) {
-      g.shape.gpu_model_mask = state_.ModelMask(g.gpu_spec);
+      g.shape.gpu_model_mask = state_.PodModelMask(g.gpu_spec, g.device, g.shape.num_gpu > 0);
       g.models_seen = models_seen();
     }
     return &g.shape;
@@ -428,7 +431,7 @@ int Scheduler::ExpireAssumptions(double now_s) {
 
 core::PodShape Scheduler::ResolvedShape(const PodInfo& pod) const {
   core::PodShape shape = pod.shape;
-  shape.gpu_model_mask = state_.ModelMask(pod.gpu_spec);
+  shape.gpu_model_mask = state_.PodModelMask(pod.gpu_spec, pod.device, shape.num_gpu > 0);
   return shape;
 }
 

@@ -67,6 +67,35 @@ TEST(SchedulerTest, AnElasticClusterTurnsCasBalanceOff) {
   }
 }
 
+// Pods of one shape with different device asks are different requests: a GPU pod never takes
+// the NPU node, even when it is the only one with room, and waits; the NPU pod takes it; an NPU
+// node added later is not where the waiting GPU pod goes.
+TEST(SchedulerTest, DeviceAsksKeepGpuPodsOffNpuNodes) {
+  auto s = Make();
+  bool created = false;
+  core::NodeSpec npu = Node("npu-0", 4);
+  npu.gpu_model = "Ascend910B";  // an NPU in the hardware catalog
+  ASSERT_TRUE(s->PutNode(npu, &created).ok());
+  for (const char* uid : {"gpu-a", "npu-a"}) {
+    PodInfo p = Pod(uid, 2, 1000);
+    if (std::string(uid) == "npu-a") p.device.type = core::DeviceClass::kNpu;
+    ASSERT_TRUE(s->SubmitPod(p, 0).ok());
+  }
+  s->RunCycles(0);
+  EXPECT_EQ(s->ledger().Find("gpu-a")->phase, PodPhase::kPending);
+  ASSERT_EQ(s->ledger().Find("npu-a")->phase, PodPhase::kBound);
+  EXPECT_EQ(s->state().node(s->ledger().Find("npu-a")->placement.node).name, "npu-0");
+  core::NodeSpec npu1 = npu;
+  npu1.name = "npu-1";
+  ASSERT_TRUE(s->PutNode(npu1, &created).ok());
+  s->RunCycles(30);  // past any backoff: it was tried, and refused the NPUs
+  EXPECT_EQ(s->ledger().Find("gpu-a")->phase, PodPhase::kPending);
+  ASSERT_TRUE(s->PutNode(Node("gpu-0", 4), &created).ok());
+  s->RunCycles(90);
+  ASSERT_EQ(s->ledger().Find("gpu-a")->phase, PodPhase::kBound);
+  EXPECT_EQ(s->state().node(s->ledger().Find("gpu-a")->placement.node).name, "gpu-0");
+}
+
 TEST(SchedulerTest, SubmittedPodIsBoundAndEveryChangeIsRecordedInOrder) {
   auto s = Make();
   bool created = false;

@@ -69,16 +69,20 @@ Json NodeToJson(const core::NodeSpec& node) {
   }
   Json labels = Json::object();
   for (const auto& [k, v] : node.labels) labels[k] = v;
-  return {{"name", node.name},
-          {"cpu_milli", node.cpu_milli},
-          {"memory_mib", node.memory_mib},
-          {"num_gpus", node.num_gpus},
-          {"gpu_model", node.gpu_model},
-          {"cost_usd_per_hour", node.cost_usd_per_hour},
-          {"power_w", node.power_w},
-          {"labels", labels},
-          {"taints", taints},
-          {"topology", TopologyToJson(node.topology)}};
+  Json j = {{"name", node.name},
+            {"cpu_milli", node.cpu_milli},
+            {"memory_mib", node.memory_mib},
+            {"num_gpus", node.num_gpus},
+            {"gpu_model", node.gpu_model},
+            {"cost_usd_per_hour", node.cost_usd_per_hour},
+            {"power_w", node.power_w},
+            {"labels", labels},
+            {"taints", taints},
+            {"topology", TopologyToJson(node.topology)}};
+  // Written only for NPU nodes and stated memories, so that GPU nodes read as they always did.
+  if (node.npu) j["device_type"] = "npu";
+  if (node.device_memory_mib > 0) j["device_memory_mib"] = node.device_memory_mib;
+  return j;
 }
 
 absl::StatusOr<core::NodeSpec> NodeFromJson(const Json& j) {
@@ -92,7 +96,11 @@ absl::StatusOr<core::NodeSpec> NodeFromJson(const Json& j) {
   if (st.ok()) st = Get(j, "cost_usd_per_hour", &n.cost_usd_per_hour);
   if (st.ok()) st = Get(j, "power_w", &n.power_w);
   if (st.ok()) st = Get(j, "labels", &n.labels);
+  if (st.ok()) st = Get(j, "device_memory_mib", &n.device_memory_mib);
+  std::string device_type = "gpu";
+  if (st.ok()) st = Get(j, "device_type", &device_type);
   if (!st.ok()) return st;
+  n.npu = device_type == "npu";
   try {
     for (const Json& t : j.value("taints", Json::array())) {
       n.taints.push_back({t.at("key").get<std::string>(), t.value("value", std::string()),
@@ -184,6 +192,7 @@ Json ClusterSummaryJson(const std::string& cluster, const std::string& backend,
                         const core::ClusterState& state, size_t pending_pods) {
   RoomSum all;
   std::map<std::string, RoomSum> by_model;
+  std::map<std::string, core::GpuModelId> model_ids;
   int64_t cordoned = 0;
   for (int n = 0; n < state.num_nodes(); ++n) {
     if (!state.alive(n)) continue;
@@ -192,11 +201,17 @@ Json ClusterSummaryJson(const std::string& cluster, const std::string& backend,
       continue;
     }
     all.Add(state, n);
-    if (state.node(n).num_gpus > 0) by_model[state.node(n).gpu_model].Add(state, n);
+    if (state.node(n).num_gpus > 0) {
+      by_model[state.node(n).gpu_model].Add(state, n);
+      model_ids[state.node(n).gpu_model] = state.model(n);
+    }
   }
   Json models = Json::array();
   for (const auto& [model, sum] : by_model) {
-    Json m = {{"gpu_model", model}};
+    const core::GpuModelId id = model_ids[model];
+    Json m = {{"gpu_model", model},
+              {"device_type", id == core::kNoGpuModel || !state.model_npu(id) ? "gpu" : "npu"},
+              {"device_memory_mib", id == core::kNoGpuModel ? 0 : state.model_memory_mib(id)}};
     m.update(sum.ToJson());
     models.push_back(std::move(m));
   }
@@ -207,6 +222,18 @@ Json ClusterSummaryJson(const std::string& cluster, const std::string& backend,
   j["pending_pods"] = pending_pods;
   return j;
 }
+
+namespace {
+
+// A pod's device ask, written only when set (docs/api.md: absent keys mean unset).
+void AddDeviceAsk(const core::DeviceAsk& ask, Json* j) {
+  if (ask.type != core::DeviceClass::kUnset) {
+    (*j)["device_type"] = std::string(core::DeviceClassName(ask.type));
+  }
+  if (ask.memory_mib > 0) (*j)["device_memory_mib"] = ask.memory_mib;
+}
+
+}  // namespace
 
 Json PodToJson(const sched::PodInfo& pod, const core::ClusterState& state) {
   Json gpus = Json::array();
@@ -222,25 +249,27 @@ Json PodToJson(const sched::PodInfo& pod, const core::ClusterState& state) {
   for (const auto& [k, v] : pod.labels) labels[k] = v;
   Json annotations = Json::object();
   for (const auto& [k, v] : pod.annotations) annotations[k] = v;
-  return {{"uid", pod.uid},
-          {"name", pod.name},
-          {"namespace", pod.ns},
-          {"phase", std::string(sched::PodPhaseName(pod.phase))},
-          {"node", node},
-          {"gpus", gpus},
-          {"numa_node", numa},
-          {"revision", pod.revision},
-          {"cpu_milli", pod.shape.cpu_milli},
-          {"memory_mib", pod.shape.memory_mib},
-          {"num_gpu", pod.shape.num_gpu},
-          {"gpu_milli", pod.shape.gpu_milli},
-          {"gpu_spec", pod.gpu_spec},
-          {"priority", pod.priority},
-          {"labels", labels},
-          {"annotations", annotations},
-          {"gang", pod.gang},
-          {"gang_min", pod.gang.empty() ? Json(nullptr) : Json(pod.gang_min)},
-          {"created_unix_ns", pod.created_unix_ns}};
+  Json j = {{"uid", pod.uid},
+            {"name", pod.name},
+            {"namespace", pod.ns},
+            {"phase", std::string(sched::PodPhaseName(pod.phase))},
+            {"node", node},
+            {"gpus", gpus},
+            {"numa_node", numa},
+            {"revision", pod.revision},
+            {"cpu_milli", pod.shape.cpu_milli},
+            {"memory_mib", pod.shape.memory_mib},
+            {"num_gpu", pod.shape.num_gpu},
+            {"gpu_milli", pod.shape.gpu_milli},
+            {"gpu_spec", pod.gpu_spec},
+            {"priority", pod.priority},
+            {"labels", labels},
+            {"annotations", annotations},
+            {"gang", pod.gang},
+            {"gang_min", pod.gang.empty() ? Json(nullptr) : Json(pod.gang_min)},
+            {"created_unix_ns", pod.created_unix_ns}};
+  AddDeviceAsk(pod.device, &j);
+  return j;
 }
 
 namespace {
@@ -274,8 +303,8 @@ void AppendJsonMap(std::string* out, const std::map<std::string, std::string>& m
 
 }  // namespace
 
-std::string PodJsonText(const sched::PodInfo& pod, const core::ClusterState& state,
-                        bool as_pending, int64_t revision) {
+std::string PodJsonText(const sched::PodInfo& pod, const core::ClusterState& state, bool as_pending,
+                        int64_t revision) {
   const bool placed =
       !as_pending && pod.phase != sched::PodPhase::kPending && pod.placement.node >= 0;
   std::string out;
@@ -326,7 +355,15 @@ std::string PodJsonText(const sched::PodInfo& pod, const core::ClusterState& sta
   } else {
     absl::StrAppend(&out, pod.gang_min);
   }
-  absl::StrAppend(&out, ",\"created_unix_ns\":", pod.created_unix_ns, "}");
+  absl::StrAppend(&out, ",\"created_unix_ns\":", pod.created_unix_ns);
+  if (pod.device.type != core::DeviceClass::kUnset) {
+    absl::StrAppend(&out, ",\"device_type\":\"",
+                    std::string(core::DeviceClassName(pod.device.type)), "\"");
+  }
+  if (pod.device.memory_mib > 0) {
+    absl::StrAppend(&out, ",\"device_memory_mib\":", pod.device.memory_mib);
+  }
+  out.push_back('}');
   return out;
 }
 
@@ -350,7 +387,11 @@ absl::StatusOr<sched::PodInfo> PodFromJson(const Json& j, const core::ClusterSta
   if (st.ok()) st = Get(j, "gang", &p.gang);
   if (st.ok()) st = Get(j, "gang_min", &p.gang_min);
   if (st.ok()) st = Get(j, "created_unix_ns", &p.created_unix_ns);
+  std::string device_type;
+  if (st.ok()) st = Get(j, "device_type", &device_type);
+  if (st.ok()) st = Get(j, "device_memory_mib", &p.device.memory_mib);
   if (!st.ok()) return st;
+  p.device.type = core::DeviceClassFromName(device_type);
   if (phase == "Pending") {
     p.phase = sched::PodPhase::kPending;
     return p;
@@ -405,6 +446,7 @@ sched::PodInfo PodFromRequest(api::PodRequest r) {
   pod.gang = std::move(r.gang);
   pod.gang_min = r.gang_min;
   pod.gpu_spec = std::move(r.gpu_spec);
+  pod.device = r.device;
   pod.shape.cpu_milli = r.cpu_milli;
   pod.shape.memory_mib = r.memory_mib;
   pod.shape.num_gpu = r.num_gpu;

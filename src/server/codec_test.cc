@@ -13,10 +13,13 @@ namespace seedance::server {
 namespace {
 
 core::ClusterState TwoNodes() {
-  core::NodeSpec a{.name = "gpu-\"a\"", .cpu_milli = 64000, .memory_mib = 1 << 20, .num_gpus = 4,
+  core::NodeSpec a{.name = "gpu-\"a\"",
+                   .cpu_milli = 64000,
+                   .memory_mib = 1 << 20,
+                   .num_gpus = 4,
                    .gpu_model = "A100"};
-  core::NodeSpec b{.name = "cpu-b", .cpu_milli = 32000, .memory_mib = 1 << 18, .num_gpus = 0,
-                   .gpu_model = ""};
+  core::NodeSpec b{
+      .name = "cpu-b", .cpu_milli = 32000, .memory_mib = 1 << 18, .num_gpus = 0, .gpu_model = ""};
   absl::StatusOr<core::ClusterState> st = core::ClusterState::Create({a, b});
   EXPECT_TRUE(st.ok()) << st.status();
   return *std::move(st);
@@ -44,7 +47,9 @@ std::vector<sched::PodInfo> Pods() {
   p.gang_min = 3;
   p.priority = -7;
   p.gpu_spec = "A100|H100";
-  out.push_back(p);  // bound, GPUs, NUMA, every kind of string
+  p.device = {core::DeviceClass::kAny, 40960};
+  out.push_back(p);  // bound, GPUs, NUMA, a device ask, every kind of string
+  p.device = {};
   p.phase = sched::PodPhase::kAssumed;
   p.placement.node = 1;
   p.placement.num_gpus = 0;
@@ -90,6 +95,21 @@ TEST(CodecTest, ClusterSummaryCountsWhatIsSchedulable) {
   EXPECT_EQ(j["gpu_models"][1]["gpu_model"], "T4");
   EXPECT_EQ(j["gpu_models"][1]["free"]["whole_gpus"], 2);
   EXPECT_EQ(j["gpu_models"][1]["largest_free"]["memory_mib"], 1024);
+  // Each model says its kind and one device's memory (the catalog's, for A100 and T4).
+  EXPECT_EQ(j["gpu_models"][0]["device_type"], "gpu");
+  EXPECT_EQ(j["gpu_models"][0]["device_memory_mib"], 40960);
+  EXPECT_EQ(j["gpu_models"][1]["device_memory_mib"], 16384);
+  core::NodeSpec npu{.name = "npu-d",
+                     .cpu_milli = 8000,
+                     .memory_mib = 1024,
+                     .num_gpus = 8,
+                     .gpu_model = "Ascend910B"};
+  ASSERT_TRUE(st.AddNode(npu).ok());
+  const Json with_npu = ClusterSummaryJson("eu-1", "local", st, 0);
+  ASSERT_EQ(with_npu["gpu_models"].size(), 3u);  // by name: A100, Ascend910B, T4
+  EXPECT_EQ(with_npu["gpu_models"][1]["gpu_model"], "Ascend910B");
+  EXPECT_EQ(with_npu["gpu_models"][1]["device_type"], "npu");
+  EXPECT_EQ(with_npu["gpu_models"][1]["device_memory_mib"], 65536);
 }
 
 TEST(CodecTest, PodJsonTextIsTheTreeDumpedByteForByte) {
@@ -123,6 +143,35 @@ TEST(CodecTest, PodJsonTextParsesBackToThePod) {
   EXPECT_EQ(back->labels, pod.labels);
   EXPECT_EQ(back->placement.gpu_ids()[1], 3);
   EXPECT_EQ(back->created_unix_ns, pod.created_unix_ns);
+  EXPECT_EQ(back->device, pod.device);
+  // A pod without an ask writes neither key and reads back unset.
+  const std::string plain = PodJsonText(Pods()[0], state);
+  EXPECT_EQ(plain.find("device_"), std::string::npos) << plain;
+  back = PodFromJson(Json::parse(plain), state);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->device, core::DeviceAsk{});
+}
+
+TEST(CodecTest, NpuNodesRoundTripAndGpuNodesReadAsBefore) {
+  core::NodeSpec npu{.name = "ascend-0",
+                     .cpu_milli = 1,
+                     .memory_mib = 1,
+                     .num_gpus = 8,
+                     .gpu_model = "MLU370",
+                     .npu = true,
+                     .device_memory_mib = 49152};
+  const Json j = NodeToJson(npu);
+  EXPECT_EQ(j["device_type"], "npu");
+  absl::StatusOr<core::NodeSpec> back = NodeFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, npu);
+  const core::NodeSpec gpu{
+      .name = "g", .cpu_milli = 1, .memory_mib = 1, .num_gpus = 1, .gpu_model = "T4"};
+  EXPECT_FALSE(NodeToJson(gpu).contains("device_type"));
+  EXPECT_FALSE(NodeToJson(gpu).contains("device_memory_mib"));
+  back = NodeFromJson(NodeToJson(gpu));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, gpu);
 }
 
 }  // namespace

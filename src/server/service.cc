@@ -710,7 +710,7 @@ std::map<std::string, double> Service::LiveMetrics(double now_s) {
   scheduler_->ledger().ForEach([&pods, &s](const sched::PodInfo& p) {
     core::PodSpec spec;
     spec.shape = p.shape;
-    spec.shape.gpu_model_mask = s.ModelMask(p.gpu_spec);
+    spec.shape.gpu_model_mask = s.PodModelMask(p.gpu_spec, p.device, p.shape.num_gpu > 0);
     pods.push_back(std::move(spec));
   });
   double frag = 0;

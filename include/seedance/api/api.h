@@ -52,7 +52,11 @@ struct PodRequest {
   int32_t gpu_milli = 0;       // per GPU: 1..1000 when num_gpu > 0 (default 1000), else 0;
                                // below 1000 only with num_gpu == 1 (a GPU-sharing pod)
   std::string gpu_spec;        // "A100|H100": GPU models accepted; empty = any
-  int32_t priority = 0;        // any 32-bit integer; higher is served first
+  // What the pod's devices must be (only with num_gpu > 0): "device_type" "gpu", "npu" or "any"
+  // (absent: the models gpu_spec names, whatever their kind, or GPUs only when it names none) and
+  // "device_memory_mib", the least memory each device must have (0..2^40; 0 = any).
+  core::DeviceAsk device;
+  int32_t priority = 0;                       // any 32-bit integer; higher is served first
   std::map<std::string, std::string> labels;  // Kubernetes-style keys and values
   std::string gang;                           // empty = none; else a DNS-1123 subdomain
   // Gang members that must be placed together (minMember); the gang is placed all at once or

@@ -74,6 +74,32 @@ struct PodShape {
   bool operator==(const PodShape&) const = default;
 };
 
+// Which kind of accelerator a pod's devices (num_gpu, gpu_milli) may be. A node's devices are
+// all GPUs or all NPUs (NodeSpec::npu); a pod that asks for devices without saying a type takes
+// the models its gpu_spec names whatever their kind, or, with no gpu_spec, GPUs only (so a CUDA
+// job never lands on an Ascend node).
+enum class DeviceClass : uint8_t { kUnset, kGpu, kNpu, kAny };
+// "", "gpu", "npu", "any".
+std::string_view DeviceClassName(DeviceClass c);
+// Inverse of DeviceClassName for "gpu", "npu" and "any"; kUnset for anything else (callers
+// validate first).
+DeviceClass DeviceClassFromName(std::string_view name);
+
+// What a pod asks of its devices beyond their count: their kind and the least memory each must
+// have ("any accelerator with >= 48 GiB": {kAny, 49152}). Only pods with num_gpu > 0 ask.
+struct DeviceAsk {
+  DeviceClass type = DeviceClass::kUnset;
+  int64_t memory_mib = 0;  // per device; 0 = any
+
+  bool operator==(const DeviceAsk&) const = default;
+};
+
+// Whether a device model passes a pod's ask: `named` says whether the pod's gpu_spec names it
+// (true for every model when the spec is empty), `npu` and `memory_mib` describe the model
+// (memory 0 = unknown, which passes no memory floor). The one rule, used by the scheduler
+// (ClusterState::PodModelMask) and by a federation front choosing a member.
+bool DeviceAccepts(const DeviceAsk& ask, bool spec_empty, bool named, bool npu, int64_t memory_mib);
+
 // A pod as read from a trace: its request plus identity, class and times.
 struct PodSpec {
   std::string name;
@@ -144,6 +170,12 @@ struct NodeSpec {
   std::string gpu_model;  // empty for CPU-only nodes
   double cost_usd_per_hour = 0.0;
   double power_w = 0.0;
+  // The node's devices (num_gpus of gpu_model) are NPUs rather than GPUs. A model the hardware
+  // catalog lists as an NPU (hw::DeviceKind::kNpu) is one whether or not this is set.
+  bool npu = false;
+  // Memory of one device, MiB; 0 = the catalog's figure for gpu_model (none for a model it does
+  // not know).
+  int64_t device_memory_mib = 0;
   // "= {}": aggregate initialisers that stop after power_w stay free of missing-initialiser
   // warnings.
   std::map<std::string, std::string> labels = {};
@@ -237,6 +269,15 @@ class ClusterState {
   // spec naming only unknown models yields kNoModelMatches (matches no node).
   uint64_t ModelMask(std::string_view gpu_spec) const;
   static constexpr uint64_t kNoModelMatches = uint64_t{1} << 63;
+  // The mask a pod with devices resolves to: ModelMask(gpu_spec) narrowed to the models that
+  // pass DeviceAccepts(ask, ...) (kind and memory). Pods without devices (`wants_devices`
+  // false) get ModelMask(gpu_spec) unchanged. While the table holds no NPU and the ask sets no
+  // memory floor and no type other than GPU, this is ModelMask(gpu_spec) (0 = any model).
+  uint64_t PodModelMask(std::string_view gpu_spec, const DeviceAsk& ask, bool wants_devices) const;
+  // Model `id`'s kind and per-device memory (MiB, 0 unknown), fixed when it entered the table.
+  // REQUIRES: 0 <= id < gpu_models().size().
+  bool model_npu(GpuModelId id) const { return model_npu_[id] != 0; }
+  int64_t model_memory_mib(GpuModelId id) const { return model_memory_mib_[id]; }
 
   // True if node n has the GPU model the pod accepts (any node when the mask is 0).
   bool Accessible(int n, const PodShape& pod) const {
@@ -341,6 +382,9 @@ class ClusterState {
   std::vector<int32_t> gpu_milli_left_;
   std::vector<uint8_t> blocked_;  // kBlocked* bits per node; 0 = schedulable
   std::vector<std::string> model_names_;
+  std::vector<uint8_t> model_npu_;         // per model id: 1 for NPUs
+  std::vector<int64_t> model_memory_mib_;  // per model id: one device's memory, 0 unknown
+  bool has_npu_models_ = false;
   absl::flat_hash_map<std::string, int> by_name_;  // live nodes only
   int num_live_ = 0;
   int num_blocked_ = 0;

@@ -105,12 +105,16 @@ struct NodeDescriptor {
   absl::StatusOr<std::string> GpuModel() const;
 
   // The scheduler's view of this node: name, CpuMilli, MemoryMib, NumGpus, GpuModel,
-  // cost_usd_per_hour / power_w = the GPU model's price / power times the number of GPUs, the
-  // labels, and the topology: every NUMA node (id, cpu_milli, memory_mib) and, per GPU in device
-  // order (the i-th GPU device is GPU i of the NodeSpec), its NUMA node, NVLink group and PCI
-  // address. No taints (the descriptor has none).
-  // Fails if the node mixes GPU models, has more than kMaxGpusPerNode GPUs, or names a GPU model
-  // missing from cluster.gpu_models.
+  // cost_usd_per_hour / power_w = the GPU model's price / power times the number of GPUs,
+  // device_memory_mib = the model's memory_mib, the labels, and the topology: every NUMA node
+  // (id, cpu_milli, memory_mib) and, per GPU in device order (the i-th GPU device is GPU i of the
+  // NodeSpec), its NUMA node, NVLink group and PCI address. No taints (the descriptor has none).
+  // A node with NPUs and no GPUs converts to an NPU node (NodeSpec::npu): its NPUs counted and
+  // placed as above, their model priced from gpu_models when listed there (else cost 0), and
+  // device_memory_mib from gpu_models or the first NPU's memory_mib capacity. A node with both
+  // counts its GPUs; its NPUs, as its FPGAs, are description only.
+  // Fails if the node mixes GPU (or NPU) models, has more than kMaxGpusPerNode of them, or names
+  // a GPU model missing from cluster.gpu_models.
   // REQUIRES: the descriptor passed Validate (sums must not overflow).
   absl::StatusOr<NodeSpec> ToNodeSpec(const ClusterDescriptor& cluster) const;
 

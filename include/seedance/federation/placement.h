@@ -18,7 +18,10 @@
 // a front withdraws it and asks again, as MultiKueue withdraws a copy a worker did not admit).
 //
 // Constraints, from the pod's labels and request: federation.seedance.io/cluster (the member's
-// name), federation.seedance.io/region (the member's region) and gpu_spec (the models).
+// name), federation.seedance.io/region (the member's region), gpu_spec (the models) and the
+// device ask (device_type, device_memory_mib: which models pass is core::DeviceAccepts, the rule
+// each member's scheduler applies, so an NPU pod is sent only where there are NPUs and "any
+// accelerator with >= X MiB" is priced on every model of either kind that has the memory).
 //
 // Policies (docs/federation.md compares them):
 //   kCost          Seedance: among the members where the pod fits, the lowest expected cost:
@@ -81,6 +84,8 @@ struct Room {
 };
 struct ModelRoom : Room {
   std::string gpu_model;
+  bool npu = false;               // "device_type": "npu" (absent or "gpu": a GPU)
+  int64_t device_memory_mib = 0;  // one device's memory; 0 = unknown
 };
 struct ClusterSummary : Room {
   std::string cluster, backend;

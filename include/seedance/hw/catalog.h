@@ -1,4 +1,4 @@
-// The hardware catalog: every accelerator model Seedance knows, once.
+// The hardware catalog: every accelerator model Seedance knows (GPUs and NPUs), once.
 //
 // Each entry holds the model's canonical name and the names it is reported under, its memory,
 // dense tensor-core throughput per data type, memory bandwidth, interconnect, the data types its
@@ -30,13 +30,19 @@ namespace seedance::hw {
 
 enum class Arch { kUnknown, kPascal, kVolta, kTuring, kAmpere, kAda, kHopper };
 
+// What kind of accelerator a model is. NPUs (Huawei Ascend) sit in the same catalog and the same
+// node slots as GPUs; a scheduler keeps pods that ask for one kind off nodes of the other
+// (core::ClusterState::PodModelMask).
+enum class DeviceKind { kGpu, kNpu };
+
 struct GpuModel {
   std::string name;                  // canonical: "H100", "A100-80GB", "L40S"
   std::vector<std::string> aliases;  // exact alternative names (case-insensitive)
   // Substrings (upper case) that identify the model inside a reported name; all must occur.
   std::vector<std::string> tags;
   std::string description;
-  Arch arch = Arch::kUnknown;
+  DeviceKind kind = DeviceKind::kGpu;
+  Arch arch = Arch::kUnknown;  // kUnknown for NPUs
   double memory_gib = 0;
   // Dense (no 2:4 sparsity) tensor-core throughput, TFLOP/s or TOP/s; 0 = not published here.
   double tflops_bf16 = 0;  // BF16 (FP16 on parts without BF16)

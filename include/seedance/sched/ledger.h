@@ -53,11 +53,12 @@ struct PodInfo {
   // Opaque to the scheduler; kept and persisted with the pod (a backend's job script, its job
   // id, its last error).
   std::map<std::string, std::string> annotations;
-  std::string gang;      // empty = none; else placed all or nothing with its namespace's
-                         // other pods of this gang (docs/tenancy.md, "Gangs")
-  int32_t gang_min = 1;  // the gang's minimum members
-  std::string gpu_spec;  // "A100|H100"; empty = any
-  core::PodShape shape;  // cpu_milli, memory_mib, num_gpu, gpu_milli (per GPU), model mask
+  std::string gang;        // empty = none; else placed all or nothing with its namespace's
+                           // other pods of this gang (docs/tenancy.md, "Gangs")
+  int32_t gang_min = 1;    // the gang's minimum members
+  std::string gpu_spec;    // "A100|H100"; empty = any
+  core::DeviceAsk device;  // kind and least memory of its devices (core::DeviceAsk)
+  core::PodShape shape;    // cpu_milli, memory_mib, num_gpu, gpu_milli (per GPU), model mask
   PodPhase phase = PodPhase::kPending;
   core::Placement placement;  // valid when Assumed or Bound; node -1 when Pending
   int64_t revision = 0;       // revision of the last change

@@ -387,6 +387,7 @@ class Scheduler {
   // while the table's size is unchanged.
   struct GroupRequest {
     std::string gpu_spec;
+    core::DeviceAsk device;
     core::PodShape shape;
     size_t models_seen = 0;
   };
