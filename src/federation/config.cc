@@ -1,6 +1,7 @@
 #include "seedance/federation/config.h"
 
 #include <filesystem>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -143,10 +144,81 @@ absl::StatusOr<MemberConfig> ReadMember(const Json& j, const std::string& path,
   return m;
 }
 
+absl::StatusOr<QuotaConfig> ReadQuota(const Json& j, const std::string& path) {
+  QuotaConfig q;
+  Fields f(j, path);
+  f.String("name", &q.name, /*required=*/true, 63);
+  const Json* namespaces = f.Member("namespaces");
+  const Json* limit = f.Member("limit");
+  f.NoOthers();
+  if (f.ok() && !api::IsDnsLabel(q.name)) f.Fail("name", "must be a DNS-1123 label");
+  if (f.ok() && (namespaces == nullptr || !namespaces->is_array() || namespaces->empty())) {
+    f.Fail("namespaces", "must be a non-empty list of namespaces");
+  }
+  if (f.ok() && limit == nullptr) {
+    f.Fail("limit", "missing: at least one of gpus, gpu_milli, cpu_milli, memory_mib");
+  }
+  if (!f.ok()) return f.status();
+  for (size_t i = 0; i < namespaces->size(); ++i) {
+    const std::string at = base::JsonPathIndex(f.At("namespaces"), i);
+    const Json& ns = (*namespaces)[i];
+    if (!ns.is_string() || !api::IsDnsLabel(ns.get<std::string>())) {
+      return base::JsonError(at, absl::StrCat("must be a namespace (a DNS-1123 label; got ",
+                                              base::DescribeJson(ns), ")"));
+    }
+    q.namespaces.push_back(ns.get<std::string>());
+  }
+  Fields l(*limit, f.At("limit"));
+  constexpr int64_t kMax = int64_t{1} << 40;
+  for (auto [key, out] : {std::pair{"gpus", &q.limit.gpus}, {"gpu_milli", &q.limit.gpu_milli},
+                          {"cpu_milli", &q.limit.cpu_milli}, {"memory_mib", &q.limit.memory_mib}}) {
+    if (l.Member(key) == nullptr) continue;
+    int64_t v = 0;
+    l.Int(key, &v, 0, kMax);
+    *out = v;
+  }
+  l.NoOthers();
+  if (l.ok() && q.limit == QuotaLimit{}) {
+    l.Fail("", "must limit at least one of gpus, gpu_milli, cpu_milli, memory_mib");
+  }
+  if (!l.ok()) return l.status();
+  return q;
+}
+
+absl::Status ReadQuotas(const Json* quotas, const std::string& path, FederationConfig* c) {
+  if (quotas == nullptr) return absl::OkStatus();
+  if (!quotas->is_array() || quotas->size() > kMaxQuotas) {
+    return base::JsonError(path, absl::StrCat("must be a list of at most ", kMaxQuotas,
+                                              " quotas (got ", base::DescribeJson(*quotas), ")"));
+  }
+  std::map<std::string, std::string> owner;  // namespace -> quota
+  std::set<std::string> names;
+  for (size_t i = 0; i < quotas->size(); ++i) {
+    const std::string at = base::JsonPathIndex(path, i);
+    absl::StatusOr<QuotaConfig> q = ReadQuota((*quotas)[i], at);
+    if (!q.ok()) return q.status();
+    if (!names.insert(q->name).second) {
+      return base::JsonError(base::JsonPathChild(at, "name"),
+                             absl::StrCat("'", q->name, "' names another quota already"));
+    }
+    for (size_t k = 0; k < q->namespaces.size(); ++k) {
+      const auto [it, added] = owner.emplace(q->namespaces[k], q->name);
+      if (!added) {
+        return base::JsonError(
+            base::JsonPathIndex(base::JsonPathChild(at, "namespaces"), k),
+            absl::StrCat("namespace '", it->first, "' is already in quota '", it->second, "'"));
+      }
+    }
+    c->quotas.push_back(*std::move(q));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ReadTop(const Json& j, const std::filesystem::path& folder, FederationConfig* c) {
   Fields f(j, "$");
   const Json* members = f.Member("members");
   const Json* lost_after = f.Member("lost_after");
+  const Json* quotas = f.Member("quotas");
   f.NoOthers();
   if (!f.ok()) return f.status();
   if (lost_after != nullptr) {
@@ -178,7 +250,7 @@ absl::Status ReadTop(const Json& j, const std::filesystem::path& folder, Federat
     }
     c->members.push_back(*std::move(m));
   }
-  return absl::OkStatus();
+  return ReadQuotas(quotas, f.At("quotas"), c);
 }
 
 }  // namespace

@@ -92,7 +92,31 @@ TEST(FederationConfigTest, RefusalsNameFileLineAndField) {
        "m.yaml:1:10: $.members: must be a non-empty list of members"},
       {"unknown top key", "member: []\n",
        "m.yaml:1:9: $.member: unknown key \"member\"; did you mean \"members\"? (allowed: members, "
-       "lost_after)"},
+       "lost_after, quotas)"},
+      {"quota without namespaces", head + prices + "quotas:\n  - {name: q, limit: {gpus: 1}}\n",
+       "m.yaml:6:5: $.quotas[0].namespaces: must be a non-empty list of namespaces"},
+      {"quota namespace", head + prices + "quotas:\n  - {name: q, namespaces: [ML], limit: {gpus: 1}}\n",
+       "m.yaml:6:28: $.quotas[0].namespaces[0]: must be a namespace (a DNS-1123 label; got \"ML\")"},
+      {"quota limit empty", head + prices + "quotas:\n  - {name: q, namespaces: [ml], limit: {}}\n",
+       "m.yaml:6:40: $.quotas[0].limit: must limit at least one of gpus, gpu_milli, cpu_milli, "
+       "memory_mib"},
+      {"quota limit negative",
+       head + prices + "quotas:\n  - {name: q, namespaces: [ml], limit: {gpus: -1}}\n",
+       "m.yaml:6:47: $.quotas[0].limit.gpus: must be an integer in 0..1099511627776 (got -1)"},
+      {"quota limit unknown resource",
+       head + prices + "quotas:\n  - {name: q, namespaces: [ml], limit: {gpu: 1}}\n",
+       "m.yaml:6:46: $.quotas[0].limit.gpu: unknown key \"gpu\"; did you mean \"gpus\"? (allowed: "
+       "gpus, gpu_milli, cpu_milli, memory_mib)"},
+      {"namespace in two quotas",
+       head + prices +
+           "quotas:\n  - {name: q, namespaces: [ml], limit: {gpus: 1}}\n"
+           "  - {name: r, namespaces: [web, ml], limit: {gpus: 1}}\n",
+       "m.yaml:7:33: $.quotas[1].namespaces[1]: namespace 'ml' is already in quota 'q'"},
+      {"quota name twice",
+       head + prices +
+           "quotas:\n  - {name: q, namespaces: [ml], limit: {gpus: 1}}\n"
+           "  - {name: q, namespaces: [web], limit: {gpus: 1}}\n",
+       "m.yaml:7:12: $.quotas[1].name: 'q' names another quota already"},
       {"name not a DNS label", "members:\n  - name: Cheap_1\n    url: http://h:7070\n" + prices,
        "m.yaml:2:11: $.members[0].name: must be a DNS-1123 label (lower-case letters, digits and "
        "'-', at most 63)"},
@@ -153,6 +177,26 @@ TEST(FederationConfigTest, RefusalsNameFileLineAndField) {
   }
 }
 
+TEST(FederationConfigTest, ReadsQuotas) {
+  absl::StatusOr<FederationConfig> c = ParseFederationConfig(
+      "members:\n  - {name: a, url: \"http://h:1\", prices: {gpu_hour: {default: 1}}}\n"
+      "quotas:\n"
+      "  - name: vision\n"
+      "    namespaces: [vision, vision-dev]\n"
+      "    limit: {gpus: 24, cpu_milli: 256000}\n"
+      "  - {name: web, namespaces: [web], limit: {memory_mib: 0}}\n",
+      "m.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->quotas.size(), 2u);
+  EXPECT_EQ(c->quotas[0].name, "vision");
+  EXPECT_EQ(c->quotas[0].namespaces, (std::vector<std::string>{"vision", "vision-dev"}));
+  EXPECT_EQ(c->quotas[0].limit.gpus, 24);
+  EXPECT_EQ(c->quotas[0].limit.cpu_milli, 256000);
+  EXPECT_FALSE(c->quotas[0].limit.gpu_milli.has_value());
+  EXPECT_FALSE(c->quotas[0].limit.memory_mib.has_value());
+  EXPECT_EQ(c->quotas[1].limit.memory_mib, 0);  // a zero limit is a limit: nothing may run
+}
+
 TEST(FederationConfigTest, LoadNamesAMissingFile) {
   absl::StatusOr<FederationConfig> c = LoadFederationConfig("/nonexistent/members.yaml");
   ASSERT_FALSE(c.ok());
@@ -172,6 +216,9 @@ TEST(FederationConfigTest, TheExampleFileIsValid) {
   EXPECT_EQ(c->members[1].weight, 2);
   EXPECT_EQ(c->members[2].prices.GpuHour("H100"), 6.98);
   EXPECT_EQ(c->lost_after_s, 30);
+  EXPECT_EQ(c->members[1].prices.GpuHour("Ascend910B"), 0.9);
+  ASSERT_EQ(c->quotas.size(), 2u);
+  EXPECT_EQ(c->quotas[1].limit.gpu_milli, 4000);
 }
 
 }  // namespace

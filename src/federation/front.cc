@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -230,6 +231,9 @@ void Front::State::ArmReconcile(const Record& r) {
 void Front::State::Install(Record r) {
   const std::string uid = r.uid;
   ArmReconcile(r);
+  if (const auto old = records.find(uid); old != records.end()) Count(old->second, -1);
+  r.reserved = false;  // a stored record holds no reservation (ReleaseQuota gave it back)
+  Count(r, +1);
   if (!r.member.empty()) {
     const int i = MemberIndex(r.member);
     if (i >= 0) {
@@ -244,6 +248,71 @@ void Front::State::Install(Record r) {
     queue.push_back(uid);
   }
   records[uid] = std::move(r);
+}
+
+namespace {
+
+QuotaUse UseOf(const api::PodRequest& q) {
+  QuotaUse u;
+  u.gpus = q.num_gpu > 0 && q.gpu_milli >= 1000 ? q.num_gpu : 0;
+  u.gpu_milli = int64_t{q.num_gpu} * q.gpu_milli;
+  u.cpu_milli = q.cpu_milli;
+  u.memory_mib = q.memory_mib;
+  return u;
+}
+
+void Add(QuotaUse& to, const QuotaUse& u, int sign) {
+  to.gpus += sign * u.gpus;
+  to.gpu_milli += sign * u.gpu_milli;
+  to.cpu_milli += sign * u.cpu_milli;
+  to.memory_mib += sign * u.memory_mib;
+}
+
+}  // namespace
+
+void Front::State::Count(const Record& r, int sign) {
+  if (r.member.empty() || r.ended) return;
+  const auto q = quota_of.find(r.request.ns);
+  if (q == quota_of.end()) return;
+  Add(quota_used[q->second], UseOf(r.request), sign);
+  const QuotaUse& u = quota_used[q->second];
+  SEEDANCE_CHECK(u.gpus >= 0 && u.gpu_milli >= 0 && u.cpu_milli >= 0 && u.memory_mib >= 0)
+      << "quota '" << options.config.quotas[q->second].name << "' counts a negative use";
+}
+
+void Front::State::SetEnded(Record& r) {
+  Count(r, -1);
+  r.ended = true;
+  r.phase = "Deleted";
+}
+
+std::string Front::State::ReserveQuota(Record& r) {
+  const auto q = quota_of.find(r.request.ns);
+  if (q == quota_of.end() || r.reserved) return "";
+  const QuotaConfig& c = options.config.quotas[q->second];
+  const QuotaUse ask = UseOf(r.request);
+  base::MutexLock lock(mu);
+  QuotaUse held = quota_used[q->second];
+  Add(held, quota_reserved[q->second], +1);
+  for (const auto& [name, limit, used, wants] :
+       {std::tuple{"gpus", c.limit.gpus, held.gpus, ask.gpus},
+        {"gpu_milli", c.limit.gpu_milli, held.gpu_milli, ask.gpu_milli},
+        {"cpu_milli", c.limit.cpu_milli, held.cpu_milli, ask.cpu_milli},
+        {"memory_mib", c.limit.memory_mib, held.memory_mib, ask.memory_mib}}) {
+    if (limit && wants > 0 && used + wants > *limit) {
+      return absl::StrCat("quota '", c.name, "' (across members) is full: ", name, " ", used,
+                          " in use + ", wants, " > limit ", *limit);
+    }
+  }
+  Add(quota_reserved[q->second], ask, +1);
+  r.reserved = true;
+  return "";
+}
+
+void Front::State::ReleaseQuota(Record& r) {
+  if (!r.reserved) return;
+  Add(quota_reserved[quota_of.at(r.request.ns)], UseOf(r.request), -1);
+  r.reserved = false;
 }
 
 Decision Front::State::Choose(const Record& r, const PodAsk& ask, const std::string& gang_key,
@@ -293,6 +362,13 @@ void Front::State::Withdraw(Record& r, const Placed& p) {
 }
 
 void Front::State::Dispatch(Record& r) {
+  r.over_quota = false;
+  if (std::string why = ReserveQuota(r); !why.empty()) {
+    r.member.clear();
+    r.reasons = {std::move(why)};
+    r.over_quota = true;
+    return;
+  }
   std::map<int, std::string> refused;
   const PodAsk ask = AskOf(r.request);
   const std::string gang_key =
@@ -384,7 +460,10 @@ void Front::State::QueueLoop() {
     }
     const absl::Status st = PersistRecords(moved);
     lock.Lock();
-    for (Record& r : batch) in_flight.erase(r.uid);
+    for (Record& r : batch) {
+      in_flight.erase(r.uid);
+      ReleaseQuota(r);
+    }
     for (Record& r : st.ok() ? moved : batch) {
       const auto it = records.find(r.uid);
       if (it == records.end()) continue;  // deleted meanwhile (Delete refuses in-flight pods)
@@ -404,6 +483,7 @@ void Front::State::QueueLoop() {
         const auto it = records.find(r.uid);
         if (it != records.end() && it->second.member.empty()) {
           it->second.reasons = r.reasons;
+          it->second.over_quota = r.over_quota;
           queue.push_back(r.uid);
         }
       }
@@ -448,9 +528,15 @@ absl::StatusOr<std::unique_ptr<Front>> Front::Create(FrontOptions options, Persi
   }
   s->options = std::move(options);
   s->persist = std::move(persist);
+  const std::vector<QuotaConfig>& quotas = s->options.config.quotas;
+  for (size_t q = 0; q < quotas.size(); ++q) {
+    for (const std::string& ns : quotas[q].namespaces) s->quota_of[ns] = static_cast<int>(q);
+  }
   {
     base::MutexLock lock(s->mu);
     s->rotation = std::make_unique<WeightedRotation>(std::move(weights));
+    s->quota_used.assign(quotas.size(), QuotaUse{});
+    s->quota_reserved.assign(quotas.size(), QuotaUse{});
   }
   return std::unique_ptr<Front>(new Front(std::move(s)));
 }
@@ -527,6 +613,7 @@ FrontReply Front::Submit(std::string_view body, const api::PodRequest& request) 
   const absl::Status st = s.PersistRecords({r});
   base::MutexLock lock(s.mu);
   s.in_flight.erase(r.uid);
+  s.ReleaseQuota(r);
   if (!st.ok()) {
     s.names.erase(key);
     // Not acknowledged: the member's copy is an orphan, removed when the member is reconciled.
@@ -612,7 +699,9 @@ FrontReply Front::Delete(const std::string& uid,
     if (index >= 0) {
       s.members[index]->by_member_uid.erase(member_uid);
     }
+    s.Count(it->second, -1);
     s.records.erase(it);
+    s.cv.notify_all();  // the queue may place a pod its quota held back
   }
   return Reply(200, Json{{"uid", uid}, {"deleted", true}});
 }
@@ -630,7 +719,9 @@ FrontReply Front::Explain(const std::string& uid,
     index = s.MemberIndex(r.member);
     if (index < 0) {
       const std::string message =
-          absl::StrCat("0/", s.members.size(), " clusters fit: ", absl::StrJoin(r.reasons, "; "));
+          r.over_quota ? absl::StrCat("waits at the front: ", absl::StrJoin(r.reasons, "; "))
+                       : absl::StrCat("0/", s.members.size(), " clusters fit: ",
+                                      absl::StrJoin(r.reasons, "; "));
       return Reply(200, Json{{"uid", uid},
                              {"phase", r.phase},
                              {"cluster", nullptr},

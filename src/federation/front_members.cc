@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iostream>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "front_state.h"
@@ -211,10 +212,7 @@ void Front::State::Reconcile(Member& m) {
     const auto it = records.find(c.uid);
     if (!st.ok() || it == records.end()) continue;
     it->second.withdrawn = std::move(c.withdrawn);
-    if (c.ended) {
-      it->second.ended = true;
-      it->second.phase = "Deleted";
-    }
+    if (c.ended) SetEnded(it->second);
   }
   if (!ok || !st.ok()) m.reconcile = true;
   cv.notify_all();
@@ -238,9 +236,9 @@ void Front::State::EndRecords(const std::vector<std::string>& uids) {
   for (const Record& c : ended) {
     const auto it = records.find(c.uid);
     if (it == records.end()) continue;
-    it->second.ended = true;
-    it->second.phase = "Deleted";
+    SetEnded(it->second);
   }
+  cv.notify_all();  // the queue may place a pod its quota held back
 }
 
 void Front::State::WatchLoop(Member& m) {
@@ -418,7 +416,23 @@ FrontReply Front::Members() const {
     }
     items.push_back(std::move(j));
   }
+  Json quotas = Json::array();
+  for (size_t q = 0; q < s.options.config.quotas.size(); ++q) {
+    const QuotaConfig& c = s.options.config.quotas[q];
+    Json limit = Json::object(), used = Json::object();
+    for (const auto& [name, l, u] :
+         {std::tuple{"gpus", c.limit.gpus, s.quota_used[q].gpus},
+          {"gpu_milli", c.limit.gpu_milli, s.quota_used[q].gpu_milli},
+          {"cpu_milli", c.limit.cpu_milli, s.quota_used[q].cpu_milli},
+          {"memory_mib", c.limit.memory_mib, s.quota_used[q].memory_mib}}) {
+      if (l) limit[name] = *l;
+      used[name] = u;
+    }
+    quotas.push_back(
+        {{"name", c.name}, {"namespaces", c.namespaces}, {"limit", limit}, {"used", used}});
+  }
   return {200, Json{{"members", std::move(items)},
+                    {"quotas", std::move(quotas)},
                     {"waiting_pods", s.Waiting()},
                     {"policy", PolicyName(s.options.policy)}}
                    .dump()};
@@ -429,17 +443,23 @@ FrontReply Front::Cluster() const {
   base::MutexLock lock(s.mu);
   Room all;
   std::map<std::string, Room> models;
+  std::map<std::string, const ModelRoom*> kinds;  // a model's kind and memory, as first seen
   int64_t cordoned = 0, pending = s.Waiting();
   for (const auto& m : s.members) {
     if (m->lost || !m->have_summary) continue;
     AddRoom(all, m->summary);
     cordoned += m->summary.cordoned_nodes;
     pending += m->summary.pending_pods;
-    for (const ModelRoom& r : m->summary.gpu_models) AddRoom(models[r.gpu_model], r);
+    for (const ModelRoom& r : m->summary.gpu_models) {
+      AddRoom(models[r.gpu_model], r);
+      kinds.emplace(r.gpu_model, &r);
+    }
   }
   Json by_model = Json::array();
   for (const auto& [model, r] : models) {
-    Json j = {{"gpu_model", model}};
+    Json j = {{"gpu_model", model},
+              {"device_type", kinds.at(model)->npu ? "npu" : "gpu"},
+              {"device_memory_mib", kinds.at(model)->device_memory_mib}};
     j.update(RoomJson(r));
     by_model.push_back(std::move(j));
   }
@@ -483,6 +503,21 @@ std::string Front::MetricsText() const {
   for (const auto& [name, c] : counts) {
     absl::StrAppend(&out, "seedance_federation_member_cost_usd_per_hour{member=\"", Escape(name),
                     "\"} ", c.cost_rate, "\n");
+  }
+  if (!s.options.config.quotas.empty()) {
+    absl::StrAppend(&out,
+                    "# HELP seedance_federation_quota_used What the front's placed pods of a "
+                    "quota's namespaces use across members, by resource.\n"
+                    "# TYPE seedance_federation_quota_used gauge\n");
+  }
+  for (size_t q = 0; q < s.options.config.quotas.size(); ++q) {
+    const QuotaUse& u = s.quota_used[q];
+    for (const auto& [name, v] : {std::pair{"gpus", u.gpus}, {"gpu_milli", u.gpu_milli},
+                                  {"cpu_milli", u.cpu_milli}, {"memory_mib", u.memory_mib}}) {
+      absl::StrAppend(&out, "seedance_federation_quota_used{quota=\"",
+                      Escape(s.options.config.quotas[q].name), "\",resource=\"", name, "\"} ",
+                      v, "\n");
+    }
   }
   absl::StrAppend(&out,
                   "# HELP seedance_federation_waiting_pods Pods no member can take now.\n"

@@ -52,6 +52,13 @@ struct Record {
   int64_t pod_revision = 0;          // the member revision `pod` is from
   double dispatched_s = 0;           // when it was placed on `member` (State::Now; 0: restored)
   std::vector<std::string> reasons;  // why it waits at the front (one per member)
+  bool over_quota = false;           // it waits for its quota (reasons[0] says which)
+  bool reserved = false;             // a dispatch under way holds its quota (copies only)
+};
+
+// What pods ask of a quota (config.h: QuotaLimit's resources).
+struct QuotaUse {
+  int64_t gpus = 0, gpu_milli = 0, cpu_milli = 0, memory_mib = 0;
 };
 
 std::string RecordJson(const Record& r);
@@ -107,6 +114,11 @@ struct Front::State {
   int64_t dispatched ABSL_GUARDED_BY(mu) = 0;
   int64_t redispatched ABSL_GUARDED_BY(mu) = 0;
   int64_t refusals ABSL_GUARDED_BY(mu) = 0;
+  // Quotas (options.config.quotas, by index): each namespace's quota, set at Create; what the
+  // counted records use (placed on a member, not ended); what dispatches under way reserved.
+  std::map<std::string, int, std::less<>> quota_of;
+  std::vector<QuotaUse> quota_used ABSL_GUARDED_BY(mu);
+  std::vector<QuotaUse> quota_reserved ABSL_GUARDED_BY(mu);
   std::thread queue_thread;
 
   double Now() const;
@@ -137,8 +149,17 @@ struct Front::State {
   // Places `uid` (in in_flight, not in records' member) on a member or leaves it waiting;
   // updates the record in `r` (a copy, not yet installed). Calls members; no lock held.
   void Dispatch(Record& r);
-  // Installs a dispatched record (after it was persisted).
+  // Installs a dispatched record (after it was persisted), replacing the one under its UID, and
+  // moves the quota use from the old to the new.
   void Install(Record r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Quotas. A record counts against its namespace's quota while it is placed on a member and
+  // not ended. ReserveQuota holds the record's ask for a dispatch (r.reserved) or returns why
+  // it must wait ("" when it may go, or has no quota); ReleaseQuota gives the hold back (a no-op
+  // without one). Count adds (+1) or removes (-1) a record's use. SetEnded marks a record ended.
+  std::string ReserveQuota(Record& r);
+  void ReleaseQuota(Record& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  void Count(const Record& r, int sign) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  void SetEnded(Record& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Marks the members `r` withdrew copies from (a lost member, or a dispatch without a reply
   // that may have created one) for reconciling at their next answer, which deletes the copies.
   void ArmReconcile(const Record& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);

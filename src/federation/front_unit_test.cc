@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "seedance/api/api.h"
 #include "nlohmann/json.hpp"
 #include "seedance/federation/front.h"
 
@@ -135,6 +136,57 @@ TEST(FrontTest, ATenantSeesOnlyItsOwnNamespaces) {
   EXPECT_EQ(f->Get(uid, other).status, 404);
   EXPECT_EQ(f->Delete(uid, other).status, 404);
   EXPECT_EQ(Json::parse(f->List("", "", "", 10, other).body)["items"].size(), 0u);
+}
+
+// A record as the front persists it, placed on `member` (RecordJson's shape).
+std::pair<std::string, std::string> PlacedRecord(const std::string& uid, const api::PodRequest& r,
+                                                 const std::string& member, bool ended = false) {
+  Json j = {{"request", api::PodRequestToJson(r)},
+            {"member", member},
+            {"member_uid", uid + "-m"},
+            {"ended", ended}};
+  return {uid, j.dump()};
+}
+
+// A quota across members counts the restored placed pods of its namespaces (not ended ones, not
+// other namespaces); a pod beyond it waits at the front saying which quota and resource, without
+// a member being asked; a pod of another namespace is not held back.
+TEST(FrontTest, AQuotaAcrossMembersHoldsBackAPodBeyondIt) {
+  FrontOptions o = Unreachable();
+  o.config.quotas.push_back({"ml-quota", {"ml"}, QuotaLimit{.gpus = 4, .cpu_milli = 100000}});
+  FakeStore store;
+  std::unique_ptr<Front> f = *Front::Create(o, store.Hook());
+  api::PodRequest web = Pod("w", 8);
+  web.ns = "web";
+  ASSERT_TRUE(f->Restore({PlacedRecord("u1", Pod("a", 2), "far"),
+                          PlacedRecord("u2", Pod("b", 1), "far"),
+                          PlacedRecord("u3", Pod("gone", 4), "far", /*ended=*/true),
+                          PlacedRecord("u4", web, "far")})
+                  .ok());
+  const Json members = Json::parse(f->Members().body);
+  ASSERT_EQ(members["quotas"].size(), 1u);
+  EXPECT_EQ(members["quotas"][0]["used"]["gpus"], 3);
+  EXPECT_EQ(members["quotas"][0]["used"]["cpu_milli"], 2000);
+  EXPECT_EQ(members["quotas"][0]["limit"], (Json{{"gpus", 4}, {"cpu_milli", 100000}}));
+
+  const std::string over = Json::parse(f->Submit("", Pod("c", 2)).body)["uid"];
+  const Json why = Json::parse(f->Explain(over, kAll).body);
+  EXPECT_EQ(why["message"],
+            "waits at the front: quota 'ml-quota' (across members) is full: gpus 3 in use + 2 > "
+            "limit 4");
+  // One GPU still fits the quota: it goes on to the members (here none answers).
+  const std::string fits = Json::parse(f->Submit("", Pod("d", 1)).body)["uid"];
+  EXPECT_EQ(Json::parse(f->Explain(fits, kAll).body)["message"],
+            "0/1 clusters fit: far: no answer to GET /v1/cluster yet");
+  // Another namespace has no quota.
+  api::PodRequest web2 = Pod("w2", 16);
+  web2.ns = "web";
+  const std::string free = Json::parse(f->Submit("", web2).body)["uid"];
+  EXPECT_EQ(Json::parse(f->Explain(free, kAll).body)["message"],
+            "0/1 clusters fit: far: no answer to GET /v1/cluster yet");
+  EXPECT_NE(f->MetricsText().find(
+                "seedance_federation_quota_used{quota=\"ml-quota\",resource=\"gpus\"} 3\n"),
+            std::string::npos);
 }
 
 TEST(FrontTest, AMemberFileWithAMissingTokenFileIsRefusedNamingTheMember) {

@@ -13,6 +13,10 @@
 //         egress_gb: 0.05                          # per GB of a pod's data brought in (default 0)
 //       labels: {tier: spot}           # Kubernetes label syntax
 //   lost_after: 30s                    # a member silent this long is lost (default 30 s)
+//   quotas:                            # limits across every member, by namespace (optional)
+//     - name: vision                   # a DNS label, unique
+//       namespaces: [vision, vision-dev]   # each in one quota at most
+//       limit: {gpus: 24, gpu_milli: 24000, cpu_milli: 256000, memory_mib: 1048576}
 //
 // The file is YAML read as JSON by api::ParseYamlDocument and checked field by field by the one
 // JSON field reader (base/json_fields.h); durations are base::ParseDuration's (a bare number is
@@ -73,8 +77,26 @@ struct MemberConfig {
   bool operator==(const MemberConfig&) const = default;
 };
 
+// A tenant's limit over all members together: the pods of its namespaces that the front has
+// placed (on any member, pending there or running, until they end) may not ask more than this.
+// A resource left out is not limited. gpus counts whole GPUs (pods with gpu_milli 1000),
+// gpu_milli every GPU share, fractions included (as the policy file's queues count them).
+struct QuotaLimit {
+  std::optional<int64_t> gpus, gpu_milli, cpu_milli, memory_mib;
+  bool operator==(const QuotaLimit&) const = default;
+};
+struct QuotaConfig {
+  std::string name;
+  std::vector<std::string> namespaces;
+  QuotaLimit limit;
+  bool operator==(const QuotaConfig&) const = default;
+};
+// Most quotas in one file.
+inline constexpr size_t kMaxQuotas = 1000;
+
 struct FederationConfig {
   std::vector<MemberConfig> members;  // in file order (kFirstToAdmit's order)
+  std::vector<QuotaConfig> quotas;    // in file order
   double lost_after_s = kDefaultLostAfterS;
   bool operator==(const FederationConfig&) const = default;
 };
@@ -82,7 +104,9 @@ struct FederationConfig {
 // Parses and checks a member file; `source` names it in messages and anchors relative token
 // files (its folder). At least one member, names DNS labels and unique, URLs
 // http(s)://HOST:PORT, prices finite in [0, kMaxPriceUsd], gpu_hour with a `default` or at least
-// one model, weights in (0, 1e6], lost_after in (0, kMaxLostAfterS] seconds.
+// one model, weights in (0, 1e6], lost_after in (0, kMaxLostAfterS] seconds; quotas named by
+// unique DNS labels, each with at least one namespace (a DNS label, in no other quota) and a
+// limit of integers in [0, 2^40].
 [[nodiscard]] absl::StatusOr<FederationConfig> ParseFederationConfig(std::string_view text,
                                                                      std::string_view source);
 // Reads `path` (base::ReadInput, kind kConfig) and parses it.

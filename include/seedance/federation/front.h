@@ -16,7 +16,8 @@
 // pods that were pending on it go back to the front's queue and are dispatched elsewhere (each
 // lost copy is remembered and deleted from the member when it answers again, so that no pod
 // runs twice once it is back), and its placed pods are reported with phase "Unknown" until it
-// answers again. A pod the member no longer has (its state was lost) is dispatched again.
+// answers again. A pod the member no longer has was deleted there (a member's state is durable):
+// its record ends (phase "Deleted") and it is never placed again, so that it cannot run twice.
 //
 // Dispatch. Submit decides on the calling thread and forwards the pod to the member
 // (POST /v1/pods, with the label federation.seedance.io/front-uid and, under the cost policy,
@@ -29,6 +30,13 @@
 // cluster null, explain gives one reason per member) and is dispatched by the front's queue
 // thread as members' capacity changes. The pods of one gang go where its first pod went (the
 // first is placed by DecideGang for gang_min copies of itself), so a gang is never split.
+//
+// Quotas (FederationConfig::quotas). A pod whose namespace has a quota is dispatched only if the
+// quota's use (the pods of its namespaces placed on any member and not ended) plus what
+// dispatches under way hold plus the pod stays within the limit; the hold is taken before the
+// first member is asked and given back when the record is installed, so concurrent submissions
+// never overshoot. Otherwise it waits at the front ("waits at the front: quota ...") and the
+// queue tries it again as pods end or are deleted.
 //
 // Thread-safety: every public method is thread-safe; Submit, Delete and Explain block on member
 // calls (at most call_timeout_s each).
