@@ -35,6 +35,7 @@ class ClusterStateTestPeer {
   static int64_t& cpu_capacity(ClusterState& s) { return s.cpu_capacity_milli_; }
   static std::vector<uint8_t>& blocked(ClusterState& s) { return s.blocked_; }
   static std::vector<NodeSpec>& nodes(ClusterState& s) { return s.nodes_; }
+  static std::vector<uint8_t>& model_npu(ClusterState& s) { return s.model_npu_; }
   static int64_t& numa_cpu_used(ClusterState& s, int n, int i) {
     return s.numa_used_[n][i].cpu_used;
   }
@@ -559,6 +560,12 @@ TEST(ClusterStateNpuTest, AModelIsOneKind) {
   ASSERT_TRUE(s.AddNode(Node("mlu-2", 1000, 1024, 1, "MLU")).ok());
   EXPECT_EQ(NodesFor(s, "MLU", {}), "mlu,mlu-2");
   EXPECT_EQ(NodesFor(s, "MLU", {DeviceClass::kGpu, 0}), "");
+}
+
+TEST(ClusterStateNpuDeathTest, AModelTableOutOfStepIsCaught) {
+  ClusterState s = MixedCluster();
+  Peer::model_npu(s).pop_back();
+  EXPECT_DEATH(s.CheckInvariants(), "the model table's kinds and memories disagree");
 }
 
 TEST_F(ClusterStateTest, UnknownOnlySpecMatchesNoNode) {

@@ -64,7 +64,8 @@ TEST_F(DaemonTest, StartsServesAndStops) {
   ASSERT_TRUE(r) << httplib::to_string(r.error());
   EXPECT_EQ(r->status, 200);
   EXPECT_THAT(r->body, HasSubstr(R"("cluster":"eu-1","backend":"local","nodes":1)"));
-  EXPECT_THAT(r->body, HasSubstr(R"("gpu_models":[{"gpu_model":"A100","nodes":1)"));
+  EXPECT_THAT(r->body, HasSubstr(R"("gpu_models":[{"gpu_model":"A100","device_type":"gpu",)"
+                                 R"("device_memory_mib":40960,"nodes":1)"));
 
   EXPECT_EQ((*d)->Start().code(), absl::StatusCode::kFailedPrecondition);  // once
   (*d)->Stop();

@@ -6,12 +6,19 @@
 #include <utility>
 #include <vector>
 
+#include "front_state.h"
 #include "gtest/gtest.h"
 #include "seedance/api/api.h"
 #include "nlohmann/json.hpp"
 #include "seedance/federation/front.h"
 
 namespace seedance::federation {
+
+class FrontTestPeer {
+ public:
+  static Front::State& state(Front& f) { return *f.state_; }
+};
+
 namespace {
 
 using Json = nlohmann::json;
@@ -198,6 +205,19 @@ TEST(FrontTest, AMemberFileWithAMissingTokenFileIsRefusedNamingTheMember) {
   EXPECT_NE(f.status().message().find("member far: token_file /nonexistent/token"),
             std::string_view::npos)
       << f.status();
+}
+
+TEST(FrontDeathTest, AQuotaUseBelowZeroIsABug) {
+  FrontOptions o = Unreachable();
+  o.config.quotas.push_back({"ml-quota", {"ml"}, QuotaLimit{.gpus = 4}});
+  FakeStore store;
+  std::unique_ptr<Front> f = *Front::Create(o, store.Hook());
+  Front::State& s = FrontTestPeer::state(*f);
+  Record r;
+  r.request = Pod("never-counted", 1);
+  r.member = "far";
+  base::MutexLock lock(s.mu);
+  EXPECT_DEATH(s.Count(r, -1), "quota 'ml-quota' counts a negative use");
 }
 
 TEST(FrontDeathTest, StartingTwiceIsABug) {

@@ -132,6 +132,7 @@ class Front {
   struct State;  // front.cc
 
  private:
+  friend class FrontTestPeer;  // test-only (front_unit_test.cc): reaches the state's invariants
   explicit Front(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };
