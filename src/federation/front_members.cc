@@ -19,8 +19,10 @@ namespace {
 // Waits `seconds` or until the front stops; false when it stops.
 bool Sleep(Front::State& s, double seconds) {
   base::MutexLock lock(s.mu);
-  if (s.stopping) return false;
-  lock.WaitFor(s.cv, std::chrono::duration<double>(seconds));
+  // Only Stop ends a sleep early: State::cv is also notified for the queue (by every poll), and
+  // waking the other members' threads with it made them poll at once, which notified again.
+  lock.WaitFor(s.cv, std::chrono::duration<double>(seconds),
+               [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) { return s.stopping; });
   return !s.stopping;
 }
 
@@ -67,6 +69,7 @@ void Front::State::PollLoop(Member& m) {
     bool reconcile = false, lose = false;
     {
       base::MutexLock lock(mu);
+      ++m.polls;
       if (summary.ok()) {
         if (m.lost) {
           std::cerr << "federation: member " << m.config.name << " answers again\n";
@@ -481,6 +484,14 @@ std::string Front::MetricsText() const {
   for (const auto& m : s.members) {
     absl::StrAppend(&out, "seedance_federation_member_up{member=\"", Escape(m->config.name), "\"} ",
                     m->lost ? 0 : 1, "\n");
+  }
+  absl::StrAppend(&out,
+                  "# HELP seedance_federation_member_polls_total GET /v1/cluster calls to the "
+                  "member, one per --federation-refresh.\n"
+                  "# TYPE seedance_federation_member_polls_total counter\n");
+  for (const auto& m : s.members) {
+    absl::StrAppend(&out, "seedance_federation_member_polls_total{member=\"",
+                    Escape(m->config.name), "\"} ", m->polls, "\n");
   }
   absl::StrAppend(&out,
                   "# HELP seedance_federation_member_free_gpus Whole GPUs free on the member.\n"

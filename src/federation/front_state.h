@@ -90,6 +90,7 @@ struct Member {
   bool lost = false;
   bool reconcile = true;  // reconcile when it next answers (at start, after being lost)
   double last_ok_s = 0;
+  int64_t polls = 0;  // GET /v1/cluster calls made, answered or not
   std::string last_error;
   std::unordered_map<std::string, std::string> by_member_uid;  // member UID -> front UID
   // Watch events for member UIDs not yet recorded (a dispatch whose reply is on its way).

@@ -491,6 +491,23 @@ def metric(client, series):
     raise AssertionError(f"{series} is not in /metrics")
 
 
+def check_polls(fed):
+    """Each member is polled once per --federation-refresh (0.2 s), not more: the member
+    threads' sleeps shared the queue's condition variable, so every poll woke the other members'
+    threads to poll at once (a loop that kept the front busy while nothing happened)."""
+    client = fed.fc
+    names = ("a", "b", "slurm")
+    series = [f'seedance_federation_member_polls_total{{member="{n}"}}' for n in names]
+    before, t0 = [metric(client, s) for s in series], time.monotonic()
+    time.sleep(1.0)  # an interval to count over, not a wait for readiness
+    after, elapsed = [metric(client, s) for s in series], time.monotonic() - t0
+    bound = elapsed / 0.2 + 2
+    for name, b, a in zip(names, before, after):
+        assert a - b <= bound, f"member {name} polled {a - b:.0f} times in {elapsed:.1f} s"
+    print(f"polls: {[int(a - b) for b, a in zip(before, after)]} in {elapsed:.1f} s "
+          f"(at most {bound:.0f} each)")
+
+
 def check_front_kill(fed, acked):
     on_a = {f["uid"] for f in fed.front_pods().values()
             if f["cluster"] == "a" and f["phase"] == "Bound"}
@@ -611,6 +628,7 @@ lost_after: {LOST_AFTER_S}s
             fed = Federation(front, daemons)
             testlib.wait("the front to see every member", lambda: all(
                 m["state"] == "ready" for m in fed.member_states().values()), 30, 0.05)
+            check_polls(fed)
             acked = {}
             check_trace(fed, cluster, trace, acked)
             check_explain(fed, acked)
