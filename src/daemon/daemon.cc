@@ -300,20 +300,24 @@ absl::Status Daemon::Parts::CheckFront() {
   fo.config = std::move(*config);
   fo.name = o.backend.cluster;
   fo.refresh_s = o.federation_refresh_s;
-  // The records go to this server's store, with the batch of the service's loop (durable on
-  // return): the same store and the same promise as a pod's.
+  // The records go to this server's store, with the batch of the service's loop (done once
+  // durable): the same store and the same promise as a pod's.
   auto persist = [this](std::vector<std::pair<std::string, std::string>> puts,
-                        std::vector<std::string> deletes) -> absl::Status {
-    const server::Reply r = service->Run(
+                        std::vector<std::string> deletes,
+                        std::function<void(absl::Status)> done) {
+    service->RunAsync(
         [puts = std::move(puts), deletes = std::move(deletes)](
             server::Service::Context& c) -> server::Service::Finisher {
           const std::string kind(federation::kRecordKind);
           for (const auto& [key, json] : puts) c.PutObject(kind, key, json);
           for (const std::string& key : deletes) c.DeleteObject(kind, key);
           return [] { return server::Reply{200, "{}"}; };
+        },
+        [done = std::move(done)](server::Reply r) {
+          done(r.status == 200 ? absl::OkStatus()
+                               : absl::UnavailableError(absl::StrCat(
+                                     "commit failed (HTTP ", r.status, "): ", r.body)));
         });
-    if (r.status == 200) return absl::OkStatus();
-    return absl::UnavailableError(absl::StrCat("commit failed (HTTP ", r.status, "): ", r.body));
   };
   absl::StatusOr<std::unique_ptr<federation::Front>> f =
       federation::Front::Create(std::move(fo), std::move(persist));

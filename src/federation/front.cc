@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
+#include <memory>
 #include <random>
 #include <tuple>
 #include <utility>
@@ -64,6 +66,8 @@ PodAsk AskOf(const api::PodRequest& request) {
   return ask;
 }
 
+}  // namespace
+
 // A member's free room after it took `req` on `model` (until its next GET /v1/cluster says
 // better): the cached summary must not offer the same room twice between two polls.
 void Reserve(ClusterSummary& s, const api::PodRequest& req, const std::string& model) {
@@ -80,8 +84,6 @@ void Reserve(ClusterSummary& s, const api::PodRequest& req, const std::string& m
     if (m.gpu_model == model) apply(m);
   }
 }
-
-}  // namespace
 
 // ---------------------------------------------------------------------------------- records
 
@@ -347,6 +349,7 @@ void Front::State::Take(Record& r, const Placed& p, const std::string& gang_key)
   r.dispatched_s = Now();
   base::MutexLock lock(mu);
   Reserve(m.summary, r.request, p.model);
+  m.debits.push_back({++m.debit_seq, r.request, p.model});
   if (!gang_key.empty()) gangs.emplace(gang_key, m.config.name);
   ++dispatched;
 }
@@ -422,12 +425,21 @@ void Front::State::Dispatch(Record& r) {
   }
 }
 
+absl::Status Front::State::PersistNow(std::vector<std::pair<std::string, std::string>> puts,
+                                      std::vector<std::string> deletes) {
+  std::promise<absl::Status> committed;
+  std::future<absl::Status> outcome = committed.get_future();
+  persist(std::move(puts), std::move(deletes),
+          [&committed](absl::Status st) { committed.set_value(std::move(st)); });
+  return outcome.get();
+}
+
 absl::Status Front::State::PersistRecords(const std::vector<Record>& recs) {
   if (recs.empty()) return absl::OkStatus();
   std::vector<std::pair<std::string, std::string>> puts;
   puts.reserve(recs.size());
   for (const Record& r : recs) puts.emplace_back(r.uid, RecordJson(r));
-  return persist(std::move(puts), {});
+  return PersistNow(std::move(puts), {});
 }
 
 void Front::State::QueueLoop() {
@@ -583,6 +595,9 @@ void Front::Stop() {
   {
     base::MutexLock lock(s.mu);
     s.stopping = true;
+    // A submission under way finishes when its commit does (the store is still running).
+    lock.WaitFor(s.cv, std::chrono::hours(1),
+                 [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) { return s.submitting == 0; });
   }
   s.cv.notify_all();
   for (auto& m : s.members) {
@@ -594,35 +609,51 @@ void Front::Stop() {
 
 FrontReply Front::Submit(std::string_view body, const api::PodRequest& request) {
   (void)body;
+  std::promise<FrontReply> replied;
+  std::future<FrontReply> reply = replied.get_future();
+  SubmitAsync(request, [&replied](FrontReply r) { replied.set_value(std::move(r)); });
+  return reply.get();
+}
+
+void Front::SubmitAsync(const api::PodRequest& request, std::function<void(FrontReply)> done) {
   State& s = *state_;
-  Record r;
-  r.uid = NewUid();
-  r.request = request;
-  r.submitted_unix_ns = UnixNs();
-  const std::string key = absl::StrCat(request.ns, "/", request.name);
+  auto r = std::make_shared<Record>();
+  r->uid = NewUid();
+  r->request = request;
+  r->submitted_unix_ns = UnixNs();
+  std::string key = absl::StrCat(request.ns, "/", request.name);
   {
     base::MutexLock lock(s.mu);
-    if (s.stopping) return Error(absl::UnavailableError("the federation front is stopping"));
-    if (!s.names.emplace(key, r.uid).second) {
-      return Error(
-          absl::AlreadyExistsError(absl::StrCat("pod ", base::Clip(key, 300), " already exists")));
+    if (s.stopping) return done(Error(absl::UnavailableError("the federation front is stopping")));
+    if (!s.names.emplace(key, r->uid).second) {
+      return done(Error(
+          absl::AlreadyExistsError(absl::StrCat("pod ", base::Clip(key, 300), " already exists"))));
     }
-    s.in_flight.insert(r.uid);
+    s.in_flight.insert(r->uid);
+    ++s.submitting;
   }
-  s.Dispatch(r);
-  const absl::Status st = s.PersistRecords({r});
-  base::MutexLock lock(s.mu);
-  s.in_flight.erase(r.uid);
-  s.ReleaseQuota(r);
+  s.Dispatch(*r);
+  std::vector<std::pair<std::string, std::string>> puts = {{r->uid, RecordJson(*r)}};
+  s.persist(std::move(puts), {},
+            [&s, r, key = std::move(key), done = std::move(done)](absl::Status st) {
+              done(s.FinishSubmit(*r, key, st));
+            });
+}
+
+FrontReply Front::State::FinishSubmit(Record& r, const std::string& key, const absl::Status& st) {
+  base::MutexLock lock(mu);
+  in_flight.erase(r.uid);
+  ReleaseQuota(r);
+  if (--submitting == 0 && stopping) cv.notify_all();  // Stop waits for the last one
   if (!st.ok()) {
-    s.names.erase(key);
+    names.erase(key);
     // Not acknowledged: the member's copy is an orphan, removed when the member is reconciled.
-    if (const int i = s.MemberIndex(r.member); i >= 0) s.members[i]->reconcile = true;
+    if (const int i = MemberIndex(r.member); i >= 0) members[i]->reconcile = true;
     return Error(absl::UnavailableError(absl::StrCat("the front's state: ", st.message())));
   }
-  Json view = s.PodView(r);
-  s.Install(std::move(r));
-  if (view["cluster"].is_null()) s.cv.notify_all();
+  Json view = PodView(r);
+  Install(std::move(r));
+  if (view["cluster"].is_null()) cv.notify_all();  // the queue places it when a member can
   return Reply(201, view);
 }
 
@@ -689,7 +720,7 @@ FrontReply Front::Delete(const std::string& uid,
       st = absl::UnavailableError(absl::StrCat("member ", member, ": ", r.status().message()));
     }
   }
-  if (st.ok()) st = s.persist({}, {uid});
+  if (st.ok()) st = s.PersistNow({}, {uid});
   base::MutexLock lock(s.mu);
   s.in_flight.erase(uid);
   if (!st.ok()) return Error(st);

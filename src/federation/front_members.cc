@@ -62,6 +62,11 @@ std::string FrontUidOf(const Json& pod) {
 
 void Front::State::PollLoop(Member& m) {
   while (!Stopping(*this)) {
+    uint64_t sent = 0;  // the debits this reply cannot know of come after it
+    {
+      base::MutexLock lock(mu);
+      sent = m.debit_seq;
+    }
     absl::StatusOr<Json> reply = m.pool->Call("GET", "/v1/cluster");
     absl::StatusOr<ClusterSummary> summary = reply.ok()
                                                  ? ParseClusterSummary(reply->dump())
@@ -75,6 +80,8 @@ void Front::State::PollLoop(Member& m) {
           std::cerr << "federation: member " << m.config.name << " answers again\n";
         }
         m.summary = std::move(*summary);
+        std::erase_if(m.debits, [&](const Member::Debit& d) { return d.seq <= sent; });
+        for (const Member::Debit& d : m.debits) Reserve(m.summary, d.request, d.model);
         m.have_summary = true;
         m.lost = false;
         m.last_ok_s = Now();
@@ -405,6 +412,7 @@ FrontReply Front::Members() const {
                         : m->have_summary ? "ready"
                                           : "unknown"},
               {"seconds_since_answer", now - m->last_ok_s},
+              {"polls", m->polls},
               {"last_error", m->last_error.empty() ? Json(nullptr) : Json(m->last_error)},
               {"pods", c.phases},
               {"cost_usd_per_hour", c.cost_rate}};

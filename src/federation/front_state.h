@@ -62,6 +62,9 @@ struct QuotaUse {
 };
 
 std::string RecordJson(const Record& r);
+// Debits a pod placed on `model` (its CPU, memory and GPUs) from a member's summary until the
+// next poll says what is really free; largest_free is left as it is (no node is known).
+void Reserve(ClusterSummary& s, const api::PodRequest& req, const std::string& model);
 absl::StatusOr<Record> ParseRecord(const std::string& key, const std::string& json);
 
 // A pool of clients of one member (api::Client is one per thread).
@@ -91,6 +94,16 @@ struct Member {
   bool reconcile = true;  // reconcile when it next answers (at start, after being lost)
   double last_ok_s = 0;
   int64_t polls = 0;  // GET /v1/cluster calls made, answered or not
+  // What the front placed here since the oldest poll still under way was sent (by sequence):
+  // debited from `summary` at once, and again from a reply to a poll sent before it, so that a
+  // reply on its way while pods were placed does not give their room back.
+  struct Debit {
+    uint64_t seq = 0;
+    api::PodRequest request;
+    std::string model;
+  };
+  std::vector<Debit> debits;
+  uint64_t debit_seq = 0;
   std::string last_error;
   std::unordered_map<std::string, std::string> by_member_uid;  // member UID -> front UID
   // Watch events for member UIDs not yet recorded (a dispatch whose reply is on its way).
@@ -115,6 +128,7 @@ struct Front::State {
   int64_t dispatched ABSL_GUARDED_BY(mu) = 0;
   int64_t redispatched ABSL_GUARDED_BY(mu) = 0;
   int64_t refusals ABSL_GUARDED_BY(mu) = 0;
+  int64_t submitting ABSL_GUARDED_BY(mu) = 0;  // SubmitAsync calls not yet answered
   // Quotas (options.config.quotas, by index): each namespace's quota, set at Create; what the
   // counted records use (placed on a member, not ended); what dispatches under way reserved.
   std::map<std::string, int, std::less<>> quota_of;
@@ -178,6 +192,12 @@ struct Front::State {
   // Marks the records of `uids` ended (persisted), e.g. from a member's PodDeleted events.
   void EndRecords(const std::vector<std::string>& uids);
   absl::Status PersistRecords(const std::vector<Record>& records);
+  // persist, waited for.
+  absl::Status PersistNow(std::vector<std::pair<std::string, std::string>> puts,
+                          std::vector<std::string> deletes);
+  // SubmitAsync's end, once the record's commit is done (`st`): the record installed and the
+  // reply made, or the submission undone.
+  FrontReply FinishSubmit(Record& r, const std::string& key, const absl::Status& st);
 };
 
 }  // namespace seedance::federation

@@ -41,11 +41,11 @@ struct FakeStore {
   bool fail = false;
   Front::Persist Hook() {
     return [this](std::vector<std::pair<std::string, std::string>> puts,
-                  std::vector<std::string> deletes) -> absl::Status {
-      if (fail) return absl::UnavailableError("disk full");
+                  std::vector<std::string> deletes, std::function<void(absl::Status)> done) {
+      if (fail) return done(absl::UnavailableError("disk full"));
       for (auto& [k, v] : puts) records[k] = v;
       for (const std::string& k : deletes) records.erase(k);
-      return absl::OkStatus();
+      done(absl::OkStatus());
     };
   }
 };

@@ -21,7 +21,10 @@ void PostPod(federation::Front& front, Request& req, Done done) {
   if (absl::Status st = CheckNamespace(req.caller, pr->ns); !st.ok()) {
     return done(ErrorReply(st));
   }
-  done(FromFront(front.Submit(req.body, *pr)));
+  // The member call is made here (a blocking-pool thread); the reply comes from the commit.
+  front.SubmitAsync(*pr, [done = std::move(done)](federation::FrontReply r) {
+    done(FromFront(std::move(r)));
+  });
 }
 
 void ListPods(federation::Front& front, Request& req, Done done) {

@@ -90,10 +90,14 @@ struct FrontReply {
 
 class Front {
  public:
-  // Makes the records durable: puts (uid, json) and deletes uids, in one commit; OK means on
-  // disk. Called from the submitting thread and the front's own threads, never with a lock held.
-  using Persist = std::function<absl::Status(std::vector<std::pair<std::string, std::string>> puts,
-                                             std::vector<std::string> deletes)>;
+  // Makes the records durable: puts (uid, json) and deletes uids, in one commit, then calls
+  // `done` once with the outcome (OK: on disk), from any thread (the daemon's: the service loop
+  // after its group commit). Called from the submitting thread and the front's own threads, never
+  // with the front's lock held; `done` takes that lock, so it must not run inside the call while
+  // the caller waits for something `done` provides other than through the front.
+  using Persist = std::function<void(std::vector<std::pair<std::string, std::string>> puts,
+                                     std::vector<std::string> deletes,
+                                     std::function<void(absl::Status)> done)>;
   // Checks the options and reads the members' token files; starts nothing.
   static absl::StatusOr<std::unique_ptr<Front>> Create(FrontOptions options, Persist persist);
   ~Front();
@@ -111,6 +115,11 @@ class Front {
   // POST /v1/pods: `body` already accepted by api::ParsePodRequest as `request`. 201 with the
   // pod (the member's answer, or Pending at the front), 409 for a name taken at the front.
   FrontReply Submit(std::string_view body, const api::PodRequest& request);
+  // The same without a thread waiting for the commit: the member calls are made on the calling
+  // thread, then the record goes to Persist and `done` gets the reply from the thread that
+  // finishes the commit (the HTTP route hands it back to its connection). Stop waits for the
+  // submissions under way.
+  void SubmitAsync(const api::PodRequest& request, std::function<void(FrontReply)> done);
   // GET /v1/pods/{uid}; `sees` says whether the caller may see a namespace (a tenant's view).
   FrontReply Get(const std::string& uid, const std::function<bool(const std::string&)>& sees);
   // GET /v1/pods: phase and namespace filters ("" = any), paged by UID after `after`.
