@@ -8,8 +8,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "seedance/base/io.h"
-#include "seedance/federation/front.h"
 #include "seedance/base/text.h"
+#include "seedance/federation/front.h"
 #include "seedance/ha/replica.h"
 #include "seedance/sched/frag.h"
 #include "seedance/sched/queue.h"
@@ -303,11 +303,10 @@ absl::Status Daemon::Parts::CheckFront() {
   // The records go to this server's store, with the batch of the service's loop (done once
   // durable): the same store and the same promise as a pod's.
   auto persist = [this](std::vector<std::pair<std::string, std::string>> puts,
-                        std::vector<std::string> deletes,
-                        std::function<void(absl::Status)> done) {
+                        std::vector<std::string> deletes, std::function<void(absl::Status)> done) {
     service->RunAsync(
-        [puts = std::move(puts), deletes = std::move(deletes)](
-            server::Service::Context& c) -> server::Service::Finisher {
+        [puts = std::move(puts),
+         deletes = std::move(deletes)](server::Service::Context& c) -> server::Service::Finisher {
           const std::string kind(federation::kRecordKind);
           for (const auto& [key, json] : puts) c.PutObject(kind, key, json);
           for (const std::string& key : deletes) c.DeleteObject(kind, key);
@@ -315,16 +314,16 @@ absl::Status Daemon::Parts::CheckFront() {
         },
         [done = std::move(done)](server::Reply r) {
           done(r.status == 200 ? absl::OkStatus()
-                               : absl::UnavailableError(absl::StrCat(
-                                     "commit failed (HTTP ", r.status, "): ", r.body)));
+                               : absl::UnavailableError(absl::StrCat("commit failed (HTTP ",
+                                                                     r.status, "): ", r.body)));
         });
   };
   absl::StatusOr<std::unique_ptr<federation::Front>> f =
       federation::Front::Create(std::move(fo), std::move(persist));
   if (!f.ok()) {
-    return absl::Status(f.status().code(), absl::StrCat("--federation ",
-                                                        base::ForTerminal(o.federation), ": ",
-                                                        f.status().message()));
+    return absl::Status(
+        f.status().code(),
+        absl::StrCat("--federation ", base::ForTerminal(o.federation), ": ", f.status().message()));
   }
   front = std::move(*f);
   service_options.backend = "federation";

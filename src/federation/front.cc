@@ -688,6 +688,14 @@ FrontReply Front::List(const std::string& phase, const std::string& ns, const st
 
 FrontReply Front::Delete(const std::string& uid,
                          const std::function<bool(const std::string&)>& sees) {
+  std::promise<FrontReply> replied;
+  std::future<FrontReply> reply = replied.get_future();
+  DeleteAsync(uid, sees, [&replied](FrontReply r) { replied.set_value(std::move(r)); });
+  return reply.get();
+}
+
+void Front::DeleteAsync(const std::string& uid, const std::function<bool(const std::string&)>& sees,
+                        std::function<void(FrontReply)> done) {
   State& s = *state_;
   std::string member, member_uid;
   int index = -1;
@@ -699,40 +707,48 @@ FrontReply Front::Delete(const std::string& uid,
     while (s.in_flight.count(uid) && !s.stopping && std::chrono::steady_clock::now() < until) {
       lock.WaitFor(s.cv, std::chrono::milliseconds(10));
     }
+    if (s.stopping) return done(Error(absl::UnavailableError("the federation front is stopping")));
     const auto it = s.records.find(uid);
-    if (it == s.records.end() || !sees(it->second.request.ns)) return Error(NotFound(uid));
+    if (it == s.records.end() || !sees(it->second.request.ns)) return done(Error(NotFound(uid)));
     if (s.in_flight.count(uid)) {
-      return Error(absl::AbortedError("the pod is being dispatched to a member; retry"));
+      return done(Error(absl::AbortedError("the pod is being dispatched to a member; retry")));
     }
     member = it->second.member;
     member_uid = it->second.member_uid;
     index = s.MemberIndex(member);
     if (index >= 0 && s.members[index]->lost) {
-      return Error(absl::UnavailableError(
-          absl::StrCat("the pod is on member ", member, ", which is lost; retry when it answers")));
+      return done(Error(absl::UnavailableError(absl::StrCat(
+          "the pod is on member ", member, ", which is lost; retry when it answers"))));
     }
     s.in_flight.insert(uid);
+    ++s.submitting;
   }
-  absl::Status st = absl::OkStatus();
   if (index >= 0) {
     absl::StatusOr<Json> r = s.members[index]->pool->Call("DELETE", "/v1/pods/" + member_uid);
     if (!r.ok() && api::HttpStatusOf(r.status()) != 404) {
-      st = absl::UnavailableError(absl::StrCat("member ", member, ": ", r.status().message()));
+      return done(s.FinishDelete(
+          uid, index, member_uid,
+          absl::UnavailableError(absl::StrCat("member ", member, ": ", r.status().message()))));
     }
   }
-  if (st.ok()) st = s.PersistNow({}, {uid});
-  base::MutexLock lock(s.mu);
-  s.in_flight.erase(uid);
+  s.persist({}, {uid}, [&s, uid, index, member_uid, done = std::move(done)](absl::Status st) {
+    done(s.FinishDelete(uid, index, member_uid, st));
+  });
+}
+
+FrontReply Front::State::FinishDelete(const std::string& uid, int index,
+                                      const std::string& member_uid, const absl::Status& st) {
+  base::MutexLock lock(mu);
+  in_flight.erase(uid);
+  if (--submitting == 0 && stopping) cv.notify_all();  // Stop waits for the last one
   if (!st.ok()) return Error(st);
-  const auto it = s.records.find(uid);
-  if (it != s.records.end()) {
-    s.names.erase(absl::StrCat(it->second.request.ns, "/", it->second.request.name));
-    if (index >= 0) {
-      s.members[index]->by_member_uid.erase(member_uid);
-    }
-    s.Count(it->second, -1);
-    s.records.erase(it);
-    s.cv.notify_all();  // the queue may place a pod its quota held back
+  const auto it = records.find(uid);
+  if (it != records.end()) {
+    names.erase(absl::StrCat(it->second.request.ns, "/", it->second.request.name));
+    if (index >= 0) members[index]->by_member_uid.erase(member_uid);
+    Count(it->second, -1);
+    records.erase(it);
+    cv.notify_all();  // the queue may place a pod its quota held back
   }
   return Reply(200, Json{{"uid", uid}, {"deleted", true}});
 }
@@ -751,8 +767,8 @@ FrontReply Front::Explain(const std::string& uid,
     if (index < 0) {
       const std::string message =
           r.over_quota ? absl::StrCat("waits at the front: ", absl::StrJoin(r.reasons, "; "))
-                       : absl::StrCat("0/", s.members.size(), " clusters fit: ",
-                                      absl::StrJoin(r.reasons, "; "));
+                       : absl::StrCat("0/", s.members.size(),
+                                      " clusters fit: ", absl::StrJoin(r.reasons, "; "));
       return Reply(200, Json{{"uid", uid},
                              {"phase", r.phase},
                              {"cluster", nullptr},

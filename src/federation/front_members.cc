@@ -531,11 +531,13 @@ std::string Front::MetricsText() const {
   }
   for (size_t q = 0; q < s.options.config.quotas.size(); ++q) {
     const QuotaUse& u = s.quota_used[q];
-    for (const auto& [name, v] : {std::pair{"gpus", u.gpus}, {"gpu_milli", u.gpu_milli},
-                                  {"cpu_milli", u.cpu_milli}, {"memory_mib", u.memory_mib}}) {
+    for (const auto& [name, v] : {std::pair{"gpus", u.gpus},
+                                  {"gpu_milli", u.gpu_milli},
+                                  {"cpu_milli", u.cpu_milli},
+                                  {"memory_mib", u.memory_mib}}) {
       absl::StrAppend(&out, "seedance_federation_quota_used{quota=\"",
-                      Escape(s.options.config.quotas[q].name), "\",resource=\"", name, "\"} ",
-                      v, "\n");
+                      Escape(s.options.config.quotas[q].name), "\",resource=\"", name, "\"} ", v,
+                      "\n");
     }
   }
   absl::StrAppend(&out,

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -128,7 +128,7 @@ struct Front::State {
   int64_t dispatched ABSL_GUARDED_BY(mu) = 0;
   int64_t redispatched ABSL_GUARDED_BY(mu) = 0;
   int64_t refusals ABSL_GUARDED_BY(mu) = 0;
-  int64_t submitting ABSL_GUARDED_BY(mu) = 0;  // SubmitAsync calls not yet answered
+  int64_t submitting ABSL_GUARDED_BY(mu) = 0;  // SubmitAsync, DeleteAsync not yet answered
   // Quotas (options.config.quotas, by index): each namespace's quota, set at Create; what the
   // counted records use (placed on a member, not ended); what dispatches under way reserved.
   std::map<std::string, int, std::less<>> quota_of;
@@ -198,6 +198,9 @@ struct Front::State {
   // SubmitAsync's end, once the record's commit is done (`st`): the record installed and the
   // reply made, or the submission undone.
   FrontReply FinishSubmit(Record& r, const std::string& key, const absl::Status& st);
+  // DeleteAsync's end: the record removed once its deletion is durable (`st`), or the error.
+  FrontReply FinishDelete(const std::string& uid, int index, const std::string& member_uid,
+                          const absl::Status& st);
 };
 
 }  // namespace seedance::federation

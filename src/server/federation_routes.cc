@@ -22,9 +22,8 @@ void PostPod(federation::Front& front, Request& req, Done done) {
     return done(ErrorReply(st));
   }
   // The member call is made here (a blocking-pool thread); the reply comes from the commit.
-  front.SubmitAsync(*pr, [done = std::move(done)](federation::FrontReply r) {
-    done(FromFront(std::move(r)));
-  });
+  front.SubmitAsync(
+      *pr, [done = std::move(done)](federation::FrontReply r) { done(FromFront(std::move(r))); });
 }
 
 void ListPods(federation::Front& front, Request& req, Done done) {
@@ -60,7 +59,9 @@ void RegisterFederationRoutes(Router& r, federation::Front& front) {
   r.Add(
       "DELETE", pod, "delete_pod", A::kTenant,
       [&f](Request& req, Done done) {
-        done(FromFront(f.Delete(req.matches[1], Sees(req.caller))));
+        f.DeleteAsync(
+            req.matches[1], Sees(req.caller),
+            [done = std::move(done)](federation::FrontReply r) { done(FromFront(std::move(r))); });
       },
       /*blocking=*/true);
   r.Add(

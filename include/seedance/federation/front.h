@@ -26,10 +26,10 @@
 // made again over the others. So is a member whose scheduler leaves the pod pending (the
 // summary's fit test is necessary, not sufficient): its copy is kept while another member is
 // tried, deleted if one places the pod, and kept (pending there) if none does. A gang's pods are
-// not moved so: they pend until the gang is complete. A pod that fits no member waits at the front (phase "Pending",
-// cluster null, explain gives one reason per member) and is dispatched by the front's queue
-// thread as members' capacity changes. The pods of one gang go where its first pod went (the
-// first is placed by DecideGang for gang_min copies of itself), so a gang is never split.
+// not moved so: they pend until the gang is complete. A pod that fits no member waits at the front
+// (phase "Pending", cluster null, explain gives one reason per member) and is dispatched by the
+// front's queue thread as members' capacity changes. The pods of one gang go where its first pod
+// went (the first is placed by DecideGang for gang_min copies of itself), so a gang is never split.
 //
 // Quotas (FederationConfig::quotas). A pod whose namespace has a quota is dispatched only if the
 // quota's use (the pods of its namespaces placed on any member and not ended) plus what
@@ -95,9 +95,9 @@ class Front {
   // after its group commit). Called from the submitting thread and the front's own threads, never
   // with the front's lock held; `done` takes that lock, so it must not run inside the call while
   // the caller waits for something `done` provides other than through the front.
-  using Persist = std::function<void(std::vector<std::pair<std::string, std::string>> puts,
-                                     std::vector<std::string> deletes,
-                                     std::function<void(absl::Status)> done)>;
+  using Persist =
+      std::function<void(std::vector<std::pair<std::string, std::string>> puts,
+                         std::vector<std::string> deletes, std::function<void(absl::Status)> done)>;
   // Checks the options and reads the members' token files; starts nothing.
   static absl::StatusOr<std::unique_ptr<Front>> Create(FrontOptions options, Persist persist);
   ~Front();
@@ -128,6 +128,9 @@ class Front {
   // DELETE /v1/pods/{uid}: deleted on its member, then at the front. 503 while the member is
   // lost (retry).
   FrontReply Delete(const std::string& uid, const std::function<bool(const std::string&)>& sees);
+  // The same without a thread waiting for the commit (as SubmitAsync).
+  void DeleteAsync(const std::string& uid, const std::function<bool(const std::string&)>& sees,
+                   std::function<void(FrontReply)> done);
   // GET /v1/pods/{uid}/explain: the member's explanation, or one reason per member for a pod
   // waiting at the front.
   FrontReply Explain(const std::string& uid, const std::function<bool(const std::string&)>& sees);
