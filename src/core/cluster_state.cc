@@ -80,8 +80,10 @@ absl::Status ClusterState::ValidateSpec(const NodeSpec& node) {
   if (node.npu && node.num_gpus > 0 && node.gpu_model.empty()) {
     return error("its NPUs name no model");
   }
-  if (const hw::GpuModel* entry = CatalogEntry(node);
-      node.npu && node.num_gpus > 0 && entry != nullptr && entry->kind == hw::DeviceKind::kGpu) {
+  // The catalog is asked only about nodes that call their devices NPUs (AddNode runs per node
+  // of a cluster-scale simulation).
+  if (const hw::GpuModel* entry = node.npu && node.num_gpus > 0 ? CatalogEntry(node) : nullptr;
+      entry != nullptr && entry->kind == hw::DeviceKind::kGpu) {
     return error("model '", node.gpu_model, "' is a GPU (", entry->description, "), not an NPU");
   }
   for (const Taint& t : node.taints) {

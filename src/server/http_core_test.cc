@@ -104,7 +104,7 @@ TEST_F(RoutesTest, AFrontServesTheRoutesOfItsDocsTableAndNoOther) {
   fo.config.members.push_back({.name = "a", .url = "http://127.0.0.1:1", .token_file = "",
                                .region = "", .weight = 1, .prices = {}, .labels = {}, .line = 1});
   absl::StatusOr<std::unique_ptr<federation::Front>> front = federation::Front::Create(
-      fo, [](auto, auto) { return absl::OkStatus(); });
+      fo, [](auto, auto, auto done) { done(absl::OkStatus()); });
   ASSERT_TRUE(front.ok()) << front.status();
   Router router;
   RegisterCommonRoutes(router, *service_, nullptr);
