@@ -6,28 +6,20 @@
 #include <chrono>
 #include <future>
 #include <memory>
-#include <random>
 #include <tuple>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "front_state.h"
 #include "seedance/base/check.h"
 #include "seedance/base/parse.h"
 #include "seedance/base/text.h"
+#include "seedance/base/uuid.h"
 
 namespace seedance::federation {
 namespace {
-
-std::string NewUid() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  const uint64_t a = rng(), b = rng();
-  return absl::StrFormat("%08x-%04x-4%03x-%04x-%012x", a >> 32, (a >> 16) & 0xffff, a & 0xfff,
-                         ((b >> 48) & 0x3fff) | 0x8000, b & 0xffffffffffffull);
-}
 
 int64_t UnixNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -618,7 +610,7 @@ FrontReply Front::Submit(std::string_view body, const api::PodRequest& request) 
 void Front::SubmitAsync(const api::PodRequest& request, std::function<void(FrontReply)> done) {
   State& s = *state_;
   auto r = std::make_shared<Record>();
-  r->uid = NewUid();
+  r->uid = base::NewUuid();
   r->request = request;
   r->submitted_unix_ns = UnixNs();
   std::string key = absl::StrCat(request.ns, "/", request.name);

@@ -3,12 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "seedance/base/text.h"
+#include "seedance/base/uuid.h"
 
 namespace seedance::server {
 
@@ -427,17 +426,9 @@ absl::StatusOr<sched::PodInfo> PodFromJson(const Json& j, const core::ClusterSta
   return p;
 }
 
-std::string NewPodUid() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  const uint64_t a = rng(), b = rng();
-  // RFC 4122 version 4 layout.
-  return absl::StrFormat("%08x-%04x-4%03x-%04x-%012x", a >> 32, (a >> 16) & 0xffff, a & 0xfff,
-                         ((b >> 48) & 0x3fff) | 0x8000, b & 0xffffffffffffull);
-}
-
 sched::PodInfo PodFromRequest(api::PodRequest r) {
   sched::PodInfo pod;
-  pod.uid = NewPodUid();
+  pod.uid = base::NewUuid();
   pod.name = std::move(r.name);
   pod.ns = std::move(r.ns);
   pod.priority = r.priority;

@@ -49,9 +49,8 @@ std::string PodJsonText(const sched::PodInfo& pod, const core::ClusterState& sta
 // Inverse of PodToJson (node resolved by name against `state`; the placement's node must exist).
 absl::StatusOr<sched::PodInfo> PodFromJson(const Json& j, const core::ClusterState& state);
 
-// A new pod's uid: a random RFC 4122 version 4 UUID.
-std::string NewPodUid();
-// The pod a POST /v1/pods request (or a deployment's template) makes: a new uid, created now.
+// The pod a POST /v1/pods request (or a deployment's template) makes: a new uid (base::NewUuid),
+// created now.
 sched::PodInfo PodFromRequest(api::PodRequest request);
 
 }  // namespace seedance::server
