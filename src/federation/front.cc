@@ -6,7 +6,6 @@
 #include <chrono>
 #include <future>
 #include <memory>
-#include <tuple>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -255,6 +254,17 @@ QuotaUse UseOf(const api::PodRequest& q) {
   return u;
 }
 
+}  // namespace
+
+std::array<QuotaResource, 4> QuotaResources(const QuotaLimit& limit, const QuotaUse& use) {
+  return {{{"gpus", limit.gpus, use.gpus},
+           {"gpu_milli", limit.gpu_milli, use.gpu_milli},
+           {"cpu_milli", limit.cpu_milli, use.cpu_milli},
+           {"memory_mib", limit.memory_mib, use.memory_mib}}};
+}
+
+namespace {
+
 void Add(QuotaUse& to, const QuotaUse& u, int sign) {
   to.gpus += sign * u.gpus;
   to.gpu_milli += sign * u.gpu_milli;
@@ -288,14 +298,13 @@ std::string Front::State::ReserveQuota(Record& r) {
   base::MutexLock lock(mu);
   QuotaUse held = quota_used[q->second];
   Add(held, quota_reserved[q->second], +1);
-  for (const auto& [name, limit, used, wants] :
-       {std::tuple{"gpus", c.limit.gpus, held.gpus, ask.gpus},
-        {"gpu_milli", c.limit.gpu_milli, held.gpu_milli, ask.gpu_milli},
-        {"cpu_milli", c.limit.cpu_milli, held.cpu_milli, ask.cpu_milli},
-        {"memory_mib", c.limit.memory_mib, held.memory_mib, ask.memory_mib}}) {
-    if (limit && wants > 0 && used + wants > *limit) {
-      return absl::StrCat("quota '", c.name, "' (across members) is full: ", name, " ", used,
-                          " in use + ", wants, " > limit ", *limit);
+  const std::array<QuotaResource, 4> used = QuotaResources(c.limit, held);
+  const std::array<QuotaResource, 4> wants = QuotaResources(c.limit, ask);
+  for (size_t i = 0; i < used.size(); ++i) {
+    const auto& [name, limit, in_use] = used[i];
+    if (limit && wants[i].value > 0 && in_use + wants[i].value > *limit) {
+      return absl::StrCat("quota '", c.name, "' (across members) is full: ", name, " ", in_use,
+                          " in use + ", wants[i].value, " > limit ", *limit);
     }
   }
   Add(quota_reserved[q->second], ask, +1);

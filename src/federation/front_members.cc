@@ -5,7 +5,6 @@
 #include <cmath>
 #include <iostream>
 #include <set>
-#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "front_state.h"
@@ -431,11 +430,7 @@ FrontReply Front::Members() const {
   for (size_t q = 0; q < s.options.config.quotas.size(); ++q) {
     const QuotaConfig& c = s.options.config.quotas[q];
     Json limit = Json::object(), used = Json::object();
-    for (const auto& [name, l, u] :
-         {std::tuple{"gpus", c.limit.gpus, s.quota_used[q].gpus},
-          {"gpu_milli", c.limit.gpu_milli, s.quota_used[q].gpu_milli},
-          {"cpu_milli", c.limit.cpu_milli, s.quota_used[q].cpu_milli},
-          {"memory_mib", c.limit.memory_mib, s.quota_used[q].memory_mib}}) {
+    for (const auto& [name, l, u] : QuotaResources(c.limit, s.quota_used[q])) {
       if (l) limit[name] = *l;
       used[name] = u;
     }
@@ -530,14 +525,10 @@ std::string Front::MetricsText() const {
                     "# TYPE seedance_federation_quota_used gauge\n");
   }
   for (size_t q = 0; q < s.options.config.quotas.size(); ++q) {
-    const QuotaUse& u = s.quota_used[q];
-    for (const auto& [name, v] : {std::pair{"gpus", u.gpus},
-                                  {"gpu_milli", u.gpu_milli},
-                                  {"cpu_milli", u.cpu_milli},
-                                  {"memory_mib", u.memory_mib}}) {
-      absl::StrAppend(&out, "seedance_federation_quota_used{quota=\"",
-                      Escape(s.options.config.quotas[q].name), "\",resource=\"", name, "\"} ", v,
-                      "\n");
+    const QuotaConfig& c = s.options.config.quotas[q];
+    for (const auto& [name, limit, v] : QuotaResources(c.limit, s.quota_used[q])) {
+      absl::StrAppend(&out, "seedance_federation_quota_used{quota=\"", Escape(c.name),
+                      "\",resource=\"", name, "\"} ", v, "\n");
     }
   }
   absl::StrAppend(&out,

@@ -2,6 +2,7 @@
 // queue) and front_members.cc (the member threads: polls, watches, lost members, reconciling).
 #pragma once
 
+#include <array>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -60,6 +61,14 @@ struct Record {
 struct QuotaUse {
   int64_t gpus = 0, gpu_milli = 0, cpu_milli = 0, memory_mib = 0;
 };
+// A quota's resources one by one, in QuotaLimit's order: the name, the limit (none: not
+// limited) and `use`'s value.
+struct QuotaResource {
+  const char* name;
+  std::optional<int64_t> limit;
+  int64_t value;
+};
+std::array<QuotaResource, 4> QuotaResources(const QuotaLimit& limit, const QuotaUse& use);
 
 std::string RecordJson(const Record& r);
 // Debits a pod placed on `model` (its CPU, memory and GPUs) from a member's summary until the

@@ -1,6 +1,5 @@
 #include "seedance/federation/placement.h"
 
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -273,28 +272,33 @@ TEST_F(PlacementTest, HonoursClusterRegionAndModelConstraints) {
   EXPECT_THAT(d.reasons, ElementsAre("a: has no GPU of model V100M16|A100 (it has T4)"));
 }
 
-// Members of the NPU tests: "gpus" has H100s (80 GiB) at $4/h and T4s (16 GiB) at $0.5/h,
-// "ascend" has Ascend 910B NPUs (64 GiB) at $1.5/h.
-std::vector<MemberView> NpuMembers(const std::function<ModelRoom(std::string, int64_t)>& room) {
-  MemberView gpus;
-  gpus.name = gpus.summary.cluster = "gpus";
-  gpus.summary.gpu_models = {room("H100", 80 * 1024), room("T4", 16 * 1024)};
-  gpus.prices.gpu_hour = {{"H100", 4.0}, {"T4", 0.5}};
-  MemberView ascend;
-  ascend.name = ascend.summary.cluster = "ascend";
-  ascend.summary.gpu_models = {room("Ascend910B", 64 * 1024)};
-  ascend.summary.gpu_models[0].npu = true;
-  ascend.prices.gpu_hour = {{"Ascend910B", 1.5}};
-  for (MemberView* m : {&gpus, &ascend}) m->summary.largest_free = {64000, 262144, 8};
-  return {gpus, ascend};
-}
+class NpuPlacementTest : public PlacementTest {
+ protected:
+  // Members of the NPU tests: "gpus" has H100s (80 GiB) at $4/h and T4s (16 GiB) at $0.5/h,
+  // "ascend" has Ascend 910B NPUs (64 GiB) at $1.5/h; each model 2 nodes of 8 devices, 16 free,
+  // 8 on the freest node. `with_memory` false: the members do not report device memory.
+  static std::vector<MemberView> NpuMembers(bool with_memory = true) {
+    const auto room = [&](std::string name, int64_t memory) {
+      ModelRoom m = Model(std::move(name), 2, 8, 16, 8);
+      m.device_memory_mib = with_memory ? memory : 0;
+      return m;
+    };
+    MemberView gpus;
+    gpus.name = gpus.summary.cluster = "gpus";
+    gpus.summary.gpu_models = {room("H100", 80 * 1024), room("T4", 16 * 1024)};
+    gpus.prices.gpu_hour = {{"H100", 4.0}, {"T4", 0.5}};
+    MemberView ascend;
+    ascend.name = ascend.summary.cluster = "ascend";
+    ascend.summary.gpu_models = {room("Ascend910B", 64 * 1024)};
+    ascend.summary.gpu_models[0].npu = true;
+    ascend.prices.gpu_hour = {{"Ascend910B", 1.5}};
+    for (MemberView* m : {&gpus, &ascend}) m->summary.largest_free = {64000, 262144, 8};
+    return {gpus, ascend};
+  }
+};
 
-TEST_F(PlacementTest, NpuPodsGoOnlyToNpusAndGpuPodsNeverDo) {
-  const std::vector<MemberView> members = NpuMembers([](std::string name, int64_t memory) {
-    ModelRoom m = Model(std::move(name), 2, 8, 16, 8);
-    m.device_memory_mib = memory;
-    return m;
-  });
+TEST_F(NpuPlacementTest, NpuPodsGoOnlyToNpusAndGpuPodsNeverDo) {
+  const std::vector<MemberView> members = NpuMembers();
   PodAsk npu = Pod(2);
   npu.request.device.type = core::DeviceClass::kNpu;
   Decision d = Run(npu, members);
@@ -315,12 +319,8 @@ TEST_F(PlacementTest, NpuPodsGoOnlyToNpusAndGpuPodsNeverDo) {
   EXPECT_THAT(d.reasons, ElementsAre("gpus: lost", "ascend: has no GPU nodes"));
 }
 
-TEST_F(PlacementTest, AnyAcceleratorPodsTakeTheCheapestDeviceWithTheMemory) {
-  const std::vector<MemberView> members = NpuMembers([](std::string name, int64_t memory) {
-    ModelRoom m = Model(std::move(name), 2, 8, 16, 8);
-    m.device_memory_mib = memory;
-    return m;
-  });
+TEST_F(NpuPlacementTest, AnyAcceleratorPodsTakeTheCheapestDeviceWithTheMemory) {
+  const std::vector<MemberView> members = NpuMembers();
   PodAsk any = Pod(1);
   any.request.device.type = core::DeviceClass::kAny;
   // No floor: the T4 ($0.5/h) is the cheapest accelerator.
@@ -341,9 +341,7 @@ TEST_F(PlacementTest, AnyAcceleratorPodsTakeTheCheapestDeviceWithTheMemory) {
   EXPECT_THAT(d.reasons,
               ElementsAre("ascend: has no accelerator with >= 73728 MiB (it has Ascend910B)"));
   // A model whose memory the member does not report passes no floor.
-  const std::vector<MemberView> unknown =
-      NpuMembers([](std::string name, int64_t) { return Model(std::move(name), 2, 8, 16, 8); });
-  EXPECT_EQ(Run(any, unknown).member, -1);
+  EXPECT_EQ(Run(any, NpuMembers(/*with_memory=*/false)).member, -1);
 }
 
 TEST_F(PlacementTest, LostMembersAreNeverChosen) {
