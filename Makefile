@@ -38,10 +38,11 @@ FUZZ_DIR := build-fuzz
 TSAN_DIR := build-tsan
 # The tests whose subject is concurrency, built and run under ThreadSanitizer (which cannot be
 # combined with ASan): only their targets are built, so the step stays short. base_test holds
-# base::ParallelFor's. -Wno-tsan: gcc
-# warns that TSan cannot see std::atomic_thread_fence, which only Boost.Asio's executor in the
-# engine library uses (not on any TSAN_TESTS path).
-TSAN_TESTS ?= slice_manager_test base_test
+# base::ParallelFor's; api_client_test the asynchronous client's (one loop thread, callers on
+# any thread). -Wno-tsan: gcc
+# warns that TSan cannot see std::atomic_thread_fence, which Boost.Asio's executor uses (the
+# asynchronous client's loop; api_client_test runs clean under it).
+TSAN_TESTS ?= slice_manager_test base_test api_client_test
 SEEDANCE := $(BUILD_DIR)/src/cli/seedance
 
 SAN_ENV := ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

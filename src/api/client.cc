@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "client_internal.h"
 #include "httplib.h"
 #include "json_body.h"
 #include "seedance/api/api.h"
@@ -116,6 +117,69 @@ std::string TransportError(httplib::Error e) {
 }
 
 }  // namespace
+
+namespace internal {
+
+absl::StatusOr<ClientSetup> SetUpClient(ClientOptions options) {
+  if (options.url.empty()) options.url = EnvOr("SEEDANCE_SERVER", std::string(kDefaultServer));
+  options.token_file = Client::TokenFileOf(options.token_file);
+  if (!(options.timeout_s > 0) || options.timeout_s > 86400) {
+    return absl::InvalidArgumentError("client timeout must be in (0, 86400] seconds");
+  }
+  absl::StatusOr<ServerUrl> url = ParseServerUrl(options.url);
+  if (!url.ok()) return url.status();
+  ClientSetup out;
+  out.url = *std::move(url);
+  if (!options.token_file.empty()) {
+    // The server issued the token, so any length it chose is accepted.
+    base::BearerTokenOptions read;
+    read.min_chars = 1;
+    absl::StatusOr<std::string> token =
+        base::ReadBearerToken(options.token_file, "--token-file", read);
+    if (!token.ok()) return token.status();
+    out.token = *std::move(token);
+  }
+  out.options = std::move(options);
+  return out;
+}
+
+std::string CallWhere(std::string_view method, const ServerUrl& url, std::string_view path) {
+  return absl::StrCat(Sv(method), " ", url.display, base::Clip(path, 200));
+}
+
+absl::StatusOr<nlohmann::json> DecodeReply(std::string_view where, int http,
+                                           const std::string& body) {
+  if (http < 200 || http > 299) return ReplyError(where, http, body);
+  if (body.empty()) return nlohmann::json(nullptr);
+  if (base::JsonNestingDepth(body, kMaxReplyDepth) > kMaxReplyDepth) {
+    return absl::DataLossError(
+        absl::StrCat(Sv(where), ": the reply nests deeper than ", kMaxReplyDepth, " levels"));
+  }
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return absl::DataLossError(absl::StrCat(
+        Sv(where), ": the reply is not JSON: ", base::ForTerminal(base::Clip(body, 120))));
+  }
+  return j;
+}
+
+absl::Status CannotReach(const ServerUrl& url, std::string_view why) {
+  return absl::UnavailableError(
+      absl::StrCat("cannot reach ", url.display, " (", Sv(why),
+                   "); is `seedance server` running there? (--server URL or SEEDANCE_SERVER)"));
+}
+
+absl::Status NoReplyInTime(std::string_view where, double timeout_s) {
+  return absl::DeadlineExceededError(
+      absl::StrCat(Sv(where), ": no complete reply within ", base::FormatNumber(timeout_s), " s"));
+}
+
+absl::Status ReplyTooLarge(std::string_view where, size_t cap) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat(Sv(where), ": the reply is larger than ", cap, " bytes"));
+}
+
+}  // namespace internal
 
 absl::StatusOr<ServerUrl> ParseServerUrl(std::string_view url) {
   ServerUrl out;
@@ -268,24 +332,12 @@ std::string Client::TokenFileOf(const std::string& flag) {
 }
 
 absl::StatusOr<Client> Client::Create(ClientOptions options) {
-  if (options.url.empty()) options.url = EnvOr("SEEDANCE_SERVER", std::string(kDefaultServer));
-  options.token_file = TokenFileOf(options.token_file);
-  if (!(options.timeout_s > 0) || options.timeout_s > 86400) {
-    return absl::InvalidArgumentError("client timeout must be in (0, 86400] seconds");
-  }
-  absl::StatusOr<ServerUrl> url = ParseServerUrl(options.url);
-  if (!url.ok()) return url.status();
+  absl::StatusOr<internal::ClientSetup> setup = internal::SetUpClient(std::move(options));
+  if (!setup.ok()) return setup.status();
   Client c;
-  c.url_ = *std::move(url);
-  if (!options.token_file.empty()) {
-    // The server issued the token, so any length it chose is accepted.
-    base::BearerTokenOptions read;
-    read.min_chars = 1;
-    absl::StatusOr<std::string> token =
-        base::ReadBearerToken(options.token_file, "--token-file", read);
-    if (!token.ok()) return token.status();
-    c.token_ = *std::move(token);
-  }
+  c.url_ = std::move(setup->url);
+  c.token_ = std::move(setup->token);
+  options = std::move(setup->options);
   c.http_ = std::make_unique<httplib::Client>(c.url_.display);
   if (!c.http_->is_valid()) {
     return absl::InvalidArgumentError(
@@ -341,35 +393,16 @@ absl::StatusOr<nlohmann::json> Client::Call(std::string_view method, std::string
   const bool fired = watchdog_->Disarm(gen);
 
   const std::string where = Where(method, path);
-  if (too_large) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(where, ": the reply is larger than ", cap, " bytes"));
-  }
+  if (too_large) return internal::ReplyTooLarge(where, cap);
   if (fired || error == httplib::Error::ConnectionTimeout || (!sent && past_deadline)) {
-    return absl::DeadlineExceededError(absl::StrCat(where, ": no complete reply within ",
-                                                    base::FormatNumber(options_.timeout_s), " s"));
+    return internal::NoReplyInTime(where, options_.timeout_s);
   }
-  if (!sent) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot reach ", url_.display, " (", TransportError(error),
-                     "); is `seedance server` running there? (--server URL or SEEDANCE_SERVER)"));
-  }
-  if (res.status < 200 || res.status > 299) return ReplyError(where, res.status, reply);
-  if (reply.empty()) return nlohmann::json(nullptr);
-  if (base::JsonNestingDepth(reply, kMaxReplyDepth) > kMaxReplyDepth) {
-    return absl::DataLossError(
-        absl::StrCat(where, ": the reply nests deeper than ", kMaxReplyDepth, " levels"));
-  }
-  nlohmann::json j = nlohmann::json::parse(reply, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return absl::DataLossError(absl::StrCat(
-        where, ": the reply is not JSON: ", base::ForTerminal(base::Clip(reply, 120))));
-  }
-  return j;
+  if (!sent) return internal::CannotReach(url_, TransportError(error));
+  return internal::DecodeReply(where, res.status, reply);
 }
 
 std::string Client::Where(std::string_view method, std::string_view path) const {
-  return absl::StrCat(Sv(method), " ", url_.display, base::Clip(path, 200));
+  return internal::CallWhere(method, url_, path);
 }
 
 absl::StatusOr<nlohmann::json> Client::CallObject(std::string_view method, std::string_view path,
