@@ -60,7 +60,8 @@ PodAsk AskOf(const api::PodRequest& request) {
 }  // namespace
 
 // A member's free room after it took `req` on `model` (until its next GET /v1/cluster says
-// better): the cached summary must not offer the same room twice between two polls.
+// better): the cached summary must not offer the same room twice between two polls. Which node
+// took it is not known, so the largest free on one node only falls to what is free in all.
 void Reserve(ClusterSummary& s, const api::PodRequest& req, const std::string& model) {
   const auto take = [](int64_t& v, int64_t d) { v = std::max<int64_t>(0, v - d); };
   const bool whole = req.num_gpu > 1 || (req.num_gpu == 1 && req.gpu_milli == 1000);
@@ -69,6 +70,9 @@ void Reserve(ClusterSummary& s, const api::PodRequest& req, const std::string& m
     take(r.free.memory_mib, req.memory_mib);
     take(r.free.gpu_milli, int64_t{req.num_gpu} * req.gpu_milli);
     if (whole) take(r.free.whole_gpus, req.num_gpu);
+    r.largest_free.cpu_milli = std::min(r.largest_free.cpu_milli, r.free.cpu_milli);
+    r.largest_free.memory_mib = std::min(r.largest_free.memory_mib, r.free.memory_mib);
+    r.largest_free.whole_gpus = std::min(r.largest_free.whole_gpus, r.free.whole_gpus);
   };
   apply(s);
   for (ModelRoom& m : s.gpu_models) {
@@ -121,37 +125,6 @@ absl::StatusOr<Record> ParseRecord(const std::string& key, const std::string& js
   return r;
 }
 
-// ---------------------------------------------------------------------------------- clients
-
-absl::StatusOr<std::unique_ptr<api::Client>> ClientPool::Take() {
-  {
-    base::MutexLock lock(mu_);
-    if (!free_.empty()) {
-      std::unique_ptr<api::Client> c = std::move(free_.back());
-      free_.pop_back();
-      return c;
-    }
-  }
-  absl::StatusOr<api::Client> c = api::Client::Create(options_);
-  if (!c.ok()) return c.status();
-  return std::make_unique<api::Client>(std::move(*c));
-}
-
-void ClientPool::Give(std::unique_ptr<api::Client> c) {
-  base::MutexLock lock(mu_);
-  if (free_.size() < 64) free_.push_back(std::move(c));
-}
-
-absl::StatusOr<Json> ClientPool::Call(std::string_view method, std::string_view path,
-                                      const std::string& body) {
-  absl::StatusOr<std::unique_ptr<api::Client>> c = Take();
-  if (!c.ok()) return c.status();
-  absl::StatusOr<Json> reply = (*c)->Call(method, path, body);
-  // A reply (2xx or not) leaves the connection usable; a transport failure does not.
-  if (reply.ok() || api::HttpStatusOf(reply.status()) != 0) Give(std::move(*c));
-  return reply;
-}
-
 // ---------------------------------------------------------------------------------- state
 
 double Front::State::Now() const {
@@ -176,7 +149,9 @@ std::vector<MemberView> Front::State::Views(const std::map<int, std::string>& re
   views.reserve(members.size());
   for (size_t i = 0; i < members.size(); ++i) {
     const Member& m = *members[i];
-    MemberView v = ViewOf(m.config, m.summary, m.lost);
+    ClusterSummary summary = m.summary;
+    for (const auto& [id, h] : m.holds) Reserve(summary, h.request, h.model);
+    MemberView v = ViewOf(m.config, std::move(summary), m.lost);
     if (const auto it = refused.find(static_cast<int>(i)); it != refused.end()) {
       v.refused = it->second;
     } else if (!m.have_summary && !m.lost) {
@@ -319,7 +294,7 @@ void Front::State::ReleaseQuota(Record& r) {
 }
 
 Decision Front::State::Choose(const Record& r, const PodAsk& ask, const std::string& gang_key,
-                              std::map<int, std::string>& refused) {
+                              std::map<int, std::string>& refused, uint64_t* hold) {
   base::MutexLock lock(mu);
   const auto g = gang_key.empty() ? gangs.end() : gangs.find(gang_key);
   if (g != gangs.end()) {
@@ -331,14 +306,22 @@ Decision Front::State::Choose(const Record& r, const PodAsk& ask, const std::str
   }
   const std::vector<MemberView> views = Views(refused);
   Policy policy{options.policy, rotation.get()};
+  Decision d;
   if (!gang_key.empty() && g == gangs.end() && r.request.gang_min > 1) {
     std::vector<PodAsk> gang(static_cast<size_t>(r.request.gang_min), ask);
-    return DecideGang(gang, views, policy);
+    d = DecideGang(gang, views, policy);
+  } else {
+    d = Decide(ask, views, policy);
   }
-  return Decide(ask, views, policy);
+  if (d.member >= 0) {
+    Member& m = *members[d.member];
+    *hold = ++m.hold_seq;
+    m.holds[*hold] = {*hold, r.request, d.gpu_models.empty() ? "" : d.gpu_models[0]};
+  }
+  return d;
 }
 
-void Front::State::Take(Record& r, const Placed& p, const std::string& gang_key) {
+void Front::State::Take(Record& r, const Placed& p, const std::string& gang_key, uint64_t hold) {
   Member& m = *members[p.member];
   r.member = m.config.name;
   r.member_uid = p.pod["uid"].get<std::string>();
@@ -349,81 +332,134 @@ void Front::State::Take(Record& r, const Placed& p, const std::string& gang_key)
   r.phase = p.pod.value("phase", "Pending");
   r.dispatched_s = Now();
   base::MutexLock lock(mu);
+  m.holds.erase(hold);
   Reserve(m.summary, r.request, p.model);
   m.debits.push_back({++m.debit_seq, r.request, p.model});
   if (!gang_key.empty()) gangs.emplace(gang_key, m.config.name);
   ++dispatched;
 }
 
-void Front::State::Withdraw(Record& r, const Placed& p) {
+void Front::State::Withdraw(Record& r, const Placed& p, std::function<void()> then) {
   Member& m = *members[p.member];
-  const std::string uid = p.pod["uid"].get<std::string>();
-  absl::StatusOr<Json> gone = m.pool->Call("DELETE", "/v1/pods/" + uid);
-  // Not deleted now: remembered, and deleted when the member is reconciled.
-  if (!gone.ok() && api::HttpStatusOf(gone.status()) != 404) {
-    r.withdrawn.push_back({m.config.name, uid});
-  }
+  std::string uid = p.pod["uid"].get<std::string>();
+  m.client->Call("DELETE", "/v1/pods/" + uid, "",
+                 [&r, &m, uid, then = std::move(then)](absl::StatusOr<Json> gone) {
+                   // Not deleted now: remembered, and deleted when the member is reconciled.
+                   if (!gone.ok() && api::HttpStatusOf(gone.status()) != 404) {
+                     r.withdrawn.push_back({m.config.name, uid});
+                   }
+                   then();
+                 });
 }
 
-void Front::State::Dispatch(Record& r) {
+// One dispatch: the members left out so far (and why), and a copy a member's scheduler left
+// pending, kept while another member may place the pod (a gang's pods are left where they are:
+// they pend until the gang is complete).
+struct Front::State::Dispatching {
+  Record* r = nullptr;
+  PodAsk ask;
+  std::string gang_key;
+  std::map<int, std::string> refused;
+  std::optional<Placed> pending;
+  size_t attempts = 0;
+  std::function<void()> done;
+};
+
+void Front::State::DispatchAsync(Record& r, std::function<void()> done) {
   r.over_quota = false;
   if (std::string why = ReserveQuota(r); !why.empty()) {
     r.member.clear();
     r.reasons = {std::move(why)};
     r.over_quota = true;
-    return;
+    return done();
   }
-  std::map<int, std::string> refused;
-  const PodAsk ask = AskOf(r.request);
-  const std::string gang_key =
-      r.request.gang.empty() ? "" : absl::StrCat(r.request.ns, "/", r.request.gang);
-  // A member's copy its scheduler left pending, kept while another member may place the pod
-  // (a gang's pods are left where they are: they pend until the gang is complete).
-  std::optional<Placed> pending;
-  for (size_t attempt = 0; attempt <= members.size(); ++attempt) {
-    Decision d = Choose(r, ask, gang_key, refused);
-    if (d.member < 0) {
-      r.reasons = std::move(d.reasons);
-      break;
+  auto d = std::make_shared<Dispatching>();
+  d->r = &r;
+  d->ask = AskOf(r.request);
+  d->gang_key = r.request.gang.empty() ? "" : absl::StrCat(r.request.ns, "/", r.request.gang);
+  d->done = std::move(done);
+  Attempt(d);
+}
+
+void Front::State::Dispatch(Record& r) {
+  std::promise<void> finished;
+  std::future<void> dispatched = finished.get_future();
+  DispatchAsync(r, [&finished] { finished.set_value(); });
+  dispatched.wait();
+}
+
+void Front::State::Attempt(const std::shared_ptr<Dispatching>& d) {
+  Record& r = *d->r;
+  if (d->attempts++ > members.size()) return EndDispatch(d);
+  uint64_t hold = 0;
+  Decision dec = Choose(r, d->ask, d->gang_key, d->refused, &hold);
+  if (dec.member < 0) {
+    r.reasons = std::move(dec.reasons);
+    return EndDispatch(d);
+  }
+  nlohmann::ordered_json body = api::PodRequestToJson(r.request);
+  body["labels"][std::string(kFrontUidLabel)] = r.uid;
+  std::string model = dec.gpu_models.empty() ? "" : dec.gpu_models[0];
+  if (options.policy == PolicyKind::kCost && !model.empty()) body["gpu_spec"] = model;
+  members[dec.member]->client->Call(
+      "POST", "/v1/pods", body.dump(),
+      [this, d, member = dec.member, hold, model = std::move(model)](absl::StatusOr<Json> reply) {
+        Answered(d, member, hold, model, std::move(reply));
+      });
+}
+
+void Front::State::Answered(const std::shared_ptr<Dispatching>& d, int member, uint64_t hold,
+                            const std::string& model, absl::StatusOr<Json> reply) {
+  Record& r = *d->r;
+  if (reply.ok() && reply->is_object() && reply->value("uid", "") != "") {
+    Placed here{member, model, *std::move(reply)};
+    if (here.pod.value("phase", "") != "Pending" || !d->gang_key.empty()) {
+      auto take = [this, d, here, hold] {
+        Take(*d->r, here, d->gang_key, hold);
+        d->done();
+      };
+      if (!d->pending) return take();
+      const Placed pending = *std::exchange(d->pending, std::nullopt);
+      return Withdraw(r, pending, std::move(take));
     }
-    Member& m = *members[d.member];
-    nlohmann::ordered_json body = api::PodRequestToJson(r.request);
-    body["labels"][std::string(kFrontUidLabel)] = r.uid;
-    const std::string model = d.gpu_models.empty() ? "" : d.gpu_models[0];
-    if (options.policy == PolicyKind::kCost && !model.empty()) body["gpu_spec"] = model;
-    absl::StatusOr<Json> reply = m.pool->Call("POST", "/v1/pods", body.dump());
-    if (reply.ok() && reply->is_object() && reply->value("uid", "") != "") {
-      const Placed here{d.member, model, *reply};
-      if (reply->value("phase", "") != "Pending" || !gang_key.empty()) {
-        if (pending) Withdraw(r, *pending);
-        return Take(r, here, gang_key);
-      }
-      refused[d.member] = absl::StrCat("took the pod but its scheduler left it pending");
-      if (pending) {
-        Withdraw(r, here);
-      } else {
-        pending = here;
-      }
-      continue;
+    {
+      base::MutexLock lock(mu);
+      members[member]->holds.erase(hold);
     }
-    const int http = reply.ok() ? 200 : api::HttpStatusOf(reply.status());
-    const std::string why =
-        reply.ok() ? "an answer without a uid" : std::string(reply.status().message());
-    refused[d.member] = absl::StrCat(http >= 400 && http < 500 ? "refused: " : "unreachable: ",
-                                     base::Clip(why, 300));
-    // Without a reply the member may have created the pod: remembered, removed when it answers
-    // (ArmReconcile).
-    if (!reply.ok() && http == 0) r.withdrawn.push_back({m.config.name, ""});
+    d->refused[member] = "took the pod but its scheduler left it pending";
+    if (d->pending) return Withdraw(r, here, [this, d] { Attempt(d); });
+    d->pending = std::move(here);
+    return Attempt(d);
+  }
+  const int http = reply.ok() ? 200 : api::HttpStatusOf(reply.status());
+  const std::string why =
+      reply.ok() ? "an answer without a uid" : std::string(reply.status().message());
+  d->refused[member] =
+      absl::StrCat(http >= 400 && http < 500 ? "refused: " : "unreachable: ", base::Clip(why, 300));
+  // Without a reply the member may have created the pod: remembered, removed when it answers
+  // (ArmReconcile).
+  if (!reply.ok() && http == 0) r.withdrawn.push_back({members[member]->config.name, ""});
+  {
     base::MutexLock lock(mu);
+    members[member]->holds.erase(hold);
     ++refusals;
   }
-  if (pending) return Take(r, *pending, gang_key);  // pending there beats waiting here
+  Attempt(d);
+}
+
+void Front::State::EndDispatch(const std::shared_ptr<Dispatching>& d) {
+  Record& r = *d->r;
+  if (d->pending) {
+    Take(r, *d->pending, d->gang_key, /*hold=*/0);  // pending there beats waiting here
+    return d->done();
+  }
   r.member.clear();
   if (r.reasons.empty()) {
-    for (const auto& [i, why] : refused) {
+    for (const auto& [i, why] : d->refused) {
       r.reasons.push_back(absl::StrCat(members[i]->config.name, ": ", why));
     }
   }
+  d->done();
 }
 
 absl::Status Front::State::PersistNow(std::vector<std::pair<std::string, std::string>> puts,
@@ -525,17 +561,17 @@ absl::StatusOr<std::unique_ptr<Front>> Front::Create(FrontOptions options, Persi
     co.token_file = c.token_file;
     co.timeout_s = options.call_timeout_s;
     // Checked now (URL, token file) so that a bad member file is refused before anything starts.
-    absl::StatusOr<api::Client> probe = api::Client::Create(co);
-    if (!probe.ok()) {
+    absl::StatusOr<std::unique_ptr<api::AsyncClient>> client =
+        api::AsyncClient::Create(co, *s->loop);
+    if (!client.ok()) {
       // The client names its own flag; here the value came from the member file.
-      std::string why(probe.status().message());
+      std::string why(client.status().message());
       if (why.rfind("--token-file: ", 0) == 0) why = "token_file " + why.substr(14);
-      return absl::Status(probe.status().code(), absl::StrCat("member ", c.name, ": ", why));
+      return absl::Status(client.status().code(), absl::StrCat("member ", c.name, ": ", why));
     }
     auto m = std::make_unique<Member>();
     m->config = c;
-    m->pool = std::make_unique<ClientPool>(co);
-    m->pool->Give(std::make_unique<api::Client>(std::move(*probe)));
+    m->client = *std::move(client);
     s->members.push_back(std::move(m));
     weights.push_back(c.weight);
   }
@@ -606,6 +642,8 @@ void Front::Stop() {
     if (m->watcher.joinable()) m->watcher.join();
   }
   if (s.queue_thread.joinable()) s.queue_thread.join();
+  for (auto& m : s.members) m->client->Close();
+  s.loop->Stop();
 }
 
 FrontReply Front::Submit(std::string_view body, const api::PodRequest& request) {
@@ -633,12 +671,13 @@ void Front::SubmitAsync(const api::PodRequest& request, std::function<void(Front
     s.in_flight.insert(r->uid);
     ++s.submitting;
   }
-  s.Dispatch(*r);
-  std::vector<std::pair<std::string, std::string>> puts = {{r->uid, RecordJson(*r)}};
-  s.persist(std::move(puts), {},
-            [&s, r, key = std::move(key), done = std::move(done)](absl::Status st) {
-              done(s.FinishSubmit(*r, key, st));
-            });
+  s.DispatchAsync(*r, [&s, r, key = std::move(key), done = std::move(done)]() mutable {
+    std::vector<std::pair<std::string, std::string>> puts = {{r->uid, RecordJson(*r)}};
+    s.persist(std::move(puts), {},
+              [&s, r, key = std::move(key), done = std::move(done)](absl::Status st) {
+                done(s.FinishSubmit(*r, key, st));
+              });
+  });
 }
 
 FrontReply Front::State::FinishSubmit(Record& r, const std::string& key, const absl::Status& st) {
@@ -724,17 +763,21 @@ void Front::DeleteAsync(const std::string& uid, const std::function<bool(const s
     s.in_flight.insert(uid);
     ++s.submitting;
   }
-  if (index >= 0) {
-    absl::StatusOr<Json> r = s.members[index]->pool->Call("DELETE", "/v1/pods/" + member_uid);
-    if (!r.ok() && api::HttpStatusOf(r.status()) != 404) {
-      return done(s.FinishDelete(
-          uid, index, member_uid,
-          absl::UnavailableError(absl::StrCat("member ", member, ": ", r.status().message()))));
-    }
-  }
-  s.persist({}, {uid}, [&s, uid, index, member_uid, done = std::move(done)](absl::Status st) {
-    done(s.FinishDelete(uid, index, member_uid, st));
-  });
+  auto reply = std::make_shared<std::function<void(FrontReply)>>(std::move(done));
+  auto commit = [&s, uid, index, member_uid, reply] {
+    s.persist({}, {uid}, [&s, uid, index, member_uid, reply](absl::Status st) {
+      (*reply)(s.FinishDelete(uid, index, member_uid, st));
+    });
+  };
+  if (index < 0) return commit();
+  s.members[index]->client->Call(
+      "DELETE", "/v1/pods/" + member_uid, "",
+      [&s, uid, index, member, member_uid, reply, commit](absl::StatusOr<Json> r) {
+        if (r.ok() || api::HttpStatusOf(r.status()) == 404) return commit();
+        (*reply)(s.FinishDelete(
+            uid, index, member_uid,
+            absl::UnavailableError(absl::StrCat("member ", member, ": ", r.status().message()))));
+      });
 }
 
 FrontReply Front::State::FinishDelete(const std::string& uid, int index,
@@ -790,7 +833,7 @@ FrontReply Front::Explain(const std::string& uid,
     }
   }
   absl::StatusOr<Json> r =
-      s.members[index]->pool->Call("GET", "/v1/pods/" + member_uid + "/explain");
+      s.members[index]->client->CallAndWait("GET", "/v1/pods/" + member_uid + "/explain");
   if (!r.ok()) {
     return Error(absl::Status(r.status().code(),
                               absl::StrCat("member ", member, ": ", r.status().message())));

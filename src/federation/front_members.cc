@@ -31,13 +31,13 @@ bool Stopping(Front::State& s) {
 }
 
 // Every pod of a member, through the paginated list (null: a call failed, `error` says why).
-std::optional<std::vector<Json>> ListMemberPods(ClientPool& pool, std::string* error) {
+std::optional<std::vector<Json>> ListMemberPods(api::AsyncClient& client, std::string* error) {
   std::vector<Json> pods;
   std::string cont;
   for (int page = 0; page < 100000; ++page) {
     std::string path = "/v1/pods?limit=5000";
     if (!cont.empty()) path += "&continue=" + api::UrlEncode(cont);
-    absl::StatusOr<Json> r = pool.Call("GET", path);
+    absl::StatusOr<Json> r = client.CallAndWait("GET", path);
     if (!r.ok() || !r->is_object() || !(*r)["items"].is_array()) {
       *error = r.ok() ? "GET /v1/pods: not a list" : std::string(r.status().message());
       return std::nullopt;
@@ -66,7 +66,7 @@ void Front::State::PollLoop(Member& m) {
       base::MutexLock lock(mu);
       sent = m.debit_seq;
     }
-    absl::StatusOr<Json> reply = m.pool->Call("GET", "/v1/cluster");
+    absl::StatusOr<Json> reply = m.client->CallAndWait("GET", "/v1/cluster");
     absl::StatusOr<ClusterSummary> summary = reply.ok()
                                                  ? ParseClusterSummary(reply->dump())
                                                  : absl::StatusOr<ClusterSummary>(reply.status());
@@ -161,7 +161,7 @@ void Front::State::MarkLost(Member& m) {
 void Front::State::Reconcile(Member& m) {
   const double started = Now();
   std::string error;
-  std::optional<std::vector<Json>> pods = ListMemberPods(*m.pool, &error);
+  std::optional<std::vector<Json>> pods = ListMemberPods(*m.client, &error);
   if (!pods) {
     base::MutexLock lock(mu);
     m.reconcile = true;
@@ -187,7 +187,7 @@ void Front::State::Reconcile(Member& m) {
   }
   bool ok = true;
   for (const std::string& uid : orphans) {
-    absl::StatusOr<Json> r = m.pool->Call("DELETE", "/v1/pods/" + uid);
+    absl::StatusOr<Json> r = m.client->CallAndWait("DELETE", "/v1/pods/" + uid);
     if (!r.ok() && api::HttpStatusOf(r.status()) != 404) ok = false;
   }
   std::vector<Record> changed;

@@ -18,6 +18,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "nlohmann/json.hpp"
+#include "seedance/api/async_client.h"
 #include "seedance/api/client.h"
 #include "seedance/base/mutex.h"
 #include "seedance/federation/front.h"
@@ -76,25 +77,11 @@ std::string RecordJson(const Record& r);
 void Reserve(ClusterSummary& s, const api::PodRequest& req, const std::string& model);
 absl::StatusOr<Record> ParseRecord(const std::string& key, const std::string& json);
 
-// A pool of clients of one member (api::Client is one per thread).
-class ClientPool {
- public:
-  explicit ClientPool(api::ClientOptions options) : options_(std::move(options)) {}
-  absl::StatusOr<std::unique_ptr<api::Client>> Take();
-  void Give(std::unique_ptr<api::Client> c);
-  // One call with a pooled client.
-  absl::StatusOr<Json> Call(std::string_view method, std::string_view path,
-                            const std::string& body = "");
-
- private:
-  api::ClientOptions options_;
-  base::Mutex mu_;
-  std::vector<std::unique_ptr<api::Client>> free_ ABSL_GUARDED_BY(mu_);
-};
-
 struct Member {
   MemberConfig config;
-  std::unique_ptr<ClientPool> pool;
+  // Every call to the member but the watch's long polls (one connection of its own): answered
+  // on State::loop's thread.
+  std::unique_ptr<api::AsyncClient> client;
   std::thread poller, watcher;
   // Guarded by State::mu.
   bool have_summary = false;
@@ -113,6 +100,11 @@ struct Member {
   };
   std::vector<Debit> debits;
   uint64_t debit_seq = 0;
+  // Decisions under way (by id): a pod sent here whose answer has not come back. Debited from
+  // the views the next decisions see, so that concurrent dispatches do not offer the same room
+  // twice; dropped when the answer comes (a pod taken is then one of `debits`).
+  std::map<uint64_t, Debit> holds;
+  uint64_t hold_seq = 0;
   std::string last_error;
   std::unordered_map<std::string, std::string> by_member_uid;  // member UID -> front UID
   // Watch events for member UIDs not yet recorded (a dispatch whose reply is on its way).
@@ -122,6 +114,8 @@ struct Member {
 struct Front::State {
   FrontOptions options;
   Persist persist;
+  // The members' calls run here; declared before `members` so that it outlives their clients.
+  std::unique_ptr<api::ClientLoop> loop = std::make_unique<api::ClientLoop>();
   std::vector<std::unique_ptr<Member>> members;
 
   mutable base::Mutex mu;
@@ -166,13 +160,25 @@ struct Front::State {
   // Dispatch's steps: the member placement chooses (members in `refused` left out, a gang kept
   // where its first pod went); the record takes a member's copy; a copy deleted from its member
   // (remembered as withdrawn when the member does not answer).
+  // A chosen member holds the pod's room (`*hold`: the hold's id) until Answered.
   Decision Choose(const Record& r, const PodAsk& ask, const std::string& gang_key,
-                  std::map<int, std::string>& refused);
-  void Take(Record& r, const Placed& p, const std::string& gang_key);
-  void Withdraw(Record& r, const Placed& p);
-  // Places `uid` (in in_flight, not in records' member) on a member or leaves it waiting;
-  // updates the record in `r` (a copy, not yet installed). Calls members; no lock held.
+                  std::map<int, std::string>& refused, uint64_t* hold);
+  // The record takes `p`; the hold of its decision (0: none left) becomes a debit.
+  void Take(Record& r, const Placed& p, const std::string& gang_key, uint64_t hold);
+  // Deletes a copy from its member, then `then` (on the loop's thread).
+  void Withdraw(Record& r, const Placed& p, std::function<void()> then);
+  // Places `r` (in in_flight, not in records' member; a copy, not yet installed) on a member or
+  // leaves it waiting with the reasons, then calls `done` on the loop's thread (or the caller's,
+  // when no member is asked). `r` must live until then. No lock held.
+  void DispatchAsync(Record& r, std::function<void()> done);
+  // DispatchAsync, waited for; never on the loop's thread.
   void Dispatch(Record& r);
+  // DispatchAsync's steps: one decision and its member's answer, and the end.
+  struct Dispatching;
+  void Attempt(const std::shared_ptr<Dispatching>& d);
+  void Answered(const std::shared_ptr<Dispatching>& d, int member, uint64_t hold,
+                const std::string& model, absl::StatusOr<Json> reply);
+  void EndDispatch(const std::shared_ptr<Dispatching>& d);
   // Installs a dispatched record (after it was persisted), replacing the one under its UID, and
   // moves the quota use from the old to the new.
   void Install(Record r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);

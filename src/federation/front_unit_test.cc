@@ -1,15 +1,19 @@
 // The federation front's records without members to reach (front.h): a pod waits at the front
 // with a reason per member, its record is persisted before the answer, a restart restores it,
-// names are unique, and Start is once. The front with real member servers is front_test.py.
+// names are unique, and Start is once; and, with two cpp-httplib members, the room a decision
+// holds while its member answers. The front with real member servers is front_test.py.
+#include <atomic>
+#include <future>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "../api/stub_server_testing.h"  // a cpp-httplib server as a member
 #include "front_state.h"
 #include "gtest/gtest.h"
-#include "seedance/api/api.h"
 #include "nlohmann/json.hpp"
+#include "seedance/api/api.h"
 #include "seedance/federation/front.h"
 
 namespace seedance::federation {
@@ -165,11 +169,11 @@ TEST(FrontTest, AQuotaAcrossMembersHoldsBackAPodBeyondIt) {
   std::unique_ptr<Front> f = *Front::Create(o, store.Hook());
   api::PodRequest web = Pod("w", 8);
   web.ns = "web";
-  ASSERT_TRUE(f->Restore({PlacedRecord("u1", Pod("a", 2), "far"),
-                          PlacedRecord("u2", Pod("b", 1), "far"),
-                          PlacedRecord("u3", Pod("gone", 4), "far", /*ended=*/true),
-                          PlacedRecord("u4", web, "far")})
-                  .ok());
+  ASSERT_TRUE(
+      f->Restore({PlacedRecord("u1", Pod("a", 2), "far"), PlacedRecord("u2", Pod("b", 1), "far"),
+                  PlacedRecord("u3", Pod("gone", 4), "far", /*ended=*/true),
+                  PlacedRecord("u4", web, "far")})
+          .ok());
   const Json members = Json::parse(f->Members().body);
   ASSERT_EQ(members["quotas"].size(), 1u);
   EXPECT_EQ(members["quotas"][0]["used"]["gpus"], 3);
@@ -194,6 +198,75 @@ TEST(FrontTest, AQuotaAcrossMembersHoldsBackAPodBeyondIt) {
   EXPECT_NE(f->MetricsText().find(
                 "seedance_federation_quota_used{quota=\"ml-quota\",resource=\"gpus\"} 3\n"),
             std::string::npos);
+}
+
+// A member that answers POST /v1/pods with a bound pod; `hold_first` keeps its first answer
+// until the stub is released.
+void ServePods(api::StubServer& stub, const std::string& name, bool hold_first) {
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  stub.http().Post("/v1/pods", [&stub, name, hold_first, calls](const httplib::Request&,
+                                                                httplib::Response& res) {
+    const int n = calls->fetch_add(1);
+    if (hold_first && n == 0) stub.WaitForRelease();
+    res.status = 201;
+    res.set_content(Json{{"uid", name + "-" + std::to_string(n)}, {"phase", "Bound"}}.dump(),
+                    "application/json");
+  });
+}
+
+// What a member with one free GPU (of 8, one node of V100s) says of itself.
+ClusterSummary OneGpuFree(const std::string& cluster) {
+  const Json room = {
+      {"nodes", 1},
+      {"capacity", {{"cpu_milli", 64000}, {"memory_mib", 512000}, {"num_gpus", 8}}},
+      {"free",
+       {{"cpu_milli", 64000}, {"memory_mib", 512000}, {"gpu_milli", 1000}, {"whole_gpus", 1}}},
+      {"largest_free", {{"cpu_milli", 64000}, {"memory_mib", 512000}, {"whole_gpus", 1}}}};
+  Json summary = room;
+  summary["cluster"] = cluster;
+  summary["gpu_models"] = Json::array({room});
+  summary["gpu_models"][0]["gpu_model"] = "V100M16";
+  return *ParseClusterSummary(summary.dump());
+}
+
+// Two submissions under way at once must not both be sent to the last free GPU of the cheaper
+// member: the first holds it from its decision until the member answers.
+TEST(FrontTest, ConcurrentSubmissionsDoNotShareAMembersLastRoom) {
+  api::StubServer cheap, dear;
+  ServePods(cheap, "cheap", /*hold_first=*/true);
+  ServePods(dear, "dear", /*hold_first=*/false);
+  FrontOptions o;
+  for (auto [name, stub, price] : {std::tuple{"cheap", &cheap, 1.0}, {"dear", &dear, 2.0}}) {
+    MemberConfig m;
+    m.name = name;
+    m.url = stub->url();
+    m.prices.gpu_hour_default = price;
+    o.config.members.push_back(m);
+  }
+  o.call_timeout_s = 30;
+  FakeStore store;
+  std::unique_ptr<Front> f = *Front::Create(o, store.Hook());
+  Front::State& s = FrontTestPeer::state(*f);
+  {
+    base::MutexLock lock(s.mu);
+    for (auto& m : s.members) {
+      m->summary = OneGpuFree(m->config.name);
+      m->have_summary = true;
+    }
+  }
+  std::promise<FrontReply> first;
+  f->SubmitAsync(Pod("first", 1), [&first](FrontReply r) { first.set_value(std::move(r)); });
+  // The cheap member has not answered the first pod: the second goes to the other member.
+  const FrontReply second = f->Submit("", Pod("second", 1));
+  cheap.Release();
+  const FrontReply one = first.get_future().get();
+  ASSERT_EQ(one.status, 201) << one.body;
+  ASSERT_EQ(second.status, 201) << second.body;
+  EXPECT_EQ(Json::parse(one.body)["cluster"], "cheap") << one.body;
+  EXPECT_EQ(Json::parse(second.body)["cluster"], "dear");
+  // The answer turned the hold into a debit: the cheap member's last GPU stays taken.
+  const FrontReply third = f->Submit("", Pod("third", 1));
+  EXPECT_EQ(Json::parse(third.body)["cluster"].is_null(), true) << third.body;
 }
 
 TEST(FrontTest, AMemberFileWithAMissingTokenFileIsRefusedNamingTheMember) {

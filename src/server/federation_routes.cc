@@ -1,7 +1,8 @@
 // A federation front's routes (docs/federation.md): the pod API of one server, answered by
 // federation::Front across the member clusters. Decoding and the caller's rights are checked
-// here exactly as the one-cluster routes check them; the routes that call members run on the
-// blocking pool.
+// here exactly as the one-cluster routes check them. Submissions run on the I/O threads (the
+// front calls members asynchronously); deletions and explain, which may wait on the front,
+// run on the blocking pool.
 #include "absl/strings/str_cat.h"
 #include "routes.h"
 #include "seedance/api/api.h"
@@ -21,7 +22,7 @@ void PostPod(federation::Front& front, Request& req, Done done) {
   if (absl::Status st = CheckNamespace(req.caller, pr->ns); !st.ok()) {
     return done(ErrorReply(st));
   }
-  // The member call is made here (a blocking-pool thread); the reply comes from the commit.
+  // Decided here (an I/O thread); the member call and the commit answer later.
   front.SubmitAsync(
       *pr, [done = std::move(done)](federation::FrontReply r) { done(FromFront(std::move(r))); });
 }
@@ -48,9 +49,8 @@ void RegisterFederationRoutes(Router& r, federation::Front& front) {
   using A = Access;
   const std::string pod = "/v1/pods/{uid}";
   auto& f = front;
-  r.Add(
-      "POST", "/v1/pods", "create_pod", A::kTenant,
-      [&f](Request& req, Done done) { PostPod(f, req, std::move(done)); }, /*blocking=*/true);
+  r.Add("POST", "/v1/pods", "create_pod", A::kTenant,
+        [&f](Request& req, Done done) { PostPod(f, req, std::move(done)); });
   r.Add("GET", "/v1/pods", "list_pods", A::kReader,
         [&f](Request& req, Done done) { ListPods(f, req, std::move(done)); });
   r.Add("GET", pod, "get_pod", A::kReader, [&f](Request& req, Done done) {

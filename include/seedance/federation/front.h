@@ -30,6 +30,10 @@
 // (phase "Pending", cluster null, explain gives one reason per member) and is dispatched by the
 // front's queue thread as members' capacity changes. The pods of one gang go where its first pod
 // went (the first is placed by DecideGang for gang_min copies of itself), so a gang is never split.
+// Member calls are asynchronous (api::AsyncClient, one event-loop thread for all members): no
+// thread waits on a member while a submission or deletion is under way. A member chosen for a
+// pod holds the pod's room from the decision to the member's answer, so that concurrent
+// submissions do not all see the same free room.
 //
 // Quotas (FederationConfig::quotas). A pod whose namespace has a quota is dispatched only if the
 // quota's use (the pods of its namespaces placed on any member and not ended) plus what
@@ -115,10 +119,10 @@ class Front {
   // POST /v1/pods: `body` already accepted by api::ParsePodRequest as `request`. 201 with the
   // pod (the member's answer, or Pending at the front), 409 for a name taken at the front.
   FrontReply Submit(std::string_view body, const api::PodRequest& request);
-  // The same without a thread waiting for the commit: the member calls are made on the calling
-  // thread, then the record goes to Persist and `done` gets the reply from the thread that
-  // finishes the commit (the HTTP route hands it back to its connection). Stop waits for the
-  // submissions under way.
+  // The same without a thread waiting: the decision is made on the calling thread (no wait
+  // beyond the front's lock), the member calls on the member loop's thread, then the record goes
+  // to Persist and `done` gets the reply from the thread that finishes the commit (the HTTP
+  // route hands it back to its connection). Stop waits for the submissions under way.
   void SubmitAsync(const api::PodRequest& request, std::function<void(FrontReply)> done);
   // GET /v1/pods/{uid}; `sees` says whether the caller may see a namespace (a tenant's view).
   FrontReply Get(const std::string& uid, const std::function<bool(const std::string&)>& sees);
@@ -128,7 +132,9 @@ class Front {
   // DELETE /v1/pods/{uid}: deleted on its member, then at the front. 503 while the member is
   // lost (retry).
   FrontReply Delete(const std::string& uid, const std::function<bool(const std::string&)>& sees);
-  // The same without a thread waiting for the commit (as SubmitAsync).
+  // The same without a thread waiting on the member or the commit (as SubmitAsync), except
+  // for a pod being dispatched by the queue or a lost member's move, which the calling thread
+  // waits out (at most two member calls).
   void DeleteAsync(const std::string& uid, const std::function<bool(const std::string&)>& sees,
                    std::function<void(FrontReply)> done);
   // GET /v1/pods/{uid}/explain: the member's explanation, or one reason per member for a pod
