@@ -21,6 +21,7 @@
 #include "client_internal.h"
 #include "seedance/base/build_info.h"
 #include "seedance/base/check.h"
+#include "seedance/base/thread_name.h"
 
 namespace seedance::api {
 
@@ -39,7 +40,10 @@ struct ClientLoop::Impl {
 };
 
 ClientLoop::ClientLoop() : impl_(std::make_unique<Impl>()) {
-  impl_->thread = std::thread([i = impl_.get()] { i->ioc.run(); });
+  impl_->thread = std::thread([i = impl_.get()] {
+    base::NameThisThread("client-loop");
+    i->ioc.run();
+  });
 }
 
 ClientLoop::~ClientLoop() { Stop(); }

@@ -15,6 +15,7 @@
 #include "seedance/base/check.h"
 #include "seedance/base/parse.h"
 #include "seedance/base/text.h"
+#include "seedance/base/thread_name.h"
 #include "seedance/base/uuid.h"
 
 namespace seedance::federation {
@@ -621,10 +622,19 @@ void Front::Start() {
     for (auto& m : s.members) m->last_ok_s = now;  // lost_after counts from the start
   }
   for (auto& m : s.members) {
-    m->poller = std::thread([&s, m = m.get()] { s.PollLoop(*m); });
-    m->watcher = std::thread([&s, m = m.get()] { s.WatchLoop(*m); });
+    m->poller = std::thread([&s, m = m.get()] {
+      base::NameThisThread("fed-poll");
+      s.PollLoop(*m);
+    });
+    m->watcher = std::thread([&s, m = m.get()] {
+      base::NameThisThread("fed-watch");
+      s.WatchLoop(*m);
+    });
   }
-  s.queue_thread = std::thread([&s] { s.QueueLoop(); });
+  s.queue_thread = std::thread([&s] {
+    base::NameThisThread("fed-queue");
+    s.QueueLoop();
+  });
 }
 
 void Front::Stop() {

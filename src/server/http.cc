@@ -41,6 +41,7 @@
 #include "seedance/api/api.h"
 #include "seedance/base/mutex.h"
 #include "seedance/base/text.h"
+#include "seedance/base/thread_name.h"
 
 namespace seedance::server {
 
@@ -796,7 +797,12 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(Service& service,
   });
   Accept(&core);
   const int threads = std::max(1, core.options.io_threads);
-  for (int i = 0; i < threads; ++i) s->threads_.emplace_back([c = s->core_] { c->ioc.run(); });
+  for (int i = 0; i < threads; ++i) {
+    s->threads_.emplace_back([c = s->core_] {
+      base::NameThisThread("http-io");
+      c->ioc.run();
+    });
+  }
   return s;
 }
 

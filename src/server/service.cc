@@ -12,6 +12,7 @@
 #include "seedance/base/check.h"
 #include "seedance/base/mutex.h"
 #include "seedance/base/text.h"
+#include "seedance/base/thread_name.h"
 #include "seedance/policy/manager.h"
 #include "seedance/policy/policy.h"
 #include "seedance/sched/frag.h"
@@ -125,7 +126,10 @@ absl::StatusOr<std::unique_ptr<Service>> Service::Start(ServiceOptions options,
   if (absl::Status r = s->Recover(&stored_policy); !r.ok()) return r;
   if (absl::Status p = s->ApplyStoredPolicy(stored_policy); !p.ok()) return p;
   s->UpdateGauges();  // the recovered state, before the first batch
-  s->loop_ = std::thread([p = s.get()] { p->Loop(); });
+  s->loop_ = std::thread([p = s.get()] {
+    base::NameThisThread("service-loop");
+    p->Loop();
+  });
   s->ready_ = true;
   return s;
 }
