@@ -3,7 +3,8 @@
 // in-process members with different GPU models and prices, dispatched by the federation library's
 // three policies side by side:
 //   cost             Seedance (federation::PolicyKind::kCost): the lowest expected cost where the
-//                    pod fits; the chosen model is pinned (gpu_spec) so that the cost holds
+//                    pod fits; the chosen model and those there that cost no more are pinned
+//                    (gpu_spec) so that the cost holds
 //                    (also run unpinned, and with every duration unknown: priced as 1 h)
 //   first-to-admit   MultiKueue-like: the first member in file order where it fits
 //   static-weights   Karmada-like: a weighted round robin (equal weights) where it fits
@@ -259,10 +260,11 @@ bool Replay::Dispatch(size_t pod, double t) {
     info.shape = pods_[pod].spec.shape;
     info.shape.gpu_model_mask = 0;
     info.gpu_spec = ask.request.gpu_spec;
-    // Seedance pins the model it priced, so that the cost it minimised is the cost paid.
+    // Seedance pins the model it priced and those there that cost no more (Decision::gpu_specs),
+    // so that the cost it minimised is at most the cost paid.
     if (result_.run.kind == fed::PolicyKind::kCost && result_.run.pin_model &&
         info.gpu_spec.empty()) {
-      info.gpu_spec = d.gpu_models.front();
+      info.gpu_spec = d.gpu_specs.front();
     }
     if (absl::Status st = s.SubmitPod(info, t); !st.ok()) Die(std::string(st.message()));
     s.RunCycles(t);

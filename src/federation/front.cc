@@ -401,7 +401,7 @@ void Front::State::Attempt(const std::shared_ptr<Dispatching>& d) {
   nlohmann::ordered_json body = api::PodRequestToJson(r.request);
   body["labels"][std::string(kFrontUidLabel)] = r.uid;
   std::string model = dec.gpu_models.empty() ? "" : dec.gpu_models[0];
-  if (options.policy == PolicyKind::kCost && !model.empty()) body["gpu_spec"] = model;
+  if (options.policy == PolicyKind::kCost && !model.empty()) body["gpu_spec"] = dec.gpu_specs[0];
   members[dec.member]->client->Call(
       "POST", "/v1/pods", body.dump(),
       [this, d, member = dec.member, hold, model = std::move(model)](absl::StatusOr<Json> reply) {

@@ -190,6 +190,7 @@ struct AskFit {
   std::string model;                // the model priced ("" for a CPU-only pod)
   const ModelRoom* room = nullptr;  // its room in the member's summary
   double cost_usd = 0;
+  std::string pin;  // Decision::gpu_specs
 };
 
 // How a pod (or a gang) fares on one member.
@@ -198,6 +199,7 @@ struct MemberFit {
   double cost_usd = 0;
   int64_t whole_gpus_free = 0;  // kCost's tie-break
   std::vector<std::string> models;
+  std::vector<std::string> pins;
 };
 
 std::string Plural(int64_t n, std::string_view one, std::string_view many) {
@@ -300,6 +302,20 @@ double CpuAndEgressUsd(const PodAsk& ask, const MemberView& m) {
   return cpu + (moved ? m.prices.egress_gb * ask.data_gb : 0.0);
 }
 
+// The models a front may pin for a pod priced on `best`: `best`, then every other accepted
+// model priced at most as it is, whether it has room now or not (the member's scheduler may use
+// whichever frees first; the cost stays at most the one priced).
+std::string PinFor(const ModelRoom& best, const std::vector<const ModelRoom*>& accepted,
+                   const Prices& prices) {
+  const double ceiling = prices.GpuHour(best.gpu_model).value_or(0);
+  std::string pin = best.gpu_model;
+  for (const ModelRoom* mr : accepted) {
+    const std::optional<double> price = prices.GpuHour(mr->gpu_model);
+    if (mr != &best && price && *price <= ceiling) absl::StrAppend(&pin, "|", mr->gpu_model);
+  }
+  return pin;
+}
+
 // Whether one ask fits the member on its own, priced on the cheapest accepted model with room.
 AskFit FitOn(const PodAsk& ask, const MemberView& m) {
   const api::PodRequest& r = ask.request;
@@ -355,6 +371,7 @@ AskFit FitOn(const PodAsk& ask, const MemberView& m) {
   out.model = best->gpu_model;
   out.room = best;
   out.cost_usd = best_gpu_usd + CpuAndEgressUsd(ask, m);
+  out.pin = PinFor(*best, accepted, m.prices);
   return out;
 }
 
@@ -420,6 +437,7 @@ MemberFit FitAll(std::span<const PodAsk> asks, const MemberView& m) {
     }
     out.cost_usd += f.cost_usd;
     out.models.push_back(f.model);
+    out.pins.push_back(f.pin);
     fits.push_back(std::move(f));
   }
   if (asks.size() > 1) out.why = TogetherFailure(asks, fits, m.summary);
@@ -493,6 +511,7 @@ Decision DecideAll(std::span<const PodAsk> asks, std::span<const MemberView> mem
   if (d.member >= 0) {
     d.expected_cost_usd = fits[d.member].cost_usd;
     d.gpu_models = fits[d.member].models;
+    d.gpu_specs = fits[d.member].pins;
   }
   for (size_t i = 0; i < members.size(); ++i) {
     if (static_cast<int>(i) == d.member) continue;

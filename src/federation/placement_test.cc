@@ -182,6 +182,27 @@ TEST_F(PlacementTest, CostPicksTheCheapestMemberAndModelWithRoom) {
   EXPECT_THAT(p100.gpu_models, ElementsAre("P100"));
 }
 
+// What a front pins: the model priced, then every model there the pod accepts that costs no
+// more, full or not (the member binds whichever frees first); dearer models are left out.
+TEST_F(PlacementTest, ThePinKeepsTheCostAndEveryModelNoDearer) {
+  MemberView m = Member("m",
+                        {Model("P100", 1, 4, 4, 4), Model("T4", 1, 4, 0, 0),
+                         Model("V100M16", 1, 8, 8, 8), Model("V100M32", 1, 8, 0, 0)},
+                        0);
+  m.prices.gpu_hour = {{"P100", 1.5}, {"T4", 0.4}, {"V100M16", 2.5}, {"V100M32", 1.5}};
+  const std::vector<MemberView> members = {m};
+  const Decision d = Run(Pod(1), members);
+  ASSERT_EQ(d.member, 0);
+  EXPECT_THAT(d.gpu_models, ElementsAre("P100"));
+  EXPECT_THAT(d.gpu_specs, ElementsAre("P100|T4|V100M32"));
+  // A pod that names its models is pinned among them only.
+  PodAsk named = Pod(1);
+  named.request.gpu_spec = "P100|V100M16";
+  EXPECT_THAT(Run(named, members).gpu_specs, ElementsAre("P100"));
+  // A CPU-only pod pins nothing.
+  EXPECT_THAT(Run(Pod(0), members).gpu_specs, ElementsAre(""));
+}
+
 TEST_F(PlacementTest, CostTiesGoToTheMostFreeWholeGpus) {
   const std::vector<MemberView> members = {Member("a", {Model("T4", 2, 4, 4, 4)}, 1.0),
                                            Member("b", {Model("T4", 2, 4, 8, 4)}, 1.0)};

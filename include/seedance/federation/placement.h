@@ -165,6 +165,11 @@ struct Decision {
   // Per ask, the GPU model priced there ("" for a CPU-only pod): a front may pin it (gpu_spec)
   // so that the cost holds. Empty when no member was chosen.
   std::vector<std::string> gpu_models;
+  // Per ask, what a front pins as the pod's gpu_spec so that the cost holds without tying the
+  // pod to one model: the model priced, then every other model of the member the pod accepts
+  // priced at most as it is, "|"-joined ("" for a CPU-only pod). A model with no room now is
+  // included: the member's scheduler binds the pod to whichever frees first.
+  std::vector<std::string> gpu_specs;
   std::vector<std::string> reasons;  // one per member not chosen, in file order
 };
 
