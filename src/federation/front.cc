@@ -426,6 +426,7 @@ void Front::State::Answered(const std::shared_ptr<Dispatching>& d, int member, u
     {
       base::MutexLock lock(mu);
       members[member]->holds.erase(hold);
+      ++left_pending;
     }
     d->refused[member] = "took the pod but its scheduler left it pending";
     if (d->pending) return Withdraw(r, here, [this, d] { Attempt(d); });

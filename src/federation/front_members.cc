@@ -547,7 +547,12 @@ std::string Front::MetricsText() const {
                   "# HELP seedance_federation_refusals_total Dispatches a member refused or did "
                   "not answer.\n# TYPE seedance_federation_refusals_total counter\n"
                   "seedance_federation_refusals_total ",
-                  s.refusals, "\n");
+                  s.refusals, "\n",
+                  "# HELP seedance_federation_left_pending_total Dispatches a member took but "
+                  "its scheduler left pending.\n"
+                  "# TYPE seedance_federation_left_pending_total counter\n"
+                  "seedance_federation_left_pending_total ",
+                  s.left_pending, "\n");
   return out;
 }
 

@@ -131,6 +131,7 @@ struct Front::State {
   int64_t dispatched ABSL_GUARDED_BY(mu) = 0;
   int64_t redispatched ABSL_GUARDED_BY(mu) = 0;
   int64_t refusals ABSL_GUARDED_BY(mu) = 0;
+  int64_t left_pending ABSL_GUARDED_BY(mu) = 0;  // taken by a member, left pending there
   int64_t submitting ABSL_GUARDED_BY(mu) = 0;  // SubmitAsync, DeleteAsync not yet answered
   // Quotas (options.config.quotas, by index): each namespace's quota, set at Create; what the
   // counted records use (placed on a member, not ended); what dispatches under way reserved.

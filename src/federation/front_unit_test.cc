@@ -200,16 +200,21 @@ TEST(FrontTest, AQuotaAcrossMembersHoldsBackAPodBeyondIt) {
             std::string::npos);
 }
 
-// A member that answers POST /v1/pods with a bound pod; `hold_first` keeps its first answer
-// until the stub is released.
-void ServePods(api::StubServer& stub, const std::string& name, bool hold_first) {
+// A member that answers POST /v1/pods with a pod in `phase`; `hold_first` keeps its first answer
+// until the stub is released. DELETE /v1/pods/... is counted in `deleted`.
+void ServePods(api::StubServer& stub, const std::string& name, bool hold_first,
+               const std::string& phase = "Bound", std::atomic<int>* deleted = nullptr) {
+  stub.http().Delete(R"(/v1/pods/.*)", [deleted](const httplib::Request&, httplib::Response& res) {
+    if (deleted != nullptr) deleted->fetch_add(1);
+    res.set_content("{}", "application/json");
+  });
   auto calls = std::make_shared<std::atomic<int>>(0);
-  stub.http().Post("/v1/pods", [&stub, name, hold_first, calls](const httplib::Request&,
-                                                                httplib::Response& res) {
+  stub.http().Post("/v1/pods", [&stub, name, hold_first, phase, calls](const httplib::Request&,
+                                                                       httplib::Response& res) {
     const int n = calls->fetch_add(1);
     if (hold_first && n == 0) stub.WaitForRelease();
     res.status = 201;
-    res.set_content(Json{{"uid", name + "-" + std::to_string(n)}, {"phase", "Bound"}}.dump(),
+    res.set_content(Json{{"uid", name + "-" + std::to_string(n)}, {"phase", phase}}.dump(),
                     "application/json");
   });
 }
@@ -267,6 +272,38 @@ TEST(FrontTest, ConcurrentSubmissionsDoNotShareAMembersLastRoom) {
   // The answer turned the hold into a debit: the cheap member's last GPU stays taken.
   const FrontReply third = f->Submit("", Pod("third", 1));
   EXPECT_EQ(Json::parse(third.body)["cluster"].is_null(), true) << third.body;
+}
+
+// A member whose scheduler leaves the pod pending keeps it only while another may place it:
+// the other binds it, the pending copy is withdrawn, and the metric counts it.
+TEST(FrontTest, APodLeftPendingGoesToTheNextMemberAndItsCopyIsWithdrawn) {
+  api::StubServer cheap, dear;
+  std::atomic<int> withdrawn{0};
+  ServePods(cheap, "cheap", /*hold_first=*/false, "Pending", &withdrawn);
+  ServePods(dear, "dear", /*hold_first=*/false);
+  FrontOptions o;
+  for (auto [name, stub, price] : {std::tuple{"cheap", &cheap, 1.0}, {"dear", &dear, 2.0}}) {
+    MemberConfig m;
+    m.name = name;
+    m.url = stub->url();
+    m.prices.gpu_hour_default = price;
+    o.config.members.push_back(m);
+  }
+  FakeStore store;
+  std::unique_ptr<Front> f = *Front::Create(o, store.Hook());
+  Front::State& s = FrontTestPeer::state(*f);
+  {
+    base::MutexLock lock(s.mu);
+    for (auto& m : s.members) {
+      m->summary = OneGpuFree(m->config.name);
+      m->have_summary = true;
+    }
+  }
+  const FrontReply r = f->Submit("", Pod("p", 1));
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(Json::parse(r.body)["cluster"], "dear") << r.body;
+  EXPECT_EQ(withdrawn.load(), 1);
+  EXPECT_NE(f->MetricsText().find("seedance_federation_left_pending_total 1\n"), std::string::npos);
 }
 
 TEST(FrontTest, AMemberFileWithAMissingTokenFileIsRefusedNamingTheMember) {
