@@ -21,19 +21,19 @@
 //
 // Dispatch. Submit decides on the calling thread and forwards the pod to the member
 // (POST /v1/pods, with the label federation.seedance.io/front-uid and, under the cost policy,
-// gpu_spec pinned to the model it was priced on); a member that refuses it (4xx: a Slurm member
-// without a job script, a name taken there) or cannot be reached is left out and the decision is
-// made again over the others. So is a member whose scheduler leaves the pod pending (the
-// summary's fit test is necessary, not sufficient): its copy is kept while another member is
-// tried, deleted if one places the pod, and kept (pending there) if none does. A gang's pods are
-// not moved so: they pend until the gang is complete. A pod that fits no member waits at the front
-// (phase "Pending", cluster null, explain gives one reason per member) and is dispatched by the
-// front's queue thread as members' capacity changes. The pods of one gang go where its first pod
-// went (the first is placed by DecideGang for gang_min copies of itself), so a gang is never split.
-// Member calls are asynchronous (api::AsyncClient, one event-loop thread for all members): no
-// thread waits on a member while a submission or deletion is under way. A member chosen for a
-// pod holds the pod's room from the decision to the member's answer, so that concurrent
-// submissions do not all see the same free room.
+// gpu_spec pinned to the model it was priced on and those there that cost no more); a member that
+// refuses it (4xx: a Slurm member without a job script, a name taken there) or cannot be reached is
+// left out and the decision is made again over the others. So is a member whose scheduler leaves
+// the pod pending (the summary's fit test is necessary, not sufficient): its copy is kept while
+// another member is tried, deleted if one places the pod, and kept (pending there) if none does. A
+// gang's pods are not moved so: they pend until the gang is complete. A pod that fits no member
+// waits at the front (phase "Pending", cluster null, explain gives one reason per member) and is
+// dispatched by the front's queue thread as members' capacity changes. The pods of one gang go
+// where its first pod went (the first is placed by DecideGang for gang_min copies of itself), so a
+// gang is never split. Member calls are asynchronous (api::AsyncClient, one event-loop thread for
+// all members): no thread waits on a member while a submission or deletion is under way. A member
+// chosen for a pod holds the pod's room from the decision to the member's answer, so that
+// concurrent submissions do not all see the same free room.
 //
 // Quotas (FederationConfig::quotas). A pod whose namespace has a quota is dispatched only if the
 // quota's use (the pods of its namespaces placed on any member and not ended) plus what
