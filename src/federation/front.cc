@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "front_state.h"
 #include "seedance/base/check.h"
+#include "seedance/base/json_fields.h"
 #include "seedance/base/parse.h"
 #include "seedance/base/text.h"
 #include "seedance/base/thread_name.h"
@@ -112,15 +113,18 @@ absl::StatusOr<Record> ParseRecord(const std::string& key, const std::string& js
   Record r;
   r.uid = key;
   r.request = std::move(*req);
-  r.member = j.value("member", "");
-  r.member_uid = j.value("member_uid", "");
-  r.gpu_model = j.value("gpu_model", "");
-  r.submitted_unix_ns = j.value("submitted_unix_ns", int64_t{0});
-  r.ended = j.value("ended", false);
+  // Written by RecordJson; read leniently all the same (a field of another type is not given).
+  r.member = base::StringField(j, "member");
+  r.member_uid = base::StringField(j, "member_uid");
+  r.gpu_model = base::StringField(j, "gpu_model");
+  r.submitted_unix_ns = base::IntField(j, "submitted_unix_ns");
+  r.ended = base::BoolField(j, "ended");
   if (r.ended) r.phase = "Deleted";
   if (const auto it = j.find("withdrawn"); it != j.end() && it->is_array()) {
     for (const Json& w : *it) {
-      if (w.is_object()) r.withdrawn.push_back({w.value("member", ""), w.value("uid", "")});
+      if (w.is_object()) {
+        r.withdrawn.push_back({base::StringField(w, "member"), base::StringField(w, "uid")});
+      }
     }
   }
   return r;
@@ -329,8 +333,8 @@ void Front::State::Take(Record& r, const Placed& p, const std::string& gang_key,
   r.gpu_model = p.model;
   r.reasons.clear();
   r.pod = p.pod;
-  r.pod_revision = p.pod.value("revision", int64_t{0});
-  r.phase = p.pod.value("phase", "Pending");
+  r.pod_revision = base::IntField(p.pod, "revision");
+  r.phase = base::StringField(p.pod, "phase", "Pending");
   r.dispatched_s = Now();
   base::MutexLock lock(mu);
   m.holds.erase(hold);
@@ -412,9 +416,10 @@ void Front::State::Attempt(const std::shared_ptr<Dispatching>& d) {
 void Front::State::Answered(const std::shared_ptr<Dispatching>& d, int member, uint64_t hold,
                             const std::string& model, absl::StatusOr<Json> reply) {
   Record& r = *d->r;
-  if (reply.ok() && reply->is_object() && reply->value("uid", "") != "") {
+  // A member's reply is read leniently: a field of another type is one not given.
+  if (reply.ok() && !base::StringField(*reply, "uid").empty()) {
     Placed here{member, model, *std::move(reply)};
-    if (here.pod.value("phase", "") != "Pending" || !d->gang_key.empty()) {
+    if (base::StringField(here.pod, "phase") != "Pending" || !d->gang_key.empty()) {
       auto take = [this, d, here, hold] {
         Take(*d->r, here, d->gang_key, hold);
         d->done();

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "front_state.h"
 #include "seedance/api/client.h"
+#include "seedance/base/json_fields.h"
 #include "seedance/base/text.h"
 #include "seedance/federation/front.h"
 
@@ -174,11 +175,11 @@ void Front::State::Reconcile(Member& m) {
     for (const Json& pod : *pods) {
       const std::string front_uid = FrontUidOf(pod);
       if (front_uid.empty()) continue;  // not the front's
-      const std::string uid = pod.value("uid", "");
+      const std::string uid = base::StringField(pod, "uid");
       const auto it = records.find(front_uid);
       if (it != records.end() && it->second.member == m.config.name &&
           it->second.member_uid == uid) {
-        ApplyMemberPod(m, it->second, pod, pod.value("revision", int64_t{0}));
+        ApplyMemberPod(m, it->second, pod, base::IntField(pod, "revision"));
         seen.insert(front_uid);
       } else if (!in_flight.count(front_uid)) {
         orphans.push_back(uid);
@@ -283,7 +284,7 @@ void Front::State::WatchLoop(Member& m) {
       if (!Sleep(*this, options.refresh_s)) return;
       continue;
     }
-    since = r->value("revision", since);
+    since = base::IntField(*r, "revision", since);
     std::vector<std::string> ended;
     {
       base::MutexLock lock(mu);
@@ -296,11 +297,11 @@ void Front::State::WatchLoop(Member& m) {
 
 void Front::State::ApplyEvents(Member& m, const Json& events, std::vector<std::string>* ended) {
   for (const Json& e : events) {
-    const std::string type = e.value("type", "");
+    const std::string type = base::StringField(e, "type");
     if (type.rfind("Pod", 0) != 0 || !e.contains("object") || !e["object"].is_object()) continue;
     const Json& pod = e["object"];
-    const std::string member_uid = pod.value("uid", "");
-    const int64_t rev = e.value("revision", int64_t{0});
+    const std::string member_uid = base::StringField(pod, "uid");
+    const int64_t rev = base::IntField(e, "revision");
     const auto it = m.by_member_uid.find(member_uid);
     if (it == m.by_member_uid.end()) {
       if (FrontUidOf(pod).empty() || type == "PodDeleted") continue;

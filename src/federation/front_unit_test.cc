@@ -306,6 +306,50 @@ TEST(FrontTest, APodLeftPendingGoesToTheNextMemberAndItsCopyIsWithdrawn) {
   EXPECT_NE(f->MetricsText().find("seedance_federation_left_pending_total 1\n"), std::string::npos);
 }
 
+// A member's reply or a stored record with fields of other types is read as if those fields
+// were not given: a refusal (the next member is asked), never an exception.
+TEST(FrontTest, FieldsOfTheWrongTypeAreNotGivenNotACrash) {
+  api::StubServer odd, good;
+  odd.http().Post("/v1/pods", [](const httplib::Request&, httplib::Response& res) {
+    res.status = 201;
+    res.set_content(R"({"uid": 5, "phase": ["Bound"], "revision": "x"})", "application/json");
+  });
+  ServePods(good, "good", /*hold_first=*/false);
+  FrontOptions o;
+  for (auto [name, stub, price] : {std::tuple{"odd", &odd, 1.0}, {"good", &good, 2.0}}) {
+    MemberConfig m;
+    m.name = name;
+    m.url = stub->url();
+    m.prices.gpu_hour_default = price;
+    o.config.members.push_back(m);
+  }
+  FakeStore store;
+  std::unique_ptr<Front> f = *Front::Create(o, store.Hook());
+  Front::State& s = FrontTestPeer::state(*f);
+  {
+    base::MutexLock lock(s.mu);
+    for (auto& m : s.members) {
+      m->summary = OneGpuFree(m->config.name);
+      m->have_summary = true;
+    }
+  }
+  const FrontReply r = f->Submit("", Pod("p", 1));
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(Json::parse(r.body)["cluster"], "good") << r.body;
+  EXPECT_NE(f->MetricsText().find("seedance_federation_refusals_total 1\n"), std::string::npos);
+
+  const std::string pod = api::PodRequestToJson(Pod("q", 1)).dump();
+  absl::StatusOr<Record> rec = ParseRecord(
+      "u", R"({"request": )" + pod +
+               R"(, "member": 5, "ended": "yes", "withdrawn": [{"member": 1, "uid": "c"}]})");
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  EXPECT_EQ(rec->member, "");
+  EXPECT_FALSE(rec->ended);
+  ASSERT_EQ(rec->withdrawn.size(), 1u);
+  EXPECT_EQ(rec->withdrawn[0].member, "");
+  EXPECT_EQ(rec->withdrawn[0].uid, "c");
+}
+
 TEST(FrontTest, AMemberFileWithAMissingTokenFileIsRefusedNamingTheMember) {
   FrontOptions o = Unreachable();
   o.config.members[0].token_file = "/nonexistent/token";
