@@ -234,31 +234,41 @@ ClusterSummary OneGpuFree(const std::string& cluster) {
   return *ParseClusterSummary(summary.dump());
 }
 
+// A front over two stub members (name, server, $/GPU-hour), each with one free GPU as its last
+// summary (the member threads are not started: nothing polls).
+struct StubMember {
+  const char* name;
+  api::StubServer* stub;
+  double price;
+};
+std::unique_ptr<Front> OverTwo(FakeStore& store, StubMember a, StubMember b) {
+  FrontOptions o;
+  for (const StubMember& s : {a, b}) {
+    MemberConfig m;
+    m.name = s.name;
+    m.url = s.stub->url();
+    m.prices.gpu_hour_default = s.price;
+    o.config.members.push_back(m);
+  }
+  o.call_timeout_s = 30;
+  std::unique_ptr<Front> f = *Front::Create(o, store.Hook());
+  Front::State& state = FrontTestPeer::state(*f);
+  base::MutexLock lock(state.mu);
+  for (auto& m : state.members) {
+    m->summary = OneGpuFree(m->config.name);
+    m->have_summary = true;
+  }
+  return f;
+}
+
 // Two submissions under way at once must not both be sent to the last free GPU of the cheaper
 // member: the first holds it from its decision until the member answers.
 TEST(FrontTest, ConcurrentSubmissionsDoNotShareAMembersLastRoom) {
   api::StubServer cheap, dear;
   ServePods(cheap, "cheap", /*hold_first=*/true);
   ServePods(dear, "dear", /*hold_first=*/false);
-  FrontOptions o;
-  for (auto [name, stub, price] : {std::tuple{"cheap", &cheap, 1.0}, {"dear", &dear, 2.0}}) {
-    MemberConfig m;
-    m.name = name;
-    m.url = stub->url();
-    m.prices.gpu_hour_default = price;
-    o.config.members.push_back(m);
-  }
-  o.call_timeout_s = 30;
   FakeStore store;
-  std::unique_ptr<Front> f = *Front::Create(o, store.Hook());
-  Front::State& s = FrontTestPeer::state(*f);
-  {
-    base::MutexLock lock(s.mu);
-    for (auto& m : s.members) {
-      m->summary = OneGpuFree(m->config.name);
-      m->have_summary = true;
-    }
-  }
+  std::unique_ptr<Front> f = OverTwo(store, {"cheap", &cheap, 1.0}, {"dear", &dear, 2.0});
   std::promise<FrontReply> first;
   f->SubmitAsync(Pod("first", 1), [&first](FrontReply r) { first.set_value(std::move(r)); });
   // The cheap member has not answered the first pod: the second goes to the other member.
@@ -281,24 +291,8 @@ TEST(FrontTest, APodLeftPendingGoesToTheNextMemberAndItsCopyIsWithdrawn) {
   std::atomic<int> withdrawn{0};
   ServePods(cheap, "cheap", /*hold_first=*/false, "Pending", &withdrawn);
   ServePods(dear, "dear", /*hold_first=*/false);
-  FrontOptions o;
-  for (auto [name, stub, price] : {std::tuple{"cheap", &cheap, 1.0}, {"dear", &dear, 2.0}}) {
-    MemberConfig m;
-    m.name = name;
-    m.url = stub->url();
-    m.prices.gpu_hour_default = price;
-    o.config.members.push_back(m);
-  }
   FakeStore store;
-  std::unique_ptr<Front> f = *Front::Create(o, store.Hook());
-  Front::State& s = FrontTestPeer::state(*f);
-  {
-    base::MutexLock lock(s.mu);
-    for (auto& m : s.members) {
-      m->summary = OneGpuFree(m->config.name);
-      m->have_summary = true;
-    }
-  }
+  std::unique_ptr<Front> f = OverTwo(store, {"cheap", &cheap, 1.0}, {"dear", &dear, 2.0});
   const FrontReply r = f->Submit("", Pod("p", 1));
   ASSERT_EQ(r.status, 201) << r.body;
   EXPECT_EQ(Json::parse(r.body)["cluster"], "dear") << r.body;
@@ -315,24 +309,8 @@ TEST(FrontTest, FieldsOfTheWrongTypeAreNotGivenNotACrash) {
     res.set_content(R"({"uid": 5, "phase": ["Bound"], "revision": "x"})", "application/json");
   });
   ServePods(good, "good", /*hold_first=*/false);
-  FrontOptions o;
-  for (auto [name, stub, price] : {std::tuple{"odd", &odd, 1.0}, {"good", &good, 2.0}}) {
-    MemberConfig m;
-    m.name = name;
-    m.url = stub->url();
-    m.prices.gpu_hour_default = price;
-    o.config.members.push_back(m);
-  }
   FakeStore store;
-  std::unique_ptr<Front> f = *Front::Create(o, store.Hook());
-  Front::State& s = FrontTestPeer::state(*f);
-  {
-    base::MutexLock lock(s.mu);
-    for (auto& m : s.members) {
-      m->summary = OneGpuFree(m->config.name);
-      m->have_summary = true;
-    }
-  }
+  std::unique_ptr<Front> f = OverTwo(store, {"odd", &odd, 1.0}, {"good", &good, 2.0});
   const FrontReply r = f->Submit("", Pod("p", 1));
   ASSERT_EQ(r.status, 201) << r.body;
   EXPECT_EQ(Json::parse(r.body)["cluster"], "good") << r.body;
