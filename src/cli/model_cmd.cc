@@ -1,4 +1,4 @@
-// `seedance model run|analyze|plan|quantize|sparsify|ops`: ONNX models on the CPU (docs/model.md).
+// `seedance model run|analyze|plan|quantize|sparsify|optimize|ops`: ONNX models on the CPU (docs/model.md).
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -27,6 +27,7 @@
 #include "seedance/model/plan_file.h"
 #include "seedance/model/planner.h"
 #include "seedance/model/quantize.h"
+#include "seedance/model/rewrite.h"
 #include "seedance/model/sparsity.h"
 
 namespace seedance::cli {
@@ -59,10 +60,13 @@ struct ModelFlags {
   // sparsify
   std::string layers = "all";
   std::string report;
+  // optimize
+  std::string device = "cpu";
 };
 
 const std::vector<std::string> kAnalyzeFormats = {"table", "json", "html"};
 const std::vector<std::string> kSparsifyFormats = {"table", "json"};
+const std::vector<std::string> kOptimizeFormats = {"table", "json"};
 
 // min / max / mean of a tensor's elements, for the summary.
 std::string Stats(const md::Tensor& t) {
@@ -587,8 +591,78 @@ int SparsifyCommand(const ModelFlags& f) {
   return kExitOk;
 }
 
+nlohmann::ordered_json RewriteJson(const ModelFlags& f, const md::RewriteTarget& target,
+                                   const md::RewriteReport& r, const md::Graph& before,
+                                   const md::Graph& after) {
+  nlohmann::ordered_json j = base::JsonHeader("model-optimize/v1");
+  j["model"] = base::ForTerminal(f.model);
+  j["output"] = base::ForTerminal(f.output);
+  j["device"] = target.name;
+  j["applied"] = nlohmann::ordered_json::array();
+  for (const md::RewriteStep& s : r.applied) {
+    j["applied"].push_back({{"rule", s.rule}, {"node", s.node}, {"result", s.detail}});
+  }
+  j["refused"] = nlohmann::ordered_json::array();
+  for (const md::RewriteRefusal& s : r.refused) {
+    j["refused"].push_back({{"rule", s.rule}, {"node", s.node}, {"reason", s.reason}});
+  }
+  j["before"] = md::CountFusedKinds(before);
+  j["after"] = md::CountFusedKinds(after);
+  return j;
+}
+
+std::string RewriteTable(const ModelFlags& f, const md::RewriteTarget& target,
+                         const md::RewriteReport& r, const md::Graph& before,
+                         const md::Graph& after) {
+  std::string t = absl::StrFormat("%s -> %s for %s: %d nodes -> %d\n", base::ForTerminal(f.model),
+                                  base::ForTerminal(f.output), target.name, r.nodes_before,
+                                  r.nodes_after);
+  std::map<std::string, int> per_rule;
+  for (const md::RewriteStep& s : r.applied) ++per_rule[s.rule];
+  for (const auto& [rule, n] : per_rule) absl::StrAppend(&t, absl::StrFormat("  %-22s %d\n", rule, n));
+  const auto b = md::CountFusedKinds(before), a = md::CountFusedKinds(after);
+  absl::StrAppend(&t, "fused nodes by kind (before -> after):");
+  for (const auto& [kind, n] : a) {
+    if (kind != "nodes") absl::StrAppend(&t, " ", kind, " ", b.at(kind), "->", n);
+  }
+  absl::StrAppend(&t, "\n");
+  if (!r.refused.empty()) absl::StrAppend(&t, "left as they are:\n");
+  for (const md::RewriteRefusal& s : r.refused) {
+    absl::StrAppend(&t, "  ", s.rule, " at ", base::ForTerminal(base::Clip(s.node, 48)), ": ",
+                    base::ForTerminal(s.reason), "\n");
+  }
+  return t;
+}
+
+int OptimizeCommand(const ModelFlags& f) {
+  if (f.output.empty()) return UsageError("model optimize: -o/--output OUT.onnx is required");
+  absl::StatusOr<std::string> format = ResolveFormat({"", f.out.format}, kOptimizeFormats);
+  if (!format.ok()) return Fail(format.status());
+  if (absl::Status s = base::CheckOutputsDistinct({{"MODEL", f.model}}, {{"--output", f.output}});
+      !s.ok()) {
+    return Fail(s);
+  }
+  absl::StatusOr<md::RewriteTarget> target = md::ParseRewriteTarget(f.device);
+  if (!target.ok()) return UsageError(std::string(target.status().message()));
+  absl::StatusOr<md::Graph> graph = Load(f, "optimize");
+  if (!graph.ok()) return Fail(graph.status());
+  md::RewriteReport report;
+  absl::StatusOr<md::Graph> rewritten = md::RewriteGraph(*graph, *target, &report);
+  if (!rewritten.ok()) return Fail(rewritten.status());
+  if (absl::Status s = md::SaveOnnxModel(*rewritten, f.output); !s.ok()) return Fail(s);
+  const std::string text =
+      *format == "json"
+          ? base::DumpJson(RewriteJson(f, *target, report, *graph, *rewritten), 2) + "\n"
+          : RewriteTable(f, *target, report, *graph, *rewritten);
+  if (absl::Status s = base::WriteStdout(text); !s.ok()) return Fail(s);
+  return kExitOk;
+}
+
 int Ops() {
-  const std::vector<std::string> ops = md::ClaimedOps();
+  std::vector<std::string> ops = md::ClaimedOps();
+  for (const std::string& op : md::ClaimedContribOps()) {
+    ops.push_back(absl::StrCat(md::kMicrosoftDomain, ".", op));
+  }
   const std::string text = absl::StrCat(absl::StrJoin(ops, "\n"), "\n");
   if (absl::Status s = base::WriteStdout(text); !s.ok()) return Fail(s);
   return kExitOk;
@@ -778,6 +852,35 @@ CLI::App* AddSparsify(CLI::App* model, ModelFlags* f) {
   return sparsify;
 }
 
+// `seedance model optimize`.
+CLI::App* AddOptimize(CLI::App* model, ModelFlags* f) {
+  CLI::App* opt = model->add_subcommand(
+      "optimize",
+      "Rewrite decomposed patterns (LayerNorm, GELU, MatMul + bias, Conv + BatchNorm, Conv/Gemm\n"
+      "+ activation, Add + LayerNorm, redundant Identity/Cast/Reshape, constants) to the fused\n"
+      "operators the target device runs (onnxruntime's com.microsoft domain, LayerNormalization\n"
+      "at opset 17). Each rule proves its match equivalent (single readers, exact constants,\n"
+      "fixed shapes) or leaves it as it is and says why. Prints what it did; writes OUT.onnx.");
+  opt->add_option("model", f->model, "the .onnx file")->type_name("MODEL.onnx");
+  opt->add_option("-o,--output", f->output, "the rewritten model (required)")->type_name("OUT.onnx");
+  opt->add_option("--device", f->device,
+                  "cpu, or an NVIDIA GPU of the catalog (t4, a100, h100, h200...): fused forms "
+                  "the target cannot run stay decomposed")
+      ->type_name("DEVICE");
+  opt->add_option("--format", f->out.format, "report format: table (default) or json")
+      ->type_name("FORMAT")
+      ->check(CLI::IsMember(kOptimizeFormats));
+  AddInt<int64_t>(opt, "--max-tensor-size", &f->max_tensor_mib, 1, int64_t{1} << 20,
+                  "largest initializer or constant the model may hold, in MiB");
+  opt->footer(
+      "Examples:\n"
+      "  seedance model optimize encoder.onnx -o encoder.fused.onnx\n"
+      "  seedance model optimize decoder.onnx --device h100 --format json -o decoder.h100.onnx\n\n"
+      "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error (a bad model names\n"
+      "the node and the reason).");
+  return opt;
+}
+
 // `seedance model ops`.
 CLI::App* AddOps(CLI::App* model) {
   CLI::App* ops = model->add_subcommand(
@@ -805,6 +908,7 @@ Command AddModelCommand(CLI::App& app) {
       "  seedance model plan model.onnx --gpu T4 -o plan.json\n"
       "  seedance model quantize model.onnx --plan plan.json -o model.int8.onnx\n"
       "  seedance model sparsify model.onnx -o model.24.onnx\n"
+      "  seedance model optimize model.onnx --device h100 -o model.fused.onnx\n"
       "  seedance model ops\n"
       "DATA is the public data folder (../shared/data).\n\n"
       "Exit status: 0 ok, 1 I/O or runtime failure, 2 usage or input error (a bad model names\n"
@@ -815,17 +919,19 @@ Command AddModelCommand(CLI::App& app) {
   CLI::App* plan = AddPlan(cmd.app, f.get());
   CLI::App* quantize = AddQuantize(cmd.app, f.get());
   CLI::App* sparsify = AddSparsify(cmd.app, f.get());
+  CLI::App* optimize = AddOptimize(cmd.app, f.get());
   CLI::App* ops = AddOps(cmd.app);
 
-  cmd.run = [f, run, analyze, plan, quantize, sparsify, ops] {
+  cmd.run = [f, run, analyze, plan, quantize, sparsify, optimize, ops] {
     if (run->parsed()) return Run(*f);
     if (analyze->parsed()) return Analyze(*f);
     if (plan->parsed()) return PlanCommand(*f);
     if (quantize->parsed()) return Quantize(*f);
     if (sparsify->parsed()) return SparsifyCommand(*f);
+    if (optimize->parsed()) return OptimizeCommand(*f);
     if (ops->parsed()) return Ops();
     return UsageError(
-        "model: expected a subcommand: run, analyze, plan, quantize, sparsify or ops");
+        "model: expected a subcommand: run, analyze, plan, quantize, sparsify, optimize or ops");
   };
   return cmd;
 }

@@ -77,6 +77,7 @@ void WalkNames(const Graph& g, F visit) {
   for (const auto& [name, t] : g.initializers) visit(name);
   visit(std::string_view("\x01"));
   for (const Node& n : g.nodes) {
+    visit(n.domain);
     visit(n.op_type);
     for (const std::string& in : n.inputs) visit(in);
     visit(std::string_view("\x02"));
@@ -113,8 +114,9 @@ std::shared_ptr<const Plan> MakePlan(const Graph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& node = g.nodes[i];
     NodePlan& np = plan->nodes[i];
-    auto kernel = ops::OpTable().find(node.op_type);
-    np.kernel = kernel == ops::OpTable().end() ? nullptr : &kernel->second;
+    const ops::Table& table = node.domain.empty() ? ops::OpTable() : ops::ContribTable();
+    auto kernel = table.find(node.op_type);
+    np.kernel = kernel == table.end() ? nullptr : &kernel->second;
     for (const std::string& in : node.inputs) {
       auto it = in.empty() ? ids.end() : ids.find(in);
       np.inputs.push_back(in.empty() ? kOmitted : it == ids.end() ? kNotMade : it->second);
@@ -326,5 +328,15 @@ std::vector<std::string> ClaimedOps() {
 }
 
 bool IsClaimed(const std::string& op_type) { return ops::OpTable().count(op_type) > 0; }
+
+std::vector<std::string> ClaimedContribOps() {
+  std::vector<std::string> names;
+  for (const auto& [name, kernel] : ops::ContribTable()) names.push_back(name);
+  return names;
+}
+
+bool IsClaimedContrib(const std::string& op_type) {
+  return ops::ContribTable().count(op_type) > 0;
+}
 
 }  // namespace seedance::model

@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "onnx/checker.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/shape_inference/implementation.h"
+#include "onnx/version_converter/convert.h"
 #include "ops.h"
 #include "seedance/base/io.h"
 #include "seedance/model/executor.h"
@@ -219,18 +221,23 @@ absl::StatusOr<Attribute> AttributeOf(const Source& src, const onnx::AttributePr
 }
 
 absl::StatusOr<Node> NodeOf(const Source& src, const onnx::NodeProto& n, size_t index,
-                            int64_t opset) {
+                            const Graph& g) {
   Node node;
   node.op_type = n.op_type();
   node.name = n.name().empty() ? absl::StrCat(n.op_type(), "#", index) : n.name();
   const std::string where = absl::StrCat("node \"", node.name, "\" (", node.op_type, ")");
-  if (!n.domain().empty() && n.domain() != "ai.onnx") {
-    return Bad(src, absl::StrCat(where, ": operator domain \"", n.domain(),
-                                 "\" is not supported (only the default ONNX domain)"));
+  absl::Status known;
+  if (n.domain().empty() || n.domain() == "ai.onnx") {
+    known = CheckOperator(node.op_type, g.opset);
+  } else if (n.domain() == kMicrosoftDomain) {
+    node.domain = kMicrosoftDomain;
+    known = CheckContribOperator(node.op_type, g.microsoft_opset);
+  } else {
+    known = absl::InvalidArgumentError(
+        absl::StrCat("operator domain \"", n.domain(), "\" is not supported (only the default "
+                     "ONNX domain and onnxruntime's \"", kMicrosoftDomain, "\")"));
   }
-  if (absl::Status s = CheckOperator(node.op_type, opset); !s.ok()) {
-    return Bad(src, absl::StrCat(where, ": ", s.message()));
-  }
+  if (!known.ok()) return Bad(src, absl::StrCat(where, ": ", known.message()));
   node.inputs.assign(n.input().begin(), n.input().end());
   node.outputs.assign(n.output().begin(), n.output().end());
   for (const auto& a : n.attribute()) {
@@ -265,6 +272,7 @@ absl::StatusOr<ValueInfo> ValueInfoOf(const Source& src, const onnx::ValueInfoPr
 // inference (a shape or type mismatch is an error, as onnxruntime's loader treats it).
 absl::Status Check(const Source& src, onnx::ModelProto& model) {
   if (model.functions_size() > 0) return Bad(src, "model-local functions are not supported");
+  ops::RegisterContribSchemas();
   try {
     onnx::checker::CheckerContext ctx;
     ctx.set_ir_version(static_cast<int>(model.ir_version()));
@@ -327,6 +335,9 @@ absl::StatusOr<Graph> Convert(const Source& src, const onnx::ModelProto& model) 
   absl::StatusOr<int64_t> opset = OpsetOf(src, model);
   if (!opset.ok()) return opset.status();
   g.opset = *opset;
+  for (const auto& o : model.opset_import()) {
+    if (o.domain() == kMicrosoftDomain) g.microsoft_opset = o.version();
+  }
   g.ir_version = model.ir_version();
   const onnx::GraphProto& gp = model.graph();
   for (const auto& init : gp.initializer()) {
@@ -348,7 +359,7 @@ absl::StatusOr<Graph> Convert(const Source& src, const onnx::ModelProto& model) 
   }
   std::set<std::string> names;
   for (int i = 0; i < gp.node_size(); ++i) {
-    absl::StatusOr<Node> n = NodeOf(src, gp.node(i), static_cast<size_t>(i), g.opset);
+    absl::StatusOr<Node> n = NodeOf(src, gp.node(i), static_cast<size_t>(i), g);
     if (!n.ok()) return n.status();
     // ONNX does not require unique node names; plans and reports name nodes, so a repeated name
     // gets its index ("attn#12").
@@ -450,6 +461,13 @@ absl::StatusOr<onnx::ModelProto> ToModelProto(const Graph& g) {
   auto* opset = model.add_opset_import();
   opset->set_domain("");
   opset->set_version(g.opset);
+  const bool microsoft = g.microsoft_opset > 0 ||
+      std::any_of(g.nodes.begin(), g.nodes.end(), [](const Node& n) { return !n.domain.empty(); });
+  if (microsoft) {
+    auto* ms = model.add_opset_import();
+    ms->set_domain(kMicrosoftDomain);
+    ms->set_version(g.microsoft_opset > 0 ? g.microsoft_opset : 1);
+  }
   onnx::GraphProto* gp = model.mutable_graph();
   gp->set_name("main");
   for (const ValueInfo& v : g.inputs) FillValueInfo(v, gp->add_input());
@@ -459,6 +477,7 @@ absl::StatusOr<onnx::ModelProto> ToModelProto(const Graph& g) {
     onnx::NodeProto* np = gp->add_node();
     np->set_name(n.name);
     np->set_op_type(n.op_type);
+    if (!n.domain.empty()) np->set_domain(n.domain);
     for (const std::string& in : n.inputs) np->add_input(in);
     for (const std::string& out : n.outputs) np->add_output(out);
     for (const auto& [name, a] : n.attributes) {
@@ -493,6 +512,20 @@ absl::Status CheckOperator(const std::string& op_type, int64_t opset) {
     return absl::InvalidArgumentError(absl::StrCat(
         "at opset ", opset, " operator ", op_type, " is its version ", schema->since_version(),
         "; the executor runs versions ", oldest, " and later"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckContribOperator(const std::string& op_type, int64_t version) {
+  if (version != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the model imports ", kMicrosoftDomain, " at version ", version,
+        "; the executor runs its operators at version 1"));
+  }
+  if (!IsClaimedContrib(op_type)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "operator ", kMicrosoftDomain, ".", op_type,
+        " is not one the executor runs (`seedance model ops` lists them)"));
   }
   return absl::OkStatus();
 }
@@ -557,6 +590,48 @@ absl::StatusOr<std::string> SerializeOnnxModel(const Graph& graph) {
   onnx::ModelProto checked = model;  // shape inference writes value_info into what it checks
   if (absl::Status s = Check(Source{"the written model", "", nullptr}, checked); !s.ok()) return s;
   return model.SerializeAsString();
+}
+
+absl::StatusOr<std::map<std::string, ValueInfo>> InferValueInfo(const Graph& graph) {
+  absl::StatusOr<onnx::ModelProto> proto = ToModelProto(graph);
+  if (!proto.ok()) return proto.status();
+  const Source src{graph.source.empty() ? "the model" : graph.source, "", nullptr};
+  if (absl::Status s = Check(src, *proto); !s.ok()) return s;  // writes value_info
+  std::map<std::string, ValueInfo> out;
+  const onnx::GraphProto& gp = proto->graph();
+  for (const auto* list : {&gp.input(), &gp.value_info(), &gp.output()}) {
+    for (const auto& v : *list) {
+      absl::StatusOr<ValueInfo> info = ValueInfoOf(src, v);
+      if (info.ok()) out[v.name()] = std::move(*info);
+    }
+  }
+  for (const auto& [name, t] : graph.initializers) {
+    ValueInfo& v = out[name];
+    v.name = name;
+    v.type = t.type();
+    v.shape = t.shape();
+    v.dim_names.assign(t.shape().size(), "");
+    v.has_shape = true;
+  }
+  return out;
+}
+
+absl::StatusOr<Graph> ConvertOpset(const Graph& graph, int64_t version) {
+  absl::StatusOr<onnx::ModelProto> proto = ToModelProto(graph);
+  if (!proto.ok()) return proto.status();
+  onnx::ModelProto converted;
+  try {
+    converted = onnx::version_conversion::ConvertVersion(*proto, static_cast<int>(version));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("opset ", graph.opset, " -> ", version,
+                                                   ": ", OneLine(e.what())));
+  }
+  const LoadOptions options;
+  const Source src{graph.source.empty() ? "the converted model" : graph.source, "", &options};
+  if (absl::Status s = Check(src, converted); !s.ok()) return s;
+  absl::StatusOr<Graph> g = Convert(src, converted);
+  if (g.ok()) g->source = graph.source;
+  return g;
 }
 
 absl::Status SaveOnnxModel(const Graph& graph, const std::string& path) {

@@ -36,7 +36,7 @@ absl::StatusOr<double> LocalNoiseSquared(const Graph& graph, const Layer& layer,
   Graph one;  // the layer alone, without its bias: x (W' - W)
   one.source = layer.node;
   one.opset = graph.opset;
-  one.nodes.push_back({node->name, node->op_type, {"x", "dw"}, {"y"}, node->attributes});
+  one.nodes.push_back({node->name, node->op_type, {"x", "dw"}, {"y"}, node->attributes, node->domain});
   Tensor dw(DataType::kDouble, w.shape());
   for (int64_t k = 0; k < w.size(); ++k) {
     dw.data<double>()[k] = static_cast<double>(w_new.data<float>()[k]) - w.data<float>()[k];

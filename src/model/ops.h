@@ -86,6 +86,10 @@ void RegisterQuantOps(Table& table);        // ops_quant.cc: Q/DQ, MatMulInteger
 
 // Every kernel, built once.
 const Table& OpTable();
+// The kernels of onnxruntime's "com.microsoft" operators (ops_fused.cc), built once.
+const Table& ContribTable();
+// Registers those operators' schemas with libonnx (contrib_schemas.cc), once; thread-safe.
+void RegisterContribSchemas();
 // The oldest version of `op_type` (its schema's since_version) the kernel implements when that is
 // older than the version in force at opset 7 (graph.cc's CheckOperator), else 0.
 int64_t OldestVersion(const std::string& op_type);

@@ -50,5 +50,9 @@ absl::StatusOr<TensorMap> Run(const Graph& graph, const TensorMap& feeds,
 // The operators of the default ONNX domain the executor runs, sorted.
 std::vector<std::string> ClaimedOps();
 bool IsClaimed(const std::string& op_type);
+// The operators of onnxruntime's "com.microsoft" domain (version 1) the executor runs, sorted:
+// the fused forms the rewriter emits (rewrite.h), with onnxruntime's contrib-operator semantics.
+std::vector<std::string> ClaimedContribOps();
+bool IsClaimedContrib(const std::string& op_type);
 
 }  // namespace seedance::model

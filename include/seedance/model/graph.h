@@ -6,8 +6,11 @@
 // initializers and refuses what the executor cannot run, each refusal InvalidArgument naming the
 // file, the node (name and operator) and the reason:
 //   - not a model (truncated or not protobuf), a checker failure, a cycle, an input nobody makes;
-//   - an opset of the default domain above 17, an operator of another domain, an operator the
-//     executor does not claim or a version of it older than the executor runs (CheckOperator);
+//   - an opset of the default domain above 17, an operator the executor does not claim or a
+//     version of it older than the executor runs (CheckOperator);
+//   - an operator of a domain other than the default and "com.microsoft" (onnxruntime's fused
+//     operators, version 1: those the rewriter emits, rewrite.h), or one of that domain the
+//     executor does not run (CheckContribOperator);
 //   - a tensor above the limits (LoadOptions), an external-data file outside the model's folder.
 // NotFound / Internal for a file that cannot be read.
 //
@@ -38,12 +41,16 @@ struct Attribute {
   std::vector<Tensor> tensor;  // one element when kind == kTensor
 };
 
+// onnxruntime's domain of fused operators ("com.microsoft"), the one other domain read.
+inline constexpr char kMicrosoftDomain[] = "com.microsoft";
+
 struct Node {
   std::string name;                  // the node's name, or "OpType#index" when the file gives none
   std::string op_type;               // "MatMul"
   std::vector<std::string> inputs;   // "" marks an omitted optional input
   std::vector<std::string> outputs;  // "" marks an omitted optional output
   std::map<std::string, Attribute> attributes;
+  std::string domain = "";  // "" (ONNX's default domain) or kMicrosoftDomain
 };
 
 // A graph input or output: its declared element type and shape (-1 for a dimension that is not a
@@ -59,6 +66,9 @@ struct ValueInfo {
 struct Graph {
   std::string source;       // the file it was read from, for messages
   int64_t opset = 0;        // the default domain's opset version
+  // kMicrosoftDomain's opset version (1) when the model imports it, else 0. Written when set or
+  // when a node of that domain exists.
+  int64_t microsoft_opset = 0;
   int64_t ir_version = 0;   // the file's IR version (0: not read from a file)
   std::vector<Node> nodes;  // in an order that runs
   std::map<std::string, Tensor> initializers;
@@ -96,6 +106,20 @@ absl::Status SaveOnnxModel(const Graph& graph, const std::string& path);
 // operators whose semantics never changed run from their first version). InvalidArgument says
 // which.
 absl::Status CheckOperator(const std::string& op_type, int64_t opset);
+
+// The element type and shape of every value of `graph`: its inputs, initializers and what ONNX's
+// shape inference derives for each node output (has_shape false, or -1 dimensions, where it
+// cannot). InvalidArgument when inference fails.
+absl::StatusOr<std::map<std::string, ValueInfo>> InferValueInfo(const Graph& graph);
+
+// `graph` converted to opset `version` of the default domain by libonnx's version converter
+// (ONNX's adapters per operator), then checked as a loaded model is. InvalidArgument when the
+// converter cannot convert an operator or the result is not one the executor runs.
+absl::StatusOr<Graph> ConvertOpset(const Graph& graph, int64_t version);
+
+// OK when the executor runs `op_type` of kMicrosoftDomain (executor.h: ClaimedContribOps) at
+// that domain's version 1; InvalidArgument says which otherwise.
+absl::Status CheckContribOperator(const std::string& op_type, int64_t version);
 
 // A TensorProto file (the conformance suite's input_N.pb / output_N.pb). `name` receives the
 // tensor's name when not null. InvalidArgument naming the file for a bad tensor.

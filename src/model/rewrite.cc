@@ -1,0 +1,298 @@
+// The pattern rewriter (rewrite.h). A Rewriter holds the graph being rewritten with an index of
+// it (who makes and who reads each value, what is constant, the shapes ONNX's inference gives);
+// each rule looks at one anchor node, checks its whole match against the index and either edits
+// the graph (then the index is rebuilt) or records why it refused. Nodes are re-ordered after each
+// edit (a stable topological sort), so a rule may put its fused node anywhere.
+#include "seedance/model/rewrite.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "rewrite_internal.h"
+#include "seedance/hw/catalog.h"
+#include "seedance/model/executor.h"
+
+namespace seedance::model {
+namespace rewrite_internal {
+
+Rewriter::Rewriter(Graph graph, const RewriteTarget& target, RewriteReport* report)
+    : g_(std::move(graph)), target_(target), report_(report) {}
+
+absl::Status Rewriter::Index() {
+  producer_.clear();
+  consumers_.clear();
+  outputs_.clear();
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    for (const std::string& out : g_.nodes[i].outputs) {
+      if (!out.empty()) producer_[out] = i;
+    }
+    for (const std::string& in : g_.nodes[i].inputs) {
+      if (!in.empty()) consumers_[in].push_back(i);
+    }
+  }
+  for (const ValueInfo& v : g_.outputs) outputs_.insert(v.name);
+  absl::StatusOr<std::map<std::string, ValueInfo>> info = InferValueInfo(g_);
+  if (!info.ok()) return info.status();
+  info_ = std::move(*info);
+  return absl::OkStatus();
+}
+
+const Node* Rewriter::Producer(const std::string& value) const {
+  auto it = producer_.find(value);
+  return it == producer_.end() ? nullptr : &g_.nodes[it->second];
+}
+
+const std::vector<size_t>& Rewriter::Consumers(const std::string& value) const {
+  static const std::vector<size_t> kNone;
+  auto it = consumers_.find(value);
+  return it == consumers_.end() ? kNone : it->second;
+}
+
+const Node* Rewriter::OnlyConsumer(const std::string& value) const {
+  const std::vector<size_t>& c = Consumers(value);
+  if (c.size() != 1 || IsGraphOutput(value)) return nullptr;
+  return &g_.nodes[c[0]];
+}
+
+const Tensor* Rewriter::Constant(const std::string& value) const {
+  auto it = g_.initializers.find(value);
+  return it == g_.initializers.end() ? nullptr : &it->second;
+}
+
+std::optional<double> Rewriter::ScalarConstant(const std::string& value) const {
+  const Tensor* t = Constant(value);
+  if (t == nullptr || t->size() != 1 ||
+      !(t->type() == DataType::kFloat || t->type() == DataType::kDouble ||
+        t->type() == DataType::kFloat16 || t->type() == DataType::kBfloat16))
+    return std::nullopt;
+  return t->AsDouble(0);
+}
+
+std::optional<std::vector<int64_t>> Rewriter::StaticShape(const std::string& value) const {
+  auto it = info_.find(value);
+  if (it == info_.end() || !it->second.has_shape) return std::nullopt;
+  for (int64_t d : it->second.shape) {
+    if (d < 0) return std::nullopt;
+  }
+  return it->second.shape;
+}
+
+int Rewriter::RankOf(const std::string& value) const {
+  auto it = info_.find(value);
+  return it == info_.end() || !it->second.has_shape ? -1
+                                                    : static_cast<int>(it->second.shape.size());
+}
+
+DataType Rewriter::TypeOf(const std::string& value) const {
+  auto it = info_.find(value);
+  return it == info_.end() ? DataType::kUndefined : it->second.type;
+}
+
+size_t Rewriter::IndexOf(const Node* node) const {
+  return static_cast<size_t>(node - g_.nodes.data());
+}
+
+void Rewriter::Remove(const Node* node) { removed_.insert(IndexOf(node)); }
+
+void Rewriter::Rewire(const std::string& from, const std::string& to) {
+  for (Node& n : g_.nodes) {
+    for (std::string& in : n.inputs) {
+      if (in == from) in = to;
+    }
+  }
+}
+
+std::string Rewriter::NewName(const std::string& base) {
+  std::string name = base;
+  for (int i = 1; producer_.count(name) || g_.initializers.count(name) || consumers_.count(name) ||
+                  taken_.count(name);
+       ++i) {
+    name = absl::StrCat(base, "_", i);
+  }
+  taken_.insert(name);
+  return name;
+}
+
+std::string Rewriter::AddConstant(const std::string& base, Tensor t) {
+  std::string name = NewName(base);
+  g_.initializers[name] = std::move(t);
+  return name;
+}
+
+void Rewriter::Add(Node node) {
+  if (node.name.empty()) node.name = NewName(node.op_type);
+  added_.push_back(std::move(node));
+}
+
+void Rewriter::Applied(const std::string& rule, const Node& anchor, const std::string& detail) {
+  if (report_ != nullptr) report_->applied.push_back({rule, anchor.name, detail});
+}
+
+bool Rewriter::Refuse(const std::string& rule, const Node& anchor, const std::string& reason) {
+  if (report_ != nullptr && refused_.insert({rule, anchor.name}).second) {
+    report_->refused.push_back({rule, anchor.name, reason});
+  }
+  return false;
+}
+
+// Nodes in a stable topological order: of the nodes whose inputs are made, the one that came
+// first (added nodes after the others).
+void Rewriter::Commit() {
+  std::vector<Node> nodes;
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    if (!removed_.count(i)) nodes.push_back(std::move(g_.nodes[i]));
+  }
+  for (Node& n : added_) nodes.push_back(std::move(n));
+  removed_.clear();
+  added_.clear();
+  std::unordered_map<std::string, size_t> maker;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (const std::string& out : nodes[i].outputs) {
+      if (!out.empty()) maker[out] = i;
+    }
+  }
+  std::vector<std::vector<size_t>> readers(nodes.size());
+  std::vector<size_t> waiting(nodes.size(), 0);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (const std::string& in : nodes[i].inputs) {
+      auto it = in.empty() ? maker.end() : maker.find(in);
+      if (it == maker.end()) continue;
+      readers[it->second].push_back(i);
+      ++waiting[i];
+    }
+  }
+  std::set<size_t> ready;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (waiting[i] == 0) ready.insert(i);
+  }
+  std::vector<Node> order;
+  while (!ready.empty()) {
+    const size_t i = *ready.begin();
+    ready.erase(ready.begin());
+    for (size_t r : readers[i]) {
+      if (--waiting[r] == 0) ready.insert(r);
+    }
+    order.push_back(std::move(nodes[i]));
+  }
+  SEEDANCE_CHECK(order.size() == nodes.size()) << "a rewrite made a cycle";
+  g_.nodes = std::move(order);
+  DropUnusedConstants();
+}
+
+void Rewriter::DropUnusedConstants() {
+  std::set<std::string> used;
+  for (const Node& n : g_.nodes) used.insert(n.inputs.begin(), n.inputs.end());
+  for (const ValueInfo& v : g_.outputs) used.insert(v.name);
+  for (auto it = g_.initializers.begin(); it != g_.initializers.end();) {
+    it = used.count(it->first) ? std::next(it) : g_.initializers.erase(it);
+  }
+}
+
+absl::Status Rewriter::Run() {
+  if (report_ != nullptr) report_->nodes_before = static_cast<int64_t>(g_.nodes.size());
+  if (absl::Status s = Index(); !s.ok()) return s;
+  const size_t limit = 20 * (g_.nodes.size() + 10);
+  for (size_t round = 0; round < limit; ++round) {
+    if (!ApplyOne()) break;
+    const std::string rule =
+        report_ != nullptr && !report_->applied.empty() ? report_->applied.back().rule : "a rule";
+    Commit();
+    if (absl::Status s = Index(); !s.ok()) {
+      return absl::InternalError(
+          absl::StrCat(rule, " made a graph that does not check: ", s.message()));
+    }
+  }
+  if (report_ != nullptr) report_->nodes_after = static_cast<int64_t>(g_.nodes.size());
+  return absl::OkStatus();
+}
+
+// The first rule that applies at the first node it applies to.
+bool Rewriter::ApplyOne() {
+  using Rule = bool (Rewriter::*)(const Node&);
+  static const std::vector<std::pair<std::string, Rule>> kRules = {
+      {"Identity", &Rewriter::EliminateIdentity},
+      {"Cast", &Rewriter::EliminateCast},
+      {"", &Rewriter::FoldConstants},
+      {"ReduceMean", &Rewriter::FuseLayerNorm},
+      {"LayerNormalization", &Rewriter::FuseSkipLayerNorm},
+      {"Erf", &Rewriter::FuseGelu},
+      {"MatMul", &Rewriter::FuseMatMulAdd},
+      {"Reshape", &Rewriter::FuseReshapes},
+      {"BatchNormalization", &Rewriter::FuseConvBn},
+      {"", &Rewriter::FuseActivation},
+  };
+  for (const auto& [op, rule] : kRules) {
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& n = g_.nodes[i];
+      if (!op.empty() && (n.op_type != op || !n.domain.empty())) continue;
+      if ((this->*rule)(n)) return true;
+    }
+  }
+  return false;
+}
+
+absl::StatusOr<Graph> Rewriter::Take() { return std::move(g_); }
+
+}  // namespace rewrite_internal
+
+absl::StatusOr<RewriteTarget> ParseRewriteTarget(std::string_view device) {
+  RewriteTarget t;
+  if (absl::AsciiStrToLower(std::string(device)) == "cpu") {
+    t.name = "cpu";
+    return t;
+  }
+  const hw::GpuModel* gpu = hw::Find(device);
+  if (gpu == nullptr || gpu->kind != hw::DeviceKind::kGpu) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device: \"", std::string(device),
+                     "\" is not cpu or an NVIDIA GPU of the catalog "
+                     "(`seedance gpus` lists them; e.g. t4, a100, h100, h200)"));
+  }
+  t.name = gpu->name;
+  t.cpu = false;
+  t.fused_gemm = false;
+  t.conv_other_activations = false;
+  return t;
+}
+
+absl::StatusOr<Graph> RewriteGraph(const Graph& graph, const RewriteTarget& target,
+                                   RewriteReport* report) {
+  rewrite_internal::Rewriter rewriter(graph, target, report);
+  if (absl::Status s = rewriter.Run(); !s.ok()) return s;
+  return rewriter.Take();
+}
+
+std::string FusedKind(const Node& node) {
+  const std::string& op = node.op_type;
+  if (op == "LayerNormalization" || op == "SkipLayerNormalization" ||
+      op == "SimplifiedLayerNormalization" || op == "SkipSimplifiedLayerNormalization") {
+    return "layernorm";
+  }
+  if (op == "Gelu" || op == "FastGelu" || op == "BiasGelu") return "gelu";
+  if (op == "Attention" || op == "MultiHeadAttention") return "attention";
+  if ((op == "Gemm" && node.inputs.size() > 2 && !node.inputs[2].empty()) || op == "FusedGemm") {
+    return "matmul-bias";
+  }
+  if (op == "FusedConv") return "conv-activation";
+  return "";
+}
+
+std::map<std::string, int64_t> CountFusedKinds(const Graph& graph) {
+  std::map<std::string, int64_t> counts = {
+      {"layernorm", 0}, {"gelu", 0}, {"attention", 0}, {"matmul-bias", 0}, {"conv-activation", 0}};
+  for (const Node& n : graph.nodes) {
+    const std::string kind = FusedKind(n);
+    if (!kind.empty()) ++counts[kind];
+  }
+  counts["nodes"] = static_cast<int64_t>(graph.nodes.size());
+  return counts;
+}
+
+}  // namespace seedance::model

@@ -1,0 +1,365 @@
+// The rewriter's rules on small hand-built graphs: each fuses its pattern into a graph that gives
+// the same outputs in the executor, and each precondition, when broken, leaves the pattern as it
+// is with the rule and the reason reported (the hostile cases of issue 43). The exporters' own
+// patterns (torch's) are checked by tools/model_fixtures/rewrite_check.py, with onnxruntime.
+#include "seedance/model/rewrite.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "seedance/model/executor.h"
+
+namespace seedance::model {
+namespace {
+
+Tensor Random(std::vector<int64_t> shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0, 1);
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = d(rng);
+  return Tensor::From<float>(std::move(shape), v);
+}
+
+Tensor Scalar(float v) { return Tensor::Scalar<float>(v); }
+
+Node N(std::string op, std::vector<std::string> in, std::vector<std::string> out,
+       std::map<std::string, Attribute> attrs = {}) {
+  Node n;
+  n.name = out.empty() ? op : out[0] + "_" + op;
+  n.op_type = std::move(op);
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  n.attributes = std::move(attrs);
+  return n;
+}
+
+Attribute Ints(std::vector<int64_t> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::kInts;
+  a.ints = std::move(v);
+  return a;
+}
+
+Graph Base(std::vector<int64_t> x_shape, int64_t opset = 17) {
+  Graph g;
+  g.source = "test";
+  g.opset = opset;
+  g.inputs.push_back(
+      {"x", DataType::kFloat, x_shape, std::vector<std::string>(x_shape.size()), true});
+  g.outputs.push_back(
+      {"y", DataType::kFloat, x_shape, std::vector<std::string>(x_shape.size()), true});
+  return g;
+}
+
+ValueInfo Out(std::string name, std::vector<int64_t> shape) {
+  return {std::move(name), DataType::kFloat, shape, std::vector<std::string>(shape.size()), true};
+}
+
+// The decomposed LayerNorm torch exports below opset 17, over x [2, 3, 8] -> y.
+Graph LayerNormGraph(int64_t opset = 17) {
+  Graph g = Base({2, 3, 8}, opset);
+  g.initializers["two"] = Scalar(2);
+  g.initializers["eps"] = Scalar(1e-5f);
+  g.initializers["gamma"] = Random({8}, 1);
+  g.initializers["beta"] = Random({8}, 2);
+  g.nodes = {N("ReduceMean", {"x"}, {"mean"}, {{"axes", Ints({-1})}}),
+             N("Sub", {"x", "mean"}, {"d"}),
+             N("Pow", {"d", "two"}, {"sq"}),
+             N("ReduceMean", {"sq"}, {"var"}, {{"axes", Ints({-1})}}),
+             N("Add", {"var", "eps"}, {"ve"}),
+             N("Sqrt", {"ve"}, {"std"}),
+             N("Div", {"d", "std"}, {"n"}),
+             N("Mul", {"n", "gamma"}, {"s"}),
+             N("Add", {"s", "beta"}, {"y"})};
+  return g;
+}
+
+// GELU as torch 1.13 exports it: Div(x, sqrt 2), Erf, Add 1, Mul x, Mul 0.5.
+Graph GeluGraph(float divisor = 1.4142135f) {
+  Graph g = Base({4, 16});
+  g.initializers["sqrt2"] = Scalar(divisor);
+  g.initializers["one"] = Scalar(1);
+  g.initializers["half"] = Scalar(0.5f);
+  g.nodes = {N("Div", {"x", "sqrt2"}, {"xs"}), N("Erf", {"xs"}, {"e"}),
+             N("Add", {"e", "one"}, {"e1"}), N("Mul", {"x", "e1"}, {"m"}),
+             N("Mul", {"m", "half"}, {"y"})};
+  return g;
+}
+
+struct Rewritten {
+  Graph graph;
+  RewriteReport report;
+};
+
+Rewritten Rewrite(const Graph& g, const std::string& device = "cpu") {
+  absl::StatusOr<RewriteTarget> target = ParseRewriteTarget(device);
+  SEEDANCE_CHECK(target.ok()) << target.status();
+  Rewritten r;
+  absl::StatusOr<Graph> out = RewriteGraph(g, *target, &r.report);
+  EXPECT_TRUE(out.ok()) << out.status();
+  if (out.ok()) r.graph = std::move(*out);
+  return r;
+}
+
+int Count(const Graph& g, const std::string& op) {
+  int n = 0;
+  for (const Node& node : g.nodes) n += node.op_type == op;
+  return n;
+}
+
+// The largest difference between the two graphs' outputs on the same random feed, relative to
+// the largest output.
+double Difference(const Graph& a, const Graph& b, const std::vector<int64_t>& x_shape) {
+  const TensorMap feeds = {{"x", Random(x_shape, 7)}};
+  absl::StatusOr<TensorMap> ya = Run(a, feeds), yb = Run(b, feeds);
+  SEEDANCE_CHECK(ya.ok() && yb.ok()) << ya.status() << " / " << yb.status();
+  const Tensor& ta = ya->at("y");
+  const Tensor& tb = yb->at("y");
+  SEEDANCE_CHECK(ta.shape() == tb.shape());
+  double worst = 0, scale = 1e-30;
+  for (int64_t i = 0; i < ta.size(); ++i) {
+    worst = std::max(worst, std::abs(ta.AsDouble(i) - tb.AsDouble(i)));
+    scale = std::max(scale, std::abs(ta.AsDouble(i)));
+  }
+  return worst / scale;
+}
+
+// The refusal `rule` reported, or "" when none.
+std::string Refusal(const RewriteReport& r, const std::string& rule) {
+  for (const RewriteRefusal& f : r.refused) {
+    if (f.rule == rule) return f.reason;
+  }
+  return "";
+}
+
+TEST(RewriteTest, FusesTheDecomposedLayerNorm) {
+  const Graph g = LayerNormGraph();
+  const Rewritten r = Rewrite(g);
+  ASSERT_EQ(r.graph.nodes.size(), 1u);
+  EXPECT_EQ(r.graph.nodes[0].op_type, "LayerNormalization");
+  EXPECT_NEAR(r.graph.nodes[0].attributes.at("epsilon").f, 1e-5f, 1e-12);
+  EXPECT_LT(Difference(g, r.graph, {2, 3, 8}), 1e-5);
+}
+
+TEST(RewriteTest, UpgradesAnOlderOpsetForLayerNormalization) {
+  const Graph g = LayerNormGraph(13);
+  const Rewritten r = Rewrite(g);
+  EXPECT_EQ(r.graph.opset, 17);
+  EXPECT_EQ(Count(r.graph, "LayerNormalization"), 1);
+  EXPECT_LT(Difference(g, r.graph, {2, 3, 8}), 1e-5);
+}
+
+TEST(RewriteTest, LeavesALayerNormWithAWrongEpsilonOrPower) {
+  Graph g = LayerNormGraph();
+  g.initializers["eps"] = Random({8}, 3);  // one epsilon per column: not LayerNormalization's
+  Rewritten r = Rewrite(g);
+  EXPECT_EQ(Count(r.graph, "LayerNormalization"), 0);
+  EXPECT_NE(Refusal(r.report, "fuse-layernorm").find("epsilon"), std::string::npos);
+  EXPECT_LT(Difference(g, r.graph, {2, 3, 8}), 1e-6);
+
+  g = LayerNormGraph();
+  g.initializers["eps"] = Scalar(-1e-3f);
+  EXPECT_NE(Refusal(Rewrite(g).report, "fuse-layernorm").find("epsilon"), std::string::npos);
+
+  g = LayerNormGraph();
+  g.initializers["two"] = Scalar(3);
+  r = Rewrite(g);
+  EXPECT_EQ(Count(r.graph, "LayerNormalization"), 0);
+  EXPECT_NE(Refusal(r.report, "fuse-layernorm").find("power"), std::string::npos);
+}
+
+TEST(RewriteTest, LeavesALayerNormWhoseInnerValueHasAnotherReader) {
+  Graph g = LayerNormGraph();
+  g.outputs.push_back(Out("var", {2, 3, 1}));  // the variance is read outside
+  const Rewritten r = Rewrite(g);
+  EXPECT_EQ(Count(r.graph, "LayerNormalization"), 0);
+  EXPECT_NE(Refusal(r.report, "fuse-layernorm").find("variance"), std::string::npos);
+}
+
+TEST(RewriteTest, LeavesALayerNormOverAnotherAxis) {
+  Graph g = LayerNormGraph();
+  g.nodes[0].attributes["axes"] = Ints({1});
+  g.nodes[3].attributes["axes"] = Ints({1});
+  const Rewritten r = Rewrite(g);
+  EXPECT_EQ(Count(r.graph, "LayerNormalization"), 0);
+  EXPECT_NE(Refusal(r.report, "fuse-layernorm").find("last axis"), std::string::npos);
+}
+
+TEST(RewriteTest, LeavesALayerNormOfDynamicShape) {
+  Graph g = LayerNormGraph();
+  g.inputs[0].shape = {2, 3, -1};
+  g.inputs[0].dim_names = {"", "", "hidden"};
+  const Rewritten r = Rewrite(g);
+  EXPECT_EQ(Count(r.graph, "LayerNormalization"), 0);
+  EXPECT_NE(Refusal(r.report, "fuse-layernorm").find("dynamic shapes"), std::string::npos);
+}
+
+TEST(RewriteTest, FusesGelu) {
+  const Graph g = GeluGraph();
+  const Rewritten r = Rewrite(g);
+  ASSERT_EQ(r.graph.nodes.size(), 1u);
+  EXPECT_EQ(r.graph.nodes[0].op_type, "Gelu");
+  EXPECT_EQ(r.graph.nodes[0].domain, kMicrosoftDomain);
+  EXPECT_LT(Difference(g, r.graph, {4, 16}), 1e-6);
+}
+
+TEST(RewriteTest, LeavesAGeluWithAnotherConstant) {
+  const Graph g = GeluGraph(1.5f);
+  const Rewritten r = Rewrite(g);
+  EXPECT_EQ(Count(r.graph, "Gelu"), 0);
+  EXPECT_NE(Refusal(r.report, "fuse-gelu").find("not sqrt(2)"), std::string::npos);
+  EXPECT_LT(Difference(g, r.graph, {4, 16}), 1e-6);
+}
+
+TEST(RewriteTest, LeavesAGeluWhoseErfIsReadElsewhere) {
+  Graph g = GeluGraph();
+  g.outputs.push_back(Out("e", {4, 16}));
+  const Rewritten r = Rewrite(g);
+  EXPECT_EQ(Count(r.graph, "Gelu"), 0);
+  EXPECT_NE(Refusal(r.report, "fuse-gelu").find("erf"), std::string::npos);
+}
+
+// x [2, 3, 8] + skip, LayerNormalization over the last axis.
+Graph SkipGraph(std::vector<int64_t> skip_shape) {
+  Graph g = Base({2, 3, 8});
+  g.initializers["skip"] = Random(std::move(skip_shape), 4);
+  g.inputs.push_back({"s", DataType::kFloat, {2, 3, 8}, {"", "", ""}, true});
+  g.initializers["gamma"] = Random({8}, 1);
+  g.initializers["beta"] = Random({8}, 2);
+  g.nodes = {N("Add", {"x", "s"}, {"sum"}),
+             N("LayerNormalization", {"sum", "gamma", "beta"}, {"y"})};
+  return g;
+}
+
+TEST(RewriteTest, FusesAddAndLayerNormIntoSkipLayerNormalization) {
+  Graph g = SkipGraph({8});
+  const Rewritten r = Rewrite(g);
+  ASSERT_EQ(r.graph.nodes.size(), 1u);
+  EXPECT_EQ(r.graph.nodes[0].op_type, "SkipLayerNormalization");
+  TensorMap feeds = {{"x", Random({2, 3, 8}, 5)}, {"s", Random({2, 3, 8}, 6)}};
+  absl::StatusOr<TensorMap> a = model::Run(g, feeds), b = model::Run(r.graph, feeds);
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (int64_t i = 0; i < a->at("y").size(); ++i) {
+    EXPECT_NEAR(a->at("y").AsDouble(i), b->at("y").AsDouble(i), 1e-5);
+  }
+}
+
+TEST(RewriteTest, LeavesAnAddThatBroadcasts) {
+  Graph g = SkipGraph({8});
+  g.nodes[0].inputs[1] = "skip";  // [8] broadcast over [2, 3, 8]: a bias, not a skip
+  g.inputs.pop_back();
+  const Rewritten r = Rewrite(g);
+  EXPECT_EQ(Count(r.graph, "SkipLayerNormalization"), 0);
+  EXPECT_NE(Refusal(r.report, "fuse-skip-layernorm").find("differ"), std::string::npos);
+  EXPECT_LT(Difference(g, r.graph, {2, 3, 8}), 1e-6);
+}
+
+// x [2, 3, 8] @ W [8, 5] + b [5] -> y.
+Graph MatMulAddGraph() {
+  Graph g = Base({2, 3, 8});
+  g.initializers["W"] = Random({8, 5}, 1);
+  g.initializers["b"] = Random({5}, 2);
+  g.nodes = {N("MatMul", {"x", "W"}, {"p"}), N("Add", {"b", "p"}, {"y"})};
+  g.outputs[0] = Out("y", {2, 3, 5});
+  return g;
+}
+
+TEST(RewriteTest, FusesMatMulAndBiasIntoGemm) {
+  const Graph g = MatMulAddGraph();
+  const Rewritten r = Rewrite(g);
+  EXPECT_EQ(Count(r.graph, "Gemm"), 1);
+  EXPECT_EQ(Count(r.graph, "MatMul"), 0);
+  EXPECT_LT(Difference(g, r.graph, {2, 3, 8}), 1e-6);
+}
+
+TEST(RewriteTest, LeavesABatchedMatMulOfDynamicShape) {
+  Graph g = MatMulAddGraph();
+  g.inputs[0].shape = {-1, 3, 8};
+  g.inputs[0].dim_names = {"batch", "", ""};
+  const Rewritten r = Rewrite(g);
+  EXPECT_EQ(Count(r.graph, "Gemm"), 0);
+  EXPECT_NE(Refusal(r.report, "fuse-matmul-add").find("dynamic shapes"), std::string::npos);
+  EXPECT_LT(Difference(g, r.graph, {2, 3, 8}), 1e-6);
+}
+
+TEST(RewriteTest, LeavesAProductReadTwice) {
+  Graph g = MatMulAddGraph();
+  g.outputs.push_back(Out("p", {2, 3, 5}));
+  const Rewritten r = Rewrite(g);
+  EXPECT_EQ(Count(r.graph, "Gemm"), 0);
+  EXPECT_NE(Refusal(r.report, "fuse-matmul-add").find("other readers"), std::string::npos);
+}
+
+// Conv [1,2,6,6] -> BatchNormalization -> act -> y.
+Graph ConvGraph(const std::string& act) {
+  Graph g = Base({1, 2, 6, 6});
+  g.initializers["W"] = Random({3, 2, 3, 3}, 1);
+  g.initializers["B"] = Random({3}, 2);
+  g.initializers["scale"] = Random({3}, 3);
+  g.initializers["bias"] = Random({3}, 4);
+  g.initializers["mean"] = Random({3}, 5);
+  g.initializers["var"] = Tensor::From<float>({3}, std::vector<float>{0.5f, 1.5f, 2.0f});
+  g.nodes = {N("Conv", {"x", "W", "B"}, {"c"}, {{"pads", Ints({1, 1, 1, 1})}}),
+             N("BatchNormalization", {"c", "scale", "bias", "mean", "var"}, {"bn"}),
+             N(act, {"bn"}, {"y"})};
+  g.outputs[0] = Out("y", {1, 3, 6, 6});
+  return g;
+}
+
+TEST(RewriteTest, FoldsBatchNormAndFusesTheActivation) {
+  const Graph g = ConvGraph("Relu");
+  const Rewritten r = Rewrite(g);
+  ASSERT_EQ(r.graph.nodes.size(), 1u);
+  EXPECT_EQ(r.graph.nodes[0].op_type, "FusedConv");
+  EXPECT_EQ(r.graph.nodes[0].attributes.at("activation").s, "Relu");
+  EXPECT_LT(Difference(g, r.graph, {1, 2, 6, 6}), 1e-5);
+}
+
+TEST(RewriteTest, AGpuTargetGetsOnlyTheFusedFormsItRuns) {
+  Rewritten r = Rewrite(ConvGraph("LeakyRelu"), "h100");
+  EXPECT_EQ(Count(r.graph, "FusedConv"), 0);
+  EXPECT_EQ(Count(r.graph, "Conv"), 1);  // BatchNormalization still folded
+  EXPECT_NE(Refusal(r.report, "fuse-conv-activation").find("Relu only"), std::string::npos);
+  EXPECT_EQ(Count(Rewrite(ConvGraph("LeakyRelu"), "cpu").graph, "FusedConv"), 1);
+
+  Graph gemm = Base({4, 8});
+  gemm.initializers["W"] = Random({8, 5}, 1);
+  gemm.initializers["b"] = Random({5}, 2);
+  gemm.nodes = {N("Gemm", {"x", "W", "b"}, {"g"}), N("Relu", {"g"}, {"y"})};
+  gemm.outputs[0] = Out("y", {4, 5});
+  r = Rewrite(gemm, "t4");
+  EXPECT_EQ(Count(r.graph, "FusedGemm"), 0);
+  EXPECT_NE(Refusal(r.report, "fuse-gemm-activation").find("no FusedGemm"), std::string::npos);
+  r = Rewrite(gemm, "cpu");
+  EXPECT_EQ(Count(r.graph, "FusedGemm"), 1);
+  EXPECT_LT(Difference(gemm, r.graph, {4, 8}), 1e-6);
+}
+
+TEST(RewriteTest, RemovesIdentitiesAndFoldsConstantsButKeepsGraphOutputs) {
+  Graph g = Base({2, 4});
+  g.initializers["a"] = Random({4}, 1);
+  g.nodes = {N("Identity", {"a"}, {"a2"}), N("Neg", {"a2"}, {"na"}), N("Add", {"x", "na"}, {"t"}),
+             N("Identity", {"t"}, {"y"})};
+  const Rewritten r = Rewrite(g);
+  ASSERT_EQ(r.graph.nodes.size(), 1u);  // Neg folded, both Identities gone
+  EXPECT_EQ(r.graph.nodes[0].op_type, "Add");
+  EXPECT_EQ(r.graph.nodes[0].outputs[0], "y");  // the graph output keeps its name
+  EXPECT_LT(Difference(g, r.graph, {2, 4}), 1e-7);
+}
+
+TEST(RewriteTest, NamesTheTargetsItKnows) {
+  EXPECT_TRUE(ParseRewriteTarget("cpu").ok());
+  absl::StatusOr<RewriteTarget> h100 = ParseRewriteTarget("h100");
+  ASSERT_TRUE(h100.ok());
+  EXPECT_EQ(h100->name, "H100");
+  EXPECT_FALSE(h100->fused_gemm);
+  EXPECT_EQ(ParseRewriteTarget("Ascend910B").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseRewriteTarget("tpu").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace seedance::model
