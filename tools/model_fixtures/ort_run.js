@@ -7,6 +7,11 @@
 //
 // Usage: node tools/model_fixtures/ort_run.js MODEL_DIR...
 //        node tools/model_fixtures/ort_run.js --time ITERATIONS MODEL_DIR...
+//        node tools/model_fixtures/ort_run.js --save-optimized LEVEL MODEL_DIR...
+// With --save-optimized (basic, extended or all), onnxruntime optimises each model.onnx at that
+// graph optimisation level on the CPU provider and saves what it made as MODEL_DIR/ort_LEVEL.onnx
+// (nothing is run): the fused nodes `seedance model optimize` is compared with
+// (tools/model_fixtures/rewrite_check.py).
 // With --time, nothing is written: each model runs with onnxruntime's default graph
 // optimisations (as users run it), one intra-op thread, ITERATIONS runs after a warm-up, five
 // times, and the median time per run is printed ("ort_time: DIR MS"), for bench/model_speed.sh.
@@ -27,7 +32,14 @@ function fail(message, code = 1) {
 
 let dirs = process.argv.slice(2);
 let timeIterations = 0;
-if (dirs[0] === '--time') {
+let saveLevel = '';
+if (dirs[0] === '--save-optimized') {
+  saveLevel = dirs[1];
+  dirs = dirs.slice(2);
+  if (!['basic', 'extended', 'all'].includes(saveLevel)) {
+    fail('--save-optimized wants basic, extended or all', 2);
+  }
+} else if (dirs[0] === '--time') {
   timeIterations = Number(dirs[1]);
   dirs = dirs.slice(2);
   if (!Number.isInteger(timeIterations) || timeIterations < 1) {
@@ -35,7 +47,7 @@ if (dirs[0] === '--time') {
   }
 }
 if (dirs.length === 0 || dirs.some((d) => d.startsWith('-'))) {
-  fail('usage: node ort_run.js [--time ITERATIONS] MODEL_DIR...', 2);
+  fail('usage: node ort_run.js [--time ITERATIONS | --save-optimized LEVEL] MODEL_DIR...', 2);
 }
 
 let ort;
@@ -160,7 +172,22 @@ function encodeTensor(name, tensor) {
 
 // --- running ------------------------------------------------------------------------------------
 
+async function saveOptimized(dir) {
+  const modelPath = path.join(dir, 'model.onnx');
+  if (!fs.existsSync(modelPath)) throw new Error(`${modelPath}: not found`);
+  const out = path.join(dir, `ort_${saveLevel}.onnx`);
+  const session = await ort.InferenceSession.create(modelPath, {
+    executionProviders: ['cpu'],
+    intraOpNumThreads: 1,
+    graphOptimizationLevel: saveLevel,
+    optimizedModelFilePath: out,
+  });
+  await session.release();
+  console.log(`ort_run: ${dir}: saved ${out}`);
+}
+
 async function runOne(dir) {
+  if (saveLevel) return saveOptimized(dir);
   const modelPath = path.join(dir, 'model.onnx');
   const dataDir = path.join(dir, 'test_data_set_0');
   if (!fs.existsSync(modelPath)) throw new Error(`${modelPath}: not found`);
