@@ -102,6 +102,35 @@ void RegisterAll() {
       .TypeAndShapeInferenceFunction(InferAs("Conv", 11));
   AddActivation(conv);
   Register(std::move(conv));
+  Register(Base("MultiHeadAttention", "softmax(scale Q K^T + attention_bias) V per head")
+               .Attr("num_heads", "", onnx::AttributeProto::INT)
+               .Attr("scale", "", onnx::AttributeProto::FLOAT, onnx::OPTIONAL_VALUE)
+               .Attr("mask_filter_value", "", onnx::AttributeProto::FLOAT, onnx::OPTIONAL_VALUE)
+               .Attr("unidirectional", "", onnx::AttributeProto::INT, int64_t{0})
+               .Input(0, "query", "", "T")
+               .Input(1, "key", "", "T", onnx::OpSchema::Optional)
+               .Input(2, "value", "", "T", onnx::OpSchema::Optional)
+               .Input(3, "bias", "", "T", onnx::OpSchema::Optional)
+               .Input(4, "key_padding_mask", "", "M", onnx::OpSchema::Optional)
+               .Input(5, "attention_bias", "", "T", onnx::OpSchema::Optional)
+               .Input(6, "past_key", "", "T", onnx::OpSchema::Optional)
+               .Input(7, "past_value", "", "T", onnx::OpSchema::Optional)
+               .Output(0, "output", "", "T")
+               .Output(1, "present_key", "", "T", onnx::OpSchema::Optional)
+               .Output(2, "present_value", "", "T", onnx::OpSchema::Optional)
+               .TypeConstraint("M", {"tensor(int32)"}, "")
+               .TypeAndShapeInferenceFunction([](onnx::InferenceContext& ctx) {
+                 onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+                 if (!onnx::hasInputShape(ctx, 0) || !onnx::hasInputShape(ctx, 2)) return;
+                 const auto& q = onnx::getInputShape(ctx, 0);
+                 const auto& v = onnx::getInputShape(ctx, 2);
+                 if (q.dim_size() != 3 || v.dim_size() != 3) return;
+                 onnx::TensorShapeProto shape;
+                 *shape.add_dim() = q.dim(0);
+                 *shape.add_dim() = q.dim(1);
+                 *shape.add_dim() = v.dim(2);
+                 onnx::updateOutputShape(ctx, 0, shape);
+               }));
 }
 
 }  // namespace

@@ -9,11 +9,17 @@
 //                                  input_skip_bias_sum
 //   FusedGemm(A, B, C?)            Gemm, then `activation` (Relu, LeakyRelu, Sigmoid, Tanh)
 //   FusedConv(X, W, B?)            Conv, then `activation` (the same four)
+//   MultiHeadAttention(query [B,S,D], key [B,L,D], value [B,L,Dv], -, -, attention_bias?)
+//                                  per head h of num_heads (columns h*D/N.. of each): softmax(
+//                                  scale * Q K^T + attention_bias) V, scale default 1/sqrt(D/N);
+//                                  attention_bias broadcast to [B, N, S, L]; output [B, S, Dv]
 //
 // Each runs the default domain's kernel of the operation it fuses (so the arithmetic of a
 // rewritten model is that of the original's kernels) and applies the rest in place on its output,
 // without the intermediate tensors the decomposed graph makes. Floating-point tensors only.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "ops.h"
@@ -174,6 +180,103 @@ absl::Status SkipLayerNorm(const OpContext& ctx, std::vector<Tensor>& out) {
   return absl::OkStatus();
 }
 
+// The attention of one (batch, head): q [S, d] rows `q_stride` apart, k [L, d], v [L, dv], bias
+// [S, L] rows `bias_row` apart (nullptr: none; bias_col 0 broadcasts a row), into out [S, dv].
+struct HeadProblem {
+  int64_t s = 0, l = 0, d = 0, dv = 0;
+  int64_t q_stride = 0, k_stride = 0, v_stride = 0, out_stride = 0;
+  float scale = 1;
+};
+
+void AttendOneHead(const HeadProblem& p, const float* q, const float* k, const float* v,
+                   const float* bias, int64_t bias_row, int64_t bias_col, float* out) {
+  std::vector<float> scores(static_cast<size_t>(p.l));
+  for (int64_t i = 0; i < p.s; ++i) {
+    const float* qi = q + i * p.q_stride;
+    float top = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < p.l; ++j) {
+      const float* kj = k + j * p.k_stride;
+      float dot = 0;
+      for (int64_t c = 0; c < p.d; ++c) dot += qi[c] * kj[c];
+      float sc = dot * p.scale;
+      if (bias != nullptr) sc += bias[i * bias_row + j * bias_col];
+      scores[static_cast<size_t>(j)] = sc;
+      top = std::max(top, sc);
+    }
+    float sum = 0;
+    for (float& sc : scores) {
+      sc = std::isinf(top) ? 0.0f : std::exp(sc - top);
+      sum += sc;
+    }
+    float* oi = out + i * p.out_stride;
+    std::fill(oi, oi + p.dv, 0.0f);
+    for (int64_t j = 0; j < p.l; ++j) {
+      const float w = sum > 0 ? scores[static_cast<size_t>(j)] / sum : 0.0f;
+      const float* vj = v + j * p.v_stride;
+      for (int64_t c = 0; c < p.dv; ++c) oi[c] += w * vj[c];
+    }
+  }
+}
+
+absl::Status MultiHeadAttention(const OpContext& ctx, std::vector<Tensor>& out) {
+  for (int i : {3, 4, 6, 7}) {
+    if (ctx.has_input(i)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input ", i, " is not supported (bias, key_padding_mask and past states are not run)"));
+    }
+  }
+  const Tensor& q = ctx.input(0);
+  const Tensor& k = ctx.input(1);
+  const Tensor& v = ctx.input(2);
+  absl::StatusOr<int64_t> heads = ctx.Int("num_heads", 0);
+  if (!heads.ok()) return heads.status();
+  if (q.type() != DataType::kFloat || k.type() != q.type() || v.type() != q.type() ||
+      q.rank() != 3 || k.rank() != 3 || v.rank() != 3 || k.dim(0) != q.dim(0) ||
+      v.dim(0) != q.dim(0) || k.dim(1) != v.dim(1) || k.dim(2) != q.dim(2) || *heads < 1 ||
+      q.dim(2) % *heads != 0 || v.dim(2) % *heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "query, key and value must be float [B,S,D], [B,L,D], [B,L,Dv] with D and Dv divisible "
+        "by num_heads (got ",
+        q.Describe(), ", ", k.Describe(), ", ", v.Describe(), ", ", *heads, " heads)"));
+  }
+  const int64_t b = q.dim(0), n = *heads;
+  HeadProblem p{q.dim(1), k.dim(1), q.dim(2) / n, v.dim(2) / n, q.dim(2),
+                k.dim(2), v.dim(2), v.dim(2),     1.0f};
+  absl::StatusOr<float> scale = ctx.Float("scale", 1.0f / std::sqrt(static_cast<float>(p.d)));
+  if (!scale.ok()) return scale.status();
+  p.scale = *scale;
+  const Tensor* bias = ctx.has_input(5) ? &ctx.input(5) : nullptr;
+  std::vector<int64_t> bias_strides(4, 0);
+  if (bias != nullptr) {
+    const std::vector<int64_t> want = {b, n, p.s, p.l};
+    if (bias->type() != DataType::kFloat || bias->rank() != 4) {
+      return absl::InvalidArgumentError("attention_bias must be a float tensor of rank 4");
+    }
+    const std::vector<int64_t> strides = Strides(bias->shape());
+    for (size_t d = 0; d < 4; ++d) {
+      if (bias->dim(static_cast<int>(d)) != want[d] && bias->dim(static_cast<int>(d)) != 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "attention_bias ", bias->Describe(), " does not broadcast to ", ShapeString(want)));
+      }
+      bias_strides[d] = bias->dim(static_cast<int>(d)) == 1 ? 0 : strides[d];
+    }
+  }
+  Tensor y(DataType::kFloat, {b, p.s, v.dim(2)});
+  for (int64_t bi = 0; bi < b; ++bi) {
+    for (int64_t h = 0; h < n; ++h) {
+      const float* bp = bias == nullptr
+                            ? nullptr
+                            : bias->data<float>() + bi * bias_strides[0] + h * bias_strides[1];
+      AttendOneHead(p, q.data<float>() + bi * p.s * q.dim(2) + h * p.d,
+                    k.data<float>() + bi * p.l * k.dim(2) + h * p.d,
+                    v.data<float>() + bi * p.l * v.dim(2) + h * p.dv, bp, bias_strides[2],
+                    bias_strides[3], y.data<float>() + bi * p.s * v.dim(2) + h * p.dv);
+    }
+  }
+  out[0] = std::move(y);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 const Table& ContribTable() {
@@ -184,6 +287,7 @@ const Table& ContribTable() {
     (*t)["FusedGemm"] = FusedGemm;
     (*t)["FusedConv"] = FusedConv;
     (*t)["SkipLayerNormalization"] = SkipLayerNorm;
+    (*t)["MultiHeadAttention"] = MultiHeadAttention;
     return t;
   }();
   return *table;

@@ -67,6 +67,17 @@ class Rewriter {
   bool FuseReshapes(const Node& n);
   bool SwapReshapeActivation(const Node& n);
   bool FuseConvBn(const Node& n);
+  // rewrite_attention.cc
+  bool FuseSlices(const Node& n);
+  bool FuseAttention(const Node& n);
+  bool SinkTranspose(const Node& n);
+  struct AttentionMatch;
+  std::optional<std::string> MatchAttention(const Node& softmax, AttentionMatch& m) const;
+  std::string Unscaled(const std::string& value, double& scale,
+                       std::vector<const Node*>& nodes) const;
+  std::string HeadInput(const std::string& value, const std::vector<int64_t>& perm,
+                        AttentionMatch& m, std::string& why) const;
+  std::string AttentionBias(const AttentionMatch& m, const Node& anchor);
   bool FuseActivation(const Node& n);
   // The LayerNorm match from its first ReduceMean (rewrite_rules.cc).
   struct LayerNormMatch;

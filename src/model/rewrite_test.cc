@@ -37,6 +37,13 @@ Node N(std::string op, std::vector<std::string> in, std::vector<std::string> out
   return n;
 }
 
+Attribute IntAttr(int64_t v) {
+  Attribute a;
+  a.kind = Attribute::Kind::kInt;
+  a.i = v;
+  return a;
+}
+
 Attribute Ints(std::vector<int64_t> v) {
   Attribute a;
   a.kind = Attribute::Kind::kInts;
@@ -349,6 +356,66 @@ TEST(RewriteTest, RemovesIdentitiesAndFoldsConstantsButKeepsGraphOutputs) {
   EXPECT_EQ(r.graph.nodes[0].op_type, "Add");
   EXPECT_EQ(r.graph.nodes[0].outputs[0], "y");  // the graph output keeps its name
   EXPECT_LT(Difference(g, r.graph, {2, 4}), 1e-7);
+}
+
+// torch's multi-head attention core over x [S=4, B=2, E=8] as query, key and value, 2 heads of
+// 4: Reshape [S, B*H, d], Transpose, q / 2, Q K^T, + mask, Softmax, V, Transpose, Reshape.
+Graph AttentionGraph(std::vector<int64_t> mask_shape = {4, 4}) {
+  Graph g = Base({4, 2, 8});
+  g.outputs[0] = Out("y", {8, 8});
+  g.initializers["heads"] = Tensor::From<int64_t>({3}, std::vector<int64_t>{4, 4, 4});
+  g.initializers["two"] = Scalar(2);
+  g.initializers["mask"] = Random(std::move(mask_shape), 9);
+  g.initializers["merged"] = Tensor::From<int64_t>({2}, std::vector<int64_t>{8, 8});
+  auto perm = [](std::vector<int64_t> p) {
+    return std::map<std::string, Attribute>{{"perm", Ints(p)}};
+  };
+  g.nodes = {N("Reshape", {"x", "heads"}, {"qr"}),
+             N("Transpose", {"qr"}, {"qt"}, perm({1, 0, 2})),
+             N("Div", {"qt", "two"}, {"qs"}),
+             N("Reshape", {"x", "heads"}, {"kr"}),
+             N("Transpose", {"kr"}, {"kt"}, perm({1, 2, 0})),
+             N("Reshape", {"x", "heads"}, {"vr"}),
+             N("Transpose", {"vr"}, {"vt"}, perm({1, 0, 2})),
+             N("MatMul", {"qs", "kt"}, {"scores"}),
+             N("Add", {"scores", "mask"}, {"masked"}),
+             N("Softmax", {"masked"}, {"p"}, {{"axis", IntAttr(-1)}}),
+             N("MatMul", {"p", "vt"}, {"o"}),
+             N("Transpose", {"o"}, {"ot"}, perm({1, 0, 2})),
+             N("Reshape", {"ot", "merged"}, {"y"})};
+  return g;
+}
+
+TEST(RewriteTest, FusesTorchsAttentionIntoMultiHeadAttention) {
+  const Graph g = AttentionGraph();
+  const Rewritten r = Rewrite(g);
+  ASSERT_EQ(Count(r.graph, "MultiHeadAttention"), 1);
+  EXPECT_EQ(Count(r.graph, "Softmax"), 0);
+  EXPECT_LT(Difference(g, r.graph, {4, 2, 8}), 1e-5);
+}
+
+TEST(RewriteTest, LeavesAnAttentionWhoseMaskDiffersPerHead) {
+  const Graph g = AttentionGraph({4, 4, 4});  // one mask per batch and head
+  const Rewritten r = Rewrite(g);
+  EXPECT_EQ(Count(r.graph, "MultiHeadAttention"), 0);
+  EXPECT_NE(Refusal(r.report, "fuse-attention").find("mask differs"), std::string::npos);
+  EXPECT_LT(Difference(g, r.graph, {4, 2, 8}), 1e-6);
+}
+
+TEST(RewriteTest, LeavesAnAttentionWithAnotherLayout) {
+  Graph g = AttentionGraph();
+  g.nodes[4].attributes["perm"] =
+      Ints({1, 0, 2});  // K not transposed: Q K (S == d) is another product
+  Rewritten r = Rewrite(g);
+  EXPECT_EQ(Count(r.graph, "MultiHeadAttention"), 0);
+  EXPECT_NE(Refusal(r.report, "fuse-attention").find("Transpose [1,2,0]"), std::string::npos);
+
+  g = AttentionGraph();
+  g.nodes[9].attributes["axis"] = IntAttr(1);  // a softmax over the query axis
+  r = Rewrite(g);
+  EXPECT_EQ(Count(r.graph, "MultiHeadAttention"), 0);
+  EXPECT_NE(Refusal(r.report, "fuse-attention").find("last axis"), std::string::npos);
+  EXPECT_LT(Difference(g, r.graph, {4, 2, 8}), 1e-6);
 }
 
 TEST(RewriteTest, NamesTheTargetsItKnows) {
