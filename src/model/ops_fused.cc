@@ -4,8 +4,9 @@
 //   Gelu(X)                        0.5 x (1 + erf(x / sqrt 2))
 //   FastGelu(X, bias?)             0.5 v (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))), v = x + bias
 //   SkipLayerNormalization(input, skip, gamma, beta?, bias?)
-//                                  LayerNormalization over the last axis of input + skip (+ bias);
-//                                  outputs: output, mean (unset), inv_std_var (unset),
+//                                  LayerNormalization over the last axis of input + skip (+ bias),
+//                                  float only, in one pass per row (statistics in double);
+//                                  outputs: output, mean and inv_std_var (refused),
 //                                  input_skip_bias_sum
 //   FusedGemm(A, B, C?)            Gemm, then `activation` (Relu, LeakyRelu, Sigmoid, Tanh)
 //   FusedConv(X, W, B?)            Conv, then `activation` (the same four)
@@ -22,6 +23,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "oneapi/dnnl/dnnl.h"
 #include "ops.h"
 
 namespace seedance::model::ops {
@@ -30,10 +32,16 @@ namespace {
 // Applies `f` to every element of a floating tensor, in place (16-bit floats through float).
 template <typename F>
 absl::Status ApplyInPlace(Tensor& t, F f) {
+  if (t.type() == DataType::kFloat) {  // the common case, in one loop the compiler vectorises
+    float* v = t.data<float>();
+    const int64_t n = t.size();
+    for (int64_t i = 0; i < n; ++i) v[i] = f(v[i]);
+    return absl::OkStatus();
+  }
   return VisitType(t.type(), [&]<typename T>(T) -> absl::Status {
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if constexpr (std::is_same_v<T, double>) {
       T* v = t.data<T>();
-      for (int64_t i = 0; i < t.size(); ++i) v[i] = static_cast<T>(f(v[i]));
+      for (int64_t i = 0; i < t.size(); ++i) v[i] = f(v[i]);
       return absl::OkStatus();
     } else if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
       T* v = t.data<T>();
@@ -94,7 +102,7 @@ absl::Status Activate(const OpContext& ctx, Tensor& y) {
   if (!alpha.ok()) return alpha.status();
   const float a = *alpha;
   if (*activation == "Relu") {
-    return ApplyInPlace(y, [](auto v) { return v > 0 ? v : decltype(v){0}; });
+    return ApplyInPlace(y, [](auto v) { return std::max(v, decltype(v){0}); });
   }
   if (*activation == "LeakyRelu") {
     return ApplyInPlace(y, [a](auto v) { return v >= 0 ? v : static_cast<decltype(v)>(a) * v; });
@@ -130,54 +138,68 @@ absl::Status FusedConv(const OpContext& ctx, std::vector<Tensor>& out) {
   return Activate(ctx, out[0]);
 }
 
-// input + skip (+ bias), each of input's shape or broadcast from the last axis.
-absl::StatusOr<Tensor> SkipSum(const OpContext& ctx) {
-  std::vector<Tensor> sum(1);
-  if (absl::Status s = RunDefault("Add", ctx, {&ctx.input(0), &ctx.input(1)}, sum); !s.ok()) {
-    return s;
+// SkipLayerNormalization of float tensors in one pass per row: the sum (input + skip + bias)
+// written where output 3 wants it, its mean and variance accumulated in double, then normalised,
+// scaled and shifted. skip and bias: input's shape, or broadcast from the last axis ([cols]).
+absl::Status SkipLayerNormFloat(const OpContext& ctx, float epsilon, std::vector<Tensor>& out) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& skip = ctx.input(1);
+  const int64_t cols = x.shape().back(), rows = x.size() / std::max<int64_t>(cols, 1);
+  auto per_column = [&](int i) {
+    return !ctx.has_input(i) || (ctx.input(i).type() == DataType::kFloat &&
+                                 ctx.input(i).size() == cols && ctx.input(i).shape().back() == cols);
+  };
+  const bool full_skip = skip.shape() == x.shape() && skip.type() == DataType::kFloat;
+  if ((!full_skip && !per_column(1)) || !per_column(2) || !per_column(3) || !per_column(4)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "skip must have the input's shape ", ShapeString(x.shape()),
+        " or [", cols, "]; gamma, beta and bias must be float [", cols, "]"));
   }
-  if (ctx.has_input(4)) {
-    std::vector<Tensor> with_bias(1);
-    if (absl::Status s = RunDefault("Add", ctx, {&sum[0], &ctx.input(4)}, with_bias); !s.ok()) {
-      return s;
+  const float* xv = x.data<float>();
+  const float* sv = skip.data<float>();
+  const float* gamma = ctx.input(2).data<float>();
+  const float* beta = ctx.has_input(3) ? ctx.input(3).data<float>() : nullptr;
+  const float* bias = ctx.has_input(4) ? ctx.input(4).data<float>() : nullptr;
+  const bool keep_sum = ctx.output_count() > 3 && !ctx.node().outputs[3].empty();
+  Tensor sum(DataType::kFloat, x.shape(), Tensor::Uninitialized{});
+  Tensor y(DataType::kFloat, x.shape(), Tensor::Uninitialized{});
+  for (int64_t r = 0; r < rows; ++r) {
+    float* h = sum.data<float>() + r * cols;
+    const float* sk = full_skip ? sv + r * cols : sv;
+    double total = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      h[c] = xv[r * cols + c] + sk[c] + (bias != nullptr ? bias[c] : 0.0f);
+      total += h[c];
     }
-    sum[0] = std::move(with_bias[0]);
+    const double mean = total / static_cast<double>(cols);
+    double squares = 0;
+    for (int64_t c = 0; c < cols; ++c) squares += (h[c] - mean) * (h[c] - mean);
+    const auto inv = static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(cols) + epsilon));
+    const auto m = static_cast<float>(mean);
+    float* o = y.data<float>() + r * cols;
+    for (int64_t c = 0; c < cols; ++c) {
+      o[c] = (h[c] - m) * inv * gamma[c] + (beta != nullptr ? beta[c] : 0.0f);
+    }
   }
-  if (sum[0].shape() != ctx.input(0).shape()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("skip or bias does not broadcast to the input's shape ",
-                     ShapeString(ctx.input(0).shape())));
-  }
-  return std::move(sum[0]);
+  out[0] = std::move(y);
+  if (keep_sum) out[3] = std::move(sum);
+  return absl::OkStatus();
 }
 
 absl::Status SkipLayerNorm(const OpContext& ctx, std::vector<Tensor>& out) {
-  if (ctx.input(0).rank() < 1) return absl::InvalidArgumentError("input must have an axis");
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 1 || x.type() != DataType::kFloat) {
+    return absl::InvalidArgumentError("input must be a float tensor with an axis");
+  }
   for (int i : {1, 2}) {
     if (ctx.output_count() > i && !ctx.node().outputs[static_cast<size_t>(i)].empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("output ", i, " (mean, inv_std_var) is not computed by this executor"));
     }
   }
-  absl::StatusOr<Tensor> sum = SkipSum(ctx);
-  if (!sum.ok()) return sum.status();
   absl::StatusOr<float> epsilon = ctx.Float("epsilon", 1e-12f);
   if (!epsilon.ok()) return epsilon.status();
-  // LayerNormalization over the last axis, as opset 17 defines it.
-  Node ln;
-  ln.name = ctx.node().name;
-  ln.op_type = "LayerNormalization";
-  ln.attributes["axis"].i = -1;
-  ln.attributes["epsilon"].kind = Attribute::Kind::kFloat;
-  ln.attributes["epsilon"].f = *epsilon;
-  std::vector<const Tensor*> in = {&*sum, &ctx.input(2)};
-  if (ctx.has_input(3)) in.push_back(&ctx.input(3));
-  const OpContext inner(ln, 17, std::move(in));
-  std::vector<Tensor> y(1);
-  if (absl::Status s = OpTable().at("LayerNormalization")(inner, y); !s.ok()) return s;
-  out[0] = std::move(y[0]);
-  if (ctx.output_count() > 3) out[3] = std::move(*sum);
-  return absl::OkStatus();
+  return SkipLayerNormFloat(ctx, *epsilon, out);
 }
 
 // The attention of one (batch, head): q [S, d] rows `q_stride` apart, k [L, d], v [L, dv], bias
@@ -188,34 +210,32 @@ struct HeadProblem {
   float scale = 1;
 };
 
+// scores = scale Q K^T (+ bias), softmax per row, out = scores V; the two products on oneDNN's
+// sgemm (row-major, strided).
 void AttendOneHead(const HeadProblem& p, const float* q, const float* k, const float* v,
                    const float* bias, int64_t bias_row, int64_t bias_col, float* out) {
-  std::vector<float> scores(static_cast<size_t>(p.l));
+  std::vector<float> scores(static_cast<size_t>(p.s * p.l));
+  float* sc = scores.data();
+  dnnl_sgemm('N', 'T', p.s, p.l, p.d, p.scale, q, p.q_stride, k, p.k_stride, 0.0f, sc, p.l);
   for (int64_t i = 0; i < p.s; ++i) {
-    const float* qi = q + i * p.q_stride;
-    float top = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < p.l; ++j) {
-      const float* kj = k + j * p.k_stride;
-      float dot = 0;
-      for (int64_t c = 0; c < p.d; ++c) dot += qi[c] * kj[c];
-      float sc = dot * p.scale;
-      if (bias != nullptr) sc += bias[i * bias_row + j * bias_col];
-      scores[static_cast<size_t>(j)] = sc;
-      top = std::max(top, sc);
+    float* row = sc + i * p.l;
+    if (bias != nullptr) {
+      for (int64_t j = 0; j < p.l; ++j) row[j] += bias[i * bias_row + j * bias_col];
+    }
+    const float top = *std::max_element(row, row + p.l);
+    if (std::isinf(top) && top < 0) {  // every key masked: no weight anywhere
+      std::fill(row, row + p.l, 0.0f);
+      continue;
     }
     float sum = 0;
-    for (float& sc : scores) {
-      sc = std::isinf(top) ? 0.0f : std::exp(sc - top);
-      sum += sc;
-    }
-    float* oi = out + i * p.out_stride;
-    std::fill(oi, oi + p.dv, 0.0f);
     for (int64_t j = 0; j < p.l; ++j) {
-      const float w = sum > 0 ? scores[static_cast<size_t>(j)] / sum : 0.0f;
-      const float* vj = v + j * p.v_stride;
-      for (int64_t c = 0; c < p.dv; ++c) oi[c] += w * vj[c];
+      row[j] = std::exp(row[j] - top);
+      sum += row[j];
     }
+    const float inv = 1.0f / sum;
+    for (int64_t j = 0; j < p.l; ++j) row[j] *= inv;
   }
+  dnnl_sgemm('N', 'N', p.s, p.dv, p.l, 1.0f, sc, p.l, v, p.v_stride, 0.0f, out, p.out_stride);
 }
 
 absl::Status MultiHeadAttention(const OpContext& ctx, std::vector<Tensor>& out) {
