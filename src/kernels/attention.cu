@@ -62,6 +62,8 @@ struct SharedLayout {
   static constexpr size_t kP = kS + kBlockQ * kBlockK * 4;  // kBlockQ x kBlockK elements
   static constexpr size_t kO = kP + kBlockQ * kBlockK * 2;  // kBlockQ x D floats
   static constexpr size_t kBytes = kO + kBlockQ * D * 4;
+  static_assert(kK % 256 == 0 && kV % 256 == 0 && kS % 256 == 0 && kP % 256 == 0 && kO % 256 == 0,
+                "every tile starts 256-byte aligned (WMMA needs 32 bytes)");
 };
 
 struct Params {

@@ -2,6 +2,7 @@
 // the argument checks of attention.h, then the kernel's C entry point (attention.cu).
 // Plain C++: only the .cu sources need nvcc.
 #include <cstdint>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "kernels_c_api.h"
