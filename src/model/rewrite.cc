@@ -144,7 +144,7 @@ bool Rewriter::Refuse(const std::string& rule, const Node& anchor, const std::st
 
 // Nodes in a stable topological order: of the nodes whose inputs are made, the one that came
 // first (added nodes after the others).
-void Rewriter::Commit() {
+absl::Status Rewriter::Commit() {
   std::vector<Node> nodes;
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
     if (!removed_.count(i)) nodes.push_back(std::move(g_.nodes[i]));
@@ -181,9 +181,10 @@ void Rewriter::Commit() {
     }
     order.push_back(std::move(nodes[i]));
   }
-  SEEDANCE_CHECK(order.size() == nodes.size()) << "a rewrite made a cycle";
+  if (order.size() != nodes.size()) return absl::InternalError("the rewrite made a cycle");
   g_.nodes = std::move(order);
   DropUnusedConstants();
+  return absl::OkStatus();
 }
 
 void Rewriter::DropUnusedConstants() {
@@ -203,8 +204,9 @@ absl::Status Rewriter::Run() {
     if (!ApplyOne()) break;
     const std::string rule =
         report_ != nullptr && !report_->applied.empty() ? report_->applied.back().rule : "a rule";
-    Commit();
-    if (absl::Status s = Index(); !s.ok()) {
+    absl::Status s = Commit();
+    if (s.ok()) s = Index();
+    if (!s.ok()) {
       return absl::InternalError(
           absl::StrCat(rule, " made a graph that does not check: ", s.message()));
     }

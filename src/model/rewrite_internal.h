@@ -45,7 +45,8 @@ class Rewriter {
   std::string NewName(const std::string& base);
   std::string AddConstant(const std::string& base, Tensor t);
   void Add(Node node);
-  void Commit();
+  // Applies the edits and re-orders the nodes; Internal when they made a cycle (a rule's bug).
+  absl::Status Commit();
   void DropUnusedConstants();
   void Applied(const std::string& rule, const Node& anchor, const std::string& detail);
   // Records the refusal (once per rule and node); returns false for `return Refuse(...)`.
