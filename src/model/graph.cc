@@ -454,7 +454,9 @@ void FillValueInfo(const ValueInfo& v, onnx::ValueInfoProto* p) {
   }
 }
 
-absl::StatusOr<onnx::ModelProto> ToModelProto(const Graph& g) {
+// `max_initializer_bytes` >= 0: larger initializers are declared as graph inputs of their type and
+// shape instead of copied (what shape inference needs of a weight; a shape tensor is small).
+absl::StatusOr<onnx::ModelProto> ToModelProto(const Graph& g, int64_t max_initializer_bytes = -1) {
   onnx::ModelProto model;
   model.set_ir_version(g.ir_version > 0 ? g.ir_version : 8);
   model.set_producer_name("seedance");
@@ -472,7 +474,14 @@ absl::StatusOr<onnx::ModelProto> ToModelProto(const Graph& g) {
   gp->set_name("main");
   for (const ValueInfo& v : g.inputs) FillValueInfo(v, gp->add_input());
   for (const ValueInfo& v : g.outputs) FillValueInfo(v, gp->add_output());
-  for (const auto& [name, t] : g.initializers) FillTensorProto(name, t, gp->add_initializer());
+  for (const auto& [name, t] : g.initializers) {
+    if (max_initializer_bytes < 0 || static_cast<int64_t>(t.bytes()) <= max_initializer_bytes) {
+      FillTensorProto(name, t, gp->add_initializer());
+    } else {
+      FillValueInfo(ValueInfo{name, t.type(), t.shape(), std::vector<std::string>(t.shape().size()), true},
+                    gp->add_input());
+    }
+  }
   for (const Node& n : g.nodes) {
     onnx::NodeProto* np = gp->add_node();
     np->set_name(n.name);
@@ -593,7 +602,7 @@ absl::StatusOr<std::string> SerializeOnnxModel(const Graph& graph) {
 }
 
 absl::StatusOr<std::map<std::string, ValueInfo>> InferValueInfo(const Graph& graph) {
-  absl::StatusOr<onnx::ModelProto> proto = ToModelProto(graph);
+  absl::StatusOr<onnx::ModelProto> proto = ToModelProto(graph, 4096);
   if (!proto.ok()) return proto.status();
   const Source src{graph.source.empty() ? "the model" : graph.source, "", nullptr};
   if (absl::Status s = Check(src, *proto); !s.ok()) return s;  // writes value_info
