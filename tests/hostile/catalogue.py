@@ -219,7 +219,7 @@ class Case:
 
 
 COMMANDS = {"simulate": (), "profile": (), "analyze": (), "serve-sim": (),
-            "costmodel": ("check", "fit"), "model": ("run", "analyze", "plan", "quantize", "sparsify", "ops"), "clock": ("probe", "simulate"), "bench": ("timers",),
+            "costmodel": ("check", "fit"), "model": ("run", "analyze", "plan", "quantize", "sparsify", "optimize", "ops"), "clock": ("probe", "simulate"), "bench": ("timers",),
             "version": (), "help": (), "completion": (), "server": (),
             "get": ("nodes", "pods", "pod", "queues"), "apply": (), "delete": ("pod",), "explain": (),
             "cordon": (), "uncordon": (), "node-agent": ("topology", "pin", "cache", "prewarm-wait"), "device-plugin": (),
@@ -2670,6 +2670,7 @@ HELP_BASES.update({
     "model quantize": ["model", "quantize", "{model.onnx}", "--plan", "{plan.json}", "-o",
                        "{T}/q.onnx"],
     "model sparsify": ["model", "sparsify", "{model.onnx}", "-o", "{T}/s.onnx"],
+    "model optimize": ["model", "optimize", "{model.onnx}", "-o", "{T}/o.onnx"],
 })
 # A model with a layer 2:4 pruning can take: MatMul x [1, 4] by W [4, 2] (weights 1..8).
 SPARSE_MODEL = onnx_model(
@@ -2809,6 +2810,45 @@ def sparsify_cases():
     ]
 
 
+def _microsoft_model(op, name):
+    """x -> com.microsoft `op` -> y, importing the domain at version 1."""
+    node = _node(op, ["x"], ["y"], name) + [_field(7, "com.microsoft")]
+    graph = ([_field(1, node), _field(2, "g"), _field(11, _value_info("x")),
+              _field(12, _value_info("y"))])
+    return b"".join([_field(1, 8), _field(8, [_field(1, ""), _field(2, 17)]),
+                     _field(8, [_field(1, "com.microsoft"), _field(2, 1)]), _field(7, graph)])
+
+
+def optimize_cases():
+    """seedance model optimize: a bad device or model is exit 2 naming it; the rewritten model
+    never replaces its input; an operator of onnxruntime's domain the executor does not run is
+    refused by name, one it runs is run."""
+    B, E, C, D, W = "bad-value", "exit-code", "control", "destroy", "write-fail"
+    O = ["model", "optimize", "{m.onnx}", "-o"]
+    ok = {"m.onnx": GOOD_MODEL}
+    return [
+        Case(C, "model/optimize-ok", O + ["{T}/o.onnx"], exit=0, files=ok,
+             present=[("stdout", "nodes ->")]),
+        Case(E, "model/optimize-no-output", O[:-1], files=ok, msg=["--output"]),
+        Case(B, "model/optimize-unknown-device", O + ["{T}/o.onnx", "--device", "tpu"],
+             files=ok, msg=["--device", "tpu"]),
+        Case(B, "model/optimize-npu-device", O + ["{T}/o.onnx", "--device", "Ascend910B"],
+             files=ok, msg=["--device", "Ascend910B", "NVIDIA"]),
+        Case(B, "model/optimize-truncated", O + ["{T}/o.onnx"],
+             files={"m.onnx": GOOD_MODEL[: len(GOOD_MODEL) // 2]},
+             msg=["m.onnx", "not an ONNX model"]),
+        Case(D, "model/optimize-output-is-model", O + ["{m.onnx}"], files=ok, msg=["m.onnx"]),
+        Case(W, "model/optimize-dev-full", O + ["/dev/full"], exit=1, files=ok,
+             msg=["/dev/full"]),
+        Case(B, "model/microsoft-op-not-run", ["model", "run", "{m.onnx}", "-o", "{T}/out"],
+             files={"m.onnx": _microsoft_model("QuickGelu", "qg")},
+             msg=["m.onnx", "qg", "com.microsoft.QuickGelu"]),
+        Case(C, "model/microsoft-gelu-runs", ["model", "run", "{m.onnx}", "-o", "{T}/out"],
+             exit=0, files={"m.onnx": _microsoft_model("Gelu", "gelu")},
+             present=[("stdout", "out/output_0.pb")]),
+    ]
+
+
 def model_cases():
     """seedance model run: bad models are exit 2 naming the node and the reason, never a crash."""
     B, E, G, C = "bad-value", "exit-code", "garbage", "control"
@@ -2867,7 +2907,8 @@ def model_cases():
              msg=["--output"]),
         Case(E, "model/shape-not-an-input", RUN + ["--shape", "z=1x2"],
              files={"m.onnx": GOOD_MODEL}, msg=["--shape", "z"]),
-    ] + quantize_cases() + precision_plan_cases() + sparsify_cases() + analyze_html_cases() + [
+    ] + quantize_cases() + precision_plan_cases() + sparsify_cases() + optimize_cases() + \
+        analyze_html_cases() + [
         Case(B, "model/inputs-mistyped", RUN + ["--inputs", "{T}/in"],
              files={"m.onnx": GOOD_MODEL, "in/x.pb": b"".join(_tensor("x", (1, 2), elem=7,
                                                                        raw=bytes(16)))},
