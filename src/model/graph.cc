@@ -474,12 +474,16 @@ absl::StatusOr<onnx::ModelProto> ToModelProto(const Graph& g, int64_t max_initia
   gp->set_name("main");
   for (const ValueInfo& v : g.inputs) FillValueInfo(v, gp->add_input());
   for (const ValueInfo& v : g.outputs) FillValueInfo(v, gp->add_output());
+  // Before IR version 4 every initializer must also be a graph input.
+  const bool inputs_too = model.ir_version() < 4;
   for (const auto& [name, t] : g.initializers) {
-    if (max_initializer_bytes < 0 || static_cast<int64_t>(t.bytes()) <= max_initializer_bytes) {
-      FillTensorProto(name, t, gp->add_initializer());
-    } else {
-      FillValueInfo(ValueInfo{name, t.type(), t.shape(), std::vector<std::string>(t.shape().size()), true},
-                    gp->add_input());
+    const bool copied =
+        max_initializer_bytes < 0 || static_cast<int64_t>(t.bytes()) <= max_initializer_bytes;
+    if (copied) FillTensorProto(name, t, gp->add_initializer());
+    if (!copied || inputs_too) {
+      FillValueInfo(
+          ValueInfo{name, t.type(), t.shape(), std::vector<std::string>(t.shape().size()), true},
+          gp->add_input());
     }
   }
   for (const Node& n : g.nodes) {
