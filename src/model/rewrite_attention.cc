@@ -107,13 +107,17 @@ bool Rewriter::FuseSlices(const Node& n) {
 
 // --- attention ----------------------------------------------------------------------------------
 
-// torch's nn.MultiheadAttention export: q, k, v [S, B, E] -> Reshape [S, B*H, d] -> Transpose
-// (q, v: [1,0,2]; k: [1,2,0]) -> q scaled -> MatMul -> (+ mask) -> Softmax -> MatMul v ->
-// Transpose [1,0,2] -> Reshape.
+// Two layouts. torch's nn.MultiheadAttention export: q, k, v [S, B, E] -> Reshape [S, B*H, d] ->
+// Transpose (q, v: [1,0,2]; k: [1,2,0]) -> q scaled -> MatMul -> (+ constant mask) -> Softmax ->
+// MatMul v -> Transpose [1,0,2] -> Reshape. Hugging Face's (BERT, GPT-2): q, k, v [B, S, E] ->
+// Reshape [B, S, H, d] -> Transpose (q, v: [0,2,1,3]; k: [0,2,3,1]) -> MatMul -> scaled ->
+// (+ mask, constant or computed, broadcast to [B, H, S, L]) -> Softmax -> MatMul v -> Transpose
+// [0,2,1,3] -> Reshape.
 struct Rewriter::AttentionMatch {
   std::vector<const Node*> nodes;  // every node the fused form replaces
-  std::string q, k, v;             // [S, B, E] each
-  std::string mask;                // "" or a constant [S, L] / [1, S, L]
+  std::string q, k, v;             // [S, B, E] each ([B, S, E] when batch_first)
+  std::string mask;                // "" or the added mask
+  bool batch_first = false;        // heads as [B, H, S, d] (Hugging Face), else [B*H, S, d]
   const Node* out_reshape = nullptr;
   int64_t heads = 0;
   double scale = 1;
@@ -131,8 +135,8 @@ std::string Rewriter::Unscaled(const std::string& value, double& scale,
   return p->inputs[0];
 }
 
-// The [S, B, E] input of a head split (Reshape [S, B*H, d] then Transpose `perm`) ending at
-// `value`, or "" with `why`.
+// The 3-D input of a head split ending at `value` (Reshape [S, B, E] -> [S, B*H, d], or
+// [B, S, E] -> [B, S, H, d], then Transpose `perm`), or "" with `why`.
 std::string Rewriter::HeadInput(const std::string& value, const std::vector<int64_t>& perm,
                                 AttentionMatch& m, std::string& why) const {
   const Node* t = Producer(value);
@@ -145,18 +149,26 @@ std::string Rewriter::HeadInput(const std::string& value, const std::vector<int6
       r == nullptr ? std::nullopt : StaticShape(r->inputs[0]);
   const std::optional<std::vector<int64_t>> out = StaticShape(t->inputs[0]);
   if (!Is(r, "Reshape") || OnlyConsumer(t->inputs[0]) == nullptr || !in || !out ||
-      in->size() != 3 || out->size() != 3) {
+      in->size() != 3 || out->size() != perm.size()) {
     why = "dynamic shapes, or a head split that is not a Reshape of a 3-D tensor";
     return "";
   }
-  // [S, B, E] -> [S, B*H, d]: the same S, and B*H*d == B*E with H whole.
-  const int64_t s = (*in)[0], b = (*in)[1], e = (*in)[2];
-  if ((*out)[0] != s || (*out)[1] % b != 0 || (*out)[1] / b * (*out)[2] != e) {
+  int64_t heads = 0;
+  if (out->size() == 3) {  // [S, B, E] -> [S, B*H, d]: the same S, and B*H*d == B*E, H whole
+    const int64_t b = (*in)[1];
+    if (b > 0 && (*out)[0] == (*in)[0] && (*out)[1] % b == 0 &&
+        (*out)[1] / b * (*out)[2] == (*in)[2]) {
+      heads = (*out)[1] / b;
+    }
+  } else if (out->size() == 4 && (*out)[0] == (*in)[0] && (*out)[1] == (*in)[1] &&
+             (*out)[2] * (*out)[3] == (*in)[2]) {  // [B, S, E] -> [B, S, H, d]
+    heads = (*out)[2];
+  }
+  if (heads == 0) {
     why = absl::StrCat("the head split [", absl::StrJoin(*in, ","), "] -> [",
                        absl::StrJoin(*out, ","), "] does not keep rows and split columns by head");
     return "";
   }
-  const int64_t heads = (*out)[1] / b;
   if (m.heads != 0 && m.heads != heads) {
     why = "query, key and value are split into different numbers of heads";
     return "";
@@ -172,7 +184,8 @@ std::optional<std::string> Rewriter::MatchAttention(const Node& sm, AttentionMat
   const Node* mm2 = OnlyConsumer(sm.outputs[0]);
   const int rank = RankOf(scores);
   const Node* first = Producer(scores);
-  if (!Is(mm2, "MatMul") || mm2->inputs[0] != sm.outputs[0] || rank != 3) return "";
+  if (!Is(mm2, "MatMul") || mm2->inputs[0] != sm.outputs[0] || (rank != 3 && rank != 4)) return "";
+  m.batch_first = rank == 4;
   if (!(Is(first, "MatMul") || Is(first, "Add") || Is(first, "Div") || Is(first, "Mul"))) return "";
   const int64_t axis = [&] {
     auto it = sm.attributes.find("axis");
@@ -181,10 +194,14 @@ std::optional<std::string> Rewriter::MatchAttention(const Node& sm, AttentionMat
   if (axis != -1 && axis != rank - 1) return "the softmax is not over the last axis";
   m.nodes = {&sm, mm2};
   if (const Node* add = Producer(scores); Is(add, "Add") && OnlyConsumer(scores) != nullptr) {
-    const bool left = Constant(add->inputs[0]) != nullptr;
-    m.mask = add->inputs[left ? 0 : 1];
-    if (Constant(m.mask) == nullptr) return "the added mask is not a constant";
-    scores = add->inputs[left ? 1 : 0];
+    // The mask is the operand that is not a product: a constant, or (Hugging Face's layout) a
+    // value computed from the inputs.
+    const Node* left = Producer(add->inputs[0]);
+    const bool left_is_mask = Constant(add->inputs[0]) != nullptr ||
+                              !(Is(left, "MatMul") || Is(left, "Div") || Is(left, "Mul"));
+    m.mask = add->inputs[left_is_mask ? 0 : 1];
+    if (Constant(m.mask) == nullptr && !m.batch_first) return "the added mask is not a constant";
+    scores = add->inputs[left_is_mask ? 1 : 0];
     m.nodes.push_back(add);
   }
   scores = Unscaled(scores, m.scale, m.nodes);
@@ -193,34 +210,57 @@ std::optional<std::string> Rewriter::MatchAttention(const Node& sm, AttentionMat
   m.nodes.push_back(mm1);
   const std::string qh = Unscaled(mm1->inputs[0], m.scale, m.nodes);
   std::string why;
-  m.q = HeadInput(qh, {1, 0, 2}, m, why);
+  const std::vector<int64_t> qv_perm =
+      m.batch_first ? std::vector<int64_t>{0, 2, 1, 3} : std::vector<int64_t>{1, 0, 2};
+  const std::vector<int64_t> k_perm =
+      m.batch_first ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{1, 2, 0};
+  m.q = HeadInput(qh, qv_perm, m, why);
   if (m.q.empty()) return why;
-  m.k = HeadInput(mm1->inputs[1], {1, 2, 0}, m, why);
+  m.k = HeadInput(mm1->inputs[1], k_perm, m, why);
   if (m.k.empty()) return why;
-  m.v = HeadInput(mm2->inputs[1], {1, 0, 2}, m, why);
+  m.v = HeadInput(mm2->inputs[1], qv_perm, m, why);
   if (m.v.empty()) return why;
   const Node* to = OnlyConsumer(mm2->outputs[0]);
   m.out_reshape = to == nullptr ? nullptr : OnlyConsumer(to->outputs[0]);
-  if (!IsTranspose(to, {1, 0, 2}) || !Is(m.out_reshape, "Reshape")) {
-    return "the heads are not merged back by Transpose [1,0,2] and Reshape";
+  if (!IsTranspose(to, qv_perm) || !Is(m.out_reshape, "Reshape")) {
+    return absl::StrCat("the heads are not merged back by Transpose [", absl::StrJoin(qv_perm, ","),
+                        "] and Reshape");
   }
   m.nodes.push_back(to);
   m.nodes.push_back(m.out_reshape);
   return std::nullopt;
 }
 
-// The mask as attention_bias [1, 1, S, L], or "" when it is not one mask for every batch and
-// head.
+// The mask as MultiHeadAttention's attention_bias ([B or 1, H or 1, S, L]): one constant [S, L]
+// mask as [1, 1, S, L]; in the batch-first layout, a mask of fixed shape [B or 1, H or 1, S or 1,
+// L] as it is, expanded along S when it has 1 there (onnxruntime wants S). "" when it is neither.
 std::string Rewriter::AttentionBias(const AttentionMatch& m, const Node& anchor) {
   if (m.mask.empty()) return "";
-  const Tensor& mask = *Constant(m.mask);
-  const std::optional<std::vector<int64_t>> q = StaticShape(m.q);
-  const std::optional<std::vector<int64_t>> k = StaticShape(m.k);
-  const int64_t s = (*q)[0], l = (*k)[0];
-  const bool shared = mask.size() == s * l && mask.rank() >= 2 && mask.dim(mask.rank() - 1) == l &&
-                      mask.dim(mask.rank() - 2) == s && mask.type() == DataType::kFloat;
-  if (!shared) return "";
-  return AddConstant(absl::StrCat(anchor.name, "/attention_bias"), mask.Reshaped({1, 1, s, l}));
+  const std::vector<int64_t> q = *StaticShape(m.q), k = *StaticShape(m.k);
+  const int64_t b = m.batch_first ? q[0] : q[1], s = m.batch_first ? q[1] : q[0];
+  const int64_t l = m.batch_first ? k[1] : k[0];
+  if (const Tensor* c = Constant(m.mask);
+      c != nullptr && c->size() == s * l && c->rank() >= 2 && c->dim(c->rank() - 1) == l &&
+      c->dim(c->rank() - 2) == s && c->type() == DataType::kFloat) {
+    return AddConstant(absl::StrCat(anchor.name, "/attention_bias"), c->Reshaped({1, 1, s, l}));
+  }
+  const std::optional<std::vector<int64_t>> shape = StaticShape(m.mask);
+  if (!m.batch_first || !shape || shape->size() != 4 || TypeOf(m.mask) != DataType::kFloat) {
+    return "";
+  }
+  const std::vector<int64_t>& d = *shape;
+  if ((d[0] != 1 && d[0] != b) || (d[1] != 1 && d[1] != m.heads) || (d[2] != 1 && d[2] != s) ||
+      d[3] != l) {
+    return "";
+  }
+  if (d[2] == s) return m.mask;
+  Node expand =
+      MakeNode(absl::StrCat(anchor.name, "/ExpandMask"), "Expand",
+               {m.mask, AddConstant(anchor.name + "/mask_shape", Int64s({d[0], d[1], s, l}))},
+               {NewName(m.mask + "/expanded")});
+  std::string out = expand.outputs[0];
+  Add(std::move(expand));
+  return out;
 }
 
 bool Rewriter::FuseAttention(const Node& n) {
@@ -231,8 +271,11 @@ bool Rewriter::FuseAttention(const Node& n) {
   if (TypeOf(m.q) != DataType::kFloat) return Refuse(rule, n, "not float");
   const std::string bias = AttentionBias(m, n);
   if (!m.mask.empty() && bias.empty()) {
-    return Refuse(rule, n, "the mask differs between batches or heads (not one [S, L] mask)");
+    return Refuse(rule, n,
+                  "the mask does not broadcast to [B, H, S, L] as attention_bias can "
+                  "(a constant: one [S, L] mask; computed: a fixed [B|1, H|1, S|1, L])");
   }
+  if (m.batch_first) return EmitBatchFirstAttention(n, m, bias);
   // [S, B, E] -> [B, S, E]: one Transpose before a Split the three come from, else one each.
   std::vector<std::string> bse;
   const Node* split = Producer(m.q);
@@ -283,6 +326,59 @@ bool Rewriter::FuseAttention(const Node& n) {
   return true;
 }
 
+// q, k, v already [B, S, E]: MultiHeadAttention straight on them, its [B, S, E] output reshaped
+// as the heads were.
+bool Rewriter::EmitBatchFirstAttention(const Node& n, const AttentionMatch& m,
+                                       const std::string& bias) {
+  Node mha = MakeNode(absl::StrCat(n.name, "/MultiHeadAttention"), "MultiHeadAttention",
+                      {m.q, m.k, m.v}, {NewName(n.outputs[0] + "/attention")});
+  mha.domain = kMicrosoftDomain;
+  if (!bias.empty()) mha.inputs.insert(mha.inputs.end(), {"", "", bias});
+  mha.attributes["num_heads"].i = m.heads;
+  mha.attributes["scale"].kind = Attribute::Kind::kFloat;
+  mha.attributes["scale"].f = static_cast<float>(m.scale);
+  Node merge = *m.out_reshape;
+  merge.inputs[0] = mha.outputs[0];
+  for (const Node* p : m.nodes) Remove(p);
+  Applied("fuse-attention", n,
+          absl::StrCat("MultiHeadAttention (", m.heads, " heads, scale ", m.scale,
+                       bias.empty() ? "" : ", the mask as attention_bias", ")"));
+  Add(std::move(mha));
+  Add(std::move(merge));
+  return true;
+}
+
+// Transpose of a Transpose read only there: one Transpose of the two permutations composed, or
+// none when they cancel.
+bool Rewriter::FuseTransposes(const Node& n) {
+  const Node* inner = Producer(n.inputs[0]);
+  if (!Is(inner, "Transpose") || OnlyConsumer(n.inputs[0]) != &n) return false;
+  const std::vector<int64_t> p1 = PermOf(*inner), p2 = PermOf(n);
+  if (p1.empty() || p1.size() != p2.size()) return false;  // a default (reversing) perm: leave it
+  std::vector<int64_t> perm(p2.size());
+  bool identity = true;
+  for (size_t i = 0; i < p2.size(); ++i) {
+    if (p2[i] < 0 || p2[i] >= static_cast<int64_t>(p1.size())) return false;
+    perm[i] = p1[static_cast<size_t>(p2[i])];
+    identity = identity && perm[i] == static_cast<int64_t>(i);
+  }
+  if (identity && IsGraphOutput(n.outputs[0])) return false;
+  if (identity) {
+    Rewire(n.outputs[0], inner->inputs[0]);
+  } else {
+    Node one = n;
+    one.inputs[0] = inner->inputs[0];
+    one.attributes["perm"] = IntsAttr(perm);
+    Add(std::move(one));
+  }
+  Remove(inner);
+  Remove(&n);
+  Applied("fuse-transposes", n,
+          identity ? "two Transposes that cancel removed"
+                   : absl::StrCat("one Transpose [", absl::StrJoin(perm, ","), "]"));
+  return true;
+}
+
 // --- transposes sunk through row-wise products --------------------------------------------------
 
 // Transpose [1,0,2] of a [d0, d1, E], Reshape to [d1*d0, E], row-wise nodes (Gemm or FusedGemm of
@@ -304,7 +400,8 @@ bool Rewriter::SinkTranspose(const Node& n) {
   for (const Node* c = OnlyConsumer(cur); c != nullptr; c = OnlyConsumer(cur)) {
     const bool gemm = (c->op_type == "Gemm" && c->domain.empty()) ||
                       (c->op_type == "FusedGemm" && c->domain == kMicrosoftDomain);
-    const bool act = Is(c, "Relu") || (c->op_type == "Gelu" && c->domain == kMicrosoftDomain);
+    const bool act = Is(c, "Relu") || ((c->op_type == "Gelu" || c->op_type == "FastGelu") &&
+                                       c->domain == kMicrosoftDomain && c->inputs.size() == 1);
     const Tensor* bias =
         gemm && c->inputs.size() > 2 && !c->inputs[2].empty() ? Constant(c->inputs[2]) : nullptr;
     const bool row_bias = gemm && (c->inputs.size() < 3 || c->inputs[2].empty() ||

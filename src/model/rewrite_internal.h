@@ -64,6 +64,10 @@ class Rewriter {
   bool FuseLayerNorm(const Node& n);
   bool FuseSkipLayerNorm(const Node& n);
   bool FuseGelu(const Node& n);
+  bool FuseFastGelu(const Node& n);
+  std::optional<double> ConstantOperand(const Node* n, const std::string& value) const;
+  bool IsCube(const std::string& value, const std::string& x,
+              std::vector<const Node*>& nodes) const;
   bool FuseMatMulAdd(const Node& n);
   bool FuseReshapes(const Node& n);
   bool SwapReshapeActivation(const Node& n);
@@ -72,6 +76,7 @@ class Rewriter {
   bool FuseSlices(const Node& n);
   bool FuseAttention(const Node& n);
   bool SinkTranspose(const Node& n);
+  bool FuseTransposes(const Node& n);
   struct AttentionMatch;
   std::optional<std::string> MatchAttention(const Node& softmax, AttentionMatch& m) const;
   std::string Unscaled(const std::string& value, double& scale,
@@ -79,6 +84,7 @@ class Rewriter {
   std::string HeadInput(const std::string& value, const std::vector<int64_t>& perm,
                         AttentionMatch& m, std::string& why) const;
   std::string AttentionBias(const AttentionMatch& m, const Node& anchor);
+  bool EmitBatchFirstAttention(const Node& n, const AttentionMatch& m, const std::string& bias);
   bool FuseActivation(const Node& n);
   // The LayerNorm match from its first ReduceMean (rewrite_rules.cc).
   struct LayerNormMatch;

@@ -389,6 +389,95 @@ bool Rewriter::FuseGelu(const Node& n) {
   return true;
 }
 
+// The tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), the cube as Pow(x, 3) or
+// x * (x * x), each constant on either side.
+std::optional<double> Rewriter::ConstantOperand(const Node* n, const std::string& value) const {
+  if (n == nullptr || n->inputs.size() != 2) return std::nullopt;
+  return ScalarConstant(OtherInput(*n, value));
+}
+
+bool Rewriter::IsCube(const std::string& value, const std::string& x,
+                      std::vector<const Node*>& nodes) const {
+  const Node* p = Producer(value);
+  if (OnlyConsumer(value) == nullptr) return false;
+  if (Is(p, "Pow") && p->inputs[0] == x && ScalarConstant(p->inputs[1]) == 3.0) {
+    nodes.push_back(p);
+    return true;
+  }
+  if (!Is(p, "Mul")) return false;
+  const std::string square = OtherInput(*p, x);
+  const Node* sq = Producer(square);
+  if (!Is(sq, "Mul") || sq->inputs[0] != x || sq->inputs[1] != x || OnlyConsumer(square) != p) {
+    return false;
+  }
+  nodes.insert(nodes.end(), {p, sq});
+  return true;
+}
+
+bool Rewriter::FuseFastGelu(const Node& n) {
+  const char* rule = "fuse-gelu";
+  const Node* scaled = Producer(n.inputs[0]);
+  if (!Is(scaled, "Mul") || OnlyConsumer(n.inputs[0]) != &n) return false;
+  const bool k_left = ScalarConstant(scaled->inputs[0]).has_value();
+  const std::optional<double> k = ScalarConstant(scaled->inputs[k_left ? 0 : 1]);
+  const std::string inner = scaled->inputs[k_left ? 1 : 0];
+  const Node* add = Producer(inner);
+  if (!k || !Is(add, "Add") || OnlyConsumer(inner) != scaled) return false;
+  std::vector<const Node*> nodes = {&n, scaled, add};
+  std::string x;
+  for (int side = 0; side < 2 && x.empty(); ++side) {
+    const std::string cand = add->inputs[static_cast<size_t>(side)];
+    const std::string other = add->inputs[static_cast<size_t>(1 - side)];
+    const Node* cubic = Producer(other);
+    if (!Is(cubic, "Mul") || OnlyConsumer(other) != add) continue;
+    const bool left_constant = ScalarConstant(cubic->inputs[0]).has_value();
+    const std::optional<double> c3 = ScalarConstant(cubic->inputs[left_constant ? 0 : 1]);
+    const std::string cube = cubic->inputs[left_constant ? 1 : 0];
+    std::vector<const Node*> cube_nodes;
+    if (!c3 || !IsCube(cube, cand, cube_nodes)) continue;
+    if (!Near(*c3, 0.044715))
+      return Refuse(rule, n, absl::StrCat("the cube is scaled by ", *c3, ", not 0.044715"));
+    x = cand;
+    nodes.push_back(cubic);
+    nodes.insert(nodes.end(), cube_nodes.begin(), cube_nodes.end());
+  }
+  if (x.empty()) return false;
+  if (!Near(*k, 0.7978845608028654)) {
+    return Refuse(rule, n, absl::StrCat("tanh's argument is scaled by ", *k, ", not sqrt(2/pi)"));
+  }
+  const Node* one = OnlyConsumer(n.outputs[0]);
+  if (!Is(one, "Add") || ConstantOperand(one, n.outputs[0]) != 1.0) {
+    return Refuse(rule, n, "tanh's result is not added to 1");
+  }
+  const Node* m1 = OnlyConsumer(one->outputs[0]);
+  const std::string other = m1 == nullptr ? "" : OtherInput(*m1, one->outputs[0]);
+  const Node* half = nullptr;
+  const Node* last = nullptr;
+  if (Is(m1, "Mul") && other == x) {
+    half = OnlyConsumer(m1->outputs[0]);
+    last = half;
+    if (ConstantOperand(half, m1->outputs[0]) != 0.5) half = nullptr;
+  } else if (const Node* h = Producer(other); Is(m1, "Mul") && Is(h, "Mul") &&
+                                              OnlyConsumer(other) == m1 &&
+                                              ConstantOperand(h, x) == 0.5) {
+    half = h;
+    last = m1;
+  }
+  if (!Is(half, "Mul")) return Refuse(rule, n, "1 + tanh is not multiplied by the input and 0.5");
+  if (TypeOf(x) != DataType::kFloat) return Refuse(rule, n, "the input is not float");
+  Node gelu;
+  gelu.name = absl::StrCat(n.name, "/FastGelu");
+  gelu.op_type = "FastGelu";
+  gelu.domain = kMicrosoftDomain;
+  gelu.inputs = {x};
+  gelu.outputs = {last->outputs[0]};
+  nodes.insert(nodes.end(), {one, m1, half});
+  for (const Node* p : nodes) Remove(p);
+  Applied(rule, n, "FastGelu (the tanh form)");
+  Add(std::move(gelu));
+  return true;
+}
+
 // --- matrix products ---------------------------------------------------------------------------
 
 bool Rewriter::FuseMatMulAdd(const Node& n) {
@@ -485,8 +574,10 @@ bool Rewriter::FuseReshapes(const Node& n) {
 // two Reshapes meet and merge.
 bool Rewriter::SwapReshapeActivation(const Node& n) {
   const Node* act = OnlyConsumer(n.outputs[0]);
-  const bool elementwise = Is(act, "Relu") || (act != nullptr && act->domain == kMicrosoftDomain &&
-                                               act->op_type == "Gelu");
+  const bool elementwise =
+      Is(act, "Relu") ||
+      (act != nullptr && act->domain == kMicrosoftDomain &&
+       (act->op_type == "Gelu" || act->op_type == "FastGelu") && act->inputs.size() == 1);
   if (!elementwise || !Is(OnlyConsumer(act->outputs[0]), "Reshape")) return false;
   Node moved = *act;
   moved.name = absl::StrCat(act->name, "/moved");

@@ -8,6 +8,9 @@
 #   decoder_op14  a small causal (GPT-style) decoder: token + learned position embedding, two
 #                 pre-LN self-attention blocks under a causal mask, GELU MLP; ids [1,16] ->
 #                 logits [1,16,100]
+#   bert_op14     a Hugging Face BERT-style encoder layer written out (d_model 64, 4 heads, FF 128):
+#                 heads as [B, H, S, d] (view + permute), a key-padding mask input added to the
+#                 scores, GELU's tanh form, post-LN; x [2,16,64], mask [2,16] -> y [2,16,64]
 #   cnn           (Conv 3x3, BatchNorm, ReLU, MaxPool) x2, global average pool, Linear; [2,3,32,32]
 #                 (torch's eval-mode export folds each BatchNorm into its Conv)
 #   digits_mlp    an MLP 64-64-10 trained here on scikit-learn's digits train split, run on the
@@ -101,6 +104,43 @@ def make_decoder():
     return model.eval(), (ids,), ["ids"], ["logits"]
 
 
+class BertLayer(nn.Module):
+    """A BERT-style encoder layer as Hugging Face writes it (not nn.MultiheadAttention)."""
+
+    def __init__(self, d_model=64, nhead=4, dim_feedforward=128):
+        super().__init__()
+        self.nhead, self.head_dim = nhead, d_model // nhead
+        self.query = nn.Linear(d_model, d_model)
+        self.key = nn.Linear(d_model, d_model)
+        self.value = nn.Linear(d_model, d_model)
+        self.out = nn.Linear(d_model, d_model)
+        self.norm1 = nn.LayerNorm(d_model, eps=1e-12)
+        self.ff1 = nn.Linear(d_model, dim_feedforward)
+        self.ff2 = nn.Linear(dim_feedforward, d_model)
+        self.norm2 = nn.LayerNorm(d_model, eps=1e-12)
+
+    def heads(self, x):
+        b, s, _ = x.shape
+        return x.view(b, s, self.nhead, self.head_dim).permute(0, 2, 1, 3)
+
+    def forward(self, x, mask):
+        b, s, d = x.shape
+        q, k, v = self.heads(self.query(x)), self.heads(self.key(x)), self.heads(self.value(x))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / (self.head_dim ** 0.5)
+        scores = scores + (1.0 - mask[:, None, None, :]) * -10000.0  # padding keys
+        context = torch.matmul(scores.softmax(-1), v).permute(0, 2, 1, 3).reshape(b, s, d)
+        h = self.norm1(x + self.out(context))
+        return self.norm2(h + self.ff2(nn.functional.gelu(self.ff1(h), approximate="tanh")))
+
+
+def make_bert():
+    seed_everything()
+    x = torch.randn(2, 16, 64)
+    mask = torch.ones(2, 16)
+    mask[1, 11:] = 0  # the second sequence is 11 tokens long
+    return BertLayer().eval(), (x, mask), ["x", "mask"], ["y"]
+
+
 def make_cnn():
     seed_everything()
 
@@ -184,6 +224,7 @@ def main():
     rows.append(export("encoder_op17", *encoder, opset=17))
     rows.append(export("encoder_op13", *encoder, opset=13))
     rows.append(export("decoder_op14", *make_decoder(), opset=14))
+    rows.append(export("bert_op14", *make_bert(), opset=14))
     rows.append(export("cnn", *make_cnn(), opset=13))
 
     model, inputs, input_names, output_names, labels, accuracy = make_digits_mlp()
