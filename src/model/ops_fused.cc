@@ -24,6 +24,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "oneapi/dnnl/dnnl.h"
+#include "oneapi/dnnl/dnnl.hpp"
 #include "ops.h"
 
 namespace seedance::model::ops {
@@ -68,8 +69,27 @@ V FastGeluOf(V x) {
          (static_cast<V>(1) + std::tanh(k * (x + static_cast<V>(0.044715) * x * x * x)));
 }
 
+// A float tensor through oneDNN's vectorised element-wise primitive `algo`, in place (its GELU
+// forms are the formulas above: erf, and tanh with 0.044715 and sqrt(2/pi)).
+void EltwiseOneDnn(dnnl::algorithm algo, Tensor& t) {
+  static const dnnl::engine* const engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  const dnnl::memory::desc md({t.size()}, dnnl::memory::data_type::f32,
+                              dnnl::memory::format_tag::x);
+  const dnnl::eltwise_forward::primitive_desc pd(
+      dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, algo, md, 0.0f, 0.0f),
+      *engine);
+  dnnl::memory mem(md, *engine, t.data<float>());
+  dnnl::stream stream(*engine);
+  dnnl::eltwise_forward(pd).execute(stream, {{DNNL_ARG_SRC, mem}, {DNNL_ARG_DST, mem}});
+  stream.wait();
+}
+
 absl::Status Gelu(const OpContext& ctx, std::vector<Tensor>& out) {
   out[0] = ctx.input(0);
+  if (out[0].type() == DataType::kFloat && out[0].size() > 0) {
+    EltwiseOneDnn(dnnl::algorithm::eltwise_gelu_erf, out[0]);
+    return absl::OkStatus();
+  }
   return ApplyInPlace(out[0], [](auto v) { return GeluOf(v); });
 }
 
@@ -90,6 +110,10 @@ absl::Status FastGelu(const OpContext& ctx, std::vector<Tensor>& out) {
     }
   } else {
     out[0] = ctx.input(0);
+  }
+  if (out[0].type() == DataType::kFloat && out[0].size() > 0) {
+    EltwiseOneDnn(dnnl::algorithm::eltwise_gelu_tanh, out[0]);
+    return absl::OkStatus();
   }
   return ApplyInPlace(out[0], [](auto v) { return FastGeluOf(v); });
 }
