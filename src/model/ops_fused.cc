@@ -19,8 +19,11 @@
 // rewritten model is that of the original's kernels) and applies the rest in place on its output,
 // without the intermediate tensors the decomposed graph makes. Floating-point tensors only.
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "oneapi/dnnl/dnnl.h"
@@ -69,10 +72,17 @@ V FastGeluOf(V x) {
          (static_cast<V>(1) + std::tanh(k * (x + static_cast<V>(0.044715) * x * x * x)));
 }
 
+// The CPU engine of this file's oneDNN primitives (a primitive runs only on a stream of the
+// engine it was made for).
+dnnl::engine& FusedEngine() {
+  static dnnl::engine* const engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *engine;
+}
+
 // A float tensor through oneDNN's vectorised element-wise primitive `algo`, in place (its GELU
 // forms are the formulas above: erf, and tanh with 0.044715 and sqrt(2/pi)).
 void EltwiseOneDnn(dnnl::algorithm algo, Tensor& t) {
-  static const dnnl::engine* const engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  dnnl::engine* const engine = &FusedEngine();
   const dnnl::memory::desc md({t.size()}, dnnl::memory::data_type::f32,
                               dnnl::memory::format_tag::x);
   const dnnl::eltwise_forward::primitive_desc pd(
@@ -162,22 +172,39 @@ absl::Status FusedConv(const OpContext& ctx, std::vector<Tensor>& out) {
   return Activate(ctx, out[0]);
 }
 
+// The sum of f(v[i]) over n floats in eight float lanes (which the compiler vectorises), the
+// lanes added in double: a row's statistics without a chain of dependent additions.
+template <typename F>
+double LaneSum(const float* v, int64_t n, F f) {
+  float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) lanes[k] += f(v[i + k]);
+  }
+  double total = 0;
+  for (; i < n; ++i) total += f(v[i]);
+  for (float lane : lanes) total += lane;
+  return total;
+}
+
 // SkipLayerNormalization of float tensors in one pass per row: the sum (input + skip + bias)
-// written where output 3 wants it, its mean and variance accumulated in double, then normalised,
-// scaled and shifted. skip and bias: input's shape, or broadcast from the last axis ([cols]).
+// written where output 3 wants it, its mean and variance summed in eight float lanes, then
+// normalised, scaled and shifted. skip and bias: input's shape, or broadcast from the last axis
+// ([cols]).
 absl::Status SkipLayerNormFloat(const OpContext& ctx, float epsilon, std::vector<Tensor>& out) {
   const Tensor& x = ctx.input(0);
   const Tensor& skip = ctx.input(1);
   const int64_t cols = x.shape().back(), rows = x.size() / std::max<int64_t>(cols, 1);
   auto per_column = [&](int i) {
-    return !ctx.has_input(i) || (ctx.input(i).type() == DataType::kFloat &&
-                                 ctx.input(i).size() == cols && ctx.input(i).shape().back() == cols);
+    return !ctx.has_input(i) ||
+           (ctx.input(i).type() == DataType::kFloat && ctx.input(i).size() == cols &&
+            ctx.input(i).shape().back() == cols);
   };
   const bool full_skip = skip.shape() == x.shape() && skip.type() == DataType::kFloat;
   if ((!full_skip && !per_column(1)) || !per_column(2) || !per_column(3) || !per_column(4)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "skip must have the input's shape ", ShapeString(x.shape()),
-        " or [", cols, "]; gamma, beta and bias must be float [", cols, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("skip must have the input's shape ", ShapeString(x.shape()), " or [", cols,
+                     "]; gamma, beta and bias must be float [", cols, "]"));
   }
   const float* xv = x.data<float>();
   const float* sv = skip.data<float>();
@@ -188,21 +215,23 @@ absl::Status SkipLayerNormFloat(const OpContext& ctx, float epsilon, std::vector
   Tensor sum(DataType::kFloat, x.shape(), Tensor::Uninitialized{});
   Tensor y(DataType::kFloat, x.shape(), Tensor::Uninitialized{});
   for (int64_t r = 0; r < rows; ++r) {
-    float* h = sum.data<float>() + r * cols;
-    const float* sk = full_skip ? sv + r * cols : sv;
-    double total = 0;
-    for (int64_t c = 0; c < cols; ++c) {
-      h[c] = xv[r * cols + c] + sk[c] + (bias != nullptr ? bias[c] : 0.0f);
-      total += h[c];
+    // Loops without branches over pointers that do not alias, which the compiler vectorises.
+    float* __restrict h = sum.data<float>() + r * cols;
+    const float* __restrict sk = full_skip ? sv + r * cols : sv;
+    const float* __restrict in = xv + r * cols;
+    for (int64_t c = 0; c < cols; ++c) h[c] = in[c] + sk[c];
+    if (bias != nullptr) {
+      for (int64_t c = 0; c < cols; ++c) h[c] += bias[c];
     }
-    const double mean = total / static_cast<double>(cols);
-    double squares = 0;
-    for (int64_t c = 0; c < cols; ++c) squares += (h[c] - mean) * (h[c] - mean);
-    const auto inv = static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(cols) + epsilon));
+    const double mean = LaneSum(h, cols, [](float v) { return v; }) / static_cast<double>(cols);
     const auto m = static_cast<float>(mean);
-    float* o = y.data<float>() + r * cols;
-    for (int64_t c = 0; c < cols; ++c) {
-      o[c] = (h[c] - m) * inv * gamma[c] + (beta != nullptr ? beta[c] : 0.0f);
+    const double var =
+        LaneSum(h, cols, [m](float v) { return (v - m) * (v - m); }) / static_cast<double>(cols);
+    const auto inv = static_cast<float>(1.0 / std::sqrt(var + epsilon));
+    float* __restrict o = y.data<float>() + r * cols;
+    for (int64_t c = 0; c < cols; ++c) o[c] = (h[c] - m) * inv * gamma[c];
+    if (beta != nullptr) {
+      for (int64_t c = 0; c < cols; ++c) o[c] += beta[c];
     }
   }
   out[0] = std::move(y);
@@ -234,6 +263,60 @@ struct HeadProblem {
   float scale = 1;
 };
 
+// Softmax of each of `rows` rows of `cols` scores in place, one row at a time (a row with every
+// score -inf gets no weight anywhere).
+void SoftmaxRowsLoop(float* scores, int64_t rows, int64_t cols) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = scores + i * cols;
+    const float top = *std::max_element(row, row + cols);
+    if (std::isinf(top) && top < 0) {
+      std::fill(row, row + cols, 0.0f);
+      continue;
+    }
+    float sum = 0;
+    for (int64_t j = 0; j < cols; ++j) {
+      row[j] = std::exp(row[j] - top);
+      sum += row[j];
+    }
+    const float inv = 1.0f / sum;
+    for (int64_t j = 0; j < cols; ++j) row[j] *= inv;
+  }
+}
+
+// The same on oneDNN's softmax primitive (vectorised, one call for every row; made once per
+// shape and thread) when no row is entirely -inf (oneDNN would make it NaN, not zero).
+void SoftmaxRows(float* scores, int64_t rows, int64_t cols) {
+  const float* end = scores + rows * cols;
+  for (const float* row = scores; row < end; row += cols) {
+    if (std::all_of(row, row + cols, [](float v) { return std::isinf(v) && v < 0; })) {
+      SoftmaxRowsLoop(scores, rows, cols);
+      return;
+    }
+  }
+  struct Primitive {
+    dnnl::softmax_forward softmax;
+    dnnl::memory data;
+  };
+  thread_local std::map<std::pair<int64_t, int64_t>, Primitive> cache;
+  dnnl::engine* const engine = &FusedEngine();
+  thread_local dnnl::stream stream(*engine);
+  auto it = cache.find({rows, cols});
+  if (it == cache.end()) {
+    if (cache.size() > 64) cache.clear();
+    const dnnl::memory::desc md({rows, cols}, dnnl::memory::data_type::f32,
+                                dnnl::memory::format_tag::ab);
+    Primitive p{
+        dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(
+            dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, md, 1), *engine)),
+        dnnl::memory(md, *engine, DNNL_MEMORY_NONE)};
+    it = cache.emplace(std::make_pair(rows, cols), std::move(p)).first;
+  }
+  it->second.data.set_data_handle(scores);
+  it->second.softmax.execute(stream,
+                             {{DNNL_ARG_SRC, it->second.data}, {DNNL_ARG_DST, it->second.data}});
+  stream.wait();
+}
+
 // scores = scale Q K^T (+ bias), softmax per row, out = scores V; the two products on oneDNN's
 // sgemm (row-major, strided).
 void AttendOneHead(const HeadProblem& p, const float* q, const float* k, const float* v,
@@ -241,25 +324,99 @@ void AttendOneHead(const HeadProblem& p, const float* q, const float* k, const f
   std::vector<float> scores(static_cast<size_t>(p.s * p.l));
   float* sc = scores.data();
   dnnl_sgemm('N', 'T', p.s, p.l, p.d, p.scale, q, p.q_stride, k, p.k_stride, 0.0f, sc, p.l);
-  for (int64_t i = 0; i < p.s; ++i) {
-    float* row = sc + i * p.l;
-    if (bias != nullptr) {
-      for (int64_t j = 0; j < p.l; ++j) row[j] += bias[i * bias_row + j * bias_col];
+  if (bias != nullptr) {
+    for (int64_t i = 0; i < p.s; ++i) {
+      for (int64_t j = 0; j < p.l; ++j) sc[i * p.l + j] += bias[i * bias_row + j * bias_col];
     }
-    const float top = *std::max_element(row, row + p.l);
-    if (std::isinf(top) && top < 0) {  // every key masked: no weight anywhere
-      std::fill(row, row + p.l, 0.0f);
-      continue;
-    }
-    float sum = 0;
-    for (int64_t j = 0; j < p.l; ++j) {
-      row[j] = std::exp(row[j] - top);
-      sum += row[j];
-    }
-    const float inv = 1.0f / sum;
-    for (int64_t j = 0; j < p.l; ++j) row[j] *= inv;
   }
+  SoftmaxRows(sc, p.s, p.l);
   dnnl_sgemm('N', 'N', p.s, p.dv, p.l, 1.0f, sc, p.l, v, p.v_stride, 0.0f, out, p.out_stride);
+}
+
+// The two batched products of every head at once on oneDNN's matmul primitive, Q, K, V and the
+// output read and written in place through strides ([B, S, N*d] as [B, N, S, d]); made once per
+// shape and thread (building a primitive costs more than a small layer's products).
+struct AttentionPrimitives {
+  bool made = false;  // false: oneDNN has no implementation for these strides (remembered)
+  dnnl::matmul scores, context;
+  dnnl::memory q, k, s, p, v, y;
+};
+
+AttentionPrimitives& AttentionPrimitivesFor(int64_t b, int64_t n, const HeadProblem& hp) {
+  using Key = std::array<int64_t, 10>;
+  thread_local std::map<Key, AttentionPrimitives> cache;
+  int32_t scale_bits = 0;
+  std::memcpy(&scale_bits, &hp.scale, sizeof scale_bits);
+  const Key key = {b,     n,           hp.s,        hp.l,        hp.d,
+                   hp.dv, hp.q_stride, hp.k_stride, hp.v_stride, scale_bits};
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  if (cache.size() > 64) cache.clear();
+  dnnl::engine* const engine = &FusedEngine();
+  using md = dnnl::memory::desc;
+  const auto f32 = dnnl::memory::data_type::f32;
+  const md q({b, n, hp.s, hp.d}, f32, {hp.s * hp.q_stride, hp.d, hp.q_stride, 1});
+  const md kt({b, n, hp.d, hp.l}, f32, {hp.l * hp.k_stride, hp.d, 1, hp.k_stride});
+  const md sc({b, n, hp.s, hp.l}, f32, dnnl::memory::format_tag::abcd);
+  const md v({b, n, hp.l, hp.dv}, f32, {hp.l * hp.v_stride, hp.dv, hp.v_stride, 1});
+  const md y({b, n, hp.s, hp.dv}, f32, {hp.s * hp.out_stride, hp.dv, hp.out_stride, 1});
+  dnnl::primitive_attr scaled;
+  scaled.set_output_scales(0, {hp.scale});
+  AttentionPrimitives a;
+  try {
+    a.scores =
+        dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(q, kt, sc), scaled, *engine));
+    a.context = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(sc, v, y), *engine));
+    a.made = true;
+  } catch (const dnnl::error&) {
+    return cache.emplace(key, std::move(a)).first->second;
+  }
+  a.q = dnnl::memory(q, *engine, DNNL_MEMORY_NONE);
+  a.k = dnnl::memory(kt, *engine, DNNL_MEMORY_NONE);
+  a.s = dnnl::memory(sc, *engine, DNNL_MEMORY_NONE);
+  a.p = dnnl::memory(sc, *engine, DNNL_MEMORY_NONE);
+  a.v = dnnl::memory(v, *engine, DNNL_MEMORY_NONE);
+  a.y = dnnl::memory(y, *engine, DNNL_MEMORY_NONE);
+  return cache.emplace(key, std::move(a)).first->second;
+}
+
+// Every head at once: scores = scale Q K^T for all heads, + bias, softmax per row, Y = P V.
+// False (nothing written) when oneDNN has no implementation for the strides.
+bool AttendAllHeads(int64_t b, int64_t n, const HeadProblem& hp, const float* q, const float* k,
+                    const float* v, const Tensor* bias, const std::vector<int64_t>& bias_strides,
+                    float* y) {
+  AttentionPrimitives& a = AttentionPrimitivesFor(b, n, hp);
+  if (!a.made) return false;
+  thread_local dnnl::stream stream(FusedEngine());
+  thread_local std::vector<float> scores;
+  scores.resize(static_cast<size_t>(b * n * hp.s * hp.l));
+  a.q.set_data_handle(const_cast<float*>(q));
+  a.k.set_data_handle(const_cast<float*>(k));
+  a.s.set_data_handle(scores.data());
+  a.scores.execute(stream, {{DNNL_ARG_SRC, a.q}, {DNNL_ARG_WEIGHTS, a.k}, {DNNL_ARG_DST, a.s}});
+  stream.wait();
+  if (bias != nullptr) {
+    const float* bv = bias->data<float>();
+    float* sc = scores.data();
+    for (int64_t bi = 0; bi < b; ++bi) {
+      for (int64_t h = 0; h < n; ++h) {
+        const float* bp = bv + bi * bias_strides[0] + h * bias_strides[1];
+        float* row = sc + (bi * n + h) * hp.s * hp.l;
+        for (int64_t i = 0; i < hp.s; ++i) {
+          for (int64_t j = 0; j < hp.l; ++j) {
+            row[i * hp.l + j] += bp[i * bias_strides[2] + j * bias_strides[3]];
+          }
+        }
+      }
+    }
+  }
+  SoftmaxRows(scores.data(), b * n * hp.s, hp.l);
+  a.p.set_data_handle(scores.data());
+  a.v.set_data_handle(const_cast<float*>(v));
+  a.y.set_data_handle(y);
+  a.context.execute(stream, {{DNNL_ARG_SRC, a.p}, {DNNL_ARG_WEIGHTS, a.v}, {DNNL_ARG_DST, a.y}});
+  stream.wait();
+  return true;
 }
 
 absl::Status MultiHeadAttention(const OpContext& ctx, std::vector<Tensor>& out) {
@@ -306,6 +463,12 @@ absl::Status MultiHeadAttention(const OpContext& ctx, std::vector<Tensor>& out) 
     }
   }
   Tensor y(DataType::kFloat, {b, p.s, v.dim(2)});
+  if (AttendAllHeads(b, n, p, q.data<float>(), k.data<float>(), v.data<float>(), bias, bias_strides,
+                     y.data<float>())) {
+    out[0] = std::move(y);
+    return absl::OkStatus();
+  }
+  // oneDNN without an implementation for these strides: one head at a time.
   for (int64_t bi = 0; bi < b; ++bi) {
     for (int64_t h = 0; h < n; ++h) {
       const float* bp = bias == nullptr
