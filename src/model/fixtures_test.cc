@@ -1,6 +1,7 @@
 // The executor on models a real exporter made: the fixtures torch exports once per test run
 // (tools/model_fixtures/make_fixtures.sh: a transformer encoder layer at opsets 17 and 13, a
-// causal decoder at opset 14, a CNN, an MLP trained on scikit-learn's digits), each with torch's
+// causal decoder at opset 14, a BERT-style layer, a CNN, an MLP trained on scikit-learn's
+// digits), each with torch's
 // and onnxruntime's outputs, plus the public data folder's hello_deepa.onnx. Checked here:
 //   - FP32 outputs within 1e-4 relative (L2) of torch's and of onnxruntime's; the digits MLP's
 //     top-1 accuracy is torch's;
