@@ -279,10 +279,15 @@ bool Rewriter::FuseAttention(const Node& n) {
   // [S, B, E] -> [B, S, E]: one Transpose before a Split the three come from, else one each.
   std::vector<std::string> bse;
   const Node* split = Producer(m.q);
-  const bool one_split = Is(split, "Split") && split->outputs.size() == 3 &&
-                         split->outputs[0] == m.q && split->outputs[1] == m.k &&
-                         split->outputs[2] == m.v && !IsGraphOutput(m.q) && !IsGraphOutput(m.k) &&
-                         !IsGraphOutput(m.v);
+  auto split_axis = [&] {
+    auto it = split->attributes.find("axis");
+    return it == split->attributes.end() ? 0 : it->second.i;
+  };
+  // (the split must be along the last axis, which the Transpose before it keeps last)
+  const bool one_split = Is(split, "Split") && (split_axis() == 2 || split_axis() == -1) &&
+                         split->outputs.size() == 3 && split->outputs[0] == m.q &&
+                         split->outputs[1] == m.k && split->outputs[2] == m.v &&
+                         !IsGraphOutput(m.q) && !IsGraphOutput(m.k) && !IsGraphOutput(m.v);
   if (one_split) {
     Node t = MakeNode(absl::StrCat(n.name, "/ToBatchFirst"), "Transpose", {split->inputs[0]},
                       {NewName(split->inputs[0] + "/bse")});

@@ -129,6 +129,23 @@ bool Rewriter::FoldConstants(const Node& n) {
   for (const std::string& in : n.inputs) {
     if (!in.empty() && Constant(in) == nullptr) return false;
   }
+  // The outputs' size from their inferred shapes before anything runs (a ConstantOfShape of
+  // [100000, 100000] must not be allocated to find out it is too large).
+  for (const std::string& out : n.outputs) {
+    if (out.empty()) continue;
+    const std::optional<std::vector<int64_t>> shape = StaticShape(out);
+    const absl::StatusOr<int64_t> count =
+        shape ? ElementCount(*shape) : absl::StatusOr<int64_t>(absl::OutOfRangeError(""));
+    const bool typed = TypeOf(out) != DataType::kUndefined && IsSupported(TypeOf(out));
+    const int64_t bytes =
+        count.ok() && typed ? *count * static_cast<int64_t>(ElementSize(TypeOf(out))) : -1;
+    if (bytes < 0 || bytes > kFoldLimitBytes) {
+      return Refuse("fold-constants", n,
+                    bytes < 0 ? absl::StrCat("output ", out, " has no fixed shape and type")
+                              : absl::StrCat("output ", out, " would hold ", bytes,
+                                             " bytes, above the 1 MiB folded"));
+    }
+  }
   Graph mini;
   mini.opset = g_.opset;
   mini.nodes = {n};

@@ -394,6 +394,32 @@ TEST(RewriteTest, FusesTorchsAttentionIntoMultiHeadAttention) {
   EXPECT_LT(Difference(g, r.graph, {4, 2, 8}), 1e-5);
 }
 
+TEST(RewriteTest, FusesAttentionOverASplitAlongAnotherAxisWithoutMovingIt) {
+  // q, k, v from one Split along axis 0 of a [3S, B, E] tensor: the Split must stay as it is
+  // (a Transpose before it would split the batch instead).
+  Graph g = AttentionGraph();
+  g.inputs[0] = {"x", DataType::kFloat, {12, 2, 8}, {"", "", ""}, true};
+  g.initializers["thirds"] = Tensor::From<int64_t>({3}, std::vector<int64_t>{4, 4, 4});
+  Node split = N("Split", {"x", "thirds"}, {"xq", "xk", "xv"}, {{"axis", IntAttr(0)}});
+  g.nodes[0].inputs[0] = "xq";
+  g.nodes[3].inputs[0] = "xk";
+  g.nodes[5].inputs[0] = "xv";
+  g.nodes.insert(g.nodes.begin(), split);
+  const Rewritten r = Rewrite(g);
+  EXPECT_EQ(Count(r.graph, "MultiHeadAttention"), 1);
+  EXPECT_LT(Difference(g, r.graph, {12, 2, 8}), 1e-5);
+}
+
+TEST(RewriteTest, DoesNotFoldAConstantTooLargeToHold) {
+  Graph g = Base({1, 1});
+  g.outputs[0] = Out("y", {100000, 100000});
+  g.initializers["shape"] = Tensor::From<int64_t>({2}, std::vector<int64_t>{100000, 100000});
+  g.nodes = {N("ConstantOfShape", {"shape"}, {"zeros"}), N("Mul", {"x", "zeros"}, {"y"})};
+  const Rewritten r = Rewrite(g);  // would need 40 GB if it ran the node
+  EXPECT_EQ(Count(r.graph, "ConstantOfShape"), 1);
+  EXPECT_NE(Refusal(r.report, "fold-constants").find("above the 1 MiB"), std::string::npos);
+}
+
 TEST(RewriteTest, LeavesAnAttentionWhoseMaskDiffersPerHead) {
   const Graph g = AttentionGraph({4, 4, 4});  // one mask per batch and head
   const Rewritten r = Rewrite(g);
