@@ -117,11 +117,31 @@ struct Rewriter::AttentionMatch {
   std::vector<const Node*> nodes;  // every node the fused form replaces
   std::string q, k, v;             // [S, B, E] each ([B, S, E] when batch_first)
   std::string mask;                // "" or the added mask
+  std::string where_cond;          // "" or Where(cond, scores, fill)'s constant condition
+  float where_fill = 0;            // its fill: -inf, or at most -1e30
   bool batch_first = false;        // heads as [B, H, S, d] (Hugging Face), else [B*H, S, d]
   const Node* out_reshape = nullptr;
   int64_t heads = 0;
   double scale = 1;
 };
+
+// True when `value` is a MatMul's output, or one reached from it through a Div or Mul by a
+// constant or a Where's chosen input (a few steps).
+bool Rewriter::FromProduct(const std::string& value) const {
+  std::string v = value;
+  for (int step = 0; step < 4; ++step) {
+    const Node* p = Producer(v);
+    if (Is(p, "MatMul")) return true;
+    if (Is(p, "Where")) {
+      v = p->inputs[1];
+    } else if ((Is(p, "Div") || Is(p, "Mul")) && ScalarConstant(p->inputs[1])) {
+      v = p->inputs[0];
+    } else {
+      return false;
+    }
+  }
+  return false;
+}
 
 // Follows `value` up through a Div or Mul by a scalar constant, multiplying `scale`.
 std::string Rewriter::Unscaled(const std::string& value, double& scale,
@@ -186,7 +206,10 @@ std::optional<std::string> Rewriter::MatchAttention(const Node& sm, AttentionMat
   const Node* first = Producer(scores);
   if (!Is(mm2, "MatMul") || mm2->inputs[0] != sm.outputs[0] || (rank != 3 && rank != 4)) return "";
   m.batch_first = rank == 4;
-  if (!(Is(first, "MatMul") || Is(first, "Add") || Is(first, "Div") || Is(first, "Mul"))) return "";
+  if (!(Is(first, "MatMul") || Is(first, "Add") || Is(first, "Div") || Is(first, "Mul") ||
+        Is(first, "Where"))) {
+    return "";
+  }
   const int64_t axis = [&] {
     auto it = sm.attributes.find("axis");
     return it == sm.attributes.end() ? (g_.opset >= 13 ? -1 : 1) : it->second.i;
@@ -194,15 +217,29 @@ std::optional<std::string> Rewriter::MatchAttention(const Node& sm, AttentionMat
   if (axis != -1 && axis != rank - 1) return "the softmax is not over the last axis";
   m.nodes = {&sm, mm2};
   if (const Node* add = Producer(scores); Is(add, "Add") && OnlyConsumer(scores) != nullptr) {
-    // The mask is the operand that is not a product: a constant, or (Hugging Face's layout) a
-    // value computed from the inputs.
-    const Node* left = Producer(add->inputs[0]);
-    const bool left_is_mask = Constant(add->inputs[0]) != nullptr ||
-                              !(Is(left, "MatMul") || Is(left, "Div") || Is(left, "Mul"));
+    // The mask is the operand that does not come from Q K^T (through a scale or a Where): a
+    // constant, or (Hugging Face's layout) a value computed from the inputs.
+    const bool left_is_mask = !FromProduct(add->inputs[0]);
     m.mask = add->inputs[left_is_mask ? 0 : 1];
     if (Constant(m.mask) == nullptr && !m.batch_first) return "the added mask is not a constant";
     scores = add->inputs[left_is_mask ? 1 : 0];
     m.nodes.push_back(add);
+  }
+  // A causal mask as GPT-2 writes it: Where(constant condition, scores, -inf or the float
+  // minimum). Equal to scores + (cond ? 0 : fill): where cond holds, s + 0 = s; elsewhere
+  // s + fill rounds to fill whenever |s| < 1e30 (half an ulp of 3.4e38 is 2^103), and -inf stays
+  // -inf; either way the softmax gives those keys no weight.
+  if (const Node* w = Producer(scores); Is(w, "Where") && OnlyConsumer(scores) != nullptr) {
+    const Tensor* cond = Constant(w->inputs[0]);
+    const std::optional<double> fill = ScalarConstant(w->inputs[2]);
+    if (cond == nullptr || cond->type() != DataType::kBool || !fill || !(*fill <= -1e30)) {
+      return "a Where before the softmax that is not a constant condition with a fill of -inf "
+             "or at most -1e30";
+    }
+    m.where_cond = w->inputs[0];
+    m.where_fill = static_cast<float>(*fill);
+    scores = w->inputs[1];
+    m.nodes.push_back(w);
   }
   scores = Unscaled(scores, m.scale, m.nodes);
   const Node* mm1 = Producer(scores);
@@ -231,35 +268,66 @@ std::optional<std::string> Rewriter::MatchAttention(const Node& sm, AttentionMat
   return std::nullopt;
 }
 
+// The Where mask as a constant [1, 1, S, L] bias (0 where the condition holds, the fill
+// elsewhere), or "" when there is none or its condition is not one [S, L] for every batch and head.
+std::string Rewriter::WhereBias(const AttentionMatch& m, const Node& anchor, int64_t s, int64_t l) {
+  if (m.where_cond.empty()) return "";
+  const Tensor& cond = *Constant(m.where_cond);
+  if (cond.size() != s * l || cond.rank() < 2 || cond.dim(cond.rank() - 1) != l ||
+      cond.dim(cond.rank() - 2) != s) {
+    return "";
+  }
+  std::vector<float> bias(static_cast<size_t>(s * l));
+  for (int64_t i = 0; i < s * l; ++i)
+    bias[static_cast<size_t>(i)] = cond.AsDouble(i) != 0 ? 0.0f : m.where_fill;
+  return AddConstant(absl::StrCat(anchor.name, "/causal_bias"),
+                     Tensor::From<float>({1, 1, s, l}, bias));
+}
+
 // The mask as MultiHeadAttention's attention_bias ([B or 1, H or 1, S, L]): one constant [S, L]
 // mask as [1, 1, S, L]; in the batch-first layout, a mask of fixed shape [B or 1, H or 1, S or 1,
-// L] as it is, expanded along S when it has 1 there (onnxruntime wants S). "" when it is neither.
-std::string Rewriter::AttentionBias(const AttentionMatch& m, const Node& anchor) {
-  if (m.mask.empty()) return "";
+// L] as it is, expanded along S when it has 1 there (onnxruntime wants S); a Where mask as its
+// constant bias, added to the other mask when there is one. "" when there is no mask; `ok` false
+// when a mask is there but none of these.
+std::string Rewriter::AttentionBias(const AttentionMatch& m, const Node& anchor, bool& ok) {
+  ok = true;
   const std::vector<int64_t> q = *StaticShape(m.q), k = *StaticShape(m.k);
   const int64_t b = m.batch_first ? q[0] : q[1], s = m.batch_first ? q[1] : q[0];
   const int64_t l = m.batch_first ? k[1] : k[0];
+  const std::string causal = WhereBias(m, anchor, s, l);
+  if (!m.where_cond.empty() && causal.empty()) ok = false;
+  if (m.mask.empty() || !ok) return causal;
+  std::string mask;
+  const std::optional<std::vector<int64_t>> shape = StaticShape(m.mask);
   if (const Tensor* c = Constant(m.mask);
       c != nullptr && c->size() == s * l && c->rank() >= 2 && c->dim(c->rank() - 1) == l &&
       c->dim(c->rank() - 2) == s && c->type() == DataType::kFloat) {
-    return AddConstant(absl::StrCat(anchor.name, "/attention_bias"), c->Reshaped({1, 1, s, l}));
+    mask = AddConstant(absl::StrCat(anchor.name, "/attention_bias"), c->Reshaped({1, 1, s, l}));
+  } else if (m.batch_first && shape && shape->size() == 4 && TypeOf(m.mask) == DataType::kFloat) {
+    const std::vector<int64_t>& d = *shape;
+    if ((d[0] == 1 || d[0] == b) && (d[1] == 1 || d[1] == m.heads) && (d[2] == 1 || d[2] == s) &&
+        d[3] == l) {
+      mask = m.mask;
+      if (d[2] != s && causal.empty()) {  // onnxruntime wants S; the causal sum below makes it
+        Node expand =
+            MakeNode(absl::StrCat(anchor.name, "/ExpandMask"), "Expand",
+                     {m.mask, AddConstant(anchor.name + "/mask_shape", Int64s({d[0], d[1], s, l}))},
+                     {NewName(m.mask + "/expanded")});
+        mask = expand.outputs[0];
+        Add(std::move(expand));
+      }
+    }
   }
-  const std::optional<std::vector<int64_t>> shape = StaticShape(m.mask);
-  if (!m.batch_first || !shape || shape->size() != 4 || TypeOf(m.mask) != DataType::kFloat) {
+  if (mask.empty()) {
+    ok = false;
+    if (!causal.empty()) g_.initializers.erase(causal);  // nothing of a refused match stays
     return "";
   }
-  const std::vector<int64_t>& d = *shape;
-  if ((d[0] != 1 && d[0] != b) || (d[1] != 1 && d[1] != m.heads) || (d[2] != 1 && d[2] != s) ||
-      d[3] != l) {
-    return "";
-  }
-  if (d[2] == s) return m.mask;
-  Node expand =
-      MakeNode(absl::StrCat(anchor.name, "/ExpandMask"), "Expand",
-               {m.mask, AddConstant(anchor.name + "/mask_shape", Int64s({d[0], d[1], s, l}))},
-               {NewName(m.mask + "/expanded")});
-  std::string out = expand.outputs[0];
-  Add(std::move(expand));
+  if (causal.empty()) return mask;
+  Node sum = MakeNode(absl::StrCat(anchor.name, "/CausalAndMask"), "Add", {causal, mask},
+                      {NewName(m.mask + "/with_causal")});
+  std::string out = sum.outputs[0];
+  Add(std::move(sum));
   return out;
 }
 
@@ -269,8 +337,9 @@ bool Rewriter::FuseAttention(const Node& n) {
   const char* rule = "fuse-attention";
   if (refused.has_value()) return refused->empty() ? false : Refuse(rule, n, *refused);
   if (TypeOf(m.q) != DataType::kFloat) return Refuse(rule, n, "not float");
-  const std::string bias = AttentionBias(m, n);
-  if (!m.mask.empty() && bias.empty()) {
+  bool bias_ok = true;
+  const std::string bias = AttentionBias(m, n, bias_ok);
+  if (!bias_ok) {
     return Refuse(rule, n,
                   "the mask does not broadcast to [B, H, S, L] as attention_bias can "
                   "(a constant: one [S, L] mask; computed: a fixed [B|1, H|1, S|1, L])");

@@ -79,11 +79,13 @@ class Rewriter {
   bool FuseTransposes(const Node& n);
   struct AttentionMatch;
   std::optional<std::string> MatchAttention(const Node& softmax, AttentionMatch& m) const;
+  bool FromProduct(const std::string& value) const;
   std::string Unscaled(const std::string& value, double& scale,
                        std::vector<const Node*>& nodes) const;
   std::string HeadInput(const std::string& value, const std::vector<int64_t>& perm,
                         AttentionMatch& m, std::string& why) const;
-  std::string AttentionBias(const AttentionMatch& m, const Node& anchor);
+  std::string AttentionBias(const AttentionMatch& m, const Node& anchor, bool& ok);
+  std::string WhereBias(const AttentionMatch& m, const Node& anchor, int64_t s, int64_t l);
   bool EmitBatchFirstAttention(const Node& n, const AttentionMatch& m, const std::string& bias);
   bool FuseActivation(const Node& n);
   // The LayerNorm match from its first ReduceMean (rewrite_rules.cc).

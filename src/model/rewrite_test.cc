@@ -513,6 +513,33 @@ TEST(RewriteTest, FusesBatchFirstAttentionWithAComputedMask) {
   EXPECT_LT(Difference(g, r.graph, {2, 4, 8}), 1e-5);
 }
 
+// GPT-2's causal mask: Where(lower-triangular condition, scores, the float minimum) before the
+// padding mask is added.
+TEST(RewriteTest, FusesACausalWhereMaskWithThePaddingMask) {
+  Graph g = BatchFirstAttentionGraph();
+  std::vector<uint8_t> tril(16);
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 4; ++j) tril[static_cast<size_t>(i * 4 + j)] = j <= i;
+  }
+  Tensor cond(DataType::kBool, {1, 1, 4, 4});
+  std::copy(tril.begin(), tril.end(), reinterpret_cast<uint8_t*>(cond.raw()));
+  g.initializers["causal"] = std::move(cond);
+  g.initializers["lowest"] = Scalar(-3.4028234663852886e38f);
+  g.nodes[10].outputs = {"scaled0"};  // Div -> Where -> Add(mask)
+  g.nodes.insert(g.nodes.begin() + 11, N("Where", {"causal", "scaled0", "lowest"}, {"scaled"}));
+  const Rewritten r = Rewrite(g);
+  EXPECT_EQ(Count(r.graph, "MultiHeadAttention"), 1);
+  EXPECT_EQ(Count(r.graph, "Where"), 0);
+  EXPECT_LT(Difference(g, r.graph, {2, 4, 8}), 1e-5);
+
+  Graph other = g;  // a Where that fills with 0 is not a mask
+  other.initializers["lowest"] = Scalar(0.0f);
+  const Rewritten o = Rewrite(other);
+  EXPECT_EQ(Count(o.graph, "MultiHeadAttention"), 0);
+  EXPECT_NE(Refusal(o.report, "fuse-attention").find("Where"), std::string::npos);
+  EXPECT_LT(Difference(other, o.graph, {2, 4, 8}), 1e-6);
+}
+
 TEST(RewriteTest, NamesTheTargetsItKnows) {
   EXPECT_TRUE(ParseRewriteTarget("cpu").ok());
   absl::StatusOr<RewriteTarget> h100 = ParseRewriteTarget("h100");
