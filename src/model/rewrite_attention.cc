@@ -58,7 +58,7 @@ struct SliceRange {
 bool Rewriter::FuseSlices(const Node& n) {
   const std::string& x = n.inputs[0];
   const std::optional<std::vector<int64_t>> shape = StaticShape(x);
-  if (!shape || n.inputs.size() < 4 || g_.opset < 13) return false;
+  if (!shape || n.inputs.size() < 4) return false;
   const int64_t rank = static_cast<int64_t>(shape->size());
   std::vector<SliceRange> ranges;
   for (size_t c : Consumers(x)) {
@@ -93,8 +93,13 @@ bool Rewriter::FuseSlices(const Node& n) {
     at = r.end;
   }
   if (at != (*shape)[static_cast<size_t>(axis)]) return false;
-  Node split = MakeNode(absl::StrCat(ranges[0].node->name, "/Split"), "Split",
-                        {x, AddConstant(x + "/splits", Int64s(sizes))}, {});
+  // The sizes are an input from opset 13 on, an attribute before.
+  Node split = MakeNode(absl::StrCat(ranges[0].node->name, "/Split"), "Split", {x}, {});
+  if (g_.opset >= 13) {
+    split.inputs.push_back(AddConstant(x + "/splits", Int64s(sizes)));
+  } else {
+    split.attributes["split"] = IntsAttr(sizes);
+  }
   split.attributes["axis"].i = axis;
   for (const SliceRange& r : ranges) {
     split.outputs.push_back(r.node->outputs[0]);

@@ -540,6 +540,34 @@ TEST(RewriteTest, FusesACausalWhereMaskWithThePaddingMask) {
   EXPECT_LT(Difference(other, o.graph, {2, 4, 8}), 1e-6);
 }
 
+// Slices of one tensor that cover an axis end to end become one Split: its sizes an input from
+// opset 13, an attribute before.
+TEST(RewriteTest, FusesSlicesIntoOneSplitAtEveryOpset) {
+  for (int64_t opset : {11, 17}) {
+    Graph g = Base({2, 6}, opset);
+    g.outputs = {Out("a", {2, 2}), Out("b", {2, 4})};
+    auto one = [](int64_t v) { return Tensor::From<int64_t>({1}, std::vector<int64_t>{v}); };
+    g.initializers["s0"] = one(0);
+    g.initializers["s2"] = one(2);
+    g.initializers["s6"] = one(6);
+    g.initializers["ax"] = one(1);
+    g.nodes = {N("Slice", {"x", "s0", "s2", "ax"}, {"a"}),
+               N("Slice", {"x", "s2", "s6", "ax"}, {"b"})};
+    const Rewritten r = Rewrite(g);
+    ASSERT_EQ(r.graph.nodes.size(), 1u) << opset;
+    EXPECT_EQ(r.graph.nodes[0].op_type, "Split");
+    EXPECT_EQ(r.graph.nodes[0].attributes.count("split"), opset < 13 ? 1u : 0u);
+    const TensorMap feeds = {{"x", Random({2, 6}, 3)}};
+    absl::StatusOr<TensorMap> a = model::Run(g, feeds), b = model::Run(r.graph, feeds);
+    ASSERT_TRUE(a.ok() && b.ok());
+    for (const char* out : {"a", "b"}) {
+      for (int64_t i = 0; i < a->at(out).size(); ++i) {
+        EXPECT_EQ(a->at(out).AsDouble(i), b->at(out).AsDouble(i));
+      }
+    }
+  }
+}
+
 TEST(RewriteTest, NamesTheTargetsItKnows) {
   EXPECT_TRUE(ParseRewriteTarget("cpu").ok());
   absl::StatusOr<RewriteTarget> h100 = ParseRewriteTarget("h100");
