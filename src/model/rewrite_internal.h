@@ -53,6 +53,7 @@ class Rewriter {
   bool Refuse(const std::string& rule, const Node& anchor, const std::string& reason);
 
   bool ApplyOne();
+  absl::Status CheapPass();
   bool UpgradeOpset(const Node& n);
 
   // --- rules (rewrite_rules.cc): true when the graph was edited ---
