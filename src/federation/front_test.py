@@ -309,18 +309,31 @@ def check_trace(fed, cluster, trace, acked):
     uid = next(f["member_uid"] for f in front.values()
                if f["cluster"] == "slurm" and f["phase"] in PLACED)
 
+    seen = {}
+
     def job():
         status, p = fed.mc["slurm"].request("GET", f"/v1/pods/{uid}")
         assert status == 200, (status, p)
         job_id = (p.get("annotations") or {}).get(JOB_ID)
+        seen["pod"] = f"pod {uid} {p['phase']} on {p.get('node')}, job {job_id}"
         if not job_id or p["phase"] != "Bound":
             return None
-        out = cluster.run(["squeue", "-h", "-j", job_id, "-o", "%T %N"]).stdout.split()
-        return out == ["RUNNING", p["node"]] and (job_id, p["node"])
+        out = cluster.run(["squeue", "-h", "-j", job_id, "-o", "%T %N %r"]).stdout.split()
+        seen["job"] = job_id
+        seen["squeue"] = " ".join(out)
+        return out[:2] == ["RUNNING", p["node"]] and (job_id, p["node"])
     # Slurm starts the job within its scheduling interval. A 60 s wait timed out once under
-    # ctest -j2 beside other server tests (the cause was not established); 180 s, as it returns
-    # as soon as the job runs.
-    job_id, node = testlib.wait("the Slurm member's pod to run as a Slurm job", job, 180, 0.2)
+    # ctest -j2 beside other server tests, and a 180 s one once beside the whole ASan suite (stop
+    # 62); the cause was not established, so a timeout now says what the pod and Slurm showed.
+    try:
+        job_id, node = testlib.wait("the Slurm member's pod to run as a Slurm job", job, 180, 0.2)
+    except AssertionError:
+        detail = seen.get("pod", "the pod was never read")
+        if "job" in seen:
+            shown = cluster.run(["scontrol", "show", "job", seen["job"]], check=False).stdout
+            detail += f"; squeue: {seen.get('squeue')!r}; scontrol: {' '.join(shown.split())}"
+        raise AssertionError(f"timed out waiting for the Slurm member's pod to run as a Slurm "
+                             f"job: {detail}") from None
     print(f"trace: {TRACE_PODS} pods posted in {posted:.1f} s, all 201 ({len(waiting)} waiting "
           f"at the front); placed on a/b/slurm: {placed['a']}/{placed['b']}/{placed['slurm']}; "
           f"{snapshots} member snapshots, no name placed twice; a pod on slurm is job {job_id} "
