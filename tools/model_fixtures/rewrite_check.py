@@ -13,7 +13,10 @@
 #      as Seedance's (FUSED_KINDS below; the rewritten model is counted here too and must agree
 #      with Seedance's own report, so the two tables cannot drift apart);
 #   4. the rewritten model must have at least as many fused nodes of each kind as onnxruntime's,
-#      and pass ONNX's checker (full check).
+#      and pass ONNX's checker (full check);
+#   5. the same model rewritten for a GPU (--device h100) must hold no fused node onnxruntime's
+#      CUDA provider lacks (FusedGemm; FusedConv other than with Relu: GPU_UNSUPPORTED below) and
+#      give the same outputs (run on the CPU here: no GPU in CI).
 #
 # Prints one table row per model: nodes in all and per kind, Seedance's against onnxruntime's.
 # The issue's "no more nodes in all" is printed per model ("total: met / NOT met") and is not a
@@ -52,6 +55,8 @@ FUSED_KINDS = {
     "FusedGemm": "matmul-bias", "FusedConv": "conv-activation",
 }
 KINDS = ["layernorm", "gelu", "attention", "matmul-bias", "conv-activation"]
+# (domain, op type, activation or None) -> why onnxruntime's CUDA provider cannot run it.
+GPU_UNSUPPORTED = {("com.microsoft", "FusedGemm"): "no CUDA kernel"}
 
 
 def kind_of(node):
@@ -85,6 +90,37 @@ def run(cmd):
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: exit {done.returncode}: {done.stderr.strip()}")
     return done.stdout
+
+
+def gpu_unrunnable(path):
+    """The nodes of `path` a GPU target must not get, with why."""
+    bad = []
+    for node in onnx.load(path).graph.node:
+        why = GPU_UNSUPPORTED.get((node.domain, node.op_type))
+        if node.domain == "com.microsoft" and node.op_type == "FusedConv":
+            act = next((a.s.decode() for a in node.attribute if a.name == "activation"), "")
+            why = None if act == "Relu" else f"FusedConv with {act} (CUDA runs Relu only)"
+        if why:
+            bad.append(f"{node.name} ({node.op_type}): {why}")
+    return bad
+
+
+def check_gpu_target(args, model, fixture, work, failures):
+    gpu = os.path.join(work, "h100")
+    os.makedirs(gpu)
+    shutil.copytree(os.path.join(fixture, "test_data_set_0"), os.path.join(gpu, "test_data_set_0"))
+    rewritten = os.path.join(gpu, "model.onnx")
+    run([args.seedance, "model", "optimize", os.path.join(fixture, "model.onnx"), "--device",
+         "h100", "-o", rewritten])
+    for bad in gpu_unrunnable(rewritten):
+        failures.append(f"{model} for h100: {bad}")
+    run([args.seedance, "model", "run", rewritten, "--inputs",
+         os.path.join(gpu, "test_data_set_0"), "-o", os.path.join(gpu, "seedance")])
+    run(["node", os.path.join(HERE, "ort_run.js"), gpu + "/"])
+    compare_outputs(f"{model} for h100 (Seedance)", fixture, os.path.join(gpu, "seedance"),
+                    args.tol, failures)
+    compare_outputs(f"{model} for h100 (onnxruntime)", fixture, os.path.join(gpu, "ort"),
+                    args.tol, failures)
 
 
 def compare_outputs(name, fixture, got_dir, tol, failures):
@@ -138,6 +174,7 @@ def check_model(args, model, failures):
         onnx.checker.check_model(onnx.load(rewritten), full_check=True)
     except Exception as error:  # the checker raises its own exception types
         failures.append(f"{model}: ONNX's checker: {error}")
+    check_gpu_target(args, model, fixture, work, failures)
     cells = " ".join(f"{ours[k]}/{theirs[k]}" for k in KINDS)
     total = "met" if ours["nodes"] <= theirs["nodes"] else "NOT met"
     print(f"{model:14s} {ours['nodes']:5d}/{theirs['nodes']:<5d} {cells}   "
