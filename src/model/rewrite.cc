@@ -90,6 +90,49 @@ int Rewriter::RankOf(const std::string& value) const {
                                                     : static_cast<int>(it->second.shape.size());
 }
 
+std::optional<int64_t> Rewriter::LastDim(const std::string& value) const {
+  auto it = info_.find(value);
+  if (it == info_.end() || !it->second.has_shape || it->second.shape.empty() ||
+      it->second.shape.back() < 0) {
+    return std::nullopt;
+  }
+  return it->second.shape.back();
+}
+
+bool Rewriter::SameDim(const std::string& a, size_t da, const std::string& b, size_t db) const {
+  auto ia = info_.find(a), ib = info_.find(b);
+  if (ia == info_.end() || ib == info_.end() || !ia->second.has_shape || !ib->second.has_shape ||
+      da >= ia->second.shape.size() || db >= ib->second.shape.size()) {
+    return false;
+  }
+  const int64_t x = ia->second.shape[da], y = ib->second.shape[db];
+  if (x >= 0) return x == y;
+  const std::string& nx = da < ia->second.dim_names.size() ? ia->second.dim_names[da] : "";
+  const std::string& ny = db < ib->second.dim_names.size() ? ib->second.dim_names[db] : "";
+  return y < 0 && !nx.empty() && nx == ny;
+}
+
+bool Rewriter::SameShape(const std::string& a, const std::string& b) const {
+  const int rank = RankOf(a);
+  if (rank < 0 || rank != RankOf(b)) return false;
+  for (size_t d = 0; d < static_cast<size_t>(rank); ++d) {
+    if (!SameDim(a, d, b, d)) return false;
+  }
+  return true;
+}
+
+std::string Rewriter::ShapeText(const std::string& value) const {
+  auto it = info_.find(value);
+  if (it == info_.end() || !it->second.has_shape) return "(unknown)";
+  std::vector<std::string> dims;
+  for (size_t d = 0; d < it->second.shape.size(); ++d) {
+    const std::string& name = d < it->second.dim_names.size() ? it->second.dim_names[d] : "";
+    dims.push_back(it->second.shape[d] >= 0 ? absl::StrCat(it->second.shape[d])
+                                            : (name.empty() ? "?" : name));
+  }
+  return absl::StrCat("[", absl::StrJoin(dims, ","), "]");
+}
+
 DataType Rewriter::TypeOf(const std::string& value) const {
   auto it = info_.find(value);
   return it == info_.end() ? DataType::kUndefined : it->second.type;

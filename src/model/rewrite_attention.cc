@@ -170,28 +170,35 @@ std::string Rewriter::HeadInput(const std::string& value, const std::vector<int6
     return "";
   }
   const Node* r = Producer(t->inputs[0]);
-  const std::optional<std::vector<int64_t>> in =
-      r == nullptr ? std::nullopt : StaticShape(r->inputs[0]);
-  const std::optional<std::vector<int64_t>> out = StaticShape(t->inputs[0]);
-  if (!Is(r, "Reshape") || OnlyConsumer(t->inputs[0]) == nullptr || !in || !out ||
-      in->size() != 3 || out->size() != perm.size()) {
-    why = "dynamic shapes, or a head split that is not a Reshape of a 3-D tensor";
+  const std::string in_value = r == nullptr ? "" : r->inputs[0];
+  const std::string& out_value = t->inputs[0];
+  if (!Is(r, "Reshape") || OnlyConsumer(out_value) == nullptr || RankOf(in_value) != 3 ||
+      RankOf(out_value) != static_cast<int>(perm.size())) {
+    why = "a head split that is not a Reshape of a 3-D tensor of known rank";
     return "";
   }
+  // Heads split the last axis; the others keep their sizes (fixed, or the same symbolic name).
+  const std::optional<int64_t> e = LastDim(in_value);
+  auto dim = [&](size_t d) {
+    auto it = info_.find(out_value);
+    return it->second.shape[d];
+  };
   int64_t heads = 0;
-  if (out->size() == 3) {  // [S, B, E] -> [S, B*H, d]: the same S, and B*H*d == B*E, H whole
-    const int64_t b = (*in)[1];
-    if (b > 0 && (*out)[0] == (*in)[0] && (*out)[1] % b == 0 &&
+  if (perm.size() == 3) {  // [S, B, E] -> [S, B*H, d]: fixed sizes only (B*H is a product)
+    const std::optional<std::vector<int64_t>> in = StaticShape(in_value);
+    const std::optional<std::vector<int64_t>> out = StaticShape(out_value);
+    const int64_t b = in ? (*in)[1] : 0;
+    if (in && out && b > 0 && (*out)[0] == (*in)[0] && (*out)[1] % b == 0 &&
         (*out)[1] / b * (*out)[2] == (*in)[2]) {
       heads = (*out)[1] / b;
     }
-  } else if (out->size() == 4 && (*out)[0] == (*in)[0] && (*out)[1] == (*in)[1] &&
-             (*out)[2] * (*out)[3] == (*in)[2]) {  // [B, S, E] -> [B, S, H, d]
-    heads = (*out)[2];
+  } else if (e && dim(2) > 0 && dim(3) > 0 && dim(2) * dim(3) == *e &&
+             SameDim(in_value, 0, out_value, 0) && SameDim(in_value, 1, out_value, 1)) {
+    heads = dim(2);  // [B, S, E] -> [B, S, H, d]
   }
   if (heads == 0) {
-    why = absl::StrCat("the head split [", absl::StrJoin(*in, ","), "] -> [",
-                       absl::StrJoin(*out, ","), "] does not keep rows and split columns by head");
+    why = absl::StrCat("the head split ", ShapeText(in_value), " -> ", ShapeText(out_value),
+                       " does not provably keep rows and split columns by head");
     return "";
   }
   if (m.heads != 0 && m.heads != heads) {
@@ -296,7 +303,14 @@ std::string Rewriter::WhereBias(const AttentionMatch& m, const Node& anchor, int
 // when a mask is there but none of these.
 std::string Rewriter::AttentionBias(const AttentionMatch& m, const Node& anchor, bool& ok) {
   ok = true;
-  const std::vector<int64_t> q = *StaticShape(m.q), k = *StaticShape(m.k);
+  if (m.mask.empty() && m.where_cond.empty()) return "";
+  const std::optional<std::vector<int64_t>> qs = StaticShape(m.q), ks = StaticShape(m.k);
+  if (!qs || !ks) {  // a bias of [.., S, L] needs them fixed
+    ok = false;
+    return "";
+  }
+  const std::vector<int64_t>& q = *qs;
+  const std::vector<int64_t>& k = *ks;
   const int64_t b = m.batch_first ? q[0] : q[1], s = m.batch_first ? q[1] : q[0];
   const int64_t l = m.batch_first ? k[1] : k[0];
   const std::string causal = WhereBias(m, anchor, s, l);
@@ -347,7 +361,8 @@ bool Rewriter::FuseAttention(const Node& n) {
   if (!bias_ok) {
     return Refuse(rule, n,
                   "the mask does not broadcast to [B, H, S, L] as attention_bias can "
-                  "(a constant: one [S, L] mask; computed: a fixed [B|1, H|1, S|1, L])");
+                  "(a constant: one [S, L] mask; computed: a fixed [B|1, H|1, S|1, L]; "
+                  "dynamic shapes: no mask can be sized)");
   }
   if (m.batch_first) return EmitBatchFirstAttention(n, m, bias);
   // [S, B, E] -> [B, S, E]: one Transpose before a Split the three come from, else one each.

@@ -36,6 +36,15 @@ class Rewriter {
   std::optional<double> ScalarConstant(const std::string& value) const;
   std::optional<std::vector<int64_t>> StaticShape(const std::string& value) const;
   int RankOf(const std::string& value) const;  // -1 when unknown
+  // The last dimension of `value` when its rank and that dimension are known.
+  std::optional<int64_t> LastDim(const std::string& value) const;
+  // True when `a` and `b` provably have one shape: the same rank and, per axis, the same fixed
+  // size or the same symbolic name (ONNX's inference, with data propagation, names them).
+  bool SameShape(const std::string& a, const std::string& b) const;
+  // The same for axis `da` of `a` and axis `db` of `b`.
+  bool SameDim(const std::string& a, size_t da, const std::string& b, size_t db) const;
+  // "[batch,seq,64]" for messages ("?" for an unnamed unknown dimension).
+  std::string ShapeText(const std::string& value) const;
   DataType TypeOf(const std::string& value) const;
   size_t IndexOf(const Node* node) const;
 

@@ -225,13 +225,14 @@ std::optional<std::string> Rewriter::MatchLayerNorm(const Node& n, LayerNormMatc
       m.div->inputs[1] != m.sqrt->outputs[0]) {
     return "the centred value is not divided by sqrt(variance + epsilon)";
   }
-  const std::optional<std::vector<int64_t>> shape = StaticShape(m.x);
-  if (!shape) return "dynamic shapes: the normalised axis has no fixed size";
-  const int64_t cols = shape->back();
+  const std::optional<int64_t> last = LastDim(m.x);
+  if (!last) return "dynamic shapes: the normalised axis has no fixed size";
+  const int64_t cols = *last;
+  const int rank = RankOf(m.x);
   auto per_column = [&](const std::string& v) {
     const Tensor* t = Constant(v);
     return t != nullptr && t->type() == DataType::kFloat && t->size() == cols &&
-           t->rank() <= static_cast<int>(shape->size()) && t->shape().back() == cols;
+           t->rank() <= rank && t->shape().back() == cols;
   };
   const Node* mul = OnlyConsumer(m.div->outputs[0]);
   if (Is(mul, "Mul") && per_column(OtherInput(*mul, m.div->outputs[0]))) {
@@ -269,7 +270,7 @@ bool Rewriter::FuseLayerNorm(const Node& n) {
                                "LayerNormalization and the upgrade to 17 "
                                "was refused"));
   }
-  const int64_t cols = StaticShape(m.x)->back();
+  const int64_t cols = *LastDim(m.x);
   Node ln;
   ln.name = absl::StrCat(n.name, "/LayerNormalization");
   ln.op_type = "LayerNormalization";
@@ -303,15 +304,17 @@ bool Rewriter::FuseSkipLayerNorm(const Node& n) {
     }
   }
   const std::string& sum = add->outputs[0];
-  const std::optional<std::vector<int64_t>> a = StaticShape(add->inputs[0]);
-  const std::optional<std::vector<int64_t>> b = StaticShape(add->inputs[1]);
-  if (!a || !b) return Refuse(rule, n, "dynamic shapes: the addends have no fixed shape");
-  if (*a != *b) {
-    return Refuse(rule, n,
-                  absl::StrCat("the addends' shapes differ (", Shape(*a), " and ", Shape(*b),
-                               "): a broadcast, not a skip"));
+  if (!SameShape(add->inputs[0], add->inputs[1])) {
+    return Refuse(
+        rule, n,
+        absl::StrCat("the addends' shapes are not provably one (", ShapeText(add->inputs[0]),
+                     " and ", ShapeText(add->inputs[1]), "): a broadcast, not a skip"));
   }
-  if (a->size() != 3) return Refuse(rule, n, "the input is not 3-D (batch, sequence, hidden)");
+  const std::optional<int64_t> hidden = LastDim(add->inputs[0]);
+  if (RankOf(add->inputs[0]) != 3 || !hidden) {
+    return Refuse(rule, n,
+                  "the input is not 3-D (batch, sequence, hidden) with a fixed hidden size");
+  }
   if (Constant(add->inputs[0]) || Constant(add->inputs[1])) {
     return Refuse(rule, n, "an addend is a constant");
   }
@@ -319,8 +322,7 @@ bool Rewriter::FuseSkipLayerNorm(const Node& n) {
   if (axis != -1 && axis != 2) return Refuse(rule, n, "the normalised axis is not the last one");
   auto vector_of = [&](const std::string& v) {
     const Tensor* t = Constant(v);
-    return t != nullptr && t->rank() == 1 && t->size() == a->back() &&
-           t->type() == DataType::kFloat;
+    return t != nullptr && t->rank() == 1 && t->size() == *hidden && t->type() == DataType::kFloat;
   };
   const bool has_beta = n.inputs.size() > 2 && !n.inputs[2].empty();
   if (!vector_of(n.inputs[1]) || (has_beta && !vector_of(n.inputs[2])) ||
