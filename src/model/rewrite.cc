@@ -226,8 +226,28 @@ absl::Status Rewriter::Commit() {
   }
   if (order.size() != nodes.size()) return absl::InternalError("the rewrite made a cycle");
   g_.nodes = std::move(order);
+  DropDeadNodes();
   DropUnusedConstants();
   return absl::OkStatus();
+}
+
+// Nodes none of whose outputs is read or a graph output (a rewrite left the shape computation of
+// a Reshape it removed): ONNX's operators have no side effects, so they go, last first.
+void Rewriter::DropDeadNodes() {
+  std::set<std::string> read;
+  for (const ValueInfo& v : g_.outputs) read.insert(v.name);
+  std::vector<bool> keep(g_.nodes.size(), true);
+  for (size_t i = g_.nodes.size(); i-- > 0;) {
+    const Node& n = g_.nodes[i];
+    keep[i] = std::any_of(n.outputs.begin(), n.outputs.end(),
+                          [&](const std::string& o) { return !o.empty() && read.count(o); });
+    if (keep[i]) read.insert(n.inputs.begin(), n.inputs.end());
+  }
+  std::vector<Node> live;
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    if (keep[i]) live.push_back(std::move(g_.nodes[i]));
+  }
+  g_.nodes = std::move(live);
 }
 
 void Rewriter::DropUnusedConstants() {
@@ -246,6 +266,7 @@ void Rewriter::DropUnusedConstants() {
 // hold hundreds of these (a 24-layer export: 410 of its 1,200 rewrites).
 absl::Status Rewriter::CheapPass() {
   const size_t before = removed_.size();
+  CommonSubexpressions();
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
     const Node& n = g_.nodes[i];
     if (removed_.count(i) || !n.domain.empty()) continue;
@@ -265,6 +286,59 @@ absl::Status Rewriter::CheapPass() {
   if (removed_.size() == before) return absl::OkStatus();
   if (absl::Status s = Commit(); !s.ok()) return s;
   return Index();
+}
+
+namespace {
+
+// An attribute's value as bytes (for telling equal nodes apart).
+std::string AttributeKey(const Attribute& a) {
+  std::string key = absl::StrCat(static_cast<int>(a.kind), ":", a.i, ":", a.s, ":");
+  key.append(reinterpret_cast<const char*>(&a.f), sizeof a.f);
+  for (float f : a.floats) key.append(reinterpret_cast<const char*>(&f), sizeof f);
+  absl::StrAppend(&key, ":", absl::StrJoin(a.ints, ","), ":", absl::StrJoin(a.strings, "\x01"));
+  for (const Tensor& t : a.tensor) {
+    absl::StrAppend(&key, ":", t.Describe(), ":");
+    key.append(reinterpret_cast<const char*>(t.raw()), t.bytes());
+  }
+  return key;
+}
+
+}  // namespace
+
+// Nodes that compute the same thing (operator, domain, inputs, attributes, output count) as an
+// earlier one: their readers read the earlier one's outputs instead (exports repeat a tensor's
+// Shape, Gather and Unsqueeze for every Reshape that needs it). Deterministic operators only;
+// a node writing a graph output is kept.
+void Rewriter::CommonSubexpressions() {
+  std::map<std::string, size_t> first;
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    const Node& n = g_.nodes[i];
+    if (n.op_type.rfind("Random", 0) == 0 || n.op_type == "Bernoulli" ||
+        n.op_type == "Multinomial" || n.op_type == "Dropout") {
+      continue;
+    }
+    std::string key = absl::StrCat(n.domain, "\x01", n.op_type, "\x01",
+                                   absl::StrJoin(n.inputs, "\x02"), "\x01", n.outputs.size());
+    for (const auto& [name, a] : n.attributes)
+      absl::StrAppend(&key, "\x03", name, "=", AttributeKey(a));
+    auto [it, fresh] = first.emplace(std::move(key), i);
+    if (fresh) continue;
+    const Node& kept = g_.nodes[it->second];
+    const bool output = std::any_of(n.outputs.begin(), n.outputs.end(),
+                                    [&](const std::string& o) { return IsGraphOutput(o); });
+    if (output) continue;
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      if (!n.outputs[o].empty() && !kept.outputs[o].empty()) Rewire(n.outputs[o], kept.outputs[o]);
+    }
+    const bool all_rewired =
+        std::all_of(n.outputs.begin(), n.outputs.end(), [&](const std::string& o) {
+          return o.empty() || !kept.outputs[static_cast<size_t>(&o - n.outputs.data())].empty();
+        });
+    if (all_rewired) {
+      Remove(&n);
+      Applied("common-subexpressions", n, absl::StrCat("reads ", kept.name, "'s outputs"));
+    }
+  }
 }
 
 absl::Status Rewriter::Run() {

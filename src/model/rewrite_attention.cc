@@ -164,15 +164,17 @@ std::string Rewriter::Unscaled(const std::string& value, double& scale,
 // [B, S, E] -> [B, S, H, d], then Transpose `perm`), or "" with `why`.
 std::string Rewriter::HeadInput(const std::string& value, const std::vector<int64_t>& perm,
                                 AttentionMatch& m, std::string& why) const {
+  // The Transpose and Reshape may have other readers (a tensor split into heads once for two
+  // of q, k, v): they are not removed here, and go with the dead nodes once nothing reads them.
   const Node* t = Producer(value);
-  if (!IsTranspose(t, perm) || OnlyConsumer(value) == nullptr) {
+  if (!IsTranspose(t, perm)) {
     why = absl::StrCat("a head split is not a Transpose [", absl::StrJoin(perm, ","), "]");
     return "";
   }
   const Node* r = Producer(t->inputs[0]);
   const std::string in_value = r == nullptr ? "" : r->inputs[0];
   const std::string& out_value = t->inputs[0];
-  if (!Is(r, "Reshape") || OnlyConsumer(out_value) == nullptr || RankOf(in_value) != 3 ||
+  if (!Is(r, "Reshape") || RankOf(in_value) != 3 ||
       RankOf(out_value) != static_cast<int>(perm.size())) {
     why = "a head split that is not a Reshape of a 3-D tensor of known rank";
     return "";
@@ -206,8 +208,6 @@ std::string Rewriter::HeadInput(const std::string& value, const std::vector<int6
     return "";
   }
   m.heads = heads;
-  m.nodes.push_back(t);
-  m.nodes.push_back(r);
   return r->inputs[0];
 }
 
@@ -304,37 +304,31 @@ std::string Rewriter::WhereBias(const AttentionMatch& m, const Node& anchor, int
 std::string Rewriter::AttentionBias(const AttentionMatch& m, const Node& anchor, bool& ok) {
   ok = true;
   if (m.mask.empty() && m.where_cond.empty()) return "";
-  const std::optional<std::vector<int64_t>> qs = StaticShape(m.q), ks = StaticShape(m.k);
-  if (!qs || !ks) {  // a bias of [.., S, L] needs them fixed
-    ok = false;
-    return "";
-  }
-  const std::vector<int64_t>& q = *qs;
-  const std::vector<int64_t>& k = *ks;
-  const int64_t b = m.batch_first ? q[0] : q[1], s = m.batch_first ? q[1] : q[0];
-  const int64_t l = m.batch_first ? k[1] : k[0];
-  const std::string causal = WhereBias(m, anchor, s, l);
+  const size_t bq = m.batch_first ? 0 : 1, sq = m.batch_first ? 1 : 0, lk = m.batch_first ? 1 : 0;
+  auto dim = [&](const std::string& v, size_t d) -> int64_t {
+    auto it = info_.find(v);
+    return it == info_.end() || !it->second.has_shape || d >= it->second.shape.size()
+               ? -1
+               : it->second.shape[d];
+  };
+  const int64_t s = dim(m.q, sq), l = dim(m.k, lk);  // -1: not fixed
+  const std::string causal = s >= 0 && l >= 0 ? WhereBias(m, anchor, s, l) : "";
   if (!m.where_cond.empty() && causal.empty()) ok = false;
   if (m.mask.empty() || !ok) return causal;
   std::string mask;
-  const std::optional<std::vector<int64_t>> shape = StaticShape(m.mask);
-  if (const Tensor* c = Constant(m.mask);
-      c != nullptr && c->size() == s * l && c->rank() >= 2 && c->dim(c->rank() - 1) == l &&
-      c->dim(c->rank() - 2) == s && c->type() == DataType::kFloat) {
-    mask = AddConstant(absl::StrCat(anchor.name, "/attention_bias"), c->Reshaped({1, 1, s, l}));
-  } else if (m.batch_first && shape && shape->size() == 4 && TypeOf(m.mask) == DataType::kFloat) {
-    const std::vector<int64_t>& d = *shape;
-    if ((d[0] == 1 || d[0] == b) && (d[1] == 1 || d[1] == m.heads) && (d[2] == 1 || d[2] == s) &&
-        d[3] == l) {
-      mask = m.mask;
-      if (d[2] != s && causal.empty()) {  // onnxruntime wants S; the causal sum below makes it
-        Node expand =
-            MakeNode(absl::StrCat(anchor.name, "/ExpandMask"), "Expand",
-                     {m.mask, AddConstant(anchor.name + "/mask_shape", Int64s({d[0], d[1], s, l}))},
-                     {NewName(m.mask + "/expanded")});
-        mask = expand.outputs[0];
-        Add(std::move(expand));
-      }
+  if (const Tensor* c = Constant(m.mask); c != nullptr) {
+    if (s >= 0 && l >= 0 && c->size() == s * l && c->rank() >= 2 && c->dim(c->rank() - 1) == l &&
+        c->dim(c->rank() - 2) == s && c->type() == DataType::kFloat) {
+      mask = AddConstant(absl::StrCat(anchor.name, "/attention_bias"), c->Reshaped({1, 1, s, l}));
+    }
+  } else if (m.batch_first && RankOf(m.mask) == 4 && TypeOf(m.mask) == DataType::kFloat) {
+    // [B or 1, H or 1, S or 1, L], each provably (a fixed size or the same symbolic name).
+    const bool fits = (dim(m.mask, 0) == 1 || SameDim(m.mask, 0, m.q, bq)) &&
+                      (dim(m.mask, 1) == 1 || dim(m.mask, 1) == m.heads) &&
+                      (dim(m.mask, 2) == 1 || SameDim(m.mask, 2, m.q, sq)) &&
+                      SameDim(m.mask, 3, m.k, lk);
+    if (fits) {
+      mask = dim(m.mask, 2) == 1 && causal.empty() ? ExpandAlongS(m, anchor) : m.mask;
     }
   }
   if (mask.empty()) {
@@ -347,6 +341,47 @@ std::string Rewriter::AttentionBias(const AttentionMatch& m, const Node& anchor,
                       {NewName(m.mask + "/with_causal")});
   std::string out = sum.outputs[0];
   Add(std::move(sum));
+  return out;
+}
+
+// The mask [d0, d1, 1, L] expanded to [d0, d1, S, L] (onnxruntime wants S in attention_bias):
+// with a constant shape when everything is fixed, else with the shape read at run time (S from
+// the query's shape, the rest from the mask's own).
+std::string Rewriter::ExpandAlongS(const AttentionMatch& m, const Node& anchor) {
+  const std::optional<std::vector<int64_t>> d = StaticShape(m.mask);
+  const std::optional<std::vector<int64_t>> q = StaticShape(m.q);
+  std::string shape;
+  if (d && q) {
+    shape = AddConstant(anchor.name + "/mask_shape", Int64s({(*d)[0], (*d)[1], (*q)[1], (*d)[3]}));
+  } else {
+    auto slice = [&](const std::string& of, int64_t from, int64_t to, const char* what) {
+      Node n = MakeNode(absl::StrCat(anchor.name, "/", what), "Slice",
+                        {of, AddConstant(anchor.name + "/from", Int64s({from})),
+                         AddConstant(anchor.name + "/to", Int64s({to}))},
+                        {NewName(absl::StrCat(anchor.name, "/", what))});
+      std::string out = n.outputs[0];
+      Add(std::move(n));
+      return out;
+    };
+    Node mask_shape = MakeNode(absl::StrCat(anchor.name, "/MaskShape"), "Shape", {m.mask},
+                               {NewName(anchor.name + "/mask_shape")});
+    Node query_shape = MakeNode(absl::StrCat(anchor.name, "/QueryShape"), "Shape", {m.q},
+                                {NewName(anchor.name + "/query_shape")});
+    const std::string ms = mask_shape.outputs[0], qs = query_shape.outputs[0];
+    Add(std::move(mask_shape));
+    Add(std::move(query_shape));
+    Node concat = MakeNode(
+        absl::StrCat(anchor.name, "/BiasShape"), "Concat",
+        {slice(ms, 0, 2, "batch_heads"), slice(qs, 1, 2, "queries"), slice(ms, 3, 4, "keys")},
+        {NewName(anchor.name + "/bias_shape")});
+    concat.attributes["axis"].i = 0;
+    shape = concat.outputs[0];
+    Add(std::move(concat));
+  }
+  Node expand = MakeNode(absl::StrCat(anchor.name, "/ExpandMask"), "Expand", {m.mask, shape},
+                         {NewName(m.mask + "/expanded")});
+  std::string out = expand.outputs[0];
+  Add(std::move(expand));
   return out;
 }
 
@@ -442,11 +477,11 @@ bool Rewriter::EmitBatchFirstAttention(const Node& n, const AttentionMatch& m,
   return true;
 }
 
-// Transpose of a Transpose read only there: one Transpose of the two permutations composed, or
-// none when they cancel.
+// Transpose of a Transpose: one Transpose of the two permutations composed, or none when they
+// cancel. The inner one stays while something else reads it.
 bool Rewriter::FuseTransposes(const Node& n) {
   const Node* inner = Producer(n.inputs[0]);
-  if (!Is(inner, "Transpose") || OnlyConsumer(n.inputs[0]) != &n) return false;
+  if (!Is(inner, "Transpose")) return false;
   const std::vector<int64_t> p1 = PermOf(*inner), p2 = PermOf(n);
   if (p1.empty() || p1.size() != p2.size()) return false;  // a default (reversing) perm: leave it
   std::vector<int64_t> perm(p2.size());
@@ -465,7 +500,7 @@ bool Rewriter::FuseTransposes(const Node& n) {
     one.attributes["perm"] = IntsAttr(perm);
     Add(std::move(one));
   }
-  Remove(inner);
+  if (OnlyConsumer(n.inputs[0]) == &n) Remove(inner);
   Remove(&n);
   Applied("fuse-transposes", n,
           identity ? "two Transposes that cancel removed"

@@ -57,12 +57,14 @@ class Rewriter {
   // Applies the edits and re-orders the nodes; Internal when they made a cycle (a rule's bug).
   absl::Status Commit();
   void DropUnusedConstants();
+  void DropDeadNodes();
   void Applied(const std::string& rule, const Node& anchor, const std::string& detail);
   // Records the refusal (once per rule and node); returns false for `return Refuse(...)`.
   bool Refuse(const std::string& rule, const Node& anchor, const std::string& reason);
 
   bool ApplyOne();
   absl::Status CheapPass();
+  void CommonSubexpressions();
   bool UpgradeOpset(const Node& n);
 
   // --- rules (rewrite_rules.cc): true when the graph was edited ---
@@ -95,6 +97,7 @@ class Rewriter {
   std::string HeadInput(const std::string& value, const std::vector<int64_t>& perm,
                         AttentionMatch& m, std::string& why) const;
   std::string AttentionBias(const AttentionMatch& m, const Node& anchor, bool& ok);
+  std::string ExpandAlongS(const AttentionMatch& m, const Node& anchor);
   std::string WhereBias(const AttentionMatch& m, const Node& anchor, int64_t s, int64_t l);
   bool EmitBatchFirstAttention(const Node& n, const AttentionMatch& m, const std::string& bias);
   bool FuseActivation(const Node& n);

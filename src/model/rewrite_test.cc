@@ -595,6 +595,21 @@ TEST(RewriteTest, FusesSlicesIntoOneSplitAtEveryOpset) {
   }
 }
 
+TEST(RewriteTest, ComputesARepeatedNodeOnce) {
+  Graph g = Base({2, 4});
+  g.initializers["axes"] = Tensor::From<int64_t>({1}, std::vector<int64_t>{0});
+  g.nodes = {N("Relu", {"x"}, {"a"}),
+             N("Relu", {"x"}, {"b"}),  // the same twice
+             N("Unsqueeze", {"a", "axes"}, {"ua"}),
+             N("Unsqueeze", {"b", "axes"}, {"ub"}),
+             N("Add", {"ua", "ub"}, {"s"}),
+             N("Squeeze", {"s", "axes"}, {"y"})};
+  const Rewritten r = Rewrite(g);
+  EXPECT_EQ(Count(r.graph, "Relu"), 1);
+  EXPECT_EQ(Count(r.graph, "Unsqueeze"), 1);  // equal once their inputs are
+  EXPECT_LT(Difference(g, r.graph, {2, 4}), 1e-7);
+}
+
 TEST(RewriteTest, NamesTheTargetsItKnows) {
   EXPECT_TRUE(ParseRewriteTarget("cpu").ok());
   absl::StatusOr<RewriteTarget> h100 = ParseRewriteTarget("h100");
