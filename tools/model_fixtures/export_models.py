@@ -11,6 +11,10 @@
 #   bert_op14     a Hugging Face BERT-style encoder layer written out (d_model 64, 4 heads, FF 128):
 #                 heads as [B, H, S, d] (view + permute), a key-padding mask input added to the
 #                 scores, GELU's tanh form, post-LN; x [2,16,64], mask [2,16] -> y [2,16,64]
+#   encoder_op17_dyn, bert_op14_dyn
+#                 the encoder layer and the BERT-style layer exported with dynamic batch and
+#                 sequence axes (what real exports carry; the rewriter must prove shapes
+#                 symbolically there)
 #   cnn           (Conv 3x3, BatchNorm, ReLU, MaxPool) x2, global average pool, Linear; [2,3,32,32]
 #                 (torch's eval-mode export folds each BatchNorm into its Conv)
 #   digits_mlp    an MLP 64-64-10 trained here on scikit-learn's digits train split, run on the
@@ -177,8 +181,9 @@ def write_tensor(path, array, name):
         f.write(onnx.numpy_helper.from_array(np.ascontiguousarray(array), name).SerializeToString())
 
 
-def export(name, model, inputs, input_names, output_names, opset):
-    """Exports MODEL at OPSET into OUT_DIR/NAME/, writes torch's outputs; returns a manifest row."""
+def export(name, model, inputs, input_names, output_names, opset, dynamic=False):
+    """Exports MODEL at OPSET into OUT_DIR/NAME/, writes torch's outputs; returns a manifest row.
+    dynamic: every input's and output's first two axes are named dynamic axes (batch, seq)."""
     folder = os.path.join(OUT_DIR, name)
     data = os.path.join(folder, "test_data_set_0")
     os.makedirs(data, exist_ok=True)
@@ -187,9 +192,10 @@ def export(name, model, inputs, input_names, output_names, opset):
     # torch 1.13 cannot export) runs only without grad, so the reference takes the same path.
     outputs = model(*inputs)
     outputs = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
+    axes = {n: {0: "batch", 1: "seq"} for n in input_names + output_names} if dynamic else None
     torch.onnx.export(model, inputs, path, opset_version=opset, input_names=input_names,
                       output_names=output_names, do_constant_folding=True,
-                      training=torch.onnx.TrainingMode.EVAL)
+                      training=torch.onnx.TrainingMode.EVAL, dynamic_axes=axes)
     proto = onnx.load(path)
     try:
         onnx.checker.check_model(proto, full_check=True)  # with strict shape inference
@@ -225,6 +231,8 @@ def main():
     rows.append(export("encoder_op13", *encoder, opset=13))
     rows.append(export("decoder_op14", *make_decoder(), opset=14))
     rows.append(export("bert_op14", *make_bert(), opset=14))
+    rows.append(export("encoder_op17_dyn", *encoder, opset=17, dynamic=True))
+    rows.append(export("bert_op14_dyn", *make_bert(), opset=14, dynamic=True))
     rows.append(export("cnn", *make_cnn(), opset=13))
 
     model, inputs, input_names, output_names, labels, accuracy = make_digits_mlp()

@@ -177,7 +177,7 @@ def check_model(args, model, failures):
     check_gpu_target(args, model, fixture, work, failures)
     cells = " ".join(f"{ours[k]}/{theirs[k]}" for k in KINDS)
     total = "met" if ours["nodes"] <= theirs["nodes"] else "NOT met"
-    print(f"{model:14s} {ours['nodes']:5d}/{theirs['nodes']:<5d} {cells}   "
+    print(f"{model:16s} {ours['nodes']:5d}/{theirs['nodes']:<5d} {cells}   "
           f"{err_seedance:.1e} {err_ort:.1e}   total: {total}")
 
 
@@ -190,7 +190,7 @@ def main():
     args = parser.parse_args()  # exits 2 on bad usage
     with open(os.path.join(args.fixtures, "manifest.json")) as f:
         models = [m["name"] for m in json.load(f)["models"]]
-    print(f"{'model':14s} nodes(seedance/ort) {' '.join(KINDS)} (seedance/ort)   "
+    print(f"{'model':16s} nodes(seedance/ort) {' '.join(KINDS)} (seedance/ort)   "
           "max rel. error: seedance ort")
     failures = []
     for model in models:
