@@ -34,19 +34,6 @@ Graph OneNode(const std::string& op, const std::vector<std::vector<int64_t>>& sh
   return g;
 }
 
-Attribute Int(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInt;
-  a.i = v;
-  return a;
-}
-Attribute Ints(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInts;
-  a.ints = std::move(v);
-  return a;
-}
-
 struct OpCase {
   std::string op;
   std::vector<std::vector<int64_t>> shapes;
@@ -63,10 +50,10 @@ TEST(JvpTest, EveryRuleAgreesWithCentralDifferences) {
       {"Div", {{2, 3}, {3}}, {}, 0.5, 2},
       {"Pow", {{2, 3}, {2, 3}}, {}, 0.5, 2},
       {"MatMul", {{2, 3, 4}, {4, 5}}},
-      {"Gemm", {{3, 4}, {5, 4}, {5}}, {{"transB", Int(1)}}},
-      {"Conv", {{1, 2, 5, 5}, {3, 2, 3, 3}, {3}}, {{"pads", Ints({1, 1, 1, 1})}}},
-      {"Softmax", {{2, 3, 4}}, {{"axis", Int(1)}}},
-      {"Softmax", {{2, 3, 4}}, {{"axis", Int(1)}}, -1, 1, 11},
+      {"Gemm", {{3, 4}, {5, 4}, {5}}, {{"transB", Attribute::Int(1)}}},
+      {"Conv", {{1, 2, 5, 5}, {3, 2, 3, 3}, {3}}, {{"pads", Attribute::Ints({1, 1, 1, 1})}}},
+      {"Softmax", {{2, 3, 4}}, {{"axis", Attribute::Int(1)}}},
+      {"Softmax", {{2, 3, 4}}, {{"axis", Attribute::Int(1)}}, -1, 1, 11},
       {"LogSoftmax", {{2, 5}}},
       {"LayerNormalization", {{2, 3, 4}, {4}, {4}}},
       {"Relu", {{4, 5}}},
@@ -76,9 +63,9 @@ TEST(JvpTest, EveryRuleAgreesWithCentralDifferences) {
       {"Sqrt", {{4, 5}}, {}, 0.5, 2},
       {"Exp", {{4, 5}}},
       {"Log", {{4, 5}}, {}, 0.5, 2},
-      {"Transpose", {{2, 3, 4}}, {{"perm", Ints({2, 0, 1})}}},
-      {"Concat", {{2, 3}, {2, 2}}, {{"axis", Int(1)}}},
-      {"MaxPool", {{1, 2, 4, 4}}, {{"kernel_shape", Ints({2, 2})}}},
+      {"Transpose", {{2, 3, 4}}, {{"perm", Attribute::Ints({2, 0, 1})}}},
+      {"Concat", {{2, 3}, {2, 2}}, {{"axis", Attribute::Int(1)}}},
+      {"MaxPool", {{1, 2, 4, 4}}, {{"kernel_shape", Attribute::Ints({2, 2})}}},
       {"GlobalAveragePool", {{1, 2, 3, 3}}},
   };
   uint64_t seed = 1;

@@ -44,16 +44,9 @@ Node MakeNode(std::string name, std::string op, std::vector<std::string> in, std
   return n;
 }
 
-Attribute IntAttribute(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInt;
-  a.i = v;
-  return a;
-}
-
 Node CastToFloat(std::string name, std::string in, std::string out) {
   Node n = MakeNode(std::move(name), "Cast", {std::move(in)}, std::move(out));
-  n.attributes["to"] = IntAttribute(static_cast<int64_t>(DataType::kFloat));
+  n.attributes["to"] = Attribute::Int(static_cast<int64_t>(DataType::kFloat));
   return n;
 }
 
@@ -92,7 +85,7 @@ Rewrite Int8Rewrite(const std::string& w, const ScaledTensor& q, int64_t opset, 
     r.initializers[s] = Tensor::From<float>(shape, q.scales);
     r.initializers[z] = Tensor(DataType::kInt8, shape);
     Node dq = MakeNode(names.Fresh(w + "_DequantizeLinear"), "DequantizeLinear", {c, s, z}, w);
-    if (q.axis >= 0) dq.attributes["axis"] = IntAttribute(q.axis);
+    if (q.axis >= 0) dq.attributes["axis"] = Attribute::Int(q.axis);
     r.nodes.push_back(std::move(dq));
     r.storage = q.axis < 0 ? "int8, DequantizeLinear"
                            : absl::StrCat("int8, DequantizeLinear axis ", q.axis);

@@ -24,13 +24,6 @@ bool IsTranspose(const Node* n, std::vector<int64_t> perm) {
   return Is(n, "Transpose") && PermOf(*n) == perm;
 }
 
-Attribute IntsAttr(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInts;
-  a.ints = std::move(v);
-  return a;
-}
-
 Node MakeNode(std::string name, std::string op, std::vector<std::string> in,
               std::vector<std::string> out) {
   Node n;
@@ -98,9 +91,9 @@ bool Rewriter::FuseSlices(const Node& n) {
   if (g_.opset >= 13) {
     split.inputs.push_back(AddConstant(x + "/splits", Int64s(sizes)));
   } else {
-    split.attributes["split"] = IntsAttr(sizes);
+    split.attributes["split"] = Attribute::Ints(sizes);
   }
-  split.attributes["axis"].i = axis;
+  split.attributes["axis"] = Attribute::Int(axis);
   for (const SliceRange& r : ranges) {
     split.outputs.push_back(r.node->outputs[0]);
     Remove(r.node);
@@ -374,7 +367,7 @@ std::string Rewriter::ExpandAlongS(const AttentionMatch& m, const Node& anchor) 
         absl::StrCat(anchor.name, "/BiasShape"), "Concat",
         {slice(ms, 0, 2, "batch_heads"), slice(qs, 1, 2, "queries"), slice(ms, 3, 4, "keys")},
         {NewName(anchor.name + "/bias_shape")});
-    concat.attributes["axis"].i = 0;
+    concat.attributes["axis"] = Attribute::Int(0);
     shape = concat.outputs[0];
     Add(std::move(concat));
   }
@@ -415,7 +408,7 @@ bool Rewriter::FuseAttention(const Node& n) {
   if (one_split) {
     Node t = MakeNode(absl::StrCat(n.name, "/ToBatchFirst"), "Transpose", {split->inputs[0]},
                       {NewName(split->inputs[0] + "/bse")});
-    t.attributes["perm"] = IntsAttr({1, 0, 2});
+    t.attributes["perm"] = Attribute::Ints({1, 0, 2});
     Node s = *split;
     s.name = absl::StrCat(split->name, "/BatchFirst");
     s.inputs[0] = t.outputs[0];
@@ -428,7 +421,7 @@ bool Rewriter::FuseAttention(const Node& n) {
     for (const std::string& in : {m.q, m.k, m.v}) {
       Node t = MakeNode(absl::StrCat(n.name, "/ToBatchFirst/", bse.size()), "Transpose", {in},
                         {NewName(in + "/bse")});
-      t.attributes["perm"] = IntsAttr({1, 0, 2});
+      t.attributes["perm"] = Attribute::Ints({1, 0, 2});
       bse.push_back(t.outputs[0]);
       Add(std::move(t));
     }
@@ -437,12 +430,11 @@ bool Rewriter::FuseAttention(const Node& n) {
                       {bse[0], bse[1], bse[2]}, {NewName(n.outputs[0] + "/attention")});
   mha.domain = kMicrosoftDomain;
   if (!bias.empty()) mha.inputs.insert(mha.inputs.end(), {"", "", bias});
-  mha.attributes["num_heads"].i = m.heads;
-  mha.attributes["scale"].kind = Attribute::Kind::kFloat;
-  mha.attributes["scale"].f = static_cast<float>(m.scale);
+  mha.attributes["num_heads"] = Attribute::Int(m.heads);
+  mha.attributes["scale"] = Attribute::Float(static_cast<float>(m.scale));
   Node back = MakeNode(absl::StrCat(n.name, "/ToSequenceFirst"), "Transpose", {mha.outputs[0]},
                        {NewName(n.outputs[0] + "/sbe")});
-  back.attributes["perm"] = IntsAttr({1, 0, 2});
+  back.attributes["perm"] = Attribute::Ints({1, 0, 2});
   Node merge = *m.out_reshape;
   merge.inputs[0] = back.outputs[0];
   for (const Node* p : m.nodes) Remove(p);
@@ -463,9 +455,8 @@ bool Rewriter::EmitBatchFirstAttention(const Node& n, const AttentionMatch& m,
                       {m.q, m.k, m.v}, {NewName(n.outputs[0] + "/attention")});
   mha.domain = kMicrosoftDomain;
   if (!bias.empty()) mha.inputs.insert(mha.inputs.end(), {"", "", bias});
-  mha.attributes["num_heads"].i = m.heads;
-  mha.attributes["scale"].kind = Attribute::Kind::kFloat;
-  mha.attributes["scale"].f = static_cast<float>(m.scale);
+  mha.attributes["num_heads"] = Attribute::Int(m.heads);
+  mha.attributes["scale"] = Attribute::Float(static_cast<float>(m.scale));
   Node merge = *m.out_reshape;
   merge.inputs[0] = mha.outputs[0];
   for (const Node* p : m.nodes) Remove(p);
@@ -497,7 +488,7 @@ bool Rewriter::FuseTransposes(const Node& n) {
   } else {
     Node one = n;
     one.inputs[0] = inner->inputs[0];
-    one.attributes["perm"] = IntsAttr(perm);
+    one.attributes["perm"] = Attribute::Ints(perm);
     Add(std::move(one));
   }
   if (OnlyConsumer(n.inputs[0]) == &n) Remove(inner);

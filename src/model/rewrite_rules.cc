@@ -14,25 +14,6 @@ constexpr double kSqrt2 = 1.4142135623730951;
 
 bool Near(double value, double want) { return std::abs(value - want) <= 1e-6 * std::abs(want); }
 
-Attribute IntAttr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInt;
-  a.i = v;
-  return a;
-}
-Attribute FloatAttr(float v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kFloat;
-  a.f = v;
-  return a;
-}
-Attribute StringAttr(std::string v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kString;
-  a.s = std::move(v);
-  return a;
-}
-
 int64_t IntOf(const Node& n, const std::string& name, int64_t fallback) {
   auto it = n.attributes.find(name);
   return it == n.attributes.end() || it->second.kind != Attribute::Kind::kInt ? fallback
@@ -283,8 +264,8 @@ bool Rewriter::FuseLayerNorm(const Node& n) {
     ln.inputs.push_back(AddConstant(m.beta + "/1d", Constant(m.beta)->Reshaped({cols})));
   const Node* last = m.add_bias ? m.add_bias : m.mul ? m.mul : m.div;
   ln.outputs = {last->outputs[0]};
-  ln.attributes["axis"] = IntAttr(-1);
-  ln.attributes["epsilon"] = FloatAttr(static_cast<float>(m.epsilon));
+  ln.attributes["axis"] = Attribute::Int(-1);
+  ln.attributes["epsilon"] = Attribute::Float(static_cast<float>(m.epsilon));
   for (const Node* p : {&n, m.sub, m.pow, m.var, m.add_eps, m.sqrt, m.div, m.mul, m.add_bias}) {
     if (p != nullptr) Remove(p);
   }
@@ -338,7 +319,7 @@ bool Rewriter::FuseSkipLayerNorm(const Node& n) {
   skip.outputs = {n.outputs[0]};
   const bool sum_read = Consumers(sum).size() > 1 || IsGraphOutput(sum);
   if (sum_read) skip.outputs.insert(skip.outputs.end(), {"", "", sum});
-  skip.attributes["epsilon"] = FloatAttr(FloatOf(n, "epsilon", 1e-5f));
+  skip.attributes["epsilon"] = Attribute::Float(FloatOf(n, "epsilon", 1e-5f));
   Remove(add);
   Remove(&n);
   Applied(rule, n,
@@ -689,9 +670,9 @@ bool Rewriter::FuseActivation(const Node& n) {
   fused.op_type = conv ? "FusedConv" : "FusedGemm";
   fused.domain = kMicrosoftDomain;
   fused.outputs = {n.outputs[0]};
-  fused.attributes["activation"] = StringAttr(n.op_type);
+  fused.attributes["activation"] = Attribute::String(n.op_type);
   if (n.op_type == "LeakyRelu")
-    fused.attributes["activation_alpha"] = FloatAttr(FloatOf(n, "alpha", 0.01f));
+    fused.attributes["activation_alpha"] = Attribute::Float(FloatOf(n, "alpha", 0.01f));
   Remove(p);
   Remove(&n);
   Applied(rule, n, absl::StrCat(fused.op_type, " with ", n.op_type));

@@ -37,20 +37,6 @@ Node N(std::string op, std::vector<std::string> in, std::vector<std::string> out
   return n;
 }
 
-Attribute IntAttr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInt;
-  a.i = v;
-  return a;
-}
-
-Attribute Ints(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInts;
-  a.ints = std::move(v);
-  return a;
-}
-
 Graph Base(std::vector<int64_t> x_shape, int64_t opset = 17) {
   Graph g;
   g.source = "test";
@@ -73,10 +59,10 @@ Graph LayerNormGraph(int64_t opset = 17) {
   g.initializers["eps"] = Scalar(1e-5f);
   g.initializers["gamma"] = Random({8}, 1);
   g.initializers["beta"] = Random({8}, 2);
-  g.nodes = {N("ReduceMean", {"x"}, {"mean"}, {{"axes", Ints({-1})}}),
+  g.nodes = {N("ReduceMean", {"x"}, {"mean"}, {{"axes", Attribute::Ints({-1})}}),
              N("Sub", {"x", "mean"}, {"d"}),
              N("Pow", {"d", "two"}, {"sq"}),
-             N("ReduceMean", {"sq"}, {"var"}, {{"axes", Ints({-1})}}),
+             N("ReduceMean", {"sq"}, {"var"}, {{"axes", Attribute::Ints({-1})}}),
              N("Add", {"var", "eps"}, {"ve"}),
              N("Sqrt", {"ve"}, {"std"}),
              N("Div", {"d", "std"}, {"n"}),
@@ -189,8 +175,8 @@ TEST(RewriteTest, LeavesALayerNormWhoseInnerValueHasAnotherReader) {
 
 TEST(RewriteTest, LeavesALayerNormOverAnotherAxis) {
   Graph g = LayerNormGraph();
-  g.nodes[0].attributes["axes"] = Ints({1});
-  g.nodes[3].attributes["axes"] = Ints({1});
+  g.nodes[0].attributes["axes"] = Attribute::Ints({1});
+  g.nodes[3].attributes["axes"] = Attribute::Ints({1});
   const Rewritten r = Rewrite(g);
   EXPECT_EQ(Count(r.graph, "LayerNormalization"), 0);
   EXPECT_NE(Refusal(r.report, "fuse-layernorm").find("last axis"), std::string::npos);
@@ -337,7 +323,7 @@ Graph ConvGraph(const std::string& act) {
   g.initializers["bias"] = Random({3}, 4);
   g.initializers["mean"] = Random({3}, 5);
   g.initializers["var"] = Tensor::From<float>({3}, std::vector<float>{0.5f, 1.5f, 2.0f});
-  g.nodes = {N("Conv", {"x", "W", "B"}, {"c"}, {{"pads", Ints({1, 1, 1, 1})}}),
+  g.nodes = {N("Conv", {"x", "W", "B"}, {"c"}, {{"pads", Attribute::Ints({1, 1, 1, 1})}}),
              N("BatchNormalization", {"c", "scale", "bias", "mean", "var"}, {"bn"}),
              N(act, {"bn"}, {"y"})};
   g.outputs[0] = Out("y", {1, 3, 6, 6});
@@ -395,7 +381,7 @@ Graph AttentionGraph(std::vector<int64_t> mask_shape = {4, 4}) {
   g.initializers["mask"] = Random(std::move(mask_shape), 9);
   g.initializers["merged"] = Tensor::From<int64_t>({2}, std::vector<int64_t>{8, 8});
   auto perm = [](std::vector<int64_t> p) {
-    return std::map<std::string, Attribute>{{"perm", Ints(p)}};
+    return std::map<std::string, Attribute>{{"perm", Attribute::Ints(p)}};
   };
   g.nodes = {N("Reshape", {"x", "heads"}, {"qr"}),
              N("Transpose", {"qr"}, {"qt"}, perm({1, 0, 2})),
@@ -406,7 +392,7 @@ Graph AttentionGraph(std::vector<int64_t> mask_shape = {4, 4}) {
              N("Transpose", {"vr"}, {"vt"}, perm({1, 0, 2})),
              N("MatMul", {"qs", "kt"}, {"scores"}),
              N("Add", {"scores", "mask"}, {"masked"}),
-             N("Softmax", {"masked"}, {"p"}, {{"axis", IntAttr(-1)}}),
+             N("Softmax", {"masked"}, {"p"}, {{"axis", Attribute::Int(-1)}}),
              N("MatMul", {"p", "vt"}, {"o"}),
              N("Transpose", {"o"}, {"ot"}, perm({1, 0, 2})),
              N("Reshape", {"ot", "merged"}, {"y"})};
@@ -427,7 +413,7 @@ TEST(RewriteTest, FusesAttentionOverASplitAlongAnotherAxisWithoutMovingIt) {
   Graph g = AttentionGraph();
   g.inputs[0] = {"x", DataType::kFloat, {12, 2, 8}, {"", "", ""}, true};
   g.initializers["thirds"] = Tensor::From<int64_t>({3}, std::vector<int64_t>{4, 4, 4});
-  Node split = N("Split", {"x", "thirds"}, {"xq", "xk", "xv"}, {{"axis", IntAttr(0)}});
+  Node split = N("Split", {"x", "thirds"}, {"xq", "xk", "xv"}, {{"axis", Attribute::Int(0)}});
   g.nodes[0].inputs[0] = "xq";
   g.nodes[3].inputs[0] = "xk";
   g.nodes[5].inputs[0] = "xv";
@@ -458,13 +444,13 @@ TEST(RewriteTest, LeavesAnAttentionWhoseMaskDiffersPerHead) {
 TEST(RewriteTest, LeavesAnAttentionWithAnotherLayout) {
   Graph g = AttentionGraph();
   g.nodes[4].attributes["perm"] =
-      Ints({1, 0, 2});  // K not transposed: Q K (S == d) is another product
+      Attribute::Ints({1, 0, 2});  // K not transposed: Q K (S == d) is another product
   Rewritten r = Rewrite(g);
   EXPECT_EQ(Count(r.graph, "MultiHeadAttention"), 0);
   EXPECT_NE(Refusal(r.report, "fuse-attention").find("Transpose [1,2,0]"), std::string::npos);
 
   g = AttentionGraph();
-  g.nodes[9].attributes["axis"] = IntAttr(1);  // a softmax over the query axis
+  g.nodes[9].attributes["axis"] = Attribute::Int(1);  // a softmax over the query axis
   r = Rewrite(g);
   EXPECT_EQ(Count(r.graph, "MultiHeadAttention"), 0);
   EXPECT_NE(Refusal(r.report, "fuse-attention").find("last axis"), std::string::npos);
@@ -510,9 +496,10 @@ Graph BatchFirstAttentionGraph() {
   g.initializers["two"] = Scalar(2);
   g.initializers["mask_shape"] = Tensor::From<int64_t>({4}, std::vector<int64_t>{2, 1, 1, 4});
   auto perm = [](std::vector<int64_t> p) {
-    return std::map<std::string, Attribute>{{"perm", Ints(p)}};
+    return std::map<std::string, Attribute>{{"perm", Attribute::Ints(p)}};
   };
-  g.nodes = {N("ReduceMax", {"x"}, {"mx"}, {{"axes", Ints({2})}, {"keepdims", IntAttr(0)}}),
+  g.nodes = {N("ReduceMax", {"x"}, {"mx"},
+               {{"axes", Attribute::Ints({2})}, {"keepdims", Attribute::Int(0)}}),
              N("Reshape", {"mx", "mask_shape"}, {"mask"}),
              N("Reshape", {"x", "heads"}, {"qr"}),
              N("Transpose", {"qr"}, {"q"}, perm({0, 2, 1, 3})),
@@ -524,7 +511,7 @@ Graph BatchFirstAttentionGraph() {
              N("MatMul", {"q", "kt"}, {"scores"}),
              N("Div", {"scores", "two"}, {"scaled"}),
              N("Add", {"scaled", "mask"}, {"masked"}),
-             N("Softmax", {"masked"}, {"p"}, {{"axis", IntAttr(-1)}}),
+             N("Softmax", {"masked"}, {"p"}, {{"axis", Attribute::Int(-1)}}),
              N("MatMul", {"p", "v"}, {"o"}),
              N("Transpose", {"o"}, {"ot"}, perm({0, 2, 1, 3})),
              N("Reshape", {"ot", "merged"}, {"y"})};

@@ -39,6 +39,32 @@ struct Attribute {
   std::vector<int64_t> ints;
   std::vector<std::string> strings;
   std::vector<Tensor> tensor;  // one element when kind == kTensor
+
+  // An attribute of one kind holding `v`.
+  static Attribute Int(int64_t v) {
+    Attribute a;
+    a.kind = Kind::kInt;
+    a.i = v;
+    return a;
+  }
+  static Attribute Float(float v) {
+    Attribute a;
+    a.kind = Kind::kFloat;
+    a.f = v;
+    return a;
+  }
+  static Attribute String(std::string v) {
+    Attribute a;
+    a.kind = Kind::kString;
+    a.s = std::move(v);
+    return a;
+  }
+  static Attribute Ints(std::vector<int64_t> v) {
+    Attribute a;
+    a.kind = Kind::kInts;
+    a.ints = std::move(v);
+    return a;
+  }
 };
 
 // onnxruntime's domain of fused operators ("com.microsoft"), the one other domain read.
