@@ -2,36 +2,50 @@
 // patterns rewritten to fused operators the target device runs, each rewrite proven equivalent
 // by its rule's preconditions or not made.
 //
-// Rules, applied until none applies (each names itself in the report):
+// First, in one pass: common-subexpressions (a node computing what an earlier one computes reads
+// its outputs instead), eliminate-identity, eliminate-cast and fold-constants. Then rules applied
+// until none applies (each names itself in the report), the graph re-indexed after each:
 //   eliminate-identity   Identity nodes (consumers read the input directly)
 //   eliminate-cast       a Cast to the type its input already has
 //   fold-constants       a node whose inputs are all constants, run once (Shape of a value whose
-//                        shape is fixed included); outputs above 1 MiB are left to run
+//                        shape is fixed included); outputs above 1 MiB (sized from inference
+//                        before anything runs) are left to run
+//   fuse-slices          Slices of one tensor covering an axis end to end -> one Split
+//   fuse-transposes      Transpose of a Transpose -> one Transpose, or none when they cancel
+//   fuse-attention       the attention subgraph of torch's nn.MultiheadAttention ([S, B*H, d]
+//                        heads) or of Hugging Face's layout ([B, H, S, d] by view/permute): head
+//                        splits, scale, Q K^T, + mask (constant, computed [B|1, H|1, S|1, L], or a
+//                        Where with a constant condition and a fill <= -1e30), Softmax, V, head
+//                        merge -> com.microsoft MultiHeadAttention (the mask as attention_bias)
 //   upgrade-opset        a model below opset 17 with a decomposed LayerNorm is converted to opset
 //                        17 (libonnx's version converter) so that LayerNormalization exists
 //   fuse-layernorm       ReduceMean Sub Pow ReduceMean Add Sqrt Div [Mul] [Add] over the last
 //                        axis -> LayerNormalization (opset 17)
-//   fuse-skip-layernorm  Add of two same-shape tensors feeding a LayerNormalization over the last
-//                        axis -> com.microsoft SkipLayerNormalization (the sum as output 3 when
-//                        others read it)
+//   fuse-skip-layernorm  Add of two tensors of provably one shape feeding a LayerNormalization over
+//                        the last axis -> com.microsoft SkipLayerNormalization (the sum as output
+//                        3 when others read it)
 //   fuse-gelu            Div(x, sqrt 2) or Mul(x, 1/sqrt 2), Erf, Add 1, Mul x, Mul 0.5 (in
-//                        either order) -> com.microsoft Gelu
+//                        either order) -> com.microsoft Gelu; the tanh form -> FastGelu
 //   fuse-matmul-add      MatMul(A, constant B [K,N]) + constant bias [N] -> Gemm; A of rank > 2
 //                        with a fixed shape is flattened to [rows, K] and the result reshaped back
 //   fuse-reshapes        Reshape of a Reshape -> one Reshape; a Reshape to its input's own fixed
 //                        shape removed; Relu/Gelu between two Reshapes moved before the first
+//   sink-transposes      Transpose [1,0,2], Reshape to rows, row-wise Gemm/activations, Reshape
+//                        back, Transpose [1,0,2] -> the Reshapes alone
 //   fuse-conv-bn         BatchNormalization of a Conv's output, constants only -> the Conv's
 //                        weights and bias scaled
 //   fuse-conv-activation Conv + Relu (CPU: also LeakyRelu, Sigmoid, Tanh) -> com.microsoft
 //                        FusedConv
 //   fuse-gemm-activation Gemm + Relu/LeakyRelu/Sigmoid/Tanh -> com.microsoft FusedGemm (CPU only:
 //                        onnxruntime's CUDA provider has no FusedGemm)
+// Nodes nothing reads any more (a removed Reshape's shape computation) are dropped.
 //
 // Every rule checks its preconditions: single consumers of the values it removes, constants where
 // it folds them, exact constants (2 for the power, 1 and 0.5 and sqrt 2 for GELU, a scalar
-// epsilon >= 0), the normalised axis being the last one, fixed shapes where it reshapes, equal
-// shapes where it drops a broadcast. A match that breaks one is left as it is and reported as
-// refused with the rule and the reason. A graph output is never renamed or removed.
+// epsilon >= 0), the normalised axis being the last one, shapes where it reshapes or drops a
+// broadcast: fixed sizes, or (dynamic axes) the same symbolic names from ONNX's shape inference
+// with data propagation. A match that breaks one is left as it is and reported as refused with the
+// rule and the reason. A graph output is never renamed or removed.
 //
 // Thread-safety: the functions are pure and thread-safe.
 #pragma once
