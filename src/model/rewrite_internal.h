@@ -73,6 +73,7 @@ class Rewriter {
   bool Bypass(const Node& n, const char* rule);
   bool FoldConstants(const Node& n);
   bool FoldShape(const Node& n);
+  bool FoldShapeGather(const Node& n);
   bool FuseLayerNorm(const Node& n);
   bool FuseSkipLayerNorm(const Node& n);
   bool FuseGelu(const Node& n);

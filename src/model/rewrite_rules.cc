@@ -98,6 +98,38 @@ bool Rewriter::FoldShape(const Node& n) {
   return true;
 }
 
+// Gather(Shape(x), constant indices) when the dimensions it picks are fixed, though others of x
+// are not (a batch or sequence axis): the exports' slice bounds and reshape targets read x's
+// fixed last axis this way.
+bool Rewriter::FoldShapeGather(const Node& n) {
+  const Node* shape = Producer(n.inputs[0]);
+  const Tensor* indices = n.inputs.size() > 1 ? Constant(n.inputs[1]) : nullptr;
+  if (!Is(shape, "Shape") || indices == nullptr || IntOf(n, "axis", 0) != 0 ||
+      RankOf(shape->inputs[0]) < 0) {
+    return false;
+  }
+  const auto& info = info_.at(shape->inputs[0]);
+  const int64_t rank = static_cast<int64_t>(info.shape.size());
+  auto clamp = [rank](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
+  const int64_t start = clamp(IntOf(*shape, "start", 0)), end = clamp(IntOf(*shape, "end", rank));
+  const int64_t count = std::max<int64_t>(end - start, 0);
+  std::vector<int64_t> picked;
+  for (int64_t k = 0; k < indices->size(); ++k) {
+    int64_t i = indices->AsInt64(k);
+    if (i < 0) i += count;
+    if (i < 0 || i >= count) return false;
+    const int64_t d = info.shape[static_cast<size_t>(start + i)];
+    if (d < 0) return false;
+    picked.push_back(d);
+  }
+  g_.initializers[n.outputs[0]] = indices->rank() == 0
+                                      ? Tensor::Scalar<int64_t>(picked[0])
+                                      : Tensor::From<int64_t>(indices->shape(), picked);
+  Remove(&n);
+  Applied("fold-constants", n, absl::StrCat("fixed dimensions ", Shape(picked), " of a shape"));
+  return true;
+}
+
 bool Rewriter::FoldConstants(const Node& n) {
   if ((n.inputs.empty() && n.op_type != "Constant") || !n.domain.empty() ||
       n.op_type.rfind("Random", 0) == 0 || n.op_type == "Bernoulli" || n.op_type == "Multinomial") {
@@ -107,6 +139,7 @@ bool Rewriter::FoldConstants(const Node& n) {
     if (IsGraphOutput(out)) return false;
   }
   if (n.op_type == "Shape") return FoldShape(n);
+  if (n.op_type == "Gather" && FoldShapeGather(n)) return true;
   for (const std::string& in : n.inputs) {
     if (!in.empty() && Constant(in) == nullptr) return false;
   }

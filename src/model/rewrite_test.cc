@@ -597,6 +597,26 @@ TEST(RewriteTest, ComputesARepeatedNodeOnce) {
   EXPECT_LT(Difference(g, r.graph, {2, 4}), 1e-7);
 }
 
+// x [batch, 8]: Gather(Shape(x), 1) is the fixed 8 and folds; Gather(Shape(x), 0) is the batch
+// and stays.
+TEST(RewriteTest, FoldsTheFixedDimensionsOfADynamicShape) {
+  Graph g = Base({-1, 8});
+  g.inputs[0].dim_names = {"batch", ""};
+  g.outputs = {Out("cols", {}), Out("rows", {})};
+  g.initializers["one"] = Tensor::Scalar<int64_t>(1);
+  g.initializers["zero"] = Tensor::Scalar<int64_t>(0);
+  g.outputs[0].type = g.outputs[1].type = DataType::kInt64;
+  g.nodes = {N("Shape", {"x"}, {"s"}), N("Gather", {"s", "one"}, {"c"}),
+             N("Gather", {"s", "zero"}, {"rows"}), N("Identity", {"c"}, {"cols"})};
+  const Rewritten r = Rewrite(g);
+  EXPECT_EQ(Count(r.graph, "Gather"), 1);  // the batch's
+  const TensorMap feeds = {{"x", Random({3, 8}, 1)}};
+  absl::StatusOr<TensorMap> a = model::Run(g, feeds), b = model::Run(r.graph, feeds);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  EXPECT_EQ(b->at("cols").AsInt64(0), 8);
+  EXPECT_EQ(b->at("rows").AsInt64(0), 3);
+}
+
 TEST(RewriteTest, NamesTheTargetsItKnows) {
   EXPECT_TRUE(ParseRewriteTarget("cpu").ok());
   absl::StatusOr<RewriteTarget> h100 = ParseRewriteTarget("h100");
