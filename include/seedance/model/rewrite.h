@@ -8,8 +8,9 @@
 //   eliminate-identity   Identity nodes (consumers read the input directly)
 //   eliminate-cast       a Cast to the type its input already has
 //   fold-constants       a node whose inputs are all constants, run once (Shape of a value whose
-//                        shape is fixed included); outputs above 1 MiB (sized from inference
-//                        before anything runs) are left to run
+//                        shape is fixed, and a Gather of a Shape at fixed dimensions, included);
+//                        outputs above 1 MiB (sized from inference before anything runs) are
+//                        left to run
 //   fuse-slices          Slices of one tensor covering an axis end to end -> one Split
 //   fuse-transposes      Transpose of a Transpose -> one Transpose, or none when they cancel
 //   fuse-attention       the attention subgraph of torch's nn.MultiheadAttention ([S, B*H, d]
