@@ -50,9 +50,9 @@ struct SliceRange {
 
 bool Rewriter::FuseSlices(const Node& n) {
   const std::string& x = n.inputs[0];
-  const std::optional<std::vector<int64_t>> shape = StaticShape(x);
-  if (!shape || n.inputs.size() < 4) return false;
-  const int64_t rank = static_cast<int64_t>(shape->size());
+  const int64_t rank = RankOf(x);
+  if (rank < 1 || n.inputs.size() < 4) return false;
+  const std::vector<int64_t>& shape = info_.at(x).shape;  // -1 on a dynamic axis
   std::vector<SliceRange> ranges;
   for (size_t c : Consumers(x)) {
     const Node& s = g_.nodes[c];
@@ -70,7 +70,8 @@ bool Rewriter::FuseSlices(const Node& n) {
     }
     const int64_t axis = ax->AsInt64(0) < 0 ? ax->AsInt64(0) + rank : ax->AsInt64(0);
     if (axis < 0 || axis >= rank) return false;
-    const int64_t dim = (*shape)[static_cast<size_t>(axis)];
+    const int64_t dim = shape[static_cast<size_t>(axis)];
+    if (dim < 0) return false;  // only a fixed axis is split
     auto clamp = [dim](int64_t v) { return std::clamp(v < 0 ? v + dim : v, int64_t{0}, dim); };
     ranges.push_back({&s, axis, clamp(st->AsInt64(0)), clamp(en->AsInt64(0))});
   }
@@ -85,7 +86,7 @@ bool Rewriter::FuseSlices(const Node& n) {
     sizes.push_back(r.end - r.start);
     at = r.end;
   }
-  if (at != (*shape)[static_cast<size_t>(axis)]) return false;
+  if (at != shape[static_cast<size_t>(axis)]) return false;
   // The sizes are an input from opset 13 on, an attribute before.
   Node split = MakeNode(absl::StrCat(ranges[0].node->name, "/Split"), "Split", {x}, {});
   if (g_.opset >= 13) {
@@ -125,6 +126,54 @@ struct Rewriter::AttentionMatch {
 
 // True when `value` is a MatMul's output, or one reached from it through a Div or Mul by a
 // constant or a Where's chosen input (a few steps).
+// The value of a 1-element tensor `v` = Unsqueeze(Gather(Shape(u), i)) [* or / by a constant]
+// when dimension i of u is provably dimension `axis` of `of`: the scale applied (1 when none), or
+// 0 when `v` is not such a tensor.
+double Rewriter::DimensionOf(const std::string& v, const std::string& of, size_t axis) const {
+  const Node* unsqueeze = Producer(v);
+  if (!Is(unsqueeze, "Unsqueeze")) return 0;
+  std::string x = unsqueeze->inputs[0];
+  double scale = 1;
+  // (shapes are int64: a one-element constant of any number type)
+  auto number = [&](const std::string& name) -> std::optional<double> {
+    const Tensor* t = Constant(name);
+    if (t == nullptr || t->size() != 1) return std::nullopt;
+    return t->AsDouble(0);
+  };
+  if (const Node* op = Producer(x); Is(op, "Mul") || Is(op, "Div")) {
+    const bool left = number(op->inputs[0]).has_value() && op->op_type == "Mul";
+    const std::optional<double> c = number(op->inputs[left ? 0 : 1]);
+    if (!c || *c <= 0) return 0;
+    scale = op->op_type == "Mul" ? *c : 1 / *c;
+    x = op->inputs[left ? 1 : 0];
+  }
+  const Node* gather = Producer(x);
+  const Node* shape = gather == nullptr ? nullptr : Producer(gather->inputs[0]);
+  const Tensor* index =
+      gather == nullptr || gather->inputs.size() < 2 ? nullptr : Constant(gather->inputs[1]);
+  if (!Is(gather, "Gather") || !Is(shape, "Shape") || index == nullptr || index->size() != 1 ||
+      shape->attributes.count("start") || shape->attributes.count("end")) {
+    return 0;
+  }
+  const int64_t i = index->AsInt64(0);
+  if (i < 0 || !SameDim(shape->inputs[0], static_cast<size_t>(i), of, axis)) return 0;
+  return scale;
+}
+
+// The heads of a head split [S, B, E] -> [S, B*H, d] whose shape is computed at run time, as
+// torch exports it with dynamic axes: Concat(Unsqueeze(S), Unsqueeze(B * H), [d]) with S and B
+// read off tensors of provably those dimensions, H and d constants, H * d = E. 0 when not.
+int64_t Rewriter::DynamicHeads(const Node& reshape, const std::string& in, int64_t e) const {
+  const Node* concat = Producer(reshape.inputs[1]);
+  if (!Is(concat, "Concat") || concat->inputs.size() != 3) return 0;
+  const Tensor* d = Constant(concat->inputs[2]);
+  if (d == nullptr || d->size() != 1 || d->AsInt64(0) <= 0 || e % d->AsInt64(0) != 0) return 0;
+  const int64_t heads = e / d->AsInt64(0);
+  if (DimensionOf(concat->inputs[0], in, 0) != 1.0) return 0;
+  if (DimensionOf(concat->inputs[1], in, 1) != static_cast<double>(heads)) return 0;
+  return heads;
+}
+
 bool Rewriter::FromProduct(const std::string& value) const {
   std::string v = value;
   for (int step = 0; step < 4; ++step) {
@@ -186,6 +235,8 @@ std::string Rewriter::HeadInput(const std::string& value, const std::vector<int6
     if (in && out && b > 0 && (*out)[0] == (*in)[0] && (*out)[1] % b == 0 &&
         (*out)[1] / b * (*out)[2] == (*in)[2]) {
       heads = (*out)[1] / b;
+    } else if (e) {
+      heads = DynamicHeads(*r, in_value, *e);
     }
   } else if (e && dim(2) > 0 && dim(3) > 0 && dim(2) * dim(3) == *e &&
              SameDim(in_value, 0, out_value, 0) && SameDim(in_value, 1, out_value, 1)) {

@@ -93,6 +93,8 @@ class Rewriter {
   struct AttentionMatch;
   std::optional<std::string> MatchAttention(const Node& softmax, AttentionMatch& m) const;
   bool FromProduct(const std::string& value) const;
+  double DimensionOf(const std::string& v, const std::string& of, size_t axis) const;
+  int64_t DynamicHeads(const Node& reshape, const std::string& in, int64_t e) const;
   std::string Unscaled(const std::string& value, double& scale,
                        std::vector<const Node*>& nodes) const;
   std::string HeadInput(const std::string& value, const std::vector<int64_t>& perm,

@@ -433,6 +433,51 @@ TEST(RewriteTest, DoesNotFoldAConstantTooLargeToHold) {
   EXPECT_NE(Refusal(r.report, "fold-constants").find("above the 1 MiB"), std::string::npos);
 }
 
+// The head split of AttentionGraph with dynamic S and B as torch exports it: its shape computed
+// at run time as Concat(Unsqueeze(S), Unsqueeze(B * heads), [d]). `heads` other than 2 (E / d)
+// makes the computed shape disagree with the split the rule would assume.
+Graph DynamicAttentionGraph(int64_t heads) {
+  Graph g = AttentionGraph();
+  g.inputs[0] = {"x", DataType::kFloat, {-1, -1, 8}, {"seq", "batch", ""}, true};
+  g.outputs[0] = {"y", DataType::kFloat, {-1, 8}, {"rows", ""}, true};
+  g.initializers["i0"] = Tensor::Scalar<int64_t>(0);
+  g.initializers["i1"] = Tensor::Scalar<int64_t>(1);
+  g.initializers["ax"] = Tensor::From<int64_t>({1}, std::vector<int64_t>{0});
+  g.initializers["h"] = Tensor::Scalar<int64_t>(heads);
+  g.initializers["d"] = Tensor::From<int64_t>({1}, std::vector<int64_t>{4});
+  g.initializers["merged"] = Tensor::From<int64_t>({2}, std::vector<int64_t>{-1, 8});
+  std::vector<Node> shape = {
+      N("Shape", {"x"}, {"sx"}),
+      N("Gather", {"sx", "i0"}, {"s"}),
+      N("Gather", {"sx", "i1"}, {"b"}),
+      N("Mul", {"b", "h"}, {"bh"}),
+      N("Unsqueeze", {"s", "ax"}, {"s1"}),
+      N("Unsqueeze", {"bh", "ax"}, {"bh1"}),
+      N("Concat", {"s1", "bh1", "d"}, {"heads_shape"}, {{"axis", Attribute::Int(0)}})};
+  g.nodes.insert(g.nodes.begin(), shape.begin(), shape.end());
+  for (Node& n : g.nodes) {
+    for (std::string& in : n.inputs) {
+      if (in == "heads") in = "heads_shape";
+    }
+    if (n.op_type == "Add" && n.inputs[1] == "mask") {  // no [S, L] mask with S dynamic
+      n.op_type = "Identity";
+      n.inputs = {"scores"};
+    }
+  }
+  return g;
+}
+
+TEST(RewriteTest, FusesAttentionWhoseHeadSplitIsComputedAtRunTime) {
+  const Graph g = DynamicAttentionGraph(2);
+  const Rewritten r = Rewrite(g);
+  EXPECT_EQ(Count(r.graph, "MultiHeadAttention"), 1);
+  EXPECT_LT(Difference(g, r.graph, {4, 2, 8}), 1e-5);
+  const Graph wrong = DynamicAttentionGraph(1);  // B * 1 rows of 4: not the 2 heads E / d gives
+  const Rewritten w = Rewrite(wrong);
+  EXPECT_EQ(Count(w.graph, "MultiHeadAttention"), 0);
+  EXPECT_NE(Refusal(w.report, "fuse-attention").find("head split"), std::string::npos);
+}
+
 TEST(RewriteTest, LeavesAnAttentionWhoseMaskDiffersPerHead) {
   const Graph g = AttentionGraph({4, 4, 4});  // one mask per batch and head
   const Rewritten r = Rewrite(g);
