@@ -28,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "oneapi/dnnl/dnnl.h"
 #include "oneapi/dnnl/dnnl.hpp"
+#include "onednn.h"
 #include "ops.h"
 
 namespace seedance::model::ops {
@@ -72,17 +73,10 @@ V FastGeluOf(V x) {
          (static_cast<V>(1) + std::tanh(k * (x + static_cast<V>(0.044715) * x * x * x)));
 }
 
-// The CPU engine of this file's oneDNN primitives (a primitive runs only on a stream of the
-// engine it was made for).
-dnnl::engine& FusedEngine() {
-  static dnnl::engine* const engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
-  return *engine;
-}
-
 // A float tensor through oneDNN's vectorised element-wise primitive `algo`, in place (its GELU
 // forms are the formulas above: erf, and tanh with 0.044715 and sqrt(2/pi)).
 void EltwiseOneDnn(dnnl::algorithm algo, Tensor& t) {
-  dnnl::engine* const engine = &FusedEngine();
+  dnnl::engine* const engine = &CpuEngine();
   const dnnl::memory::desc md({t.size()}, dnnl::memory::data_type::f32,
                               dnnl::memory::format_tag::x);
   const dnnl::eltwise_forward::primitive_desc pd(
@@ -298,7 +292,7 @@ void SoftmaxRows(float* scores, int64_t rows, int64_t cols) {
     dnnl::memory data;
   };
   thread_local std::map<std::pair<int64_t, int64_t>, Primitive> cache;
-  dnnl::engine* const engine = &FusedEngine();
+  dnnl::engine* const engine = &CpuEngine();
   thread_local dnnl::stream stream(*engine);
   auto it = cache.find({rows, cols});
   if (it == cache.end()) {
@@ -352,7 +346,7 @@ AttentionPrimitives& AttentionPrimitivesFor(int64_t b, int64_t n, const HeadProb
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   if (cache.size() > 64) cache.clear();
-  dnnl::engine* const engine = &FusedEngine();
+  dnnl::engine* const engine = &CpuEngine();
   using md = dnnl::memory::desc;
   const auto f32 = dnnl::memory::data_type::f32;
   const md q({b, n, hp.s, hp.d}, f32, {hp.s * hp.q_stride, hp.d, hp.q_stride, 1});
@@ -387,7 +381,7 @@ bool AttendAllHeads(int64_t b, int64_t n, const HeadProblem& hp, const float* q,
                     float* y) {
   AttentionPrimitives& a = AttentionPrimitivesFor(b, n, hp);
   if (!a.made) return false;
-  thread_local dnnl::stream stream(FusedEngine());
+  thread_local dnnl::stream stream(CpuEngine());
   thread_local std::vector<float> scores;
   scores.resize(static_cast<size_t>(b * n * hp.s * hp.l));
   a.q.set_data_handle(const_cast<float*>(q));

@@ -6,16 +6,17 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "onednn.h"
 #include "ops.h"
 
 namespace seedance::model::ops {
-namespace {
 
-// One CPU engine for the process (oneDNN engines are thread-safe; streams are per call).
 dnnl::engine& CpuEngine() {
   static dnnl::engine* const engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
   return *engine;
 }
+
+namespace {
 
 // A row-major [batch, rows, cols] operand, or its transpose when `transposed` (stored
 // [batch, cols, rows]). A batch stride of 0 shares one matrix across the batch.

@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "onednn.h"
 #include "ops.h"
 
 namespace seedance::model::ops {
@@ -855,7 +856,7 @@ absl::StatusOr<Tensor> ConvDirect(const Tensor& x, const Tensor& w, const Tensor
 Tensor ConvOneDnn2d(const Tensor& x, const Tensor& w, const Tensor* b, const ConvShape& s) {
   using dnnl::memory;
   using tag = memory::format_tag;
-  static const dnnl::engine* const engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  const dnnl::engine* const engine = &CpuEngine();
   const Geometry& g = s.g;
   Tensor y(DataType::kFloat, OutputShape(x.shape(), s.m, g));
   const memory::desc src_md({s.n, s.c, g.in[0], g.in[1]}, memory::data_type::f32, tag::nchw);
