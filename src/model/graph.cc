@@ -614,9 +614,9 @@ absl::StatusOr<std::map<std::string, ValueInfo>> InferValueInfo(const Graph& gra
   // With ONNX's data propagation first; libonnx 1.12's propagation throws on some valid models
   // (a Concat's axis checked against a rank it propagated wrongly: ONNX's own
   // test_layer_normalization_2d_axis_negative_2_expanded), so without it when it does.
-  onnx::ModelProto plain = *proto;
   if (!Check(src, *proto, true).ok()) {
-    *proto = std::move(plain);
+    proto = ToModelProto(graph, 4096);  // afresh: the failed inference left part of its work
+    if (!proto.ok()) return proto.status();
     if (absl::Status s = Check(src, *proto); !s.ok()) return s;  // writes value_info
   }
   std::map<std::string, ValueInfo> out;
