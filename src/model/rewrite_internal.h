@@ -78,6 +78,8 @@ class Rewriter {
   bool FuseSkipLayerNorm(const Node& n);
   bool FuseGelu(const Node& n);
   bool FuseFastGelu(const Node& n);
+  bool FinishGelu(const Node& n, const std::string& x, const char* op, const char* f,
+                  std::vector<const Node*> nodes);
   std::optional<double> ConstantOperand(const Node* n, const std::string& value) const;
   bool IsCube(const std::string& value, const std::string& x,
               std::vector<const Node*>& nodes) const;

@@ -386,38 +386,45 @@ bool Rewriter::FuseGelu(const Node& n) {
   }
   if (OnlyConsumer(pre->outputs[0]) != &n)
     return Refuse(rule, n, "the scaled input has other readers");
+  return FinishGelu(n, x, "Gelu", "erf", {pre, &n});
+}
+
+// The tail both GELU forms share after f = erf or tanh at `n`: Add 1, then Mul x and Mul 0.5 (or
+// Mul by Mul(x, 0.5)); with `nodes` (what comes before) replaced by com.microsoft `op` on x.
+bool Rewriter::FinishGelu(const Node& n, const std::string& x, const char* op, const char* f,
+                          std::vector<const Node*> nodes) {
+  const char* rule = "fuse-gelu";
   const Node* one = OnlyConsumer(n.outputs[0]);
-  const std::optional<double> k =
-      one == nullptr ? std::nullopt : ScalarConstant(OtherInput(*one, n.outputs[0]));
-  if (!Is(one, "Add") || !k || *k != 1.0) return Refuse(rule, n, "erf's result is not added to 1");
+  if (!Is(one, "Add") || ConstantOperand(one, n.outputs[0]) != 1.0) {
+    return Refuse(rule, n, absl::StrCat(f, "'s result is not added to 1"));
+  }
   const Node* m1 = OnlyConsumer(one->outputs[0]);
-  if (!Is(m1, "Mul")) return Refuse(rule, n, "1 + erf is not multiplied");
-  const std::string other = OtherInput(*m1, one->outputs[0]);
+  const std::string other = m1 == nullptr ? "" : OtherInput(*m1, one->outputs[0]);
   const Node* half = nullptr;  // the Mul by 0.5
-  const Node* last = nullptr;
-  if (other == x) {
+  const Node* last = nullptr;  // the node whose output is the GELU's
+  if (Is(m1, "Mul") && other == x) {
     half = OnlyConsumer(m1->outputs[0]);
     last = half;
-  } else if (const Node* h = Producer(other);
-             Is(h, "Mul") && OnlyConsumer(other) == m1 && OtherInput(*h, x) != "") {
+    if (ConstantOperand(half, m1->outputs[0]) != 0.5) half = nullptr;
+  } else if (const Node* h = Producer(other); Is(m1, "Mul") && Is(h, "Mul") &&
+                                              OnlyConsumer(other) == m1 &&
+                                              ConstantOperand(h, x) == 0.5) {
     half = h;
     last = m1;
   }
-  const std::optional<double> k_half =
-      half == nullptr ? std::nullopt
-                      : ScalarConstant(OtherInput(*half, half == last ? m1->outputs[0] : x));
-  if (!Is(half, "Mul") || !k_half || *k_half != 0.5) {
-    return Refuse(rule, n, "1 + erf is not multiplied by the input and 0.5");
+  if (!Is(half, "Mul")) {
+    return Refuse(rule, n, absl::StrCat("1 + ", f, " is not multiplied by the input and 0.5"));
   }
   if (TypeOf(x) != DataType::kFloat) return Refuse(rule, n, "the input is not float");
   Node gelu;
-  gelu.name = absl::StrCat(n.name, "/Gelu");
-  gelu.op_type = "Gelu";
+  gelu.name = absl::StrCat(n.name, "/", op);
+  gelu.op_type = op;
   gelu.domain = kMicrosoftDomain;
   gelu.inputs = {x};
   gelu.outputs = {last->outputs[0]};
-  for (const Node* p : {pre, &n, one, m1, half}) Remove(p);
-  Applied(rule, n, "Gelu");
+  nodes.insert(nodes.end(), {one, m1, half});
+  for (const Node* p : nodes) Remove(p);
+  Applied(rule, n, std::string(op));
   Add(std::move(gelu));
   return true;
 }
@@ -478,37 +485,7 @@ bool Rewriter::FuseFastGelu(const Node& n) {
   if (!Near(*k, 0.7978845608028654)) {
     return Refuse(rule, n, absl::StrCat("tanh's argument is scaled by ", *k, ", not sqrt(2/pi)"));
   }
-  const Node* one = OnlyConsumer(n.outputs[0]);
-  if (!Is(one, "Add") || ConstantOperand(one, n.outputs[0]) != 1.0) {
-    return Refuse(rule, n, "tanh's result is not added to 1");
-  }
-  const Node* m1 = OnlyConsumer(one->outputs[0]);
-  const std::string other = m1 == nullptr ? "" : OtherInput(*m1, one->outputs[0]);
-  const Node* half = nullptr;
-  const Node* last = nullptr;
-  if (Is(m1, "Mul") && other == x) {
-    half = OnlyConsumer(m1->outputs[0]);
-    last = half;
-    if (ConstantOperand(half, m1->outputs[0]) != 0.5) half = nullptr;
-  } else if (const Node* h = Producer(other); Is(m1, "Mul") && Is(h, "Mul") &&
-                                              OnlyConsumer(other) == m1 &&
-                                              ConstantOperand(h, x) == 0.5) {
-    half = h;
-    last = m1;
-  }
-  if (!Is(half, "Mul")) return Refuse(rule, n, "1 + tanh is not multiplied by the input and 0.5");
-  if (TypeOf(x) != DataType::kFloat) return Refuse(rule, n, "the input is not float");
-  Node gelu;
-  gelu.name = absl::StrCat(n.name, "/FastGelu");
-  gelu.op_type = "FastGelu";
-  gelu.domain = kMicrosoftDomain;
-  gelu.inputs = {x};
-  gelu.outputs = {last->outputs[0]};
-  nodes.insert(nodes.end(), {one, m1, half});
-  for (const Node* p : nodes) Remove(p);
-  Applied(rule, n, "FastGelu (the tanh form)");
-  Add(std::move(gelu));
-  return true;
+  return FinishGelu(n, x, "FastGelu", "tanh", std::move(nodes));
 }
 
 // --- matrix products ---------------------------------------------------------------------------
