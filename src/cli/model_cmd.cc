@@ -668,6 +668,12 @@ int Ops() {
   return kExitOk;
 }
 
+// The model's tensor limit (--max-tensor-size), for every command that loads a model to change it.
+void AddMaxTensorSize(CLI::App* app, ModelFlags* f) {
+  AddInt<int64_t>(app, "--max-tensor-size", &f->max_tensor_mib, 1, int64_t{1} << 20,
+                  "largest initializer or constant the model may hold, in MiB");
+}
+
 // The samples a command measures on (--inputs, or drawn: --shape, --samples, --seed) and the
 // model's tensor limit: the same flags for analyze, plan and sparsify.
 void AddSampleFlags(CLI::App* app, ModelFlags* f) {
@@ -678,8 +684,7 @@ void AddSampleFlags(CLI::App* app, ModelFlags* f) {
   AddInt<int>(app, "--samples", &f->samples, 1, 10000,
               "samples to draw without --inputs (seeds --seed, --seed + 1, ...)");
   AddInt<uint64_t>(app, "--seed", &f->seed, 0, UINT64_MAX, "seed of the first drawn sample");
-  AddInt<int64_t>(app, "--max-tensor-size", &f->max_tensor_mib, 1, int64_t{1} << 20,
-                  "largest initializer or constant the model may hold, in MiB");
+  AddMaxTensorSize(app, f);
 }
 
 // `seedance model run`.
@@ -701,8 +706,7 @@ CLI::App* AddRun(CLI::App* model, ModelFlags* f) {
                   "(repeatable; drawn samples only)")
       ->type_name("NAME=DxD...");
   AddInt<uint64_t>(run, "--seed", &f->seed, 0, UINT64_MAX, "seed of the drawn sample");
-  AddInt<int64_t>(run, "--max-tensor-size", &f->max_tensor_mib, 1, int64_t{1} << 20,
-                  "largest initializer or constant the model may hold, in MiB");
+  AddMaxTensorSize(run, f);
   run->add_option("--plan", f->plan_file,
                   "run with a `model plan` JSON's weight formats emulated (as `model quantize`\n"
                   "writes them) instead of FP32")
@@ -799,8 +803,7 @@ CLI::App* AddQuantize(CLI::App* model, ModelFlags* f) {
   quantize->add_option("model", f->model, "the .onnx file")->type_name("MODEL.onnx");
   quantize->add_option("--plan", f->plan_file, "the plan (`seedance model plan` JSON; required)")
       ->type_name("PLAN.json");
-  AddInt<int64_t>(quantize, "--max-tensor-size", &f->max_tensor_mib, 1, int64_t{1} << 20,
-                  "largest initializer or constant the model may hold, in MiB");
+  AddMaxTensorSize(quantize, f);
   quantize->add_option("-o,--output", f->output, "the quantized model (required)")
       ->type_name("OUT.onnx");
   quantize->footer(
@@ -870,8 +873,7 @@ CLI::App* AddOptimize(CLI::App* model, ModelFlags* f) {
   opt->add_option("--format", f->out.format, "report format: table (default) or json")
       ->type_name("FORMAT")
       ->check(CLI::IsMember(kOptimizeFormats));
-  AddInt<int64_t>(opt, "--max-tensor-size", &f->max_tensor_mib, 1, int64_t{1} << 20,
-                  "largest initializer or constant the model may hold, in MiB");
+  AddMaxTensorSize(opt, f);
   opt->footer(
       "Examples:\n"
       "  seedance model optimize encoder.onnx -o encoder.fused.onnx\n"
