@@ -391,7 +391,7 @@ bool Rewriter::ApplyOne() {
   return false;
 }
 
-absl::StatusOr<Graph> Rewriter::Take() { return std::move(g_); }
+Graph Rewriter::Take() { return std::move(g_); }
 
 }  // namespace rewrite_internal
 

@@ -22,7 +22,7 @@ class Rewriter {
  public:
   Rewriter(Graph graph, const RewriteTarget& target, RewriteReport* report);
   absl::Status Run();
-  absl::StatusOr<Graph> Take();
+  Graph Take();  // the rewritten graph (after Run)
 
  private:
   // --- the index (rebuilt after every edit) ---
